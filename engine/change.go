@@ -1,0 +1,108 @@
+package engine
+
+// ChangeType says what a Change records.
+type ChangeType uint8
+
+const (
+	// ColumnChange sets one cell: (table, pk, column) = value at hlc.
+	ColumnChange ChangeType = iota + 1
+	// RowDeletion tombstones a row: (table, pk) deleted at hlc.
+	RowDeletion
+)
+
+func (t ChangeType) String() string {
+	switch t {
+	case ColumnChange:
+		return "column"
+	case RowDeletion:
+		return "delete"
+	}
+	return "invalid"
+}
+
+// Change is one fact of a transaction: a column change or a row deletion
+// (sync-protocol.md § Data Structures).
+//
+// The primary key is the row's address: its values in the table's
+// primary-key column order. For a ColumnChange, Column names the cell and
+// Value is its new value; writing a row also writes its primary-key columns
+// as cells, so a row with only key columns still travels.
+//
+// Before-images are best-effort and never affect merging by default LWW:
+// HasPrior, PriorValue and PriorHLC carry the cell version this write
+// replaced at its origin (absent on a cell's first write); PriorRow carries
+// the last row image a deletion removed (nil when unknown). A custom
+// ConflictResolver sees them.
+type Change struct {
+	Type   ChangeType
+	Table  string
+	PK     []Value
+	Column string // ColumnChange only
+	Value  Value  // ColumnChange only
+	HLC    HLC
+
+	HasPrior   bool  // ColumnChange: PriorValue and PriorHLC are set
+	PriorValue Value // ColumnChange: the value this write replaced
+	PriorHLC   HLC   // ColumnChange: the HLC of the replaced version
+	PriorRow   Row   // RowDeletion: the row image before deletion, or nil
+}
+
+// ChangeSet is every fact of one transaction of one site, never split and
+// never merged with another (sync.md § Transaction-Based Change Grouping).
+//
+//   - SiteID is the origin replica; every fact's HLC carries it.
+//   - TransactionID is HLC.TransactionID() of the base, the same on every
+//     peer.
+//   - HLC is the maximum fact HLC (the last opSeq): the commit boundary a
+//     watermark may rest on.
+//   - Migrations come first (lowest opSeqs), then Changes, each in opSeq
+//     order.
+type ChangeSet struct {
+	SiteID        SiteID
+	TransactionID string
+	HLC           HLC
+	Migrations    []SchemaMigration
+	Changes       []Change
+}
+
+// MigrationType names a schema migration.
+type MigrationType string
+
+// The migrations Replica records and replicates. Dropping and renaming are
+// not supported yet.
+const (
+	CreateTable MigrationType = "create_table"
+	AddColumn   MigrationType = "add_column"
+	AddIndex    MigrationType = "add_index"
+)
+
+// SchemaMigration is one schema change, stamped with an HLC and carried in
+// the ChangeSet of the transaction that made it, before its data
+// (sync-protocol.md § SchemaMigration). Exactly one of Table (CreateTable),
+// Column (AddColumn) and Index (AddIndex) is set; TableName names the table
+// in every case.
+type SchemaMigration struct {
+	Type      MigrationType
+	TableName string
+	Table     *TableDef  // CreateTable: the whole definition
+	Column    *ColumnDef // AddColumn
+	Index     *IndexDef  // AddIndex
+	HLC       HLC
+}
+
+// ApplyResult counts what ApplyChanges did (sync-protocol.md § ApplyResult).
+type ApplyResult struct {
+	// Applied counts changes that changed local state (migrations included).
+	Applied int
+	// Skipped counts changes that did not: older than the local version,
+	// equal to it, blocked by a tombstone, or this replica's own echo.
+	Skipped int
+	// Conflicts counts column changes that met a concurrent local version
+	// of the same cell with a different value, whichever won.
+	Conflicts int
+	// Transactions counts ChangeSets processed (own echoes excluded).
+	Transactions int
+	// UnknownTable counts changes for tables outside the local schema,
+	// diverted by the UnknownTableDisposition.
+	UnknownTable int
+}

@@ -1,0 +1,165 @@
+// Package kv is the ordered key-value interface every Replica storage backend
+// implements and the engine stores everything through.
+//
+// # Model
+//
+// A Store holds a fixed set of named buckets, declared when the store is
+// opened (IndexedDB can only create object stores in an upgrade step, so the
+// set cannot change while the store is open). Each bucket maps byte-string
+// keys to byte-string values, ordered by bytes.Compare of the keys. Keys are
+// 1 to MaxKeySize bytes; values may be empty and up to MaxValueSize bytes.
+//
+// All access happens inside transactions. Update runs a read-write
+// transaction, View a read-only one. A transaction spans every bucket of the
+// store: a row, its metadata, its change-log entries and the clock state
+// written in one Update commit together or not at all.
+//
+// # Transactions
+//
+//   - If the function passed to Update returns nil, every Put and Delete it
+//     made is committed atomically. If it returns an error (or panics, or the
+//     commit fails), nothing it wrote is visible, ever, to anyone; the error
+//     is returned unchanged (wrapped only when the commit itself failed).
+//   - A transaction reads its own writes: Get, GetMany and Scan inside an
+//     Update see the Puts and Deletes made earlier in the same function.
+//   - Read-write transactions are serialized: while one runs, another Update
+//     (from this Store or, for IndexedDB, from another tab over the same
+//     database) waits. View transactions see a consistent snapshot and may run
+//     concurrently with each other and, depending on the backend, with an
+//     Update.
+//   - A Tx must not be used after its function returns, nor from another
+//     goroutine than the one running the function.
+//   - The function must not wait on anything but the transaction's own
+//     requests: no timers, no channels fed from elsewhere, no network. On
+//     IndexedDB the browser commits an idle transaction by itself; the idbkv
+//     backend then fails the transaction with ErrTxInactive and writes
+//     nothing. Other backends do not detect this, but the rule holds for all.
+//
+// # Ownership of bytes
+//
+// Byte slices returned by Get, GetMany and passed to a Scan callback are
+// owned by the store and valid only until the transaction ends (bbolt maps
+// them from its file). Callers must not modify them and must copy anything
+// they keep. Slices passed to Put may be reused by the caller once Put
+// returns.
+//
+// # Concurrency
+//
+// A Store is safe for concurrent use by multiple goroutines. A Tx is not.
+//
+// # Implementations
+//
+// kv/memkv (memory, both builds), kv/boltkv (bbolt file, native) and idbkv
+// (IndexedDB, js/wasm). All of them run the conformance suite in kv/kvtest.
+package kv
+
+import (
+	"errors"
+)
+
+// Limits shared by every implementation. The conformance suite checks that
+// values up to MaxValueSize round-trip.
+const (
+	// MaxKeySize is the largest key, in bytes, a store must accept.
+	MaxKeySize = 4096
+	// MaxValueSize is the largest value, in bytes, a store must accept
+	// (8 MiB; the engine never writes values near it).
+	MaxValueSize = 8 << 20
+)
+
+// Errors returned by every implementation. Test with errors.Is: backends wrap
+// them with context (the bucket, the key length, the browser's message).
+var (
+	// ErrNotFound is returned by Get when the key is absent.
+	ErrNotFound = errors.New("kv: key not found")
+	// ErrBucketNotFound is returned when a transaction names a bucket the
+	// store was not opened with.
+	ErrBucketNotFound = errors.New("kv: bucket not found")
+	// ErrReadOnly is returned by Put, Delete and DeleteRange inside View.
+	ErrReadOnly = errors.New("kv: write in a read-only transaction")
+	// ErrInvalidKey is returned for an empty key or one longer than
+	// MaxKeySize.
+	ErrInvalidKey = errors.New("kv: invalid key")
+	// ErrValueTooLarge is returned by Put for a value over MaxValueSize.
+	ErrValueTooLarge = errors.New("kv: value too large")
+	// ErrClosed is returned by Update and View after Close, and by
+	// idbkv when the browser closed the database underneath it (another tab
+	// deleted or upgraded it).
+	ErrClosed = errors.New("kv: store closed")
+	// ErrTxInactive is returned (idbkv only) when the browser committed a
+	// transaction by itself because its function waited on something other
+	// than the transaction's own requests. Nothing of the transaction is
+	// written.
+	ErrTxInactive = errors.New("kv: transaction no longer active (it waited on something other than its own requests)")
+	// ErrQuotaExceeded is returned when the backend is out of space
+	// (IndexedDB's QuotaExceededError, a full disk). Nothing of the
+	// transaction is written.
+	ErrQuotaExceeded = errors.New("kv: storage quota exceeded")
+)
+
+// Store is an ordered key-value store with named buckets.
+type Store interface {
+	// Update runs fn in a read-write transaction and commits it if fn
+	// returns nil. See the package documentation for atomicity and
+	// isolation.
+	Update(fn func(Tx) error) error
+	// View runs fn in a read-only transaction.
+	View(fn func(Tx) error) error
+	// Close releases the store. Transactions running concurrently finish
+	// first; later calls return ErrClosed. Close is idempotent.
+	Close() error
+}
+
+// Range selects the keys a Scan visits: Start <= key < End, in ascending
+// byte order, or descending if Reverse is set. A nil Start means the first
+// key of the bucket; a nil End means past the last key. Limit > 0 stops after
+// that many entries; 0 means no limit. KeysOnly lets a backend skip loading
+// values (the callback then receives a nil value).
+type Range struct {
+	Start, End []byte
+	Reverse    bool
+	Limit      int
+	KeysOnly   bool
+}
+
+// Prefix returns the Range of every key that begins with p.
+func Prefix(p []byte) Range {
+	return Range{Start: p, End: PrefixEnd(p)}
+}
+
+// PrefixEnd returns the smallest key greater than every key that begins with
+// p, or nil if there is none (p is empty or all 0xFF).
+func PrefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xFF {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// Tx is a transaction over every bucket of a Store. Methods return
+// ErrBucketNotFound for an unknown bucket and ErrInvalidKey for an empty or
+// oversized key.
+type Tx interface {
+	// Get returns the value of key, or ErrNotFound.
+	Get(bucket string, key []byte) ([]byte, error)
+	// GetMany returns the values of keys in the same order, with nil for
+	// absent keys (an existing empty value is a non-nil empty slice). It is
+	// one round trip on backends where each read costs one (IndexedDB).
+	GetMany(bucket string, keys [][]byte) ([][]byte, error)
+	// Scan calls fn for each entry in r, in order, until fn returns false,
+	// the range is exhausted or r.Limit entries were visited. Writing to the
+	// scanned bucket from fn is not allowed; collect keys and write after
+	// Scan returns.
+	Scan(bucket string, r Range, fn func(key, value []byte) bool) error
+	// Put stores value under key, replacing any previous value.
+	Put(bucket string, key, value []byte) error
+	// Delete removes key; deleting an absent key is not an error.
+	Delete(bucket string, key []byte) error
+	// DeleteRange removes every key k with start <= k < end (nil bounds as
+	// in Range) and is one request on IndexedDB.
+	DeleteRange(bucket string, start, end []byte) error
+}
