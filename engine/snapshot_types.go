@@ -53,6 +53,11 @@ type SnapshotHeader struct {
 	// Rows is the number of row entries the stream will carry (live and
 	// tombstoned), for progress; 0 if unknown.
 	Rows int64
+	// Cursor is the relay's delivery cursor taken before the snapshot's
+	// data was read (DESIGN.md § Sync): everything up to it is in the
+	// snapshot, so a client resumes pulling changes after it. 0 when the
+	// sender is not a relay.
+	Cursor uint64
 }
 
 // SnapshotRow is one row's complete CRDT state: every live cell with its
@@ -77,4 +82,27 @@ type SnapshotCell struct {
 type SnapshotFooter struct {
 	Tables int   // tables carried by this stream
 	Rows   int64 // row entries carried by this stream
+}
+
+// SnapshotCheckpoint is the durable resume position of an interrupted
+// snapshot apply (sync-protocol.md § Checkpoint presence means partial data).
+// While one exists the replica's data is partial. A client sends it back to
+// the relay in resume_snapshot; the relay then streams only the tables not in
+// CompletedTables.
+type SnapshotCheckpoint struct {
+	SnapshotID string
+	// SiteID and HLC are the sender's, from the original header.
+	SiteID SiteID
+	HLC    HLC
+	// Cursor is the original header's cursor: the resumed stream reads
+	// data live, at or after it, so the original is the safe one to resume
+	// pulling from.
+	Cursor uint64
+	// CompletedTables lists tables whose every row has been applied, in
+	// stream order.
+	CompletedTables []string
+	// RowsApplied counts row entries applied so far, for progress.
+	RowsApplied int64
+	// CreatedAt is the local wall time (ms) the apply began.
+	CreatedAt uint64
 }
