@@ -20,6 +20,13 @@
 //     made is committed atomically. If it returns an error (or panics, or the
 //     commit fails), nothing it wrote is visible, ever, to anyone; the error
 //     is returned unchanged (wrapped only when the commit itself failed).
+//   - If the function passed to Update or View panics, the transaction is
+//     rolled back and the panic continues out of Update or View with the
+//     same value, on the caller's goroutine. The Store stays usable.
+//   - An error a Tx method returns (ErrNotFound, ErrInvalidKey,
+//     ErrValueTooLarge, ErrBucketNotFound, ErrReadOnly) does not end the
+//     transaction: the function may go on and its other writes commit if it
+//     returns nil.
 //   - A transaction reads its own writes: Get, GetMany and Scan inside an
 //     Update see the Puts and Deletes made earlier in the same function.
 //   - Read-write transactions are serialized: while one runs, another Update
@@ -29,6 +36,8 @@
 //     Update.
 //   - A Tx must not be used after its function returns, nor from another
 //     goroutine than the one running the function.
+//   - The function must not start another transaction (Update or View on
+//     any Store over the same data): bbolt and IndexedDB may deadlock.
 //   - The function must not wait on anything but the transaction's own
 //     requests: no timers, no channels fed from elsewhere, no network. On
 //     IndexedDB the browser commits an idle transaction by itself; the idbkv
@@ -106,15 +115,18 @@ type Store interface {
 	// View runs fn in a read-only transaction.
 	View(fn func(Tx) error) error
 	// Close releases the store. Transactions running concurrently finish
-	// first; later calls return ErrClosed. Close is idempotent.
+	// first; later calls to Update and View return ErrClosed. Close is
+	// idempotent: calling it again returns nil.
 	Close() error
 }
 
 // Range selects the keys a Scan visits: Start <= key < End, in ascending
-// byte order, or descending if Reverse is set. A nil Start means the first
-// key of the bucket; a nil End means past the last key. Limit > 0 stops after
-// that many entries; 0 means no limit. KeysOnly lets a backend skip loading
-// values (the callback then receives a nil value).
+// byte order, or descending if Reverse is set. A nil (or empty) Start means
+// the first key of the bucket; a nil End means past the last key. A non-nil
+// empty End selects nothing (no key is less than the empty string), and so
+// does Start >= End; neither is an error. Limit > 0 stops after that many
+// entries; 0 means no limit. KeysOnly lets a backend skip loading values (the
+// callback then receives a nil value).
 type Range struct {
 	Start, End []byte
 	Reverse    bool
@@ -144,7 +156,8 @@ func PrefixEnd(p []byte) []byte {
 // ErrBucketNotFound for an unknown bucket and ErrInvalidKey for an empty or
 // oversized key.
 type Tx interface {
-	// Get returns the value of key, or ErrNotFound.
+	// Get returns the value of key, or ErrNotFound. An existing empty value
+	// is a non-nil empty slice.
 	Get(bucket string, key []byte) ([]byte, error)
 	// GetMany returns the values of keys in the same order, with nil for
 	// absent keys (an existing empty value is a non-nil empty slice). It is
@@ -152,14 +165,16 @@ type Tx interface {
 	GetMany(bucket string, keys [][]byte) ([][]byte, error)
 	// Scan calls fn for each entry in r, in order, until fn returns false,
 	// the range is exhausted or r.Limit entries were visited. Writing to the
-	// scanned bucket from fn is not allowed; collect keys and write after
-	// Scan returns.
+	// scanned bucket from fn is not allowed (a backend may fail such a write
+	// with an error, or visit entries unpredictably); collect keys and write
+	// after Scan returns. Reads, and writes to other buckets, are allowed.
 	Scan(bucket string, r Range, fn func(key, value []byte) bool) error
 	// Put stores value under key, replacing any previous value.
 	Put(bucket string, key, value []byte) error
 	// Delete removes key; deleting an absent key is not an error.
 	Delete(bucket string, key []byte) error
-	// DeleteRange removes every key k with start <= k < end (nil bounds as
-	// in Range) and is one request on IndexedDB.
+	// DeleteRange removes every key k with start <= k < end (bounds as in
+	// Range: nil start and end mean unbounded, a non-nil empty end or
+	// start >= end removes nothing) and is one request on IndexedDB.
 	DeleteRange(bucket string, start, end []byte) error
 }
