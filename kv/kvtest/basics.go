@@ -1,0 +1,428 @@
+package kvtest
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/replica-sync/replica/kv"
+)
+
+func (s *suite) testBasics(t *testing.T) {
+	t.Run("PutGet", func(t *testing.T) {
+		st := s.store(t)
+		putAll(t, st, bucketA, entry{"k1", "v1"}, entry{"k2", "v2"})
+		mustView(t, st, func(tx kv.Tx) error {
+			checkGet(t, tx, bucketA, "k1", "v1")
+			checkGet(t, tx, bucketA, "k2", "v2")
+			checkAbsent(t, tx, bucketA, "k3")
+			return nil
+		})
+	})
+
+	t.Run("Overwrite", func(t *testing.T) {
+		st := s.store(t)
+		putAll(t, st, bucketA, entry{"k", "first"})
+		putAll(t, st, bucketA, entry{"k", "second, longer"})
+		putAll(t, st, bucketA, entry{"k", "3"})
+		checkEntries(t, "after three Puts of one key", dump(t, st, bucketA), []entry{{"k", "3"}})
+	})
+
+	t.Run("Delete", func(t *testing.T) {
+		st := s.store(t)
+		putAll(t, st, bucketA, entry{"k1", "v1"}, entry{"k2", "v2"})
+		mustUpdate(t, st, func(tx kv.Tx) error { return tx.Delete(bucketA, []byte("k1")) })
+		mustView(t, st, func(tx kv.Tx) error {
+			checkAbsent(t, tx, bucketA, "k1")
+			checkGet(t, tx, bucketA, "k2", "v2")
+			return nil
+		})
+	})
+
+	t.Run("DeleteAbsentIsNotAnError", func(t *testing.T) {
+		st := s.store(t)
+		mustUpdate(t, st, func(tx kv.Tx) error {
+			if err := tx.Delete(bucketA, []byte("never-written")); err != nil {
+				return fmt.Errorf("Delete of an absent key: %w", err)
+			}
+			return nil
+		})
+	})
+
+	t.Run("NotFoundOnEmptyBucket", func(t *testing.T) {
+		st := s.store(t)
+		mustView(t, st, func(tx kv.Tx) error {
+			checkAbsent(t, tx, bucketA, "k")
+			return nil
+		})
+		mustUpdate(t, st, func(tx kv.Tx) error {
+			checkAbsent(t, tx, bucketA, "k")
+			return nil
+		})
+	})
+
+	t.Run("EmptyValue", func(t *testing.T) {
+		st := s.store(t)
+		mustUpdate(t, st, func(tx kv.Tx) error {
+			if err := tx.Put(bucketA, []byte("empty"), []byte{}); err != nil {
+				return err
+			}
+			if err := tx.Put(bucketA, []byte("nil"), nil); err != nil {
+				return err
+			}
+			// Read your own empty writes before commit too.
+			checkGet(t, tx, bucketA, "empty", "")
+			checkGet(t, tx, bucketA, "nil", "")
+			return nil
+		})
+		mustView(t, st, func(tx kv.Tx) error {
+			// checkGet insists on a non-nil slice.
+			checkGet(t, tx, bucketA, "empty", "")
+			checkGet(t, tx, bucketA, "nil", "")
+			return nil
+		})
+		checkEntries(t, "scan of empty values", dump(t, st, bucketA),
+			[]entry{{"empty", ""}, {"nil", ""}})
+	})
+
+	t.Run("BucketsAreIndependent", func(t *testing.T) {
+		st := s.store(t)
+		mustUpdate(t, st, func(tx kv.Tx) error {
+			for _, b := range []string{bucketA, bucketB, bucketC} {
+				if err := tx.Put(b, []byte("same-key"), []byte("in "+b)); err != nil {
+					return err
+				}
+			}
+			return tx.Put(bucketB, []byte("only-in-beta"), []byte("x"))
+		})
+		mustUpdate(t, st, func(tx kv.Tx) error { return tx.Delete(bucketC, []byte("same-key")) })
+		checkEntries(t, bucketA, dump(t, st, bucketA), []entry{{"same-key", "in " + bucketA}})
+		checkEntries(t, bucketB, dump(t, st, bucketB),
+			[]entry{{"only-in-beta", "x"}, {"same-key", "in " + bucketB}})
+		checkEntries(t, bucketC, dump(t, st, bucketC), nil)
+	})
+
+	t.Run("SingleBucketStore", func(t *testing.T) {
+		st := s.store(t, "only")
+		putAll(t, st, "only", entry{"k", "v"})
+		checkEntries(t, "only", dump(t, st, "only"), []entry{{"k", "v"}})
+		err := st.View(func(tx kv.Tx) error {
+			_, err := tx.Get(bucketA, []byte("k"))
+			return err
+		})
+		checkErr(t, "Get from a bucket the store was not opened with", err, kv.ErrBucketNotFound)
+	})
+
+	t.Run("CallerMayReuseSlices", func(t *testing.T) {
+		// kv: "Slices passed to Put may be reused by the caller once Put
+		// returns."
+		st := s.store(t)
+		key := []byte("key-1")
+		val := []byte("value-1")
+		mustUpdate(t, st, func(tx kv.Tx) error {
+			if err := tx.Put(bucketA, key, val); err != nil {
+				return err
+			}
+			copy(key, "XXXXX")
+			copy(val, "YYYYYYY")
+			checkGet(t, tx, bucketA, "key-1", "value-1")
+			checkAbsent(t, tx, bucketA, "XXXXX")
+			return nil
+		})
+		checkEntries(t, "after scribbling over the Put arguments", dump(t, st, bucketA),
+			[]entry{{"key-1", "value-1"}})
+	})
+
+	t.Run("ValuesStayValidUntilTxEnd", func(t *testing.T) {
+		// kv: returned slices are valid until the transaction ends. The
+		// engine reads a prior value and then overwrites it in the same
+		// transaction; the slice it read must not change under it.
+		st := s.store(t)
+		putAll(t, st, bucketA, entry{"a", "old-a"}, entry{"b", "old-b"}, entry{"c", "old-c"})
+		mustUpdate(t, st, func(tx kv.Tx) error {
+			a, err := tx.Get(bucketA, []byte("a"))
+			if err != nil {
+				return err
+			}
+			many, err := tx.GetMany(bucketA, [][]byte{[]byte("b")})
+			if err != nil {
+				return err
+			}
+			var scanned []byte
+			if err := tx.Scan(bucketA, kv.Range{Start: []byte("c")}, func(_, v []byte) bool {
+				scanned = v
+				return false
+			}); err != nil {
+				return err
+			}
+			for _, k := range []string{"a", "b", "c"} {
+				if err := tx.Put(bucketA, []byte(k), []byte(strings.Repeat("new", 10))); err != nil {
+					return err
+				}
+			}
+			if err := tx.Delete(bucketA, []byte("b")); err != nil {
+				return err
+			}
+			if string(a) != "old-a" || string(many[0]) != "old-b" || string(scanned) != "old-c" {
+				t.Errorf("slices read before overwriting changed within the transaction: Get %q, GetMany %q, Scan %q",
+					a, many[0], scanned)
+			}
+			return nil
+		})
+	})
+
+	t.Run("ManyTransactions", func(t *testing.T) {
+		st := s.store(t)
+		var want []entry
+		for i := range 50 {
+			e := entry{fmt.Sprintf("k%03d", i), fmt.Sprintf("v%d", i)}
+			putAll(t, st, bucketA, e)
+			want = append(want, e)
+		}
+		checkEntries(t, "after 50 one-Put transactions", dump(t, st, bucketA), want)
+	})
+}
+
+func (s *suite) testErrors(t *testing.T) {
+	t.Run("BucketNotFound", func(t *testing.T) {
+		st := s.store(t)
+		k := []byte("k")
+		ops := []struct {
+			name string
+			do   func(tx kv.Tx) error
+		}{
+			{"Get", func(tx kv.Tx) error { _, err := tx.Get(missing, k); return err }},
+			{"GetMany", func(tx kv.Tx) error { _, err := tx.GetMany(missing, [][]byte{k}); return err }},
+			{"Scan", func(tx kv.Tx) error {
+				return tx.Scan(missing, kv.Range{}, func(_, _ []byte) bool { return true })
+			}},
+			{"Put", func(tx kv.Tx) error { return tx.Put(missing, k, k) }},
+			{"Delete", func(tx kv.Tx) error { return tx.Delete(missing, k) }},
+			{"DeleteRange", func(tx kv.Tx) error { return tx.DeleteRange(missing, nil, nil) }},
+		}
+		for _, op := range ops {
+			err := st.Update(op.do)
+			checkErr(t, "Update: "+op.name, err, kv.ErrBucketNotFound)
+		}
+		for _, op := range ops[:3] {
+			err := st.View(op.do)
+			checkErr(t, "View: "+op.name, err, kv.ErrBucketNotFound)
+		}
+	})
+
+	t.Run("ReadOnly", func(t *testing.T) {
+		st := s.store(t)
+		putAll(t, st, bucketA, entry{"k", "v"})
+		mustView(t, st, func(tx kv.Tx) error {
+			checkErr(t, "Put in View", tx.Put(bucketA, []byte("k2"), []byte("v2")), kv.ErrReadOnly)
+			checkErr(t, "Delete in View", tx.Delete(bucketA, []byte("k")), kv.ErrReadOnly)
+			checkErr(t, "DeleteRange in View", tx.DeleteRange(bucketA, nil, nil), kv.ErrReadOnly)
+			// The View goes on reading and returns nil: nothing may have
+			// been written.
+			checkGet(t, tx, bucketA, "k", "v")
+			checkAbsent(t, tx, bucketA, "k2")
+			return nil
+		})
+		checkEntries(t, "after refused writes in a View", dump(t, st, bucketA), []entry{{"k", "v"}})
+	})
+
+	t.Run("InvalidKey", func(t *testing.T) {
+		st := s.store(t)
+		long := make([]byte, kv.MaxKeySize+1)
+		for _, bad := range []struct {
+			name string
+			key  []byte
+		}{{"nil", nil}, {"empty", []byte{}}, {"MaxKeySize+1", long}} {
+			check := func(tx kv.Tx, writes bool) {
+				_, err := tx.Get(bucketA, bad.key)
+				checkErr(t, "Get "+bad.name, err, kv.ErrInvalidKey)
+				_, err = tx.GetMany(bucketA, [][]byte{[]byte("ok"), bad.key})
+				checkErr(t, "GetMany "+bad.name, err, kv.ErrInvalidKey)
+				if writes {
+					checkErr(t, "Put "+bad.name, tx.Put(bucketA, bad.key, []byte("v")), kv.ErrInvalidKey)
+					checkErr(t, "Delete "+bad.name, tx.Delete(bucketA, bad.key), kv.ErrInvalidKey)
+				}
+			}
+			if err := st.Update(func(tx kv.Tx) error { check(tx, true); return nil }); err != nil {
+				t.Fatalf("Update: %v", err)
+			}
+			if err := st.View(func(tx kv.Tx) error { check(tx, false); return nil }); err != nil {
+				t.Fatalf("View: %v", err)
+			}
+		}
+		checkEntries(t, "after refused Puts", dump(t, st, bucketA), nil)
+	})
+
+	t.Run("MaxKeySize", func(t *testing.T) {
+		st := s.store(t)
+		key := string(pattern(kv.MaxKeySize, 7))
+		putAll(t, st, bucketA, entry{key, "v"})
+		mustView(t, st, func(tx kv.Tx) error {
+			checkGet(t, tx, bucketA, key, "v")
+			return nil
+		})
+		checkEntries(t, "scan", dump(t, st, bucketA), []entry{{key, "v"}})
+		mustUpdate(t, st, func(tx kv.Tx) error { return tx.Delete(bucketA, []byte(key)) })
+		checkEntries(t, "after Delete", dump(t, st, bucketA), nil)
+	})
+
+	t.Run("ValueTooLarge", func(t *testing.T) {
+		st := s.store(t)
+		big := make([]byte, kv.MaxValueSize+1)
+		mustUpdate(t, st, func(tx kv.Tx) error {
+			checkErr(t, "Put of MaxValueSize+1 bytes", tx.Put(bucketA, []byte("k"), big), kv.ErrValueTooLarge)
+			checkAbsent(t, tx, bucketA, "k")
+			return nil
+		})
+		checkEntries(t, "after a refused Put", dump(t, st, bucketA), nil)
+	})
+
+	t.Run("TxUsableAfterError", func(t *testing.T) {
+		// kv: errors from Tx methods do not end the transaction. The engine
+		// relies on this for ErrNotFound above all.
+		st := s.store(t)
+		putAll(t, st, bucketA, entry{"existing", "v"})
+		mustUpdate(t, st, func(tx kv.Tx) error {
+			if err := tx.Put(bucketA, []byte("before"), []byte("1")); err != nil {
+				return err
+			}
+			_, err := tx.Get(bucketA, []byte("absent"))
+			checkErr(t, "Get absent", err, kv.ErrNotFound)
+			checkErr(t, "Put empty key", tx.Put(bucketA, nil, []byte("x")), kv.ErrInvalidKey)
+			checkErr(t, "Put huge value", tx.Put(bucketA, []byte("huge"), make([]byte, kv.MaxValueSize+1)), kv.ErrValueTooLarge)
+			checkErr(t, "Put to missing bucket", tx.Put(missing, []byte("k"), []byte("x")), kv.ErrBucketNotFound)
+			_, err = tx.Get(missing, []byte("k"))
+			checkErr(t, "Get from missing bucket", err, kv.ErrBucketNotFound)
+			checkGet(t, tx, bucketA, "before", "1")
+			return tx.Put(bucketA, []byte("after"), []byte("2"))
+		})
+		checkEntries(t, "committed after errors", dump(t, st, bucketA),
+			[]entry{{"after", "2"}, {"before", "1"}, {"existing", "v"}})
+
+		mustView(t, st, func(tx kv.Tx) error {
+			_, err := tx.Get(bucketA, []byte("absent"))
+			checkErr(t, "View: Get absent", err, kv.ErrNotFound)
+			checkErr(t, "View: Put", tx.Put(bucketA, []byte("k"), nil), kv.ErrReadOnly)
+			checkGet(t, tx, bucketA, "existing", "v")
+			return nil
+		})
+	})
+
+	t.Run("ErrorsAreDistinct", func(t *testing.T) {
+		// A backend wrapping one sentinel must not make it match another.
+		st := s.store(t)
+		mustUpdate(t, st, func(tx kv.Tx) error {
+			_, err := tx.Get(bucketA, []byte("absent"))
+			if errors.Is(err, kv.ErrBucketNotFound) || errors.Is(err, kv.ErrInvalidKey) {
+				t.Errorf("ErrNotFound from Get also matches another sentinel: %v", err)
+			}
+			_, err = tx.Get(missing, []byte("k"))
+			if errors.Is(err, kv.ErrNotFound) {
+				t.Errorf("ErrBucketNotFound also matches ErrNotFound: %v", err)
+			}
+			_, err = tx.Get(bucketA, nil)
+			if errors.Is(err, kv.ErrNotFound) {
+				t.Errorf("ErrInvalidKey also matches ErrNotFound: %v", err)
+			}
+			return nil
+		})
+	})
+}
+
+func (s *suite) testGetMany(t *testing.T) {
+	t.Run("OrderAndAbsent", func(t *testing.T) {
+		st := s.store(t)
+		putAll(t, st, bucketA, entry{"a", "1"}, entry{"b", "2"}, entry{"c", "3"}, entry{"e", ""})
+		keys := []string{"c", "zz", "a", "e", "b", "a", "0"}
+		want := [][]byte{[]byte("3"), nil, []byte("1"), {}, []byte("2"), []byte("1"), nil}
+		check := func(tx kv.Tx) error {
+			in := make([][]byte, len(keys))
+			for i, k := range keys {
+				in[i] = []byte(k)
+			}
+			got, err := tx.GetMany(bucketA, in)
+			if err != nil {
+				return err
+			}
+			if len(got) != len(want) {
+				t.Errorf("GetMany(%q) returned %d values, want %d", keys, len(got), len(want))
+				return nil
+			}
+			for i := range want {
+				if !sameBytes(got[i], want[i]) {
+					t.Errorf("GetMany(%q)[%d] (key %q) = %q (nil: %v), want %q (nil: %v)",
+						keys, i, keys[i], got[i], got[i] == nil, want[i], want[i] == nil)
+				}
+			}
+			return nil
+		}
+		mustView(t, st, check)
+		mustUpdate(t, st, check)
+	})
+
+	t.Run("NoKeys", func(t *testing.T) {
+		st := s.store(t)
+		putAll(t, st, bucketA, entry{"a", "1"})
+		mustView(t, st, func(tx kv.Tx) error {
+			for _, in := range [][][]byte{nil, {}} {
+				got, err := tx.GetMany(bucketA, in)
+				if err != nil {
+					return fmt.Errorf("GetMany of no keys: %w", err)
+				}
+				if len(got) != 0 {
+					t.Errorf("GetMany of no keys returned %d values", len(got))
+				}
+			}
+			return nil
+		})
+	})
+
+	t.Run("AllAbsent", func(t *testing.T) {
+		st := s.store(t)
+		mustView(t, st, func(tx kv.Tx) error {
+			got, err := tx.GetMany(bucketA, [][]byte{[]byte("x"), []byte("y")})
+			if err != nil {
+				return err
+			}
+			if len(got) != 2 || got[0] != nil || got[1] != nil {
+				t.Errorf("GetMany on an empty bucket = %q, want [nil nil]", got)
+			}
+			return nil
+		})
+	})
+
+	t.Run("Hundred", func(t *testing.T) {
+		st := s.store(t)
+		var entries []entry
+		for i := 0; i < 200; i += 2 {
+			entries = append(entries, entry{fmt.Sprintf("k%04d", i), fmt.Sprintf("v%d", i)})
+		}
+		putAll(t, st, bucketA, entries...)
+		mustView(t, st, func(tx kv.Tx) error {
+			// Every key from k0199 down to k0000: the odd ones are absent.
+			var in [][]byte
+			for i := 199; i >= 0; i-- {
+				in = append(in, fmt.Appendf(nil, "k%04d", i))
+			}
+			got, err := tx.GetMany(bucketA, in)
+			if err != nil {
+				return err
+			}
+			if len(got) != len(in) {
+				t.Errorf("GetMany returned %d values, want %d", len(got), len(in))
+				return nil
+			}
+			for j, i := 0, 199; i >= 0; j, i = j+1, i-1 {
+				var want []byte
+				if i%2 == 0 {
+					want = fmt.Appendf(nil, "v%d", i)
+				}
+				if !sameBytes(got[j], want) {
+					t.Errorf("GetMany[%d] (key %q) = %q, want %q", j, in[j], got[j], want)
+				}
+			}
+			return nil
+		})
+	})
+}
