@@ -1,0 +1,917 @@
+package wire
+
+import (
+	"math"
+
+	"github.com/replica-sync/replica/engine"
+)
+
+// MessageType is the "type" of a frame.
+type MessageType string
+
+// The message types. The package documentation describes each.
+const (
+	TypeHandshake        MessageType = "handshake"
+	TypeHandshakeAck     MessageType = "handshake_ack"
+	TypeGetChanges       MessageType = "get_changes"
+	TypeChanges          MessageType = "changes"
+	TypeApplyChanges     MessageType = "apply_changes"
+	TypeApplyResult      MessageType = "apply_result"
+	TypePushChanges      MessageType = "push_changes"
+	TypeGetSnapshot      MessageType = "get_snapshot"
+	TypeResumeSnapshot   MessageType = "resume_snapshot"
+	TypeSnapshotChunk    MessageType = "snapshot_chunk"
+	TypeSnapshotComplete MessageType = "snapshot_complete"
+	TypePing             MessageType = "ping"
+	TypePong             MessageType = "pong"
+	TypeError            MessageType = "error"
+)
+
+// Message is one frame's content: one of the pointer types below
+// (*Handshake, *Changes, …). Messages are plain data, not safe for
+// concurrent mutation; Encode and Decode keep no reference to them or to
+// the frame.
+type Message interface {
+	// Type returns the frame's "type".
+	Type() MessageType
+	appendTo(b []byte) ([]byte, error)
+}
+
+// Handshake (client → relay) opens a session. It must be the first frame
+// on a connection.
+//
+//	{"type":"handshake","protocolVersion":1,"databaseId":"trips","siteId":"<22>","token":"…"}
+type Handshake struct {
+	// ProtocolVersion is the client's ProtocolVersion; 0 means the frame
+	// had none. When it is not this package's ProtocolVersion, Decode
+	// reads nothing else of the frame and leaves every other field zero.
+	ProtocolVersion int
+	// DatabaseID names the database (tenant) to sync; "" when absent.
+	// The relay checks it with ValidDatabaseID.
+	DatabaseID string
+	// SiteID is the client replica's site id.
+	SiteID engine.SiteID
+	// Token is the credential for DatabaseID; "" (omitted) for none.
+	Token string
+}
+
+// HandshakeAck (relay → client) accepts a handshake.
+//
+//	{"type":"handshake_ack","protocolVersion":1,"databaseId":"trips","serverSiteId":"<22>","connectionId":"c-17"}
+type HandshakeAck struct {
+	// ProtocolVersion is the relay's ProtocolVersion, decoded as for
+	// Handshake: when it differs, every other field is left zero.
+	ProtocolVersion int
+	// DatabaseID echoes the handshake's database id.
+	DatabaseID string
+	// ServerSiteID is the relay's site id: the key under which a client
+	// keeps its cursor and sent watermark for this relay.
+	ServerSiteID engine.SiteID
+	// ConnectionID identifies the connection in the relay's logs.
+	ConnectionID string
+}
+
+// GetChanges (client → relay) asks for the ChangeSets that arrived after a
+// cursor.
+//
+//	{"type":"get_changes","since":41}
+type GetChanges struct {
+	// Since is the cursor of the last ChangeSet the client applied; 0
+	// (omitted) means from the beginning.
+	Since uint64
+}
+
+// Changes (relay → client) answers get_changes with the next ChangeSets in
+// arrival order, gap-free, whole ChangeSets only.
+//
+//	{"type":"changes","cursor":57,"more":true,"changeSets":[…]}
+type Changes struct {
+	// Cursor is the arrival sequence of the last ChangeSet carried, or
+	// the relay's current cursor when ChangeSets is empty. After applying
+	// them the client persists it as its cursor for this relay.
+	Cursor uint64
+	// More is true when more ChangeSets follow Cursor: the client sends
+	// get_changes{since: Cursor} again.
+	More bool
+	// ChangeSets in arrival order.
+	ChangeSets []engine.ChangeSet
+}
+
+// ApplyChanges (client → relay) pushes the client's own ChangeSets.
+//
+//	{"type":"apply_changes","requestId":"apply-3","changes":[…]}
+type ApplyChanges struct {
+	// RequestID is echoed in the apply_result; "" (omitted) for none.
+	RequestID string
+	// ChangeSets to store, in any order; JSON field "changes".
+	ChangeSets []engine.ChangeSet
+}
+
+// ApplyResult (relay → client) answers an apply_changes that the relay
+// stored. The counts are the relay's engine.ApplyResult.
+//
+//	{"type":"apply_result","requestId":"apply-3","applied":12,"skipped":0,"conflicts":1,"transactions":3}
+type ApplyResult struct {
+	// RequestID echoes the apply_changes' requestId verbatim; "" when it
+	// had none.
+	RequestID string
+	engine.ApplyResult
+}
+
+// PushChanges (relay → client) forwards ChangeSets another connection
+// pushed, unsolicited.
+//
+//	{"type":"push_changes","cursor":58,"changeSets":[…]}
+type PushChanges struct {
+	// Cursor is the arrival sequence of the last ChangeSet carried.
+	Cursor uint64
+	// ChangeSets in arrival order.
+	ChangeSets []engine.ChangeSet
+}
+
+// GetSnapshot (client → relay) asks for a full snapshot.
+//
+//	{"type":"get_snapshot"}
+type GetSnapshot struct{}
+
+// ResumeSnapshot (client → relay) asks to continue an interrupted snapshot.
+//
+//	{"type":"resume_snapshot","checkpoint":{…}}
+type ResumeSnapshot struct {
+	Checkpoint engine.SnapshotCheckpoint
+}
+
+// SnapshotChunk (relay → client) carries one chunk of a snapshot stream.
+//
+//	{"type":"snapshot_chunk","chunk":{"type":"rows",…}}
+type SnapshotChunk struct {
+	Chunk engine.SnapshotChunk
+}
+
+// SnapshotComplete (relay → client) ends a snapshot stream after its
+// footer chunk.
+//
+//	{"type":"snapshot_complete"}
+type SnapshotComplete struct{}
+
+// Ping (either direction) asks for a Pong.
+//
+//	{"type":"ping"}
+type Ping struct{}
+
+// Pong answers a Ping.
+//
+//	{"type":"pong"}
+type Pong struct{}
+
+// Error (relay → client) reports a failed request or session. *Error
+// implements error.
+//
+//	{"type":"error","code":"AUTH_FAILED","message":"bad token","fatal":true}
+type Error struct {
+	// Code is one of the ErrorCode constants, or a code of a newer peer.
+	Code ErrorCode
+	// Message is a human-readable explanation, possibly "".
+	Message string
+	// Fatal is true when the session is over (see ErrorCode). A frame
+	// without the flag decodes with Fatal = IsFatal(Code).
+	Fatal bool
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.Message == "" {
+		return "relay error " + string(e.Code)
+	}
+	return "relay error " + string(e.Code) + ": " + e.Message
+}
+
+func (*Handshake) Type() MessageType        { return TypeHandshake }
+func (*HandshakeAck) Type() MessageType     { return TypeHandshakeAck }
+func (*GetChanges) Type() MessageType       { return TypeGetChanges }
+func (*Changes) Type() MessageType          { return TypeChanges }
+func (*ApplyChanges) Type() MessageType     { return TypeApplyChanges }
+func (*ApplyResult) Type() MessageType      { return TypeApplyResult }
+func (*PushChanges) Type() MessageType      { return TypePushChanges }
+func (*GetSnapshot) Type() MessageType      { return TypeGetSnapshot }
+func (*ResumeSnapshot) Type() MessageType   { return TypeResumeSnapshot }
+func (*SnapshotChunk) Type() MessageType    { return TypeSnapshotChunk }
+func (*SnapshotComplete) Type() MessageType { return TypeSnapshotComplete }
+func (*Ping) Type() MessageType             { return TypePing }
+func (*Pong) Type() MessageType             { return TypePong }
+func (*Error) Type() MessageType            { return TypeError }
+
+// Encode returns the frame of m: one JSON object, type first, optional
+// fields omitted. It checks what Decode checks, so a frame Encode returns
+// always decodes. A message that cannot be represented (see
+// ErrInvalidMessage) is an error and nothing is returned.
+func Encode(m Message) ([]byte, error) {
+	if m == nil {
+		return nil, invalid("nil message")
+	}
+	b, err := m.appendTo(make([]byte, 0, 128))
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Decode parses one frame. It returns a pointer to one of the message types,
+// or an error matching ErrMalformed (and also ErrUnknownType for a
+// well-formed frame of an unknown type) whose message names the offending
+// field. Decoding is strict: see "Encodings" in the package documentation.
+// The result holds no reference to frame.
+//
+// A handshake or handshake_ack whose protocolVersion is absent or differs
+// from ProtocolVersion decodes to a message with only ProtocolVersion set,
+// whatever else the frame holds (as long as it is valid JSON), so that the
+// receiver answers a version mismatch rather than a malformed message.
+func Decode(frame []byte) (Message, error) {
+	r := newReader(frame)
+	if err := checkUTF8(r); err != nil {
+		return nil, err
+	}
+	t, err := r.peekType()
+	if err != nil {
+		return nil, err
+	}
+	var m Message
+	switch MessageType(t) {
+	case TypeHandshake:
+		m, err = r.handshake()
+	case TypeHandshakeAck:
+		m, err = r.handshakeAck()
+	case TypeGetChanges:
+		m, err = r.getChanges()
+	case TypeChanges:
+		m, err = r.changes()
+	case TypeApplyChanges:
+		m, err = r.applyChanges()
+	case TypeApplyResult:
+		m, err = r.applyResult()
+	case TypePushChanges:
+		m, err = r.pushChanges()
+	case TypeResumeSnapshot:
+		m, err = r.resumeSnapshot()
+	case TypeSnapshotChunk:
+		m, err = r.snapshotChunk()
+	case TypeError:
+		m, err = r.errorMessage()
+	case TypeGetSnapshot:
+		m, err = &GetSnapshot{}, r.emptyMessage()
+	case TypeSnapshotComplete:
+		m, err = &SnapshotComplete{}, r.emptyMessage()
+	case TypePing:
+		m, err = &Ping{}, r.emptyMessage()
+	case TypePong:
+		m, err = &Pong{}, r.emptyMessage()
+	default:
+		if _, _, err := r.skip(); err != nil {
+			return nil, err
+		}
+		if err := r.end(); err != nil {
+			return nil, err
+		}
+		return nil, &pathError{sentinel: ErrMalformed, unknown: true, rev: []string{"type"},
+			msg: "unknown message type " + quote(t), offset: 0}
+	}
+	if err == nil {
+		err = r.end()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func quote(s string) string {
+	b, _ := appendString(nil, s)
+	return string(b)
+}
+
+// ---- encoding ----
+
+// header writes `{"type":"<t>"`.
+func header(b []byte, t MessageType) []byte {
+	b = append(b, `{"type":"`...)
+	b = append(b, t...)
+	return append(b, '"')
+}
+
+func checkVersion(v int) error {
+	if v < 0 || v > math.MaxInt32 {
+		return at(invalid("%d out of range", v), "protocolVersion")
+	}
+	return nil
+}
+
+func (m *Handshake) appendTo(b []byte) ([]byte, error) {
+	var err error
+	if err = checkVersion(m.ProtocolVersion); err != nil {
+		return b, err
+	}
+	b = header(b, TypeHandshake)
+	if m.ProtocolVersion != 0 {
+		b = append(b, `,"protocolVersion":`...)
+		b = appendUint(b, uint64(m.ProtocolVersion))
+	}
+	if m.DatabaseID != "" {
+		b = append(b, `,"databaseId":`...)
+		if b, err = appendString(b, m.DatabaseID); err != nil {
+			return b, at(err, "databaseId")
+		}
+	}
+	b = append(b, `,"siteId":`...)
+	b = appendSiteID(b, m.SiteID)
+	if m.Token != "" {
+		b = append(b, `,"token":`...)
+		if b, err = appendString(b, m.Token); err != nil {
+			return b, at(err, "token")
+		}
+	}
+	return append(b, '}'), nil
+}
+
+func (m *HandshakeAck) appendTo(b []byte) ([]byte, error) {
+	var err error
+	if err = checkVersion(m.ProtocolVersion); err != nil {
+		return b, err
+	}
+	if m.ProtocolVersion == ProtocolVersion {
+		if m.DatabaseID == "" {
+			return b, at(invalid("must not be empty"), "databaseId")
+		}
+		if m.ConnectionID == "" {
+			return b, at(invalid("must not be empty"), "connectionId")
+		}
+	}
+	b = header(b, TypeHandshakeAck)
+	if m.ProtocolVersion != 0 {
+		b = append(b, `,"protocolVersion":`...)
+		b = appendUint(b, uint64(m.ProtocolVersion))
+	}
+	if m.DatabaseID != "" {
+		b = append(b, `,"databaseId":`...)
+		if b, err = appendString(b, m.DatabaseID); err != nil {
+			return b, at(err, "databaseId")
+		}
+	}
+	b = append(b, `,"serverSiteId":`...)
+	b = appendSiteID(b, m.ServerSiteID)
+	if m.ConnectionID != "" {
+		b = append(b, `,"connectionId":`...)
+		if b, err = appendString(b, m.ConnectionID); err != nil {
+			return b, at(err, "connectionId")
+		}
+	}
+	return append(b, '}'), nil
+}
+
+func appendCursor(b []byte, name string, c uint64) ([]byte, error) {
+	if c > MaxCursor {
+		return b, at(invalid("%d above 2^53", c), name)
+	}
+	b = append(b, `,"`...)
+	b = append(b, name...)
+	b = append(b, `":`...)
+	return appendUint(b, c), nil
+}
+
+func (m *GetChanges) appendTo(b []byte) ([]byte, error) {
+	b = header(b, TypeGetChanges)
+	if m.Since != 0 {
+		var err error
+		if b, err = appendCursor(b, "since", m.Since); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+func (m *Changes) appendTo(b []byte) ([]byte, error) {
+	var err error
+	b = header(b, TypeChanges)
+	if b, err = appendCursor(b, "cursor", m.Cursor); err != nil {
+		return b, err
+	}
+	if m.More {
+		b = append(b, `,"more":true`...)
+	} else {
+		b = append(b, `,"more":false`...)
+	}
+	b = append(b, `,"changeSets":`...)
+	if b, err = appendChangeSets(b, m.ChangeSets); err != nil {
+		return b, at(err, "changeSets")
+	}
+	return append(b, '}'), nil
+}
+
+func (m *ApplyChanges) appendTo(b []byte) ([]byte, error) {
+	var err error
+	b = header(b, TypeApplyChanges)
+	if m.RequestID != "" {
+		b = append(b, `,"requestId":`...)
+		if b, err = appendString(b, m.RequestID); err != nil {
+			return b, at(err, "requestId")
+		}
+	}
+	b = append(b, `,"changes":`...)
+	if b, err = appendChangeSets(b, m.ChangeSets); err != nil {
+		return b, at(err, "changes")
+	}
+	return append(b, '}'), nil
+}
+
+func (m *ApplyResult) appendTo(b []byte) ([]byte, error) {
+	var err error
+	b = header(b, TypeApplyResult)
+	if m.RequestID != "" {
+		b = append(b, `,"requestId":`...)
+		if b, err = appendString(b, m.RequestID); err != nil {
+			return b, at(err, "requestId")
+		}
+	}
+	counts := []struct {
+		name string
+		n    int
+	}{
+		{"applied", m.Applied},
+		{"skipped", m.Skipped},
+		{"conflicts", m.Conflicts},
+		{"transactions", m.Transactions},
+		{"unknownTable", m.UnknownTable},
+	}
+	for _, c := range counts {
+		if c.n < 0 || c.n > MaxCursor {
+			return b, at(invalid("%d out of range [0, 2^53]", c.n), c.name)
+		}
+		if c.name == "unknownTable" && c.n == 0 {
+			continue
+		}
+		b, _ = appendCursor(b, c.name, uint64(c.n))
+	}
+	return append(b, '}'), nil
+}
+
+func (m *PushChanges) appendTo(b []byte) ([]byte, error) {
+	var err error
+	b = header(b, TypePushChanges)
+	if b, err = appendCursor(b, "cursor", m.Cursor); err != nil {
+		return b, err
+	}
+	b = append(b, `,"changeSets":`...)
+	if b, err = appendChangeSets(b, m.ChangeSets); err != nil {
+		return b, at(err, "changeSets")
+	}
+	return append(b, '}'), nil
+}
+
+func (m *ResumeSnapshot) appendTo(b []byte) ([]byte, error) {
+	var err error
+	b = header(b, TypeResumeSnapshot)
+	b = append(b, `,"checkpoint":`...)
+	if b, err = appendCheckpoint(b, &m.Checkpoint); err != nil {
+		return b, at(err, "checkpoint")
+	}
+	return append(b, '}'), nil
+}
+
+func (m *SnapshotChunk) appendTo(b []byte) ([]byte, error) {
+	var err error
+	b = header(b, TypeSnapshotChunk)
+	b = append(b, `,"chunk":`...)
+	if b, err = appendChunk(b, &m.Chunk); err != nil {
+		return b, at(err, "chunk")
+	}
+	return append(b, '}'), nil
+}
+
+func (m *Error) appendTo(b []byte) ([]byte, error) {
+	var err error
+	if m.Code == "" {
+		return b, at(invalid("must not be empty"), "code")
+	}
+	b = header(b, TypeError)
+	b = append(b, `,"code":`...)
+	if b, err = appendString(b, string(m.Code)); err != nil {
+		return b, at(err, "code")
+	}
+	b = append(b, `,"message":`...)
+	if b, err = appendString(b, m.Message); err != nil {
+		return b, at(err, "message")
+	}
+	if m.Fatal {
+		b = append(b, `,"fatal":true`...)
+	} else {
+		b = append(b, `,"fatal":false`...)
+	}
+	return append(b, '}'), nil
+}
+
+func (*GetSnapshot) appendTo(b []byte) ([]byte, error) {
+	return append(header(b, TypeGetSnapshot), '}'), nil
+}
+
+func (*SnapshotComplete) appendTo(b []byte) ([]byte, error) {
+	return append(header(b, TypeSnapshotComplete), '}'), nil
+}
+
+func (*Ping) appendTo(b []byte) ([]byte, error) { return append(header(b, TypePing), '}'), nil }
+func (*Pong) appendTo(b []byte) ([]byte, error) { return append(header(b, TypePong), '}'), nil }
+
+// ---- decoding ----
+
+// emptyMessage reads a frame with no member but "type".
+func (r *reader) emptyMessage() error {
+	var seen fields
+	return r.members(func(key []byte) error {
+		if string(key) == "type" {
+			return r.typeField(&seen, key)
+		}
+		return r.unknownKey(key)
+	})
+}
+
+// peekVersion scans the frame's object for protocolVersion without
+// consuming anything: 0 when absent. The object's syntax is checked.
+func (r *reader) peekVersion() (int, error) {
+	pos, depth := r.pos, r.depth
+	defer func() { r.pos, r.depth = pos, depth }()
+	v, found := 0, false
+	err := r.members(func(key []byte) error {
+		if string(key) != "protocolVersion" {
+			_, _, err := r.skip()
+			return err
+		}
+		if found {
+			return r.fail("duplicate key %q", key)
+		}
+		found = true
+		n, err := r.uint(math.MaxInt32)
+		v = int(n)
+		return at(err, "protocolVersion")
+	})
+	return v, err
+}
+
+func (r *reader) handshake() (Message, error) {
+	v, err := r.peekVersion()
+	if err != nil || v != ProtocolVersion {
+		if err != nil {
+			return nil, err
+		}
+		_, _, err = r.skip()
+		return &Handshake{ProtocolVersion: v}, err
+	}
+	m := &Handshake{}
+	var seen fields
+	const (
+		fType fields = 1 << iota
+		fVersion
+		fDB
+		fSite
+		fToken
+	)
+	err = r.members(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "type":
+			return r.typeField(&seen, key)
+		case "protocolVersion":
+			if err = seen.see(r, fVersion, key); err == nil {
+				var n uint64
+				n, err = r.uint(math.MaxInt32)
+				m.ProtocolVersion = int(n)
+			}
+		case "databaseId":
+			if err = seen.see(r, fDB, key); err == nil {
+				m.DatabaseID, err = r.str()
+			}
+		case "siteId":
+			if err = seen.see(r, fSite, key); err == nil {
+				m.SiteID, err = r.siteID()
+			}
+		case "token":
+			if err = seen.see(r, fToken, key); err == nil {
+				m.Token, err = r.str()
+			}
+		default:
+			return r.unknownKey(key)
+		}
+		return at(err, string(key))
+	})
+	if err == nil {
+		err = seen.require(r, fSite, "type", "protocolVersion", "databaseId", "siteId")
+	}
+	return m, err
+}
+
+func (r *reader) handshakeAck() (Message, error) {
+	v, err := r.peekVersion()
+	if err != nil || v != ProtocolVersion {
+		if err != nil {
+			return nil, err
+		}
+		_, _, err = r.skip()
+		return &HandshakeAck{ProtocolVersion: v}, err
+	}
+	m := &HandshakeAck{}
+	var seen fields
+	const (
+		fType fields = 1 << iota
+		fVersion
+		fDB
+		fSite
+		fConn
+	)
+	err = r.members(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "type":
+			return r.typeField(&seen, key)
+		case "protocolVersion":
+			if err = seen.see(r, fVersion, key); err == nil {
+				var n uint64
+				n, err = r.uint(math.MaxInt32)
+				m.ProtocolVersion = int(n)
+			}
+		case "databaseId":
+			if err = seen.see(r, fDB, key); err == nil {
+				m.DatabaseID, err = r.nonEmptyStr()
+			}
+		case "serverSiteId":
+			if err = seen.see(r, fSite, key); err == nil {
+				m.ServerSiteID, err = r.siteID()
+			}
+		case "connectionId":
+			if err = seen.see(r, fConn, key); err == nil {
+				m.ConnectionID, err = r.nonEmptyStr()
+			}
+		default:
+			return r.unknownKey(key)
+		}
+		return at(err, string(key))
+	})
+	if err == nil {
+		err = seen.require(r, fDB|fSite|fConn, "type", "protocolVersion", "databaseId", "serverSiteId", "connectionId")
+	}
+	return m, err
+}
+
+func (r *reader) getChanges() (Message, error) {
+	m := &GetChanges{}
+	var seen fields
+	err := r.members(func(key []byte) error {
+		switch string(key) {
+		case "type":
+			return r.typeField(&seen, key)
+		case "since":
+			err := seen.see(r, 2, key)
+			if err == nil {
+				m.Since, err = r.uint(MaxCursor)
+			}
+			return at(err, "since")
+		}
+		return r.unknownKey(key)
+	})
+	return m, err
+}
+
+func (r *reader) changes() (Message, error) {
+	m := &Changes{}
+	var seen fields
+	const (
+		fType fields = 1 << iota
+		fCursor
+		fMore
+		fSets
+	)
+	err := r.members(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "type":
+			return r.typeField(&seen, key)
+		case "cursor":
+			if err = seen.see(r, fCursor, key); err == nil {
+				m.Cursor, err = r.uint(MaxCursor)
+			}
+		case "more":
+			if err = seen.see(r, fMore, key); err == nil {
+				m.More, err = r.boolean()
+			}
+		case "changeSets":
+			if err = seen.see(r, fSets, key); err == nil {
+				m.ChangeSets, err = r.changeSets()
+			}
+		default:
+			return r.unknownKey(key)
+		}
+		return at(err, string(key))
+	})
+	if err == nil {
+		err = seen.require(r, fCursor|fMore|fSets, "type", "cursor", "more", "changeSets")
+	}
+	return m, err
+}
+
+func (r *reader) applyChanges() (Message, error) {
+	m := &ApplyChanges{}
+	var seen fields
+	const (
+		fType fields = 1 << iota
+		fRequest
+		fSets
+	)
+	err := r.members(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "type":
+			return r.typeField(&seen, key)
+		case "requestId":
+			if err = seen.see(r, fRequest, key); err == nil {
+				m.RequestID, err = r.str()
+			}
+		case "changes":
+			if err = seen.see(r, fSets, key); err == nil {
+				m.ChangeSets, err = r.changeSets()
+			}
+		default:
+			return r.unknownKey(key)
+		}
+		return at(err, string(key))
+	})
+	if err == nil {
+		err = seen.require(r, fSets, "type", "requestId", "changes")
+	}
+	return m, err
+}
+
+func (r *reader) applyResult() (Message, error) {
+	m := &ApplyResult{}
+	var seen fields
+	const (
+		fType fields = 1 << iota
+		fRequest
+		fApplied
+		fSkipped
+		fConflicts
+		fTransactions
+		fUnknown
+	)
+	count := func(bit fields, key []byte, dst *int) error {
+		err := seen.see(r, bit, key)
+		if err == nil {
+			var n uint64
+			n, err = r.uint(MaxCursor)
+			*dst = int(n)
+		}
+		return err
+	}
+	err := r.members(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "type":
+			return r.typeField(&seen, key)
+		case "requestId":
+			if err = seen.see(r, fRequest, key); err == nil {
+				m.RequestID, err = r.str()
+			}
+		case "applied":
+			err = count(fApplied, key, &m.Applied)
+		case "skipped":
+			err = count(fSkipped, key, &m.Skipped)
+		case "conflicts":
+			err = count(fConflicts, key, &m.Conflicts)
+		case "transactions":
+			err = count(fTransactions, key, &m.Transactions)
+		case "unknownTable":
+			err = count(fUnknown, key, &m.UnknownTable)
+		default:
+			return r.unknownKey(key)
+		}
+		return at(err, string(key))
+	})
+	if err == nil {
+		err = seen.require(r, fApplied|fSkipped|fConflicts|fTransactions,
+			"type", "requestId", "applied", "skipped", "conflicts", "transactions")
+	}
+	return m, err
+}
+
+func (r *reader) pushChanges() (Message, error) {
+	m := &PushChanges{}
+	var seen fields
+	const (
+		fType fields = 1 << iota
+		fCursor
+		fSets
+	)
+	err := r.members(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "type":
+			return r.typeField(&seen, key)
+		case "cursor":
+			if err = seen.see(r, fCursor, key); err == nil {
+				m.Cursor, err = r.uint(MaxCursor)
+			}
+		case "changeSets":
+			if err = seen.see(r, fSets, key); err == nil {
+				m.ChangeSets, err = r.changeSets()
+			}
+		default:
+			return r.unknownKey(key)
+		}
+		return at(err, string(key))
+	})
+	if err == nil {
+		err = seen.require(r, fCursor|fSets, "type", "cursor", "changeSets")
+	}
+	return m, err
+}
+
+func (r *reader) resumeSnapshot() (Message, error) {
+	m := &ResumeSnapshot{}
+	var seen fields
+	err := r.members(func(key []byte) error {
+		switch string(key) {
+		case "type":
+			return r.typeField(&seen, key)
+		case "checkpoint":
+			err := seen.see(r, 2, key)
+			if err == nil {
+				m.Checkpoint, err = r.checkpoint()
+			}
+			return at(err, "checkpoint")
+		}
+		return r.unknownKey(key)
+	})
+	if err == nil {
+		err = seen.require(r, 2, "type", "checkpoint")
+	}
+	return m, err
+}
+
+func (r *reader) snapshotChunk() (Message, error) {
+	m := &SnapshotChunk{}
+	var seen fields
+	err := r.members(func(key []byte) error {
+		switch string(key) {
+		case "type":
+			return r.typeField(&seen, key)
+		case "chunk":
+			err := seen.see(r, 2, key)
+			if err == nil {
+				m.Chunk, err = r.chunk()
+			}
+			return at(err, "chunk")
+		}
+		return r.unknownKey(key)
+	})
+	if err == nil {
+		err = seen.require(r, 2, "type", "chunk")
+	}
+	return m, err
+}
+
+func (r *reader) errorMessage() (Message, error) {
+	m := &Error{}
+	var seen fields
+	const (
+		fType fields = 1 << iota
+		fCode
+		fMessage
+		fFatal
+	)
+	err := r.members(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "type":
+			return r.typeField(&seen, key)
+		case "code":
+			if err = seen.see(r, fCode, key); err == nil {
+				var c string
+				c, err = r.nonEmptyStr()
+				m.Code = ErrorCode(c)
+			}
+		case "message":
+			if err = seen.see(r, fMessage, key); err == nil {
+				m.Message, err = r.str()
+			}
+		case "fatal":
+			if err = seen.see(r, fFatal, key); err == nil {
+				m.Fatal, err = r.boolean()
+			}
+		default:
+			return r.unknownKey(key)
+		}
+		return at(err, string(key))
+	})
+	if err == nil {
+		err = seen.require(r, fCode|fMessage, "type", "code", "message")
+	}
+	if err == nil && seen&fFatal == 0 {
+		m.Fatal = IsFatal(string(m.Code))
+	}
+	return m, err
+}

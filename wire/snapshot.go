@@ -1,0 +1,757 @@
+package wire
+
+import (
+	"math"
+
+	"github.com/replica-sync/replica/engine"
+)
+
+// ---- encoding ----
+
+// appendChunk writes one snapshot chunk. Fields that do not belong to the
+// chunk's type must be zero.
+func appendChunk(b []byte, c *engine.SnapshotChunk) ([]byte, error) {
+	var err error
+	has := func(header, migrations, table, rows, footer bool) error {
+		switch {
+		case (c.Header != nil) != header:
+			return at(invalid("header must be set exactly for a header chunk"), "header")
+		case len(c.Migrations) > 0 && !migrations:
+			return at(invalid("migrations may only be set in a schema chunk"), "schemaMigrations")
+		case (c.Table != "") != table:
+			return at(invalid("table must be set exactly for table_start, rows and table_end chunks"), "table")
+		case len(c.Rows) > 0 && !rows:
+			return at(invalid("rows may only be set in a rows chunk"), "rows")
+		case (c.Footer != nil) != footer:
+			return at(invalid("footer must be set exactly for a footer chunk"), "footer")
+		}
+		return nil
+	}
+	switch c.Type {
+	case engine.ChunkHeader:
+		if err = has(true, false, false, false, false); err != nil {
+			return b, err
+		}
+		return appendHeader(b, c.Header)
+	case engine.ChunkSchema:
+		if err = has(false, true, false, false, false); err != nil {
+			return b, err
+		}
+		b = append(b, `{"type":"schema","schemaMigrations":`...)
+		if c.Migrations == nil {
+			b = append(b, "[]"...)
+		} else if b, err = appendMigrations(b, c.Migrations); err != nil {
+			return b, at(err, "schemaMigrations")
+		}
+		return append(b, '}'), nil
+	case engine.ChunkTableStart, engine.ChunkTableEnd:
+		if err = has(false, false, true, false, false); err != nil {
+			return b, err
+		}
+		b = append(b, `{"type":"`...)
+		b = append(b, c.Type...)
+		b = append(b, `","table":`...)
+		if b, err = appendString(b, c.Table); err != nil {
+			return b, at(err, "table")
+		}
+		return append(b, '}'), nil
+	case engine.ChunkRows:
+		if err = has(false, false, true, true, false); err != nil {
+			return b, err
+		}
+		return appendRowsChunk(b, c.Table, c.Rows)
+	case engine.ChunkFooter:
+		if err = has(false, false, false, false, true); err != nil {
+			return b, err
+		}
+		f := c.Footer
+		if f.Tables < 0 || f.Rows < 0 || f.Rows > MaxCursor || f.Tables > MaxCursor {
+			return b, at(invalid("counts must lie in [0, 2^53]"), "footer")
+		}
+		b = append(b, `{"type":"footer","tableCount":`...)
+		b = appendUint(b, uint64(f.Tables))
+		b = append(b, `,"rowCount":`...)
+		b = appendUint(b, uint64(f.Rows))
+		return append(b, '}'), nil
+	}
+	return b, at(invalid("unknown chunk type %q", c.Type), "type")
+}
+
+func appendUint(b []byte, v uint64) []byte {
+	return appendInt(b, int64(v))
+}
+
+func appendHeader(b []byte, h *engine.SnapshotHeader) ([]byte, error) {
+	var err error
+	switch {
+	case h.Format < 0 || h.Format > math.MaxInt32:
+		return b, at(invalid("format %d out of range", h.Format), "format")
+	case h.SnapshotID == "":
+		return b, at(invalid("must not be empty"), "snapshotId")
+	case h.Rows < 0 || h.Rows > MaxCursor:
+		return b, at(invalid("%d out of range [0, 2^53]", h.Rows), "rowCount")
+	case h.Cursor > MaxCursor:
+		return b, at(invalid("%d above 2^53", h.Cursor), "cursor")
+	}
+	b = append(b, `{"type":"header","format":`...)
+	b = appendUint(b, uint64(h.Format))
+	b = append(b, `,"snapshotId":`...)
+	if b, err = appendString(b, h.SnapshotID); err != nil {
+		return b, at(err, "snapshotId")
+	}
+	b = append(b, `,"siteId":`...)
+	b = appendSiteID(b, h.SiteID)
+	b = append(b, `,"hlc":`...)
+	b = appendHLC(b, h.HLC)
+	b = append(b, `,"tables":`...)
+	if b, err = appendNames(b, h.Tables); err != nil {
+		return b, at(err, "tables")
+	}
+	b = append(b, `,"rowCount":`...)
+	b = appendUint(b, uint64(h.Rows))
+	b = append(b, `,"cursor":`...)
+	b = appendUint(b, h.Cursor)
+	return append(b, '}'), nil
+}
+
+// rowsEncoder holds the per-chunk tables of a rows chunk.
+type rowsEncoder struct {
+	columns   map[string]int
+	colNames  []string
+	bases     map[engine.HLC]int
+	baseList  []engine.HLC
+	lastBase  engine.HLC
+	lastIndex int
+}
+
+func (e *rowsEncoder) column(name string) int {
+	if i, ok := e.columns[name]; ok {
+		return i
+	}
+	i := len(e.colNames)
+	e.columns[name] = i
+	e.colNames = append(e.colNames, name)
+	return i
+}
+
+func (e *rowsEncoder) base(h engine.HLC) int {
+	h = h.Base()
+	if len(e.baseList) > 0 && h == e.lastBase {
+		return e.lastIndex
+	}
+	i, ok := e.bases[h]
+	if !ok {
+		i = len(e.baseList)
+		e.bases[h] = i
+		e.baseList = append(e.baseList, h)
+	}
+	e.lastBase, e.lastIndex = h, i
+	return i
+}
+
+// appendRowsChunk writes the compact rows chunk:
+//
+//	{"type":"rows","table":T,"columns":[name…],"bases":[base…],"rows":[row…]}
+//
+// with each row [pk, cells] or [pk, cells, tombstone], each cell [c, v] or
+// [c, v, b, s], and a tombstone [b, s] (see "Snapshot chunks" in the
+// package documentation). The rows are written first, into a separate
+// buffer, because they build the column and base tables.
+func appendRowsChunk(b []byte, table string, rows []engine.SnapshotRow) ([]byte, error) {
+	e := rowsEncoder{columns: map[string]int{}, bases: map[engine.HLC]int{}}
+	body := make([]byte, 0, 64*len(rows)+16)
+	var prev engine.HLC
+	havePrev := false
+	var err error
+	body = append(body, '[')
+	for i := range rows {
+		row := &rows[i]
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, '[')
+		if body, err = appendPK(body, row.PK); err != nil {
+			return b, at(atIndex(at(err, "pk"), i), "rows")
+		}
+		body = append(body, ",["...)
+		for j := range row.Cells {
+			cell := &row.Cells[j]
+			if j > 0 {
+				body = append(body, ',')
+			}
+			if cell.Column == "" {
+				return b, at(atIndex(invalid("cell %d: empty column name", j), i), "rows")
+			}
+			body = append(body, '[')
+			body = appendUint(body, uint64(e.column(cell.Column)))
+			body = append(body, ',')
+			if body, err = appendValue(body, cell.Value); err != nil {
+				return b, at(atIndex(atIndex(err, j), i), "rows")
+			}
+			h := cell.HLC
+			if !(havePrev && h.SameTransaction(prev) && prev.OpSeq != math.MaxUint32 && h.OpSeq == prev.OpSeq+1) {
+				body = append(body, ',')
+				body = appendUint(body, uint64(e.base(h)))
+				body = append(body, ',')
+				body = appendUint(body, uint64(h.OpSeq))
+			}
+			body = append(body, ']')
+			prev, havePrev = h, true
+		}
+		body = append(body, ']')
+		if row.HasTombstone {
+			body = append(body, ",["...)
+			body = appendUint(body, uint64(e.base(row.Tombstone)))
+			body = append(body, ',')
+			body = appendUint(body, uint64(row.Tombstone.OpSeq))
+			body = append(body, ']')
+		} else if !row.Tombstone.IsZero() {
+			return b, at(atIndex(invalid("tombstone HLC set without HasTombstone"), i), "rows")
+		}
+		body = append(body, ']')
+	}
+	body = append(body, ']')
+
+	b = append(b, `{"type":"rows","table":`...)
+	if b, err = appendString(b, table); err != nil {
+		return b, at(err, "table")
+	}
+	b = append(b, `,"columns":[`...)
+	for i, n := range e.colNames {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, err = appendString(b, n); err != nil {
+			return b, at(atIndex(err, i), "columns")
+		}
+	}
+	b = append(b, `],"bases":[`...)
+	for i, h := range e.baseList {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = appendBaseText(b, h)
+		b = append(b, '"')
+	}
+	b = append(b, `],"rows":`...)
+	b = append(b, body...)
+	return append(b, '}'), nil
+}
+
+// appendCheckpoint writes a snapshot checkpoint.
+func appendCheckpoint(b []byte, c *engine.SnapshotCheckpoint) ([]byte, error) {
+	var err error
+	switch {
+	case c.SnapshotID == "":
+		return b, at(invalid("must not be empty"), "snapshotId")
+	case c.Cursor > MaxCursor:
+		return b, at(invalid("%d above 2^53", c.Cursor), "cursor")
+	case c.RowsApplied < 0 || c.RowsApplied > MaxCursor:
+		return b, at(invalid("%d out of range [0, 2^53]", c.RowsApplied), "rowsApplied")
+	case c.CreatedAt > MaxCursor:
+		return b, at(invalid("%d above 2^53", c.CreatedAt), "createdAt")
+	}
+	b = append(b, `{"snapshotId":`...)
+	if b, err = appendString(b, c.SnapshotID); err != nil {
+		return b, at(err, "snapshotId")
+	}
+	b = append(b, `,"siteId":`...)
+	b = appendSiteID(b, c.SiteID)
+	b = append(b, `,"hlc":`...)
+	b = appendHLC(b, c.HLC)
+	b = append(b, `,"cursor":`...)
+	b = appendUint(b, c.Cursor)
+	b = append(b, `,"completedTables":`...)
+	if b, err = appendNames(b, c.CompletedTables); err != nil {
+		return b, at(err, "completedTables")
+	}
+	b = append(b, `,"rowsApplied":`...)
+	b = appendUint(b, uint64(c.RowsApplied))
+	b = append(b, `,"createdAt":`...)
+	b = appendUint(b, c.CreatedAt)
+	return append(b, '}'), nil
+}
+
+// ---- decoding ----
+
+// peekType returns the "type" member of the object at r.pos without
+// consuming anything. When the object does not start with it, the object is
+// scanned (and its syntax checked) to find it.
+func (r *reader) peekType() (string, error) {
+	pos, depth := r.pos, r.depth
+	defer func() { r.pos, r.depth = pos, depth }()
+	if err := r.openObject(); err != nil {
+		return "", err
+	}
+	key, more, err := r.firstKey()
+	for ; more && err == nil; key, more, err = r.objectMore() {
+		if string(key) == "type" {
+			t, err := r.str()
+			return t, at(err, "type")
+		}
+		if _, _, err = r.skip(); err != nil {
+			return "", err
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	return "", r.fail(`missing required field "type"`)
+}
+
+// typeField consumes the value of a "type" member already read by peekType.
+func (r *reader) typeField(seen *fields, key []byte) error {
+	if err := seen.see(r, 1, key); err != nil {
+		return err
+	}
+	_, err := r.str()
+	return err
+}
+
+func (r *reader) chunk() (engine.SnapshotChunk, error) {
+	var c engine.SnapshotChunk
+	t, err := r.peekType()
+	if err != nil {
+		return c, err
+	}
+	c.Type = engine.ChunkType(t)
+	switch c.Type {
+	case engine.ChunkHeader:
+		var h engine.SnapshotHeader
+		h, err = r.header()
+		c.Header = &h
+	case engine.ChunkSchema:
+		var seen fields
+		err = r.members(func(key []byte) error {
+			switch string(key) {
+			case "type":
+				return r.typeField(&seen, key)
+			case "schemaMigrations":
+				err := seen.see(r, 2, key)
+				if err == nil {
+					c.Migrations, err = r.migrations()
+				}
+				return at(err, "schemaMigrations")
+			}
+			return r.unknownKey(key)
+		})
+		if err == nil {
+			err = seen.require(r, 2, "type", "schemaMigrations")
+		}
+	case engine.ChunkTableStart, engine.ChunkTableEnd:
+		var seen fields
+		err = r.members(func(key []byte) error {
+			switch string(key) {
+			case "type":
+				return r.typeField(&seen, key)
+			case "table":
+				err := seen.see(r, 2, key)
+				if err == nil {
+					c.Table, err = r.nonEmptyStr()
+				}
+				return at(err, "table")
+			}
+			return r.unknownKey(key)
+		})
+		if err == nil {
+			err = seen.require(r, 2, "type", "table")
+		}
+	case engine.ChunkRows:
+		c.Table, c.Rows, err = r.rowsChunk()
+	case engine.ChunkFooter:
+		var f engine.SnapshotFooter
+		var seen fields
+		err = r.members(func(key []byte) error {
+			var err error
+			switch string(key) {
+			case "type":
+				return r.typeField(&seen, key)
+			case "tableCount":
+				if err = seen.see(r, 2, key); err == nil {
+					var n uint64
+					n, err = r.uint(math.MaxInt32)
+					f.Tables = int(n)
+				}
+			case "rowCount":
+				if err = seen.see(r, 4, key); err == nil {
+					var n uint64
+					n, err = r.uint(MaxCursor)
+					f.Rows = int64(n)
+				}
+			default:
+				return r.unknownKey(key)
+			}
+			return at(err, string(key))
+		})
+		if err == nil {
+			err = seen.require(r, 2|4, "type", "tableCount", "rowCount")
+		}
+		c.Footer = &f
+	default:
+		return c, at(r.fail("unknown chunk type %q", t), "type")
+	}
+	return c, err
+}
+
+func (r *reader) header() (engine.SnapshotHeader, error) {
+	var h engine.SnapshotHeader
+	var seen fields
+	const (
+		fType fields = 1 << iota
+		fFormat
+		fID
+		fSite
+		fHLC
+		fTables
+		fRows
+		fCursor
+	)
+	err := r.members(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "type":
+			return r.typeField(&seen, key)
+		case "format":
+			if err = seen.see(r, fFormat, key); err == nil {
+				var n uint64
+				n, err = r.uint(math.MaxInt32)
+				h.Format = int(n)
+			}
+		case "snapshotId":
+			if err = seen.see(r, fID, key); err == nil {
+				h.SnapshotID, err = r.nonEmptyStr()
+			}
+		case "siteId":
+			if err = seen.see(r, fSite, key); err == nil {
+				h.SiteID, err = r.siteID()
+			}
+		case "hlc":
+			if err = seen.see(r, fHLC, key); err == nil {
+				h.HLC, err = r.hlc()
+			}
+		case "tables":
+			if err = seen.see(r, fTables, key); err == nil {
+				h.Tables, err = r.names()
+			}
+		case "rowCount":
+			if err = seen.see(r, fRows, key); err == nil {
+				var n uint64
+				n, err = r.uint(MaxCursor)
+				h.Rows = int64(n)
+			}
+		case "cursor":
+			if err = seen.see(r, fCursor, key); err == nil {
+				h.Cursor, err = r.uint(MaxCursor)
+			}
+		default:
+			return r.unknownKey(key)
+		}
+		return at(err, string(key))
+	})
+	if err == nil {
+		err = seen.require(r, fFormat|fID|fSite|fHLC|fTables|fRows|fCursor,
+			"type", "format", "snapshotId", "siteId", "hlc", "tables", "rowCount", "cursor")
+	}
+	return h, err
+}
+
+// rowsChunk reads a rows chunk. Rows refer to the columns and bases tables;
+// when "rows" comes before them, it is checked for syntax and read once the
+// object has been read.
+func (r *reader) rowsChunk() (string, []engine.SnapshotRow, error) {
+	var (
+		table     string
+		columns   []string
+		bases     []engine.HLC
+		rows      []engine.SnapshotRow
+		seen      fields
+		rowsStart = -1
+		rowsDepth int
+	)
+	const (
+		fType fields = 1 << iota
+		fTable
+		fColumns
+		fBases
+		fRows
+	)
+	err := r.members(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "type":
+			return r.typeField(&seen, key)
+		case "table":
+			if err = seen.see(r, fTable, key); err == nil {
+				table, err = r.nonEmptyStr()
+			}
+		case "columns":
+			if err = seen.see(r, fColumns, key); err == nil {
+				start := r.pos
+				if columns, err = r.names(); err == nil {
+					err = checkDistinct(r, start, columns)
+				}
+			}
+		case "bases":
+			if err = seen.see(r, fBases, key); err == nil {
+				err = r.elements(func(int) error {
+					h, err := r.base()
+					bases = append(bases, h)
+					return err
+				})
+			}
+		case "rows":
+			if err = seen.see(r, fRows, key); err == nil {
+				if seen&(fColumns|fBases) == fColumns|fBases {
+					rows, err = r.snapshotRows(columns, bases)
+				} else {
+					rowsStart, rowsDepth = r.pos, r.depth
+					_, _, err = r.skip()
+				}
+			}
+		default:
+			return r.unknownKey(key)
+		}
+		return at(err, string(key))
+	})
+	if err == nil {
+		err = seen.require(r, fTable|fColumns|fBases|fRows, "type", "table", "columns", "bases", "rows")
+	}
+	if err == nil && rowsStart >= 0 {
+		end, depth := r.pos, r.depth
+		r.pos, r.depth = rowsStart, rowsDepth
+		rows, err = r.snapshotRows(columns, bases)
+		err = at(err, "rows")
+		r.pos, r.depth = end, depth
+	}
+	return table, rows, err
+}
+
+func checkDistinct(r *reader, start int, names []string) error {
+	seen := make(map[string]struct{}, len(names))
+	for _, n := range names {
+		if _, dup := seen[n]; dup {
+			return r.failAt(start, "duplicate column %q", n)
+		}
+		seen[n] = struct{}{}
+	}
+	return nil
+}
+
+// snapshotRows reads the rows array of a rows chunk. It is the hot path of
+// a snapshot transfer and avoids closures.
+func (r *reader) snapshotRows(columns []string, bases []engine.HLC) ([]engine.SnapshotRow, error) {
+	if err := r.openArray(); err != nil {
+		return nil, err
+	}
+	var (
+		rows     []engine.SnapshotRow
+		prev     engine.HLC
+		havePrev bool
+		cellCap  = 4
+	)
+	for i := 0; ; i++ {
+		more, err := r.arrayNext(i)
+		if err != nil {
+			return rows, err
+		}
+		if !more {
+			return rows, nil
+		}
+		var row engine.SnapshotRow
+		if err := r.openArray(); err != nil {
+			return rows, atIndex(err, i)
+		}
+		// pk
+		if row.PK, err = r.pk(); err != nil {
+			return rows, atIndex(err, i)
+		}
+		if r.peek() != ',' {
+			return rows, atIndex(r.fail("want the row's cells after its primary key"), i)
+		}
+		r.pos++
+		// cells
+		if err := r.openArray(); err != nil {
+			return rows, atIndex(err, i)
+		}
+		row.Cells = make([]engine.SnapshotCell, 0, cellCap)
+		for j := 0; ; j++ {
+			more, err := r.arrayNext(j)
+			if err != nil {
+				return rows, atIndex(err, i)
+			}
+			if !more {
+				break
+			}
+			cell, err := r.snapshotCell(columns, bases, prev, havePrev)
+			if err != nil {
+				return rows, atIndex(atIndex(err, j), i)
+			}
+			row.Cells = append(row.Cells, cell)
+			prev, havePrev = cell.HLC, true
+		}
+		if len(row.Cells) == 0 {
+			row.Cells = nil
+		} else {
+			cellCap = len(row.Cells)
+		}
+		// tombstone
+		switch r.peek() {
+		case ',':
+			r.pos++
+			if err := r.openArray(); err != nil {
+				return rows, atIndex(err, i)
+			}
+			h, err := r.hlcRef(bases)
+			if err == nil {
+				err = r.closeArray("a tombstone is [base, opSeq]")
+			}
+			if err != nil {
+				return rows, atIndex(err, i)
+			}
+			row.HasTombstone, row.Tombstone = true, h
+		}
+		if err := r.closeArray("a row is [pk, cells] or [pk, cells, tombstone]"); err != nil {
+			return rows, atIndex(err, i)
+		}
+		rows = append(rows, row)
+	}
+}
+
+// snapshotCell reads [c, v] or [c, v, b, s].
+func (r *reader) snapshotCell(columns []string, bases []engine.HLC, prev engine.HLC, havePrev bool) (engine.SnapshotCell, error) {
+	var cell engine.SnapshotCell
+	if err := r.openArray(); err != nil {
+		return cell, err
+	}
+	if r.peek() == ']' {
+		return cell, r.fail("a cell is [column, value] or [column, value, base, opSeq]")
+	}
+	start := r.pos
+	c, err := r.uint(MaxCursor)
+	if err != nil {
+		return cell, err
+	}
+	if c >= uint64(len(columns)) {
+		return cell, r.failAt(start, "column index %d out of range (%d columns)", c, len(columns))
+	}
+	cell.Column = columns[c]
+	if r.peek() != ',' {
+		return cell, r.fail("a cell is [column, value] or [column, value, base, opSeq]")
+	}
+	r.pos++
+	if cell.Value, err = r.value(); err != nil {
+		return cell, err
+	}
+	switch r.peek() {
+	case ']':
+		r.pos++
+		r.depth--
+		if !havePrev {
+			return cell, r.fail("the first cell of a chunk must carry its base and opSeq")
+		}
+		if prev.OpSeq == math.MaxUint32 {
+			return cell, r.fail("opSeq overflows: the cell must carry its base and opSeq")
+		}
+		cell.HLC = prev
+		cell.HLC.OpSeq++
+		return cell, nil
+	case ',':
+		r.pos++
+		if cell.HLC, err = r.hlcRef(bases); err != nil {
+			return cell, err
+		}
+		return cell, r.closeArray("a cell is [column, value] or [column, value, base, opSeq]")
+	}
+	return cell, r.fail("a cell is [column, value] or [column, value, base, opSeq]")
+}
+
+// hlcRef reads `b, s`: an index into the bases table and an opSeq.
+func (r *reader) hlcRef(bases []engine.HLC) (engine.HLC, error) {
+	start := r.pos
+	b, err := r.uint(MaxCursor)
+	if err != nil {
+		return engine.HLC{}, err
+	}
+	if b >= uint64(len(bases)) {
+		return engine.HLC{}, r.failAt(start, "base index %d out of range (%d bases)", b, len(bases))
+	}
+	if r.peek() != ',' {
+		return engine.HLC{}, r.fail("want ',' and an opSeq after the base index")
+	}
+	r.pos++
+	s, err := r.uint(math.MaxUint32)
+	if err != nil {
+		return engine.HLC{}, err
+	}
+	h := bases[b]
+	h.OpSeq = uint32(s)
+	return h, nil
+}
+
+// closeArray consumes the ']' that must come next.
+func (r *reader) closeArray(shape string) error {
+	if r.peek() != ']' {
+		return r.fail("%s", shape)
+	}
+	r.pos++
+	r.depth--
+	return nil
+}
+
+func (r *reader) checkpoint() (engine.SnapshotCheckpoint, error) {
+	var c engine.SnapshotCheckpoint
+	var seen fields
+	const (
+		fID fields = 1 << iota
+		fSite
+		fHLC
+		fCursor
+		fTables
+		fRows
+		fCreated
+	)
+	err := r.members(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "snapshotId":
+			if err = seen.see(r, fID, key); err == nil {
+				c.SnapshotID, err = r.nonEmptyStr()
+			}
+		case "siteId":
+			if err = seen.see(r, fSite, key); err == nil {
+				c.SiteID, err = r.siteID()
+			}
+		case "hlc":
+			if err = seen.see(r, fHLC, key); err == nil {
+				c.HLC, err = r.hlc()
+			}
+		case "cursor":
+			if err = seen.see(r, fCursor, key); err == nil {
+				c.Cursor, err = r.uint(MaxCursor)
+			}
+		case "completedTables":
+			if err = seen.see(r, fTables, key); err == nil {
+				c.CompletedTables, err = r.names()
+			}
+		case "rowsApplied":
+			if err = seen.see(r, fRows, key); err == nil {
+				var n uint64
+				n, err = r.uint(MaxCursor)
+				c.RowsApplied = int64(n)
+			}
+		case "createdAt":
+			if err = seen.see(r, fCreated, key); err == nil {
+				c.CreatedAt, err = r.uint(MaxCursor)
+			}
+		default:
+			return r.unknownKey(key)
+		}
+		return at(err, string(key))
+	})
+	if err == nil {
+		err = seen.require(r, fID|fSite|fHLC|fCursor|fTables|fRows|fCreated,
+			"snapshotId", "siteId", "hlc", "cursor", "completedTables", "rowsApplied", "createdAt")
+	}
+	return c, err
+}

@@ -1,0 +1,162 @@
+package wire
+
+import "fmt"
+
+// ProtocolVersion is the version of the protocol this package speaks. The
+// handshake and handshake_ack carry it, and both ends require strict
+// equality: there is no range negotiation. Bump it on any change to a
+// message's shape or to an encoding that a peer of the previous version
+// would misread or reject, and add a line to the changelog below.
+//
+// The shapes of handshake, handshake_ack and error are frozen: every version
+// must be able to read another version's handshake far enough to find
+// protocolVersion, and to read the PROTOCOL_VERSION_MISMATCH error it gets
+// back (see "Protocol version" in the package documentation).
+//
+// Changelog (newest last):
+//
+//   - 1: 2026-11-29: first version. Differs from the seed protocol
+//     (sync-protocol.md): the handshake names the database (databaseId);
+//     delivery is by the relay's arrival cursor, not by HLC
+//     (get_changes.since, changes.cursor and more, push_changes.cursor);
+//     apply_result adds transactions and unknownTable; error always carries
+//     fatal; snapshot rows travel in the compact rows chunk of snapshot
+//     format 1; schema migrations carry their DDL as JSON, not SQL.
+const ProtocolVersion = 1
+
+// DefaultMaxMessageSize is the largest frame, in bytes, a relay or client
+// accepts unless configured otherwise: 16 MiB. A sender splits its work to
+// stay below it (ChangeSets are never split, so a single transaction larger
+// than the limit cannot be synced and is reported as MESSAGE_TOO_LARGE).
+const DefaultMaxMessageSize = 16 << 20
+
+// MaxCursor is the largest cursor (and the largest count) a frame may carry:
+// 2^53, the largest integer a JavaScript number holds exactly.
+const MaxCursor = 1 << 53
+
+// MaxDepth is the deepest nesting of JSON arrays and objects a frame may
+// contain, counting the frame's own object. Deeper input is malformed; it
+// keeps a hostile frame from exhausting the decoder's stack.
+const MaxDepth = 512
+
+// MaxDatabaseIDLength is the longest database id ValidDatabaseID accepts.
+const MaxDatabaseIDLength = 128
+
+// ValidDatabaseID reports whether s is a well-formed database id: 1 to 128
+// characters, each an ASCII letter or digit or one of "_", ".", ":", "-"
+// (the pattern ^[A-Za-z0-9_.:-]{1,128}$). The relay answers a handshake
+// whose databaseId fails this check with MISSING_DATABASE_ID.
+func ValidDatabaseID(s string) bool {
+	if len(s) == 0 || len(s) > MaxDatabaseIDLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '_', c == '.', c == ':', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ErrorCode is the code of an error frame. The codes below are the ones this
+// version sends; a receiver must accept any other non-empty code as well (a
+// newer peer may send one), treating it as transient unless its frame says
+// fatal.
+type ErrorCode string
+
+// Error codes. Fatal codes end the session: the relay sends the error frame
+// and then closes the WebSocket with the code's close status, and the client
+// stops reconnecting (retrying would fail the same way). Transient codes
+// fail one request; the connection stays open.
+const (
+	// CodeProtocolVersionMismatch (fatal, close 4003): the handshake's
+	// protocolVersion is absent or differs from the relay's. The message
+	// names both versions.
+	CodeProtocolVersionMismatch ErrorCode = "PROTOCOL_VERSION_MISMATCH"
+	// CodeAuthFailed (fatal, close 4001): the token does not grant access
+	// to the database.
+	CodeAuthFailed ErrorCode = "AUTH_FAILED"
+	// CodeMissingDatabaseID (fatal, close 4002): the handshake's databaseId
+	// is absent or fails ValidDatabaseID.
+	CodeMissingDatabaseID ErrorCode = "MISSING_DATABASE_ID"
+	// CodeAlreadyAuthenticated (fatal, close 4004): a second handshake on a
+	// connection that already completed one.
+	CodeAlreadyAuthenticated ErrorCode = "ALREADY_AUTHENTICATED"
+
+	// CodeNotAuthenticated (transient): a request other than handshake
+	// before the handshake completed.
+	CodeNotAuthenticated ErrorCode = "NOT_AUTHENTICATED"
+	// CodeApplyChangesError (transient): apply_changes was rejected as a
+	// whole (nothing of it was stored): a ChangeSet the engine finds
+	// malformed, or an HLC more than engine.MaxDrift ms ahead of the
+	// relay's clock (the message then says "clock drift"). No apply_result
+	// follows for it.
+	CodeApplyChangesError ErrorCode = "APPLY_CHANGES_ERROR"
+	// CodeGetChangesError (transient): get_changes failed on the relay.
+	CodeGetChangesError ErrorCode = "GET_CHANGES_ERROR"
+	// CodeSnapshotError (transient): get_snapshot or resume_snapshot
+	// failed; a stream in progress is abandoned (no snapshot_complete
+	// follows) and the client retries later from its checkpoint.
+	CodeSnapshotError ErrorCode = "SNAPSHOT_ERROR"
+	// CodeUnknownMessage (transient): a well-formed frame of an unknown
+	// type.
+	CodeUnknownMessage ErrorCode = "UNKNOWN_MESSAGE"
+	// CodeMessageError (transient): a frame that is not valid JSON or not
+	// a valid message of its type.
+	CodeMessageError ErrorCode = "MESSAGE_ERROR"
+	// CodeMessageTooLarge (transient): a frame above the receiver's size
+	// limit (DefaultMaxMessageSize unless configured). A WebSocket
+	// implementation may instead close the connection with status 1009.
+	CodeMessageTooLarge ErrorCode = "MESSAGE_TOO_LARGE"
+	// CodeSnapshotRequired (transient): get_changes asked for changes
+	// since a cursor older than the relay's retained log (or from a
+	// different log). Delta sync cannot continue; the client bootstraps
+	// from a snapshot (get_snapshot) and pulls from its cursor.
+	CodeSnapshotRequired ErrorCode = "SNAPSHOT_REQUIRED"
+)
+
+// WebSocket close statuses the relay uses after a fatal error frame. They
+// lie in the 4000–4999 range RFC 6455 reserves for applications.
+const (
+	CloseAuthFailed              = 4001
+	CloseMissingDatabaseID       = 4002
+	CloseProtocolVersionMismatch = 4003
+	CloseAlreadyAuthenticated    = 4004
+)
+
+// Fatal reports whether c is one of the codes that end a session.
+func (c ErrorCode) Fatal() bool { return c.CloseStatus() != 0 }
+
+// CloseStatus returns the WebSocket close status the relay closes the
+// connection with after sending an error of code c, or 0 for transient
+// codes (the connection stays open).
+func (c ErrorCode) CloseStatus() int {
+	switch c {
+	case CodeAuthFailed:
+		return CloseAuthFailed
+	case CodeMissingDatabaseID:
+		return CloseMissingDatabaseID
+	case CodeProtocolVersionMismatch:
+		return CloseProtocolVersionMismatch
+	case CodeAlreadyAuthenticated:
+		return CloseAlreadyAuthenticated
+	}
+	return 0
+}
+
+// IsFatal reports whether an error code is in the known-fatal set
+// (PROTOCOL_VERSION_MISMATCH, AUTH_FAILED, MISSING_DATABASE_ID,
+// ALREADY_AUTHENTICATED). It is the fallback for an error frame that lacks
+// the fatal flag (sync-protocol.md § Server Errors: coordinators predating
+// the flag): Decode applies it to such frames. Every other code is transient.
+func IsFatal(code string) bool { return ErrorCode(code).Fatal() }
+
+// NewError returns an error message of code c with its fatal flag set from
+// the known-fatal set.
+func NewError(c ErrorCode, format string, args ...any) *Error {
+	return &Error{Code: c, Message: fmt.Sprintf(format, args...), Fatal: c.Fatal()}
+}
