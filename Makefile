@@ -1,16 +1,106 @@
 # Replica — build, test, run. `make help` lists the targets.
+#
+# `make test` needs only Go: the first run installs what the browser tests use
+# (Debian's chromium with apt-get, wasmbrowsertest into .bin/) and later runs
+# reuse them.
 GO ?= go
 export GOFLAGS ?=
 
-.PHONY: help test test-native vet
+BIN := $(CURDIR)/.bin
+
+# Directories whose tests also run in headless Chromium (GOOS=js GOARCH=wasm
+# go test through wasmbrowsertest). Add a directory when it gets browser
+# tests; one without test files yet is skipped.
+BROWSER_TEST_DIRS := idbkv jsbridge
+# Directories vetted for GOOS=js GOARCH=wasm too: the browser-only packages
+# and those DESIGN.md builds for both targets. One without Go files is skipped.
+WASM_VET_DIRS := idbkv jsbridge cmd/wasm engine kv kv/kvtest kv/memkv wire client
+
+# The real browser the tests drive. Debian's `chromium` package installs it
+# here; elsewhere install Chromium and pass CHROMIUM=/path/to/chromium.
+CHROMIUM ?= /usr/bin/chromium
+# The `go test` exec wrapper for js/wasm. Installed project-locally, never in
+# go.mod: its chromedp version conflicts with ours.
+WASMBROWSERTEST_VERSION := v0.11.0
+
+go_dirs = $(foreach d,$(1),$(if $(wildcard $(d)/*.go),./$(d)))
+test_dirs = $(foreach d,$(1),$(if $(wildcard $(d)/*_test.go),./$(d)))
+
+# Environment of every browser run: .bin first on PATH supplies
+# go_js_wasm_exec (wasmbrowsertest) and the chromium wrapper it starts.
+BROWSER_ENV = PATH="$(BIN):$$PATH" REPLICA_CHROMIUM="$(CHROMIUM)" GOOS=js GOARCH=wasm
+
+.PHONY: help test test-native test-browser vet vet-native vet-wasm \
+	browser-deps bench-browser wasm clean-tools
 
 help:
-	@echo "make test   - vet and run every test (native)"
+	@echo "make test          - vet (native and js/wasm), native tests, browser tests"
+	@echo "make test-native   - go test ./..."
+	@echo "make test-browser  - js/wasm tests in headless Chromium: $(BROWSER_TEST_DIRS)"
+	@echo "make vet           - go vet, natively and for js/wasm"
+	@echo "make bench-browser - js/wasm benchmarks in headless Chromium"
+	@echo "make wasm          - build web/replica.wasm and copy wasm_exec.js"
+	@echo "make browser-deps  - install Chromium and wasmbrowsertest if missing"
+	@echo "make clean-tools   - remove .bin/"
 
-vet:
+test: vet test-native test-browser
+
+vet: vet-native vet-wasm
+
+vet-native:
 	$(GO) vet ./...
+
+vet-wasm:
+	GOOS=js GOARCH=wasm $(GO) vet $(call go_dirs,$(WASM_VET_DIRS))
 
 test-native:
 	$(GO) test -count=1 ./...
 
-test: vet test-native
+test-browser: browser-deps
+	$(BROWSER_ENV) $(GO) test -count=1 $(call test_dirs,$(BROWSER_TEST_DIRS))
+
+bench-browser: browser-deps
+	$(BROWSER_ENV) $(GO) test -count=1 -run XXX -bench . $(call test_dirs,$(BROWSER_TEST_DIRS))
+
+wasm:
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -o web/replica.wasm ./cmd/wasm
+	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" wasm_exec.js
+	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" web/wasm_exec.js
+
+# --- browser test tools -----------------------------------------------------
+
+browser-deps: $(CHROMIUM) $(BIN)/go_js_wasm_exec $(BIN)/chromium $(BIN)/headless_shell
+
+$(BIN):
+	mkdir -p $@
+
+# Chromium is installed with apt-get only when $(CHROMIUM) is missing. Where
+# that cannot work (not root, no apt-get) or fails, make stops with one line
+# saying what to install; apt-get's own output goes to .bin/apt-get.log.
+can_apt = $(shell command -v apt-get >/dev/null 2>&1 && test "$$(id -u)" = 0 && echo yes)
+define install_chromium
+$(info installing Debian's chromium for the browser tests (apt-get; log: .bin/apt-get.log) ...)
+$(shell mkdir -p $(BIN) && { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; } >$(BIN)/apt-get.log 2>&1 && echo ok)
+endef
+NEED_CHROMIUM := browser tests need Chromium: run 'apt-get install chromium' as root on Debian, or install Chromium and run make with CHROMIUM=/path/to/chromium
+
+$(CHROMIUM):
+	@$(if $(and $(can_apt),$(strip $(install_chromium))),test -x $@ || { echo "$(NEED_CHROMIUM)"; exit 1; },$(error $(NEED_CHROMIUM)))
+
+# wasmbrowsertest, named by version so that changing the version reinstalls it.
+$(BIN)/wasmbrowsertest-$(WASMBROWSERTEST_VERSION): | $(BIN)
+	GOOS= GOARCH= GOBIN=$(BIN) $(GO) install github.com/agnivade/wasmbrowsertest@$(WASMBROWSERTEST_VERSION)
+	mv $(BIN)/wasmbrowsertest $@
+
+$(BIN)/go_js_wasm_exec: $(BIN)/wasmbrowsertest-$(WASMBROWSERTEST_VERSION)
+	ln -sf $(notdir $<) $@
+
+# wasmbrowsertest lets chromedp pick the browser: the first of headless_shell,
+# headless-shell, chromium, chromium-browser, google-chrome, ... found on
+# PATH. Both names link to the wrapper so that .bin wins even when a
+# headless_shell is installed elsewhere on PATH.
+$(BIN)/chromium $(BIN)/headless_shell: scripts/chromium | $(BIN)
+	ln -sf ../scripts/chromium $@
+
+clean-tools:
+	rm -rf $(BIN)
