@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/google/btree"
 
@@ -30,12 +31,35 @@ var (
 	errWriteWhileScanning = errors.New("memkv: write to a bucket from inside a Scan of it")
 )
 
-// item is one entry of a bucket. key and value are read-only once inserted.
+// item is one entry of a bucket: klen key bytes followed by vlen value bytes,
+// read-only once inserted, starting at p. It is 16 bytes instead of the 48 of
+// two slices, which makes the node copies of copy-on-write three times
+// cheaper; the tree copies whole nodes of items on every first write under
+// them in a transaction.
 type item struct {
-	key, value []byte
+	p          *byte
+	klen, vlen uint32
 }
 
-func lessItem(a, b item) bool { return bytes.Compare(a.key, b.key) < 0 }
+// probe returns an item for looking key up; it must not be inserted.
+func probe(key []byte) item {
+	return item{p: unsafe.SliceData(key), klen: uint32(len(key))}
+}
+
+func (it item) key() []byte { return unsafe.Slice(it.p, it.klen) }
+
+// emptyValue is what value returns for an empty value: non-nil, and not a
+// pointer one past the end of the entry's allocation.
+var emptyValue = []byte{}
+
+func (it item) value() []byte {
+	if it.vlen == 0 {
+		return emptyValue
+	}
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(it.p), it.klen)), it.vlen)
+}
+
+func lessItem(a, b item) bool { return bytes.Compare(a.key(), b.key()) < 0 }
 
 type tree = btree.BTreeG[item]
 
@@ -182,14 +206,14 @@ func (t *tx) commit() {
 	if t.work == nil {
 		return
 	}
-	next := &snapshot{trees: make([]*tree, len(t.snap.trees))}
+	// work becomes the new snapshot's slice: the transaction is over and
+	// nothing writes to it again.
 	for i, tr := range t.snap.trees {
-		if w := t.work[i]; w != nil {
-			tr = w
+		if t.work[i] == nil {
+			t.work[i] = tr
 		}
-		next.trees[i] = tr
 	}
-	t.s.root.Store(next)
+	t.s.root.Store(&snapshot{trees: t.work})
 }
 
 // bucket resolves a bucket name to its index.
@@ -258,11 +282,11 @@ func (t *tx) Get(bucket string, key []byte) ([]byte, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	it, ok := t.read(i).Get(item{key: key})
+	it, ok := t.read(i).Get(probe(key))
 	if !ok {
 		return nil, kv.ErrNotFound
 	}
-	return it.value, nil
+	return it.value(), nil
 }
 
 // GetMany returns the stored values of keys in order, nil for absent ones.
@@ -280,8 +304,8 @@ func (t *tx) GetMany(bucket string, keys [][]byte) ([][]byte, error) {
 	tr := t.read(i)
 	out := make([][]byte, len(keys))
 	for j, k := range keys {
-		if it, ok := tr.Get(item{key: k}); ok {
-			out[j] = it.value
+		if it, ok := tr.Get(probe(k)); ok {
+			out[j] = it.value()
 		}
 	}
 	return out, nil
@@ -310,23 +334,23 @@ func (t *tx) Scan(bucket string, r kv.Range, fn func(key, value []byte) bool) er
 	tr := t.read(i)
 	n := 0
 	visit := func(it item) bool {
-		v := it.value
-		if r.KeysOnly {
-			v = nil
+		var v []byte
+		if !r.KeysOnly {
+			v = it.value()
 		}
 		n++
-		return fn(it.key, v) && (r.Limit <= 0 || n < r.Limit)
+		return fn(it.key(), v) && (r.Limit <= 0 || n < r.Limit)
 	}
 	if !r.Reverse {
 		switch {
 		case start == nil && end == nil:
 			tr.Ascend(visit)
 		case end == nil:
-			tr.AscendGreaterOrEqual(item{key: start}, visit)
+			tr.AscendGreaterOrEqual(probe(start), visit)
 		case start == nil:
-			tr.AscendLessThan(item{key: end}, visit)
+			tr.AscendLessThan(probe(end), visit)
 		default:
-			tr.AscendRange(item{key: start}, item{key: end}, visit)
+			tr.AscendRange(probe(start), probe(end), visit)
 		}
 		return nil
 	}
@@ -335,14 +359,14 @@ func (t *tx) Scan(bucket string, r kv.Range, fn func(key, value []byte) bool) er
 	rvisit := visit
 	if start != nil {
 		rvisit = func(it item) bool {
-			return bytes.Compare(it.key, start) >= 0 && visit(it)
+			return bytes.Compare(it.key(), start) >= 0 && visit(it)
 		}
 	}
 	if end == nil {
 		tr.Descend(rvisit)
 	} else {
-		tr.DescendLessOrEqual(item{key: end}, func(it item) bool {
-			return bytes.Equal(it.key, end) || rvisit(it)
+		tr.DescendLessOrEqual(probe(end), func(it item) bool {
+			return bytes.Equal(it.key(), end) || rvisit(it)
 		})
 	}
 	return nil
@@ -361,9 +385,9 @@ func (t *tx) Put(bucket string, key, value []byte) error {
 		return fmt.Errorf("memkv: value of %d bytes (max %d): %w", len(value), kv.MaxValueSize, kv.ErrValueTooLarge)
 	}
 	buf := make([]byte, len(key)+len(value))
-	k := copy(buf, key)
-	copy(buf[k:], value)
-	w.ReplaceOrInsert(item{key: buf[:k:k], value: buf[k:]})
+	copy(buf, key)
+	copy(buf[len(key):], value)
+	w.ReplaceOrInsert(item{p: unsafe.SliceData(buf), klen: uint32(len(key)), vlen: uint32(len(value))})
 	return nil
 }
 
@@ -376,7 +400,7 @@ func (t *tx) Delete(bucket string, key []byte) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	w.Delete(item{key: key})
+	w.Delete(probe(key))
 	return nil
 }
 
@@ -404,11 +428,11 @@ func (t *tx) DeleteRange(bucket string, start, end []byte) error {
 	}
 	switch {
 	case end == nil:
-		w.AscendGreaterOrEqual(item{key: start}, collect)
+		w.AscendGreaterOrEqual(probe(start), collect)
 	case start == nil:
-		w.AscendLessThan(item{key: end}, collect)
+		w.AscendLessThan(probe(end), collect)
 	default:
-		w.AscendRange(item{key: start}, item{key: end}, collect)
+		w.AscendRange(probe(start), probe(end), collect)
 	}
 	for _, it := range dead {
 		w.Delete(it)
