@@ -189,6 +189,9 @@ func jsonBare(text []byte) (bool, error) {
 	if err == nil {
 		err = r.end()
 	}
+	if err == nil && jsonDepth(text) > MaxJSONDepth {
+		err = invalid("nested deeper than %d", MaxJSONDepth)
+	}
 	if err != nil {
 		return false, at(err, "JSON value")
 	}
@@ -274,7 +277,41 @@ func (r *reader) jsonValue(start, end int) (engine.Value, error) {
 	if err != nil {
 		return engine.Null, r.failAt(start, "%v", err)
 	}
+	if jsonDepth(v.JSON()) > MaxJSONDepth {
+		return engine.Null, r.failAt(start, "JSON value nested deeper than %d", MaxJSONDepth)
+	}
 	return v, nil
+}
+
+// jsonDepth returns the deepest nesting of arrays and objects in a valid
+// JSON text: 0 for a scalar, 1 for [1], 2 for [[1]].
+func jsonDepth(text []byte) int {
+	depth, max := 0, 0
+	inString := false
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			depth++
+			if depth > max {
+				max = depth
+			}
+		case ']', '}':
+			depth--
+		}
+	}
+	return max
 }
 
 // objectValue reads an object: a tagged value when its only key is a tag,

@@ -34,10 +34,17 @@ const DefaultMaxMessageSize = 16 << 20
 // 2^53, the largest integer a JavaScript number holds exactly.
 const MaxCursor = 1 << 53
 
+// MaxJSONDepth is the deepest nesting of arrays and objects inside one
+// JSON-kind value (1 for [1], 2 for [[1]]). Encode refuses a deeper value
+// and Decode rejects one as malformed.
+const MaxJSONDepth = 256
+
 // MaxDepth is the deepest nesting of JSON arrays and objects a frame may
-// contain, counting the frame's own object. Deeper input is malformed; it
-// keeps a hostile frame from exhausting the decoder's stack.
-const MaxDepth = 512
+// contain anywhere, counting the frame's own object: room for the deepest
+// message structure plus a wrapped JSON value of MaxJSONDepth. Deeper input
+// is malformed; the bound keeps a hostile frame from exhausting the
+// decoder's stack.
+const MaxDepth = 2 * MaxJSONDepth
 
 // MaxDatabaseIDLength is the longest database id ValidDatabaseID accepts.
 const MaxDatabaseIDLength = 128

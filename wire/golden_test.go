@@ -1,0 +1,216 @@
+package wire
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/replica-sync/replica/engine"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden and testdata/transcripts from the samples")
+
+// TestGolden pins the wire format: each file under testdata/golden is the
+// frame of one sample message. It must decode to the sample, and the sample
+// and the decoded message must both encode to the file's exact bytes.
+func TestGolden(t *testing.T) {
+	dir := filepath.Join("testdata", "golden")
+	samples := sampleMessages(t)
+	if *update {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range samples {
+			if err := os.WriteFile(filepath.Join(dir, s.name+".json"), append(mustEncode(t, s.m), '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(files) != len(samples) {
+		t.Errorf("%d golden files for %d samples (run go test -update)", len(files), len(samples))
+	}
+	for _, s := range samples {
+		t.Run(s.name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(dir, s.name+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			frame := bytes.TrimSuffix(data, []byte("\n"))
+			got, err := Decode(frame)
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			if !reflect.DeepEqual(got, s.m) {
+				t.Fatalf("decoded\n%+v\nwant\n%+v", got, s.m)
+			}
+			if enc := mustEncode(t, got); !bytes.Equal(enc, frame) {
+				t.Fatalf("re-encoded decoded frame differs:\n%s\n%s", enc, frame)
+			}
+			if enc := mustEncode(t, s.m); !bytes.Equal(enc, frame) {
+				t.Fatalf("encoded sample differs from golden:\n%s\n%s", enc, frame)
+			}
+		})
+	}
+}
+
+// A transcript is a session as its frames, one per line: "> " for client →
+// relay, "< " for relay → client; "#" lines are comments.
+type transcript struct {
+	name  string
+	lines []string
+}
+
+func (tr *transcript) note(format string, args ...any) {
+	tr.lines = append(tr.lines, "# "+fmt.Sprintf(format, args...))
+}
+
+func (tr *transcript) frame(t testing.TB, dir string, m Message) {
+	tr.lines = append(tr.lines, dir+" "+string(mustEncode(t, m)))
+}
+
+func sampleTranscripts(t testing.TB) []transcript {
+	css := sampleChangeSets(t)
+	msgs := map[string]Message{}
+	for _, s := range sampleMessages(t) {
+		msgs[s.name] = s.m
+	}
+	c := func(tr *transcript, name string) { tr.frame(t, ">", msgs[name]) }
+	r := func(tr *transcript, name string) { tr.frame(t, "<", msgs[name]) }
+
+	sync := transcript{name: "sync"}
+	sync.note("A returning client: handshake, pull until caught up, push, receive a push, keepalive.")
+	c(&sync, "handshake")
+	r(&sync, "handshake_ack")
+	sync.note("The client's cursor for this relay is 41: ask for what arrived after it.")
+	c(&sync, "get_changes")
+	sync.frame(t, "<", &Changes{Cursor: 42, More: true, ChangeSets: css[:1]})
+	sync.note("more was true: ask again from the cursor just received.")
+	sync.frame(t, ">", &GetChanges{Since: 42})
+	sync.frame(t, "<", &Changes{Cursor: 43, More: false, ChangeSets: css[1:2]})
+	sync.note("Caught up. Push local work; the sent watermark moves only on the matching apply_result.")
+	c(&sync, "apply_changes")
+	r(&sync, "apply_result")
+	sync.note("Another connection pushed: the relay forwards it with its arrival cursor.")
+	r(&sync, "push_changes")
+	c(&sync, "ping")
+	r(&sync, "pong")
+	sync.note("A rejected push: transient, the connection stays open.")
+	r(&sync, "error_transient")
+
+	boot := transcript{name: "bootstrap"}
+	boot.note("A new device: handshake, then a snapshot, then changes after the snapshot's cursor.")
+	c(&boot, "handshake_no_token")
+	r(&boot, "handshake_ack")
+	c(&boot, "get_snapshot")
+	for _, n := range []string{"header", "schema", "table_start", "rows", "table_end", "footer"} {
+		r(&boot, "snapshot_chunk_"+n)
+	}
+	r(&boot, "snapshot_complete")
+	boot.note("The header's cursor was 4211.")
+	boot.frame(t, ">", &GetChanges{Since: 4211})
+	boot.frame(t, "<", &Changes{Cursor: 4211})
+
+	resume := transcript{name: "resume"}
+	resume.note("A device whose snapshot apply was interrupted: it sends its checkpoint back.")
+	c(&resume, "handshake")
+	r(&resume, "handshake_ack")
+	c(&resume, "resume_snapshot")
+	resume.frame(t, "<", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkHeader, Header: &engine.SnapshotHeader{
+		Format: engine.SnapshotFormat, SnapshotID: "snap-0193a1b2", SiteID: siteB, HLC: engine.HLC{Wall: 1764374500000, Site: siteB},
+		Tables: []string{"places"}, Rows: 0, Cursor: 4211}}})
+	resume.frame(t, "<", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkSchema}})
+	resume.frame(t, "<", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkTableStart, Table: "places"}})
+	resume.frame(t, "<", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkRows, Table: "places"}})
+	resume.frame(t, "<", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkTableEnd, Table: "places"}})
+	resume.frame(t, "<", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkFooter, Footer: &engine.SnapshotFooter{Tables: 1}}})
+	r(&resume, "snapshot_complete")
+
+	mismatch := transcript{name: "version_mismatch"}
+	mismatch.note("A client of another protocol version: the relay answers before reading anything else, then closes with 4003.")
+	mismatch.frame(t, ">", &Handshake{ProtocolVersion: 2})
+	r(&mismatch, "error_fatal")
+
+	return []transcript{sync, boot, resume, mismatch}
+}
+
+// relayToClient lists the types the relay sends; clientToRelay those the
+// client sends. ping and pong go either way.
+var (
+	relayToClient = map[MessageType]bool{TypeHandshakeAck: true, TypeChanges: true, TypeApplyResult: true, TypePushChanges: true,
+		TypeSnapshotChunk: true, TypeSnapshotComplete: true, TypeError: true, TypePing: true, TypePong: true}
+	clientToRelay = map[MessageType]bool{TypeHandshake: true, TypeGetChanges: true, TypeApplyChanges: true,
+		TypeGetSnapshot: true, TypeResumeSnapshot: true, TypePing: true, TypePong: true}
+)
+
+// TestTranscripts replays the sessions under testdata/transcripts: every
+// frame decodes, re-encodes to the same bytes, and travels in a direction
+// its type allows.
+func TestTranscripts(t *testing.T) {
+	dir := filepath.Join("testdata", "transcripts")
+	trs := sampleTranscripts(t)
+	if *update {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range trs {
+			if err := os.WriteFile(filepath.Join(dir, tr.name+".txt"), []byte(strings.Join(tr.lines, "\n")+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, tr := range trs {
+		t.Run(tr.name, func(t *testing.T) {
+			f, err := os.Open(filepath.Join(dir, tr.name+".txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			sc := bufio.NewScanner(f)
+			sc.Buffer(nil, DefaultMaxMessageSize)
+			n := 0
+			for line := 1; sc.Scan(); line++ {
+				text := sc.Text()
+				if text == "" || strings.HasPrefix(text, "#") {
+					continue
+				}
+				dirn, frame, ok := strings.Cut(text, " ")
+				if !ok || (dirn != ">" && dirn != "<") {
+					t.Fatalf("line %d: want '> frame' or '< frame'", line)
+				}
+				m, err := Decode([]byte(frame))
+				if err != nil {
+					t.Fatalf("line %d: %v", line, err)
+				}
+				if allowed := map[string]map[MessageType]bool{">": clientToRelay, "<": relayToClient}[dirn]; !allowed[m.Type()] {
+					t.Errorf("line %d: %s sent in direction %s", line, m.Type(), dirn)
+				}
+				if enc := mustEncode(t, m); string(enc) != frame {
+					t.Errorf("line %d: re-encoded frame differs:\n%s\n%s", line, enc, frame)
+				}
+				n++
+			}
+			if err := sc.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if want := 0; n == want {
+				t.Fatal("empty transcript")
+			}
+			var wantFrames int
+			for _, l := range tr.lines {
+				if !strings.HasPrefix(l, "#") {
+					wantFrames++
+				}
+			}
+			if n != wantFrames {
+				t.Errorf("%d frames, want %d (run go test -update)", n, wantFrames)
+			}
+		})
+	}
+}
