@@ -1,0 +1,559 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/replica-sync/replica/kv"
+)
+
+// ApplyOptions tune ApplyChanges.
+type ApplyOptions struct {
+	// State entries are written in the same kv transaction as the changes
+	// (nil values delete), so a sync cursor advances exactly when the
+	// changes it covers land. See Engine.State.
+	State map[string][]byte
+}
+
+// ApplyChanges merges ChangeSets from peers into this replica (sync.md §
+// Applying Remote Changes) and returns what it did.
+//
+//   - Column-level LWW: per cell the higher HLC wins; an equal HLC keeps the
+//     local version and counts as skipped. A ConflictResolver in Options
+//     replaces LWW for cells with a local version.
+//   - Tombstones: the highest deletion wins over every cell at or below it;
+//     cells above it are blocked too unless AllowResurrection is set, in
+//     which case they revive the row. This holds inside one batch as across
+//     batches.
+//   - The result is the same for any order and any duplication of the
+//     input: merging is a join (per-cell maximum, maximum tombstone), and
+//     the stored bytes are canonical.
+//   - The whole batch commits in one kv transaction, or nothing of it does.
+//     Validation (ErrMalformed) and the drift check (ErrClockDrift) run
+//     before anything is written.
+//   - ChangeSets minted by this replica are skipped (its own echo).
+//   - Changes for tables outside the schema are diverted per
+//     Options.UnknownTables and counted in UnknownTable; a schema-less
+//     replica accepts every table.
+//   - Schema migrations apply first; a duplicate migration is a no-op.
+//
+// Events (RemoteChange, ConflictResolved, UnknownTableSeen) are emitted after
+// the commit. If the batch created tables that had quarantined changes,
+// those are replayed afterwards in a transaction of their own.
+func (e *Engine) ApplyChanges(sets []ChangeSet) (ApplyResult, error) {
+	return e.Apply(sets, ApplyOptions{})
+}
+
+// Apply is ApplyChanges with options.
+func (e *Engine) Apply(sets []ChangeSet, opts ApplyOptions) (ApplyResult, error) {
+	if err := e.checkOpen(); err != nil {
+		return ApplyResult{}, err
+	}
+	// Work on copies: validation and normalization rewrite values, and the
+	// caller's ChangeSets are theirs.
+	sets = cloneSets(sets)
+	var maxH HLC
+	for i := range sets {
+		if err := validateChangeSet(&sets[i]); err != nil {
+			return ApplyResult{}, fmt.Errorf("ChangeSet %d (%s): %w", i, sets[i].TransactionID, err)
+		}
+		if sets[i].SiteID != e.site && maxH.Less(sets[i].HLC) {
+			maxH = sets[i].HLC
+		}
+	}
+	if err := checkDrift(maxH, e.clock.Now()); err != nil {
+		return ApplyResult{}, err
+	}
+	var out applyOutcome
+	err := e.store.Update(func(tx kv.Tx) error {
+		w, err := e.begin(tx)
+		if err != nil {
+			return err
+		}
+		out, err = w.applySets(sets, false)
+		if err != nil {
+			return err
+		}
+		for k, v := range opts.State {
+			if err := putState(tx, k, v); err != nil {
+				return err
+			}
+		}
+		return w.commit()
+	})
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	e.emitApplied(&out)
+	if len(out.created) > 0 {
+		if _, err := e.DrainQuarantine(out.created...); err != nil {
+			e.log.Warn("replica: replaying quarantined changes failed; they stay held for the next drain", "tables", out.created, "err", err)
+		}
+	}
+	return out.result, nil
+}
+
+type applyOutcome struct {
+	result    ApplyResult
+	remote    []*ChangeSet // per applied ChangeSet, the facts that changed state
+	conflicts []Conflict
+	unknown   []UnknownTable
+	created   []string // tables created by this batch
+}
+
+func (e *Engine) emitApplied(out *applyOutcome) {
+	for _, cs := range out.remote {
+		e.emit(Event{Type: RemoteChange, Tables: tablesOf(cs), ChangeSet: cs})
+	}
+	for i := range out.conflicts {
+		c := out.conflicts[i]
+		e.emit(Event{Type: ConflictResolved, Tables: []string{c.Table}, Conflict: &c})
+	}
+	for i := range out.unknown {
+		u := out.unknown[i]
+		e.emit(Event{Type: UnknownTableSeen, Tables: []string{u.Table}, UnknownTable: &u})
+	}
+}
+
+func cloneSets(in []ChangeSet) []ChangeSet {
+	out := slices.Clone(in)
+	for i := range out {
+		out[i].Changes = slices.Clone(out[i].Changes)
+		out[i].Migrations = slices.Clone(out[i].Migrations)
+	}
+	return out
+}
+
+// validateChangeSet checks the structure of a ChangeSet from a peer.
+func validateChangeSet(cs *ChangeSet) error {
+	if cs.SiteID.IsZero() {
+		return malformed("no site id")
+	}
+	n := len(cs.Changes) + len(cs.Migrations)
+	if n == 0 {
+		return malformed("empty ChangeSet")
+	}
+	var base HLC
+	if len(cs.Migrations) > 0 {
+		base = cs.Migrations[0].HLC.Base()
+	} else {
+		base = cs.Changes[0].HLC.Base()
+	}
+	if base.Site != cs.SiteID {
+		return malformed("facts minted by %s in a ChangeSet of %s", base.Site, cs.SiteID)
+	}
+	seen := make(map[uint32]bool, n)
+	var maxH HLC
+	check := func(h HLC) error {
+		if !h.SameTransaction(base) {
+			return malformed("facts of several transactions (%s and %s) in one ChangeSet", base.TransactionID(), h.TransactionID())
+		}
+		if seen[h.OpSeq] {
+			return malformed("opSeq %d used twice", h.OpSeq)
+		}
+		seen[h.OpSeq] = true
+		if maxH.Less(h) {
+			maxH = h
+		}
+		return nil
+	}
+	for i := range cs.Migrations {
+		m := &cs.Migrations[i]
+		if err := check(m.HLC); err != nil {
+			return err
+		}
+		if err := validateMigration(m); err != nil {
+			return err
+		}
+	}
+	for i := range cs.Changes {
+		c := &cs.Changes[i]
+		if err := check(c.HLC); err != nil {
+			return err
+		}
+		if err := validateChange(c); err != nil {
+			return fmt.Errorf("change %d: %w", i, err)
+		}
+	}
+	if cs.HLC != maxH {
+		return malformed("hlc %s is not the maximum fact HLC %s", cs.HLC, maxH)
+	}
+	if want := base.TransactionID(); cs.TransactionID != want {
+		return malformed("transactionId %q, want %q (derived from the base HLC)", cs.TransactionID, want)
+	}
+	return nil
+}
+
+func validateChange(c *Change) error {
+	if !ValidName(c.Table) {
+		return malformed("invalid table name %q", c.Table)
+	}
+	if len(c.PK) == 0 {
+		return malformed("%s: empty primary key", c.Table)
+	}
+	for _, v := range c.PK {
+		if v.IsNull() {
+			return malformed("%s: null primary key value", c.Table)
+		}
+		if err := checkFinite(v); err != nil {
+			return fmt.Errorf("%s: primary key: %w", c.Table, err)
+		}
+	}
+	switch c.Type {
+	case ColumnChange:
+		if !ValidName(c.Column) {
+			return malformed("%s: invalid column name %q", c.Table, c.Column)
+		}
+		if err := checkFinite(c.Value); err != nil {
+			return fmt.Errorf("%s.%s: %w", c.Table, c.Column, err)
+		}
+		if c.HasPrior {
+			if err := checkFinite(c.PriorValue); err != nil {
+				return fmt.Errorf("%s.%s prior: %w", c.Table, c.Column, err)
+			}
+		}
+		if c.PriorRow != nil {
+			return malformed("%s.%s: a column change carries no prior row", c.Table, c.Column)
+		}
+	case RowDeletion:
+		if c.Column != "" || !c.Value.IsNull() || c.HasPrior {
+			return malformed("%s: a deletion carries no column, value or prior value", c.Table)
+		}
+		for n, v := range c.PriorRow {
+			if !ValidName(n) {
+				return malformed("%s: prior row has invalid column name %q", c.Table, n)
+			}
+			if err := checkFinite(v); err != nil {
+				return fmt.Errorf("%s: prior row: %w", c.Table, err)
+			}
+		}
+	default:
+		return malformed("%s: unknown change type %d", c.Table, c.Type)
+	}
+	return nil
+}
+
+func checkFinite(v Value) error {
+	if v.kind == KindReal && (math.IsNaN(v.f) || math.IsInf(v.f, 0)) {
+		return malformed("non-finite real %v", v.f)
+	}
+	if v.kind > KindBlob {
+		return malformed("invalid value kind %d", v.kind)
+	}
+	return nil
+}
+
+// pendingFact is one incoming change bound to its row.
+type pendingFact struct {
+	set int
+	c   *Change
+}
+
+// applySets merges sets into the transaction. replay marks a quarantine
+// replay (changes already validated and held; none is diverted again).
+func (w *writeTx) applySets(sets []ChangeSet, replay bool) (applyOutcome, error) {
+	var out applyOutcome
+	local := w.e.site
+	var maxH HLC
+	before := map[string]bool{}
+	for n := range w.schema.tables {
+		before[n] = true
+	}
+	// 1. Schema migrations first, in HLC order.
+	type migRef struct {
+		set int
+		m   *SchemaMigration
+	}
+	var migs []migRef
+	for i := range sets {
+		cs := &sets[i]
+		if cs.SiteID == local {
+			out.result.Skipped += len(cs.Changes) + len(cs.Migrations)
+			continue
+		}
+		out.result.Transactions++
+		if maxH.Less(cs.HLC) {
+			maxH = cs.HLC
+		}
+		for j := range cs.Migrations {
+			migs = append(migs, migRef{i, &cs.Migrations[j]})
+		}
+	}
+	sort.Slice(migs, func(i, j int) bool { return migs[i].m.HLC.Less(migs[j].m.HLC) })
+	appliedMigs := map[int][]SchemaMigration{}
+	for _, ref := range migs {
+		k := migrationKey(classRemote, ref.m.HLC)
+		if _, err := w.kv.Get(bucketMigrations, k); err == nil {
+			out.result.Skipped++
+			continue
+		} else if !errors.Is(err, kv.ErrNotFound) {
+			return out, err
+		}
+		if err := w.storeMigration(ref.m, classRemote); err != nil {
+			return out, err
+		}
+		out.result.Applied++
+		appliedMigs[ref.set] = append(appliedMigs[ref.set], *ref.m)
+	}
+	if w.e.declared != nil {
+		for n := range w.schema.tables {
+			if !before[n] {
+				out.created = append(out.created, n)
+			}
+		}
+		sort.Strings(out.created)
+	}
+
+	// 2. Bind data changes to rows, diverting unknown tables.
+	type rowFacts struct {
+		t     *table
+		pk    []Value
+		facts []pendingFact
+	}
+	rows := map[string]*rowFacts{}
+	var rowOrder []string
+	unknown := map[string]*UnknownTable{}
+	var unknownOrder []string
+	for i := range sets {
+		cs := &sets[i]
+		if cs.SiteID == local {
+			continue
+		}
+		for j := range cs.Changes {
+			cp := cs.Changes[j]
+			c := &cp
+			t := w.effTable(c.Table)
+			if t == nil {
+				if replay {
+					continue
+				}
+				u := unknown[c.Table]
+				if u == nil {
+					u = &UnknownTable{Table: c.Table, Disposition: w.e.opts.UnknownTables, Site: cs.SiteID}
+					unknown[c.Table] = u
+					unknownOrder = append(unknownOrder, c.Table)
+				}
+				u.Changes++
+				if u.LatestHLC.Less(c.HLC) {
+					u.LatestHLC = c.HLC
+				}
+				out.result.UnknownTable++
+				if w.e.opts.UnknownTables != Ignore {
+					if err := w.hold(c, w.e.opts.UnknownTables == StoreAndForward); err != nil {
+						return out, err
+					}
+				}
+				continue
+			}
+			if err := normalizeChange(t, c); err != nil {
+				if replay {
+					// A held change that does not fit the table that
+					// appeared is dropped, not allowed to block the
+					// replay of the others.
+					w.e.log.Warn("replica: dropping held change that does not fit its table", "table", c.Table, "err", err)
+					out.result.Skipped++
+					continue
+				}
+				return out, err
+			}
+			rk := string(rowKey(t.key, c.PK))
+			rf := rows[rk]
+			if rf == nil {
+				rf = &rowFacts{t: t, pk: c.PK}
+				rows[rk] = rf
+				rowOrder = append(rowOrder, rk)
+			}
+			rf.facts = append(rf.facts, pendingFact{set: i, c: c})
+		}
+	}
+	for _, n := range unknownOrder {
+		out.unknown = append(out.unknown, *unknown[n])
+	}
+
+	// 3. Load every row with one read per table.
+	byTable := map[*table][][]Value{}
+	for _, rk := range rowOrder {
+		rf := rows[rk]
+		byTable[rf.t] = append(byTable[rf.t], rf.pk)
+	}
+	for t, pks := range byTable {
+		if err := w.prefetch(t, pks); err != nil {
+			return out, err
+		}
+	}
+
+	// 4. Merge.
+	appliedFacts := map[int][]Change{}
+	for _, rk := range rowOrder {
+		rf := rows[rk]
+		r := w.rows[rk]
+		w.mergeRow(r, rf.facts, &out)
+		for _, f := range rf.facts {
+			if factLanded(r, f.c) {
+				out.result.Applied++
+				appliedFacts[f.set] = append(appliedFacts[f.set], *f.c)
+			} else {
+				out.result.Skipped++
+			}
+		}
+	}
+
+	// 5. Events per ChangeSet, and the clock.
+	for i := range sets {
+		cs := &sets[i]
+		if cs.SiteID == local {
+			continue
+		}
+		facts, ms := appliedFacts[i], appliedMigs[i]
+		if len(facts) == 0 && len(ms) == 0 {
+			continue
+		}
+		sortChanges(facts)
+		out.remote = append(out.remote, &ChangeSet{SiteID: cs.SiteID, TransactionID: cs.TransactionID, HLC: cs.HLC, Migrations: ms, Changes: facts})
+	}
+	if !maxH.IsZero() {
+		if c := w.clock.receive(maxH); c != w.clock {
+			w.clock, w.clockDirty = c, true
+		}
+	}
+	return out, nil
+}
+
+// normalizeChange converts a peer's values to the column types of t (an
+// Integer into a real column becomes Real, …), losslessly, so the row key
+// and stored values are the same whatever JSON spelling carried them.
+func normalizeChange(t *table, c *Change) error {
+	if len(t.pkCols) > 0 {
+		if len(c.PK) != len(t.pkCols) {
+			return malformed("%s: primary key has %d values, the table's key has %d columns", c.Table, len(c.PK), len(t.pkCols))
+		}
+		pk := make([]Value, len(c.PK))
+		for i, v := range c.PK {
+			if d := t.pkDefs[i]; d != nil {
+				v = normalizeRemote(d, v)
+			}
+			pk[i] = v
+		}
+		c.PK = pk
+	}
+	if c.Type == ColumnChange {
+		if d := t.cols[c.Column]; d != nil {
+			c.Value = normalizeRemote(d, c.Value)
+			if c.HasPrior {
+				c.PriorValue = normalizeRemote(d, c.PriorValue)
+			}
+		}
+		for i, n := range t.pkCols {
+			if n == c.Column && !c.Value.Equal(c.PK[i]) {
+				return malformed("%s: key column %s is %s but the change's key says %s", c.Table, n, c.Value, c.PK[i])
+			}
+		}
+	}
+	return nil
+}
+
+// mergeRow joins the facts into the row.
+func (w *writeTx) mergeRow(r *txRow, facts []pendingFact, out *applyOutcome) {
+	allow := w.e.opts.AllowResurrection
+	resolver := w.e.opts.Resolver
+	if r.cur == nil {
+		r.cur = &record{}
+	}
+	orig := r.orig
+	for _, f := range facts {
+		c := f.c
+		switch c.Type {
+		case RowDeletion:
+			if !r.cur.hasTomb || r.cur.tomb.Less(c.HLC) {
+				r.cur.hasTomb, r.cur.tomb, r.cur.priorRow = true, c.HLC, c.PriorRow
+				r.dirty = true
+			} else if r.cur.tomb == c.HLC && r.cur.priorRow == nil && c.PriorRow != nil {
+				r.cur.priorRow = c.PriorRow
+				r.dirty = true
+			}
+		case ColumnChange:
+			if r.cur.hasTomb && (!allow || !r.cur.tomb.Less(c.HLC)) {
+				continue // blocked by the tombstone
+			}
+			in := cell{col: c.Column, val: c.Value, hlc: c.HLC, hasPrior: c.HasPrior, priorVal: c.PriorValue, priorHLC: c.PriorHLC}
+			i := r.cur.find(c.Column)
+			if i < 0 {
+				r.cur.set(in)
+				r.dirty = true
+				continue
+			}
+			x := &r.cur.cells[i]
+			if x.hlc == c.HLC {
+				if !x.hasPrior && c.HasPrior {
+					x.hasPrior, x.priorVal, x.priorHLC = true, c.PriorValue, c.PriorHLC
+					r.dirty = true
+				}
+				continue
+			}
+			takeRemote := x.hlc.Less(c.HLC)
+			if resolver != nil {
+				takeRemote = resolver(ConflictContext{Table: r.table, PK: r.pk, Column: c.Column,
+					LocalValue: x.val, LocalHLC: x.hlc, RemoteValue: c.Value, RemoteHLC: c.HLC,
+					HasRemotePrior: c.HasPrior, RemotePriorValue: c.PriorValue, RemotePriorHLC: c.PriorHLC})
+			}
+			if takeRemote {
+				*x = in
+				r.dirty = true
+			}
+		}
+	}
+	r.cur.dropDead(allow)
+	// Conflicts are judged against the state before the batch.
+	if orig == nil {
+		return
+	}
+	for _, f := range facts {
+		c := f.c
+		if c.Type != ColumnChange {
+			continue
+		}
+		i := orig.find(c.Column)
+		if i < 0 {
+			continue
+		}
+		o := &orig.cells[i]
+		if o.hlc == c.HLC || o.val.Equal(c.Value) {
+			continue
+		}
+		if (c.HasPrior && c.PriorHLC == o.hlc) || (o.hasPrior && o.priorHLC == c.HLC) {
+			continue // one write directly replaced the other: no concurrency
+		}
+		j := r.cur.find(c.Column)
+		remoteWon := j >= 0 && r.cur.cells[j].hlc == c.HLC
+		win := o.hlc
+		if remoteWon {
+			win = c.HLC
+		} else if j >= 0 {
+			win = r.cur.cells[j].hlc
+		}
+		out.result.Conflicts++
+		out.conflicts = append(out.conflicts, Conflict{Table: r.table, PK: r.pk, Column: c.Column,
+			LocalValue: o.val, LocalHLC: o.hlc, RemoteValue: c.Value, RemoteHLC: c.HLC,
+			RemoteWon: remoteWon, WinningHLC: win,
+			HasRemotePrior: c.HasPrior, RemotePriorValue: c.PriorValue, RemotePriorHLC: c.PriorHLC})
+	}
+}
+
+// factLanded reports whether c is part of r's merged state and was not
+// before the batch.
+func factLanded(r *txRow, c *Change) bool {
+	has := func(rec *record) bool {
+		if rec == nil {
+			return false
+		}
+		if c.Type == RowDeletion {
+			return rec.hasTomb && rec.tomb == c.HLC
+		}
+		i := rec.find(c.Column)
+		return i >= 0 && rec.cells[i].hlc == c.HLC
+	}
+	return has(r.cur) && !has(r.orig)
+}

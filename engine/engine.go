@@ -1,0 +1,397 @@
+package engine
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/replica-sync/replica/kv"
+)
+
+// Disposition says what ApplyChanges does with changes for a table outside
+// the local schema (sync.md § Unknown-Table Disposition).
+type Disposition uint8
+
+const (
+	// Quarantine holds each such change durably, committed with the rest
+	// of the batch, and replays it when the table appears. The default.
+	Quarantine Disposition = iota
+	// Ignore drops them (counted and reported, never silent).
+	Ignore
+	// StoreAndForward holds them like Quarantine and also re-offers them
+	// in ChangesSince, so peers that have the table receive them.
+	StoreAndForward
+)
+
+func (d Disposition) String() string {
+	switch d {
+	case Quarantine:
+		return "quarantine"
+	case Ignore:
+		return "ignore"
+	case StoreAndForward:
+		return "store-and-forward"
+	}
+	return "invalid"
+}
+
+// ParseDisposition parses "quarantine", "ignore" or "store-and-forward".
+func ParseDisposition(s string) (Disposition, error) {
+	switch s {
+	case "quarantine", "":
+		return Quarantine, nil
+	case "ignore":
+		return Ignore, nil
+	case "store-and-forward":
+		return StoreAndForward, nil
+	}
+	return 0, fmt.Errorf("unknown table disposition %q (want quarantine, ignore or store-and-forward)", s)
+}
+
+// DefaultRetention is the default retention horizon: tombstones and
+// quarantined changes older than this are pruned (sync.md § Tombstone TTL).
+const DefaultRetention = 30 * 24 * time.Hour
+
+// Options configure Open. The zero value is a schema-less replica with the
+// system clock, delete-wins tombstones and quarantine for unknown tables.
+type Options struct {
+	// Schema declares the tables. Nil opens the replica schema-less: every
+	// table is accepted, values are stored exactly as received (no
+	// coercion), unknown-table detection is off, and schema migrations are
+	// recorded and forwarded (the relay's mode). A declared schema is
+	// validated (Schema.Validate); tables, columns and indexes the replica
+	// does not hold yet are created by migrations stamped at open.
+	Schema *Schema
+	// Clock supplies wall time; nil means SystemClock.
+	Clock Clock
+	// AllowResurrection lets a write newer than a row's tombstone revive
+	// the row. Default false: delete wins, and a deleted row stays deleted
+	// until its tombstone is pruned. Every replica of a database must use
+	// the same setting, or they will not converge.
+	AllowResurrection bool
+	// UnknownTables is the disposition for changes to tables outside the
+	// schema. Ignored in schema-less mode.
+	UnknownTables Disposition
+	// Resolver replaces last-writer-wins for column conflicts (see
+	// ConflictResolver). Nil means LWW, the only convergent choice.
+	Resolver ConflictResolver
+	// Retention is the horizon of Prune; 0 means DefaultRetention.
+	Retention time.Duration
+	// Rand is the source of the site id and generated keys; nil means
+	// crypto/rand.
+	Rand io.Reader
+	// Logger receives warnings (oversized transactions, dropped
+	// quarantined changes); nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Engine is one replica: its rows, their CRDT metadata and its clock, over a
+// kv.Store. It is safe for concurrent use. Several Engines may share one
+// store (two browser tabs over one IndexedDB database): the clock is read and
+// advanced inside each write transaction, so they never mint the same HLC.
+type Engine struct {
+	store    kv.Store
+	opts     Options
+	clock    Clock
+	site     SiteID
+	declared map[string]*table // nil in schema-less mode
+	log      *slog.Logger
+
+	mu     sync.Mutex
+	schema *schemaState // cached effective schema, refreshed by schemaver
+
+	subMu  sync.Mutex
+	subs   map[int]func(Event)
+	nextID int
+
+	snapMu      sync.Mutex
+	snap        *snapApply // snapshot being applied, nil if none
+	snapCreated []string   // tables its schema chunk created
+
+	closed atomic.Bool
+}
+
+// Open opens the replica stored in store (creating it when empty: a new
+// site id, a zero clock) and brings its schema up to opts.Schema. The store
+// must hold every bucket in Buckets; the Engine does not close it.
+//
+// Errors: ErrSchema (invalid declaration, or one contradicting the stored
+// schema), ErrStorageFormat (a store written by an incompatible version),
+// and the store's own errors.
+func Open(store kv.Store, opts Options) (*Engine, error) {
+	e := &Engine{store: store, opts: opts, clock: opts.Clock, subs: map[int]func(Event){}}
+	if e.clock == nil {
+		e.clock = SystemClock{}
+	}
+	if e.opts.Rand == nil {
+		e.opts.Rand = rand.Reader
+	}
+	if e.opts.Retention <= 0 {
+		e.opts.Retention = DefaultRetention
+	}
+	e.log = opts.Logger
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	var declared Schema
+	if opts.Schema != nil {
+		var err error
+		declared, err = opts.Schema.Validate()
+		if err != nil {
+			return nil, err
+		}
+		e.declared = make(map[string]*table, len(declared.Tables))
+		for _, t := range declared.Tables {
+			e.declared[t.Name] = compileTable(t)
+		}
+	}
+	var newSite SiteID
+	if _, err := io.ReadFull(e.opts.Rand, newSite[:]); err != nil {
+		return nil, fmt.Errorf("generate site id: %w", err)
+	}
+	err := store.Update(func(tx kv.Tx) error {
+		f, err := tx.Get(bucketMeta, metaFormat)
+		switch {
+		case errors.Is(err, kv.ErrNotFound):
+			if err := tx.Put(bucketMeta, metaFormat, []byte(strconv.Itoa(StorageFormat))); err != nil {
+				return err
+			}
+			if err := tx.Put(bucketMeta, metaSite, newSite[:]); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case string(f) != strconv.Itoa(StorageFormat):
+			return fmt.Errorf("%w: store has format %q, this version reads %d", ErrStorageFormat, f, StorageFormat)
+		}
+		s, err := tx.Get(bucketMeta, metaSite)
+		if err != nil {
+			return fmt.Errorf("read site id: %w", err)
+		}
+		if len(s) != 16 {
+			return fmt.Errorf("%w: stored site id has %d bytes", ErrStorageFormat, len(s))
+		}
+		copy(e.site[:], s)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open replica: %w", err)
+	}
+	if opts.Schema != nil {
+		if err := e.declareSchema(declared); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// declareSchema records, as one local transaction, the migrations that
+// bring the effective schema up to the declared one, then replays held
+// changes for tables that just appeared.
+func (e *Engine) declareSchema(declared Schema) error {
+	var created []string
+	cs, err := e.write(func(w *writeTx) error {
+		migs, err := diffSchema(w.schema, declared)
+		if err != nil {
+			return err
+		}
+		for i := range migs {
+			if migs[i].Type == CreateTable {
+				created = append(created, migs[i].TableName)
+			}
+			if err := w.recordMigration(&migs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("open replica: %w", err)
+	}
+	e.emitLocal(cs)
+	if len(created) > 0 {
+		if _, err := e.DrainQuarantine(created...); err != nil {
+			return fmt.Errorf("open replica: replay quarantined changes: %w", err)
+		}
+	}
+	return nil
+}
+
+// SiteID returns this replica's site id.
+func (e *Engine) SiteID() SiteID { return e.site }
+
+// Close marks the engine closed: later calls return ErrClosed. It does not
+// close the kv.Store, which the caller owns.
+func (e *Engine) Close() error {
+	e.closed.Store(true)
+	e.subMu.Lock()
+	e.subs = map[int]func(Event){}
+	e.subMu.Unlock()
+	return nil
+}
+
+func (e *Engine) checkOpen() error {
+	if e.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// metaState is what every write transaction reads first.
+type metaState struct {
+	clock     clockState
+	schemaVer uint64
+}
+
+func readMeta(tx kv.Tx) (metaState, error) {
+	vals, err := tx.GetMany(bucketMeta, [][]byte{metaClock, metaSchemaVer})
+	if err != nil {
+		return metaState{}, err
+	}
+	var m metaState
+	if c := vals[0]; c != nil {
+		if len(c) != 10 {
+			return m, fmt.Errorf("%w: clock state has %d bytes", ErrStorageFormat, len(c))
+		}
+		m.clock = clockState{Wall: binary.BigEndian.Uint64(c), Counter: binary.BigEndian.Uint16(c[8:])}
+	}
+	if v := vals[1]; v != nil {
+		if len(v) != 8 {
+			return m, fmt.Errorf("%w: schema version has %d bytes", ErrStorageFormat, len(v))
+		}
+		m.schemaVer = binary.BigEndian.Uint64(v)
+	}
+	return m, nil
+}
+
+func putClock(tx kv.Tx, c clockState) error {
+	var b [10]byte
+	binary.BigEndian.PutUint64(b[:], c.Wall)
+	binary.BigEndian.PutUint16(b[8:], c.Counter)
+	return tx.Put(bucketMeta, metaClock, b[:])
+}
+
+func putSchemaVer(tx kv.Tx, v uint64) error {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return tx.Put(bucketMeta, metaSchemaVer, b[:])
+}
+
+// schemaFor returns the effective schema at version ver, reloading it from
+// the migrations bucket when the cache is stale (another Engine over the
+// same store, e.g. another tab, changed it).
+func (e *Engine) schemaFor(tx kv.Tx, ver uint64) (*schemaState, error) {
+	e.mu.Lock()
+	s := e.schema
+	e.mu.Unlock()
+	if s != nil && s.version == ver {
+		return s, nil
+	}
+	var migs []SchemaMigration
+	var derr error
+	err := tx.Scan(bucketMigrations, kv.Range{}, func(k, v []byte) bool {
+		m, err := decodeMigration(k, v)
+		if err != nil {
+			derr = err
+			return false
+		}
+		migs = append(migs, m)
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load schema: %w", err)
+	}
+	s = foldSchema(ver, migs)
+	e.mu.Lock()
+	if e.schema == nil || e.schema.version <= ver {
+		e.schema = s
+	}
+	e.mu.Unlock()
+	return s, nil
+}
+
+// Schema returns the effective schema: every table, column and index this
+// replica holds, declared locally or created by peers' migrations, in
+// creation order.
+func (e *Engine) Schema() (Schema, error) {
+	if err := e.checkOpen(); err != nil {
+		return Schema{}, err
+	}
+	var out Schema
+	err := e.store.View(func(tx kv.Tx) error {
+		m, err := readMeta(tx)
+		if err != nil {
+			return err
+		}
+		s, err := e.schemaFor(tx, m.schemaVer)
+		if err != nil {
+			return err
+		}
+		for _, m := range s.migrations {
+			if m.Type == CreateTable {
+				if t := s.tables[m.TableName]; t != nil && t.def.Name == m.TableName {
+					out.Tables = append(out.Tables, cloneTableDef(t.def))
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// State returns the caller state stored under name (see ApplyOptions.State
+// and SetState), or nil if there is none. The sync client keeps its cursors
+// and watermarks here so they commit with the changes they describe.
+func (e *Engine) State(name string) ([]byte, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	var out []byte
+	err := e.store.View(func(tx kv.Tx) error {
+		v, err := tx.Get(bucketMeta, append(append([]byte(nil), metaStatePfx...), name...))
+		if errors.Is(err, kv.ErrNotFound) {
+			return nil
+		}
+		out = append([]byte(nil), v...)
+		return err
+	})
+	return out, err
+}
+
+// SetState stores value under name (nil deletes it).
+func (e *Engine) SetState(name string, value []byte) error {
+	if err := e.checkOpen(); err != nil {
+		return err
+	}
+	return e.store.Update(func(tx kv.Tx) error { return putState(tx, name, value) })
+}
+
+func putState(tx kv.Tx, name string, value []byte) error {
+	k := append(append([]byte(nil), metaStatePfx...), name...)
+	if value == nil {
+		return tx.Delete(bucketMeta, k)
+	}
+	return tx.Put(bucketMeta, k, value)
+}
+
+// Now returns the engine's current HLC (the persisted clock state with this
+// site id), without advancing it.
+func (e *Engine) Now() (HLC, error) {
+	var h HLC
+	err := e.store.View(func(tx kv.Tx) error {
+		m, err := readMeta(tx)
+		h = HLC{Wall: m.clock.Wall, Counter: m.clock.Counter, Site: e.site}
+		return err
+	})
+	return h, err
+}

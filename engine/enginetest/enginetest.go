@@ -1,0 +1,257 @@
+// Package enginetest is the engine's behavioural test suite, written against
+// any kv.Store so it runs natively (memkv, boltkv) and in the browser over
+// IndexedDB (idbkv).
+package enginetest
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv"
+)
+
+// Opener returns a fresh, empty store holding engine.Buckets. The suite
+// closes what it opens through t.Cleanup registered by the opener, or not at
+// all (memory stores).
+type Opener func(t testing.TB) kv.Store
+
+// Options tune the suite for a backend.
+type Options struct {
+	// Short runs fewer property-test cases (browsers are slower).
+	Short bool
+	// Seed fixes the property tests' seed; 0 picks one (and prints it).
+	Seed uint64
+}
+
+// Run runs the whole suite.
+func Run(t *testing.T, open Opener, o Options) {
+	s := &suite{open: open, o: o}
+	t.Run("Basics", s.testBasics)
+	t.Run("Validation", s.testValidation)
+	t.Run("Transactions", s.testTransactions)
+	t.Run("TwoEnginesOneStore", s.testTwoEnginesOneStore)
+	t.Run("ChangesSince", s.testChangesSince)
+	t.Run("Seed", s.testSeedBehaviours)
+	t.Run("BadInput", s.testBadInput)
+	t.Run("Quarantine", s.testQuarantine)
+	t.Run("Migrations", s.testMigrations)
+	t.Run("Snapshot", s.testSnapshot)
+	t.Run("Query", s.testQuery)
+	t.Run("Prune", s.testPrune)
+	t.Run("Events", s.testEvents)
+	t.Run("Convergence", s.testConvergence)
+}
+
+type suite struct {
+	open Opener
+	o    Options
+}
+
+// ManualClock is a Clock tests move by hand.
+type ManualClock struct {
+	mu sync.Mutex
+	ms uint64
+}
+
+// NewManualClock starts at ms.
+func NewManualClock(ms uint64) *ManualClock { return &ManualClock{ms: ms} }
+
+// Now implements engine.Clock.
+func (c *ManualClock) Now() uint64 { c.mu.Lock(); defer c.mu.Unlock(); return c.ms }
+
+// Set moves the clock to ms (backward too).
+func (c *ManualClock) Set(ms uint64) { c.mu.Lock(); c.ms = ms; c.mu.Unlock() }
+
+// Advance moves the clock forward by d ms.
+func (c *ManualClock) Advance(d uint64) { c.mu.Lock(); c.ms += d; c.mu.Unlock() }
+
+// T0 is the suite's epoch: 2026-11-29T00:00:00Z in ms.
+const T0 = 1795910400000
+
+// TripsSchema is the schema most tests use.
+func TripsSchema() *engine.Schema {
+	return &engine.Schema{Tables: []engine.TableDef{
+		{
+			Name: "trips",
+			Columns: []engine.ColumnDef{
+				{Name: "id", Type: engine.KindText},
+				{Name: "title", Type: engine.KindText, NotNull: true},
+				{Name: "budget", Type: engine.KindReal, HasDefault: true, Default: engine.Real(0)},
+				{Name: "days", Type: engine.KindInteger},
+				{Name: "done", Type: engine.KindBoolean, NotNull: true, HasDefault: true, Default: engine.Bool(false)},
+				{Name: "starts", Type: engine.KindTimestamp},
+				{Name: "tags", Type: engine.KindJSON},
+				{Name: "photo", Type: engine.KindBlob},
+			},
+			Indexes: []engine.IndexDef{{Name: "by_title", Columns: []string{"title"}}, {Name: "by_done_days", Columns: []string{"done", "days"}}},
+		},
+		{
+			Name: "stops",
+			Columns: []engine.ColumnDef{
+				{Name: "trip", Type: engine.KindText, NotNull: true},
+				{Name: "pos", Type: engine.KindInteger, NotNull: true},
+				{Name: "name", Type: engine.KindText},
+			},
+			PrimaryKey: []string{"trip", "pos"},
+		},
+	}}
+}
+
+// replica is one engine over its own store, with its clock.
+type replica struct {
+	*engine.Engine
+	store kv.Store
+	clock *ManualClock
+	name  string
+}
+
+func (s *suite) newReplica(t testing.TB, name string, schema *engine.Schema, mod func(*engine.Options)) *replica {
+	t.Helper()
+	st := s.open(t)
+	clk := NewManualClock(T0)
+	opts := engine.Options{Schema: schema, Clock: clk}
+	if mod != nil {
+		mod(&opts)
+	}
+	e, err := engine.Open(st, opts)
+	if err != nil {
+		t.Fatalf("open %s: %v", name, err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return &replica{Engine: e, store: st, clock: clk, name: name}
+}
+
+// must returns v, or fails the test given to the returned function:
+// must(f())(t).
+func must[T any](v T, err error) func(testing.TB) T {
+	return func(t testing.TB) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+// pull moves every change src has that dst lacks into dst, in pages.
+func pull(t testing.TB, dst, src *replica) engine.ApplyResult {
+	t.Helper()
+	var total engine.ApplyResult
+	var since engine.HLC
+	for {
+		sets, err := src.ChangesSince(since, 100, engine.ChangesFilter{ExcludeSite: dst.SiteID()})
+		if err != nil {
+			t.Fatalf("changes from %s: %v", src.name, err)
+		}
+		if len(sets) == 0 {
+			return total
+		}
+		res, err := dst.ApplyChanges(sets)
+		if err != nil {
+			t.Fatalf("apply %s→%s: %v", src.name, dst.name, err)
+		}
+		total.Applied += res.Applied
+		total.Skipped += res.Skipped
+		total.Conflicts += res.Conflicts
+		total.Transactions += res.Transactions
+		total.UnknownTable += res.UnknownTable
+		since = sets[len(sets)-1].HLC
+	}
+}
+
+// Dump is a replica's state in comparable form: rows and index buckets
+// verbatim, the change log and migrations with the class byte (own/remote,
+// which is relative to the replica) stripped, the quarantine verbatim.
+type Dump struct {
+	Buckets map[string][]string
+}
+
+// DumpStore reads the comparable state of a store.
+func DumpStore(t testing.TB, st kv.Store) Dump {
+	t.Helper()
+	d := Dump{Buckets: map[string][]string{}}
+	err := st.View(func(tx kv.Tx) error {
+		for _, b := range []string{"rows", "log", "index", "migrations", "quarantine"} {
+			var lines []string
+			err := tx.Scan(b, kv.Range{}, func(k, v []byte) bool {
+				if b == "log" || b == "migrations" {
+					k = k[1:]
+				}
+				lines = append(lines, fmt.Sprintf("%x=%x", k, v))
+				return true
+			})
+			if err != nil {
+				return err
+			}
+			sort.Strings(lines)
+			d.Buckets[b] = lines
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// diffDumps returns a description of the first difference, or "".
+func diffDumps(a, b Dump) string {
+	return diffBuckets(a, b, "rows", "log", "index", "migrations", "quarantine")
+}
+
+// diffData compares only the data: rows, change log and indexes (replicas
+// that declared their schema separately hold different migrations).
+func diffData(a, b Dump) string { return diffBuckets(a, b, "rows", "log", "index") }
+
+func diffBuckets(a, b Dump, names ...string) string {
+	for _, name := range names {
+		x, y := a.Buckets[name], b.Buckets[name]
+		for i := 0; i < len(x) || i < len(y); i++ {
+			var l, r string
+			if i < len(x) {
+				l = x[i]
+			}
+			if i < len(y) {
+				r = y[i]
+			}
+			if l != r {
+				return fmt.Sprintf("bucket %s entry %d:\n  %s\n  %s\n(%d vs %d entries)", name, i, l, r, len(x), len(y))
+			}
+		}
+	}
+	return ""
+}
+
+func rowsEqual(a, b engine.Row) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !v.Equal(w) {
+			return false
+		}
+	}
+	return true
+}
+
+func fmtRow(r engine.Row) string {
+	keys := make([]string, 0, len(r))
+	for k := range r {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b bytes.Buffer
+	b.WriteString("{")
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s: %s", k, r[k])
+	}
+	b.WriteString("}")
+	return b.String()
+}

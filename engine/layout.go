@@ -1,0 +1,121 @@
+package engine
+
+// Storage layout: the kv buckets and their keys (DESIGN.md § The data model;
+// sync.md § Storage Layout, adapted to one record per row).
+//
+//	meta        "format" → storage format version (decimal text)
+//	            "site" → 16-byte site id
+//	            "clock" → 8-byte wall ms + 2-byte counter (big-endian)
+//	            "schemaver" → 8-byte counter, bumped when migrations change
+//	            "checkpoint" → the snapshot checkpoint, while one exists
+//	            "state/<name>" → caller state (sync cursors, watermarks)
+//	rows        table ‖ pk → row record (record.go)
+//	log         class ‖ base ‖ table ‖ pk → empty: the change log, one entry
+//	            per (row, transaction) that still has a live fact in the row
+//	index       table ‖ index name ‖ column values ‖ pk → empty
+//	migrations  class ‖ HLC → schema migration
+//	quarantine  table ‖ HLC → held change for an unknown table
+//
+// table, index name and column values use the order-preserving key encoding
+// of keys.go (a table's rows are contiguous and ordered by primary key);
+// base is the 26-byte HLC base and HLC the 30-byte encoding, so the log and
+// the migrations are ordered by HLC. class is classOwn for facts this replica
+// minted and classRemote for facts from elsewhere, so a client's push scans
+// only its own facts.
+const (
+	bucketMeta       = "meta"
+	bucketRows       = "rows"
+	bucketLog        = "log"
+	bucketIndex      = "index"
+	bucketMigrations = "migrations"
+	bucketQuarantine = "quarantine"
+)
+
+// Buckets lists the kv buckets the engine stores into. A kv.Store passed to
+// Open must have been opened with all of them.
+var Buckets = []string{bucketMeta, bucketRows, bucketLog, bucketIndex, bucketMigrations, bucketQuarantine}
+
+// StorageFormat is the version of this layout, stored under meta "format".
+// Open refuses a store with another version (ErrStorageFormat).
+const StorageFormat = 1
+
+const (
+	classOwn    byte = 1
+	classRemote byte = 2
+)
+
+var (
+	metaFormat     = []byte("format")
+	metaSite       = []byte("site")
+	metaClock      = []byte("clock")
+	metaSchemaVer  = []byte("schemaver")
+	metaCheckpoint = []byte("checkpoint")
+	metaStatePfx   = []byte("state/")
+)
+
+// tableKey returns the key prefix of a table's rows, index entries and
+// quarantined changes.
+func tableKey(table string) []byte { return appendKeyValue(nil, Text(table)) }
+
+// rowKey returns tableKey ‖ pk.
+func rowKey(tk []byte, pk []Value) []byte {
+	k := make([]byte, 0, len(tk)+16*len(pk))
+	k = append(k, tk...)
+	return appendKeyTuple(k, pk)
+}
+
+// logKey returns class ‖ base ‖ rowKey.
+func logKey(class byte, base HLC, rk []byte) []byte {
+	k := make([]byte, 1+BaseSize+len(rk))
+	k[0] = class
+	base.putBase(k[1:])
+	copy(k[1+BaseSize:], rk)
+	return k
+}
+
+// parseLogKey splits a log key into class, base and row key.
+func parseLogKey(k []byte) (class byte, base HLC, rk []byte, err error) {
+	if len(k) < 1+BaseSize+1 {
+		return 0, HLC{}, nil, malformed("short change-log key")
+	}
+	return k[0], baseFromBytes(k[1:]), k[1+BaseSize:], nil
+}
+
+// splitRowKey decodes a row key into its table and primary key.
+func splitRowKey(rk []byte) (table string, pk []Value, err error) {
+	tv, rest, err := decodeKeyValue(rk)
+	if err != nil {
+		return "", nil, err
+	}
+	if tv.Kind() != KindText {
+		return "", nil, malformed("row key without table name")
+	}
+	pk, _, err = decodeKeyTuple(rest, -1)
+	if err != nil {
+		return "", nil, err
+	}
+	return tv.Text(), pk, nil
+}
+
+// classOf returns the log class of a fact minted by site.
+func classOf(site, local SiteID) byte {
+	if site == local {
+		return classOwn
+	}
+	return classRemote
+}
+
+func migrationKey(class byte, h HLC) []byte {
+	k := make([]byte, 1+HLCSize)
+	k[0] = class
+	h.Put(k[1:])
+	return k
+}
+
+func quarantineKey(tk []byte, h HLC) []byte {
+	k := make([]byte, 0, len(tk)+HLCSize)
+	k = append(k, tk...)
+	var b [HLCSize]byte
+	h.Put(b[:])
+	return append(k, b[:]...)
+}

@@ -1,0 +1,431 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/google/uuid"
+)
+
+// Key is a primary key given by a caller: the key column values in key order
+// (one element for a single-column key), in any form a write accepts for the
+// column (see Tx.Insert).
+type Key []any
+
+// Tx is a local transaction (Engine.Transact). Every write in it shares one
+// HLC tick, numbered by opSeq in write order; it commits as a whole when the
+// function returns nil and leaves nothing behind otherwise. Reads see the
+// transaction's own writes. A Tx must not be used after its function returns
+// or from another goroutine.
+type Tx struct {
+	w *writeTx
+}
+
+// Transact runs fn as one local transaction and returns the committed
+// ChangeSet (nil if fn wrote nothing: such a transaction consumes no HLC).
+// If fn returns an error, nothing is written and the error is returned
+// unchanged. A failed statement inside fn writes nothing itself, so fn may
+// handle its error and continue.
+//
+// fn runs inside a kv transaction: on IndexedDB it must not wait on anything
+// but the engine (no timers, no network, no JavaScript promises), or the
+// transaction fails with kv.ErrTxInactive.
+func (e *Engine) Transact(fn func(tx *Tx) error) (*ChangeSet, error) {
+	cs, err := e.write(func(w *writeTx) error { return fn(&Tx{w: w}) })
+	if err != nil {
+		return nil, err
+	}
+	e.emitLocal(cs)
+	return cs, nil
+}
+
+// Insert inserts one row and returns it as stored (defaults filled, an
+// omitted "id" key generated as a UUIDv7 text). values maps column names to
+// nil, a Value, or a Go value: bool, any integer type, float32/64, string,
+// []byte, time.Time, json.RawMessage, or for json columns anything
+// json.Marshal accepts. Every column is written, so the row travels whole.
+//
+// Errors: ErrUnknownTable; *ValidationError (unknown column, a value that
+// does not fit, a missing NOT NULL value); ErrConflict if the key exists, or
+// was deleted and resurrection is not allowed.
+func (tx *Tx) Insert(table string, values map[string]any) (Row, error) {
+	return tx.w.insert(table, values)
+}
+
+// Update sets the columns in patch on the row with key pk and returns the
+// row. Only columns whose value changes get new versions; an update that
+// changes nothing records nothing. Changing a key column moves the row: the
+// old key is deleted (a tombstone) and the whole row inserted at the new one.
+//
+// Errors: ErrUnknownTable, *ValidationError, ErrNotFound (no live row with
+// that key), ErrConflict (the new key of a moved row exists).
+func (tx *Tx) Update(table string, pk Key, patch map[string]any) (Row, error) {
+	return tx.w.update(table, pk, patch)
+}
+
+// Upsert inserts the row, or, if a live row with its key exists, updates the
+// columns given in values. Errors as for Insert and Update.
+func (tx *Tx) Upsert(table string, values map[string]any) (Row, error) {
+	return tx.w.upsert(table, values)
+}
+
+// Delete deletes the row with key pk, leaving a tombstone that carries the
+// row's last image. It reports false, writing nothing, when there is no live
+// row with that key.
+func (tx *Tx) Delete(table string, pk Key) (bool, error) {
+	return tx.w.delete(table, pk)
+}
+
+// Get returns the live row with key pk, or ErrNotFound.
+func (tx *Tx) Get(table string, pk Key) (Row, error) {
+	t, _, err := tx.w.tables(table)
+	if err != nil {
+		return nil, err
+	}
+	key, err := t.coerceKey(pk)
+	if err != nil {
+		return nil, err
+	}
+	r, err := tx.w.load(t, key)
+	if err != nil {
+		return nil, err
+	}
+	if !r.cur.visible(tx.w.e.opts.AllowResurrection) {
+		return nil, fmt.Errorf("%w: %s %s", ErrNotFound, table, fmtKey(key))
+	}
+	return t.rowOf(r.cur, key), nil
+}
+
+// Query runs q against the transaction's state (its own writes included).
+func (tx *Tx) Query(table string, q Query) ([]Row, error) {
+	if err := tx.w.flush(); err != nil {
+		return nil, err
+	}
+	return tx.w.e.query(tx.w.kv, tx.w.schema, table, q)
+}
+
+// Insert runs Tx.Insert in its own transaction.
+func (e *Engine) Insert(table string, values map[string]any) (row Row, err error) {
+	_, err = e.Transact(func(tx *Tx) error { row, err = tx.Insert(table, values); return err })
+	return row, err
+}
+
+// Update runs Tx.Update in its own transaction.
+func (e *Engine) Update(table string, pk Key, patch map[string]any) (row Row, err error) {
+	_, err = e.Transact(func(tx *Tx) error { row, err = tx.Update(table, pk, patch); return err })
+	return row, err
+}
+
+// Upsert runs Tx.Upsert in its own transaction.
+func (e *Engine) Upsert(table string, values map[string]any) (row Row, err error) {
+	_, err = e.Transact(func(tx *Tx) error { row, err = tx.Upsert(table, values); return err })
+	return row, err
+}
+
+// Delete runs Tx.Delete in its own transaction.
+func (e *Engine) Delete(table string, pk Key) (deleted bool, err error) {
+	_, err = e.Transact(func(tx *Tx) error { deleted, err = tx.Delete(table, pk); return err })
+	return deleted, err
+}
+
+// tables returns the storage table (effective schema) and the validation
+// table (the local declaration when there is one) for a local write.
+func (w *writeTx) tables(name string) (store, valid *table, err error) {
+	store = w.schema.table(name)
+	if store == nil {
+		if w.e.declared == nil {
+			return nil, nil, fmt.Errorf("%w: %q (a schema-less replica has no local tables; open it with a schema to write)", ErrUnknownTable, name)
+		}
+		return nil, nil, fmt.Errorf("%w: %q", ErrUnknownTable, name)
+	}
+	valid = store
+	if d := w.e.declared[name]; d != nil {
+		valid = d
+	}
+	return store, valid, nil
+}
+
+func fmtKey(pk []Value) string {
+	s := "["
+	for i, v := range pk {
+		if i > 0 {
+			s += ", "
+		}
+		s += v.String()
+	}
+	return s + "]"
+}
+
+// coerceKey converts a caller's key into key values of the table.
+func (t *table) coerceKey(pk Key) ([]Value, error) {
+	if len(pk) != len(t.pkCols) {
+		return nil, &ValidationError{Table: t.def.Name, Reason: fmt.Sprintf("primary key has %d column(s) (%v), got %d value(s)", len(t.pkCols), t.pkCols, len(pk))}
+	}
+	out := make([]Value, len(pk))
+	for i, v := range pk {
+		c := t.pkDefs[i]
+		x, err := coerceValue(&t.def, c, v)
+		if err != nil {
+			return nil, err
+		}
+		if x.IsNull() {
+			return nil, &ValidationError{Table: t.def.Name, Column: c.Name, Reason: "primary key value is null"}
+		}
+		out[i] = x
+	}
+	return out, nil
+}
+
+// coerceRow validates values against t. With insert set, omitted columns
+// take their defaults (or null), and an omitted auto id is generated.
+func (t *table) coerceRow(values map[string]any, insert bool) (Row, error) {
+	names := make([]string, 0, len(values))
+	for n := range values {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	row := make(Row, len(t.def.Columns))
+	for _, n := range names {
+		c := t.cols[n]
+		if c == nil {
+			return nil, &ValidationError{Table: t.def.Name, Column: n, Reason: "unknown column"}
+		}
+		v, err := coerceValue(&t.def, c, values[n])
+		if err != nil {
+			return nil, err
+		}
+		row[n] = v
+	}
+	if insert {
+		for i := range t.def.Columns {
+			c := &t.def.Columns[i]
+			if _, ok := row[c.Name]; ok {
+				continue
+			}
+			if c.HasDefault {
+				row[c.Name] = c.Default
+			} else {
+				row[c.Name] = Null
+			}
+		}
+		if t.autoID && row["id"].IsNull() {
+			id, err := uuid.NewV7()
+			if err != nil {
+				return nil, fmt.Errorf("generate id: %w", err)
+			}
+			row["id"] = Text(id.String())
+		}
+	}
+	for _, n := range sortedKeys(row) {
+		if c := t.cols[n]; c != nil && c.NotNull && row[n].IsNull() {
+			reason := "is required (notNull) and cannot be null"
+			if _, given := values[n]; !given {
+				reason = "is required (notNull) and has no default"
+			}
+			return nil, &ValidationError{Table: t.def.Name, Column: n, Reason: reason}
+		}
+	}
+	return row, nil
+}
+
+func sortedKeys(r Row) []string {
+	out := make([]string, 0, len(r))
+	for n := range r {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (t *table) keyOf(row Row) []Value {
+	pk := make([]Value, len(t.pkCols))
+	for i, n := range t.pkCols {
+		pk[i] = row[n]
+	}
+	return pk
+}
+
+func (w *writeTx) insert(name string, values map[string]any) (Row, error) {
+	st, vt, err := w.tables(name)
+	if err != nil {
+		return nil, err
+	}
+	row, err := vt.coerceRow(values, true)
+	if err != nil {
+		return nil, err
+	}
+	return w.insertRow(st, vt, row)
+}
+
+func (w *writeTx) insertRow(st, vt *table, row Row) (Row, error) {
+	pk := st.keyOf(row)
+	r, err := w.load(st, pk)
+	if err != nil {
+		return nil, err
+	}
+	allow := w.e.opts.AllowResurrection
+	if r.cur.visible(allow) {
+		return nil, fmt.Errorf("%w: %s %s already exists (use upsert or update)", ErrConflict, st.def.Name, fmtKey(pk))
+	}
+	if r.cur != nil && r.cur.hasTomb && !allow {
+		return nil, fmt.Errorf("%w: %s %s was deleted and deleted rows stay deleted (allowResurrection is off); use a new key", ErrConflict, st.def.Name, fmtKey(pk))
+	}
+	for i := range vt.def.Columns {
+		c := vt.def.Columns[i].Name
+		w.setCell(r, c, row[c])
+	}
+	return st.rowOf(r.cur, pk), nil
+}
+
+// setCell records a local column fact.
+func (w *writeTx) setCell(r *txRow, col string, v Value) {
+	h := w.nextHLC()
+	if r.cur == nil {
+		r.cur = &record{}
+	}
+	c := cell{col: col, val: v, hlc: h}
+	if i := r.cur.find(col); i >= 0 {
+		old := r.cur.cells[i]
+		if old.hlc.SameTransaction(h) {
+			// Rewritten inside this transaction: the before-image is
+			// still what the transaction overwrote.
+			c.hasPrior, c.priorVal, c.priorHLC = old.hasPrior, old.priorVal, old.priorHLC
+		} else {
+			c.hasPrior, c.priorVal, c.priorHLC = true, old.val, old.hlc
+		}
+	}
+	r.cur.set(c)
+	r.dirty = true
+}
+
+func (w *writeTx) update(name string, pkArg Key, patch map[string]any) (Row, error) {
+	st, vt, err := w.tables(name)
+	if err != nil {
+		return nil, err
+	}
+	pk, err := st.coerceKey(pkArg)
+	if err != nil {
+		return nil, err
+	}
+	p, err := vt.coerceRow(patch, false)
+	if err != nil {
+		return nil, err
+	}
+	r, err := w.load(st, pk)
+	if err != nil {
+		return nil, err
+	}
+	if !r.cur.visible(w.e.opts.AllowResurrection) {
+		return nil, fmt.Errorf("%w: %s %s", ErrNotFound, name, fmtKey(pk))
+	}
+	return w.patchRow(st, vt, r, p)
+}
+
+func (w *writeTx) patchRow(st, vt *table, r *txRow, p Row) (Row, error) {
+	cur := st.rowOf(r.cur, r.pk)
+	moved := false
+	for i, n := range st.pkCols {
+		if v, ok := p[n]; ok && !v.Equal(r.pk[i]) {
+			moved = true
+		}
+	}
+	if moved {
+		// A key change is a delete of the old key plus a full insert of
+		// the new one (sync.md § A primary-key change tombstones the old
+		// identity).
+		next := make(Row, len(vt.def.Columns))
+		for i := range vt.def.Columns {
+			c := vt.def.Columns[i].Name
+			next[c] = cur[c]
+		}
+		for n, v := range p {
+			next[n] = v
+		}
+		newPK := st.keyOf(next)
+		nr, err := w.load(st, newPK)
+		if err != nil {
+			return nil, err
+		}
+		if nr.cur.visible(w.e.opts.AllowResurrection) {
+			return nil, fmt.Errorf("%w: cannot move %s %s to %s: a row with that key exists", ErrConflict, st.def.Name, fmtKey(r.pk), fmtKey(newPK))
+		}
+		if nr.cur != nil && nr.cur.hasTomb && !w.e.opts.AllowResurrection {
+			return nil, fmt.Errorf("%w: cannot move %s %s to %s: that key was deleted and deleted rows stay deleted", ErrConflict, st.def.Name, fmtKey(r.pk), fmtKey(newPK))
+		}
+		w.tombstone(r)
+		return w.insertRow(st, vt, next)
+	}
+	for _, n := range sortedKeys(p) {
+		if old, ok := cur[n]; ok && old.Equal(p[n]) {
+			continue
+		}
+		if _, ok := cur[n]; !ok && p[n].IsNull() {
+			continue
+		}
+		w.setCell(r, n, p[n])
+	}
+	return st.rowOf(r.cur, r.pk), nil
+}
+
+func (w *writeTx) upsert(name string, values map[string]any) (Row, error) {
+	st, vt, err := w.tables(name)
+	if err != nil {
+		return nil, err
+	}
+	hasKey := true
+	for _, n := range st.pkCols {
+		if v, ok := values[n]; !ok || v == nil {
+			hasKey = false
+		}
+	}
+	if !hasKey {
+		return w.insert(name, values)
+	}
+	p, err := vt.coerceRow(values, false)
+	if err != nil {
+		return nil, err
+	}
+	pk := st.keyOf(p)
+	r, err := w.load(st, pk)
+	if err != nil {
+		return nil, err
+	}
+	if r.cur.visible(w.e.opts.AllowResurrection) {
+		return w.patchRow(st, vt, r, p)
+	}
+	row, err := vt.coerceRow(values, true)
+	if err != nil {
+		return nil, err
+	}
+	return w.insertRow(st, vt, row)
+}
+
+func (w *writeTx) delete(name string, pkArg Key) (bool, error) {
+	st, _, err := w.tables(name)
+	if err != nil {
+		return false, err
+	}
+	pk, err := st.coerceKey(pkArg)
+	if err != nil {
+		return false, err
+	}
+	r, err := w.load(st, pk)
+	if err != nil {
+		return false, err
+	}
+	if !r.cur.visible(w.e.opts.AllowResurrection) {
+		return false, nil
+	}
+	w.tombstone(r)
+	return true, nil
+}
+
+// tombstone records a local deletion of a live row.
+func (w *writeTx) tombstone(r *txRow) {
+	prior := r.cur.row()
+	r.cur.hasTomb = true
+	r.cur.tomb = w.nextHLC()
+	r.cur.priorRow = prior
+	r.cur.dropDead(w.e.opts.AllowResurrection)
+	r.dirty = true
+}

@@ -1,0 +1,391 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// table is the compiled form of one table of the effective schema.
+type table struct {
+	def     TableDef
+	key     []byte // tableKey(def.Name)
+	cols    map[string]*ColumnDef
+	pkCols  []string
+	pkDefs  []*ColumnDef
+	indexes []*compiledIndex
+	// autoID: the key is the single text column "id", filled with a UUIDv7
+	// when a write omits it.
+	autoID bool
+}
+
+type compiledIndex struct {
+	def    IndexDef
+	prefix []byte // tableKey ‖ name
+}
+
+func compileTable(def TableDef) *table {
+	t := &table{def: def, key: tableKey(def.Name), cols: make(map[string]*ColumnDef, len(def.Columns))}
+	for i := range t.def.Columns {
+		t.cols[t.def.Columns[i].Name] = &t.def.Columns[i]
+	}
+	t.pkCols = t.def.PrimaryKey
+	for _, n := range t.pkCols {
+		t.pkDefs = append(t.pkDefs, t.cols[n])
+	}
+	t.autoID = len(t.pkCols) == 1 && t.pkCols[0] == "id" && t.pkDefs[0] != nil && t.pkDefs[0].Type == KindText
+	for _, ix := range t.def.Indexes {
+		p := append(slices.Clone(t.key), appendKeyValue(nil, Text(ix.Name))...)
+		t.indexes = append(t.indexes, &compiledIndex{def: ix, prefix: p})
+	}
+	return t
+}
+
+// schemaState is the effective schema: the fold, in HLC order, of every
+// schema migration this replica holds (its own and its peers'). Folding in
+// HLC order makes it independent of arrival order: the first definition of
+// a table, column or index (lowest HLC) wins, later duplicates are no-ops.
+type schemaState struct {
+	version    uint64
+	migrations []SchemaMigration // HLC order
+	tables     map[string]*table
+}
+
+func (s *schemaState) table(name string) *table {
+	if s == nil {
+		return nil
+	}
+	return s.tables[name]
+}
+
+// names returns the table names, sorted.
+func (s *schemaState) names() []string {
+	out := make([]string, 0, len(s.tables))
+	for n := range s.tables {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func foldSchema(version uint64, migs []SchemaMigration) *schemaState {
+	sort.Slice(migs, func(i, j int) bool { return migs[i].HLC.Less(migs[j].HLC) })
+	defs := map[string]*TableDef{}
+	var order []string
+	for _, m := range migs {
+		switch m.Type {
+		case CreateTable:
+			if m.Table == nil {
+				continue
+			}
+			cur, ok := defs[m.TableName]
+			if !ok {
+				d := cloneTableDef(*m.Table)
+				defs[m.TableName] = &d
+				order = append(order, m.TableName)
+				continue
+			}
+			for _, c := range m.Table.Columns {
+				addColumnDef(cur, c)
+			}
+			for _, ix := range m.Table.Indexes {
+				addIndexDef(cur, ix)
+			}
+		case AddColumn:
+			if cur, ok := defs[m.TableName]; ok && m.Column != nil {
+				addColumnDef(cur, *m.Column)
+			}
+		case AddIndex:
+			if cur, ok := defs[m.TableName]; ok && m.Index != nil {
+				addIndexDef(cur, *m.Index)
+			}
+		}
+	}
+	st := &schemaState{version: version, migrations: migs, tables: make(map[string]*table, len(defs))}
+	for _, n := range order {
+		st.tables[n] = compileTable(*defs[n])
+	}
+	return st
+}
+
+func addColumnDef(t *TableDef, c ColumnDef) {
+	for _, x := range t.Columns {
+		if x.Name == c.Name {
+			return
+		}
+	}
+	t.Columns = append(t.Columns, c)
+}
+
+func addIndexDef(t *TableDef, ix IndexDef) {
+	for _, x := range t.Indexes {
+		if x.Name == ix.Name {
+			return
+		}
+	}
+	for _, c := range ix.Columns {
+		found := false
+		for _, x := range t.Columns {
+			if x.Name == c {
+				found = true
+			}
+		}
+		if !found {
+			return
+		}
+	}
+	t.Indexes = append(t.Indexes, IndexDef{Name: ix.Name, Columns: slices.Clone(ix.Columns)})
+}
+
+func cloneTableDef(d TableDef) TableDef {
+	d.Columns = slices.Clone(d.Columns)
+	d.PrimaryKey = slices.Clone(d.PrimaryKey)
+	d.Indexes = slices.Clone(d.Indexes)
+	for i := range d.Indexes {
+		d.Indexes[i].Columns = slices.Clone(d.Indexes[i].Columns)
+	}
+	return d
+}
+
+// diffSchema returns the migrations (unstamped) that bring the effective
+// schema cur up to the declared one, or an error if the declaration
+// contradicts what the replica already holds (a column's type or the
+// primary key changed: Replica cannot migrate data in place).
+func diffSchema(cur *schemaState, declared Schema) ([]SchemaMigration, error) {
+	var out []SchemaMigration
+	for _, d := range declared.Tables {
+		t := cur.table(d.Name)
+		if t == nil {
+			def := cloneTableDef(d)
+			out = append(out, SchemaMigration{Type: CreateTable, TableName: d.Name, Table: &def})
+			continue
+		}
+		if !slices.Equal(t.pkCols, d.PrimaryKey) {
+			return nil, &SchemaError{Table: d.Name, Reason: fmt.Sprintf(
+				"primary key is declared (%v) but the replica holds the table with primary key (%v); a primary key cannot change — use a new table or a new replica name",
+				d.PrimaryKey, t.pkCols)}
+		}
+		for i := range d.Columns {
+			c := d.Columns[i]
+			have := t.cols[c.Name]
+			if have == nil {
+				col := c
+				out = append(out, SchemaMigration{Type: AddColumn, TableName: d.Name, Column: &col})
+				continue
+			}
+			if have.Type != c.Type {
+				return nil, &SchemaError{Table: d.Name, Column: c.Name, Reason: fmt.Sprintf(
+					"declared as %s but the replica holds it as %s; a column's type cannot change — add a new column instead",
+					c.Type, have.Type)}
+			}
+		}
+		for _, ix := range d.Indexes {
+			found := false
+			for _, x := range t.def.Indexes {
+				if x.Name == ix.Name {
+					found = true
+					if !slices.Equal(x.Columns, ix.Columns) {
+						return nil, &SchemaError{Table: d.Name, Index: ix.Name, Reason: fmt.Sprintf(
+							"declared over %v but the replica holds it over %v; give the changed index a new name", ix.Columns, x.Columns)}
+					}
+				}
+			}
+			if !found {
+				x := IndexDef{Name: ix.Name, Columns: slices.Clone(ix.Columns)}
+				out = append(out, SchemaMigration{Type: AddIndex, TableName: d.Name, Index: &x})
+			}
+		}
+	}
+	return out, nil
+}
+
+// validateMigration checks a migration that arrived from a peer.
+func validateMigration(m *SchemaMigration) error {
+	if !ValidName(m.TableName) {
+		return malformed("schema migration for invalid table name %q", m.TableName)
+	}
+	switch m.Type {
+	case CreateTable:
+		if m.Table == nil || m.Column != nil || m.Index != nil {
+			return malformed("create_table migration for %q without exactly a table definition", m.TableName)
+		}
+		if m.Table.Name != m.TableName {
+			return malformed("create_table migration names table %q but defines %q", m.TableName, m.Table.Name)
+		}
+		norm, err := (Schema{Tables: []TableDef{*m.Table}}).Validate()
+		if err != nil {
+			return fmt.Errorf("%w: create_table %q: %v", ErrMalformed, m.TableName, err)
+		}
+		if len(norm.Tables[0].PrimaryKey) != len(m.Table.PrimaryKey) || len(norm.Tables[0].Columns) != len(m.Table.Columns) {
+			return malformed("create_table %q must list its key and every column explicitly", m.TableName)
+		}
+		def := norm.Tables[0]
+		m.Table = &def
+	case AddColumn:
+		if m.Column == nil || m.Table != nil || m.Index != nil {
+			return malformed("add_column migration for %q without exactly a column definition", m.TableName)
+		}
+		probe := TableDef{Name: m.TableName, Columns: []ColumnDef{{Name: "__probe_key", Type: KindText}, *m.Column}, PrimaryKey: []string{"__probe_key"}}
+		norm, err := (Schema{Tables: []TableDef{probe}}).Validate()
+		if err != nil && m.Column.Name != "__probe_key" {
+			return fmt.Errorf("%w: add_column %s.%s: %v", ErrMalformed, m.TableName, m.Column.Name, err)
+		}
+		if err == nil {
+			c := norm.Tables[0].Columns[1]
+			m.Column = &c
+		}
+	case AddIndex:
+		if m.Index == nil || m.Table != nil || m.Column != nil {
+			return malformed("add_index migration for %q without exactly an index definition", m.TableName)
+		}
+		if !ValidName(m.Index.Name) || len(m.Index.Columns) == 0 {
+			return malformed("add_index %s.%q: invalid name or no columns", m.TableName, m.Index.Name)
+		}
+		for _, c := range m.Index.Columns {
+			if !ValidName(c) {
+				return malformed("add_index %s.%s: invalid column name %q", m.TableName, m.Index.Name, c)
+			}
+		}
+	default:
+		return malformed("unknown schema migration type %q", m.Type)
+	}
+	return nil
+}
+
+// Migrations are stored as JSON of these private shapes (defaults in the
+// record value encoding) so the storage format does not depend on the wire
+// package.
+type storedMigration struct {
+	Type   MigrationType `json:"type"`
+	Table  string        `json:"table"`
+	Def    *storedTable  `json:"def,omitempty"`
+	Column *storedColumn `json:"column,omitempty"`
+	Index  *storedIndex  `json:"index,omitempty"`
+}
+
+type storedIndex struct {
+	Name    string   `json:"name"`
+	Columns []string `json:"columns"`
+}
+
+func toStoredIndexes(ix []IndexDef) []storedIndex {
+	out := make([]storedIndex, len(ix))
+	for i, x := range ix {
+		out[i] = storedIndex{x.Name, x.Columns}
+	}
+	return out
+}
+
+func fromStoredIndexes(ix []storedIndex) []IndexDef {
+	if ix == nil {
+		return nil
+	}
+	out := make([]IndexDef, len(ix))
+	for i, x := range ix {
+		out[i] = IndexDef{x.Name, x.Columns}
+	}
+	return out
+}
+
+type storedTable struct {
+	Name       string         `json:"name"`
+	Columns    []storedColumn `json:"columns"`
+	PrimaryKey []string       `json:"pk"`
+	Indexes    []storedIndex  `json:"indexes,omitempty"`
+	Coerce     bool           `json:"coerce,omitempty"`
+}
+
+type storedColumn struct {
+	Name       string `json:"name"`
+	Type       string `json:"type"`
+	NotNull    bool   `json:"notNull,omitempty"`
+	HasDefault bool   `json:"hasDefault,omitempty"`
+	Default    []byte `json:"default,omitempty"`
+	Coerce     bool   `json:"coerce,omitempty"`
+}
+
+func toStoredColumn(c ColumnDef) storedColumn {
+	sc := storedColumn{Name: c.Name, Type: c.Type.String(), NotNull: c.NotNull, HasDefault: c.HasDefault, Coerce: c.Coerce}
+	if c.HasDefault {
+		sc.Default = appendRecValue(nil, c.Default)
+	}
+	return sc
+}
+
+func fromStoredColumn(sc storedColumn) (ColumnDef, error) {
+	k, err := ParseKind(sc.Type)
+	if err != nil {
+		return ColumnDef{}, err
+	}
+	c := ColumnDef{Name: sc.Name, Type: k, NotNull: sc.NotNull, HasDefault: sc.HasDefault, Coerce: sc.Coerce}
+	if sc.HasDefault {
+		rd := &recReader{b: sc.Default}
+		c.Default = rd.value()
+		if rd.err != nil {
+			return ColumnDef{}, rd.err
+		}
+	}
+	return c, nil
+}
+
+func encodeMigration(m *SchemaMigration) ([]byte, error) {
+	sm := storedMigration{Type: m.Type, Table: m.TableName}
+	if m.Index != nil {
+		sm.Index = &storedIndex{m.Index.Name, m.Index.Columns}
+	}
+	if m.Table != nil {
+		st := &storedTable{Name: m.Table.Name, PrimaryKey: m.Table.PrimaryKey, Indexes: toStoredIndexes(m.Table.Indexes), Coerce: m.Table.Coerce}
+		for _, c := range m.Table.Columns {
+			st.Columns = append(st.Columns, toStoredColumn(c))
+		}
+		sm.Def = st
+	}
+	if m.Column != nil {
+		sc := toStoredColumn(*m.Column)
+		sm.Column = &sc
+	}
+	return json.Marshal(sm)
+}
+
+func decodeMigration(key, val []byte) (SchemaMigration, error) {
+	if len(key) != 1+HLCSize {
+		return SchemaMigration{}, malformed("migration key length %d", len(key))
+	}
+	h, _ := HLCFromBytes(key[1:])
+	var sm storedMigration
+	if err := json.Unmarshal(val, &sm); err != nil {
+		return SchemaMigration{}, fmt.Errorf("%w: stored migration: %v", ErrMalformed, err)
+	}
+	m := SchemaMigration{Type: sm.Type, TableName: sm.Table, HLC: h}
+	if sm.Index != nil {
+		m.Index = &IndexDef{sm.Index.Name, sm.Index.Columns}
+	}
+	if sm.Def != nil {
+		td := &TableDef{Name: sm.Def.Name, PrimaryKey: sm.Def.PrimaryKey, Indexes: fromStoredIndexes(sm.Def.Indexes), Coerce: sm.Def.Coerce}
+		for _, sc := range sm.Def.Columns {
+			c, err := fromStoredColumn(sc)
+			if err != nil {
+				return m, err
+			}
+			td.Columns = append(td.Columns, c)
+		}
+		m.Table = td
+	}
+	if sm.Column != nil {
+		c, err := fromStoredColumn(*sm.Column)
+		if err != nil {
+			return m, err
+		}
+		m.Column = &c
+	}
+	return m, nil
+}
+
+// migrationsEqual reports whether two migrations define the same thing
+// (ignoring their HLCs).
+func migrationsEqual(a, b *SchemaMigration) bool {
+	ea, err1 := encodeMigration(a)
+	eb, err2 := encodeMigration(b)
+	return err1 == nil && err2 == nil && string(ea) == string(eb)
+}

@@ -1,0 +1,305 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"sort"
+
+	"github.com/replica-sync/replica/kv"
+)
+
+// Held changes: changes for tables outside the schema, kept in the
+// quarantine bucket under table ‖ HLC (one entry per change, so holding the
+// same change twice is a no-op) until the table appears or the retention
+// horizon passes (sync.md § Unknown-Table Disposition).
+//
+//	flags       1 byte: 1 = forwardable (store-and-forward)
+//	receivedAt  8 bytes, local wall ms
+//	change      encodeChange
+type heldChange struct {
+	forward    bool
+	receivedAt uint64
+	change     Change
+}
+
+func (w *writeTx) hold(c *Change, forward bool) error {
+	k := quarantineKey(tableKey(c.Table), c.HLC)
+	if _, err := w.kv.Get(bucketQuarantine, k); err == nil {
+		return nil
+	} else if !errors.Is(err, kv.ErrNotFound) {
+		return err
+	}
+	var b []byte
+	if forward {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	b = binary.BigEndian.AppendUint64(b, w.e.clock.Now())
+	b = encodeChange(b, c)
+	return w.kv.Put(bucketQuarantine, k, b)
+}
+
+func decodeHeld(v []byte) (heldChange, error) {
+	if len(v) < 9 {
+		return heldChange{}, malformed("short held change")
+	}
+	h := heldChange{forward: v[0]&1 != 0, receivedAt: binary.BigEndian.Uint64(v[1:9])}
+	c, err := decodeChange(v[9:])
+	h.change = c
+	return h, err
+}
+
+// encodeChange is the storage encoding of a Change: type byte, table,
+// key tuple (key encoding, length-prefixed), column, value, 30-byte HLC,
+// prior flag [prior value, prior HLC], prior row [n, (name, value)*].
+func encodeChange(b []byte, c *Change) []byte {
+	b = append(b, byte(c.Type))
+	b = appendString(b, c.Table)
+	pk := appendKeyTuple(nil, c.PK)
+	b = binary.AppendUvarint(b, uint64(len(pk)))
+	b = append(b, pk...)
+	b = appendString(b, c.Column)
+	b = appendRecValue(b, c.Value)
+	var h [HLCSize]byte
+	c.HLC.Put(h[:])
+	b = append(b, h[:]...)
+	if c.HasPrior {
+		b = append(b, 1)
+		b = appendRecValue(b, c.PriorValue)
+		c.PriorHLC.Put(h[:])
+		b = append(b, h[:]...)
+	} else {
+		b = append(b, 0)
+	}
+	names := make([]string, 0, len(c.PriorRow))
+	for n := range c.PriorRow {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if c.PriorRow == nil {
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		b = binary.AppendUvarint(b, uint64(len(names)))
+		for _, n := range names {
+			b = appendString(b, n)
+			b = appendRecValue(b, c.PriorRow[n])
+		}
+	}
+	return b
+}
+
+func decodeChange(v []byte) (Change, error) {
+	rd := &recReader{b: v}
+	var c Change
+	c.Type = ChangeType(rd.byte())
+	c.Table = rd.string()
+	pkLen := rd.uvarint()
+	pkb := rd.bytes(pkLen)
+	if rd.err == nil {
+		pk, rest, err := decodeKeyTuple(pkb, -1)
+		if err != nil || len(rest) != 0 {
+			return c, fmt.Errorf("%w: held change key", ErrMalformed)
+		}
+		c.PK = pk
+	}
+	c.Column = rd.string()
+	c.Value = rd.value()
+	if raw := rd.bytes(HLCSize); raw != nil {
+		c.HLC, _ = HLCFromBytes(raw)
+	}
+	if rd.byte() == 1 {
+		c.HasPrior = true
+		c.PriorValue = rd.value()
+		if raw := rd.bytes(HLCSize); raw != nil {
+			c.PriorHLC, _ = HLCFromBytes(raw)
+		}
+	}
+	if rd.byte() == 1 {
+		n := rd.uvarint()
+		if n > uint64(len(rd.b)) {
+			rd.fail("prior row size")
+		} else {
+			c.PriorRow = make(Row, n)
+			for i := uint64(0); i < n && rd.err == nil; i++ {
+				name := rd.string()
+				c.PriorRow[name] = rd.value()
+			}
+		}
+	}
+	if rd.err == nil && len(rd.b) != 0 {
+		rd.fail("trailing bytes")
+	}
+	return c, rd.err
+}
+
+// HeldChange is a change held for a table outside the schema.
+type HeldChange struct {
+	Change     Change
+	Forward    bool   // re-offered by ChangesSince (store-and-forward)
+	ReceivedAt uint64 // local wall ms when it was held
+}
+
+// Quarantined lists the changes held for table (all tables when table is
+// empty), in table then HLC order.
+func (e *Engine) Quarantined(table string) ([]HeldChange, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	var out []HeldChange
+	r := kv.Range{}
+	if table != "" {
+		r = kv.Prefix(tableKey(table))
+	}
+	err := e.store.View(func(tx kv.Tx) error {
+		var derr error
+		err := tx.Scan(bucketQuarantine, r, func(k, v []byte) bool {
+			h, err := decodeHeld(v)
+			if err != nil {
+				derr = err
+				return false
+			}
+			out = append(out, HeldChange{Change: h.change, Forward: h.forward, ReceivedAt: h.receivedAt})
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		return derr
+	})
+	return out, err
+}
+
+// drainBatch bounds the changes replayed per kv transaction.
+const drainBatch = 5000
+
+// DrainQuarantine replays the changes held for the listed tables (every
+// held table when none is listed) that now exist in the schema, exactly as
+// fresh remote changes (LWW, tombstones), and removes them from the hold
+// whether they won or not; changes for tables still missing stay held
+// (sync.md § Revival / drain). It returns the number of changes replayed.
+// Open and ApplyChanges call it when they create a table.
+func (e *Engine) DrainQuarantine(tables ...string) (int, error) {
+	if err := e.checkOpen(); err != nil {
+		return 0, err
+	}
+	if len(tables) == 0 {
+		var err error
+		if tables, err = e.heldTables(); err != nil {
+			return 0, err
+		}
+	}
+	total := 0
+	for _, name := range tables {
+		for {
+			n, more, err := e.drainSome(name)
+			total += n
+			if err != nil {
+				return total, err
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
+func (e *Engine) heldTables() ([]string, error) {
+	var out []string
+	err := e.store.View(func(tx kv.Tx) error {
+		var start []byte
+		for {
+			var k []byte
+			err := tx.Scan(bucketQuarantine, kv.Range{Start: start, Limit: 1, KeysOnly: true}, func(key, _ []byte) bool {
+				k = bytes.Clone(key)
+				return false
+			})
+			if err != nil || k == nil {
+				return err
+			}
+			tv, _, err := decodeKeyValue(k)
+			if err != nil {
+				return err
+			}
+			out = append(out, tv.Text())
+			start = kv.PrefixEnd(tableKey(tv.Text()))
+			if start == nil {
+				return nil
+			}
+		}
+	})
+	return out, err
+}
+
+func (e *Engine) drainSome(name string) (n int, more bool, err error) {
+	var out applyOutcome
+	err = e.store.Update(func(tx kv.Tx) error {
+		n, more = 0, false
+		w, err := e.begin(tx)
+		if err != nil {
+			return err
+		}
+		if w.effTable(name) == nil {
+			return nil
+		}
+		var keys [][]byte
+		var changes []Change
+		var derr error
+		err = tx.Scan(bucketQuarantine, kv.Range{Start: tableKey(name), End: kv.PrefixEnd(tableKey(name)), Limit: drainBatch + 1}, func(k, v []byte) bool {
+			if len(keys) == drainBatch {
+				more = true
+				return false
+			}
+			h, err := decodeHeld(v)
+			if err != nil {
+				derr = err
+				return false
+			}
+			keys = append(keys, bytes.Clone(k))
+			changes = append(changes, h.change)
+			return true
+		})
+		if err == nil {
+			err = derr
+		}
+		if err != nil || len(keys) == 0 {
+			return err
+		}
+		for _, k := range keys {
+			if err := tx.Delete(bucketQuarantine, k); err != nil {
+				return err
+			}
+		}
+		out, err = w.applySets(groupIntoSets(changes), true)
+		if err != nil {
+			return err
+		}
+		n = len(keys)
+		return w.commit()
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	e.emitApplied(&out)
+	return n, more, nil
+}
+
+// groupIntoSets regroups loose changes into per-transaction ChangeSets.
+func groupIntoSets(changes []Change) []ChangeSet {
+	sortChanges(changes)
+	var out []ChangeSet
+	for _, c := range changes {
+		if n := len(out); n > 0 && out[n-1].HLC.SameTransaction(c.HLC) {
+			out[n-1].Changes = append(out[n-1].Changes, c)
+			out[n-1].HLC = c.HLC
+			continue
+		}
+		out = append(out, ChangeSet{SiteID: c.HLC.Site, TransactionID: c.HLC.TransactionID(), HLC: c.HLC, Changes: []Change{c}})
+	}
+	return out
+}

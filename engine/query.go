@@ -1,0 +1,572 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/replica-sync/replica/kv"
+)
+
+// Op is a filter operator.
+type Op string
+
+// Filter operators. Comparisons follow Compare on values of the column's
+// type. A null column value matches Eq null and Ne anything non-null; it
+// never matches Lt, Le, Gt, Ge, In or Prefix.
+const (
+	Eq     Op = "="
+	Ne     Op = "!="
+	Lt     Op = "<"
+	Le     Op = "<="
+	Gt     Op = ">"
+	Ge     Op = ">="
+	In     Op = "in"     // Values lists the candidates
+	Prefix Op = "prefix" // text columns: the value starts with Value (a string)
+)
+
+// Filter is one condition of a Query; a Query's filters all must hold.
+// Value (or Values for In) takes any form a write accepts for the column.
+type Filter struct {
+	Column string
+	Op     Op
+	Value  any
+	Values []any
+}
+
+// Order sorts by one column, ascending unless Desc.
+type Order struct {
+	Column string
+	Desc   bool
+}
+
+// Query selects live rows of one table. Rows come sorted by OrderBy, then
+// by primary key; without OrderBy, in the order of the access path used (the
+// primary key, or an index and then the primary key). Offset skips rows;
+// Limit > 0 caps the result.
+//
+// The planner uses the primary key or the secondary index whose leading
+// columns best fit the filters: equality (or one In) on leading columns,
+// then a range or prefix on the next one. When the index also yields the
+// requested order, scanning stops after Offset+Limit matches.
+type Query struct {
+	Where   []Filter
+	OrderBy []Order
+	Limit   int
+	Offset  int
+}
+
+// Get returns the live row of table with key pk, or ErrNotFound.
+func (e *Engine) Get(table string, pk Key) (Row, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	var row Row
+	err := e.store.View(func(tx kv.Tx) error {
+		s, t, err := e.readTable(tx, table)
+		if err != nil {
+			return err
+		}
+		_ = s
+		key, err := t.coerceKeyLoose(pk)
+		if err != nil {
+			return err
+		}
+		v, err := tx.Get(bucketRows, rowKey(t.key, key))
+		if errors.Is(err, kv.ErrNotFound) {
+			return fmt.Errorf("%w: %s %s", ErrNotFound, table, fmtKey(key))
+		}
+		if err != nil {
+			return err
+		}
+		rec, err := decodeRecord(v, key)
+		if err != nil {
+			return err
+		}
+		if !rec.visible(e.opts.AllowResurrection) {
+			return fmt.Errorf("%w: %s %s", ErrNotFound, table, fmtKey(key))
+		}
+		row = t.rowOf(rec, key)
+		return nil
+	})
+	return row, err
+}
+
+// Query returns the live rows of table matching q.
+func (e *Engine) Query(table string, q Query) ([]Row, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	var rows []Row
+	err := e.store.View(func(tx kv.Tx) error {
+		m, err := readMeta(tx)
+		if err != nil {
+			return err
+		}
+		s, err := e.schemaFor(tx, m.schemaVer)
+		if err != nil {
+			return err
+		}
+		rows, err = e.query(tx, s, table, q)
+		return err
+	})
+	return rows, err
+}
+
+// Count returns the number of live rows of table matching where.
+func (e *Engine) Count(table string, where []Filter) (int, error) {
+	rows, err := e.Query(table, Query{Where: where})
+	return len(rows), err
+}
+
+func (e *Engine) readTable(tx kv.Tx, name string) (*schemaState, *table, error) {
+	m, err := readMeta(tx)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := e.schemaFor(tx, m.schemaVer)
+	if err != nil {
+		return nil, nil, err
+	}
+	t := s.table(name)
+	if t == nil {
+		if e.declared != nil {
+			return nil, nil, fmt.Errorf("%w: %q", ErrUnknownTable, name)
+		}
+		t = &table{def: TableDef{Name: name}, key: tableKey(name)}
+	}
+	return s, t, nil
+}
+
+// coerceKeyLoose is coerceKey for reads, also working schema-less.
+func (t *table) coerceKeyLoose(pk Key) ([]Value, error) {
+	if len(t.pkCols) > 0 {
+		return t.coerceKey(pk)
+	}
+	out := make([]Value, len(pk))
+	for i, v := range pk {
+		x, err := anyValue(t.def.Name, "", v)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = x
+	}
+	return out, nil
+}
+
+// anyValue converts a Go value without a column type (schema-less reads).
+func anyValue(table, col string, v any) (Value, error) {
+	var k Kind
+	switch v.(type) {
+	case nil:
+		return Null, nil
+	case Value:
+		return v.(Value), nil
+	case bool:
+		k = KindBoolean
+	case string:
+		k = KindText
+	case []byte:
+		k = KindBlob
+	case float32, float64:
+		k = KindReal
+	default:
+		k = KindInteger
+	}
+	return coerceValue(&TableDef{Name: table}, &ColumnDef{Name: col, Type: k}, v)
+}
+
+// cond is a compiled filter.
+type cond struct {
+	col    string
+	op     Op
+	val    Value
+	vals   []Value
+	prefix string
+}
+
+func (c *cond) match(row Row) bool {
+	v := row[c.col]
+	switch c.op {
+	case Eq:
+		return Compare(v, c.val) == 0
+	case Ne:
+		return Compare(v, c.val) != 0
+	case Lt, Le, Gt, Ge:
+		if v.IsNull() {
+			return false
+		}
+		x := Compare(v, c.val)
+		switch c.op {
+		case Lt:
+			return x < 0
+		case Le:
+			return x <= 0
+		case Gt:
+			return x > 0
+		}
+		return x >= 0
+	case In:
+		if v.IsNull() {
+			return false
+		}
+		for _, w := range c.vals {
+			if Compare(v, w) == 0 {
+				return true
+			}
+		}
+		return false
+	case Prefix:
+		return v.Kind() == KindText && strings.HasPrefix(v.Text(), c.prefix)
+	}
+	return false
+}
+
+func compileFilters(t *table, where []Filter) ([]cond, error) {
+	out := make([]cond, 0, len(where))
+	conv := func(col string, v any) (Value, error) {
+		if d := t.cols[col]; d != nil {
+			return coerceValue(&t.def, d, v)
+		}
+		return anyValue(t.def.Name, col, v)
+	}
+	for _, f := range where {
+		if len(t.cols) > 0 && t.cols[f.Column] == nil {
+			return nil, &ValidationError{Table: t.def.Name, Column: f.Column, Reason: "unknown column in filter"}
+		}
+		c := cond{col: f.Column, op: f.Op}
+		switch f.Op {
+		case Eq, Ne, Lt, Le, Gt, Ge:
+			v, err := conv(f.Column, f.Value)
+			if err != nil {
+				return nil, err
+			}
+			c.val = v
+		case In:
+			for _, x := range f.Values {
+				v, err := conv(f.Column, x)
+				if err != nil {
+					return nil, err
+				}
+				c.vals = append(c.vals, v)
+			}
+		case Prefix:
+			s, ok := f.Value.(string)
+			if !ok {
+				if v, isVal := f.Value.(Value); isVal && v.Kind() == KindText {
+					s, ok = v.Text(), true
+				}
+			}
+			if !ok {
+				return nil, &ValidationError{Table: t.def.Name, Column: f.Column, Reason: fmt.Sprintf("prefix filter needs a string, got %T", f.Value)}
+			}
+			if d := t.cols[f.Column]; d != nil && d.Type != KindText {
+				return nil, &ValidationError{Table: t.def.Name, Column: f.Column, Reason: "prefix filter on a " + d.Type.String() + " column (text only)"}
+			}
+			c.prefix = s
+		default:
+			return nil, &ValidationError{Table: t.def.Name, Column: f.Column, Reason: fmt.Sprintf("unknown filter operator %q", f.Op)}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// plan is a chosen access path: scans over the rows bucket (primary) or the
+// index bucket, each a key range.
+type plan struct {
+	index   *compiledIndex // nil: primary key
+	ranges  []kv.Range
+	ordered bool // the scan order is the requested order
+	reverse bool
+}
+
+func (e *Engine) planQuery(t *table, conds []cond, order []Order) plan {
+	best := plan{ranges: []kv.Range{kv.Prefix(t.key)}}
+	bestScore := -1
+	try := func(ix *compiledIndex, cols []string, prefix []byte) {
+		score := 0
+		prefixes := [][]byte{prefix}
+		used := 0
+		for used < len(cols) {
+			col := cols[used]
+			var eq *cond
+			for i := range conds {
+				if conds[i].col == col && (conds[i].op == Eq || (conds[i].op == In && len(prefixes) == 1 && len(conds[i].vals) <= 64)) {
+					if eq == nil || conds[i].op == Eq {
+						eq = &conds[i]
+					}
+				}
+			}
+			if eq == nil {
+				break
+			}
+			var next [][]byte
+			vals := []Value{eq.val}
+			if eq.op == In {
+				vals = eq.vals
+			}
+			for _, p := range prefixes {
+				for _, v := range vals {
+					next = append(next, appendKeyValue(bytes.Clone(p), v))
+				}
+			}
+			prefixes = next
+			used++
+			score += 4
+		}
+		ranges := make([]kv.Range, 0, len(prefixes))
+		rangeUsed := false
+		if used < len(cols) {
+			col := cols[used]
+			for _, p := range prefixes {
+				r := kv.Prefix(p)
+				for i := range conds {
+					c := &conds[i]
+					if c.col != col {
+						continue
+					}
+					switch c.op {
+					case Gt, Ge:
+						k := appendKeyValue(bytes.Clone(p), c.val)
+						if c.op == Gt {
+							k = kv.PrefixEnd(k)
+						}
+						if bytes.Compare(k, r.Start) > 0 {
+							r.Start, rangeUsed = k, true
+						}
+					case Lt, Le:
+						k := appendKeyValue(bytes.Clone(p), c.val)
+						if c.op == Le {
+							k = kv.PrefixEnd(k)
+						}
+						if r.End == nil || bytes.Compare(k, r.End) < 0 {
+							r.End, rangeUsed = k, true
+						}
+					case Prefix:
+						k := appendKeyTextPrefix(bytes.Clone(p), c.prefix)
+						if bytes.Compare(k, r.Start) > 0 {
+							r.Start, rangeUsed = k, true
+						}
+						if end := kv.PrefixEnd(k); r.End == nil || bytes.Compare(end, r.End) < 0 {
+							r.End = end
+						}
+					}
+				}
+				ranges = append(ranges, r)
+			}
+		} else {
+			for _, p := range prefixes {
+				ranges = append(ranges, kv.Prefix(p))
+			}
+		}
+		if rangeUsed {
+			score += 2
+		}
+		ordered, reverse := false, false
+		if len(ranges) == 1 {
+			ordered, reverse = orderFits(cols[used:], order)
+		}
+		if ordered && len(order) > 0 {
+			score++
+		}
+		if score > bestScore || (score == bestScore && ix == nil) {
+			bestScore = score
+			best = plan{index: ix, ranges: ranges, ordered: ordered, reverse: reverse}
+		}
+	}
+	if len(t.pkCols) > 0 {
+		try(nil, t.pkCols, t.key)
+	}
+	for _, ix := range t.indexes {
+		try(ix, ix.def.Columns, ix.prefix)
+	}
+	if bestScore < 0 {
+		best.ordered = len(order) == 0
+	}
+	return best
+}
+
+// orderFits reports whether scanning columns cols (then the primary key)
+// yields order, and whether in reverse.
+func orderFits(cols []string, order []Order) (ok, reverse bool) {
+	if len(order) == 0 {
+		return true, false
+	}
+	if len(order) > len(cols) {
+		return false, false
+	}
+	desc := order[0].Desc
+	for i, o := range order {
+		if o.Column != cols[i] || o.Desc != desc {
+			return false, false
+		}
+	}
+	return true, desc
+}
+
+func (e *Engine) query(tx kv.Tx, s *schemaState, name string, q Query) ([]Row, error) {
+	t := s.table(name)
+	if t == nil {
+		if e.declared != nil {
+			return nil, fmt.Errorf("%w: %q", ErrUnknownTable, name)
+		}
+		t = &table{def: TableDef{Name: name}, key: tableKey(name)}
+	}
+	if q.Limit < 0 || q.Offset < 0 {
+		return nil, &ValidationError{Table: name, Reason: "limit and offset must not be negative"}
+	}
+	for _, o := range q.OrderBy {
+		if len(t.cols) > 0 && t.cols[o.Column] == nil {
+			return nil, &ValidationError{Table: name, Column: o.Column, Reason: "unknown column in orderBy"}
+		}
+	}
+	conds, err := compileFilters(t, q.Where)
+	if err != nil {
+		return nil, err
+	}
+	p := e.planQuery(t, conds, q.OrderBy)
+	stopAt := -1
+	if p.ordered && q.Limit > 0 {
+		stopAt = q.Offset + q.Limit
+	}
+	allow := e.opts.AllowResurrection
+	var rows []Row
+	var pks [][]Value
+	accept := func(rec *record, pk []Value) {
+		if !rec.visible(allow) {
+			return
+		}
+		row := t.rowOf(rec, pk)
+		for i := range conds {
+			if !conds[i].match(row) {
+				return
+			}
+		}
+		rows = append(rows, row)
+	}
+	const page = 256
+	for _, r := range p.ranges {
+		if stopAt >= 0 && len(rows) >= stopAt {
+			break
+		}
+		r.Reverse = p.reverse
+		if p.index == nil {
+			var derr error
+			err := tx.Scan(bucketRows, r, func(k, v []byte) bool {
+				_, pk, err := splitRowKey(k)
+				if err == nil {
+					var rec *record
+					rec, err = decodeRecord(v, pk)
+					if err == nil {
+						accept(rec, pk)
+					}
+				}
+				if err != nil {
+					derr = err
+					return false
+				}
+				return stopAt < 0 || len(rows) < stopAt
+			})
+			if err == nil {
+				err = derr
+			}
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		// Index scan: collect keys a page at a time, read their rows at once.
+		r.KeysOnly = true
+		for {
+			var keys [][]byte
+			pks = pks[:0]
+			r.Limit = page
+			var last []byte
+			var derr error
+			err := tx.Scan(bucketIndex, r, func(k, _ []byte) bool {
+				last = k
+				rest := k[len(p.index.prefix):]
+				_, rest, err := decodeKeyTuple(rest, len(p.index.def.Columns))
+				if err != nil {
+					derr = err
+					return false
+				}
+				pk, _, err := decodeKeyTuple(rest, -1)
+				if err != nil {
+					derr = err
+					return false
+				}
+				pks = append(pks, pk)
+				keys = append(keys, rowKey(t.key, pk))
+				return true
+			})
+			if err == nil {
+				err = derr
+			}
+			if err != nil {
+				return nil, err
+			}
+			if len(keys) > 0 {
+				vals, err := tx.GetMany(bucketRows, keys)
+				if err != nil {
+					return nil, err
+				}
+				for i, v := range vals {
+					if v == nil {
+						continue
+					}
+					rec, err := decodeRecord(v, pks[i])
+					if err != nil {
+						return nil, err
+					}
+					accept(rec, pks[i])
+					if stopAt >= 0 && len(rows) >= stopAt {
+						break
+					}
+				}
+			}
+			if len(keys) < page || (stopAt >= 0 && len(rows) >= stopAt) {
+				break
+			}
+			if r.Reverse {
+				r.End = bytes.Clone(last)
+			} else {
+				r.Start = append(bytes.Clone(last), 0)
+			}
+		}
+	}
+	if !p.ordered || len(p.ranges) > 1 {
+		sortRows(rows, q.OrderBy, t)
+	}
+	if q.Offset >= len(rows) {
+		return []Row{}, nil
+	}
+	rows = rows[q.Offset:]
+	if q.Limit > 0 && len(rows) > q.Limit {
+		rows = rows[:q.Limit]
+	}
+	return rows, nil
+}
+
+func sortRows(rows []Row, order []Order, t *table) {
+	sort.SliceStable(rows, func(i, j int) bool {
+		for _, o := range order {
+			c := Compare(rows[i][o.Column], rows[j][o.Column])
+			if c != 0 {
+				if o.Desc {
+					return c > 0
+				}
+				return c < 0
+			}
+		}
+		for _, n := range t.pkCols {
+			if c := Compare(rows[i][n], rows[j][n]); c != 0 {
+				return c < 0
+			}
+		}
+		return false
+	})
+}

@@ -1,0 +1,475 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+)
+
+// A row record is the stored CRDT state of one row, under its row key in the
+// rows bucket: every live cell with the HLC of the write that set it (and its
+// best-effort before-image), and the tombstone if the row is deleted. Values
+// and metadata share one record so a local write costs one put for the row
+// (BROWSER-FACTS.md: IndexedDB costs per request).
+//
+// The encoding is canonical: the same logical state always encodes to the
+// same bytes, whatever order the facts arrived in.
+//
+//	version   1 byte (recordVersion)
+//	flags     1 byte: 1 = tombstone, 2 = tombstone has a before-image row
+//	nbases    uvarint; then nbases × 26-byte HLC bases, ascending
+//	tombstone (if flag 1) uvarint base index, uvarint opSeq;
+//	          (if flag 2) uvarint n, n × (name, value), names ascending
+//	ncells    uvarint; then per cell, names ascending:
+//	          name (uvarint length + bytes), uvarint base index,
+//	          uvarint opSeq, 1 byte cell flags (1 = value is primary-key
+//	          component k, given as uvarint k instead of a value;
+//	          2 = before-image follows), value, [prior value, 30-byte HLC]
+//
+// Values are a tag byte and a payload: null 0, false 1, true 2,
+// integer 3 (zigzag varint), real 4 (8 bytes, IEEE 754 little-endian),
+// timestamp 5 (zigzag varint ms), text 6, json 7, blob 8 (uvarint length +
+// bytes).
+const recordVersion = 1
+
+type cell struct {
+	col      string
+	val      Value
+	hlc      HLC
+	hasPrior bool
+	priorVal Value
+	priorHLC HLC
+}
+
+type record struct {
+	cells    []cell // sorted by col
+	hasTomb  bool
+	tomb     HLC
+	priorRow Row // tombstone before-image, may be nil
+}
+
+func (r *record) clone() *record {
+	if r == nil {
+		return nil
+	}
+	c := &record{cells: slices.Clone(r.cells), hasTomb: r.hasTomb, tomb: r.tomb, priorRow: r.priorRow}
+	return c
+}
+
+// find returns the index of col in r.cells, or -1.
+func (r *record) find(col string) int {
+	i, ok := slices.BinarySearchFunc(r.cells, col, func(c cell, name string) int {
+		return cmpString(c.col, name)
+	})
+	if !ok {
+		return -1
+	}
+	return i
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// set inserts or replaces the cell for c.col.
+func (r *record) set(c cell) {
+	i, ok := slices.BinarySearchFunc(r.cells, c.col, func(x cell, name string) int {
+		return cmpString(x.col, name)
+	})
+	if ok {
+		r.cells[i] = c
+		return
+	}
+	r.cells = slices.Insert(r.cells, i, c)
+}
+
+// visible reports whether the row is live under the resurrection policy. A
+// tombstone blocks every cell at or below it; with resurrection allowed,
+// cells above it revive the row. Cells at or below the tombstone are never
+// kept (see dropDead), so a row is visible iff it has a cell and, under
+// delete-wins, no tombstone.
+func (r *record) visible(allowResurrection bool) bool {
+	if r == nil || len(r.cells) == 0 {
+		return false
+	}
+	return !r.hasTomb || allowResurrection
+}
+
+// dropDead removes cells the tombstone has killed: all of them under
+// delete-wins, those at or below the tombstone with resurrection allowed.
+func (r *record) dropDead(allowResurrection bool) {
+	if !r.hasTomb {
+		return
+	}
+	if !allowResurrection {
+		r.cells = r.cells[:0]
+		return
+	}
+	r.cells = slices.DeleteFunc(r.cells, func(c cell) bool { return !r.tomb.Less(c.hlc) })
+}
+
+// bases returns the distinct transaction bases of the live facts (cells and
+// tombstone), ascending. Each has one change-log entry.
+func (r *record) bases() []HLC {
+	if r == nil {
+		return nil
+	}
+	out := make([]HLC, 0, 2)
+	add := func(h HLC) {
+		b := h.Base()
+		for _, x := range out {
+			if x == b {
+				return
+			}
+		}
+		out = append(out, b)
+	}
+	if r.hasTomb {
+		add(r.tomb)
+	}
+	for i := range r.cells {
+		add(r.cells[i].hlc)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
+	return out
+}
+
+// row returns the values of the record's cells (absent columns are
+// absent). Use table.rowOf for a row as callers see it.
+func (r *record) row() Row {
+	row := make(Row, len(r.cells))
+	for i := range r.cells {
+		row[r.cells[i].col] = r.cells[i].val
+	}
+	return row
+}
+
+// encodeRecord encodes r canonically. pk and pkCols (nil in schema-less
+// mode) let primary-key cells refer to the key instead of repeating it.
+func encodeRecord(dst []byte, r *record, pk []Value, pkCols []string) []byte {
+	bases := r.bases()
+	dst = append(dst, recordVersion)
+	var flags byte
+	if r.hasTomb {
+		flags |= 1
+		if r.priorRow != nil {
+			flags |= 2
+		}
+	}
+	dst = append(dst, flags)
+	dst = binary.AppendUvarint(dst, uint64(len(bases)))
+	var tmp [BaseSize]byte
+	for _, b := range bases {
+		b.putBase(tmp[:])
+		dst = append(dst, tmp[:]...)
+	}
+	baseIndex := func(h HLC) uint64 {
+		for i, b := range bases {
+			if h.SameTransaction(b) {
+				return uint64(i)
+			}
+		}
+		panic("engine: record base missing")
+	}
+	if r.hasTomb {
+		dst = binary.AppendUvarint(dst, baseIndex(r.tomb))
+		dst = binary.AppendUvarint(dst, uint64(r.tomb.OpSeq))
+		if r.priorRow != nil {
+			names := make([]string, 0, len(r.priorRow))
+			for n := range r.priorRow {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			dst = binary.AppendUvarint(dst, uint64(len(names)))
+			for _, n := range names {
+				dst = appendString(dst, n)
+				dst = appendRecValue(dst, r.priorRow[n])
+			}
+		}
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(r.cells)))
+	for i := range r.cells {
+		c := &r.cells[i]
+		dst = appendString(dst, c.col)
+		dst = binary.AppendUvarint(dst, baseIndex(c.hlc))
+		dst = binary.AppendUvarint(dst, uint64(c.hlc.OpSeq))
+		var cf byte
+		k := -1
+		for j, name := range pkCols {
+			if name == c.col && j < len(pk) && pk[j].Equal(c.val) {
+				k = j
+				break
+			}
+		}
+		if k >= 0 {
+			cf |= 1
+		}
+		if c.hasPrior {
+			cf |= 2
+		}
+		dst = append(dst, cf)
+		if k >= 0 {
+			dst = binary.AppendUvarint(dst, uint64(k))
+		} else {
+			dst = appendRecValue(dst, c.val)
+		}
+		if c.hasPrior {
+			dst = appendRecValue(dst, c.priorVal)
+			var h [HLCSize]byte
+			c.priorHLC.Put(h[:])
+			dst = append(dst, h[:]...)
+		}
+	}
+	return dst
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+const (
+	recNull byte = iota
+	recFalse
+	recTrue
+	recInt
+	recReal
+	recTimestamp
+	recText
+	recJSON
+	recBlob
+)
+
+func appendRecValue(dst []byte, v Value) []byte {
+	switch v.kind {
+	case KindNull:
+		return append(dst, recNull)
+	case KindBoolean:
+		if v.i != 0 {
+			return append(dst, recTrue)
+		}
+		return append(dst, recFalse)
+	case KindInteger:
+		return binary.AppendVarint(append(dst, recInt), v.i)
+	case KindReal:
+		return binary.LittleEndian.AppendUint64(append(dst, recReal), math.Float64bits(v.f))
+	case KindTimestamp:
+		return binary.AppendVarint(append(dst, recTimestamp), v.i)
+	case KindText:
+		return appendString(append(dst, recText), v.s)
+	case KindJSON:
+		return appendString(append(dst, recJSON), v.s)
+	case KindBlob:
+		return appendString(append(dst, recBlob), v.s)
+	}
+	panic(fmt.Sprintf("engine: unknown value kind %d", v.kind))
+}
+
+// recReader decodes a record; the first error sticks.
+type recReader struct {
+	b   []byte
+	err error
+}
+
+func (r *recReader) fail(what string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: corrupt row record (%s)", ErrMalformed, what)
+	}
+	r.b = nil
+}
+
+func (r *recReader) byte() byte {
+	if len(r.b) < 1 {
+		r.fail("truncated")
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+func (r *recReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail("bad uvarint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *recReader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.fail("bad varint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *recReader) bytes(n uint64) []byte {
+	if uint64(len(r.b)) < n {
+		r.fail("truncated")
+		return nil
+	}
+	out := r.b[:n]
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *recReader) string() string {
+	n := r.uvarint()
+	return string(r.bytes(n))
+}
+
+func (r *recReader) value() Value {
+	switch tag := r.byte(); tag {
+	case recNull:
+		return Null
+	case recFalse:
+		return Bool(false)
+	case recTrue:
+		return Bool(true)
+	case recInt:
+		return Int(r.varint())
+	case recReal:
+		b := r.bytes(8)
+		if b == nil {
+			return Null
+		}
+		return Real(math.Float64frombits(binary.LittleEndian.Uint64(b)))
+	case recTimestamp:
+		return TimestampMillis(r.varint())
+	case recText:
+		return Text(r.string())
+	case recJSON:
+		return Value{kind: KindJSON, s: r.string()}
+	case recBlob:
+		return Value{kind: KindBlob, s: r.string()}
+	default:
+		r.fail(fmt.Sprintf("value tag %d", tag))
+		return Null
+	}
+}
+
+// decodeRecord decodes a row record. pk is the row's key (decoded from its
+// row key) for cells stored as key references.
+func decodeRecord(b []byte, pk []Value) (*record, error) {
+	rd := &recReader{b: b}
+	if v := rd.byte(); v != recordVersion && rd.err == nil {
+		return nil, fmt.Errorf("%w: row record version %d", ErrStorageFormat, v)
+	}
+	flags := rd.byte()
+	nb := rd.uvarint()
+	if nb > uint64(len(rd.b))/BaseSize {
+		rd.fail("base count")
+		return nil, rd.err
+	}
+	bases := make([]HLC, nb)
+	for i := range bases {
+		if raw := rd.bytes(BaseSize); raw != nil {
+			bases[i] = baseFromBytes(raw)
+		}
+	}
+	hlcAt := func() HLC {
+		i := rd.uvarint()
+		op := rd.uvarint()
+		if i >= uint64(len(bases)) || op > math.MaxUint32 {
+			rd.fail("base index")
+			return HLC{}
+		}
+		h := bases[i]
+		h.OpSeq = uint32(op)
+		return h
+	}
+	r := &record{}
+	if flags&1 != 0 {
+		r.hasTomb = true
+		r.tomb = hlcAt()
+		if flags&2 != 0 {
+			n := rd.uvarint()
+			if n > uint64(len(rd.b)) {
+				rd.fail("prior row size")
+				return nil, rd.err
+			}
+			r.priorRow = make(Row, n)
+			for i := uint64(0); i < n && rd.err == nil; i++ {
+				name := rd.string()
+				r.priorRow[name] = rd.value()
+			}
+		}
+	}
+	n := rd.uvarint()
+	if n > uint64(len(rd.b)) {
+		rd.fail("cell count")
+		return nil, rd.err
+	}
+	r.cells = make([]cell, 0, n)
+	for i := uint64(0); i < n && rd.err == nil; i++ {
+		var c cell
+		c.col = rd.string()
+		c.hlc = hlcAt()
+		cf := rd.byte()
+		if cf&1 != 0 {
+			k := rd.uvarint()
+			if k >= uint64(len(pk)) {
+				rd.fail("key reference")
+				break
+			}
+			c.val = pk[k]
+		} else {
+			c.val = rd.value()
+		}
+		if cf&2 != 0 {
+			c.hasPrior = true
+			c.priorVal = rd.value()
+			if raw := rd.bytes(HLCSize); raw != nil {
+				c.priorHLC, _ = HLCFromBytes(raw)
+			}
+		}
+		r.cells = append(r.cells, c)
+	}
+	if rd.err != nil {
+		return nil, rd.err
+	}
+	if len(rd.b) != 0 {
+		return nil, fmt.Errorf("%w: corrupt row record (%d trailing bytes)", ErrMalformed, len(rd.b))
+	}
+	return r, nil
+}
+
+// equalRecords reports whether two records encode identically.
+func equalRecords(a, b *record, pk []Value, pkCols []string) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return bytes.Equal(encodeRecord(nil, a, pk, pkCols), encodeRecord(nil, b, pk, pkCols))
+}
+
+// rowOf returns the row as callers see it: every cell, the key columns from
+// the key (a row revived by a partial write may lack their cells), and null
+// for the table's other columns that have no cell.
+func (t *table) rowOf(rec *record, pk []Value) Row {
+	row := rec.row()
+	for i, n := range t.pkCols {
+		if _, ok := row[n]; !ok && i < len(pk) {
+			row[n] = pk[i]
+		}
+	}
+	for i := range t.def.Columns {
+		if n := t.def.Columns[i].Name; row[n].IsNull() {
+			row[n] = Null
+		}
+	}
+	return row
+}

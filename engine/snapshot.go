@@ -1,0 +1,582 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"slices"
+	"sort"
+
+	"github.com/replica-sync/replica/kv"
+)
+
+// DefaultSnapshotChunkRows is the number of rows per rows chunk when
+// SnapshotOptions.ChunkRows is 0.
+const DefaultSnapshotChunkRows = 1000
+
+// SnapshotOptions tune Snapshot.
+type SnapshotOptions struct {
+	// ChunkRows bounds the rows per rows chunk; 0 means
+	// DefaultSnapshotChunkRows.
+	ChunkRows int
+	// Cursor is stamped into the header (the relay's delivery cursor,
+	// taken before the snapshot starts).
+	Cursor uint64
+	// Resume continues an interrupted transfer: the stream keeps the
+	// checkpoint's snapshot id and skips its completed tables.
+	Resume *SnapshotCheckpoint
+}
+
+// Snapshot streams this replica's whole state (sync-protocol.md § Streaming
+// Snapshot API): header, schema, then per table its rows (every live cell
+// with its HLC, and tombstones) in chunks of at most ChunkRows rows, then a
+// footer with counts. Each rows chunk is read in its own read transaction, so
+// the stream never holds the store for long; rows written while it runs may
+// or may not be included, which is safe because they also travel as changes.
+// Stop iterating to abandon the stream.
+func (e *Engine) Snapshot(opts SnapshotOptions) iter.Seq2[SnapshotChunk, error] {
+	return func(yield func(SnapshotChunk, error) bool) {
+		if err := e.checkOpen(); err != nil {
+			yield(SnapshotChunk{}, err)
+			return
+		}
+		chunkRows := opts.ChunkRows
+		if chunkRows <= 0 {
+			chunkRows = DefaultSnapshotChunkRows
+		}
+		var hdr SnapshotHeader
+		var migs []SchemaMigration
+		var tables []string
+		var schema *schemaState
+		err := e.store.View(func(tx kv.Tx) error {
+			m, err := readMeta(tx)
+			if err != nil {
+				return err
+			}
+			schema, err = e.schemaFor(tx, m.schemaVer)
+			if err != nil {
+				return err
+			}
+			migs = slices.Clone(schema.migrations)
+			all, err := rowTables(tx, schema)
+			if err != nil {
+				return err
+			}
+			hdr = SnapshotHeader{Format: SnapshotFormat, SiteID: e.site,
+				HLC: HLC{Wall: m.clock.Wall, Counter: m.clock.Counter, Site: e.site}, Cursor: opts.Cursor}
+			if opts.Resume != nil {
+				hdr.SnapshotID, hdr.HLC, hdr.Cursor = opts.Resume.SnapshotID, opts.Resume.HLC, opts.Resume.Cursor
+			} else {
+				hdr.SnapshotID, err = newSnapshotID(e.opts.Rand)
+				if err != nil {
+					return err
+				}
+			}
+			for _, t := range all {
+				if opts.Resume != nil && slices.Contains(opts.Resume.CompletedTables, t) {
+					continue
+				}
+				tables = append(tables, t)
+				err := tx.Scan(bucketRows, kv.Range{Start: tableKey(t), End: kv.PrefixEnd(tableKey(t)), KeysOnly: true}, func(_, _ []byte) bool {
+					hdr.Rows++
+					return true
+				})
+				if err != nil {
+					return err
+				}
+			}
+			hdr.Tables = tables
+			return nil
+		})
+		if err != nil {
+			yield(SnapshotChunk{}, err)
+			return
+		}
+		if !yield(SnapshotChunk{Type: ChunkHeader, Header: &hdr}, nil) {
+			return
+		}
+		if !yield(SnapshotChunk{Type: ChunkSchema, Migrations: migs}, nil) {
+			return
+		}
+		var total int64
+		for _, name := range tables {
+			if !yield(SnapshotChunk{Type: ChunkTableStart, Table: name}, nil) {
+				return
+			}
+			t := schema.table(name)
+			tk := tableKey(name)
+			start, end := tk, kv.PrefixEnd(tk)
+			for {
+				var rows []SnapshotRow
+				var last []byte
+				err := e.store.View(func(tx kv.Tx) error {
+					rows = rows[:0]
+					var derr error
+					err := tx.Scan(bucketRows, kv.Range{Start: start, End: end, Limit: chunkRows}, func(k, v []byte) bool {
+						last = k
+						_, pk, err := splitRowKey(k)
+						if err != nil {
+							derr = err
+							return false
+						}
+						rec, err := decodeRecord(v, pk)
+						if err != nil {
+							derr = err
+							return false
+						}
+						sr := SnapshotRow{PK: pk, HasTombstone: rec.hasTomb, Tombstone: rec.tomb}
+						for _, c := range rec.cells {
+							sr.Cells = append(sr.Cells, SnapshotCell{Column: c.col, Value: c.val, HLC: c.hlc})
+						}
+						rows = append(rows, sr)
+						return true
+					})
+					if err == nil {
+						err = derr
+					}
+					if last != nil {
+						last = bytes.Clone(last)
+					}
+					return err
+				})
+				if err != nil {
+					yield(SnapshotChunk{}, err)
+					return
+				}
+				if len(rows) > 0 {
+					_ = t
+					total += int64(len(rows))
+					if !yield(SnapshotChunk{Type: ChunkRows, Table: name, Rows: rows}, nil) {
+						return
+					}
+				}
+				if len(rows) < chunkRows {
+					break
+				}
+				start = append(last, 0)
+			}
+			if !yield(SnapshotChunk{Type: ChunkTableEnd, Table: name}, nil) {
+				return
+			}
+		}
+		yield(SnapshotChunk{Type: ChunkFooter, Footer: &SnapshotFooter{Tables: len(tables), Rows: total}}, nil)
+	}
+}
+
+// rowTables lists the tables to snapshot: the schema's in creation order,
+// then any other table holding rows (schema-less replicas), by name.
+func rowTables(tx kv.Tx, s *schemaState) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range s.migrations {
+		if m.Type == CreateTable && !seen[m.TableName] {
+			seen[m.TableName] = true
+			out = append(out, m.TableName)
+		}
+	}
+	var extra []string
+	var start []byte
+	for {
+		var k []byte
+		err := tx.Scan(bucketRows, kv.Range{Start: start, Limit: 1, KeysOnly: true}, func(key, _ []byte) bool {
+			k = bytes.Clone(key)
+			return false
+		})
+		if err != nil {
+			return nil, err
+		}
+		if k == nil {
+			break
+		}
+		tv, _, err := decodeKeyValue(k)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[tv.Text()] {
+			seen[tv.Text()] = true
+			extra = append(extra, tv.Text())
+		}
+		start = kv.PrefixEnd(tableKey(tv.Text()))
+		if start == nil {
+			break
+		}
+	}
+	sort.Strings(extra)
+	return append(out, extra...), nil
+}
+
+func newSnapshotID(r io.Reader) (string, error) {
+	var b [12]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%x", b), nil
+}
+
+// SnapshotProgress reports how far an applying snapshot has come.
+type SnapshotProgress struct {
+	SnapshotID string
+	// Table is the table being applied ("" between tables).
+	Table string
+	// TablesDone counts tables finished in this stream; TablesTotal is the
+	// number the header announced.
+	TablesDone, TablesTotal int
+	// RowsApplied counts rows applied in this stream; RowsTotal is the
+	// header's count (0 if unknown).
+	RowsApplied, RowsTotal int64
+	// Done is set by the footer: the snapshot is complete.
+	Done bool
+}
+
+// snapApply is the in-memory state of the snapshot being applied.
+type snapApply struct {
+	hdr     SnapshotHeader
+	cp      SnapshotCheckpoint
+	stage   ChunkType // last chunk type accepted
+	table   string
+	rows    int64 // rows applied in this stream
+	tables  int   // tables finished in this stream
+	inTable int64
+}
+
+// ApplySnapshotChunk applies one chunk of a snapshot stream, in stream order
+// (sync-protocol.md § applySnapshotStream). The snapshot is merged into the
+// local state as a join, exactly like changes: nothing local is lost, so a
+// replica may keep writing while it bootstraps.
+//
+//   - header: refused with ErrSnapshotFormat (format) or ErrClockDrift
+//     before anything is touched; then a checkpoint is stored, and exists
+//     until the footer: while it does, the data is partial
+//     (SnapshotCheckpoint). A header with the id of the stored checkpoint
+//     resumes it; any other replaces it.
+//   - schema: migrations applied as from a peer.
+//   - rows: merged in one kv transaction, with the checkpoint's progress.
+//   - table_end: the table joins the checkpoint's completed tables.
+//   - footer: counts checked against what this stream carried
+//     (ErrMalformed on a mismatch), checkpoint removed, held changes for
+//     new tables replayed.
+//
+// A chunk out of order is ErrMalformed. Rows chunks emit RemoteChange events
+// with a nil ChangeSet and the table in Tables.
+func (e *Engine) ApplySnapshotChunk(c SnapshotChunk) (SnapshotProgress, error) {
+	if err := e.checkOpen(); err != nil {
+		return SnapshotProgress{}, err
+	}
+	e.snapMu.Lock()
+	defer e.snapMu.Unlock()
+	s := e.snap
+	if c.Type != ChunkHeader && s == nil {
+		return SnapshotProgress{}, malformed("snapshot %s chunk before a header", c.Type)
+	}
+	switch c.Type {
+	case ChunkHeader:
+		if c.Header == nil {
+			return SnapshotProgress{}, malformed("header chunk without a header")
+		}
+		h := *c.Header
+		if h.Format != SnapshotFormat {
+			return SnapshotProgress{}, fmt.Errorf("%w: snapshot format %d, this version reads %d", ErrSnapshotFormat, h.Format, SnapshotFormat)
+		}
+		if h.SnapshotID == "" || h.SiteID.IsZero() {
+			return SnapshotProgress{}, malformed("snapshot header without id or site")
+		}
+		if err := checkDrift(h.HLC, e.clock.Now()); err != nil {
+			return SnapshotProgress{}, err
+		}
+		ns := &snapApply{hdr: h, stage: ChunkHeader}
+		err := e.store.Update(func(tx kv.Tx) error {
+			old, err := readCheckpoint(tx)
+			if err != nil {
+				return err
+			}
+			if old != nil && old.SnapshotID == h.SnapshotID {
+				ns.cp = *old
+			} else {
+				ns.cp = SnapshotCheckpoint{SnapshotID: h.SnapshotID, SiteID: h.SiteID, HLC: h.HLC, Cursor: h.Cursor, CreatedAt: e.clock.Now()}
+			}
+			return writeCheckpoint(tx, &ns.cp)
+		})
+		if err != nil {
+			return SnapshotProgress{}, err
+		}
+		e.snap = ns
+		return ns.progress(), nil
+	case ChunkSchema:
+		if s.stage != ChunkHeader {
+			return SnapshotProgress{}, malformed("schema chunk after %s", s.stage)
+		}
+		for i := range c.Migrations {
+			if err := validateMigration(&c.Migrations[i]); err != nil {
+				return SnapshotProgress{}, err
+			}
+		}
+		var out applyOutcome
+		err := e.store.Update(func(tx kv.Tx) error {
+			w, err := e.begin(tx)
+			if err != nil {
+				return err
+			}
+			before := map[string]bool{}
+			for n := range w.schema.tables {
+				before[n] = true
+			}
+			out = applyOutcome{}
+			for i := range c.Migrations {
+				m := c.Migrations[i]
+				k := migrationKey(classOf(m.HLC.Site, e.site), m.HLC)
+				if _, err := tx.Get(bucketMigrations, k); err == nil {
+					continue
+				} else if !errors.Is(err, kv.ErrNotFound) {
+					return err
+				}
+				if err := w.storeMigration(&m, classOf(m.HLC.Site, e.site)); err != nil {
+					return err
+				}
+			}
+			for n := range w.schema.tables {
+				if !before[n] {
+					out.created = append(out.created, n)
+				}
+			}
+			return w.commit()
+		})
+		if err != nil {
+			return SnapshotProgress{}, err
+		}
+		s.stage = ChunkSchema
+		e.snapCreated = append(e.snapCreated, out.created...)
+		return s.progress(), nil
+	case ChunkTableStart:
+		if s.stage != ChunkSchema && s.stage != ChunkTableEnd {
+			return SnapshotProgress{}, malformed("table_start after %s", s.stage)
+		}
+		if !ValidName(c.Table) {
+			return SnapshotProgress{}, malformed("snapshot table %q", c.Table)
+		}
+		s.stage, s.table, s.inTable = ChunkTableStart, c.Table, 0
+		return s.progress(), nil
+	case ChunkRows:
+		if (s.stage != ChunkTableStart && s.stage != ChunkRows) || c.Table != s.table {
+			return SnapshotProgress{}, malformed("rows of %q after %s of %q", c.Table, s.stage, s.table)
+		}
+		if err := e.applySnapshotRows(s, c.Rows); err != nil {
+			return SnapshotProgress{}, err
+		}
+		s.stage = ChunkRows
+		s.rows += int64(len(c.Rows))
+		e.emit(Event{Type: RemoteChange, Tables: []string{c.Table}})
+		return s.progress(), nil
+	case ChunkTableEnd:
+		if (s.stage != ChunkTableStart && s.stage != ChunkRows) || c.Table != s.table {
+			return SnapshotProgress{}, malformed("table_end of %q after %s of %q", c.Table, s.stage, s.table)
+		}
+		cp := s.cp
+		cp.CompletedTables = append(slices.Clone(cp.CompletedTables), c.Table)
+		cp.RowsApplied = s.cp.RowsApplied
+		if err := e.store.Update(func(tx kv.Tx) error { return writeCheckpoint(tx, &cp) }); err != nil {
+			return SnapshotProgress{}, err
+		}
+		s.cp = cp
+		s.stage, s.table = ChunkTableEnd, ""
+		s.tables++
+		return s.progress(), nil
+	case ChunkFooter:
+		if s.stage != ChunkSchema && s.stage != ChunkTableEnd {
+			return SnapshotProgress{}, malformed("footer after %s", s.stage)
+		}
+		if c.Footer == nil {
+			return SnapshotProgress{}, malformed("footer chunk without a footer")
+		}
+		if c.Footer.Rows != s.rows || c.Footer.Tables != s.tables {
+			return SnapshotProgress{}, malformed("snapshot footer counts %d tables and %d rows, the stream carried %d and %d",
+				c.Footer.Tables, c.Footer.Rows, s.tables, s.rows)
+		}
+		if err := e.store.Update(func(tx kv.Tx) error { return tx.Delete(bucketMeta, metaCheckpoint) }); err != nil {
+			return SnapshotProgress{}, err
+		}
+		p := s.progress()
+		p.Done = true
+		e.snap = nil
+		created := e.snapCreated
+		e.snapCreated = nil
+		if len(created) > 0 && e.declared != nil {
+			if _, err := e.DrainQuarantine(created...); err != nil {
+				e.log.Warn("replica: replaying quarantined changes after snapshot failed", "err", err)
+			}
+		}
+		return p, nil
+	}
+	return SnapshotProgress{}, malformed("unknown snapshot chunk type %q", c.Type)
+}
+
+func (s *snapApply) progress() SnapshotProgress {
+	return SnapshotProgress{SnapshotID: s.hdr.SnapshotID, Table: s.table, TablesDone: s.tables,
+		TablesTotal: len(s.hdr.Tables), RowsApplied: s.rows, RowsTotal: s.hdr.Rows}
+}
+
+// applySnapshotRows merges one rows chunk and advances the checkpoint, in
+// one kv transaction.
+func (e *Engine) applySnapshotRows(s *snapApply, rows []SnapshotRow) error {
+	now := e.clock.Now()
+	var maxH HLC
+	facts := make([]Change, 0, len(rows)*6)
+	for i := range rows {
+		r := &rows[i]
+		if len(r.PK) == 0 {
+			return malformed("snapshot row of %s without a key", s.table)
+		}
+		for _, v := range r.PK {
+			if v.IsNull() {
+				return malformed("snapshot row of %s with a null key value", s.table)
+			}
+		}
+		if r.HasTombstone {
+			facts = append(facts, Change{Type: RowDeletion, Table: s.table, PK: r.PK, HLC: r.Tombstone})
+			if maxH.Less(r.Tombstone) {
+				maxH = r.Tombstone
+			}
+		}
+		for _, c := range r.Cells {
+			if !ValidName(c.Column) {
+				return malformed("snapshot cell of %s with invalid column %q", s.table, c.Column)
+			}
+			if err := checkFinite(c.Value); err != nil {
+				return err
+			}
+			facts = append(facts, Change{Type: ColumnChange, Table: s.table, PK: r.PK, Column: c.Column, Value: c.Value, HLC: c.HLC})
+			if maxH.Less(c.HLC) {
+				maxH = c.HLC
+			}
+		}
+	}
+	if err := checkDrift(maxH, now); err != nil {
+		return err
+	}
+	cp := s.cp
+	cp.RowsApplied += int64(len(rows))
+	err := e.store.Update(func(tx kv.Tx) error {
+		w, err := e.begin(tx)
+		if err != nil {
+			return err
+		}
+		t := w.effTable(s.table)
+		if t == nil {
+			return malformed("snapshot rows for table %q, which its schema does not define", s.table)
+		}
+		type rowFacts struct {
+			pk    []Value
+			facts []pendingFact
+		}
+		byRow := map[string]*rowFacts{}
+		var order []string
+		for i := range facts {
+			f := &facts[i]
+			if err := normalizeChange(t, f); err != nil {
+				return err
+			}
+			rk := string(rowKey(t.key, f.PK))
+			rf := byRow[rk]
+			if rf == nil {
+				rf = &rowFacts{pk: f.PK}
+				byRow[rk] = rf
+				order = append(order, rk)
+			}
+			rf.facts = append(rf.facts, pendingFact{c: f})
+		}
+		pks := make([][]Value, 0, len(order))
+		for _, rk := range order {
+			pks = append(pks, byRow[rk].pk)
+		}
+		if err := w.prefetch(t, pks); err != nil {
+			return err
+		}
+		var out applyOutcome
+		for _, rk := range order {
+			w.mergeRow(w.rows[rk], byRow[rk].facts, &out)
+		}
+		if !maxH.IsZero() {
+			if c := w.clock.receive(maxH); c != w.clock {
+				w.clock, w.clockDirty = c, true
+			}
+		}
+		if err := writeCheckpoint(tx, &cp); err != nil {
+			return err
+		}
+		return w.commit()
+	})
+	if err != nil {
+		return err
+	}
+	s.cp = cp
+	return nil
+}
+
+type storedCheckpoint struct {
+	SnapshotID      string   `json:"id"`
+	SiteID          []byte   `json:"site"`
+	HLC             []byte   `json:"hlc"`
+	Cursor          uint64   `json:"cursor"`
+	CompletedTables []string `json:"completed"`
+	RowsApplied     int64    `json:"rows"`
+	CreatedAt       uint64   `json:"createdAt"`
+}
+
+func writeCheckpoint(tx kv.Tx, cp *SnapshotCheckpoint) error {
+	b, err := json.Marshal(storedCheckpoint{cp.SnapshotID, cp.SiteID[:], cp.HLC.Bytes(), cp.Cursor, cp.CompletedTables, cp.RowsApplied, cp.CreatedAt})
+	if err != nil {
+		return err
+	}
+	return tx.Put(bucketMeta, metaCheckpoint, b)
+}
+
+func readCheckpoint(tx kv.Tx) (*SnapshotCheckpoint, error) {
+	v, err := tx.Get(bucketMeta, metaCheckpoint)
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var sc storedCheckpoint
+	if err := json.Unmarshal(v, &sc); err != nil || len(sc.SiteID) != 16 {
+		return nil, fmt.Errorf("%w: stored snapshot checkpoint", ErrStorageFormat)
+	}
+	h, err := HLCFromBytes(sc.HLC)
+	if err != nil {
+		return nil, fmt.Errorf("%w: stored snapshot checkpoint: %v", ErrStorageFormat, err)
+	}
+	cp := &SnapshotCheckpoint{SnapshotID: sc.SnapshotID, HLC: h, Cursor: sc.Cursor, CompletedTables: sc.CompletedTables, RowsApplied: sc.RowsApplied, CreatedAt: sc.CreatedAt}
+	copy(cp.SiteID[:], sc.SiteID)
+	return cp, nil
+}
+
+// SnapshotCheckpoint returns the checkpoint of an interrupted snapshot
+// apply, or nil. While one exists the replica's data is partial: send it in
+// resume_snapshot to finish the transfer (or DiscardSnapshotCheckpoint).
+func (e *Engine) SnapshotCheckpoint() (*SnapshotCheckpoint, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	var cp *SnapshotCheckpoint
+	err := e.store.View(func(tx kv.Tx) error {
+		var err error
+		cp, err = readCheckpoint(tx)
+		return err
+	})
+	return cp, err
+}
+
+// DiscardSnapshotCheckpoint abandons an interrupted snapshot apply. The rows
+// it merged stay (they are valid state); only the resume position goes.
+func (e *Engine) DiscardSnapshotCheckpoint() error {
+	if err := e.checkOpen(); err != nil {
+		return err
+	}
+	e.snapMu.Lock()
+	e.snap = nil
+	e.snapMu.Unlock()
+	return e.store.Update(func(tx kv.Tx) error { return tx.Delete(bucketMeta, metaCheckpoint) })
+}

@@ -1,0 +1,379 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/replica-sync/replica/kv"
+)
+
+// txRow is one row touched by a write transaction: its committed record
+// (orig, nil if absent) and its current state (cur).
+type txRow struct {
+	key   string
+	table string
+	tbl   *table // effective table, nil in schema-less mode for unknown tables
+	pk    []Value
+	orig  *record
+	cur   *record
+	dirty bool
+}
+
+// writeTx is the state of one kv read-write transaction of the engine, used
+// by local writes, ApplyChanges, snapshot apply and quarantine replay. Rows
+// are cached decoded and written back once, at flush, with their change-log
+// and index entries.
+type writeTx struct {
+	e      *Engine
+	kv     kv.Tx
+	meta   metaState
+	schema *schemaState
+
+	// Local transactions: base is the tick taken at begin; opSeq numbers
+	// the facts. A transaction that records no fact writes no clock.
+	base  HLC
+	opSeq uint32
+
+	rows          map[string]*txRow
+	schemaChanged bool
+	clock         clockState // clock state to persist, if clockDirty
+	clockDirty    bool
+	migs          []SchemaMigration // migrations recorded by this transaction
+}
+
+func (e *Engine) begin(tx kv.Tx) (*writeTx, error) {
+	m, err := readMeta(tx)
+	if err != nil {
+		return nil, err
+	}
+	s, err := e.schemaFor(tx, m.schemaVer)
+	if err != nil {
+		return nil, err
+	}
+	return &writeTx{e: e, kv: tx, meta: m, schema: s, rows: map[string]*txRow{}, clock: m.clock}, nil
+}
+
+// write runs fn as one local transaction: one HLC tick, facts numbered in
+// write order, everything committed in one kv transaction. It returns the
+// transaction's ChangeSet, or nil when fn recorded nothing (and then nothing,
+// not even the clock, was written).
+func (e *Engine) write(fn func(*writeTx) error) (*ChangeSet, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	var cs *ChangeSet
+	err := e.store.Update(func(tx kv.Tx) error {
+		cs = nil
+		w, err := e.begin(tx)
+		if err != nil {
+			return err
+		}
+		next := w.meta.clock.tick(e.clock.Now())
+		w.base = HLC{Wall: next.Wall, Counter: next.Counter, Site: e.site}
+		if err := fn(w); err != nil {
+			return err
+		}
+		if w.opSeq == 0 {
+			return nil
+		}
+		w.clock, w.clockDirty = next, true
+		if err := w.commit(); err != nil {
+			return err
+		}
+		cs = w.localChangeSet()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cs, nil
+}
+
+// nextHLC stamps the next fact of a local transaction.
+func (w *writeTx) nextHLC() HLC {
+	h := w.base
+	h.OpSeq = w.opSeq
+	w.opSeq++
+	return h
+}
+
+// commit flushes rows and writes the clock and schema version.
+func (w *writeTx) commit() error {
+	if err := w.flush(); err != nil {
+		return err
+	}
+	if w.clockDirty {
+		if err := putClock(w.kv, w.clock); err != nil {
+			return err
+		}
+	}
+	if w.schemaChanged {
+		if err := putSchemaVer(w.kv, w.schema.version); err != nil {
+			return err
+		}
+		// Publish the new schema to this engine's cache only once the
+		// transaction commits; until then a failed commit must not leak it.
+	}
+	return nil
+}
+
+// effTable returns the effective table for name: the schema's, or in
+// schema-less mode a synthetic one so any table can be stored.
+func (w *writeTx) effTable(name string) *table {
+	if t := w.schema.table(name); t != nil {
+		return t
+	}
+	if w.e.declared == nil {
+		return &table{def: TableDef{Name: name}, key: tableKey(name)}
+	}
+	return nil
+}
+
+// load returns the txRow for (t, pk), reading it from the store if this
+// transaction has not touched it yet.
+func (w *writeTx) load(t *table, pk []Value) (*txRow, error) {
+	rk := rowKey(t.key, pk)
+	if r, ok := w.rows[string(rk)]; ok {
+		return r, nil
+	}
+	v, err := w.kv.Get(bucketRows, rk)
+	if err != nil && !errors.Is(err, kv.ErrNotFound) {
+		return nil, err
+	}
+	return w.addRow(t, pk, string(rk), v)
+}
+
+func (w *writeTx) addRow(t *table, pk []Value, rk string, v []byte) (*txRow, error) {
+	r := &txRow{key: rk, table: t.def.Name, tbl: t, pk: pk}
+	if v != nil {
+		rec, err := decodeRecord(v, pk)
+		if err != nil {
+			return nil, fmt.Errorf("row %s %v: %w", t.def.Name, pk, err)
+		}
+		r.orig = rec
+		r.cur = rec.clone()
+	}
+	w.rows[rk] = r
+	return r, nil
+}
+
+// prefetch loads every listed row the transaction has not touched yet with
+// one GetMany (one IndexedDB round trip instead of one per row).
+func (w *writeTx) prefetch(t *table, pks [][]Value) error {
+	var keys [][]byte
+	var want [][]Value
+	for _, pk := range pks {
+		rk := rowKey(t.key, pk)
+		if _, ok := w.rows[string(rk)]; ok {
+			continue
+		}
+		keys = append(keys, rk)
+		want = append(want, pk)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	vals, err := w.kv.GetMany(bucketRows, keys)
+	if err != nil {
+		return err
+	}
+	for i, k := range keys {
+		if _, ok := w.rows[string(k)]; ok {
+			continue // duplicate key in the list
+		}
+		if _, err := w.addRow(t, want[i], string(k), vals[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flush writes every dirty row with its change-log and index entries.
+func (w *writeTx) flush() error {
+	var dirty []*txRow
+	for _, r := range w.rows {
+		if r.dirty {
+			dirty = append(dirty, r)
+		}
+	}
+	sort.Slice(dirty, func(i, j int) bool { return dirty[i].key < dirty[j].key })
+	allow := w.e.opts.AllowResurrection
+	var buf []byte
+	for _, r := range dirty {
+		rk := []byte(r.key)
+		var pkCols []string
+		if r.tbl != nil {
+			pkCols = r.tbl.pkCols
+		}
+		if r.cur == nil || (len(r.cur.cells) == 0 && !r.cur.hasTomb) {
+			if r.orig != nil {
+				if err := w.kv.Delete(bucketRows, rk); err != nil {
+					return err
+				}
+			}
+		} else {
+			buf = encodeRecord(buf[:0], r.cur, r.pk, pkCols)
+			if err := w.kv.Put(bucketRows, rk, buf); err != nil {
+				return err
+			}
+		}
+		if err := w.diffLog(r, rk); err != nil {
+			return err
+		}
+		if r.tbl != nil && len(r.tbl.indexes) > 0 {
+			if err := w.diffIndexes(r, allow); err != nil {
+				return err
+			}
+		}
+		r.orig = r.cur.clone()
+		r.dirty = false
+	}
+	return nil
+}
+
+func (w *writeTx) diffLog(r *txRow, rk []byte) error {
+	ob, nb := r.orig.bases(), r.cur.bases()
+	for _, b := range ob {
+		if !containsBase(nb, b) {
+			if err := w.kv.Delete(bucketLog, logKey(classOf(b.Site, w.e.site), b, rk)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, b := range nb {
+		if !containsBase(ob, b) {
+			if err := w.kv.Put(bucketLog, logKey(classOf(b.Site, w.e.site), b, rk), nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func containsBase(list []HLC, b HLC) bool {
+	for _, x := range list {
+		if x == b {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *writeTx) diffIndexes(r *txRow, allow bool) error {
+	var ov, nv Row
+	if r.orig.visible(allow) {
+		ov = r.tbl.rowOf(r.orig, r.pk)
+	}
+	if r.cur.visible(allow) {
+		nv = r.tbl.rowOf(r.cur, r.pk)
+	}
+	for _, ix := range r.tbl.indexes {
+		var ok, nk []byte
+		if ov != nil {
+			ok = indexKey(ix, ov, r.pk)
+		}
+		if nv != nil {
+			nk = indexKey(ix, nv, r.pk)
+		}
+		if bytes.Equal(ok, nk) {
+			continue
+		}
+		if ok != nil {
+			if err := w.kv.Delete(bucketIndex, ok); err != nil {
+				return err
+			}
+		}
+		if nk != nil {
+			if err := w.kv.Put(bucketIndex, nk, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// indexKey returns table ‖ index name ‖ column values ‖ pk.
+func indexKey(ix *compiledIndex, row Row, pk []Value) []byte {
+	k := make([]byte, 0, len(ix.prefix)+24*len(ix.def.Columns)+16*len(pk))
+	k = append(k, ix.prefix...)
+	for _, c := range ix.def.Columns {
+		k = appendKeyValue(k, row[c])
+	}
+	return appendKeyTuple(k, pk)
+}
+
+// factsOf returns the facts of transaction base recorded in rec, unsorted.
+func factsOf(rec *record, base HLC, table string, pk []Value) []Change {
+	var out []Change
+	if rec == nil {
+		return nil
+	}
+	if rec.hasTomb && rec.tomb.SameTransaction(base) {
+		out = append(out, Change{Type: RowDeletion, Table: table, PK: pk, HLC: rec.tomb, PriorRow: rec.priorRow})
+	}
+	for i := range rec.cells {
+		c := &rec.cells[i]
+		if c.hlc.SameTransaction(base) {
+			out = append(out, Change{Type: ColumnChange, Table: table, PK: pk, Column: c.col, Value: c.val, HLC: c.hlc,
+				HasPrior: c.hasPrior, PriorValue: c.priorVal, PriorHLC: c.priorHLC})
+		}
+	}
+	return out
+}
+
+// localChangeSet builds the ChangeSet of the local transaction just
+// flushed, from the same records ChangesSince reads, so both agree.
+func (w *writeTx) localChangeSet() *ChangeSet {
+	cs := &ChangeSet{SiteID: w.e.site, TransactionID: w.base.TransactionID(), Migrations: w.migs}
+	for _, r := range w.rows {
+		cs.Changes = append(cs.Changes, factsOf(r.cur, w.base, r.table, r.pk)...)
+	}
+	sortChanges(cs.Changes)
+	cs.HLC = maxFactHLC(cs)
+	return cs
+}
+
+func sortChanges(cs []Change) {
+	sort.Slice(cs, func(i, j int) bool { return cs[i].HLC.Less(cs[j].HLC) })
+}
+
+func maxFactHLC(cs *ChangeSet) HLC {
+	var m HLC
+	for i := range cs.Migrations {
+		if m.Less(cs.Migrations[i].HLC) {
+			m = cs.Migrations[i].HLC
+		}
+	}
+	for i := range cs.Changes {
+		if m.Less(cs.Changes[i].HLC) {
+			m = cs.Changes[i].HLC
+		}
+	}
+	return m
+}
+
+// recordMigration stamps and stores a local schema migration and folds it
+// into this transaction's schema.
+func (w *writeTx) recordMigration(m *SchemaMigration) error {
+	m.HLC = w.nextHLC()
+	return w.storeMigration(m, classOwn)
+}
+
+func (w *writeTx) storeMigration(m *SchemaMigration, class byte) error {
+	v, err := encodeMigration(m)
+	if err != nil {
+		return err
+	}
+	if err := w.kv.Put(bucketMigrations, migrationKey(class, m.HLC), v); err != nil {
+		return err
+	}
+	if class == classOwn {
+		w.migs = append(w.migs, *m)
+	}
+	all := append(append([]SchemaMigration(nil), w.schema.migrations...), *m)
+	w.schema = foldSchema(w.meta.schemaVer+1, all)
+	w.schemaChanged = true
+	return nil
+}
