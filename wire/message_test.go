@@ -1,0 +1,459 @@
+package wire
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/replica-sync/replica/engine"
+)
+
+func TestRoundTripEveryMessage(t *testing.T) {
+	seen := map[MessageType]bool{}
+	for _, s := range sampleMessages(t) {
+		t.Run(s.name, func(t *testing.T) {
+			frame := roundTrip(t, s.m)
+			if !strings.HasPrefix(string(frame), `{"type":"`+string(s.m.Type())+`"`) {
+				t.Fatalf("frame does not start with its type: %s", frame)
+			}
+		})
+		seen[s.m.Type()] = true
+	}
+	for _, typ := range []MessageType{TypeHandshake, TypeHandshakeAck, TypeGetChanges, TypeChanges, TypeApplyChanges,
+		TypeApplyResult, TypePushChanges, TypeGetSnapshot, TypeResumeSnapshot, TypeSnapshotChunk, TypeSnapshotComplete,
+		TypePing, TypePong, TypeError} {
+		if !seen[typ] {
+			t.Errorf("no sample of %s", typ)
+		}
+	}
+}
+
+// TestDecodeAnyMemberOrder checks that "type" need not come first and that
+// whitespace is allowed anywhere JSON allows it.
+func TestDecodeAnyMemberOrder(t *testing.T) {
+	site := siteA.String()
+	for _, frame := range []string{
+		`{"siteId":"` + site + `","databaseId":"db","protocolVersion":1,"type":"handshake"}`,
+		" {\n\t\"databaseId\" : \"db\" ,\r\n \"type\" : \"handshake\", \"siteId\":\"" + site + "\",\"protocolVersion\":1 } \n",
+	} {
+		m, err := Decode([]byte(frame))
+		if err != nil {
+			t.Fatalf("Decode(%s): %v", frame, err)
+		}
+		if want := (&Handshake{ProtocolVersion: 1, DatabaseID: "db", SiteID: siteA}); *m.(*Handshake) != *want {
+			t.Fatalf("got %+v", m)
+		}
+	}
+	// A rows chunk whose rows come before the tables they refer to.
+	frame := `{"chunk":{"rows":[[[1],[[0,"x",0,7],[1,2.5]]]],"bases":["AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4="],"columns":["a","b"],"table":"t","type":"rows"},"type":"snapshot_chunk"}`
+	m, err := Decode([]byte(frame))
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	rows := m.(*SnapshotChunk).Chunk.Rows
+	if len(rows) != 1 || rows[0].Cells[1].Column != "b" || rows[0].Cells[1].HLC != hlcAt(0, 0, 8) {
+		t.Fatalf("rows %+v", rows)
+	}
+}
+
+func TestDecodeStrict(t *testing.T) {
+	site := siteA.String()
+	h := FormatHLC(hlcAt(0, 0, 1))
+	cs := func(changes string) string {
+		return `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"t","hlc":"` + h + `","changes":[` + changes + `]}]}`
+	}
+	col := func(extra string) string {
+		return cs(`{"type":"column","table":"t","pk":[1],"column":"c","value":1,"hlc":"` + h + `"` + extra + `}`)
+	}
+	del := func(extra string) string {
+		return cs(`{"type":"delete","table":"t","pk":[1],"hlc":"` + h + `"` + extra + `}`)
+	}
+	mig := func(typ, ddl string) string {
+		return `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"t","hlc":"` + h + `","changes":[],"schemaMigrations":[{"type":"` + typ + `","table":"t","ddl":` + ddl + `,"hlc":"` + h + `"}]}]}`
+	}
+	chunk := func(c string) string { return `{"type":"snapshot_chunk","chunk":` + c + `}` }
+	rows := func(columns, bases, rows string) string {
+		return chunk(`{"type":"rows","table":"t","columns":` + columns + `,"bases":` + bases + `,"rows":` + rows + `}`)
+	}
+	base := `"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4="`
+	ckpt := func(extra string) string {
+		return `{"type":"resume_snapshot","checkpoint":{"snapshotId":"s","siteId":"` + site + `","hlc":"` + h + `","cursor":1,"completedTables":[],"rowsApplied":0,"createdAt":5` + extra + `}}`
+	}
+
+	tests := []struct {
+		name, frame string
+		mention     []string
+	}{
+		// Frame level.
+		{"not JSON", `hello`, []string{"want an object"}},
+		{"not an object", `["ping"]`, []string{"want an object, got an array"}},
+		{"no type", `{"x":1}`, []string{`missing required field "type"`}},
+		{"type not a string", `{"type":1}`, []string{"type: want a string, got a number"}},
+		{"type null", `{"type":null}`, []string{"type: want a string, got null"}},
+		{"duplicate type", `{"type":"ping","type":"ping"}`, []string{`duplicate key "type"`}},
+		{"unknown field", `{"type":"ping","x":1}`, []string{`unknown field "x"`}},
+		{"case-insensitive match is unknown", `{"type":"get_changes","Since":1}`, []string{`unknown field "Since"`}},
+		{"trailing data", `{"type":"ping"} {}`, []string{"unexpected data"}},
+		{"truncated", `{"type":"ping"`, []string{"want ',' or '}'"}},
+		{"invalid UTF-8", "{\"type\":\"error\",\"code\":\"X\",\"message\":\"\xc3\x28\"}", []string{"invalid UTF-8"}},
+		// Cursors and counts.
+		{"since null", `{"type":"get_changes","since":null}`, []string{"since: want a number, got null"}},
+		{"since string", `{"type":"get_changes","since":"5"}`, []string{"since: want a number, got a string"}},
+		{"since fraction", `{"type":"get_changes","since":5.0}`, []string{"since: want a non-negative integer"}},
+		{"since exponent", `{"type":"get_changes","since":5e1}`, []string{"since"}},
+		{"since negative", `{"type":"get_changes","since":-1}`, []string{"since"}},
+		{"since above 2^53", `{"type":"get_changes","since":9007199254740993}`, []string{"since", "above the limit"}},
+		{"changes missing more", `{"type":"changes","cursor":1,"changeSets":[]}`, []string{`missing required field "more"`}},
+		{"changes missing cursor", `{"type":"changes","more":false,"changeSets":[]}`, []string{`missing required field "cursor"`}},
+		{"changes more not bool", `{"type":"changes","cursor":1,"more":0,"changeSets":[]}`, []string{"more: want a boolean"}},
+		{"changes null sets", `{"type":"changes","cursor":1,"more":false,"changeSets":null}`, []string{"changeSets: want an array, got null"}},
+		{"push missing cursor", `{"type":"push_changes","changeSets":[]}`, []string{`"cursor"`}},
+		{"apply_result missing count", `{"type":"apply_result","applied":1,"skipped":0,"conflicts":0}`, []string{`"transactions"`}},
+		{"apply_result negative", `{"type":"apply_result","applied":-1,"skipped":0,"conflicts":0,"transactions":0}`, []string{"applied"}},
+		{"apply_result requestId null", `{"type":"apply_result","requestId":null,"applied":1,"skipped":0,"conflicts":0,"transactions":0}`, []string{"requestId: want a string, got null"}},
+		{"apply_changes missing changes", `{"type":"apply_changes","requestId":"a"}`, []string{`"changes"`}},
+		{"apply_changes requestId number", `{"type":"apply_changes","requestId":1,"changes":[]}`, []string{"requestId: want a string"}},
+		// Handshake.
+		{"handshake version string", `{"type":"handshake","protocolVersion":"1"}`, []string{"protocolVersion: want a number"}},
+		{"handshake version negative", `{"type":"handshake","protocolVersion":-1}`, []string{"protocolVersion"}},
+		{"handshake version fraction", `{"type":"handshake","protocolVersion":1.5}`, []string{"protocolVersion"}},
+		{"handshake duplicate version", `{"type":"handshake","protocolVersion":2,"protocolVersion":1}`, []string{"duplicate"}},
+		{"handshake bad JSON past the version", `{"type":"handshake","protocolVersion":2,"x":[}`, nil},
+		{"handshake missing site", `{"type":"handshake","protocolVersion":1,"databaseId":"d"}`, []string{`missing required field "siteId"`}},
+		{"handshake token null", `{"type":"handshake","protocolVersion":1,"siteId":"` + site + `","token":null}`, []string{"token: want a string, got null"}},
+		{"handshake unknown field", `{"type":"handshake","protocolVersion":1,"siteId":"` + site + `","caps":[]}`, []string{`unknown field "caps"`}},
+		{"handshake_ack missing connection", `{"type":"handshake_ack","protocolVersion":1,"databaseId":"d","serverSiteId":"` + site + `"}`, []string{`"connectionId"`}},
+		{"handshake_ack empty database", `{"type":"handshake_ack","protocolVersion":1,"databaseId":"","serverSiteId":"` + site + `","connectionId":"c"}`, []string{"databaseId: must not be empty"}},
+		// Error.
+		{"error missing message", `{"type":"error","code":"X"}`, []string{`"message"`}},
+		{"error empty code", `{"type":"error","code":"","message":""}`, []string{"code: must not be empty"}},
+		{"error fatal null", `{"type":"error","code":"X","message":"","fatal":null}`, []string{"fatal: want a boolean, got null"}},
+		// ChangeSet.
+		{"changeset missing hlc", `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"t","changes":[]}]}`, []string{`changes[0]`, `missing required field "hlc"`}},
+		{"changeset empty transaction", `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"","hlc":"` + h + `","changes":[]}]}`, []string{"changes[0].transactionId: must not be empty"}},
+		{"changeset null migrations", `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"t","hlc":"` + h + `","changes":[],"schemaMigrations":null}]}`, []string{"schemaMigrations: want an array, got null"}},
+		{"changeset unknown field", `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"t","hlc":"` + h + `","changes":[],"schema":"main"}]}`, []string{`unknown field "schema"`}},
+		{"hlc short", `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"t","hlc":"` + h[:39] + `","changes":[]}]}`, []string{"changes[0].hlc", "40"}},
+		{"hlc url alphabet", `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"t","hlc":"` + strings.ReplaceAll(h, "+", "-") + `","changes":[]}]}`, []string{"changes[0].hlc", "base64"}},
+		{"hlc null", `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"t","hlc":null,"changes":[]}]}`, []string{"hlc: want an HLC (a string), got null"}},
+		{"site padded", `{"type":"apply_changes","changes":[{"siteId":"` + site + `==","transactionId":"t","hlc":"` + h + `","changes":[]}]}`, []string{"changes[0].siteId"}},
+		// Change.
+		{"empty pk", col(`,"pk":[]`), nil}, // duplicate pk key, caught first
+		{"pk empty", cs(`{"type":"column","table":"t","pk":[],"column":"c","value":1,"hlc":"` + h + `"}`), []string{"changes[0].changes[0].pk: primary key must not be empty"}},
+		{"pk null", cs(`{"type":"column","table":"t","pk":null,"column":"c","value":1,"hlc":"` + h + `"}`), []string{"pk: want an array, got null"}},
+		{"pk not array", cs(`{"type":"column","table":"t","pk":1,"column":"c","value":1,"hlc":"` + h + `"}`), []string{"pk: want an array"}},
+		{"table null", cs(`{"type":"column","table":null,"pk":[1],"column":"c","value":1,"hlc":"` + h + `"}`), []string{"table: want a string, got null"}},
+		{"table empty", cs(`{"type":"column","table":"","pk":[1],"column":"c","value":1,"hlc":"` + h + `"}`), []string{"table: must not be empty"}},
+		{"column change missing value", cs(`{"type":"column","table":"t","pk":[1],"column":"c","hlc":"` + h + `"}`), []string{`missing required field "value"`}},
+		{"column change missing column", cs(`{"type":"column","table":"t","pk":[1],"value":1,"hlc":"` + h + `"}`), []string{`missing required field "column"`}},
+		{"change missing type", cs(`{"table":"t","pk":[1],"column":"c","value":1,"hlc":"` + h + `"}`), []string{`missing required field "type"`}},
+		{"change unknown type", cs(`{"type":"update","table":"t","pk":[1],"hlc":"` + h + `"}`), []string{`unknown change type "update"`}},
+		{"prior value alone", col(`,"priorValue":1`), []string{"priorValue and priorHlc must come together"}},
+		{"prior hlc alone", col(`,"priorHlc":"` + h + `"`), []string{"priorValue and priorHlc must come together"}},
+		{"prior hlc null", col(`,"priorValue":1,"priorHlc":null`), []string{"priorHlc: want an HLC"}},
+		{"column change with priorRow", col(`,"priorRow":{}`), []string{`field "priorRow" not allowed in a column change`}},
+		{"delete with value", del(`,"value":1`), []string{`field "value" not allowed in a delete change`}},
+		{"delete with column", del(`,"column":"c"`), []string{`field "column" not allowed in a delete change`}},
+		{"delete with prior", del(`,"priorValue":1,"priorHlc":"` + h + `"`), []string{`not allowed in a delete change`}},
+		{"delete priorRow null", del(`,"priorRow":null`), []string{"priorRow: want an object, got null"}},
+		{"delete priorRow duplicate", del(`,"priorRow":{"a":1,"a":2}`), []string{`duplicate key "a"`}},
+		{"delete priorRow bad value", del(`,"priorRow":{"a":{"__bin":1}}`), []string{`priorRow["a"].__bin`}},
+		{"change unknown field", col(`,"schema":"main"`), []string{`unknown field "schema"`}},
+		{"duplicate value", col(`,"value":2`), []string{`duplicate key "value"`}},
+		// Migrations.
+		{"migration unknown type", mig("drop_table", `{}`), []string{`unknown migration type "drop_table"`}},
+		{"migration ddl string", mig("create_table", `"CREATE TABLE t (a)"`), []string{"ddl: want an object, got a string"}},
+		{"create_table name differs", mig("create_table", `{"name":"u","columns":[],"primaryKey":[]}`), []string{`table definition "u" differs from table "t"`}},
+		{"create_table missing primaryKey", mig("create_table", `{"name":"t","columns":[]}`), []string{`ddl: missing required field "primaryKey"`}},
+		{"create_table columns object", mig("create_table", `{"name":"t","columns":{"a":"text"},"primaryKey":[]}`), []string{"ddl.columns: want an array"}},
+		{"create_table bad column type", mig("create_table", `{"name":"t","columns":[{"name":"a","type":"varchar"}],"primaryKey":["a"]}`), []string{"ddl.columns[0].type", "varchar"}},
+		{"add_column as table", mig("add_column", `{"name":"t","columns":[],"primaryKey":[]}`), []string{`ddl: unknown field "columns"`}},
+		{"add_column notNull null", mig("add_column", `{"name":"c","type":"text","notNull":null}`), []string{"ddl.notNull: want a boolean, got null"}},
+		{"add_index missing columns", mig("add_index", `{"name":"i"}`), []string{`ddl: missing required field "columns"`}},
+		{"add_index empty column name", mig("add_index", `{"name":"i","columns":[""]}`), []string{"ddl.columns[0]: must not be empty"}},
+		// Snapshot chunks.
+		{"chunk unknown type", chunk(`{"type":"tombstone"}`), []string{`chunk.type`, `unknown chunk type "tombstone"`}},
+		{"chunk missing", `{"type":"snapshot_chunk"}`, []string{`missing required field "chunk"`}},
+		{"chunk null", `{"type":"snapshot_chunk","chunk":null}`, []string{"chunk: want an object, got null"}},
+		{"header missing cursor", chunk(`{"type":"header","format":1,"snapshotId":"s","siteId":"` + site + `","hlc":"` + h + `","tables":[],"rowCount":0}`), []string{`chunk: missing required field "cursor"`}},
+		{"header field of footer", chunk(`{"type":"header","tableCount":1}`), []string{`unknown field "tableCount"`}},
+		{"table_start empty table", chunk(`{"type":"table_start","table":""}`), []string{"chunk.table: must not be empty"}},
+		{"footer negative", chunk(`{"type":"footer","tableCount":-1,"rowCount":0}`), []string{"chunk.tableCount"}},
+		{"rows missing bases", rows(`["a"]`, `null`, `[]`), []string{"chunk.bases: want an array, got null"}},
+		{"rows duplicate column", rows(`["a","a"]`, `[]`, `[]`), []string{`duplicate column "a"`}},
+		{"rows base short", rows(`["a"]`, `["AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4"]`, `[]`), []string{"chunk.bases[0]", "36"}},
+		{"rows base unpadded", rows(`["a"]`, `["AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4A"]`, `[]`), []string{"chunk.bases[0]", "base64"}},
+		{"rows column out of range", rows(`["a"]`, `[`+base+`]`, `[[[1],[[1,1,0,0]]]]`), []string{"chunk.rows[0][0]", "column index 1 out of range"}},
+		{"rows base out of range", rows(`["a"]`, `[`+base+`]`, `[[[1],[[0,1,1,0]]]]`), []string{"chunk.rows[0][0]", "base index 1 out of range"}},
+		{"rows first cell short", rows(`["a"]`, `[`+base+`]`, `[[[1],[[0,1]]]]`), []string{"first cell of a chunk"}},
+		{"rows opSeq too big", rows(`["a"]`, `[`+base+`]`, `[[[1],[[0,1,0,4294967296]]]]`), []string{"4294967296"}},
+		{"rows opSeq overflow", rows(`["a","b"]`, `[`+base+`]`, `[[[1],[[0,1,0,4294967295],[1,2]]]]`), []string{"overflows"}},
+		{"rows cell of three", rows(`["a"]`, `[`+base+`]`, `[[[1],[[0,1,0]]]]`), []string{"want ','"}},
+		{"rows cell of five", rows(`["a"]`, `[`+base+`]`, `[[[1],[[0,1,0,0,0]]]]`), []string{"a cell is"}},
+		{"rows empty cell", rows(`["a"]`, `[`+base+`]`, `[[[1],[[]]]]`), []string{"a cell is"}},
+		{"rows row of one", rows(`["a"]`, `[`+base+`]`, `[[[1]]]`), []string{"want the row's cells"}},
+		{"rows row of four", rows(`["a"]`, `[`+base+`]`, `[[[1],[],[0,0],1]]`), []string{"a row is"}},
+		{"rows empty pk", rows(`["a"]`, `[`+base+`]`, `[[[],[]]]`), []string{"primary key must not be empty"}},
+		{"rows tombstone null", rows(`["a"]`, `[`+base+`]`, `[[[1],[],null]]`), []string{"want an array, got null"}},
+		{"rows null", rows(`["a"]`, `[]`, `null`), []string{"chunk.rows: want an array, got null"}},
+		// Checkpoint.
+		{"checkpoint unknown field", ckpt(`,"lastTableIndex":0`), []string{`checkpoint: unknown field "lastTableIndex"`}},
+		{"checkpoint missing", `{"type":"resume_snapshot"}`, []string{`missing required field "checkpoint"`}},
+		{"checkpoint createdAt null", strings.Replace(ckpt(""), `"createdAt":5`, `"createdAt":null`, 1), []string{"checkpoint.createdAt: want a number, got null"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantDecodeError(t, tt.frame, ErrMalformed, tt.mention...)
+			if _, err := Decode([]byte(tt.frame)); errors.Is(err, ErrUnknownType) {
+				t.Fatalf("%v matches ErrUnknownType", err)
+			}
+		})
+	}
+}
+
+func TestUnknownType(t *testing.T) {
+	m, err := Decode([]byte(`{"type":"subscribe","tables":["a"]}`))
+	if err == nil || !errors.Is(err, ErrUnknownType) || !errors.Is(err, ErrMalformed) {
+		t.Fatalf("Decode = %v, %v; want ErrUnknownType", m, err)
+	}
+	if DecodeErrorCode(err) != CodeUnknownMessage {
+		t.Fatalf("DecodeErrorCode(%v) = %s", err, DecodeErrorCode(err))
+	}
+	// An unknown type in a frame that is not valid JSON is a malformed frame.
+	_, err = Decode([]byte(`{"type":"subscribe","tables":[}`))
+	if err == nil || errors.Is(err, ErrUnknownType) || DecodeErrorCode(err) != CodeMessageError {
+		t.Fatalf("Decode of bad JSON with unknown type: %v", err)
+	}
+}
+
+func TestHandshakeVersionFirst(t *testing.T) {
+	site := siteA.String()
+	tests := []struct {
+		frame   string
+		version int
+	}{
+		// Absent: decodes to 0, whatever else is wrong, so the relay can
+		// answer PROTOCOL_VERSION_MISMATCH.
+		{`{"type":"handshake","siteId":"` + site + `"}`, 0},
+		{`{"type":"handshake"}`, 0},
+		{`{"type":"handshake","sinceHLC":"x","siteId":"not a site id"}`, 0},
+		// Another version: its other fields follow its own rules.
+		{`{"type":"handshake","protocolVersion":2,"databaseId":"d","siteId":"` + site + `","capabilities":["zstd"]}`, 2},
+		{`{"capabilities":{"a":[1]},"protocolVersion":0,"type":"handshake"}`, 0},
+	}
+	for _, tt := range tests {
+		m, err := Decode([]byte(tt.frame))
+		if err != nil {
+			t.Fatalf("Decode(%s): %v", tt.frame, err)
+		}
+		if got := *m.(*Handshake); got != (Handshake{ProtocolVersion: tt.version}) {
+			t.Fatalf("Decode(%s) = %+v, want only ProtocolVersion %d", tt.frame, got, tt.version)
+		}
+	}
+	// The same holds for handshake_ack, which the client checks.
+	m, err := Decode([]byte(`{"type":"handshake_ack","serverSiteId":"` + site + `","connectionId":"c"}`))
+	if err != nil || *m.(*HandshakeAck) != (HandshakeAck{}) {
+		t.Fatalf("ack without version: %+v, %v", m, err)
+	}
+	m, err = Decode([]byte(`{"type":"handshake_ack","protocolVersion":7,"x":1}`))
+	if err != nil || *m.(*HandshakeAck) != (HandshakeAck{ProtocolVersion: 7}) {
+		t.Fatalf("ack of version 7: %+v, %v", m, err)
+	}
+	// The current version without a databaseId decodes, so the relay can
+	// answer MISSING_DATABASE_ID.
+	m, err = Decode([]byte(`{"type":"handshake","protocolVersion":1,"siteId":"` + site + `"}`))
+	if err != nil || *m.(*Handshake) != (Handshake{ProtocolVersion: 1, SiteID: siteA}) {
+		t.Fatalf("handshake without databaseId: %+v, %v", m, err)
+	}
+	roundTrip(t, &Handshake{ProtocolVersion: 1, SiteID: siteA})
+	roundTrip(t, &Handshake{ProtocolVersion: 3})
+	roundTrip(t, &HandshakeAck{ProtocolVersion: 3})
+}
+
+func TestErrorFrameFatalFallback(t *testing.T) {
+	tests := []struct {
+		frame string
+		fatal bool
+	}{
+		{`{"type":"error","code":"AUTH_FAILED","message":"no"}`, true},
+		{`{"type":"error","code":"ALREADY_AUTHENTICATED","message":""}`, true},
+		{`{"type":"error","code":"APPLY_CHANGES_ERROR","message":"x"}`, false},
+		{`{"type":"error","code":"SOMETHING_NEW","message":"x"}`, false},
+		{`{"type":"error","code":"AUTH_FAILED","message":"no","fatal":false}`, false}, // the flag wins
+		{`{"type":"error","code":"SOMETHING_NEW","message":"x","fatal":true}`, true},
+	}
+	for _, tt := range tests {
+		m, err := Decode([]byte(tt.frame))
+		if err != nil {
+			t.Fatalf("Decode(%s): %v", tt.frame, err)
+		}
+		if e := m.(*Error); e.Fatal != tt.fatal {
+			t.Errorf("Decode(%s).Fatal = %v, want %v", tt.frame, e.Fatal, tt.fatal)
+		}
+	}
+	var err error = NewError(CodeAuthFailed, "token for %q rejected", "db")
+	if err.Error() != `relay error AUTH_FAILED: token for "db" rejected` {
+		t.Fatalf("Error() = %q", err)
+	}
+	var e *Error
+	if !errors.As(err, &e) || !e.Fatal {
+		t.Fatalf("NewError(AUTH_FAILED) = %+v", e)
+	}
+}
+
+func TestErrorCodes(t *testing.T) {
+	fatal := map[ErrorCode]int{
+		CodeProtocolVersionMismatch: 4003,
+		CodeAuthFailed:              4001,
+		CodeMissingDatabaseID:       4002,
+		CodeAlreadyAuthenticated:    4004,
+	}
+	all := []ErrorCode{CodeProtocolVersionMismatch, CodeAuthFailed, CodeMissingDatabaseID, CodeAlreadyAuthenticated,
+		CodeNotAuthenticated, CodeApplyChangesError, CodeGetChangesError, CodeSnapshotError, CodeUnknownMessage,
+		CodeMessageError, CodeMessageTooLarge, CodeSnapshotRequired, "FUTURE_CODE"}
+	for _, c := range all {
+		wantClose, wantFatal := fatal[c]
+		if c.Fatal() != wantFatal || IsFatal(string(c)) != wantFatal || c.CloseStatus() != wantClose {
+			t.Errorf("%s: Fatal %v IsFatal %v CloseStatus %d; want %v, %d", c, c.Fatal(), IsFatal(string(c)), c.CloseStatus(), wantFatal, wantClose)
+		}
+		if NewError(c, "x").Fatal != wantFatal {
+			t.Errorf("NewError(%s).Fatal wrong", c)
+		}
+	}
+	if DecodeErrorCode(errors.New("other")) != CodeMessageError {
+		t.Error("DecodeErrorCode of a plain error")
+	}
+}
+
+func TestValidDatabaseID(t *testing.T) {
+	for _, ok := range []string{"a", "trips", "acme:trips-2026.v1_x", strings.Repeat("z", 128), "0", "..", "-"} {
+		if !ValidDatabaseID(ok) {
+			t.Errorf("ValidDatabaseID(%q) = false", ok)
+		}
+	}
+	for _, bad := range []string{"", strings.Repeat("z", 129), "a b", "a/b", "é", "a\x00", "trips!", "a\n"} {
+		if ValidDatabaseID(bad) {
+			t.Errorf("ValidDatabaseID(%q) = true", bad)
+		}
+	}
+}
+
+func TestEncodeErrors(t *testing.T) {
+	css := sampleChangeSets(t)
+	withChange := func(c engine.Change) Message {
+		cs := css[1]
+		cs.Changes = []engine.Change{c}
+		return &ApplyChanges{ChangeSets: []engine.ChangeSet{cs}}
+	}
+	good := css[1].Changes[0]
+	table := tripsTable()
+	tests := []struct {
+		name    string
+		m       Message
+		mention string
+	}{
+		{"nil", nil, "nil message"},
+		{"cursor above 2^53", &Changes{Cursor: MaxCursor + 1}, "cursor"},
+		{"since above 2^53", &GetChanges{Since: math.MaxUint64}, "since"},
+		{"negative count", &ApplyResult{ApplyResult: engine.ApplyResult{Applied: -1}}, "applied"},
+		{"empty pk", withChange(engine.Change{Type: engine.ColumnChange, Table: "t", Column: "c", HLC: good.HLC}), "changes[0].changes[0].pk"},
+		{"empty table", withChange(engine.Change{Type: engine.ColumnChange, PK: good.PK, Column: "c", HLC: good.HLC}), "changes[0].changes[0].table"},
+		{"empty column", withChange(engine.Change{Type: engine.ColumnChange, Table: "t", PK: good.PK, HLC: good.HLC}), "column"},
+		{"unknown change type", withChange(engine.Change{Table: "t", PK: good.PK}), "unknown change type"},
+		{"NaN value", withChange(engine.Change{Type: engine.ColumnChange, Table: "t", PK: good.PK, Column: "c", Value: engine.Real(math.NaN())}), "changes[0].changes[0].value"},
+		{"NaN in pk", withChange(engine.Change{Type: engine.ColumnChange, Table: "t", PK: []engine.Value{engine.Real(math.Inf(1))}, Column: "c"}), "pk[0]"},
+		{"delete with value", withChange(engine.Change{Type: engine.RowDeletion, Table: "t", PK: good.PK, Value: engine.Int(1)}), "delete carries no"},
+		{"column change with row", withChange(engine.Change{Type: engine.ColumnChange, Table: "t", PK: good.PK, Column: "c", PriorRow: engine.Row{}}), "priorRow"},
+		{"bad text in row", withChange(engine.Change{Type: engine.RowDeletion, Table: "t", PK: good.PK, PriorRow: engine.Row{"a": engine.Text("\xff")}}), `priorRow["a"]`},
+		{"empty transaction id", &ApplyChanges{ChangeSets: []engine.ChangeSet{{SiteID: siteA}}}, "transactionId"},
+		{"migration mismatch", &ApplyChanges{ChangeSets: []engine.ChangeSet{{TransactionID: "t", Migrations: []engine.SchemaMigration{{Type: engine.AddColumn, TableName: "t", Table: &table}}}}}, "does not match"},
+		{"migration two definitions", &ApplyChanges{ChangeSets: []engine.ChangeSet{{TransactionID: "t", Migrations: []engine.SchemaMigration{{Type: engine.CreateTable, TableName: "trips", Table: &table, Index: &engine.IndexDef{}}}}}}, "exactly one"},
+		{"create_table name", &ApplyChanges{ChangeSets: []engine.ChangeSet{{TransactionID: "t", Migrations: []engine.SchemaMigration{{Type: engine.CreateTable, TableName: "x", Table: &table}}}}}, "differs"},
+		{"column of null type", &ApplyChanges{ChangeSets: []engine.ChangeSet{{TransactionID: "t", Migrations: []engine.SchemaMigration{{Type: engine.AddColumn, TableName: "t", Column: &engine.ColumnDef{Name: "c"}}}}}}, "type"},
+		{"default without HasDefault", &ApplyChanges{ChangeSets: []engine.ChangeSet{{TransactionID: "t", Migrations: []engine.SchemaMigration{{Type: engine.AddColumn, TableName: "t", Column: &engine.ColumnDef{Name: "c", Type: engine.KindInteger, Default: engine.Int(1)}}}}}}, "HasDefault"},
+		{"header chunk without header", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkHeader}}, "chunk.header"},
+		{"rows chunk with footer", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkRows, Table: "t", Footer: &engine.SnapshotFooter{}}}, "footer"},
+		{"table_start without table", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkTableStart}}, "table"},
+		{"unknown chunk", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: "tombstone"}}, "unknown chunk type"},
+		{"rows with empty pk", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkRows, Table: "t", Rows: []engine.SnapshotRow{{}}}}, "chunk.rows[0].pk"},
+		{"rows with stray tombstone", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkRows, Table: "t", Rows: []engine.SnapshotRow{{PK: good.PK, Tombstone: good.HLC}}}}, "HasTombstone"},
+		{"header empty id", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkHeader, Header: &engine.SnapshotHeader{}}}, "snapshotId"},
+		{"checkpoint cursor", &ResumeSnapshot{Checkpoint: engine.SnapshotCheckpoint{SnapshotID: "s", Cursor: MaxCursor + 1}}, "checkpoint.cursor"},
+		{"error without code", &Error{Message: "x"}, "code"},
+		{"ack without connection", &HandshakeAck{ProtocolVersion: ProtocolVersion, DatabaseID: "d"}, "connectionId"},
+		{"negative version", &Handshake{ProtocolVersion: -1}, "protocolVersion"},
+		{"bad UTF-8 token", &Handshake{ProtocolVersion: 1, Token: "\xff"}, "token"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := Encode(tt.m)
+			if err == nil {
+				t.Fatalf("Encode = %s, want an error", b)
+			}
+			if b != nil {
+				t.Fatalf("Encode returned bytes with its error")
+			}
+			if !errors.Is(err, ErrInvalidMessage) || !strings.Contains(err.Error(), tt.mention) {
+				t.Fatalf("Encode: %v; want ErrInvalidMessage mentioning %q", err, tt.mention)
+			}
+		})
+	}
+}
+
+func TestChangeSetMarshal(t *testing.T) {
+	for _, cs := range sampleChangeSets(t) {
+		b, err := MarshalChangeSet(&cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := UnmarshalChangeSet(b)
+		if err != nil {
+			t.Fatalf("UnmarshalChangeSet(%s): %v", b, err)
+		}
+		b2, _ := MarshalChangeSet(&got)
+		if string(b2) != string(b) {
+			t.Fatalf("round trip differs:\n%s\n%s", b, b2)
+		}
+	}
+	if _, err := UnmarshalChangeSet([]byte(`{}`)); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("UnmarshalChangeSet({}) = %v", err)
+	}
+}
+
+// TestRowsChunkShape pins the compact rows encoding on a small example.
+func TestRowsChunkShape(t *testing.T) {
+	b1 := engine.HLC{Wall: 1000, Site: siteA}
+	b2 := engine.HLC{Wall: 2000, Counter: 1, Site: siteB}
+	at := func(b engine.HLC, op uint32) engine.HLC { b.OpSeq = op; return b }
+	rows := []engine.SnapshotRow{
+		{PK: []engine.Value{engine.Int(1)}, Cells: []engine.SnapshotCell{
+			{Column: "id", Value: engine.Int(1), HLC: at(b1, 0)},
+			{Column: "name", Value: engine.Text("Vila"), HLC: at(b1, 1)},
+		}},
+		{PK: []engine.Value{engine.Int(2)}, Cells: []engine.SnapshotCell{
+			{Column: "id", Value: engine.Int(2), HLC: at(b1, 2)},    // continues the previous row's run
+			{Column: "name", Value: engine.Text("Encamp"), HLC: at(b2, 7)}, // another base
+			{Column: "lat", Value: engine.Text("42.53474"), HLC: at(b2, 8)},
+		}},
+		{PK: []engine.Value{engine.Int(3)}, HasTombstone: true, Tombstone: at(b2, 9)},
+		{PK: []engine.Value{engine.Int(4), engine.Text("x")}, Cells: []engine.SnapshotCell{
+			{Column: "name", Value: engine.Null, HLC: at(b1, 5)},
+		}, HasTombstone: true, Tombstone: at(b1, 3)},
+	}
+	m := &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkRows, Table: "cities", Rows: rows}}
+	frame := roundTrip(t, m)
+	want := `{"type":"snapshot_chunk","chunk":{"type":"rows","table":"cities","columns":["id","name","lat"],` +
+		`"bases":["` + baseText(b1) + `","` + baseText(b2) + `"],"rows":[` +
+		`[[1],[[0,1,0,0],[1,"Vila"]]],` +
+		`[[2],[[0,2],[1,"Encamp",1,7],[2,"42.53474"]]],` +
+		`[[3],[],[1,9]],` +
+		`[[4,"x"],[[1,null,0,5]],[0,3]]]}}`
+	if string(frame) != want {
+		t.Fatalf("rows chunk\n got %s\nwant %s", frame, want)
+	}
+	// An empty rows chunk.
+	roundTrip(t, &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkRows, Table: "cities"}})
+}
+
+func baseText(h engine.HLC) string { return string(appendBaseText(nil, h)) }
