@@ -432,7 +432,7 @@ func TestRowsChunkShape(t *testing.T) {
 			{Column: "name", Value: engine.Text("Vila"), HLC: at(b1, 1)},
 		}},
 		{PK: []engine.Value{engine.Int(2)}, Cells: []engine.SnapshotCell{
-			{Column: "id", Value: engine.Int(2), HLC: at(b1, 2)},    // continues the previous row's run
+			{Column: "id", Value: engine.Int(2), HLC: at(b1, 2)},           // continues the previous row's run
 			{Column: "name", Value: engine.Text("Encamp"), HLC: at(b2, 7)}, // another base
 			{Column: "lat", Value: engine.Text("42.53474"), HLC: at(b2, 8)},
 		}},
