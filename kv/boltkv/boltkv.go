@@ -217,11 +217,40 @@ type tx struct {
 	btx      *bolt.Tx
 	writable bool
 	done     bool
-	// buckets caches bbolt's bucket handles, indexed like Store.names;
-	// allocated on first use.
-	buckets []*bolt.Bucket
+	// buckets caches bbolt's bucket handles and a cursor for point reads,
+	// indexed like Store.names; allocated on first use.
+	buckets []bucketState
 	// scanning counts, per bucket, the Scans in progress.
 	scanning []int32
+}
+
+// bucketState is a bucket handle and the cursor Get and GetMany seek with
+// (bbolt's Bucket.Get allocates a cursor per call; a reused one does not).
+// Scans use cursors of their own, so reads from a Scan callback do not move
+// the Scan's.
+type bucketState struct {
+	b      *bolt.Bucket
+	lookup *bolt.Cursor
+}
+
+// emptyValue is returned for an existing empty value should bbolt hand back
+// nil for one.
+var emptyValue = []byte{}
+
+// get returns the value of key in bucket i, or nil if it is absent.
+func (t *tx) get(i int, key []byte) []byte {
+	st := &t.buckets[i]
+	if st.lookup == nil {
+		st.lookup = st.b.Cursor()
+	}
+	k, v := st.lookup.Seek(key)
+	if !bytes.Equal(k, key) {
+		return nil
+	}
+	if v == nil {
+		return emptyValue
+	}
+	return v
 }
 
 // bucket returns the index and handle of the named bucket.
@@ -234,16 +263,16 @@ func (t *tx) bucket(name string) (int, *bolt.Bucket, error) {
 		return 0, nil, fmt.Errorf("boltkv: bucket %q: %w", name, kv.ErrBucketNotFound)
 	}
 	if t.buckets == nil {
-		t.buckets = make([]*bolt.Bucket, len(t.s.names))
+		t.buckets = make([]bucketState, len(t.s.names))
 	}
-	b := t.buckets[i]
+	b := t.buckets[i].b
 	if b == nil {
 		b = t.btx.Bucket(t.s.names[i])
 		if b == nil {
 			// Open created it; only a file changed underneath gets here.
 			return 0, nil, fmt.Errorf("boltkv: bucket %q missing from %q: %w", name, t.s.path, kv.ErrBucketNotFound)
 		}
-		t.buckets[i] = b
+		t.buckets[i].b = b
 	}
 	return i, b, nil
 }
@@ -274,14 +303,14 @@ func checkKey(key []byte) error {
 // Get returns the value of key, valid until the transaction ends, or
 // kv.ErrNotFound.
 func (t *tx) Get(bucket string, key []byte) ([]byte, error) {
-	_, b, err := t.bucket(bucket)
+	i, _, err := t.bucket(bucket)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	v := b.Get(key)
+	v := t.get(i, key)
 	if v == nil {
 		return nil, kv.ErrNotFound
 	}
@@ -291,7 +320,7 @@ func (t *tx) Get(bucket string, key []byte) ([]byte, error) {
 // GetMany returns the values of keys in order, nil for absent ones. It
 // validates every key before reading any.
 func (t *tx) GetMany(bucket string, keys [][]byte) ([][]byte, error) {
-	_, b, err := t.bucket(bucket)
+	i, _, err := t.bucket(bucket)
 	if err != nil {
 		return nil, err
 	}
@@ -302,7 +331,7 @@ func (t *tx) GetMany(bucket string, keys [][]byte) ([][]byte, error) {
 	}
 	out := make([][]byte, len(keys))
 	for j, k := range keys {
-		out[j] = b.Get(k)
+		out[j] = t.get(i, k)
 	}
 	return out, nil
 }
@@ -429,7 +458,7 @@ func (t *tx) DeleteRange(bucket string, start, end []byte) error {
 		if err != nil {
 			return fmt.Errorf("boltkv: clear bucket %q: %w", bucket, mapErr(err))
 		}
-		t.buckets[i] = nb
+		t.buckets[i] = bucketState{b: nb}
 		return nil
 	}
 	c := b.Cursor()
