@@ -50,6 +50,11 @@ type Options struct {
 	NoSync bool
 	// Mode is the permission of a newly created file. Zero means 0600.
 	Mode os.FileMode
+	// MaxSize caps the file, in bytes: a commit that would grow it further
+	// fails with kv.ErrQuotaExceeded and writes nothing. Zero or negative
+	// means no cap (only the disk's). Space freed by deletes is reused
+	// before the file grows.
+	MaxSize int
 }
 
 // Store is a kv.Store over one bbolt file. It is safe for concurrent use by
@@ -83,7 +88,7 @@ func Open(path string, buckets []string, opts *Options) (*Store, error) {
 	if o.Mode == 0 {
 		o.Mode = 0o600
 	}
-	db, err := bolt.Open(path, o.Mode, &bolt.Options{Timeout: o.Timeout, NoSync: o.NoSync})
+	db, err := bolt.Open(path, o.Mode, &bolt.Options{Timeout: o.Timeout, NoSync: o.NoSync, MaxSize: max(o.MaxSize, 0)})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("boltkv: open %q: %w (bbolt: %w after %v)", path, ErrLocked, err, o.Timeout)
 	}

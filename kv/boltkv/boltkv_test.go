@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -307,5 +308,39 @@ func TestClearBucketThenWrite(t *testing.T) {
 	}
 	if _, err := get(t, s, "a", "old"); !errors.Is(err, kv.ErrNotFound) {
 		t.Errorf("a/old after clearing: %v", err)
+	}
+}
+
+// TestCommitFailsPastMaxSize covers a failing commit: the error says so and
+// carries kv.ErrQuotaExceeded, nothing of the transaction is written, and the
+// store keeps working.
+func TestCommitFailsPastMaxSize(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "kv.db"), []string{"a", "b"}, &Options{MaxSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	put(t, s, "a", "small", "v")
+	err = s.Update(func(tx kv.Tx) error {
+		if err := tx.Put("b", []byte("also"), []byte("x")); err != nil {
+			return err
+		}
+		return tx.Put("a", []byte("big"), make([]byte, 2<<20))
+	})
+	if !errors.Is(err, kv.ErrQuotaExceeded) || !errors.Is(err, berrors.ErrMaxSizeReached) {
+		t.Fatalf("Update growing the file past MaxSize = %v; want ErrQuotaExceeded wrapping bbolt's ErrMaxSizeReached", err)
+	}
+	if !strings.HasPrefix(err.Error(), "boltkv: commit: ") {
+		t.Errorf("commit error %q does not say it is one", err)
+	}
+	if _, err := get(t, s, "a", "big"); !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("a/big after the failed commit: %v", err)
+	}
+	if _, err := get(t, s, "b", "also"); !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("b/also after the failed commit: %v", err)
+	}
+	put(t, s, "a", "after", "w")
+	if v, err := get(t, s, "a", "small"); err != nil || v != "v" {
+		t.Errorf("a/small = %q, %v", v, err)
 	}
 }
