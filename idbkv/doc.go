@@ -1,0 +1,122 @@
+//go:build js && wasm
+
+// Package idbkv implements kv.Store over IndexedDB, for Go compiled to
+// WebAssembly (GOOS=js GOARCH=wasm) and run in a browser page or worker.
+//
+// # Layout
+//
+// A Store is one IndexedDB database; each kv bucket is one object store with
+// out-of-line keys. Keys are stored as binary keys (Uint8Array in,
+// ArrayBuffer out), which IndexedDB compares bytewise, so the order matches
+// bytes.Compare; JS strings would not (they compare by UTF-16 code unit:
+// U+1F600 sorts before U+FF61 as a string, after it as UTF-8). Values are
+// stored as Uint8Arrays holding exactly the value's bytes.
+//
+// Open creates the object stores in the database's upgrade step. If the
+// database exists without some of the buckets, Open bumps its version and
+// creates them; this makes the browser close every other connection to the
+// database first (see Multiple tabs).
+//
+// # Transactions
+//
+// Each Update or View is one IndexedDB transaction ("readwrite" or
+// "readonly") whose scope is every object store of the Store, so everything
+// one Update writes, in any bucket, commits together or not at all, and
+// IndexedDB itself serializes read-write transactions: between the Stores of
+// one page, and between tabs of one browser profile.
+//
+// Reads go to IndexedDB inside the transaction. Writes do not: Put, Delete
+// and DeleteRange are buffered in Go, in an ordered overlay per bucket, and
+// Get, GetMany and Scan merge that overlay with what IndexedDB returns, so a
+// transaction reads its own writes. When the function returns nil, every
+// buffered write is issued at once, in one batch, and Update returns when
+// the browser reports the transaction complete. When it returns an error or
+// panics, the IndexedDB transaction is aborted and nothing is written.
+//
+// # The auto-commit hazard
+//
+// IndexedDB commits a transaction by itself as soon as control returns to
+// the browser's event loop while none of the transaction's requests is
+// pending. In Go on WebAssembly control returns to the event loop whenever
+// every goroutine is blocked on something JS must deliver: time.Sleep, a
+// channel fed by a timer or by a JS callback, a Promise from elsewhere, a
+// network read, WebCrypto. Waiting on the transaction's own requests is fine
+// (the browser runs the Go code that continues after a request's success
+// event while the transaction is still active), and so is a handoff to
+// another goroutine that does not itself wait on JS, or a microtask.
+//
+// A function that waits on anything else inside a transaction has therefore
+// already lost its transaction: the browser committed whatever had been
+// issued so far. Written request by request, that would leave half a
+// transaction behind, and no error handling could undo it. idbkv cannot
+// half-commit because it issues no write before commit, and at commit the
+// first request fails if the transaction is no longer active (with no
+// writes, a probe read plays that role). The result is:
+//
+//   - Update returns kv.ErrTxInactive and nothing of the transaction is
+//     written, whether the wait came before or after its Puts;
+//   - a Get, GetMany or Scan after such a wait returns kv.ErrTxInactive, and
+//     so does every later call of that transaction;
+//   - a View's reads after the wait fail the same way.
+//
+// Rule: inside Update and View, only compute and call the Tx. Fetch, sleep,
+// encrypt or wait for other goroutines before the transaction or after it.
+//
+// # Cost model and the JS helper
+//
+// Crossing the Go<->JS boundary costs more than the IndexedDB work of a small
+// request (see BROWSER-FACTS.md in the project's shared documents: creating a
+// JS value from Go costs microseconds, a JS->Go callback ~10 µs, awaiting a
+// Promise from Go ~15 µs), so idbkv crosses it once per batch, not per item:
+//
+//   - GetMany issues every get and awaits once (Get is a GetMany of one);
+//   - Scan reads pages with getAllRecords (getAllKeys+getAll where the
+//     browser lacks it; a descending Scan then uses a cursor iterated in JS),
+//     over an IDBKeyRange with a count, the first page small (many scans stop
+//     early) and later ones larger; each page comes back as one packed buffer;
+//   - commit hands every write to JS as one packed buffer, and one call issues
+//     every put, delete and range delete;
+//   - the awaits use one callback per batch, not the two callbacks, four
+//     listener calls and two goroutines per request of go-indexeddb's Await.
+//
+// These batches run in a small JS helper (helper.js, embedded), compiled once
+// per Store with new Function. A page whose Content-Security-Policy forbids
+// 'unsafe-eval' makes new Function throw; the Store then uses a plain driver
+// that makes the same requests from Go through syscall/js. It keeps the
+// batching and the single await per batch, but pays one boundary crossing per
+// request and per item read (and a callback per entry for descending scans
+// where getAllRecords is missing), so it is slower per item, not different in
+// behaviour. go-indexeddb (github.com/hack-pad/go-indexeddb) opens, upgrades
+// and deletes databases, where its per-request cost does not matter.
+//
+// # Multiple tabs
+//
+// Every tab (and every Store opened on the same name in one page) has its own
+// connection; read-write transactions over the same object stores are
+// serialized by IndexedDB, so a read-modify-write inside one Update is never
+// interleaved with another's. When another connection deletes the database or
+// upgrades its version, the browser sends this connection a versionchange
+// event: the Store closes its connection so the other side can proceed, and
+// every later Update and View returns kv.ErrClosed (transactions already
+// running complete first). The same happens when the browser closes the
+// connection itself (for example when the site's storage is cleared). Writes
+// are never dropped silently: either Update returned nil after the browser
+// reported the transaction complete, or it returned an error.
+//
+// # Errors
+//
+// Browser errors come back as *DOMError, wrapping the kv sentinel they map
+// to: QuotaExceededError is kv.ErrQuotaExceeded (nothing of the transaction
+// is written), TransactionInactiveError (and InvalidStateError for a finished
+// transaction) is kv.ErrTxInactive, a connection closed by the browser is
+// kv.ErrClosed. Errors returned by the transaction function come back from
+// Update and View unchanged.
+//
+// # Testing
+//
+// The tests run in headless Chromium: `make test` (or, with the browser
+// tools installed, `GOOS=js GOARCH=wasm go test ./idbkv` with .bin on PATH).
+// They run the kv conformance suite (kv/kvtest) with both drivers, and the
+// browser-specific cases above. Benchmarks, with the same shapes measured in
+// plain JavaScript beside them: `make bench-browser`.
+package idbkv

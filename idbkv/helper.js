@@ -1,0 +1,239 @@
+// idbkv's JavaScript helper. idbkv compiles this body once per Store with
+// new Function("cb", "opts", body) and calls the returned functions from Go,
+// so that
+// each batch of IndexedDB requests costs one Go->JS call and at most one
+// JS->Go callback instead of several crossings per request. opts.noGetAllRecords
+// (tests) makes it use the paths for browsers without getAllRecords.
+//
+// Buffers are Uint8Arrays with little-endian uint32 lengths; NONE (0xFFFFFFFF)
+// marks an absent key bound or value.
+//
+// cb(id, status, payload, length) reports the end of the one asynchronous
+// operation a transaction has pending: status 0 with payload a Uint8Array of
+// length bytes (or null), status 1 with payload the error. A transaction
+// state t.p is true only while Go waits, so cb is never called otherwise.
+"use strict";
+const NONE = 0xFFFFFFFF;
+const hasRecords = !opts.noGetAllRecords && typeof IDBObjectStore === "function" &&
+	typeof IDBObjectStore.prototype.getAllRecords === "function";
+const hasCommit = typeof IDBTransaction === "function" &&
+	typeof IDBTransaction.prototype.commit === "function";
+const probeKey = new Uint8Array(0);
+
+function u32(b, o) {
+	return (b[o] | (b[o + 1] << 8) | (b[o + 2] << 16) | (b[o + 3] << 24)) >>> 0;
+}
+function put32(b, o, v) {
+	b[o] = v; b[o + 1] = v >>> 8; b[o + 2] = v >>> 16; b[o + 3] = v >>> 24;
+}
+function bytes(v) {
+	if (v instanceof Uint8Array) return v;
+	if (v instanceof ArrayBuffer) return new Uint8Array(v);
+	if (ArrayBuffer.isView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+	throw new DOMException("idbkv: stored value or key is not binary", "DataError");
+}
+function store(t, i) {
+	return t.st[i] || (t.st[i] = t.tx.objectStore(t.names[i]));
+}
+function done(t, status, payload, n) {
+	if (!t.p) return;
+	t.p = false;
+	cb(t.id, status, payload, n);
+}
+function fail(t, e) {
+	try { t.tx.abort(); } catch (_) { }
+	done(t, 1, e, 0);
+}
+// range decodes [u32 lolen][lo][u32 hilen][hi] at o into an IDBKeyRange
+// (lower bound open if loOpen, upper bound always open) or undefined.
+function range(b, o, loOpen) {
+	let lo = null, hi = null;
+	const ll = u32(b, o); o += 4;
+	if (ll !== NONE) { lo = b.subarray(o, o + ll); o += ll; }
+	const hl = u32(b, o); o += 4;
+	if (hl !== NONE) { hi = b.subarray(o, o + hl); o += hl; }
+	let r;
+	if (lo && hi) r = IDBKeyRange.bound(lo, hi, loOpen, true);
+	else if (lo) r = IDBKeyRange.lowerBound(lo, loOpen);
+	else if (hi) r = IDBKeyRange.upperBound(hi, true);
+	return [r, o];
+}
+// pack encodes entries as [u32 n]([u32 klen][key][u32 vlen|NONE][value])*.
+function pack(ks, vs) {
+	const n = ks.length;
+	let total = 4 + 8 * n;
+	const kb = new Array(n), vb = vs ? new Array(n) : null;
+	for (let i = 0; i < n; i++) {
+		kb[i] = bytes(ks[i]); total += kb[i].byteLength;
+		if (vb) { vb[i] = bytes(vs[i]); total += vb[i].byteLength; }
+	}
+	const out = new Uint8Array(total);
+	put32(out, 0, n);
+	let o = 4;
+	for (let i = 0; i < n; i++) {
+		put32(out, o, kb[i].byteLength); o += 4;
+		out.set(kb[i], o); o += kb[i].byteLength;
+		if (vb) {
+			put32(out, o, vb[i].byteLength); o += 4;
+			out.set(vb[i], o); o += vb[i].byteLength;
+		} else {
+			put32(out, o, NONE); o += 4;
+		}
+	}
+	return out;
+}
+
+return {
+	hasRecords,
+
+	// begin starts a transaction over every store in names (a JS array) and
+	// returns its state. Throws what IDBDatabase.transaction throws.
+	begin(db, names, mode, id) {
+		const tx = db.transaction(names, mode);
+		const t = { id, tx, names, st: new Array(names.length), p: false };
+		tx.oncomplete = () => done(t, 0, null, 0);
+		tx.onabort = () => done(t, 1, tx.error || new DOMException("idbkv: transaction aborted", "AbortError"), 0);
+		return t;
+	},
+
+	// getMany reads [u32 count]([u32 klen][key])* from b and issues one get
+	// per key in store si; cb gets ([u32 vlen|NONE][value])* in key order.
+	getMany(t, si, b) {
+		const s = store(t, si);
+		const count = u32(b, 0);
+		const reqs = new Array(count);
+		let o = 4;
+		for (let i = 0; i < count; i++) {
+			const kl = u32(b, o); o += 4;
+			reqs[i] = s.get(b.subarray(o, o + kl)); o += kl;
+		}
+		t.p = true;
+		// Requests of a transaction complete in order, and a failed one
+		// aborts the transaction (tx.onabort reports it).
+		reqs[count - 1].onsuccess = () => {
+			try {
+				let total = 4 * count;
+				const vals = new Array(count);
+				for (let i = 0; i < count; i++) {
+					const v = reqs[i].result;
+					if (v !== undefined) { vals[i] = bytes(v); total += vals[i].byteLength; }
+				}
+				const out = new Uint8Array(total);
+				let p = 0;
+				for (let i = 0; i < count; i++) {
+					const v = vals[i];
+					if (v === undefined) { put32(out, p, NONE); p += 4; continue; }
+					put32(out, p, v.byteLength); p += 4;
+					out.set(v, p); p += v.byteLength;
+				}
+				done(t, 0, out, total);
+			} catch (e) { fail(t, e); }
+		};
+	},
+
+	// scan reads one page of at most count entries of store si within the
+	// range encoded in b; flags: 1 lower bound open, 2 descending, 4 keys
+	// only. cb gets the page packed as by pack. Never reads past count.
+	scan(t, si, b, count, flags) {
+		const s = store(t, si);
+		const [r] = range(b, 0, (flags & 1) !== 0);
+		const rev = (flags & 2) !== 0, keysOnly = (flags & 4) !== 0;
+		const dir = rev ? "prev" : "next";
+		if (hasRecords && !keysOnly) {
+			const q = { count, direction: dir };
+			if (r) q.query = r;
+			const req = s.getAllRecords(q);
+			t.p = true;
+			req.onsuccess = () => {
+				try {
+					const recs = req.result, ks = new Array(recs.length), vs = new Array(recs.length);
+					for (let i = 0; i < recs.length; i++) { ks[i] = recs[i].key; vs[i] = recs[i].value; }
+					const out = pack(ks, vs);
+					done(t, 0, out, out.byteLength);
+				} catch (e) { fail(t, e); }
+			};
+		} else if (!rev) {
+			const kreq = s.getAllKeys(r, count);
+			const vreq = keysOnly ? null : s.getAll(r, count);
+			t.p = true;
+			(vreq || kreq).onsuccess = () => {
+				try {
+					const out = pack(kreq.result, vreq ? vreq.result : null);
+					done(t, 0, out, out.byteLength);
+				} catch (e) { fail(t, e); }
+			};
+		} else {
+			// Descending without getAllRecords: a cursor, iterated here in JS.
+			const req = keysOnly ? s.openKeyCursor(r, "prev") : s.openCursor(r, "prev");
+			const ks = [], vs = keysOnly ? null : [];
+			t.p = true;
+			req.onsuccess = () => {
+				try {
+					const c = req.result;
+					if (c) {
+						ks.push(c.key);
+						if (vs) vs.push(c.value);
+						if (ks.length < count) { c.continue(); return; }
+					}
+					const out = pack(ks, vs);
+					done(t, 0, out, out.byteLength);
+				} catch (e) { fail(t, e); }
+			};
+		}
+	},
+
+	// commit issues every write encoded in b[0:n] —
+	//   1 put:         [u8 1][u32 si][u32 klen][key][u32 vlen][value]
+	//   2 delete:      [u8 2][u32 si][u32 klen][key]
+	//   3 deleteRange: [u8 3][u32 si][range as in scan, lower bound closed]
+	// — in order, then commits; cb reports the transaction's completion.
+	// With no writes it issues one get to learn whether the transaction is
+	// still active. The first request throws TransactionInactiveError if the
+	// transaction has finished, and then nothing was issued. A throw after
+	// some requests aborts the transaction before rethrowing.
+	commit(t, b, n) {
+		let o = 0, issued = false;
+		try {
+			if (n === 0) store(t, 0).get(probeKey);
+			while (o < n) {
+				const op = b[o], s = store(t, u32(b, o + 1));
+				o += 5;
+				if (op === 1) {
+					const kl = u32(b, o); o += 4;
+					const key = b.subarray(o, o + kl); o += kl;
+					const vl = u32(b, o); o += 4;
+					// slice, not subarray: the structured clone of a view
+					// stores its whole underlying buffer.
+					s.put(b.slice(o, o + vl), key); o += vl;
+				} else if (op === 2) {
+					const kl = u32(b, o); o += 4;
+					s.delete(b.subarray(o, o + kl)); o += kl;
+				} else if (op === 3) {
+					const [r, next] = range(b, o, false);
+					o = next;
+					if (r) s.delete(r); else s.clear();
+				} else {
+					throw new DOMException("idbkv: bad write op " + op, "DataError");
+				}
+				issued = true;
+			}
+			if (hasCommit) t.tx.commit();
+		} catch (e) {
+			if (issued) { try { t.tx.abort(); } catch (_) { } }
+			throw e;
+		}
+		t.p = true;
+	},
+
+	// abort rolls the transaction back; it is a no-op once it has finished.
+	abort(t) {
+		t.p = false;
+		try { t.tx.abort(); } catch (_) { }
+	},
+
+	// finish ends a read-only transaction early; errors are irrelevant then.
+	finish(t) {
+		t.p = false;
+		try { if (hasCommit) t.tx.commit(); } catch (_) { }
+	},
+};

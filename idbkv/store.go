@@ -1,0 +1,356 @@
+//go:build js && wasm
+
+package idbkv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"syscall/js"
+
+	"github.com/hack-pad/go-indexeddb/idb"
+
+	"github.com/replica-sync/replica/kv"
+)
+
+var _ kv.Store = (*Store)(nil)
+
+// Store is a kv.Store over one IndexedDB database: one object store per
+// bucket, one IndexedDB transaction per kv transaction. It is safe for
+// concurrent use by multiple goroutines; see the package documentation for
+// the transaction model.
+type Store struct {
+	name    string
+	buckets map[string]int // bucket name -> index into names
+	names   []string
+	jsNames js.Value // JS array of names, handed to IDBDatabase.transaction
+	modeRW  js.Value // "readwrite", created once
+	modeRO  js.Value // "readonly"
+	db      js.Value // the IDBDatabase connection
+	drv     driver
+	onGone  js.Func // versionchange and close listener
+
+	mu     sync.Mutex
+	closed bool   // Close was called
+	gone   string // why the browser closed the connection; "" while it is open
+	txs    map[int]*Tx
+	nextID int
+	active sync.WaitGroup // running transactions, awaited by Close
+}
+
+// Open opens (creating or upgrading it if needed) the IndexedDB database
+// called name with one object store per bucket and returns a Store over it.
+//
+// Buckets must be non-empty, distinct names; at least one is required. If
+// the database exists but lacks some of them, Open upgrades it to the next
+// version and creates them there; existing object stores and their data are
+// kept, and object stores not named in buckets are left alone (and are not
+// part of this Store's transactions). An upgrade makes the browser close
+// every other connection to the database (other Stores and other tabs, which
+// then return kv.ErrClosed); if one of them does not close, Open waits until
+// it does or ctx is done.
+//
+// ctx bounds opening only: the returned Store does not watch it. Errors from
+// the browser are wrapped with the database name; a page without IndexedDB
+// (or a private mode that disables it) fails here.
+func Open(ctx context.Context, name string, buckets []string) (*Store, error) {
+	return open(ctx, name, buckets, openOptions{})
+}
+
+// openOptions exist for tests.
+type openOptions struct {
+	// noHelper forces the plain syscall/js driver, as on a page whose
+	// Content-Security-Policy forbids compiling the JS helper.
+	noHelper bool
+	// noGetAllRecords makes both drivers take the paths for browsers
+	// without IDBObjectStore.getAllRecords.
+	noGetAllRecords bool
+}
+
+func open(ctx context.Context, name string, buckets []string, o openOptions) (*Store, error) {
+	if len(buckets) == 0 {
+		return nil, fmt.Errorf("idbkv: open %q: no buckets", name)
+	}
+	s := &Store{
+		name:    name,
+		buckets: make(map[string]int, len(buckets)),
+		names:   slices.Clone(buckets),
+		txs:     make(map[int]*Tx),
+	}
+	for i, b := range buckets {
+		if b == "" {
+			return nil, fmt.Errorf("idbkv: open %q: empty bucket name", name)
+		}
+		if _, dup := s.buckets[b]; dup {
+			return nil, fmt.Errorf("idbkv: open %q: bucket %q named twice", name, b)
+		}
+		s.buckets[b] = i
+	}
+	db, err := openDB(ctx, name, buckets)
+	if err != nil {
+		return nil, err
+	}
+	s.db = db
+	s.jsNames = js.Global().Get("Array").New(len(buckets))
+	for i, b := range buckets {
+		s.jsNames.SetIndex(i, b)
+	}
+	s.modeRW = js.ValueOf("readwrite")
+	s.modeRO = js.ValueOf("readonly")
+	if !o.noHelper {
+		if h, err := newHelperDriver(s, o); err == nil {
+			s.drv = h
+		}
+	}
+	if s.drv == nil {
+		s.drv = &plainDriver{s: s, records: hasGetAllRecs && !o.noGetAllRecords}
+	}
+	s.onGone = js.FuncOf(s.handleGone)
+	db.Call("addEventListener", "versionchange", s.onGone)
+	db.Call("addEventListener", "close", s.onGone)
+	return s, nil
+}
+
+// openDB opens the database, upgrading it until it holds every bucket, and
+// returns the IDBDatabase.
+func openDB(ctx context.Context, name string, buckets []string) (db js.Value, err error) {
+	factory, err := idbFactory()
+	if err != nil {
+		return js.Value{}, fmt.Errorf("idbkv: open %q: %w", name, err)
+	}
+	var upgradeErr error
+	upgrade := func(db *idb.Database, _, _ uint) error {
+		// go-indexeddb panics (in a JS callback, fatally) if this returns an
+		// error, so failures are reported after the open instead.
+		have, err := db.ObjectStoreNames()
+		if err != nil {
+			upgradeErr = err
+			return nil
+		}
+		for _, b := range buckets {
+			if !slices.Contains(have, b) {
+				if _, err := db.CreateObjectStore(b, idb.ObjectStoreOptions{}); err != nil {
+					upgradeErr = fmt.Errorf("create object store %q: %w", b, err)
+					return nil
+				}
+			}
+		}
+		return nil
+	}
+	var version uint // 0: open whatever version exists (or create version 1)
+	for attempt := 0; ; attempt++ {
+		req, err := factory.Open(ctx, name, version, upgrade)
+		if err != nil {
+			return js.Value{}, fmt.Errorf("idbkv: open %q: %w", name, err)
+		}
+		conn, err := req.Await(ctx)
+		if err != nil {
+			if attempt < 5 && isDOMName(err, "VersionError") {
+				version = 0 // another tab upgraded past us meanwhile: look again
+				continue
+			}
+			return js.Value{}, fmt.Errorf("idbkv: open %q: %w", name, err)
+		}
+		if upgradeErr != nil {
+			_ = conn.Close()
+			return js.Value{}, fmt.Errorf("idbkv: open %q: upgrade: %w", name, upgradeErr)
+		}
+		have, err := conn.ObjectStoreNames()
+		if err != nil {
+			_ = conn.Close()
+			return js.Value{}, fmt.Errorf("idbkv: open %q: %w", name, err)
+		}
+		missing := false
+		for _, b := range buckets {
+			missing = missing || !slices.Contains(have, b)
+		}
+		if !missing {
+			raw, err := req.Request.Result()
+			if err != nil {
+				_ = conn.Close()
+				return js.Value{}, fmt.Errorf("idbkv: open %q: %w", name, err)
+			}
+			return raw, nil
+		}
+		v, err := conn.Version()
+		_ = conn.Close()
+		if err != nil || attempt >= 5 {
+			return js.Value{}, fmt.Errorf("idbkv: open %q: cannot add object stores (version %d, err %v)", name, v, err)
+		}
+		version = v + 1
+	}
+}
+
+// idbFactory returns window.indexedDB; go-indexeddb panics when it is absent.
+func idbFactory() (f *idb.Factory, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("IndexedDB unavailable: %v", r)
+		}
+	}()
+	return idb.Global(), nil
+}
+
+// isDOMName reports whether err is a DOMException with the given name.
+// go-indexeddb's DOMException matches errors.Is by name, but only when it is
+// not wrapped by something that loses it, so the message is checked too.
+func isDOMName(err error, name string) bool {
+	return errors.Is(err, idb.NewDOMException(name)) || strings.HasPrefix(err.Error(), name)
+}
+
+// handleGone is the listener for the connection's versionchange event
+// (another connection wants to delete or upgrade the database) and close
+// event (the browser closed the connection, e.g. its storage was cleared).
+// It closes the connection so the other side can proceed; every later
+// Update and View returns kv.ErrClosed. Transactions already running finish
+// normally after a versionchange, and fail with kv.ErrClosed after a close.
+func (s *Store) handleGone(_ js.Value, args []js.Value) any {
+	defer func() { _ = recover() }() // a panic here would kill the Go runtime
+	reason := "the browser closed the connection"
+	if len(args) > 0 && args[0].Get("type").String() == "versionchange" {
+		reason = "another connection is deleting or upgrading the database (versionchange)"
+	}
+	s.mu.Lock()
+	if s.gone == "" {
+		s.gone = reason
+	}
+	s.mu.Unlock()
+	catch(func() { s.db.Call("close") })
+	return nil
+}
+
+// isGone reports whether the browser closed the connection.
+func (s *Store) isGone() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gone != ""
+}
+
+// Update runs fn in a read-write IndexedDB transaction over every bucket and
+// commits its writes if fn returns nil. Writes are buffered in Go and issued
+// all at once at commit; Update returns after the browser reports the
+// transaction complete (durability as the browser's default, which is
+// "relaxed" in Chromium).
+//
+// Errors: fn's own error, unchanged (nothing is written); kv.ErrTxInactive if
+// fn waited on something other than the transaction's own requests (nothing
+// is written); kv.ErrQuotaExceeded; kv.ErrClosed after Close or once the
+// browser closed the connection. If fn panics, nothing is written and the
+// panic propagates.
+func (s *Store) Update(fn func(kv.Tx) error) error {
+	t, err := s.begin(true)
+	if err != nil {
+		return err
+	}
+	committing := false
+	defer func() {
+		t.ended = true
+		if !committing {
+			s.drv.abort(t)
+		}
+		s.end(t)
+	}()
+	if err := fn(t); err != nil {
+		return err
+	}
+	t.ended = true
+	if t.failed != nil {
+		return t.failed
+	}
+	committing = true
+	return s.drv.commit(t)
+}
+
+// View runs fn in a read-only IndexedDB transaction over every bucket. It
+// returns fn's error; kv.ErrClosed after Close or once the browser closed
+// the connection. Reads after fn waited on something other than the
+// transaction's own requests fail with kv.ErrTxInactive.
+func (s *Store) View(fn func(kv.Tx) error) error {
+	t, err := s.begin(false)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		t.ended = true
+		s.drv.finish(t)
+		s.end(t)
+	}()
+	return fn(t)
+}
+
+// begin registers a transaction and creates its IndexedDB transaction.
+func (s *Store) begin(writable bool) (*Tx, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("idbkv: %q: %w", s.name, kv.ErrClosed)
+	}
+	if s.gone != "" {
+		gone := s.gone
+		s.mu.Unlock()
+		return nil, fmt.Errorf("idbkv: %q: %s: %w", s.name, gone, kv.ErrClosed)
+	}
+	s.nextID++
+	t := &Tx{s: s, id: s.nextID, writable: writable, reply: make(chan reply, 1), ov: make([]*overlay, len(s.names)), scanning: make([]int, len(s.names))}
+	s.txs[t.id] = t
+	s.active.Add(1)
+	s.mu.Unlock()
+	mode := s.modeRO
+	if writable {
+		mode = s.modeRW
+	}
+	if err := s.drv.begin(t, mode); err != nil {
+		s.end(t)
+		var de *DOMError
+		if errors.As(err, &de) && de.Name == "InvalidStateError" {
+			// The connection is closing: closed by the browser, whose close
+			// or versionchange event has not reached us yet.
+			de.Err = kv.ErrClosed
+		}
+		return nil, err
+	}
+	return t, nil
+}
+
+// end unregisters t.
+func (s *Store) end(t *Tx) {
+	s.drv.release(t)
+	s.mu.Lock()
+	delete(s.txs, t.id)
+	s.mu.Unlock()
+	s.active.Done()
+}
+
+// tx returns the running transaction with the given id, or nil.
+func (s *Store) tx(id int) *Tx {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.txs[id]
+}
+
+// Close waits for running transactions to finish, then closes the IndexedDB
+// connection and releases the Store's JS callbacks. Later Update and View
+// calls return kv.ErrClosed. Close is idempotent and returns nil; it must not
+// be called from inside a transaction of the same Store (it would wait for
+// itself).
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.active.Wait()
+	catch(func() {
+		s.db.Call("removeEventListener", "versionchange", s.onGone)
+		s.db.Call("removeEventListener", "close", s.onGone)
+		s.db.Call("close")
+	})
+	s.onGone.Release()
+	s.drv.close()
+	return nil
+}
