@@ -48,9 +48,10 @@
 //
 // Byte slices returned by Get, GetMany and passed to a Scan callback are
 // owned by the store and valid only until the transaction ends (bbolt maps
-// them from its file). Callers must not modify them and must copy anything
-// they keep. Slices passed to Put may be reused by the caller once Put
-// returns.
+// them from its file); until then they stay unchanged, even when the same
+// transaction later overwrites or deletes their keys. Callers must not modify
+// them and must copy anything they keep. Slices passed to Put may be reused by
+// the caller once Put returns.
 //
 // # Concurrency
 //
