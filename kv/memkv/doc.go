@@ -24,8 +24,10 @@
 // Put copies the key and value into one new allocation. Get, GetMany and Scan
 // return the stored slices themselves, without copying: they are read-only
 // (see Caveats). A transaction's first write to a bucket costs one clone; its
-// first write under each tree node copies that node (up to 63 items). Large
-// transactions amortize this; one-Put transactions pay it every time.
+// first write under each tree node copies that node (up to 63 items of 16
+// bytes). Transactions whose writes cluster in key order (a table's rows, the
+// change log) amortize this; writes scattered over a large bucket pay a node
+// copy each, and one-Put transactions pay a whole root-to-leaf path.
 //
 // # Caveats
 //

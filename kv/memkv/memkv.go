@@ -17,7 +17,8 @@ var _ kv.Store = (*Store)(nil)
 
 // degree is the B-tree degree: nodes hold degree-1 to 2*degree-1 items. 32
 // keeps trees shallow (three levels hold ~250,000 keys) while a copy-on-write
-// node copy stays around 3 KiB.
+// node copy stays around 1 KiB (63 items of 16 bytes). 16 and 64 measured no
+// better.
 const degree = 32
 
 // Errors specific to memkv. Both are programming errors; kv has no sentinel
@@ -64,7 +65,7 @@ func lessItem(a, b item) bool { return bytes.Compare(a.key(), b.key()) < 0 }
 type tree = btree.BTreeG[item]
 
 // snapshot is one committed state of the Store: a tree per bucket, indexed
-// like Store.names. Neither the slice nor the trees are modified after the
+// like Store.index. Neither the slice nor the trees are modified after the
 // snapshot is published.
 type snapshot struct {
 	trees []*tree
