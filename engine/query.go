@@ -308,11 +308,17 @@ func (e *Engine) planQuery(t *table, conds []cond, order []Order) plan {
 			if eq.op == In {
 				vals = eq.vals
 			}
+			seen := map[string]bool{}
 			for _, p := range prefixes {
 				for _, v := range vals {
-					next = append(next, appendKeyValue(bytes.Clone(p), v))
+					k := appendKeyValue(bytes.Clone(p), v)
+					if !seen[string(k)] { // In may repeat a value
+						seen[string(k)] = true
+						next = append(next, k)
+					}
 				}
 			}
+			sort.Slice(next, func(i, j int) bool { return bytes.Compare(next[i], next[j]) < 0 })
 			prefixes = next
 			used++
 			score += 4

@@ -1,0 +1,118 @@
+package enginetest
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/replica-sync/replica/engine"
+)
+
+func (s *suite) testPrune(t *testing.T) {
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	must(a.Insert("trips", map[string]any{"id": "old", "title": "x"}))(t)
+	must(a.Insert("trips", map[string]any{"id": "kept", "title": "y"}))(t)
+	must(a.Delete("trips", engine.Key{"old"}))(t)
+	peer := engine.SiteID{4}
+	held := engine.ChangeSet{SiteID: peer, HLC: engine.HLC{Wall: T0, Site: peer}, TransactionID: engine.HLC{Wall: T0, Site: peer}.TransactionID(),
+		Changes: []engine.Change{{Type: engine.ColumnChange, Table: "gone", PK: []engine.Value{engine.Text("g")}, Column: "v", Value: engine.Int(1), HLC: engine.HLC{Wall: T0, Site: peer}}}}
+	must(a.ApplyChanges([]engine.ChangeSet{held}))(t)
+	// Within the horizon nothing goes.
+	a.clock.Advance(29 * 24 * 3600 * 1000)
+	if r := must(a.Prune())(t); r != (engine.PruneResult{}) {
+		t.Fatalf("prune inside the horizon: %+v", r)
+	}
+	a.clock.Advance(2 * 24 * 3600 * 1000)
+	r := must(a.Prune())(t)
+	if r.Tombstones != 1 || r.Rows != 1 || r.Held != 1 {
+		t.Fatalf("prune past the horizon: %+v, want 1 tombstone, 1 row, 1 held change", r)
+	}
+	d := DumpStore(t, a.store)
+	if len(d.Buckets["rows"]) != 1 || len(d.Buckets["quarantine"]) != 0 {
+		t.Fatalf("after prune: %d row records, %d held", len(d.Buckets["rows"]), len(d.Buckets["quarantine"]))
+	}
+	for _, cs := range must(a.ChangesSince(engine.HLC{}, 0, engine.ChangesFilter{}))(t) {
+		for _, c := range cs.Changes {
+			if c.Type == engine.RowDeletion {
+				t.Fatal("pruned tombstone still in the change log")
+			}
+		}
+	}
+	if _, err := a.Get("kept", engine.Key{"kept"}); !errors.Is(err, engine.ErrUnknownTable) {
+		t.Fatalf("get from unknown table: %v", err)
+	}
+	must(a.Get("trips", engine.Key{"kept"}))(t)
+}
+
+func (s *suite) testEvents(t *testing.T) {
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	b := s.newReplica(t, "b", TripsSchema(), nil)
+	var evA, evB []engine.Event
+	unsubA := a.Subscribe(func(ev engine.Event) { evA = append(evA, ev) })
+	b.Subscribe(func(ev engine.Event) { evB = append(evB, ev) })
+	must(a.Transact(func(tx *engine.Tx) error {
+		if _, err := tx.Insert("trips", map[string]any{"id": "x", "title": "t"}); err != nil {
+			return err
+		}
+		_, err := tx.Insert("stops", map[string]any{"trip": "x", "pos": 1})
+		return err
+	}))(t)
+	if len(evA) != 1 || evA[0].Type != engine.LocalChange || len(evA[0].Tables) != 2 || evA[0].Tables[0] != "stops" || evA[0].Tables[1] != "trips" {
+		t.Fatalf("local events %+v", evA)
+	}
+	// A failed or empty transaction emits nothing.
+	a.Transact(func(tx *engine.Tx) error { return errors.New("no") })
+	a.Transact(func(tx *engine.Tx) error { return nil })
+	if len(evA) != 1 {
+		t.Fatalf("%d events after failed/empty transactions", len(evA))
+	}
+	pull(t, b, a)
+	var remote int
+	for _, ev := range evB {
+		if ev.Type == engine.RemoteChange {
+			remote++
+			if ev.ChangeSet == nil || ev.ChangeSet.SiteID != a.SiteID() {
+				t.Fatalf("remote event %+v", ev)
+			}
+		}
+	}
+	if remote != 2 { // a's schema transaction and its data transaction
+		t.Fatalf("%d remote events, want 2", remote)
+	}
+	// A concurrent edit of the same cell is reported as a conflict.
+	a.clock.Advance(10)
+	b.clock.Advance(20)
+	must(a.Update("trips", engine.Key{"x"}, map[string]any{"title": "from a"}))(t)
+	must(b.Update("trips", engine.Key{"x"}, map[string]any{"title": "from b"}))(t)
+	evB = nil
+	pull(t, b, a)
+	var conflicts []*engine.Conflict
+	for _, ev := range evB {
+		if ev.Type == engine.ConflictResolved {
+			conflicts = append(conflicts, ev.Conflict)
+		}
+	}
+	if len(conflicts) != 1 || conflicts[0].RemoteWon || conflicts[0].LocalValue.Text() != "from b" || conflicts[0].RemoteValue.Text() != "from a" || !conflicts[0].HasRemotePrior {
+		t.Fatalf("conflicts %+v", conflicts)
+	}
+	// A re-delivery is not a remote change.
+	evB = nil
+	pull(t, b, a)
+	for _, ev := range evB {
+		if ev.Type == engine.RemoteChange {
+			t.Fatalf("re-delivery emitted %+v", ev)
+		}
+	}
+	unsubA()
+	n := len(evA)
+	must(a.Insert("trips", map[string]any{"title": "after"}))(t)
+	if len(evA) != n {
+		t.Fatal("event delivered after unsubscribe")
+	}
+	// A custom resolver decides conflicts.
+	c := s.newReplica(t, "c", TripsSchema(), func(o *engine.Options) { o.Resolver = engine.LocalWins })
+	must(c.Insert("trips", map[string]any{"id": "x", "title": "mine"}))(t)
+	pull(t, c, a)
+	if got := must(c.Get("trips", engine.Key{"x"}))(t)["title"].Text(); got != "mine" {
+		t.Fatalf("LocalWins kept %q", got)
+	}
+}
