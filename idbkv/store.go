@@ -142,11 +142,20 @@ func openDB(ctx context.Context, name string, buckets []string) (db js.Value, er
 	}
 	var version uint // 0: open whatever version exists (or create version 1)
 	for attempt := 0; ; attempt++ {
-		req, err := factory.Open(ctx, name, version, upgrade)
+		// go-indexeddb keeps listeners until the context it was given is
+		// done: give it one that ends with this attempt.
+		actx, cancel := context.WithCancel(ctx)
+		req, err := factory.Open(actx, name, version, upgrade)
 		if err != nil {
+			cancel()
 			return js.Value{}, fmt.Errorf("idbkv: open %q: %w", name, err)
 		}
-		conn, err := req.Await(ctx)
+		conn, err := req.Await(actx)
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			closeLate(req)
+			return js.Value{}, fmt.Errorf("idbkv: open %q: %w", name, ctx.Err())
+		}
 		if err != nil {
 			if attempt < 5 && isDOMName(err, "VersionError") {
 				version = 0 // another tab upgraded past us meanwhile: look again
@@ -182,6 +191,17 @@ func openDB(ctx context.Context, name string, buckets []string) (db js.Value, er
 		}
 		version = v + 1
 	}
+}
+
+// closeLate closes the connection that an abandoned open request (its
+// context ended first) may still deliver, so that it does not block other
+// connections' upgrades and deletions for the life of the page.
+func closeLate(req *idb.OpenDBRequest) {
+	_ = req.ListenSuccess(context.Background(), func() {
+		if conn, err := req.Request.Result(); err == nil {
+			catch(func() { conn.Call("close") })
+		}
+	})
 }
 
 // idbFactory returns window.indexedDB; go-indexeddb panics when it is absent.

@@ -166,13 +166,15 @@ var foreignWaits = []struct {
 		go func() { time.Sleep(time.Millisecond); c <- 1 }()
 		<-c
 	}},
-	{"JS promise", func() { awaitJS(js.Global().Get("Promise").New(js.FuncOf(setTimeoutExecutor))) }},
-}
-
-// setTimeoutExecutor is a Promise executor that resolves after a timer.
-func setTimeoutExecutor(_ js.Value, args []js.Value) any {
-	js.Global().Call("setTimeout", args[0], 1)
-	return nil
+	{"JS promise", func() {
+		// A Promise resolved by a timer, as a fetch or WebCrypto would be.
+		executor := js.FuncOf(func(_ js.Value, args []js.Value) any {
+			js.Global().Call("setTimeout", args[0], 1)
+			return nil
+		})
+		defer executor.Release() // the Promise constructor calls it at once
+		awaitJS(js.Global().Get("Promise").New(executor))
+	}},
 }
 
 // awaitJS waits for promise p from Go.
@@ -580,5 +582,51 @@ func TestDOMErrorMapping(t *testing.T) {
 		if !strings.Contains(err.Error(), "browser says") {
 			t.Errorf("%s: message lost: %v", c.name, err)
 		}
+	}
+}
+
+// TestValuesStoredExactly reads values back with plain JS: each must be a
+// Uint8Array whose buffer holds exactly the value (a subarray of the commit's
+// packed buffer would make the structured clone store all of it), and keys
+// must come back as binary keys (ArrayBuffer).
+func TestValuesStoredExactly(t *testing.T) {
+	check := js.Global().Get("Function").New("db", `
+		return new Promise((ok, fail) => {
+			const tx = db.transaction(["a"], "readonly");
+			const r = tx.objectStore("a").openCursor();
+			const out = [];
+			r.onsuccess = () => {
+				const c = r.result;
+				if (!c) { ok(out.join(",")); return; }
+				const v = c.value;
+				out.push((c.key instanceof ArrayBuffer ? "ab" : typeof c.key) + ":" +
+					(v instanceof Uint8Array ? "u8" : typeof v) + ":" + v.byteLength + "/" + v.buffer.byteLength);
+				c.continue();
+			};
+			r.onerror = () => fail(r.error);
+		});`)
+	for _, d := range drivers {
+		t.Run(d.name, func(t *testing.T) {
+			s, _ := openT(t, d.opts, "a")
+			defer s.Close()
+			err := s.Update(func(tx kv.Tx) error {
+				for i, n := range []int{0, 3, 1000} {
+					if err := tx.Put("a", []byte{byte('k' + i)}, make([]byte, n)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan string, 1)
+			f := js.FuncOf(func(_ js.Value, args []js.Value) any { got <- args[0].String(); return nil })
+			defer f.Release()
+			check.Invoke(s.db).Call("then", f, f)
+			if g, want := <-got, "ab:u8:0/0,ab:u8:3/3,ab:u8:1000/1000"; g != want {
+				t.Errorf("stored key type:value type:length/buffer length = %s, want %s", g, want)
+			}
+		})
 	}
 }
