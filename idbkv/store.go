@@ -242,6 +242,27 @@ func (s *Store) handleGone(_ js.Value, args []js.Value) any {
 	return nil
 }
 
+// closedUnderneath reports whether the error e that aborted a transaction we
+// were waiting on came from the browser closing the connection. A forced
+// close aborts transactions (AbortError) before its close event arrives, so
+// the connection is probed: creating a transaction on a closed connection
+// throws InvalidStateError. The Store is then marked gone.
+func (s *Store) closedUnderneath(e js.Value) bool {
+	if e.Type() != js.TypeObject || e.Get("name").String() != "AbortError" {
+		return false
+	}
+	thrown, ok := catch(func() { s.db.Call("transaction", s.jsNames, s.modeRO) })
+	if ok || thrown.Type() != js.TypeObject || thrown.Get("name").String() != "InvalidStateError" {
+		return false
+	}
+	s.mu.Lock()
+	if s.gone == "" {
+		s.gone = "the browser closed the connection"
+	}
+	s.mu.Unlock()
+	return true
+}
+
 // isGone reports whether the browser closed the connection.
 func (s *Store) isGone() bool {
 	s.mu.Lock()

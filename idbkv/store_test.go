@@ -630,3 +630,48 @@ func TestValuesStoredExactly(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseWaitsForRunningUpdate calls Close while an Update waits for its
+// own read (the only wait allowed inside a transaction): Close returns after
+// the Update committed, and the Update's writes are kept.
+func TestCloseWaitsForRunningUpdate(t *testing.T) {
+	for _, d := range drivers {
+		t.Run(d.name, func(t *testing.T) {
+			s, name := openT(t, d.opts, "a")
+			started := make(chan struct{})
+			updated := make(chan error, 1)
+			go func() {
+				updated <- s.Update(func(tx kv.Tx) error {
+					if err := tx.Put("a", []byte("k"), []byte("v")); err != nil {
+						return err
+					}
+					close(started)
+					// Close runs while this read is pending.
+					if _, err := tx.Get("a", []byte("other")); !errors.Is(err, kv.ErrNotFound) {
+						return fmt.Errorf("Get: %v", err)
+					}
+					return tx.Put("a", []byte("k2"), []byte("v2"))
+				})
+			}()
+			<-started
+			if err := s.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			select {
+			case err := <-updated:
+				if err != nil {
+					t.Fatalf("Update running during Close: %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the Update running during Close did not return")
+			}
+			if err := s.View(func(kv.Tx) error { return nil }); !errors.Is(err, kv.ErrClosed) {
+				t.Errorf("View after Close = %v, want ErrClosed", err)
+			}
+			r := openNamed(t, name, d.opts, "a")
+			defer r.Close()
+			expect(t, r, "a", "k", "v")
+			expect(t, r, "a", "k2", "v2")
+		})
+	}
+}

@@ -67,7 +67,7 @@ func (t *Tx) wait(op string) (js.Value, int, error) {
 	case r.err != nil:
 		t.failed = r.err
 	case !r.ok:
-		t.failed = domError(op, r.val, t.s.isGone())
+		t.failed = domError(op, r.val, t.s.isGone() || t.s.closedUnderneath(r.val))
 	default:
 		return r.val, r.n, nil
 	}
