@@ -437,6 +437,10 @@ func decodeRecord(b []byte, pk []Value) (*record, error) {
 				c.priorHLC, _ = HLCFromBytes(raw)
 			}
 		}
+		if len(r.cells) > 0 && r.cells[len(r.cells)-1].col >= c.col {
+			rd.fail("cells out of order")
+			break
+		}
 		r.cells = append(r.cells, c)
 	}
 	if rd.err != nil {
