@@ -49,7 +49,7 @@ func FuzzDecode(f *testing.F) {
 		`{"type":"handshake"}`,
 		`{"protocolVersion":2,"type":"handshake","x":[1,{"y":null}]}`,
 		`{"type":"get_changes","since":9007199254740992}`,
-		`{"chunk":{"rows":[[[1],[[0,"x",0,7],[1,2.5]]]],"bases":["AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4="],"columns":["a","b"],"table":"t","type":"rows"},"type":"snapshot_chunk"}`,
+		`{"chunk":{"rows":[[null,[[0,"x",0,7],[1,2.5]]],[[2],[]]],"bases":["AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4="],"key":[0],"columns":["a","b"],"table":"t","type":"rows"},"type":"snapshot_chunk"}`,
 		`{"type":"error","code":"AUTH_FAILED","message":"\ud83d\ude8b"}`,
 	} {
 		f.Add([]byte(s))

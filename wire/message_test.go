@@ -46,13 +46,13 @@ func TestDecodeAnyMemberOrder(t *testing.T) {
 		}
 	}
 	// A rows chunk whose rows come before the tables they refer to.
-	frame := `{"chunk":{"rows":[[[1],[[0,"x",0,7],[1,2.5]]]],"bases":["AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4="],"columns":["a","b"],"table":"t","type":"rows"},"type":"snapshot_chunk"}`
+	frame := `{"chunk":{"rows":[[null,[[0,"x",0,7],[1,2.5]]]],"bases":["AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4="],"key":[0],"columns":["a","b"],"table":"t","type":"rows"},"type":"snapshot_chunk"}`
 	m, err := Decode([]byte(frame))
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
 	rows := m.(*SnapshotChunk).Chunk.Rows
-	if len(rows) != 1 || rows[0].Cells[1].Column != "b" || rows[0].Cells[1].HLC != hlcAt(0, 0, 8) {
+	if len(rows) != 1 || rows[0].Cells[1].Column != "b" || rows[0].Cells[1].HLC != hlcAt(0, 0, 8) || !rows[0].PK[0].Equal(engine.Text("x")) {
 		t.Fatalf("rows %+v", rows)
 	}
 }
@@ -73,9 +73,10 @@ func TestDecodeStrict(t *testing.T) {
 		return `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"t","hlc":"` + h + `","changes":[],"schemaMigrations":[{"type":"` + typ + `","table":"t","ddl":` + ddl + `,"hlc":"` + h + `"}]}]}`
 	}
 	chunk := func(c string) string { return `{"type":"snapshot_chunk","chunk":` + c + `}` }
-	rows := func(columns, bases, rows string) string {
-		return chunk(`{"type":"rows","table":"t","columns":` + columns + `,"bases":` + bases + `,"rows":` + rows + `}`)
+	rowsKey := func(columns, key, bases, rows string) string {
+		return chunk(`{"type":"rows","table":"t","columns":` + columns + `,"key":` + key + `,"bases":` + bases + `,"rows":` + rows + `}`)
 	}
+	rows := func(columns, bases, rows string) string { return rowsKey(columns, `[]`, bases, rows) }
 	base := `"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4="`
 	ckpt := func(extra string) string {
 		return `{"type":"resume_snapshot","checkpoint":{"snapshotId":"s","siteId":"` + site + `","hlc":"` + h + `","cursor":1,"completedTables":[],"rowsApplied":0,"createdAt":5` + extra + `}}`
@@ -197,6 +198,13 @@ func TestDecodeStrict(t *testing.T) {
 		{"rows empty pk", rows(`["a"]`, `[`+base+`]`, `[[[],[]]]`), []string{"primary key must not be empty"}},
 		{"rows tombstone null", rows(`["a"]`, `[`+base+`]`, `[[[1],[],null]]`), []string{"want an array, got null"}},
 		{"rows null", rows(`["a"]`, `[]`, `null`), []string{"chunk.rows: want an array, got null"}},
+		{"rows missing key", chunk(`{"type":"rows","table":"t","columns":[],"bases":[],"rows":[]}`), []string{`missing required field "key"`}},
+		{"rows key null", rowsKey(`["a"]`, `null`, `[]`, `[]`), []string{"chunk.key: want an array, got null"}},
+		{"rows key out of range", rowsKey(`["a"]`, `[1]`, `[]`, `[]`), []string{"chunk.key[0]", "out of range"}},
+		{"rows key out of range before rows", chunk(`{"type":"rows","table":"t","rows":[],"columns":["a"],"key":[1],"bases":[]}`), []string{"chunk.key[0]", "out of range"}},
+		{"rows null pk without key", rows(`["a"]`, `[`+base+`]`, `[[null,[[0,1,0,0]]]]`), []string{"chunk.rows[0]", "want a primary key"}},
+		{"rows null pk without its cell", rowsKey(`["a","b"]`, `[1]`, `[`+base+`]`, `[[null,[[0,1,0,0]]]]`), []string{"chunk.rows[0]", `no cell for key column "b"`}},
+		{"rows pk not array", rowsKey(`["a"]`, `[0]`, `[`+base+`]`, `[[1,[[0,1,0,0]]]]`), []string{"chunk.rows[0]", "want a primary key"}},
 		// Checkpoint.
 		{"checkpoint unknown field", ckpt(`,"lastTableIndex":0`), []string{`checkpoint: unknown field "lastTableIndex"`}},
 		{"checkpoint missing", `{"type":"resume_snapshot"}`, []string{`missing required field "checkpoint"`}},
@@ -443,14 +451,29 @@ func TestRowsChunkShape(t *testing.T) {
 	}
 	m := &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkRows, Table: "cities", Rows: rows}}
 	frame := roundTrip(t, m)
-	want := `{"type":"snapshot_chunk","chunk":{"type":"rows","table":"cities","columns":["id","name","lat"],` +
+	// The key is the "id" column (index 0): rows whose pk is their id
+	// cell's value write null instead.
+	want := `{"type":"snapshot_chunk","chunk":{"type":"rows","table":"cities","columns":["id","name","lat"],"key":[0],` +
 		`"bases":["` + baseText(b1) + `","` + baseText(b2) + `"],"rows":[` +
-		`[[1],[[0,1,0,0],[1,"Vila"]]],` +
-		`[[2],[[0,2],[1,"Encamp",1,7],[2,"42.53474"]]],` +
+		`[null,[[0,1,0,0],[1,"Vila"]]],` +
+		`[null,[[0,2],[1,"Encamp",1,7],[2,"42.53474"]]],` +
 		`[[3],[],[1,9]],` +
 		`[[4,"x"],[[1,null,0,5]],[0,3]]]}}`
 	if string(frame) != want {
 		t.Fatalf("rows chunk\n got %s\nwant %s", frame, want)
+	}
+	// No key when the first row with cells does not hold its pk.
+	rows[0].Cells[0].Value = engine.Int(100)
+	frame = roundTrip(t, m)
+	if !strings.Contains(string(frame), `"key":[],`) || !strings.Contains(string(frame), `[[1],[[0,100,0,0]`) {
+		t.Fatalf("rows chunk without a key: %s", frame)
+	}
+	// A composite key, in pk order, not column order.
+	comp := []engine.SnapshotRow{{PK: []engine.Value{engine.Text("FR"), engine.Int(7)}, Cells: []engine.SnapshotCell{
+		{Column: "n", Value: engine.Int(7), HLC: at(b1, 0)}, {Column: "cc", Value: engine.Text("FR"), HLC: at(b1, 1)}}}}
+	frame = roundTrip(t, &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkRows, Table: "t", Rows: comp}})
+	if !strings.Contains(string(frame), `"key":[1,0],`) || !strings.Contains(string(frame), `[null,[[0,7,0,0],[1,"FR"]]]`) {
+		t.Fatalf("rows chunk with a composite key: %s", frame)
 	}
 	// An empty rows chunk.
 	roundTrip(t, &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkRows, Table: "cities"}})

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"math"
+	"slices"
 
 	"github.com/replica-sync/replica/engine"
 )
@@ -124,7 +125,12 @@ type rowsEncoder struct {
 	lastIndex int
 }
 
-func (e *rowsEncoder) column(name string) int {
+// column returns the index of a column name; guess is the likely index
+// (rows usually list their cells in the same column order).
+func (e *rowsEncoder) column(name string, guess int) int {
+	if guess < len(e.colNames) && e.colNames[guess] == name {
+		return guess
+	}
 	if i, ok := e.columns[name]; ok {
 		return i
 	}
@@ -151,15 +157,17 @@ func (e *rowsEncoder) base(h engine.HLC) int {
 
 // appendRowsChunk writes the compact rows chunk:
 //
-//	{"type":"rows","table":T,"columns":[name…],"bases":[base…],"rows":[row…]}
+//	{"type":"rows","table":T,"columns":[name…],"key":[c…],"bases":[base…],"rows":[row…]}
 //
-// with each row [pk, cells] or [pk, cells, tombstone], each cell [c, v] or
-// [c, v, b, s], and a tombstone [b, s] (see "Snapshot chunks" in the
-// package documentation). The rows are written first, into a separate
-// buffer, because they build the column and base tables.
+// with each row [pk, cells] or [pk, cells, tombstone] (pk null when the key
+// columns' cells give it), each cell [c, v] or [c, v, b, s], and a
+// tombstone [b, s] (see "Snapshot chunks" in the package documentation).
+// The rows are written first, into a separate buffer, because they build
+// the column and base tables.
 func appendRowsChunk(b []byte, table string, rows []engine.SnapshotRow) ([]byte, error) {
 	e := rowsEncoder{columns: map[string]int{}, bases: map[engine.HLC]int{}}
-	body := make([]byte, 0, 64*len(rows)+16)
+	keyCols := keyColumns(rows)
+	body := make([]byte, 0, 160*len(rows)+16)
 	var prev engine.HLC
 	havePrev := false
 	var err error
@@ -170,7 +178,9 @@ func appendRowsChunk(b []byte, table string, rows []engine.SnapshotRow) ([]byte,
 			body = append(body, ',')
 		}
 		body = append(body, '[')
-		if body, err = appendPK(body, row.PK); err != nil {
+		if keyCols != nil && pkFromCells(row, keyCols) {
+			body = append(body, "null"...)
+		} else if body, err = appendPK(body, row.PK); err != nil {
 			return b, at(atIndex(at(err, "pk"), i), "rows")
 		}
 		body = append(body, ",["...)
@@ -183,7 +193,7 @@ func appendRowsChunk(b []byte, table string, rows []engine.SnapshotRow) ([]byte,
 				return b, at(atIndex(invalid("cell %d: empty column name", j), i), "rows")
 			}
 			body = append(body, '[')
-			body = appendUint(body, uint64(e.column(cell.Column)))
+			body = appendUint(body, uint64(e.column(cell.Column, j)))
 			body = append(body, ',')
 			if body, err = appendValue(body, cell.Value); err != nil {
 				return b, at(atIndex(atIndex(err, j), i), "rows")
@@ -212,6 +222,7 @@ func appendRowsChunk(b []byte, table string, rows []engine.SnapshotRow) ([]byte,
 	}
 	body = append(body, ']')
 
+	b = slices.Grow(b, len(body)+64*len(e.colNames)+40*len(e.baseList)+64)
 	b = append(b, `{"type":"rows","table":`...)
 	if b, err = appendString(b, table); err != nil {
 		return b, at(err, "table")
@@ -225,6 +236,13 @@ func appendRowsChunk(b []byte, table string, rows []engine.SnapshotRow) ([]byte,
 			return b, at(atIndex(err, i), "columns")
 		}
 	}
+	b = append(b, `],"key":[`...)
+	for i, n := range keyCols {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendUint(b, uint64(e.columns[n]))
+	}
 	b = append(b, `],"bases":[`...)
 	for i, h := range e.baseList {
 		if i > 0 {
@@ -237,6 +255,62 @@ func appendRowsChunk(b []byte, table string, rows []engine.SnapshotRow) ([]byte,
 	b = append(b, `],"rows":`...)
 	b = append(b, body...)
 	return append(b, '}'), nil
+}
+
+// keyColumns infers the columns that hold the primary key, so that rows
+// need not repeat it: from the first row with cells, for each primary-key
+// value the column of the first cell holding an equal value. It returns nil
+// when that row's cells do not hold its key.
+func keyColumns(rows []engine.SnapshotRow) []string {
+	for i := range rows {
+		row := &rows[i]
+		if len(row.Cells) == 0 {
+			continue
+		}
+		cols := make([]string, len(row.PK))
+		for k, v := range row.PK {
+			found := false
+			for _, c := range row.Cells {
+				if c.Value.Equal(v) && c.Column != "" {
+					cols[k], found = c.Column, true
+					break
+				}
+			}
+			if !found {
+				return nil
+			}
+		}
+		if len(cols) == 0 {
+			return nil
+		}
+		return cols
+	}
+	return nil
+}
+
+// pkFromCells reports whether row's primary key is exactly the values of
+// the first cells of keyCols, in order.
+func pkFromCells(row *engine.SnapshotRow, keyCols []string) bool {
+	if len(row.PK) != len(keyCols) {
+		return false
+	}
+	for k, col := range keyCols {
+		c := cellOf(row.Cells, col)
+		if c == nil || !c.Value.Equal(row.PK[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// cellOf returns the first cell of column col, or nil.
+func cellOf(cells []engine.SnapshotCell, col string) *engine.SnapshotCell {
+	for i := range cells {
+		if cells[i].Column == col {
+			return &cells[i]
+		}
+	}
+	return nil
 }
 
 // appendCheckpoint writes a snapshot checkpoint.
@@ -463,6 +537,7 @@ func (r *reader) rowsChunk() (string, []engine.SnapshotRow, error) {
 	var (
 		table     string
 		columns   []string
+		key       []int
 		bases     []engine.HLC
 		rows      []engine.SnapshotRow
 		seen      fields
@@ -473,27 +548,36 @@ func (r *reader) rowsChunk() (string, []engine.SnapshotRow, error) {
 		fType fields = 1 << iota
 		fTable
 		fColumns
+		fKey
 		fBases
 		fRows
 	)
-	err := r.members(func(key []byte) error {
+	err := r.members(func(name []byte) error {
 		var err error
-		switch string(key) {
+		switch string(name) {
 		case "type":
-			return r.typeField(&seen, key)
+			return r.typeField(&seen, name)
 		case "table":
-			if err = seen.see(r, fTable, key); err == nil {
+			if err = seen.see(r, fTable, name); err == nil {
 				table, err = r.nonEmptyStr()
 			}
+		case "key":
+			if err = seen.see(r, fKey, name); err == nil {
+				err = r.elements(func(int) error {
+					c, err := r.uint(MaxCursor)
+					key = append(key, int(c))
+					return err
+				})
+			}
 		case "columns":
-			if err = seen.see(r, fColumns, key); err == nil {
+			if err = seen.see(r, fColumns, name); err == nil {
 				start := r.pos
 				if columns, err = r.names(); err == nil {
 					err = checkDistinct(r, start, columns)
 				}
 			}
 		case "bases":
-			if err = seen.see(r, fBases, key); err == nil {
+			if err = seen.see(r, fBases, name); err == nil {
 				err = r.elements(func(int) error {
 					h, err := r.base()
 					bases = append(bases, h)
@@ -501,30 +585,46 @@ func (r *reader) rowsChunk() (string, []engine.SnapshotRow, error) {
 				})
 			}
 		case "rows":
-			if err = seen.see(r, fRows, key); err == nil {
-				if seen&(fColumns|fBases) == fColumns|fBases {
-					rows, err = r.snapshotRows(columns, bases)
+			if err = seen.see(r, fRows, name); err == nil {
+				if seen&(fColumns|fKey|fBases) == fColumns|fKey|fBases {
+					if err = r.checkKey(key, columns); err != nil {
+						return err
+					}
+					rows, err = r.snapshotRows(columns, key, bases)
 				} else {
 					rowsStart, rowsDepth = r.pos, r.depth
 					_, _, err = r.skip()
 				}
 			}
 		default:
-			return r.unknownKey(key)
+			return r.unknownKey(name)
 		}
-		return at(err, string(key))
+		return at(err, string(name))
 	})
 	if err == nil {
-		err = seen.require(r, fTable|fColumns|fBases|fRows, "type", "table", "columns", "bases", "rows")
+		err = seen.require(r, fTable|fColumns|fKey|fBases|fRows, "type", "table", "columns", "key", "bases", "rows")
+	}
+	if err == nil {
+		err = r.checkKey(key, columns)
 	}
 	if err == nil && rowsStart >= 0 {
 		end, depth := r.pos, r.depth
 		r.pos, r.depth = rowsStart, rowsDepth
-		rows, err = r.snapshotRows(columns, bases)
+		rows, err = r.snapshotRows(columns, key, bases)
 		err = at(err, "rows")
 		r.pos, r.depth = end, depth
 	}
 	return table, rows, err
+}
+
+// checkKey checks that the key's column indexes lie in the columns table.
+func (r *reader) checkKey(key []int, columns []string) error {
+	for i, c := range key {
+		if c >= len(columns) {
+			return at(atIndex(r.fail("column index %d out of range (%d columns)", c, len(columns)), i), "key")
+		}
+	}
+	return nil
 }
 
 func checkDistinct(r *reader, start int, names []string) error {
@@ -539,16 +639,20 @@ func checkDistinct(r *reader, start int, names []string) error {
 }
 
 // snapshotRows reads the rows array of a rows chunk. It is the hot path of
-// a snapshot transfer and avoids closures.
-func (r *reader) snapshotRows(columns []string, bases []engine.HLC) ([]engine.SnapshotRow, error) {
+// a snapshot transfer: it avoids closures, and the rows' primary keys and
+// cells are carved out of shared slabs (each row's slices are capped, so
+// appending to one never touches another).
+// The key's column indexes must be in range (checkKey).
+func (r *reader) snapshotRows(columns []string, key []int, bases []engine.HLC) ([]engine.SnapshotRow, error) {
 	if err := r.openArray(); err != nil {
 		return nil, err
 	}
 	var (
 		rows     []engine.SnapshotRow
+		cells    []engine.SnapshotCell // slab
+		pks      []engine.Value        // slab
 		prev     engine.HLC
 		havePrev bool
-		cellCap  = 4
 	)
 	for i := 0; ; i++ {
 		more, err := r.arrayNext(i)
@@ -558,13 +662,54 @@ func (r *reader) snapshotRows(columns []string, bases []engine.HLC) ([]engine.Sn
 		if !more {
 			return rows, nil
 		}
+		if rows == nil {
+			// Size the slabs from the input left, assuming rows of
+			// about 128 bytes, within reason.
+			n := min((len(r.data)-r.pos)/128+1, 1024)
+			rows = make([]engine.SnapshotRow, 0, n)
+			cells = make([]engine.SnapshotCell, 0, 4*n)
+			pks = make([]engine.Value, 0, n)
+		}
 		var row engine.SnapshotRow
 		if err := r.openArray(); err != nil {
 			return rows, atIndex(err, i)
 		}
-		// pk
-		if row.PK, err = r.pk(); err != nil {
-			return rows, atIndex(err, i)
+		// pk: an array, or null when the key columns' cells give it
+		if len(pks)+len(key) >= cap(pks) {
+			pks = make([]engine.Value, 0, max(64, cap(pks), len(key)))
+		}
+		pkFirst := len(pks)
+		pkStart := r.pos
+		pkFromCells := false
+		switch c := r.peek(); {
+		case c == 'n' && len(key) > 0 && r.null():
+			pkFromCells = true
+		case c != '[':
+			return rows, atIndex(r.want("a primary key (an array, or null when the chunk has a key)"), i)
+		default:
+			if err := r.openArray(); err != nil {
+				return rows, atIndex(err, i)
+			}
+		}
+		for j := 0; !pkFromCells; j++ {
+			more, err := r.arrayNext(j)
+			if err != nil {
+				return rows, atIndex(err, i)
+			}
+			if !more {
+				break
+			}
+			v, err := r.value()
+			if err != nil {
+				return rows, atIndex(atIndex(err, j), i)
+			}
+			pks = append(pks, v)
+		}
+		if !pkFromCells {
+			if len(pks) == pkFirst {
+				return rows, atIndex(r.failAt(pkStart, "primary key must not be empty"), i)
+			}
+			row.PK = pks[pkFirst:len(pks):len(pks)]
 		}
 		if r.peek() != ',' {
 			return rows, atIndex(r.fail("want the row's cells after its primary key"), i)
@@ -574,7 +719,7 @@ func (r *reader) snapshotRows(columns []string, bases []engine.HLC) ([]engine.Sn
 		if err := r.openArray(); err != nil {
 			return rows, atIndex(err, i)
 		}
-		row.Cells = make([]engine.SnapshotCell, 0, cellCap)
+		first := len(cells)
 		for j := 0; ; j++ {
 			more, err := r.arrayNext(j)
 			if err != nil {
@@ -587,17 +732,30 @@ func (r *reader) snapshotRows(columns []string, bases []engine.HLC) ([]engine.Sn
 			if err != nil {
 				return rows, atIndex(atIndex(err, j), i)
 			}
-			row.Cells = append(row.Cells, cell)
+			if len(cells) == cap(cells) {
+				// Move this row's cells so far to a new slab.
+				slab := make([]engine.SnapshotCell, 0, max(256, 2*(len(cells)-first)))
+				cells = append(slab, cells[first:]...)
+				first = 0
+			}
+			cells = append(cells, cell)
 			prev, havePrev = cell.HLC, true
 		}
-		if len(row.Cells) == 0 {
-			row.Cells = nil
-		} else {
-			cellCap = len(row.Cells)
+		if len(cells) > first {
+			row.Cells = cells[first:len(cells):len(cells)]
+		}
+		if pkFromCells {
+			for _, c := range key {
+				cell := cellOf(row.Cells, columns[c])
+				if cell == nil {
+					return rows, atIndex(r.failAt(pkStart, "primary key is null but the row has no cell for key column %q", columns[c]), i)
+				}
+				pks = append(pks, cell.Value)
+			}
+			row.PK = pks[pkFirst:len(pks):len(pks)]
 		}
 		// tombstone
-		switch r.peek() {
-		case ',':
+		if r.peek() == ',' {
 			r.pos++
 			if err := r.openArray(); err != nil {
 				return rows, atIndex(err, i)
