@@ -350,6 +350,11 @@ func (s *Store) begin(writable bool) (*Tx, error) {
 			// The connection is closing: closed by the browser, whose close
 			// or versionchange event has not reached us yet.
 			de.Err = kv.ErrClosed
+			s.mu.Lock()
+			if s.gone == "" {
+				s.gone = "the browser closed the connection"
+			}
+			s.mu.Unlock()
 		}
 		return nil, err
 	}
