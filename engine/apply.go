@@ -323,8 +323,7 @@ func (w *writeTx) applySets(sets []ChangeSet, replay bool) (applyOutcome, error)
 			continue
 		}
 		for j := range cs.Changes {
-			cp := cs.Changes[j]
-			c := &cp
+			c := &cs.Changes[j] // sets are the caller's copies (cloneSets) or ours
 			t := w.effTable(c.Table)
 			if t == nil {
 				if replay {
@@ -460,7 +459,7 @@ func (w *writeTx) mergeRow(r *txRow, facts []pendingFact, out *applyOutcome) {
 	allow := w.e.opts.AllowResurrection
 	resolver := w.e.opts.Resolver
 	if r.cur == nil {
-		r.cur = &record{}
+		r.cur = &record{cells: make([]cell, 0, len(facts))}
 	}
 	orig := r.orig
 	for _, f := range facts {

@@ -59,32 +59,32 @@ func (r *record) clone() *record {
 	return c
 }
 
-// find returns the index of col in r.cells, or -1.
-func (r *record) find(col string) int {
-	i, ok := slices.BinarySearchFunc(r.cells, col, func(c cell, name string) int {
-		return cmpString(c.col, name)
-	})
-	if !ok {
-		return -1
+// search returns the position of col in r.cells and whether it is there
+// (cells are sorted by name; compared by index, not copied: a cell is large).
+func (r *record) search(col string) (int, bool) {
+	lo, hi := 0, len(r.cells)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if r.cells[m].col < col {
+			lo = m + 1
+		} else {
+			hi = m
+		}
 	}
-	return i
+	return lo, lo < len(r.cells) && r.cells[lo].col == col
 }
 
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+// find returns the index of col in r.cells, or -1.
+func (r *record) find(col string) int {
+	if i, ok := r.search(col); ok {
+		return i
 	}
-	return 0
+	return -1
 }
 
 // set inserts or replaces the cell for c.col.
 func (r *record) set(c cell) {
-	i, ok := slices.BinarySearchFunc(r.cells, c.col, func(x cell, name string) int {
-		return cmpString(x.col, name)
-	})
+	i, ok := r.search(c.col)
 	if ok {
 		r.cells[i] = c
 		return

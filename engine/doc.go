@@ -1,0 +1,116 @@
+// Package engine is Replica's core: a replica of a multi-master, column-level
+// CRDT database over an ordered key-value store (package kv). It is
+// platform-neutral — the same code runs in the browser over IndexedDB and
+// natively over bbolt or memory — and never imports syscall/js. Time comes in
+// through a Clock. The design follows the seeds (sync.md, sync-protocol.md,
+// how-it-works) and DESIGN.md; where it differs, this documentation says so.
+//
+// # Usage
+//
+//	st := memkv.New(engine.Buckets...)           // or boltkv.Open, idbkv.Open
+//	db, err := engine.Open(st, engine.Options{Schema: &engine.Schema{Tables: []engine.TableDef{{
+//		Name:    "trips",
+//		Columns: []engine.ColumnDef{{Name: "title", Type: engine.KindText, NotNull: true}},
+//	}}}})
+//	row, err := db.Insert("trips", map[string]any{"title": "Lisbon"}) // id: a new UUIDv7
+//	_, err = db.Update("trips", engine.Key{row["id"].Text()}, map[string]any{"title": "Porto"})
+//	rows, err := db.Query("trips", engine.Query{Where: []engine.Filter{{Column: "title", Op: engine.Prefix, Value: "P"}}})
+//
+//	sets, err := db.ChangesSince(lastSeen, 1000, engine.ChangesFilter{})  // to a peer
+//	res, err := peer.ApplyChanges(sets)                                  // merged, idempotent
+//
+// # Hybrid logical clock
+//
+// Every fact carries an HLC (Wall ms, Counter, Site, OpSeq), compared in that
+// order; its 30-byte big-endian encoding sorts the same way. One local
+// transaction ticks the clock once — counter+1 within a millisecond, the next
+// millisecond past 0xFFFF — and numbers its facts with OpSeq in write order,
+// schema migrations first. Applying remote changes max-merges the clock, so
+// the next local write is stamped above everything seen.
+//
+// The clock state is stored in the kv store and read and advanced inside the
+// same kv transaction that stamps the writes. Hazard when that fails: two
+// browser tabs over one IndexedDB database would otherwise mint equal HLCs,
+// and LWW would then keep whichever arrived first — a silent divergence. A
+// restart or a wall clock that jumps back cannot mint a lower HLC either: the
+// tick is above the stored state whatever the wall clock says.
+//
+// A remote HLC more than MaxDrift (60 000 ms) ahead of the local wall clock
+// is refused (ErrClockDrift) before anything is written; exactly 60 000 ms is
+// accepted. Hazard: a peer with a clock set in the future would otherwise win
+// every conflict until real time caught up.
+//
+// # Merging
+//
+// Each cell (table, primary key, column) keeps the value and HLC of the write
+// that set it. Merging takes the higher HLC per cell (last-writer-wins); an
+// equal HLC keeps the local version. A deletion is a tombstone with its own
+// HLC: the highest tombstone kills every cell at or below it. With delete-wins
+// (the default) it also blocks every later cell until pruned; with
+// Options.AllowResurrection a cell above the tombstone revives the row (with
+// only the cells written after the deletion; other columns read as null).
+// Because merging is a join — per-cell maximum, maximum tombstone, cells
+// under the tombstone dropped — the result does not depend on the order or
+// the duplication of the input, inside one ApplyChanges batch or across
+// batches, and the stored bytes are canonical: replicas that have seen the
+// same facts hold byte-identical rows, change logs and indexes.
+//
+// A custom ConflictResolver (LocalWins, RemoteWins or your own) can replace
+// LWW for cells with a local version; anything but LWW gives up convergence.
+//
+// # Local writes
+//
+// Insert, Update, Upsert and Delete (and Transact for several at once) are
+// validated against the declared schema (a *ValidationError names table,
+// column and reason) and write nothing when invalid. An insert writes every
+// column, so the row travels whole; an update writes only the columns whose
+// value changes; a delete leaves a tombstone carrying the row's last image;
+// changing a key column moves the row (a tombstone at the old key, a full
+// insert at the new one). A transaction that fails, or writes nothing, writes
+// nothing at all — not even the clock.
+//
+// # Change log and ChangeSets
+//
+// ChangesSince returns whole transactions as ChangeSets, in HLC order,
+// bounded at transaction granularity. The change log holds one entry per
+// (row, transaction) that still has a live fact in the row: an overwritten
+// cell or a deleted row takes its old entries with it, so the log is bounded
+// by live cells plus tombstones, not by history.
+//
+// # Unknown tables, migrations, snapshots, retention
+//
+// Changes for a table outside the schema are quarantined (held durably and
+// replayed when the table appears), ignored, or stored and forwarded, per
+// Options.UnknownTables. Schema migrations (create_table, add_column,
+// add_index) are stamped and carried in ChangeSets and folded in HLC order,
+// so the first definition of an object wins everywhere. Snapshot streams a
+// replica's whole state in chunks; ApplySnapshotChunk merges it (it never
+// clears local data) with a durable checkpoint for resuming. Prune drops
+// tombstones and held changes older than the retention horizon (30 days by
+// default).
+//
+// # Where this differs from the seeds
+//
+//   - One record per row holds the values and the cell versions together
+//     (the seeds keep one key per cell): a local single-row write is one put
+//     for the row plus one change-log entry, which is what IndexedDB's
+//     per-request cost rewards. Storage overhead for a 6-column row is about
+//     1× the row's own size (BenchmarkStorage).
+//   - Applying a snapshot merges instead of replacing, so writes made while
+//     it lands are never lost.
+//   - Before-images of remote cells are the origin's (carried with the
+//     change), so they do not depend on arrival order.
+//   - The delivery of changes between devices is decided by the relay's
+//     arrival cursor, not by HLC watermarks (see package wire).
+//
+// # Concurrency and events
+//
+// An Engine is safe for concurrent use; the kv store serializes writes.
+// Subscribe delivers Events (LocalChange, RemoteChange, ConflictResolved,
+// UnknownTableSeen) after each commit, naming the tables that changed.
+//
+// # Storage
+//
+// The layout of the kv buckets is documented in layout.go; Buckets lists
+// them and StorageFormat versions them.
+package engine
