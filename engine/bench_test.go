@@ -1,3 +1,5 @@
+//go:build !js
+
 package engine
 
 // Benchmarks (make bench): the engine on memkv and boltkv.
@@ -309,4 +311,3 @@ func BenchmarkStorage(b *testing.B) {
 		b.ReportMetric(float64(total-own)/float64(own), "overhead-x")
 	}
 }
-

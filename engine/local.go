@@ -259,6 +259,9 @@ func (w *writeTx) insert(name string, values map[string]any) (Row, error) {
 
 func (w *writeTx) insertRow(st, vt *table, row Row) (Row, error) {
 	pk := st.keyOf(row)
+	if err := st.checkKeySize(pk); err != nil {
+		return nil, err
+	}
 	r, err := w.load(st, pk)
 	if err != nil {
 		return nil, err
@@ -428,4 +431,16 @@ func (w *writeTx) tombstone(r *txRow) {
 	r.cur.priorRow = prior
 	r.cur.dropDead(w.e.opts.AllowResurrection)
 	r.dirty = true
+}
+
+// maxRowKey leaves room in kv.MaxKeySize for the change-log and index
+// prefixes around a row key.
+const maxRowKey = 2048
+
+// checkKeySize rejects keys whose encoding would not fit the kv key limit.
+func (t *table) checkKeySize(pk []Value) error {
+	if n := len(rowKey(t.key, pk)); n > maxRowKey {
+		return &ValidationError{Table: t.def.Name, Column: t.pkCols[0], Reason: fmt.Sprintf("primary key is too long (%d bytes encoded, limit %d)", n, maxRowKey)}
+	}
+	return nil
 }

@@ -110,13 +110,16 @@ func JSONValue(raw []byte) (Value, error) {
 	return Value{kind: KindJSON, s: buf.String()}, nil
 }
 
-// JSONOf returns a JSON Value holding json.Marshal(v).
+// JSONOf returns a JSON Value holding v marshaled as encoding/json does,
+// without HTML escaping (as JavaScript's JSON.stringify writes it).
 func JSONOf(v any) (Value, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return Null, err
 	}
-	return Value{kind: KindJSON, s: string(b)}, nil
+	return Value{kind: KindJSON, s: string(bytes.TrimRight(buf.Bytes(), "\n"))}, nil
 }
 
 // Kind returns the kind of v.

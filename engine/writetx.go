@@ -276,6 +276,10 @@ func (w *writeTx) diffIndexes(r *txRow, allow bool) error {
 		}
 		if nv != nil {
 			nk = indexKey(ix, nv, r.pk)
+			if len(nk) > kv.MaxKeySize {
+				return &ValidationError{Table: r.table, Column: ix.def.Columns[0], Reason: fmt.Sprintf(
+					"value too long for index %s (%d bytes encoded, limit %d)", ix.def.Name, len(nk), kv.MaxKeySize)}
+			}
 		}
 		if bytes.Equal(ok, nk) {
 			continue

@@ -2,6 +2,7 @@ package enginetest
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -327,5 +328,21 @@ func (s *suite) testTwoEnginesOneStore(t *testing.T) {
 	}))(t)
 	if !last.Less(cs.HLC) {
 		t.Fatalf("restart with a backward clock minted %s after %s", cs.HLC, last)
+	}
+}
+
+func (s *suite) testLimits(t *testing.T) {
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	long := strings.Repeat("x", 5000)
+	if _, err := a.Insert("trips", map[string]any{"id": long, "title": "t"}); !errors.Is(err, engine.ErrValidation) {
+		t.Fatalf("5000-byte key: %v, want a validation error", err)
+	}
+	if _, err := a.Insert("trips", map[string]any{"title": long}); !errors.Is(err, engine.ErrValidation) {
+		t.Fatalf("5000-byte indexed value: %v, want a validation error", err)
+	}
+	// A long value in a column without an index is fine.
+	must(a.Insert("trips", map[string]any{"title": "t", "tags": []string{long}}))(t)
+	if n := must(a.Count("trips", nil))(t); n != 1 {
+		t.Fatalf("%d rows, want 1", n)
 	}
 }

@@ -32,6 +32,7 @@ func Run(t *testing.T, open Opener, o Options) {
 	s := &suite{open: open, o: o}
 	t.Run("Basics", s.testBasics)
 	t.Run("Validation", s.testValidation)
+	t.Run("Limits", s.testLimits)
 	t.Run("Transactions", s.testTransactions)
 	t.Run("TwoEnginesOneStore", s.testTwoEnginesOneStore)
 	t.Run("ChangesSince", s.testChangesSince)
