@@ -176,6 +176,9 @@ type Error struct {
 	// Fatal is true when the session is over (see ErrorCode). A frame
 	// without the flag decodes with Fatal = IsFatal(Code).
 	Fatal bool
+	// RequestID is the requestId of the apply_changes this error answers;
+	// "" (omitted) otherwise.
+	RequestID string
 }
 
 // Error implements error.
@@ -504,6 +507,12 @@ func (m *Error) appendTo(b []byte) ([]byte, error) {
 		b = append(b, `,"fatal":true`...)
 	} else {
 		b = append(b, `,"fatal":false`...)
+	}
+	if m.RequestID != "" {
+		b = append(b, `,"requestId":`...)
+		if b, err = appendString(b, m.RequestID); err != nil {
+			return b, at(err, "requestId")
+		}
 	}
 	return append(b, '}'), nil
 }
@@ -882,6 +891,7 @@ func (r *reader) errorMessage() (Message, error) {
 		fCode
 		fMessage
 		fFatal
+		fRequest
 	)
 	err := r.members(func(key []byte) error {
 		var err error
@@ -901,6 +911,10 @@ func (r *reader) errorMessage() (Message, error) {
 		case "fatal":
 			if err = seen.see(r, fFatal, key); err == nil {
 				m.Fatal, err = r.boolean()
+			}
+		case "requestId":
+			if err = seen.see(r, fRequest, key); err == nil {
+				m.RequestID, err = r.str()
 			}
 		default:
 			return r.unknownKey(key)

@@ -145,6 +145,6 @@ func sampleMessages(t testing.TB) []namedMessage {
 		{"ping", &Ping{}},
 		{"pong", &Pong{}},
 		{"error_fatal", NewError(CodeProtocolVersionMismatch, "client speaks version %d, relay speaks %d", 2, ProtocolVersion)},
-		{"error_transient", NewError(CodeApplyChangesError, "clock drift: remote time is 61000 ms ahead")},
+		{"error_transient", &Error{Code: CodeApplyChangesError, Message: "clock drift: remote time is 61000 ms ahead", RequestID: "apply-4"}},
 	}
 }

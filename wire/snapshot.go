@@ -66,8 +66,8 @@ func appendChunk(b []byte, c *engine.SnapshotChunk) ([]byte, error) {
 			return b, err
 		}
 		f := c.Footer
-		if f.Tables < 0 || f.Rows < 0 || f.Rows > MaxCursor || f.Tables > MaxCursor {
-			return b, at(invalid("counts must lie in [0, 2^53]"), "footer")
+		if f.Tables < 0 || f.Tables > math.MaxInt32 || f.Rows < 0 || f.Rows > MaxCursor {
+			return b, at(invalid("tableCount must lie in [0, 2^31), rowCount in [0, 2^53]"), "footer")
 		}
 		b = append(b, `{"type":"footer","tableCount":`...)
 		b = appendUint(b, uint64(f.Tables))

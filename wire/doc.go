@@ -1,0 +1,596 @@
+// Package wire is Replica's sync protocol: the frames a client and the relay
+// exchange over a WebSocket, their JSON encoding, and the codec both ends
+// import (Encode, Decode). It builds natively and for GOOS=js GOARCH=wasm
+// and uses only the standard library. This comment is the protocol's
+// reference: a compatible client can be written from it alone.
+//
+// The protocol follows the seed document sync-protocol.md (message names,
+// requestId acknowledgements, fatal and transient errors, snapshot
+// bootstrap and resume) and departs from it where DESIGN.md § Sync says so,
+// chiefly in delivering changes by the relay's arrival cursor instead of by
+// HLC (see "Delivery by cursor" below).
+//
+// # Frames
+//
+// Every WebSocket message is a text frame holding exactly one JSON object
+// (RFC 8259, UTF-8) with a string member "type" naming the message. The
+// encoder writes "type" first and no insignificant whitespace; a decoder
+// accepts members in any order and whitespace wherever JSON allows it.
+//
+// Decoding is strict. These are all errors (ErrMalformed, answered with
+// MESSAGE_ERROR), never silently zero values:
+//
+//   - invalid JSON or invalid UTF-8; anything after the object;
+//   - a member this version does not define ("unknown field"), including
+//     members that differ from a defined one only in case;
+//   - a duplicate member;
+//   - a missing required member;
+//   - a member of the wrong JSON type, including null where the member's
+//     type is not a value (only values may be null, see "Values");
+//   - an encoding that does not parse: an HLC or site id of the wrong length
+//     or alphabet, a count or cursor that is not a non-negative integer
+//     literal, an unpaired UTF-16 surrogate escape ("\ud800").
+//
+// Optional members are omitted when absent, never null. A well-formed frame
+// whose "type" is unknown is ErrUnknownType, answered with UNKNOWN_MESSAGE.
+// The one exception to strictness is the handshake: see "Protocol version".
+//
+// # Session
+//
+// A session is one WebSocket connection. Frames flow as follows (">" client
+// to relay, "<" relay to client); testdata/transcripts holds complete
+// examples.
+//
+//  1. Handshake. The client's first frame is handshake. The relay checks,
+//     in this order and before touching any storage: protocolVersion equals
+//     its ProtocolVersion (else PROTOCOL_VERSION_MISMATCH, close 4003);
+//     databaseId passes ValidDatabaseID (else MISSING_DATABASE_ID, close
+//     4002); the token grants the database (else AUTH_FAILED, close 4001).
+//     It then answers handshake_ack. A frame other than handshake before
+//     that is answered with NOT_AUTHENTICATED; a second handshake with
+//     ALREADY_AUTHENTICATED (close 4004). The client checks the ack's
+//     protocolVersion the same way and stops, without reconnecting, when it
+//     differs or is absent.
+//
+//  2. Bootstrap, when needed. A client that has never synced with this
+//     relay and database (no cursor kept for the ack's serverSiteId and
+//     databaseId) and has no local changes of its own sends get_snapshot;
+//     one holding a snapshot checkpoint (an interrupted apply) sends
+//     resume_snapshot. The relay streams snapshot_chunk frames, then
+//     snapshot_complete. The client then keeps the header's cursor (for a
+//     resumed stream: the checkpoint's) as its cursor.
+//
+//  3. Pull until caught up. > get_changes {since: cursor}; < changes
+//     {cursor, more, changeSets}. The client applies the ChangeSets, then
+//     stores changes.cursor as its cursor, and asks again while more is
+//     true. A cursor the relay can no longer serve from its log is answered
+//     with SNAPSHOT_REQUIRED: the client bootstraps (step 2) and pulls from
+//     the snapshot's cursor.
+//
+//  4. Push. Local transactions go out as > apply_changes {requestId,
+//     changes}: whole ChangeSets, any number per frame within the size
+//     limit. The relay stores them all or none and answers < apply_result
+//     echoing requestId. Only then does the client move its sent watermark
+//     (the highest HLC of its own facts known stored) to the highest
+//     ChangeSet hlc of that request. Resending after a lost ack is safe:
+//     applying is idempotent.
+//
+//  5. Live updates. When another connection of the database pushes, the
+//     relay forwards the newly stored ChangeSets to every other connection
+//     of the database as < push_changes {cursor, changeSets}. The relay does
+//     not echo a push back to the connection that sent it.
+//
+//  6. Keepalive. Either side may send ping at any time; the other answers
+//     pong. A client should ping after some idle time (say 30 s) and treat a
+//     connection silent for two intervals as dead.
+//
+// The relay handles one connection's frames in order and answers each
+// request with exactly one frame, its response or an error frame, in
+// request order: handshake → handshake_ack, get_changes → changes,
+// apply_changes → apply_result, ping → pong, and get_snapshot or
+// resume_snapshot → a snapshot stream ending in snapshot_complete (an error
+// frame ends it early). push_changes may arrive between any two frames,
+// except inside a snapshot stream. A client applying a snapshot drops any
+// changes or push_changes that reach it meanwhile, leaving its cursor
+// where it was, so the catch-up pull after the snapshot fetches them.
+//
+// # Message handshake
+//
+// Client → relay, first frame of a session (type Handshake).
+//
+//	{"type":"handshake","protocolVersion":1,"databaseId":"acme:trips","siteId":"AY86XH4RQpugDcRVbiGQ_g","token":"tok-3f9a"}
+//
+// Members:
+//
+//   - protocolVersion (integer, required): the client's ProtocolVersion.
+//   - databaseId (string, required): the database (tenant) to sync,
+//     matching ^[A-Za-z0-9_.:-]{1,128}$. Decode reads an absent one as ""
+//     so that the relay can answer it, like an invalid one, with
+//     MISSING_DATABASE_ID.
+//   - siteId (site id, required): the client replica's site id.
+//   - token (string, optional): the credential for databaseId; how it is
+//     checked is the relay's configuration.
+//
+// # Message handshake_ack
+//
+// Relay → client, accepting a handshake (type HandshakeAck).
+//
+//	{"type":"handshake_ack","protocolVersion":1,"databaseId":"acme:trips","serverSiteId":"-_-_ABCDEFGHIJKLMNOPQQ","connectionId":"c-17"}
+//
+// Members:
+//
+//   - protocolVersion (integer, required): the relay's ProtocolVersion.
+//   - databaseId (string, required): the handshake's, echoed.
+//   - serverSiteId (site id, required): the relay's site id, stable across
+//     restarts. A client keys its cursor and sent watermark by it and
+//     databaseId: a different serverSiteId means a different log, so the
+//     old cursor is meaningless there.
+//   - connectionId (string, required): names the connection in the
+//     relay's logs.
+//
+// # Message get_changes
+//
+// Client → relay (type GetChanges).
+//
+//	{"type":"get_changes","since":41}
+//
+// Members:
+//
+//   - since (cursor, optional): the cursor of the last ChangeSet the client
+//     applied; absent (or 0) means from the beginning of the log.
+//
+// Answered by changes, or by an error: SNAPSHOT_REQUIRED when since is
+// older than the oldest ChangeSet the relay still holds (its log was
+// compacted) or larger than its current cursor (since comes from another
+// log); GET_CHANGES_ERROR when reading failed.
+//
+// # Message changes
+//
+// Relay → client, answering get_changes (type Changes).
+//
+//	{"type":"changes","cursor":43,"more":false,"changeSets":[ChangeSet…]}
+//
+// Members:
+//
+//   - cursor (cursor, required): the arrival sequence of the last
+//     ChangeSet in changeSets; when changeSets is empty, the relay's current
+//     cursor (the sequence of the last ChangeSet it stored, 0 for an empty
+//     log). The client stores it as its cursor once it has applied the
+//     ChangeSets.
+//   - more (boolean, required): true when ChangeSets after cursor exist
+//     that did not fit this frame; the client asks again with since =
+//     cursor.
+//   - changeSets (array of ChangeSet, required): the ChangeSets that
+//     arrived after since, in arrival order, with consecutive sequences
+//     ending at cursor; whole ChangeSets only, never split.
+//
+// # Message apply_changes
+//
+// Client → relay, pushing the client's own transactions (type
+// ApplyChanges).
+//
+//	{"type":"apply_changes","requestId":"apply-3","changes":[ChangeSet…]}
+//
+// Members:
+//
+//   - requestId (string, optional): echoed verbatim in the apply_result
+//     (and in an error answering this frame). A client numbers its pushes
+//     ("apply-1", "apply-2", …) and promotes its sent watermark only for
+//     the ack whose id matches, and only forward; an unknown, stale or
+//     duplicate id is ignored.
+//   - changes (array of ChangeSet, required): the ChangeSets to store.
+//
+// The relay validates and stores every ChangeSet or none; a rejection is
+// answered with APPLY_CHANGES_ERROR, among others when an HLC is more than
+// 60 s (engine.MaxDrift) ahead of the relay's clock ("clock drift" in the
+// message). Each newly stored ChangeSet gets the next arrival sequence; a
+// ChangeSet the relay already holds (same transactionId, as after a
+// client resent a push whose ack it lost) need not be stored again.
+//
+// # Message apply_result
+//
+// Relay → client, answering apply_changes (type ApplyResult). The counts
+// are the relay's merge of the request (engine.ApplyResult); each is a
+// non-negative integer.
+//
+//	{"type":"apply_result","requestId":"apply-3","applied":2,"skipped":1,"conflicts":1,"transactions":1}
+//
+// Members:
+//
+//   - requestId (string, optional): the request's, echoed; absent when the
+//     request had none.
+//   - applied (required): changes that changed the relay's state,
+//     migrations included.
+//   - skipped (required): changes that did not (older or equal versions,
+//     blocked by a tombstone, already present).
+//   - conflicts (required): column changes that met a concurrent version of
+//     the same cell with a different value, whichever won.
+//   - transactions (required): ChangeSets processed.
+//   - unknownTable (optional, absent when 0): changes for tables the relay
+//     does not know, held by its unknown-table disposition.
+//
+// # Message push_changes
+//
+// Relay → client, unsolicited (type PushChanges).
+//
+//	{"type":"push_changes","cursor":44,"changeSets":[ChangeSet…]}
+//
+// Members:
+//
+//   - cursor (cursor, required): the arrival sequence of the last ChangeSet.
+//   - changeSets (array of ChangeSet, required): ChangeSets another
+//     connection just pushed, with consecutive sequences ending at cursor.
+//
+// The client applies them. It may store cursor as its cursor only when the
+// push continues exactly where it stands (its cursor equals cursor minus
+// the number of ChangeSets); otherwise (a frame was missed, or its own
+// push came between) it keeps its cursor and the next get_changes
+// re-delivers, which is harmless because applying is idempotent.
+//
+// # Message get_snapshot
+//
+// Client → relay: stream a full snapshot of the database (type
+// GetSnapshot). No other members.
+//
+//	{"type":"get_snapshot"}
+//
+// # Message resume_snapshot
+//
+// Client → relay: continue an interrupted snapshot (type ResumeSnapshot).
+//
+//	{"type":"resume_snapshot","checkpoint":{"snapshotId":"snap-0193a1b2","siteId":"-_-_ABCDEFGHIJKLMNOPQQ","hlc":"AAABmszqUqAAAPv/vwAQgxBRhyCSizDTj0EAAAAA","cursor":4211,"completedTables":["trips"],"rowsApplied":1200,"createdAt":1764374501234}}
+//
+// checkpoint (object, required) is engine.SnapshotCheckpoint, every member
+// required:
+//
+//   - snapshotId (string, non-empty): the interrupted stream's.
+//   - siteId (site id), hlc (HLC): the original header's sender and clock.
+//   - cursor (cursor): the original header's cursor.
+//   - completedTables (array of strings): tables wholly applied, in stream
+//     order; the relay skips them.
+//   - rowsApplied (count): row entries applied so far, for progress.
+//   - createdAt (integer, ms since the Unix epoch): when the apply began, on
+//     the client's clock.
+//
+// The relay streams the tables not yet completed, reading them live, under
+// the same snapshotId. Because the data is read at or after the original
+// cursor, the client resumes pulling from checkpoint.cursor (never the new
+// header's), which may re-fetch a little: applying is idempotent.
+//
+// # Message snapshot_chunk
+//
+// Relay → client, one piece of a snapshot stream (type SnapshotChunk).
+//
+//	{"type":"snapshot_chunk","chunk":{"type":"table_start","table":"trips"}}
+//
+// chunk (object, required) is an engine.SnapshotChunk; see "Snapshot
+// chunks".
+//
+// # Message snapshot_complete
+//
+// Relay → client, after the footer chunk: the stream is over (type
+// SnapshotComplete). No other members.
+//
+//	{"type":"snapshot_complete"}
+//
+// # Messages ping and pong
+//
+// Either direction (types Ping, Pong). No other members.
+//
+//	{"type":"ping"}
+//	{"type":"pong"}
+//
+// # Message error
+//
+// Relay → client (type Error).
+//
+//	{"type":"error","code":"AUTH_FAILED","message":"token rejected","fatal":true}
+//
+// Members:
+//
+//   - code (string, required, non-empty): see "Error codes". Accept codes
+//     you do not know.
+//   - message (string, required, may be empty): for humans.
+//   - fatal (boolean, written always, optional on input): true when the
+//     session is over. A frame without it (a relay predating the flag) is
+//     read with fatal = IsFatal(code).
+//   - requestId (string, optional): the requestId of the apply_changes this
+//     error answers.
+//
+// # Encodings
+//
+// Cursor: a relay's arrival sequence number, a JSON integer literal in
+// [0, 2^53] (MaxCursor): digits only, no sign, fraction or exponent. Counts
+// (apply_result, rowCount, tableCount, rowsApplied, createdAt) are written
+// the same way.
+//
+// HLC: the standard base64 (RFC 4648 § 4, "+/" alphabet; padded, though
+// 30 bytes need no padding) of the 30-byte big-endian encoding of
+// engine.HLC (wall ms uint64, counter uint16, site 16 bytes, opSeq
+// uint32): exactly 40 characters, e.g. "AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE".
+// Byte order equals HLC order. FormatHLC and ParseHLC convert it.
+//
+// Site id: the base64url of the 16 bytes without padding (RFC 4648 § 5,
+// "-_" alphabet), exactly 22 characters, e.g. "AY86XH4RQpugDcRVbiGQ_g"
+// (engine.SiteID.String). Padding or the standard alphabet is an error.
+//
+// Names (tables, columns, indexes) and ids (transactionId, snapshotId,
+// connectionId) are non-empty strings. Strings are UTF-8; an encoder
+// escapes only '"', '\' and the control characters below U+0020; a decoder
+// accepts every JSON escape except an unpaired surrogate.
+//
+// # Values
+//
+// A value (engine.Value: a cell, a primary-key component, a default) is
+// written by kind:
+//
+//	null       null
+//	boolean    true, false
+//	integer    a JSON number when within ±2^53: 42, -9007199254740992
+//	           else {"__bigint":"<decimal>"}: {"__bigint":"9007199254740993"}
+//	real       a JSON number, finite, shortest round-trip form, written so
+//	           it reads back as a real: 1.5, 1.0, -0.0, 1e+21, 5e-324
+//	text       a JSON string: "Lisboa 🚋"
+//	blob       {"__bin":"<standard base64, padded>"}: {"__bin":"AAH+/w=="}, {"__bin":""}
+//	json       the JSON itself when it is an object or array: {"a":[1]}
+//	           else {"__json":<JSON>}: {"__json":"s"}, {"__json":null}
+//	timestamp  integer milliseconds since the Unix epoch: 1764374400123
+//
+// JSON-kind values are wrapped in {"__json": …} exactly when writing them
+// bare would read back as another kind: scalars (a JSON string would read
+// as text, a number as integer or real, null as null) and objects whose
+// only key is "__bin", "__bigint" or "__json". Other objects and arrays are
+// written bare. The content of {"__json": …} is taken literally (nested
+// tags are not interpreted). NaN and ±Inf cannot be encoded.
+//
+// A decoder knows no schema (the relay has none) and reads:
+//
+//   - an integer literal (no fraction, no exponent) within ±2^53 as an
+//     integer ("-0" is 0); any other number as a real, so
+//     100000000000000000000 (JavaScript's 1e20) and 9007199254740993 are
+//     reals; a number beyond the float64 range is an error;
+//   - a string as text;
+//   - an object whose only key is "__bin" as a blob (strict padded standard
+//     base64), "__bigint" as an integer (a canonical decimal: optional "-",
+//     no leading zeros, not "-0", within int64; small values are accepted
+//     too), "__json" as a JSON value of its content; a tag with a value of
+//     the wrong type is an error;
+//   - any other object, and any array, as a JSON value, kept as written
+//     minus insignificant whitespace (member order, duplicate keys and
+//     escapes are its own business);
+//   - true/false as a boolean, null as null.
+//
+// Timestamps therefore arrive as integers, and a peer may write a real
+// without a fraction as 1. The receiving engine normalizes each value to
+// its column's type before using it (an integer into a real column becomes
+// a real, an integer or integral real into a timestamp column a timestamp,
+// an integral real into an integer column an integer, a scalar into a json
+// column its JSON), so a REAL 1.0 sent as 1 stays real end to end, and
+// primary keys match whatever spelling carried them.
+//
+// # ChangeSet
+//
+// One transaction of one site (engine.ChangeSet), never split or merged:
+//
+//	{"siteId":"AY86XH4RQpugDcRVbiGQ_g","transactionId":"1764374400000:0:AY86XH4RQpugDcRVbiGQ_g",
+//	 "hlc":"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE","changes":[Change…],"schemaMigrations":[SchemaMigration…]}
+//
+// Members:
+//
+//   - siteId (site id, required): the origin replica.
+//   - transactionId (string, required, non-empty): "wall:counter:site" of
+//     the transaction's base HLC (engine.HLC.TransactionID).
+//   - hlc (HLC, required): the highest fact HLC of the transaction.
+//   - changes (array of Change, required, may be empty).
+//   - schemaMigrations (array of SchemaMigration, optional, omitted when
+//     empty): applied before the changes.
+//
+// A decoder checks structure only; the engine checks meaning (every fact
+// of the transaction's site and base, hlc the maximum, known tables and
+// columns) when it applies the ChangeSet.
+//
+// A Change is a column change or a row deletion:
+//
+//	{"type":"column","table":"trips","pk":["t1"],"column":"budget","value":1350,
+//	 "hlc":"…","priorValue":1200.0,"priorHlc":"…"}
+//	{"type":"delete","table":"trips","pk":["old"],"hlc":"…","priorRow":{"id":"old","title":"x"}}
+//
+// Members:
+//
+//   - type (required): "column" or "delete".
+//   - table (string, required).
+//   - pk (array of values, required, non-empty): the row's primary key in
+//     key-column order.
+//   - column (string, required for "column", absent for "delete").
+//   - value (value, required for "column", absent for "delete"; may be
+//     null).
+//   - hlc (HLC, required).
+//   - priorValue (value) and priorHlc (HLC): optional, "column" only, both
+//     or neither: the cell version this write replaced at its origin.
+//   - priorRow (object of column → value): optional, "delete" only: the
+//     row's last image; encoders write its keys in byte order.
+//
+// # Schema migrations
+//
+// A SchemaMigration (engine.SchemaMigration) carries its DDL as JSON, not
+// SQL:
+//
+//	{"type":"create_table","table":"trips","ddl":TableDef,"hlc":"…"}
+//	{"type":"add_column","table":"trips","ddl":ColumnDef,"hlc":"…"}
+//	{"type":"add_index","table":"trips","ddl":IndexDef,"hlc":"…"}
+//
+// all members required; for create_table, ddl.name equals table. The
+// definitions, as MarshalSchema also writes them:
+//
+//	TableDef   {"name":"trips","columns":[ColumnDef…],"primaryKey":["id"],"indexes":[IndexDef…],"coerce":true}
+//	           (indexes omitted when none, coerce when false; primaryKey always written)
+//	ColumnDef  {"name":"budget","type":"real","notNull":true,"default":0.0,"coerce":true}
+//	           (type one of text, integer, real, boolean, blob, json, timestamp;
+//	           notNull and coerce omitted when false, false accepted on input;
+//	           "default" present exactly when the column has a default, even
+//	           a null one)
+//	IndexDef   {"name":"by_title","columns":["title"]}
+//
+// ParseSchema reads these and the friendlier form a web page passes to
+// Replica.open.
+//
+// # Snapshot chunks
+//
+// A snapshot stream is, in this order:
+//
+//	header → schema → (table_start → rows* → table_end)* → footer
+//
+// each chunk the "chunk" of one snapshot_chunk frame (engine.SnapshotChunk),
+// followed by snapshot_complete. All members are required. The header:
+//
+//	{"type":"header","format":1,"snapshotId":"snap-0193a1b2","siteId":"…","hlc":"…","tables":["trips"],"rowCount":3,"cursor":4211}
+//
+// Members:
+//
+//   - format (integer): engine.SnapshotFormat (1); a receiver refuses
+//     another before touching anything.
+//   - snapshotId (string): names the transfer; a resumed stream keeps it.
+//   - siteId (site id), hlc (HLC): the sender's site and clock; the
+//     receiver drift-checks hlc before touching anything.
+//   - tables (array of strings): the tables the stream carries, in order.
+//   - rowCount (count): row entries to come, for progress; 0 if unknown.
+//   - cursor (cursor): the relay's cursor before it read the data; the
+//     client pulls changes after it once the snapshot is applied.
+//
+// The other chunks but rows:
+//
+//	{"type":"schema","schemaMigrations":[SchemaMigration…]}   every migration, before any data
+//	{"type":"table_start","table":"trips"}
+//	{"type":"table_end","table":"trips"}
+//	{"type":"footer","tableCount":1,"rowCount":3}            what the stream carried
+//
+// A rows chunk carries up to a few thousand rows of one table in a compact
+// form: per-chunk tables of column names and of HLC bases, cells as small
+// arrays referring to them.
+//
+//	{"type":"rows","table":"trips","columns":["id","title","budget"],"key":[0],
+//	 "bases":["AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4=", …],
+//	 "rows":[[null,[[0,"t1",0,1],[1,"Lisboa"],[2,1350,1,0]]],
+//	         [["old"],[],[1,2]]]}
+//
+// Members:
+//
+//   - columns (array of strings): distinct column names; cells refer to
+//     them by index.
+//   - key (array of column indexes): the primary-key columns in key order,
+//     or [] when the chunk has none.
+//   - bases (array of strings): distinct HLC bases, each the standard
+//     base64 (padded, 36 characters) of the first 26 bytes of an HLC
+//     (wall, counter, site; no opSeq).
+//   - rows (array): the rows (engine.SnapshotRow), each [pk, cells] or
+//     [pk, cells, tombstone], described below.
+//
+// In a row, pk is the array of primary-key values, or null when key is not
+// empty and the row's pk is the values of its cells of the key columns (the
+// first cell of each; a row with a null pk must have them).
+//
+// cells is an array of cells, each [c, v, b, s] or [c, v]: column index c,
+// value v, and the cell's HLC as base index b and opSeq s (0 to
+// 4294967295). The short form [c, v] means: the HLC of the previous cell in
+// the chunk (across rows, in order) with opSeq + 1. The first cell of a
+// chunk, and a cell after one with opSeq 4294967295, must use the long
+// form.
+//
+// tombstone, present exactly when the row is deleted, is [b, s].
+//
+// An encoder builds the tables in first-appearance order, infers key from
+// the first row with cells (for each pk value, the first cell holding an
+// equal value) and writes null wherever it holds, and uses [c, v] wherever
+// it can. On 1000-row chunks of the GeoNames cities (7 text cells, a
+// UUIDv7 key), bulk-imported, this takes about 129 bytes a row, against
+// about 1330 bytes a row as ChangeSets; see BenchmarkRowsChunk.
+//
+// # Error codes
+//
+// Fatal (the relay sends the error, then closes the WebSocket with the
+// status given; the client reports it and stops reconnecting):
+//
+//	PROTOCOL_VERSION_MISMATCH  4003  protocolVersion absent or different
+//	AUTH_FAILED                4001  token does not grant the database
+//	MISSING_DATABASE_ID        4002  databaseId absent or invalid
+//	ALREADY_AUTHENTICATED      4004  a second handshake on the connection
+//
+// Transient (one request failed; the connection stays open):
+//
+//	NOT_AUTHENTICATED    a request before the handshake completed
+//	APPLY_CHANGES_ERROR  apply_changes rejected as a whole (malformed, clock drift)
+//	GET_CHANGES_ERROR    get_changes failed
+//	SNAPSHOT_ERROR       a snapshot stream failed or was abandoned
+//	UNKNOWN_MESSAGE      a well-formed frame of an unknown type
+//	MESSAGE_ERROR        a frame that is not valid JSON or not a valid message
+//	MESSAGE_TOO_LARGE    a frame above the size limit (a WebSocket library may
+//	                     close with status 1009 instead)
+//	SNAPSHOT_REQUIRED    get_changes cannot be served from the log: bootstrap
+//
+// Codes this list lacks are transient unless their frame says fatal. The
+// ErrorCode constants, ErrorCode.CloseStatus, IsFatal and DecodeErrorCode
+// encode these rules.
+//
+// # Protocol version
+//
+// ProtocolVersion is an integer, compared for equality at the handshake;
+// its changelog sits above the constant. Every version must be able to read
+// the version of a peer of any other version, so the handshake and
+// handshake_ack are decoded version first: when protocolVersion is absent
+// (read as 0) or not this package's ProtocolVersion, Decode checks only that
+// the frame is valid JSON and returns the message with nothing but
+// ProtocolVersion set, ignoring members it may not understand. The relay
+// then answers PROTOCOL_VERSION_MISMATCH (fatal, close 4003) and the client
+// stops. The shape of the error frame is frozen for the same reason.
+//
+// # Delivery by cursor
+//
+// The seed protocol pulls "changes since my HLC watermark". That loses data:
+// a device that was offline for a day reconnects and pushes edits stamped
+// with day-old HLCs, below the watermark of every client that synced in the
+// meantime, so those clients only see the edits if they happen to be
+// connected for the broadcast. Replica separates the two jobs of a
+// timestamp (DESIGN.md § Sync):
+//
+//   - The HLC decides conflicts: per cell, the higher HLC wins.
+//   - The relay's arrival sequence decides delivery. The relay numbers the
+//     ChangeSets of each database 1, 2, 3, … as it stores them, without
+//     gaps. A client's received watermark is the cursor of the last
+//     ChangeSet it applied, kept per relay and database; get_changes
+//     {since: cursor} returns everything stored after it, however old its
+//     HLCs, so a late arrival is never skipped.
+//   - The sent watermark stays an HLC over the client's own facts (its own
+//     clock is monotonic), moved only by the matching apply_result.
+//   - A cursor older than the relay's retained log is answered with
+//     SNAPSHOT_REQUIRED instead of silently missing deleted rows.
+//   - Pulls are paged (more) until the client is caught up.
+//
+// Cursors are meaningful only for the log that issued them (serverSiteId
+// and databaseId), and they never exceed 2^53, so JavaScript numbers hold
+// them exactly.
+//
+// # Limits
+//
+//   - Frame size: DefaultMaxMessageSize (16 MiB) unless configured. Senders
+//     page to stay under it; a single ChangeSet larger than the receiver's
+//     limit cannot travel (MESSAGE_TOO_LARGE).
+//   - Cursors and counts: at most MaxCursor (2^53).
+//   - Nesting: a JSON value at most MaxJSONDepth (256) deep; a frame at
+//     most MaxDepth (512) deep anywhere.
+//   - databaseId: 1 to 128 characters of [A-Za-z0-9_.:-].
+//   - protocolVersion, snapshot format and tableCount: at most 2^31 − 1.
+//
+// # Go API
+//
+// Encode and Decode convert between frames and the message types (pointer
+// types implementing Message). They are safe for concurrent use and keep no
+// reference to their arguments; the rows of one decoded rows chunk share
+// backing arrays (each row's slices are capped, so appending to one never
+// disturbs another). MarshalValue, UnmarshalValue, MarshalChangeSet,
+// UnmarshalChangeSet, FormatHLC and ParseHLC expose the pieces;
+// ParseSchema and MarshalSchema read and write schema declarations. Errors
+// match ErrMalformed (decoding), ErrUnknownType (decoding, unknown type),
+// ErrInvalidMessage (encoding) or engine.ErrSchema (ParseSchema), and name
+// the offending member by its path, as in
+// "wire: malformed input: changeSets[2].changes[0].pk: primary key must not be empty (at byte 912)".
+package wire
