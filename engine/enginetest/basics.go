@@ -346,3 +346,71 @@ func (s *suite) testLimits(t *testing.T) {
 		t.Fatalf("%d rows, want 1", n)
 	}
 }
+
+// Staged transactions: previews now, one transaction at Commit.
+func (s *suite) testStaged(t *testing.T) {
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	st := a.Stage()
+	trip := must(st.Insert("trips", map[string]any{"title": "Rome"}))(t)
+	id := trip["id"].Text()
+	if id == "" || !trip["done"].Equal(engine.Bool(false)) {
+		t.Fatalf("staged insert preview %s", fmtRow(trip))
+	}
+	if _, err := a.Get("trips", engine.Key{id}); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatal("staged insert visible before commit")
+	}
+	if r := must(st.Get("trips", engine.Key{id}))(t); r["title"].Text() != "Rome" {
+		t.Fatalf("staged get %s", fmtRow(r))
+	}
+	up := must(st.Update("trips", engine.Key{id}, map[string]any{"days": 3}))(t)
+	if up["days"].Int() != 3 || up["title"].Text() != "Rome" {
+		t.Fatalf("staged update preview %s", fmtRow(up))
+	}
+	must(st.Insert("stops", map[string]any{"trip": id, "pos": 1}))(t)
+	if _, err := st.Insert("stops", map[string]any{"trip": id, "pos": 1}); !errors.Is(err, engine.ErrConflict) {
+		t.Fatalf("second staged insert of one key: %v", err)
+	}
+	if _, err := st.Insert("stops", map[string]any{"trip": id}); !errors.Is(err, engine.ErrValidation) {
+		t.Fatalf("invalid staged insert: %v", err)
+	}
+	rows := must(st.Query("trips", engine.Query{Where: []engine.Filter{{Column: "days", Op: engine.Eq, Value: 3}}}))(t)
+	if len(rows) != 1 || rows[0]["id"].Text() != id {
+		t.Fatalf("staged query: %v", rows)
+	}
+	if n := must(a.Count("trips", nil))(t); n != 0 {
+		t.Fatalf("staged query leaked %d rows into the store", n)
+	}
+	cs := must(st.Commit())(t)
+	if len(cs.Changes) != 8+3 || cs.HLC.Base() != cs.Changes[0].HLC.Base() {
+		t.Fatalf("commit wrote %d facts", len(cs.Changes))
+	}
+	got := must(a.Get("trips", engine.Key{id}))(t)
+	if got["days"].Int() != 3 {
+		t.Fatalf("committed row %s", fmtRow(got))
+	}
+	if _, err := st.Insert("trips", map[string]any{"title": "x"}); !errors.Is(err, engine.ErrClosed) {
+		t.Fatalf("staged after commit: %v", err)
+	}
+	// A statement that previewed fine fails at commit when another writer
+	// got there first; nothing of the staged transaction is written.
+	st2 := a.Stage()
+	must(st2.Insert("trips", map[string]any{"id": "race", "title": "mine"}))(t)
+	must(st2.Insert("trips", map[string]any{"id": "other", "title": "other"}))(t)
+	must(a.Insert("trips", map[string]any{"id": "race", "title": "theirs"}))(t)
+	if _, err := st2.Commit(); !errors.Is(err, engine.ErrConflict) {
+		t.Fatalf("commit after a concurrent insert: %v", err)
+	}
+	if _, err := a.Get("trips", engine.Key{"other"}); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatal("failed commit wrote part of the transaction")
+	}
+	// Discard writes nothing.
+	st3 := a.Stage()
+	must(st3.Insert("trips", map[string]any{"id": "gone", "title": "x"}))(t)
+	st3.Discard()
+	if _, err := st3.Commit(); !errors.Is(err, engine.ErrClosed) {
+		t.Fatalf("commit after discard: %v", err)
+	}
+	if _, err := a.Get("trips", engine.Key{"gone"}); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatal("discarded statement written")
+	}
+}

@@ -34,6 +34,7 @@ func Run(t *testing.T, open Opener, o Options) {
 	t.Run("Validation", s.testValidation)
 	t.Run("Limits", s.testLimits)
 	t.Run("Transactions", s.testTransactions)
+	t.Run("Staged", s.testStaged)
 	t.Run("TwoEnginesOneStore", s.testTwoEnginesOneStore)
 	t.Run("ChangesSince", s.testChangesSince)
 	t.Run("Seed", s.testSeedBehaviours)

@@ -1,0 +1,304 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/replica-sync/replica/kv"
+)
+
+// Staged is an optimistic local transaction for callers that cannot run
+// their statements inside one kv transaction — a JavaScript callback that
+// awaits between statements, for one: IndexedDB would commit the
+// transaction at the first await.
+//
+// Each statement is validated at once and previewed against the committed
+// state plus the statements staged before it, without holding any kv
+// transaction; Commit then re-executes them all in one transaction (one HLC
+// tick), against the state at that moment. A statement that previewed fine
+// can still fail at Commit if another writer got there first (the key was
+// inserted meanwhile, the row deleted): Commit then writes nothing and
+// returns that error.
+//
+// Previews: Insert returns the row it will write (defaults filled, a
+// generated id fixed for the commit) without reading the store — a duplicate
+// key is reported by Commit; Update, Upsert and Delete read the row; Get sees
+// staged writes; Query re-executes the staged statements in a transaction
+// that is rolled back, so it costs one pass over them.
+//
+// A Staged is not safe for concurrent use. After Commit or Discard every
+// method returns ErrClosed.
+type Staged struct {
+	e     *Engine
+	stmts []stagedStmt
+	rows  map[string]*txRow // preview overlay
+	opSeq uint32
+	done  bool
+}
+
+type stmtKind uint8
+
+const (
+	stmtInsert stmtKind = iota
+	stmtUpdate
+	stmtUpsert
+	stmtDelete
+)
+
+type stagedStmt struct {
+	kind   stmtKind
+	table  string
+	values map[string]any
+	pk     Key
+}
+
+// Stage starts a staged transaction.
+func (e *Engine) Stage() *Staged { return &Staged{e: e, rows: map[string]*txRow{}} }
+
+// Len returns the number of statements staged.
+func (s *Staged) Len() int { return len(s.stmts) }
+
+var errPreview = errors.New("engine: preview rolled back")
+
+// preview runs fn against the overlay in a read-only kv transaction.
+func (s *Staged) preview(fn func(w *writeTx) error) error {
+	if s.done {
+		return ErrClosed
+	}
+	if err := s.e.checkOpen(); err != nil {
+		return err
+	}
+	return s.e.store.View(func(tx kv.Tx) error {
+		w, err := s.e.begin(tx)
+		if err != nil {
+			return err
+		}
+		w.rows = s.rows
+		w.base = HLC{Wall: w.meta.clock.Wall, Counter: w.meta.clock.Counter, Site: s.e.site}
+		w.opSeq = s.opSeq
+		err = fn(w)
+		s.opSeq = w.opSeq
+		return err
+	})
+}
+
+// Insert stages an insert and returns the row it will write. The generated
+// id, if any, is the one Commit writes. It does not read the store (a bulk
+// insert of many rows stays cheap); a duplicate key is found by Commit, or
+// here when the key was staged before.
+func (s *Staged) Insert(table string, values map[string]any) (Row, error) {
+	if s.done {
+		return nil, ErrClosed
+	}
+	if err := s.e.checkOpen(); err != nil {
+		return nil, err
+	}
+	vt := s.e.declared[table]
+	if vt == nil {
+		// Not declared locally: validate against the effective schema.
+		err := s.preview(func(w *writeTx) error {
+			var err error
+			_, vt, err = w.tables(table)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	row, err := vt.coerceRow(values, true)
+	if err != nil {
+		return nil, err
+	}
+	pk := vt.keyOf(row)
+	if err := vt.checkKeySize(pk); err != nil {
+		return nil, err
+	}
+	rk := string(rowKey(vt.key, pk))
+	allow := s.e.opts.AllowResurrection
+	r := s.rows[rk]
+	if r != nil && r.cur.visible(allow) {
+		return nil, fmt.Errorf("%w: %s %s is already inserted in this transaction", ErrConflict, table, fmtKey(pk))
+	}
+	if r == nil {
+		r = &txRow{key: rk, table: table, tbl: vt, pk: pk}
+		s.rows[rk] = r
+	}
+	if r.cur == nil {
+		r.cur = &record{}
+	}
+	if r.cur.hasTomb && !allow {
+		return nil, fmt.Errorf("%w: %s %s was deleted and deleted rows stay deleted (allowResurrection is off); use a new key", ErrConflict, table, fmtKey(pk))
+	}
+	for i := range vt.def.Columns {
+		c := vt.def.Columns[i].Name
+		r.cur.set(cell{col: c, val: row[c], hlc: HLC{Site: s.e.site, OpSeq: s.opSeq}})
+		s.opSeq++
+	}
+	fixed := make(map[string]any, len(values)+1)
+	for k, v := range values {
+		fixed[k] = v
+	}
+	if vt.autoID && values["id"] == nil {
+		fixed["id"] = row["id"]
+	}
+	s.stmts = append(s.stmts, stagedStmt{kind: stmtInsert, table: table, values: fixed})
+	return vt.rowOf(r.cur, pk), nil
+}
+
+// Update stages an update and returns the row as it will be.
+func (s *Staged) Update(table string, pk Key, patch map[string]any) (row Row, err error) {
+	err = s.preview(func(w *writeTx) error { row, err = w.update(table, pk, patch); return err })
+	if err == nil {
+		s.stmts = append(s.stmts, stagedStmt{kind: stmtUpdate, table: table, pk: pk, values: patch})
+	}
+	return row, err
+}
+
+// Upsert stages an upsert and returns the row as it will be.
+func (s *Staged) Upsert(table string, values map[string]any) (row Row, err error) {
+	err = s.preview(func(w *writeTx) error { row, err = w.upsert(table, values); return err })
+	if err == nil {
+		fixed := make(map[string]any, len(values)+1)
+		for k, v := range values {
+			fixed[k] = v
+		}
+		if id, ok := row["id"]; ok && (values["id"] == nil) {
+			if t := s.e.declared[table]; t != nil && t.autoID {
+				fixed["id"] = id
+			}
+		}
+		s.stmts = append(s.stmts, stagedStmt{kind: stmtUpsert, table: table, values: fixed})
+	}
+	return row, err
+}
+
+// Delete stages a delete and reports whether a live row was there.
+func (s *Staged) Delete(table string, pk Key) (deleted bool, err error) {
+	err = s.preview(func(w *writeTx) error { deleted, err = w.delete(table, pk); return err })
+	if err == nil {
+		s.stmts = append(s.stmts, stagedStmt{kind: stmtDelete, table: table, pk: pk})
+	}
+	return deleted, err
+}
+
+// Get returns the row with key pk as the staged statements leave it.
+func (s *Staged) Get(table string, pk Key) (row Row, err error) {
+	err = s.preview(func(w *writeTx) error {
+		row, err = (&Tx{w: w}).Get(table, pk)
+		return err
+	})
+	return row, err
+}
+
+// Query runs q against the committed state with the staged statements
+// applied (re-executed in a transaction that is rolled back).
+func (s *Staged) Query(table string, q Query) ([]Row, error) {
+	if s.done {
+		return nil, ErrClosed
+	}
+	var rows []Row
+	err := s.e.store.Update(func(tx kv.Tx) error {
+		w, err := s.e.begin(tx)
+		if err != nil {
+			return err
+		}
+		if err := s.replay(w); err != nil {
+			return err
+		}
+		if err := w.flush(); err != nil {
+			return err
+		}
+		rows, err = s.e.query(tx, w.schema, table, q)
+		if err != nil {
+			return err
+		}
+		return errPreview
+	})
+	if errors.Is(err, errPreview) {
+		err = nil
+	}
+	return rows, err
+}
+
+// replay executes the staged statements in w, prefetching their rows.
+func (s *Staged) replay(w *writeTx) error {
+	byTable := map[string][][]Value{}
+	for _, st := range s.stmts {
+		t, _, err := w.tables(st.table)
+		if err != nil {
+			return err
+		}
+		var pk []Value
+		switch st.kind {
+		case stmtInsert, stmtUpsert:
+			vt := t
+			if d := s.e.declared[st.table]; d != nil {
+				vt = d
+			}
+			row, err := vt.coerceRow(st.values, false)
+			if err != nil {
+				return err
+			}
+			pk = t.keyOf(row)
+		default:
+			pk, err = t.coerceKey(st.pk)
+			if err != nil {
+				return err
+			}
+		}
+		ok := true
+		for _, v := range pk {
+			if v.IsNull() {
+				ok = false
+			}
+		}
+		if ok {
+			byTable[st.table] = append(byTable[st.table], pk)
+		}
+	}
+	for name, pks := range byTable {
+		t, _, _ := w.tables(name)
+		if err := w.prefetch(t, pks); err != nil {
+			return err
+		}
+	}
+	for i, st := range s.stmts {
+		var err error
+		switch st.kind {
+		case stmtInsert:
+			_, err = w.insert(st.table, st.values)
+		case stmtUpdate:
+			_, err = w.update(st.table, st.pk, st.values)
+		case stmtUpsert:
+			_, err = w.upsert(st.table, st.values)
+		case stmtDelete:
+			_, err = w.delete(st.table, st.pk)
+		}
+		if err != nil {
+			return fmt.Errorf("statement %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+// Commit executes the staged statements as one local transaction and
+// returns its ChangeSet (nil if they changed nothing). On error nothing is
+// written. The Staged is finished either way.
+func (s *Staged) Commit() (*ChangeSet, error) {
+	if s.done {
+		return nil, ErrClosed
+	}
+	s.done = true
+	if len(s.stmts) == 0 {
+		return nil, nil
+	}
+	cs, err := s.e.write(s.replay)
+	if err != nil {
+		return nil, err
+	}
+	s.e.emitLocal(cs)
+	return cs, nil
+}
+
+// Discard abandons the staged statements.
+func (s *Staged) Discard() { s.done = true; s.stmts = nil; s.rows = nil }
