@@ -16,6 +16,11 @@ type ApplyOptions struct {
 	// (nil values delete), so a sync cursor advances exactly when the
 	// changes it covers land. See Engine.State.
 	State map[string][]byte
+	// Extra, if set, runs inside the same kv transaction after the
+	// changes are merged; an error aborts the whole batch. The relay
+	// appends to its arrival log here, atomically with the merge. It must
+	// only use buckets the engine does not own.
+	Extra func(tx kv.Tx, res ApplyResult) error
 }
 
 // ApplyChanges merges ChangeSets from peers into this replica (sync.md §
@@ -82,7 +87,13 @@ func (e *Engine) Apply(sets []ChangeSet, opts ApplyOptions) (ApplyResult, error)
 				return err
 			}
 		}
-		return w.commit()
+		if err := w.commit(); err != nil {
+			return err
+		}
+		if opts.Extra != nil {
+			return opts.Extra(tx, out.result)
+		}
+		return nil
 	})
 	if err != nil {
 		return ApplyResult{}, err

@@ -314,3 +314,22 @@ func (r *changeReader) read(limit int) ([]ChangeSet, error) {
 	}
 	return out, nil
 }
+
+// HasOwnFacts reports whether this replica holds any live data fact it
+// minted itself (schema migrations do not count). A sync client bootstraps
+// a replica from a snapshot only when it has none: a replica with its own
+// data must push it, not be bootstrapped over (sync-protocol.md § Client
+// snapshot bootstrap).
+func (e *Engine) HasOwnFacts() (bool, error) {
+	if err := e.checkOpen(); err != nil {
+		return false, err
+	}
+	found := false
+	err := e.store.View(func(tx kv.Tx) error {
+		return tx.Scan(bucketLog, kv.Range{Start: []byte{classOwn}, End: []byte{classOwn + 1}, Limit: 1, KeysOnly: true}, func(_, _ []byte) bool {
+			found = true
+			return false
+		})
+	})
+	return found, err
+}

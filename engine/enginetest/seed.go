@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv"
 )
 
 func (s *suite) testChangesSince(t *testing.T) {
@@ -242,4 +243,39 @@ func (s *suite) testSeedBehaviours(t *testing.T) {
 			t.Fatalf("peer after key change has %d rows: %v", len(rows), rows)
 		}
 	})
+}
+
+func (s *suite) testHooks(t *testing.T) {
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	b := s.newReplica(t, "b", TripsSchema(), nil)
+	if own := must(a.HasOwnFacts())(t); own {
+		t.Fatal("a replica with only its schema reports own facts")
+	}
+	must(a.Insert("trips", map[string]any{"title": "x"}))(t)
+	if own := must(a.HasOwnFacts())(t); !own {
+		t.Fatal("HasOwnFacts false after a local insert")
+	}
+	sets := must(a.ChangesSince(engine.HLC{}, 0, engine.ChangesFilter{}))(t)
+	// State and Extra commit with the batch, or not at all.
+	boom := errors.New("boom")
+	_, err := b.Apply(sets, engine.ApplyOptions{State: map[string][]byte{"cursor": []byte("7")},
+		Extra: func(tx kv.Tx, res engine.ApplyResult) error { return boom }})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Extra error: %v", err)
+	}
+	if v := must(b.State("cursor"))(t); v != nil {
+		t.Fatal("state written by an aborted batch")
+	}
+	if n := must(b.Count("trips", nil))(t); n != 0 {
+		t.Fatal("rows written by an aborted batch")
+	}
+	var seen engine.ApplyResult
+	must(b.Apply(sets, engine.ApplyOptions{State: map[string][]byte{"cursor": []byte("7")},
+		Extra: func(tx kv.Tx, res engine.ApplyResult) error { seen = res; return nil }}))(t)
+	if string(must(b.State("cursor"))(t)) != "7" || seen.Applied == 0 {
+		t.Fatalf("state/extra after a good batch: %+v", seen)
+	}
+	if own := must(b.HasOwnFacts())(t); own {
+		t.Fatal("remote facts counted as own")
+	}
 }
