@@ -51,6 +51,11 @@ func FuzzDecode(f *testing.F) {
 		`{"type":"get_changes","since":9007199254740992}`,
 		`{"chunk":{"rows":[[null,[[0,"x",0,7],[1,2.5]]],[[2],[]]],"bases":["AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4="],"key":[0],"columns":["a","b"],"table":"t","type":"rows"},"type":"snapshot_chunk"}`,
 		`{"type":"error","code":"AUTH_FAILED","message":"\ud83d\ude8b"}`,
+		`{"type":"error","code":"X","message":"","fatal":false,"requestId":"apply-1"}`,
+		`{"type":"apply_changes","changes":[{"siteId":"AY86XH4RQpugDcRVbiGQ_g","transactionId":"t","hlc":"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE","changes":[` +
+			`{"type":"column","table":"t","pk":[{"__bigint":"-9223372036854775808"},{"__bin":""}],"column":"c","value":{"__json":{"__bin":"x"}},"hlc":"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE","priorValue":-0.0,"priorHlc":"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE"},` +
+			`{"type":"delete","table":"t","pk":[1e300],"hlc":"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE","priorRow":{"a":[[{}]],"b":"\u0000"}}]}]}`,
+		`{"type":"snapshot_chunk","chunk":{"type":"rows","table":"t","columns":["a","b"],"key":[1,0],"bases":["AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4="],"rows":[[null,[[0,1,0,4294967294],[1,2]],[0,0]],[[3,4],[]]]}}`,
 	} {
 		f.Add([]byte(s))
 	}
