@@ -189,20 +189,47 @@ func (e *Error) Error() string {
 	return "relay error " + string(e.Code) + ": " + e.Message
 }
 
-func (*Handshake) Type() MessageType        { return TypeHandshake }
-func (*HandshakeAck) Type() MessageType     { return TypeHandshakeAck }
-func (*GetChanges) Type() MessageType       { return TypeGetChanges }
-func (*Changes) Type() MessageType          { return TypeChanges }
-func (*ApplyChanges) Type() MessageType     { return TypeApplyChanges }
-func (*ApplyResult) Type() MessageType      { return TypeApplyResult }
-func (*PushChanges) Type() MessageType      { return TypePushChanges }
-func (*GetSnapshot) Type() MessageType      { return TypeGetSnapshot }
-func (*ResumeSnapshot) Type() MessageType   { return TypeResumeSnapshot }
-func (*SnapshotChunk) Type() MessageType    { return TypeSnapshotChunk }
+// Type returns TypeHandshake.
+func (*Handshake) Type() MessageType { return TypeHandshake }
+
+// Type returns TypeHandshakeAck.
+func (*HandshakeAck) Type() MessageType { return TypeHandshakeAck }
+
+// Type returns TypeGetChanges.
+func (*GetChanges) Type() MessageType { return TypeGetChanges }
+
+// Type returns TypeChanges.
+func (*Changes) Type() MessageType { return TypeChanges }
+
+// Type returns TypeApplyChanges.
+func (*ApplyChanges) Type() MessageType { return TypeApplyChanges }
+
+// Type returns TypeApplyResult.
+func (*ApplyResult) Type() MessageType { return TypeApplyResult }
+
+// Type returns TypePushChanges.
+func (*PushChanges) Type() MessageType { return TypePushChanges }
+
+// Type returns TypeGetSnapshot.
+func (*GetSnapshot) Type() MessageType { return TypeGetSnapshot }
+
+// Type returns TypeResumeSnapshot.
+func (*ResumeSnapshot) Type() MessageType { return TypeResumeSnapshot }
+
+// Type returns TypeSnapshotChunk.
+func (*SnapshotChunk) Type() MessageType { return TypeSnapshotChunk }
+
+// Type returns TypeSnapshotComplete.
 func (*SnapshotComplete) Type() MessageType { return TypeSnapshotComplete }
-func (*Ping) Type() MessageType             { return TypePing }
-func (*Pong) Type() MessageType             { return TypePong }
-func (*Error) Type() MessageType            { return TypeError }
+
+// Type returns TypePing.
+func (*Ping) Type() MessageType { return TypePing }
+
+// Type returns TypePong.
+func (*Pong) Type() MessageType { return TypePong }
+
+// Type returns TypeError.
+func (*Error) Type() MessageType { return TypeError }
 
 // Encode returns the frame of m: one JSON object, type first, optional
 // fields omitted. It checks what Decode checks, so a frame Encode returns
