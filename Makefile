@@ -89,7 +89,7 @@ endef
 NEED_CHROMIUM := browser tests need Chromium: run 'apt-get install chromium' as root on Debian, or install Chromium and run make with CHROMIUM=/path/to/chromium
 
 $(CHROMIUM):
-	@$(if $(and $(can_apt),$(strip $(install_chromium))),test -x $@ || { echo "$(NEED_CHROMIUM)"; exit 1; },$(error $(NEED_CHROMIUM)))
+	@$(if $(and $(can_apt),$(strip $(install_chromium)),$(wildcard $@)),echo "installed $@",$(error $(NEED_CHROMIUM)))
 
 # wasmbrowsertest, named by version so that changing the version reinstalls it.
 $(BIN)/wasmbrowsertest-$(WASMBROWSERTEST_VERSION): | $(BIN)
