@@ -434,7 +434,9 @@ func (w *writeTx) applySets(sets []ChangeSet, replay bool) (applyOutcome, error)
 
 // normalizeChange converts a peer's values to the column types of t (an
 // Integer into a real column becomes Real, …), losslessly, so the row key
-// and stored values are the same whatever JSON spelling carried them.
+// and stored values are the same whatever JSON spelling carried them. A
+// schema-less replica (the relay) stores values exactly as received, so
+// tables without declared columns are only checked, never converted.
 func normalizeChange(t *table, c *Change) error {
 	if len(t.pkCols) > 0 {
 		if len(c.PK) != len(t.pkCols) {
@@ -442,7 +444,7 @@ func normalizeChange(t *table, c *Change) error {
 		}
 		pk := make([]Value, len(c.PK))
 		for i, v := range c.PK {
-			if d := t.pkDefs[i]; d != nil {
+			if d := t.pkDefs[i]; d != nil && !t.asReceived {
 				v = normalizeRemote(d, v)
 			}
 			pk[i] = v
@@ -450,7 +452,7 @@ func normalizeChange(t *table, c *Change) error {
 		c.PK = pk
 	}
 	if c.Type == ColumnChange {
-		if d := t.cols[c.Column]; d != nil {
+		if d := t.cols[c.Column]; d != nil && !t.asReceived {
 			c.Value = normalizeRemote(d, c.Value)
 			if c.HasPrior {
 				c.PriorValue = normalizeRemote(d, c.PriorValue)

@@ -311,7 +311,7 @@ func (e *Engine) schemaFor(tx kv.Tx, ver uint64) (*schemaState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load schema: %w", err)
 	}
-	s = foldSchema(ver, migs)
+	s = foldSchema(ver, migs, e.declared == nil)
 	e.mu.Lock()
 	if e.schema == nil || e.schema.version <= ver {
 		e.schema = s

@@ -18,6 +18,9 @@ type table struct {
 	// autoID: the key is the single text column "id", filled with a UUIDv7
 	// when a write omits it.
 	autoID bool
+	// asReceived: values from peers are stored exactly as received (the
+	// schema-less relay), not normalized to the column types.
+	asReceived bool
 }
 
 type compiledIndex struct {
@@ -69,7 +72,9 @@ func (s *schemaState) names() []string {
 	return out
 }
 
-func foldSchema(version uint64, migs []SchemaMigration) *schemaState {
+// foldSchema folds migrations into a schema; asReceived marks the tables of
+// a schema-less replica (values from peers are kept as received).
+func foldSchema(version uint64, migs []SchemaMigration, asReceived bool) *schemaState {
 	sort.Slice(migs, func(i, j int) bool { return migs[i].HLC.Less(migs[j].HLC) })
 	defs := map[string]*TableDef{}
 	var order []string
@@ -105,6 +110,7 @@ func foldSchema(version uint64, migs []SchemaMigration) *schemaState {
 	st := &schemaState{version: version, migrations: migs, tables: make(map[string]*table, len(defs))}
 	for _, n := range order {
 		st.tables[n] = compileTable(*defs[n])
+		st.tables[n].asReceived = asReceived
 	}
 	return st
 }

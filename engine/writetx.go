@@ -126,7 +126,7 @@ func (w *writeTx) effTable(name string) *table {
 		return t
 	}
 	if w.e.declared == nil {
-		return &table{def: TableDef{Name: name}, key: tableKey(name)}
+		return &table{def: TableDef{Name: name}, key: tableKey(name), asReceived: true}
 	}
 	return nil
 }
@@ -377,7 +377,7 @@ func (w *writeTx) storeMigration(m *SchemaMigration, class byte) error {
 		w.migs = append(w.migs, *m)
 	}
 	all := append(append([]SchemaMigration(nil), w.schema.migrations...), *m)
-	w.schema = foldSchema(w.meta.schemaVer+1, all)
+	w.schema = foldSchema(w.meta.schemaVer+1, all, w.e.declared == nil)
 	w.schemaChanged = true
 	return nil
 }
