@@ -1,0 +1,279 @@
+// Command relay runs a Replica relay: the WebSocket endpoint replicas sync
+// through (/sync), the demo app (/), /healthz and Prometheus /metrics.
+//
+//	go run ./cmd/relay                      # 127.0.0.1:8080, ./data, ./web, no auth
+//	go run ./cmd/relay -auth tokens -token-file tokens.json -addr :8080
+//
+// Every flag can also be set by an environment variable named
+// REPLICA_RELAY_ and the flag's name in upper case with '-' as '_'
+// (-token-file: REPLICA_RELAY_TOKEN_FILE); a flag on the command line wins.
+// `relay -h` lists them. The package documentation of
+// github.com/replica-sync/replica/relay is the manual.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/relay"
+	"github.com/replica-sync/replica/wire"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case errors.Is(err, errUsage):
+		os.Exit(2)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "relay:", err)
+		os.Exit(1)
+	}
+}
+
+// errUsage is returned by parseFlags for bad flags (already reported).
+var errUsage = errors.New("usage error")
+
+// envPrefix prefixes the environment variable of every flag.
+const envPrefix = "REPLICA_RELAY_"
+
+// options are the parsed flags.
+type options struct {
+	addr      string
+	logLevel  slog.Level
+	logFormat string
+	auth      string
+	tokenFile string
+	origins   string
+	cfg       relay.Config
+}
+
+// envName returns the environment variable of a flag.
+func envName(flagName string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parseFlags parses args, then fills every flag not on the command line from
+// its environment variable (read with getenv).
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
+	o := &options{cfg: relay.Config{DataDir: relay.DefaultDataDir, WebDir: relay.DefaultWebDir}}
+	fs := flag.NewFlagSet("relay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.addr, "addr", relay.DefaultAddr, "TCP `address` to listen on (host:port; :8080 for every interface)")
+	fs.StringVar(&o.cfg.DataDir, "data", relay.DefaultDataDir, "`directory` of the database files (one bbolt file per database)")
+	fs.StringVar(&o.cfg.WebDir, "web", relay.DefaultWebDir, "`directory` served at / (the demo app); empty to serve none")
+	fs.StringVar(&o.auth, "auth", "none", "authentication `mode`: none (anyone may use any database: local development only) or tokens (a token per database, from -token-file)")
+	fs.StringVar(&o.tokenFile, "token-file", "", "`file` of tokens for -auth tokens: a JSON object {\"<databaseId>\": \"<token>\", …}")
+	fs.StringVar(&o.origins, "allow-origin", "", "comma-separated host `patterns` of other origins whose pages may connect from a browser (\"*\": any)")
+	fs.Var(byteSize{&o.cfg.MaxMessageSize}, "max-frame", "largest frame in `bytes` (suffixes KiB, MiB allowed); larger frames get MESSAGE_TOO_LARGE (default 16MiB)")
+	fs.IntVar(&o.cfg.MaxChangesPerApply, "max-apply-changes", relay.DefaultMaxChangesPerApply, "most changes (plus schema migrations) in one apply_changes")
+	fs.IntVar(&o.cfg.PageChanges, "page-changes", relay.DefaultPageChanges, "most changes per changes or push_changes frame (a larger ChangeSet travels alone)")
+	fs.IntVar(&o.cfg.SendQueue, "send-queue", relay.DefaultSendQueue, "frames queued per connection before a slow connection is closed")
+	fs.DurationVar(&o.cfg.IdleTimeout, "idle-timeout", relay.DefaultIdleTimeout, "close connections silent for this `duration`")
+	fs.DurationVar(&o.cfg.WriteTimeout, "write-timeout", relay.DefaultWriteTimeout, "close connections that cannot take a frame for this `duration`")
+	fs.Var(days{&o.cfg.Retention}, "retention", "keep arrival-log entries and tombstones this `duration` (units h, m, s and d for days; default 30d)")
+	fs.DurationVar(&o.cfg.MaintenanceInterval, "maintenance-interval", relay.DefaultMaintenanceInterval, "run pruning every `duration`")
+	fs.DurationVar(&o.cfg.DatabaseIdleClose, "db-idle-close", relay.DefaultDatabaseIdleClose, "close a database file this `duration` after its last connection left")
+	fs.DurationVar(&o.cfg.ShutdownTimeout, "shutdown-timeout", relay.DefaultShutdownTimeout, "on SIGINT/SIGTERM, wait this `duration` for connections to close")
+	fs.Var(levelFlag{&o.logLevel}, "log-level", "log `level`: debug, info, warn, error")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log `format`: text or json")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: relay [flags]\n\nRuns a Replica relay. Every flag may also be set by the environment variable shown.\n\n")
+		fs.VisitAll(func(f *flag.Flag) {
+			name, usage := flag.UnquoteUsage(f)
+			fmt.Fprintf(fs.Output(), "  -%s %s\n    \t%s", f.Name, name, usage)
+			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" {
+				fmt.Fprintf(fs.Output(), " (default %q)", f.DefValue)
+			}
+			fmt.Fprintf(fs.Output(), "\n    \tenv %s\n", envName(f.Name))
+		})
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "relay: unexpected arguments %q\n", fs.Args())
+		fs.Usage()
+		return nil, errUsage
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || envErr != nil {
+			return
+		}
+		if v := getenv(envName(f.Name)); v != "" {
+			if err := fs.Set(f.Name, v); err != nil {
+				envErr = fmt.Errorf("%s=%q: %w", envName(f.Name), v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return nil, envErr
+	}
+	switch o.logFormat {
+	case "text", "json":
+	default:
+		return nil, fmt.Errorf("-log-format %q: want text or json", o.logFormat)
+	}
+	return o, nil
+}
+
+// run parses args, starts the relay and serves until ctx is done.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	hopts := &slog.HandlerOptions{Level: o.logLevel}
+	var h slog.Handler = slog.NewTextHandler(stderr, hopts)
+	if o.logFormat == "json" {
+		h = slog.NewJSONHandler(stderr, hopts)
+	}
+	log := slog.New(h)
+	o.cfg.Logger = log
+
+	switch o.auth {
+	case "none":
+		if o.tokenFile != "" {
+			return fmt.Errorf("-token-file is set but -auth is none: pass -auth tokens")
+		}
+		o.cfg.Auth = relay.AllowAll
+		log.Warn("AUTHENTICATION IS OFF (-auth none): anyone who can reach this relay can read and write every database. Use -auth tokens -token-file FILE for anything but local development.")
+	case "tokens":
+		if o.tokenFile == "" {
+			return fmt.Errorf("-auth tokens needs -token-file")
+		}
+		t, err := relay.LoadTokenFile(o.tokenFile)
+		if err != nil {
+			return err
+		}
+		o.cfg.Auth = t
+		log.Info("relay: token authentication", "file", o.tokenFile, "databases", t.Len())
+	default:
+		return fmt.Errorf("-auth %q: want none or tokens", o.auth)
+	}
+	if o.origins != "" {
+		for _, p := range strings.Split(o.origins, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				o.cfg.OriginPatterns = append(o.cfg.OriginPatterns, p)
+			}
+		}
+	}
+	if o.cfg.WebDir != "" {
+		if st, err := os.Stat(o.cfg.WebDir); err != nil || !st.IsDir() {
+			log.Warn("relay: web directory not found; / serves nothing until it exists", "web", o.cfg.WebDir)
+		}
+	}
+
+	srv, err := relay.New(o.cfg)
+	if err != nil {
+		return err
+	}
+	return srv.ListenAndServe(ctx, o.addr, func(a net.Addr) {
+		u := browseURL(a)
+		log.Info("relay: listening", "addr", a.String(), "data", o.cfg.DataDir, "web", o.cfg.WebDir, "url", u)
+		fmt.Fprintf(stdout, "Replica relay: open %s (sync endpoint %s)\n", u, "ws"+strings.TrimPrefix(u, "http")+"sync")
+	})
+}
+
+// browseURL returns the http URL of a listening address; an unspecified
+// host (every interface) is shown as localhost.
+func browseURL(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return "http://" + a.String() + "/"
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
+}
+
+// byteSize is a flag of a size in bytes: an integer, optionally with the
+// suffix KiB, MiB or GiB.
+type byteSize struct{ p *int64 }
+
+func (b byteSize) String() string {
+	if b.p == nil || *b.p == 0 {
+		return strconv.Itoa(wire.DefaultMaxMessageSize)
+	}
+	return strconv.FormatInt(*b.p, 10)
+}
+
+func (b byteSize) Set(s string) error {
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = strings.TrimSpace(n), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("want a positive number of bytes, optionally with KiB, MiB or GiB")
+	}
+	*b.p = n * mult
+	return nil
+}
+
+// days is a duration flag that also accepts a number of days ("30d").
+type days struct{ p *time.Duration }
+
+func (d days) String() string {
+	if d.p == nil || *d.p == 0 {
+		return (engine.DefaultRetention).String()
+	}
+	return d.p.String()
+}
+
+func (d days) Set(s string) error {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		v, err := strconv.ParseFloat(n, 64)
+		if err != nil || v <= 0 {
+			return fmt.Errorf("want a positive duration such as 30d or 720h")
+		}
+		*d.p = time.Duration(v * float64(24*time.Hour))
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v <= 0 {
+		return fmt.Errorf("want a positive duration such as 30d or 720h")
+	}
+	*d.p = v
+	return nil
+}
+
+// levelFlag is a slog level flag.
+type levelFlag struct{ p *slog.Level }
+
+func (l levelFlag) String() string {
+	if l.p == nil {
+		return "INFO"
+	}
+	return l.p.String()
+}
+
+func (l levelFlag) Set(s string) error { return l.p.UnmarshalText([]byte(s)) }

@@ -1,0 +1,192 @@
+package relay
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/wire"
+)
+
+// Defaults of the Config fields; cmd/relay uses them as its flag defaults.
+const (
+	DefaultAddr                = "127.0.0.1:8080"
+	DefaultDataDir             = "data"
+	DefaultWebDir              = "web"
+	DefaultMaxChangesPerApply  = 100_000
+	DefaultPageChanges         = 1000
+	DefaultIdleTimeout         = 90 * time.Second
+	DefaultWriteTimeout        = 10 * time.Second
+	DefaultSendQueue           = 64
+	DefaultMaintenanceInterval = time.Hour
+	DefaultDatabaseIdleClose   = 5 * time.Minute
+	DefaultShutdownTimeout     = 10 * time.Second
+	DefaultAuthTimeout         = 10 * time.Second
+)
+
+// Config configures a Server. The zero value of every field means its
+// default (the Default constants above), except Auth, which must be set:
+// use AllowAll for local development.
+type Config struct {
+	// DataDir is the directory holding one bbolt file per database
+	// (created with mode 0700 if missing). Default "data".
+	DataDir string
+	// WebDir is served at "/" (the demo app); "" serves nothing there.
+	// Default: none (cmd/relay passes "web").
+	WebDir string
+
+	// Auth decides which handshakes may use which database. Required:
+	// AllowAll grants everything, Tokens checks a token per database.
+	Auth Authenticator
+	// AuthTimeout bounds one Authenticate call. Default 10 s.
+	AuthTimeout time.Duration
+	// OriginPatterns lists the extra origins (host patterns as in
+	// websocket.AcceptOptions.OriginPatterns) whose pages may open /sync
+	// from a browser; the relay's own origin and non-browser clients (no
+	// Origin header) are always allowed. "*" allows every origin.
+	OriginPatterns []string
+
+	// MaxMessageSize is the largest frame, in bytes, the relay reads and
+	// the largest it writes when paging changes. A larger frame is
+	// answered with MESSAGE_TOO_LARGE and skipped; one more than twice as
+	// large closes the connection with status 1009. Default
+	// wire.DefaultMaxMessageSize (16 MiB).
+	MaxMessageSize int64
+	// MaxChangesPerApply bounds the changes plus schema migrations of one
+	// apply_changes; a larger one is rejected with APPLY_CHANGES_ERROR.
+	// Default 100 000.
+	MaxChangesPerApply int
+	// PageChanges bounds the changes plus schema migrations of one
+	// changes or push_changes frame, at ChangeSet granularity: a
+	// ChangeSet larger than the bound travels alone. Default 1000.
+	PageChanges int
+	// SnapshotChunkRows bounds the rows of one snapshot rows chunk.
+	// Default engine.DefaultSnapshotChunkRows (1000).
+	SnapshotChunkRows int
+
+	// IdleTimeout closes a connection (status 1001, "idle timeout") that
+	// sent nothing, not even a ping, for this long while no request of it
+	// was being served. Clients ping every 30 s. Default 90 s.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds the write of one frame; a connection that
+	// cannot take a frame for this long is closed. Default 10 s.
+	WriteTimeout time.Duration
+	// SendQueue is the number of frames queued per connection. Replies
+	// wait for room; a push_changes that finds the queue full closes the
+	// connection (status 1013) so that the client reconnects and pulls
+	// from its cursor instead of stalling the database. Default 64.
+	SendQueue int
+
+	// Retention is how long arrival-log entries (by arrival time) and
+	// tombstones (by HLC) are kept. A client whose cursor is older than
+	// the retained log must bootstrap from a snapshot
+	// (SNAPSHOT_REQUIRED). Default engine.DefaultRetention (30 days).
+	Retention time.Duration
+	// MaintenanceInterval is the period of the maintenance loop that
+	// prunes every open database. Default 1 h.
+	MaintenanceInterval time.Duration
+	// DatabaseIdleClose closes a database file this long after its last
+	// connection left. Default 5 min.
+	DatabaseIdleClose time.Duration
+	// ShutdownTimeout bounds how long Close waits for connections to
+	// flush their last frames and acknowledge the close; after it they
+	// are cut. Default 10 s.
+	ShutdownTimeout time.Duration
+
+	// NoSync skips fsync on bbolt commits: a crash of the operating
+	// system can then lose acknowledged changes. Tests and benchmarks
+	// only.
+	NoSync bool
+	// Clock supplies wall time in ms (arrival times, retention, the
+	// engines' clocks and drift checks). Default engine.SystemClock.
+	Clock engine.Clock
+	// Logger receives the relay's logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// withDefaults returns c with zero fields replaced by their defaults, or an
+// error naming the first invalid field.
+func (c Config) withDefaults() (Config, error) {
+	if c.Auth == nil {
+		return c, errors.New("relay: Config.Auth is required (AllowAll for local development, Tokens for a token per database)")
+	}
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	def := func(v *time.Duration, d time.Duration, name string) error {
+		if *v < 0 {
+			return fmt.Errorf("relay: Config.%s is negative (%v)", name, *v)
+		}
+		if *v == 0 {
+			*v = d
+		}
+		return nil
+	}
+	for _, f := range []struct {
+		v    *time.Duration
+		d    time.Duration
+		name string
+	}{
+		{&c.AuthTimeout, DefaultAuthTimeout, "AuthTimeout"},
+		{&c.IdleTimeout, DefaultIdleTimeout, "IdleTimeout"},
+		{&c.WriteTimeout, DefaultWriteTimeout, "WriteTimeout"},
+		{&c.Retention, engine.DefaultRetention, "Retention"},
+		{&c.MaintenanceInterval, DefaultMaintenanceInterval, "MaintenanceInterval"},
+		{&c.DatabaseIdleClose, DefaultDatabaseIdleClose, "DatabaseIdleClose"},
+		{&c.ShutdownTimeout, DefaultShutdownTimeout, "ShutdownTimeout"},
+	} {
+		if err := def(f.v, f.d, f.name); err != nil {
+			return c, err
+		}
+	}
+	ints := []struct {
+		v    *int
+		d    int
+		name string
+	}{
+		{&c.MaxChangesPerApply, DefaultMaxChangesPerApply, "MaxChangesPerApply"},
+		{&c.PageChanges, DefaultPageChanges, "PageChanges"},
+		{&c.SnapshotChunkRows, engine.DefaultSnapshotChunkRows, "SnapshotChunkRows"},
+		{&c.SendQueue, DefaultSendQueue, "SendQueue"},
+	}
+	for _, f := range ints {
+		if *f.v < 0 {
+			return c, fmt.Errorf("relay: Config.%s is negative (%d)", f.name, *f.v)
+		}
+		if *f.v == 0 {
+			*f.v = f.d
+		}
+	}
+	switch {
+	case c.MaxMessageSize < 0:
+		return c, fmt.Errorf("relay: Config.MaxMessageSize is negative (%d)", c.MaxMessageSize)
+	case c.MaxMessageSize == 0:
+		c.MaxMessageSize = wire.DefaultMaxMessageSize
+	case c.MaxMessageSize < minMessageSize:
+		return c, fmt.Errorf("relay: Config.MaxMessageSize %d is below the minimum %d bytes", c.MaxMessageSize, minMessageSize)
+	case c.MaxMessageSize > maxMessageSize:
+		return c, fmt.Errorf("relay: Config.MaxMessageSize %d is above the maximum %d bytes", c.MaxMessageSize, maxMessageSize)
+	}
+	if c.Clock == nil {
+		c.Clock = engine.SystemClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}
+
+// Bounds of Config.MaxMessageSize: a frame must hold a handshake and an
+// error, and twice the limit (the drain bound) must fit in an int64 read
+// limit with room to spare.
+const (
+	minMessageSize = 4 << 10
+	maxMessageSize = 1 << 30
+)
+
+// frameOverhead is the room, in bytes, a changes or push_changes frame keeps
+// for its envelope ({"type":…,"cursor":…,"more":…,"changeSets":[…]}) when
+// paging ChangeSets below MaxMessageSize.
+const frameOverhead = 256

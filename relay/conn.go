@@ -1,0 +1,553 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/wire"
+)
+
+// codeInternal is the transient error code of a handshake the relay could
+// not complete on its side (the database file would not open). The
+// connection is then closed with status 1011 and the client retries with
+// backoff. wire has no code for it; clients treat unknown codes as
+// transient.
+const codeInternal wire.ErrorCode = "INTERNAL_ERROR"
+
+// outFrame is a frame queued for the writer.
+type outFrame struct {
+	data []byte
+	typ  wire.MessageType
+	done chan error // if not nil (buffered, 1), receives the write's result
+}
+
+// conn is one WebSocket session. Two goroutines serve it: the reader (the
+// HTTP handler's goroutine), which reads frames and handles them one at a
+// time in order, and the writer, which drains the bounded send queue. Replies
+// wait for room in the queue; pushes from other connections never wait (see
+// push).
+type conn struct {
+	s      *Server
+	ws     *websocket.Conn
+	id     string
+	remote string
+	header http.Header
+	log    *slog.Logger
+	start  time.Time
+
+	out        chan outFrame
+	writerDone chan struct{}
+	readerDone chan struct{}
+
+	// kill asks the writer to close the connection with killCode and
+	// killReason, after flushing the queue when killFlush is set.
+	kill       chan struct{}
+	killOnce   sync.Once
+	killCode   websocket.StatusCode
+	killReason string
+	killFlush  bool
+
+	// stopCtx is cancelled when the connection is being closed: long
+	// handlers (snapshot streams) give up.
+	stopCtx    context.Context
+	stopCancel context.CancelFunc
+
+	// handleMu is held while a frame is handled; shutdown takes it to let
+	// the frame in flight finish and to stop the next one.
+	handleMu sync.Mutex
+	stopping bool // guarded by handleMu
+
+	idle *time.Timer
+
+	// pushMu orders pushes against the start and end of a snapshot
+	// stream, so that no push_changes lands inside one.
+	pushMu     sync.Mutex
+	inSnapshot bool
+
+	// Set by the handshake, on the reader goroutine.
+	db   *database
+	site engine.SiteID
+}
+
+func newConn(s *Server, r *http.Request) *conn {
+	id := "c-" + strconv.FormatUint(s.nextConn.Add(1), 10)
+	c := &conn{
+		s:          s,
+		id:         id,
+		remote:     r.RemoteAddr,
+		header:     r.Header.Clone(),
+		log:        s.log.With("conn", id, "remote", r.RemoteAddr),
+		start:      time.Now(),
+		out:        make(chan outFrame, s.cfg.SendQueue),
+		writerDone: make(chan struct{}),
+		readerDone: make(chan struct{}),
+		kill:       make(chan struct{}),
+	}
+	c.stopCtx, c.stopCancel = context.WithCancel(context.Background())
+	return c
+}
+
+// run serves the connection until it ends.
+func (c *conn) run() {
+	c.ws.SetReadLimit(2 * c.s.cfg.MaxMessageSize)
+	c.idle = time.AfterFunc(c.s.cfg.IdleTimeout, func() {
+		c.log.Info("relay: closing idle connection", "idleTimeout", c.s.cfg.IdleTimeout)
+		c.closeWith(websocket.StatusGoingAway, "idle timeout", false)
+	})
+	go c.writeLoop()
+	c.readLoop()
+	close(c.readerDone)
+	<-c.writerDone
+	c.idle.Stop()
+	c.stopCancel()
+	if c.db != nil {
+		c.db.removeConn(c)
+		c.s.release(c.db)
+	}
+	c.log.Debug("relay: connection ended", "duration", time.Since(c.start))
+}
+
+// touch restarts the idle timer (a ping or pong control frame arrived).
+func (c *conn) touch() {
+	if c.idle != nil {
+		c.idle.Reset(c.s.cfg.IdleTimeout)
+	}
+}
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// readLoop reads and handles frames until the connection ends or a handler
+// ends the session.
+func (c *conn) readLoop() {
+	max := c.s.cfg.MaxMessageSize
+	for {
+		typ, r, err := c.ws.Reader(context.Background())
+		if err != nil {
+			c.logEnd(err)
+			return
+		}
+		c.idle.Stop()
+		buf := bufPool.Get().(*bytes.Buffer)
+		buf.Reset()
+		n, err := io.Copy(buf, io.LimitReader(r, max+1))
+		c.s.metrics.bytesIn.Add(float64(n))
+		keep := true
+		switch {
+		case err != nil:
+			c.logEnd(err)
+			keep = false
+		case n > max:
+			keep = c.tooLarge(r)
+		case typ != websocket.MessageText:
+			c.s.metrics.messagesIn.WithLabelValues("invalid").Inc()
+			c.sendError(wire.CodeMessageError, "", "binary frames are not part of the protocol: send JSON text frames")
+		default:
+			keep = c.handle(buf.Bytes())
+		}
+		if buf.Cap() <= 1<<20 {
+			bufPool.Put(buf)
+		}
+		if !keep {
+			return
+		}
+		c.idle.Reset(c.s.cfg.IdleTimeout)
+	}
+}
+
+// tooLarge answers a frame above MaxMessageSize with MESSAGE_TOO_LARGE,
+// written before anything else happens, then discards the rest of the frame
+// so that the connection stays usable. A frame more than twice the limit
+// makes the WebSocket library close the connection with status 1009 while
+// discarding; the client has the error frame by then.
+func (c *conn) tooLarge(r io.Reader) bool {
+	c.s.metrics.messagesIn.WithLabelValues("invalid").Inc()
+	c.s.metrics.errors.WithLabelValues(string(wire.CodeMessageTooLarge)).Inc()
+	e := wire.NewError(wire.CodeMessageTooLarge, "frame larger than this relay's limit of %d bytes: split the work into smaller frames", c.s.cfg.MaxMessageSize)
+	data, _ := wire.Encode(e)
+	done := make(chan error, 1)
+	select {
+	case c.out <- outFrame{data: data, typ: wire.TypeError, done: done}:
+		select {
+		case <-done:
+		case <-c.writerDone:
+			return false
+		}
+	case <-c.writerDone:
+		return false
+	}
+	n, err := io.Copy(io.Discard, r)
+	c.s.metrics.bytesIn.Add(float64(n))
+	if err != nil {
+		c.logEnd(err)
+		return false
+	}
+	return true
+}
+
+// logEnd logs why reading stopped.
+func (c *conn) logEnd(err error) {
+	status := websocket.CloseStatus(err)
+	switch {
+	case status == websocket.StatusNormalClosure || status == websocket.StatusGoingAway:
+		c.log.Debug("relay: client closed the connection", "status", int(status))
+	case status != -1:
+		c.log.Info("relay: connection closed", "status", int(status), "err", err)
+	case errors.Is(err, io.EOF) || errors.Is(err, context.Canceled):
+		c.log.Debug("relay: connection ended", "err", err)
+	default:
+		c.log.Debug("relay: read failed", "err", err)
+	}
+}
+
+// handle handles one frame; it returns false when the session is over.
+func (c *conn) handle(frame []byte) bool {
+	c.handleMu.Lock()
+	defer c.handleMu.Unlock()
+	if c.stopping {
+		return false
+	}
+	msg, err := wire.Decode(frame)
+	if err != nil {
+		c.s.metrics.messagesIn.WithLabelValues("invalid").Inc()
+		c.sendError(wire.DecodeErrorCode(err), "", "%v", err)
+		return true
+	}
+	c.s.metrics.messagesIn.WithLabelValues(string(msg.Type())).Inc()
+	if h, ok := msg.(*wire.Handshake); ok {
+		return c.handshake(h)
+	}
+	if c.db == nil {
+		c.sendError(wire.CodeNotAuthenticated, "", "%s before handshake: send handshake first", msg.Type())
+		return true
+	}
+	switch m := msg.(type) {
+	case *wire.Ping:
+		c.send(&wire.Pong{})
+	case *wire.GetChanges:
+		c.getChanges(m)
+	case *wire.ApplyChanges:
+		c.applyChanges(m)
+	case *wire.GetSnapshot:
+		c.snapshot(nil)
+	case *wire.ResumeSnapshot:
+		cp := m.Checkpoint
+		c.snapshot(&cp)
+	case *wire.Pong, *wire.Error:
+		// A keepalive answer, or a client reporting something: nothing
+		// to answer (answering an error with an error could loop).
+		if e, ok := m.(*wire.Error); ok {
+			c.log.Info("relay: client sent an error", "code", e.Code, "message", e.Message)
+		}
+	default:
+		c.sendError(wire.CodeUnknownMessage, "", "%s is sent by the relay, not to it", msg.Type())
+	}
+	return true
+}
+
+// handshake checks, in this order and before touching any storage, the
+// protocol version, the database id and the credentials, then opens the
+// database and answers handshake_ack.
+func (c *conn) handshake(m *wire.Handshake) bool {
+	if c.db != nil {
+		return c.fatal(wire.CodeAlreadyAuthenticated, "this connection already completed a handshake for database %q", c.db.id)
+	}
+	if m.ProtocolVersion != wire.ProtocolVersion {
+		if m.ProtocolVersion == 0 {
+			return c.fatal(wire.CodeProtocolVersionMismatch, "handshake without protocolVersion; relay speaks %d", wire.ProtocolVersion)
+		}
+		return c.fatal(wire.CodeProtocolVersionMismatch, "client speaks version %d, relay speaks %d", m.ProtocolVersion, wire.ProtocolVersion)
+	}
+	if !wire.ValidDatabaseID(m.DatabaseID) {
+		if m.DatabaseID == "" {
+			return c.fatal(wire.CodeMissingDatabaseID, "handshake without databaseId")
+		}
+		return c.fatal(wire.CodeMissingDatabaseID, "databaseId %q does not match ^[A-Za-z0-9_.:-]{1,128}$", m.DatabaseID)
+	}
+	ctx, cancel := context.WithTimeout(c.stopCtx, c.s.cfg.AuthTimeout)
+	err := c.s.cfg.Auth.Authenticate(ctx, AuthRequest{DatabaseID: m.DatabaseID, Token: m.Token,
+		SiteID: m.SiteID, RemoteAddr: c.remote, Header: c.header})
+	cancel()
+	if err != nil {
+		c.log.Warn("relay: authentication failed", "database", m.DatabaseID, "site", m.SiteID, "err", err)
+		return c.fatal(wire.CodeAuthFailed, "credentials do not grant database %q", m.DatabaseID)
+	}
+	d, err := c.s.acquire(m.DatabaseID)
+	if err != nil {
+		c.log.Error("relay: cannot open database", "database", m.DatabaseID, "err", err)
+		c.sendError(codeInternal, "", "the relay cannot open database %q now; retry later", m.DatabaseID)
+		c.closeWith(websocket.StatusInternalError, "database unavailable", true)
+		return false
+	}
+	c.db, c.site = d, m.SiteID
+	c.log = c.log.With("database", d.id)
+	// The ack is queued before the connection joins the database, so no
+	// push_changes can precede it.
+	c.send(&wire.HandshakeAck{ProtocolVersion: wire.ProtocolVersion, DatabaseID: d.id, ServerSiteID: d.site, ConnectionID: c.id})
+	d.addConn(c)
+	c.log.Info("relay: session started", "site", m.SiteID)
+	return true
+}
+
+// fatal sends a fatal error and closes the connection with its code's close
+// status once the error frame is written. It returns false.
+func (c *conn) fatal(code wire.ErrorCode, format string, args ...any) bool {
+	c.log.Info("relay: fatal session error", "code", code, "message", fmt.Sprintf(format, args...))
+	c.sendError(code, "", format, args...)
+	c.closeWith(websocket.StatusCode(code.CloseStatus()), string(code), true)
+	return false
+}
+
+// getChanges answers get_changes.
+func (c *conn) getChanges(m *wire.GetChanges) {
+	frame, err := c.db.readChanges(m.Since, c.site)
+	var sr *errSnapshotRequired
+	switch {
+	case errors.As(err, &sr):
+		c.sendError(wire.CodeSnapshotRequired, "", "%v", sr)
+	case err != nil:
+		c.log.Error("relay: reading the arrival log failed", "since", m.Since, "err", err)
+		c.sendError(wire.CodeGetChangesError, "", "reading changes since %d failed on the relay", m.Since)
+	default:
+		c.sendFrame(wire.TypeChanges, frame)
+	}
+}
+
+// applyChanges answers apply_changes.
+func (c *conn) applyChanges(m *wire.ApplyChanges) {
+	n := 0
+	for i := range m.ChangeSets {
+		n += facts(&m.ChangeSets[i])
+	}
+	if n > c.s.cfg.MaxChangesPerApply {
+		c.sendError(wire.CodeApplyChangesError, m.RequestID,
+			"apply_changes carries %d changes and migrations, above this relay's limit of %d per apply_changes (max changes per apply): send fewer ChangeSets per frame",
+			n, c.s.cfg.MaxChangesPerApply)
+		return
+	}
+	if len(m.ChangeSets) == 0 {
+		c.send(&wire.ApplyResult{RequestID: m.RequestID})
+		return
+	}
+	start := time.Now()
+	res, added, err := c.db.apply(c, m.ChangeSets)
+	c.s.metrics.applyDuration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		if errors.Is(err, engine.ErrClockDrift) || errors.Is(err, engine.ErrMalformed) {
+			c.log.Info("relay: apply_changes rejected", "requestId", m.RequestID, "err", err)
+			c.sendError(wire.CodeApplyChangesError, m.RequestID, "%v", err)
+		} else {
+			c.log.Error("relay: apply_changes failed", "requestId", m.RequestID, "err", err)
+			c.sendError(wire.CodeApplyChangesError, m.RequestID, "the relay could not store the changes (nothing was stored): retry later")
+		}
+		return
+	}
+	c.s.metrics.changesApplied.Add(float64(res.Applied))
+	c.s.metrics.changesSkipped.Add(float64(res.Skipped))
+	c.s.metrics.changeSetsStored.Add(float64(added))
+	c.send(&wire.ApplyResult{RequestID: m.RequestID, ApplyResult: res})
+}
+
+// snapshot streams a snapshot of the database (resume: only the tables the
+// checkpoint has not completed), chunk by chunk as the queue takes them, so
+// at most SendQueue chunks are in memory. The header's cursor is the
+// database's cursor read before the data, so the client pulls from it
+// afterwards. Pushes to this connection are dropped while it streams; the
+// client's catch-up from the header cursor fetches them.
+func (c *conn) snapshot(resume *engine.SnapshotCheckpoint) {
+	d := c.db
+	if resume != nil && resume.SiteID != d.site {
+		c.sendError(wire.CodeSnapshotError, "",
+			"the checkpoint comes from another relay log (site %s; this database's is %s): discard it and send get_snapshot", resume.SiteID, d.site)
+		return
+	}
+	opts := engine.SnapshotOptions{Cursor: d.cursor.Load(), ChunkRows: c.s.cfg.SnapshotChunkRows, Resume: resume}
+	c.setSnapshot(true)
+	defer c.setSnapshot(false)
+	chunks := 0
+	for ch, err := range d.eng.Snapshot(opts) {
+		if c.stopCtx.Err() != nil {
+			c.log.Info("relay: snapshot abandoned: connection closing", "chunks", chunks)
+			return
+		}
+		if err != nil {
+			c.log.Error("relay: snapshot failed", "chunks", chunks, "err", err)
+			c.sendError(wire.CodeSnapshotError, "", "snapshot failed on the relay after %d chunks: resume later", chunks)
+			return
+		}
+		data, err := wire.Encode(&wire.SnapshotChunk{Chunk: ch})
+		if err != nil {
+			c.log.Error("relay: snapshot chunk cannot be encoded", "chunk", ch.Type, "err", err)
+			c.sendError(wire.CodeSnapshotError, "", "snapshot chunk %d cannot be encoded: %v", chunks, err)
+			return
+		}
+		if !c.sendFrame(wire.TypeSnapshotChunk, data) {
+			return
+		}
+		chunks++
+	}
+	c.send(&wire.SnapshotComplete{})
+	c.log.Info("relay: snapshot sent", "chunks", chunks, "cursor", opts.Cursor, "resumed", resume != nil)
+}
+
+func (c *conn) setSnapshot(on bool) {
+	c.pushMu.Lock()
+	c.inSnapshot = on
+	c.pushMu.Unlock()
+}
+
+// push queues a push_changes frame without waiting. While the connection
+// streams a snapshot the frame is dropped (the client catches up from the
+// snapshot's cursor). When the queue is full the connection is closed with
+// status 1013 (try again later): the client reconnects and pulls from its
+// cursor, and nobody waits for it. It returns false when this connection
+// takes no more frames.
+func (c *conn) push(frame []byte) bool {
+	select {
+	case <-c.kill:
+		return false
+	case <-c.writerDone:
+		return false
+	default:
+	}
+	c.pushMu.Lock()
+	defer c.pushMu.Unlock()
+	if c.inSnapshot {
+		c.s.metrics.pushesDropped.WithLabelValues("snapshot").Inc()
+		return false
+	}
+	select {
+	case c.out <- outFrame{data: frame, typ: wire.TypePushChanges}:
+		return true
+	default:
+		c.s.metrics.pushesDropped.WithLabelValues("queue_full").Inc()
+		c.log.Warn("relay: send queue full; closing the connection so that the client re-pulls", "queue", cap(c.out))
+		c.closeWith(websocket.StatusTryAgainLater, "send queue full", false)
+		return false
+	}
+}
+
+// send encodes m and queues it, waiting for room; it returns false when the
+// connection is gone.
+func (c *conn) send(m wire.Message) bool {
+	data, err := wire.Encode(m)
+	if err != nil {
+		// A relay bug: the message was built here.
+		c.log.Error("relay: reply cannot be encoded", "type", m.Type(), "err", err)
+		return false
+	}
+	return c.sendFrame(m.Type(), data)
+}
+
+func (c *conn) sendFrame(t wire.MessageType, data []byte) bool {
+	select {
+	case c.out <- outFrame{data: data, typ: t}:
+		return true
+	case <-c.writerDone:
+		return false
+	}
+}
+
+// sendError sends an error frame of code (fatal as the code says).
+func (c *conn) sendError(code wire.ErrorCode, requestID, format string, args ...any) bool {
+	e := wire.NewError(code, format, args...)
+	e.RequestID = requestID
+	c.s.metrics.errors.WithLabelValues(string(code)).Inc()
+	return c.send(e)
+}
+
+// closeWith asks the writer to close the connection with code and reason,
+// after writing what is queued when flush is set. The first call wins.
+func (c *conn) closeWith(code websocket.StatusCode, reason string, flush bool) {
+	c.killOnce.Do(func() {
+		c.killCode, c.killReason, c.killFlush = code, reason, flush
+		close(c.kill)
+		c.stopCancel()
+	})
+}
+
+// shutdown lets the frame being handled finish, stops handling, and closes
+// the connection with 1001 after flushing the queue.
+func (c *conn) shutdown() {
+	c.handleMu.Lock()
+	c.stopping = true
+	c.handleMu.Unlock()
+	c.closeWith(websocket.StatusGoingAway, "relay shutting down", true)
+}
+
+// writeLoop writes queued frames until the connection is closed.
+func (c *conn) writeLoop() {
+	defer close(c.writerDone)
+	for {
+		select {
+		case <-c.kill:
+			c.finish()
+			return
+		default:
+		}
+		select {
+		case f := <-c.out:
+			if !c.write(f) {
+				_ = c.ws.CloseNow()
+				return
+			}
+		case <-c.kill:
+			c.finish()
+			return
+		case <-c.readerDone:
+			select {
+			case <-c.kill:
+				c.finish()
+			default:
+				_ = c.ws.CloseNow()
+			}
+			return
+		}
+	}
+}
+
+// finish closes the connection as closeWith asked.
+func (c *conn) finish() {
+	if c.killFlush {
+	flush:
+		for {
+			select {
+			case f := <-c.out:
+				if !c.write(f) {
+					_ = c.ws.CloseNow()
+					return
+				}
+			default:
+				break flush
+			}
+		}
+	}
+	_ = c.ws.Close(c.killCode, c.killReason)
+}
+
+// write writes one frame within WriteTimeout.
+func (c *conn) write(f outFrame) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.WriteTimeout)
+	err := c.ws.Write(ctx, websocket.MessageText, f.data)
+	cancel()
+	if f.done != nil {
+		f.done <- err
+	}
+	if err != nil {
+		c.log.Debug("relay: write failed", "type", f.typ, "err", err)
+		return false
+	}
+	c.s.metrics.messagesOut.WithLabelValues(string(f.typ)).Inc()
+	c.s.metrics.bytesOut.Add(float64(len(f.data)))
+	return true
+}

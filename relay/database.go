@@ -1,0 +1,453 @@
+package relay
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv"
+	"github.com/replica-sync/replica/kv/boltkv"
+	"github.com/replica-sync/replica/wire"
+)
+
+// database is one tenant: its bbolt file, the merged replica over it, its
+// arrival log, and the connections using it.
+type database struct {
+	s    *Server
+	id   string
+	path string
+	log  *slog.Logger
+
+	// Set by open; read-only afterwards.
+	store *boltkv.Store
+	eng   *engine.Engine
+	site  engine.SiteID
+
+	// applyMu serializes apply: the merge, the arrival-log append and the
+	// fan-out, so that pushes leave in cursor order.
+	applyMu sync.Mutex
+	// cursor is the last cursor committed (stored after each commit, under
+	// applyMu); everything up to it is in the merged replica.
+	cursor atomic.Uint64
+
+	connsMu sync.Mutex
+	conns   map[*conn]struct{}
+
+	// Registry state, guarded by Server.dbMu.
+	refs     int
+	lastUsed time.Time // when refs last dropped to 0
+	closing  bool
+	ready    chan struct{} // closed when open finished (openErr says how)
+	openErr  error
+	done     chan struct{} // closed when the database is closed
+}
+
+// errSnapshotRequired is returned by readChanges for a cursor the arrival log
+// cannot serve.
+type errSnapshotRequired struct{ since, pruned, current uint64 }
+
+func (e *errSnapshotRequired) Error() string {
+	if e.since > e.current {
+		return fmt.Sprintf("cursor %d is ahead of this database's log (current cursor %d): it comes from another log; bootstrap from a snapshot", e.since, e.current)
+	}
+	return fmt.Sprintf("cursor %d is older than the retained log (entries up to %d were pruned); bootstrap from a snapshot", e.since, e.pruned)
+}
+
+// open opens (creating if needed) the database file and its replica.
+func (d *database) open() error {
+	st, err := boltkv.Open(d.path, storeBuckets, &boltkv.Options{NoSync: d.s.cfg.NoSync, Mode: 0o600})
+	if err != nil {
+		return fmt.Errorf("open database %q: %w", d.id, err)
+	}
+	var cur uint64
+	err = st.Update(func(tx kv.Tx) error {
+		f, err := tx.Get(bucketRelay, keyFormat)
+		switch {
+		case errors.Is(err, kv.ErrNotFound):
+			if err := tx.Put(bucketRelay, keyFormat, []byte(relayFormat)); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case string(f) != relayFormat:
+			return fmt.Errorf("%w: relay format %q, this version reads %s", errCorrupt, f, relayFormat)
+		}
+		cur, err = getCounter(tx, keyCursor)
+		return err
+	})
+	if err != nil {
+		_ = st.Close()
+		return fmt.Errorf("open database %q: %w", d.id, err)
+	}
+	eng, err := engine.Open(st, engine.Options{Clock: d.s.cfg.Clock, Retention: d.s.cfg.Retention, Logger: d.log})
+	if err != nil {
+		_ = st.Close()
+		return fmt.Errorf("open database %q: %w", d.id, err)
+	}
+	d.store, d.eng, d.site = st, eng, eng.SiteID()
+	d.cursor.Store(cur)
+	return nil
+}
+
+// close closes the replica and the file.
+func (d *database) close() error {
+	if d.store == nil {
+		return nil
+	}
+	_ = d.eng.Close()
+	return d.store.Close()
+}
+
+// getCounter reads an 8-byte counter of the relay bucket (0 when absent).
+func getCounter(tx kv.Tx, key []byte) (uint64, error) {
+	v, err := tx.Get(bucketRelay, key)
+	if errors.Is(err, kv.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return parseUint64(v)
+}
+
+// arrival is a ChangeSet just appended to the log.
+type arrival struct {
+	cursor uint64
+	facts  int
+	json   []byte
+}
+
+// apply merges sets into the replica and appends the ChangeSets the log does
+// not hold yet, in one kv transaction, then sends them as push_changes to
+// every other connection of the database. It returns the engine's result
+// and the number of ChangeSets appended. Errors match engine.ErrClockDrift
+// or engine.ErrMalformed for a rejected batch (nothing stored), or are
+// storage errors (nothing stored either).
+func (d *database) apply(sender *conn, sets []engine.ChangeSet) (engine.ApplyResult, int, error) {
+	type pending struct {
+		key   []byte
+		json  []byte
+		facts int
+	}
+	pend := make([]pending, len(sets))
+	for i := range sets {
+		cs := &sets[i]
+		if cs.SiteID == d.site {
+			return engine.ApplyResult{}, 0, fmt.Errorf("%w: ChangeSet %d (%s) claims the relay's own site id %s", engine.ErrMalformed, i, cs.TransactionID, d.site)
+		}
+		js, err := wire.MarshalChangeSet(cs)
+		if err != nil {
+			return engine.ApplyResult{}, 0, fmt.Errorf("%w: ChangeSet %d: %w", engine.ErrMalformed, i, err)
+		}
+		pend[i] = pending{key: dedupKey(cs), json: js, facts: facts(cs)}
+	}
+	now := d.s.cfg.Clock.Now()
+
+	d.applyMu.Lock()
+	defer d.applyMu.Unlock()
+	var added []arrival
+	var last uint64
+	res, err := d.eng.Apply(sets, engine.ApplyOptions{Extra: func(tx kv.Tx, _ engine.ApplyResult) error {
+		added = added[:0]
+		cur, err := getCounter(tx, keyCursor)
+		if err != nil {
+			return err
+		}
+		for _, p := range pend {
+			v, err := tx.Get(bucketArrivalsTx, p.key)
+			switch {
+			case err == nil:
+				// Held already. A resend carries the same facts or
+				// fewer (an origin's transaction only loses facts, to
+				// newer writes), so it adds nothing to the log.
+				if len(v) == 12 && int(binary.BigEndian.Uint32(v[8:])) >= p.facts {
+					continue
+				}
+			case !errors.Is(err, kv.ErrNotFound):
+				return err
+			}
+			if cur >= wire.MaxCursor {
+				return fmt.Errorf("relay: arrival log of %q is full (cursor %d)", d.id, cur)
+			}
+			cur++
+			if err := tx.Put(bucketArrivals, cursorKey(cur), encodeRecord(now, p.facts, p.key, p.json)); err != nil {
+				return err
+			}
+			idx := binary.BigEndian.AppendUint32(cursorKey(cur), uint32(p.facts))
+			if err := tx.Put(bucketArrivalsTx, p.key, idx); err != nil {
+				return err
+			}
+			added = append(added, arrival{cursor: cur, facts: p.facts, json: p.json})
+		}
+		last = cur
+		if len(added) == 0 {
+			return nil
+		}
+		return tx.Put(bucketRelay, keyCursor, cursorKey(cur))
+	}})
+	if err != nil {
+		return engine.ApplyResult{}, 0, err
+	}
+	d.cursor.Store(last)
+	d.broadcast(sender, added)
+	return res, len(added), nil
+}
+
+// broadcast queues push_changes frames carrying added to every connection of
+// the database but sender. It never blocks: see conn.push.
+func (d *database) broadcast(sender *conn, added []arrival) {
+	if len(added) == 0 {
+		return
+	}
+	d.connsMu.Lock()
+	targets := make([]*conn, 0, len(d.conns))
+	for c := range d.conns {
+		if c != sender {
+			targets = append(targets, c)
+		}
+	}
+	d.connsMu.Unlock()
+	if len(targets) == 0 {
+		return
+	}
+	frames := d.pushFrames(added)
+	for _, c := range targets {
+		for _, f := range frames {
+			if !c.push(f) {
+				break
+			}
+		}
+	}
+}
+
+// pushFrames splits added into push_changes frames bounded by PageChanges
+// and the frame size, each carrying consecutive cursors ending at its own.
+func (d *database) pushFrames(added []arrival) [][]byte {
+	var frames [][]byte
+	limit := int(d.s.cfg.MaxMessageSize) - frameOverhead
+	for start := 0; start < len(added); {
+		end, n, size := start, 0, 0
+		for end < len(added) {
+			a := added[end]
+			if end > start && (n+a.facts > d.s.cfg.PageChanges || size+len(a.json)+1 > limit) {
+				break
+			}
+			n += a.facts
+			size += len(a.json) + 1
+			end++
+		}
+		page := make([][]byte, 0, end-start)
+		for _, a := range added[start:end] {
+			page = append(page, a.json)
+		}
+		frames = append(frames, changeSetsFrame(wire.TypePushChanges, added[end-1].cursor, false, page))
+		start = end
+	}
+	return frames
+}
+
+// changeSetsFrame assembles a changes or push_changes frame from stored
+// ChangeSet JSON, as wire.Encode would write it (type, cursor, more for
+// changes, changeSets).
+func changeSetsFrame(t wire.MessageType, cursor uint64, more bool, sets [][]byte) []byte {
+	n := 64
+	for _, s := range sets {
+		n += len(s) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"type":"`...)
+	b = append(b, t...)
+	b = append(b, `","cursor":`...)
+	b = strconv.AppendUint(b, cursor, 10)
+	if t == wire.TypeChanges {
+		b = append(b, `,"more":`...)
+		b = strconv.AppendBool(b, more)
+	}
+	b = append(b, `,"changeSets":[`...)
+	for i, s := range sets {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, s...)
+	}
+	return append(b, "]}"...)
+}
+
+// readChanges returns the changes frame answering get_changes{since} for a
+// client of site own: the ChangeSets after since in cursor order, without
+// those of site own (the client has them; its engine would skip them as its
+// own echo), bounded by PageChanges and the frame size at ChangeSet
+// granularity (a larger ChangeSet goes alone). It returns
+// *errSnapshotRequired when since is older than the retained log or ahead
+// of it.
+func (d *database) readChanges(since uint64, own engine.SiteID) ([]byte, error) {
+	var frame []byte
+	pageChanges := d.s.cfg.PageChanges
+	limit := int(d.s.cfg.MaxMessageSize) - frameOverhead
+	err := d.store.View(func(tx kv.Tx) error {
+		cur, err := getCounter(tx, keyCursor)
+		if err != nil {
+			return err
+		}
+		pruned, err := getCounter(tx, keyPruned)
+		if err != nil {
+			return err
+		}
+		if since > cur || since < pruned {
+			return &errSnapshotRequired{since: since, pruned: pruned, current: cur}
+		}
+		var page [][]byte
+		n, size := 0, 0
+		last, more := since, false
+		var derr error
+		if since < cur {
+			err = tx.Scan(bucketArrivals, kv.Range{Start: cursorKey(since + 1)}, func(k, v []byte) bool {
+				c, err := parseUint64(k)
+				if err == nil {
+					var r record
+					r, err = decodeRecord(v)
+					if err == nil {
+						if s, ok := r.site(); ok && s == own {
+							last = c
+							return true
+						}
+						if len(page) > 0 && (n+r.facts > pageChanges || size+len(r.json)+1 > limit) {
+							more = true
+							return false
+						}
+						page = append(page, r.json)
+						n += r.facts
+						size += len(r.json) + 1
+						last = c
+						return true
+					}
+				}
+				derr = err
+				return false
+			})
+			if err == nil {
+				err = derr
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if !more {
+			last = cur
+		}
+		// The page aliases the transaction's memory: assemble it here.
+		frame = changeSetsFrame(wire.TypeChanges, last, more, page)
+		return nil
+	})
+	return frame, err
+}
+
+// pruneArrivals removes the arrival records that arrived before cutoffMs,
+// oldest first, stopping at the first newer one, in transactions of at most
+// pruneBatch records, and moves the pruned counter past them. It returns the
+// number removed.
+func (d *database) pruneArrivals(cutoffMs uint64) (int, error) {
+	total := 0
+	for {
+		var n int
+		done := false
+		err := d.store.Update(func(tx kv.Tx) error {
+			n, done = 0, false
+			pruned, err := getCounter(tx, keyPruned)
+			if err != nil {
+				return err
+			}
+			type victim struct {
+				cursor uint64
+				key    []byte
+			}
+			var vs []victim
+			var derr error
+			err = tx.Scan(bucketArrivals, kv.Range{Start: cursorKey(pruned + 1), Limit: pruneBatch}, func(k, v []byte) bool {
+				c, err := parseUint64(k)
+				if err != nil {
+					derr = err
+					return false
+				}
+				r, err := decodeRecord(v)
+				if err != nil {
+					derr = err
+					return false
+				}
+				if r.arrivedMs >= cutoffMs {
+					done = true
+					return false
+				}
+				vs = append(vs, victim{c, bytes.Clone(r.key)})
+				return true
+			})
+			if err == nil {
+				err = derr
+			}
+			if err != nil {
+				return err
+			}
+			if len(vs) < pruneBatch {
+				done = true
+			}
+			for _, v := range vs {
+				if err := tx.Delete(bucketArrivals, cursorKey(v.cursor)); err != nil {
+					return err
+				}
+				idx, err := tx.Get(bucketArrivalsTx, v.key)
+				switch {
+				case err == nil && len(idx) >= 8 && binary.BigEndian.Uint64(idx) == v.cursor:
+					if err := tx.Delete(bucketArrivalsTx, v.key); err != nil {
+						return err
+					}
+				case err != nil && !errors.Is(err, kv.ErrNotFound):
+					return err
+				}
+			}
+			if len(vs) > 0 {
+				if err := tx.Put(bucketRelay, keyPruned, cursorKey(vs[len(vs)-1].cursor)); err != nil {
+					return err
+				}
+			}
+			n = len(vs)
+			return nil
+		})
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if done || n == 0 {
+			return total, nil
+		}
+	}
+}
+
+// pruneBatch bounds the arrival records removed per kv transaction.
+const pruneBatch = 1000
+
+// addConn and removeConn maintain the set of connections pushes go to.
+func (d *database) addConn(c *conn) {
+	d.connsMu.Lock()
+	if d.conns == nil {
+		d.conns = make(map[*conn]struct{})
+	}
+	d.conns[c] = struct{}{}
+	d.connsMu.Unlock()
+}
+
+func (d *database) removeConn(c *conn) {
+	d.connsMu.Lock()
+	delete(d.conns, c)
+	d.connsMu.Unlock()
+}
+
+// dbPath returns the file of database id in dir.
+func dbPath(dir, id string) string { return filepath.Join(dir, dbFileName(id)) }
