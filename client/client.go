@@ -1,0 +1,449 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/wire"
+)
+
+// Options configure New. The zero value is the production configuration:
+// system time, the timing constants of this package, the wire's default
+// frame size limit.
+type Options struct {
+	// Clock supplies time for every timer; nil means SystemClock.
+	Clock Clock
+	// Rand returns the jitter factor of a reconnect delay, in [0, 1); nil
+	// means math/rand/v2's Float64. It is called from the client's
+	// goroutine only.
+	Rand func() float64
+	// Logger receives debug logs of the connection's life and warnings
+	// for fatal errors; nil means slog.Default().
+	Logger *slog.Logger
+
+	// PushLimit bounds the changes (facts, migrations included) of one
+	// apply_changes, at transaction granularity (a larger transaction
+	// goes alone); 0 means engine.DefaultChangesLimit (1000).
+	PushLimit int
+	// MaxMessageSize is the largest frame, in bytes, the client accepts
+	// from the relay and sends to it; 0 means wire.DefaultMaxMessageSize
+	// (16 MiB). It must not exceed the relay's limit.
+	MaxMessageSize int64
+
+	// DebounceWindow, MaxWait, PingInterval, HandshakeTimeout,
+	// SnapshotStallTimeout and RequestTimeout override the Default…
+	// constants of the same names; BackoffBase and BackoffMax override
+	// the constants of those names. Zero means the constant.
+	DebounceWindow       time.Duration
+	MaxWait              time.Duration
+	PingInterval         time.Duration
+	HandshakeTimeout     time.Duration
+	SnapshotStallTimeout time.Duration
+	RequestTimeout       time.Duration
+	BackoffBase          time.Duration
+	BackoffMax           time.Duration
+}
+
+func (o *Options) fill() {
+	if o.Clock == nil {
+		o.Clock = SystemClock{}
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Float64
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.PushLimit <= 0 {
+		o.PushLimit = engine.DefaultChangesLimit
+	}
+	if o.MaxMessageSize <= 0 {
+		o.MaxMessageSize = wire.DefaultMaxMessageSize
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.DebounceWindow, DefaultDebounceWindow)
+	def(&o.MaxWait, DefaultMaxWait)
+	def(&o.PingInterval, DefaultPingInterval)
+	def(&o.HandshakeTimeout, DefaultHandshakeTimeout)
+	def(&o.SnapshotStallTimeout, DefaultSnapshotStallTimeout)
+	def(&o.RequestTimeout, DefaultRequestTimeout)
+	def(&o.BackoffBase, BackoffBase)
+	def(&o.BackoffMax, BackoffMax)
+}
+
+// Client syncs one engine.Engine with one relay database over a WebSocket.
+// It is safe for concurrent use. Every method returns promptly except
+// Disconnect and Close, which wait for the connection to close; none may
+// be called from inside a JavaScript callback that must not block (see
+// "The browser" in the package documentation).
+type Client struct {
+	db    *engine.Engine
+	opts  Options
+	clock Clock
+	log   *slog.Logger
+	disp  *dispatcher
+
+	kick    chan struct{} // cap 1: a local change happened
+	snapReq chan struct{} // cap 1: RequestSnapshot was called
+	unsub   func()
+	reqSeq  atomic.Uint64 // last requestId number used
+
+	// snapFails counts consecutive failed snapshot transfers; only the
+	// run goroutine (one at a time) touches it.
+	snapFails int
+
+	wg       sync.WaitGroup // run goroutines and the dispatcher
+	dispStop chan struct{}
+
+	mu       sync.Mutex
+	status   Status
+	closed   bool
+	target   *target            // of the last Connect; nil before
+	cancel   context.CancelFunc // of the current run; nil when none
+	done     chan struct{}      // closed when the current run ends
+	wantSnap bool               // RequestSnapshot not yet served
+	snapBusy bool               // a snapshot transfer is in flight
+	sentNS   string             // namespace of sent (for Pending)
+	sent     engine.HLC         // the sent watermark of sentNS
+}
+
+type target struct{ url, databaseID, token string }
+
+// New returns a client for db, disconnected. It subscribes to db's
+// LocalChange events (to schedule pushes) and starts the goroutine that
+// delivers Events; Close releases both. db must stay open until Close.
+func New(db *engine.Engine, opts Options) *Client {
+	opts.fill()
+	c := &Client{
+		db:       db,
+		opts:     opts,
+		clock:    opts.Clock,
+		log:      opts.Logger,
+		disp:     newDispatcher(),
+		kick:     make(chan struct{}, 1),
+		snapReq:  make(chan struct{}, 1),
+		dispStop: make(chan struct{}),
+	}
+	c.unsub = db.Subscribe(func(ev engine.Event) {
+		if ev.Type == engine.LocalChange {
+			c.Notify()
+		}
+	})
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.disp.run(c.dispStop)
+	}()
+	return c
+}
+
+// Connect starts syncing with the database databaseID of the relay at url
+// (ws://, wss://, or http(s):// which is rewritten), presenting token (""
+// for none), and returns at once: a goroutine dials, handshakes, syncs and
+// reconnects with backoff until Disconnect, Close, a fatal error, or the
+// next Connect, which replaces this one. Follow the progress with State
+// and Subscribe.
+//
+// Errors: ErrClosed after Close; an error when databaseID fails
+// wire.ValidDatabaseID or url is empty. Connection failures are not
+// returned here: they show in the state.
+func (c *Client) Connect(url, databaseID, token string) error {
+	if url == "" {
+		return errors.New("client: empty relay URL")
+	}
+	if !wire.ValidDatabaseID(databaseID) {
+		return fmt.Errorf("client: invalid database id %q (want 1 to %d of [A-Za-z0-9_.:-])", databaseID, wire.MaxDatabaseIDLength)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	if c.cancel != nil {
+		c.cancel()
+	}
+	prev := c.done
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t := target{url: url, databaseID: databaseID, token: token}
+	if c.target == nil || c.target.url != url || c.target.databaseID != databaseID {
+		c.sentNS = ""
+	}
+	c.target, c.cancel, c.done = &t, cancel, done
+	c.wg.Add(1)
+	go c.run(ctx, t, prev, done)
+	return nil
+}
+
+// Disconnect stops syncing: it stops reconnecting, closes the socket (a
+// normal closure) and waits until the connection's goroutines have ended;
+// then the state is Disconnected. The persisted cursor and sent watermark
+// stay, so the next Connect resumes where this one stopped. A snapshot
+// being applied stays resumable (its checkpoint is kept). Calling it when
+// not connected is a no-op (it clears a lasting Error state).
+func (c *Client) Disconnect() {
+	c.mu.Lock()
+	cancel, done := c.cancel, c.done
+	c.cancel = nil
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	if done != nil {
+		<-done
+	}
+	c.mu.Lock()
+	if c.cancel == nil {
+		c.setStatusLocked(Status{State: Disconnected})
+	}
+	c.mu.Unlock()
+}
+
+// Close disconnects, stops listening to the engine, delivers the events
+// still queued and waits for every goroutine the client started to end.
+// Later Connect calls return ErrClosed. It is idempotent. It must not be
+// called from a Subscribe callback (it waits for the goroutine running
+// it).
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.Disconnect()
+	c.unsub()
+	close(c.dispStop)
+	c.wg.Wait()
+	return nil
+}
+
+// State returns the current status.
+func (c *Client) State() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.status
+	if st.Snapshot != nil {
+		p := *st.Snapshot
+		st.Snapshot = &p
+	}
+	return st
+}
+
+// Subscribe registers fn for every Event and returns a function that
+// removes it. Events are delivered in order on one goroutine owned by the
+// client, never on the caller's; fn may call any method but Close, and
+// should return quickly (later events wait for it).
+func (c *Client) Subscribe(fn func(Event)) (unsubscribe func()) {
+	return c.disp.subscribe(fn)
+}
+
+// Notify tells the client that a local change was committed that its
+// engine did not report: another engine over the same store wrote (another
+// browser tab over the same IndexedDB database). The change is pushed like
+// one of this engine's own (see "Pushing"). It never blocks; calls made
+// while disconnected are covered by the push every session starts with.
+func (c *Client) Notify() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// RequestSnapshot asks for a full snapshot from the relay, merged into the
+// replica (nothing local is lost), then a pull from the snapshot's cursor.
+// It returns at once. While a transfer is in flight, further calls join
+// it: exactly one get_snapshot goes on the wire. When not connected, the
+// request waits for the next handshake.
+func (c *Client) RequestSnapshot() {
+	c.mu.Lock()
+	if c.snapBusy {
+		c.mu.Unlock()
+		return
+	}
+	c.wantSnap = true
+	c.mu.Unlock()
+	select {
+	case c.snapReq <- struct{}{}:
+	default:
+	}
+}
+
+// takeSnapshotRequest reports and clears a pending RequestSnapshot.
+func (c *Client) takeSnapshotRequest() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.wantSnap
+	c.wantSnap = false
+	return w
+}
+
+// pendingPage is the page size Pending reads the change log with.
+const pendingPage = 10000
+
+// Pending returns the number of local transactions (ChangeSets of this
+// replica's own live facts, schema migrations included) that the relay has
+// not acknowledged: those above the sent watermark of the relay database
+// last connected to (all of them before the first Connect). It reads the
+// change log, at a cost proportional to the result.
+func (c *Client) Pending() (int, error) {
+	since, err := c.sentWatermark()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for {
+		sets, err := c.db.ChangesSince(since, pendingPage, engine.ChangesFilter{OnlyLocal: true})
+		if err != nil {
+			return n, err
+		}
+		facts := 0
+		for i := range sets {
+			facts += len(sets[i].Changes) + len(sets[i].Migrations)
+		}
+		n += len(sets)
+		if len(sets) == 0 || facts < pendingPage {
+			return n, nil
+		}
+		since = sets[len(sets)-1].HLC
+	}
+}
+
+// sentWatermark returns the sent watermark for Pending: the session's, or
+// the stored one of the relay last seen at the Connect target.
+func (c *Client) sentWatermark() (engine.HLC, error) {
+	c.mu.Lock()
+	ns, sent, t := c.sentNS, c.sent, c.target
+	c.mu.Unlock()
+	if ns != "" {
+		return sent, nil
+	}
+	if t == nil {
+		return engine.HLC{}, nil
+	}
+	b, err := c.db.State(relayKey(t.url, t.databaseID))
+	if err != nil || b == nil {
+		return engine.HLC{}, err
+	}
+	return loadSent(c.db, string(b))
+}
+
+// setSent records the session's sent watermark for Pending.
+func (c *Client) setSent(ns string, h engine.HLC) {
+	c.mu.Lock()
+	c.sentNS, c.sent = ns, h
+	c.mu.Unlock()
+}
+
+// nextRequestID returns "apply-N", N counting up from 1 over the client's
+// life (across sessions, so an ack from an old connection never matches).
+func (c *Client) nextRequestID() string {
+	return "apply-" + strconv.FormatUint(c.reqSeq.Add(1), 10)
+}
+
+// setStatus replaces the status, posting StateChanged unless the state is
+// the same, without an error, with the same retry time.
+func (c *Client) setStatus(st Status) {
+	c.mu.Lock()
+	c.setStatusLocked(st)
+	c.mu.Unlock()
+}
+
+func (c *Client) setStatusLocked(st Status) {
+	old := c.status
+	c.status = st
+	if old.State != st.State || old.Err != nil || st.Err != nil || !old.Retry.Equal(st.Retry) {
+		c.disp.post(Event{Type: StateChanged, Status: c.status})
+	}
+}
+
+// setState moves to state s, keeping no error, retry or progress.
+func (c *Client) setState(s State) { c.setStatus(Status{State: s}) }
+
+// setProgress records snapshot progress and posts it; nil means no
+// transfer is in flight any more.
+func (c *Client) setProgress(p *engine.SnapshotProgress) {
+	c.mu.Lock()
+	c.status.Snapshot = p
+	c.snapBusy = p != nil
+	if p != nil {
+		c.disp.post(Event{Type: SnapshotProgressed, Status: c.status, Progress: *p})
+	}
+	c.mu.Unlock()
+}
+
+// post queues an event with the current status.
+func (c *Client) post(ev Event) {
+	c.mu.Lock()
+	ev.Status = c.status
+	c.disp.post(ev)
+	c.mu.Unlock()
+}
+
+// report posts a transient error.
+func (c *Client) report(err error) {
+	c.log.Debug("replica sync: transient error", "err", err)
+	c.post(Event{Type: ErrorReported, Err: err})
+}
+
+// run is the connection loop of one Connect: sessions separated by
+// backoff, until ctx ends or a session ends fatally.
+func (c *Client) run(ctx context.Context, t target, prev <-chan struct{}, done chan struct{}) {
+	defer c.wg.Done()
+	defer close(done)
+	if prev != nil {
+		<-prev // the replaced run is cancelled; it ends promptly
+	}
+	attempt := 0
+	for {
+		o := c.session(ctx, t)
+		if ctx.Err() != nil {
+			c.setState(Disconnected)
+			return
+		}
+		var f *fatalError
+		if errors.As(o.err, &f) {
+			c.log.Warn("replica sync: stopped by a fatal error", "url", t.url, "database", t.databaseID, "err", f.err)
+			c.setStatus(Status{State: Error, Err: f.err})
+			return
+		}
+		if o.acked {
+			attempt = 0
+		}
+		if o.snapshotFailed {
+			c.snapFails++
+			attempt = max(attempt, c.snapFails)
+		}
+		d := backoff(attempt, c.opts.BackoffBase, c.opts.BackoffMax, c.opts.Rand())
+		attempt++
+		c.log.Debug("replica sync: session ended; reconnecting", "url", t.url, "database", t.databaseID, "err", o.err, "in", d)
+		c.setStatus(Status{State: Disconnected, Err: o.err, Retry: c.clock.Now().Add(d)})
+		tm := c.clock.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			tm.Stop()
+			c.setState(Disconnected)
+			return
+		case <-tm.C():
+		}
+	}
+}
+
+// fatalError marks an error that ends the run without reconnecting.
+type fatalError struct{ err error }
+
+func (f *fatalError) Error() string { return f.err.Error() }
+func (f *fatalError) Unwrap() error { return f.err }
