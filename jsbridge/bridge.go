@@ -1,0 +1,286 @@
+//go:build js && wasm
+
+package jsbridge
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"sync"
+	"syscall/js"
+)
+
+//go:embed facade.js
+var facadeJS string
+
+// FacadeSource returns the source of facade.js, the body of the function
+// that builds the JavaScript API (see Install). web/replica.js carries a
+// verbatim copy so that pages whose Content-Security-Policy forbids
+// 'unsafe-eval' need not compile it with new Function.
+func FacadeSource() string { return facadeJS }
+
+// Operation numbers of the single Go entry point. facade.js receives them
+// as its OPS argument, so the two sides cannot disagree.
+const (
+	opOpen = iota + 1
+	opClose
+	opInsert
+	opUpdate
+	opUpsert
+	opDelete
+	opGet
+	opQuery
+	opCount
+	opBegin
+	opCommit
+	opDiscard
+	opSubscribe
+	opUnsubscribe
+	opTablesChanged
+	opLeader
+	opSyncConnect
+	opSyncDisconnect
+	opSyncSnapshot
+	opSyncState
+)
+
+var opNames = map[string]int{
+	"open": opOpen, "close": opClose, "insert": opInsert, "update": opUpdate,
+	"upsert": opUpsert, "delete": opDelete, "get": opGet, "query": opQuery,
+	"count": opCount, "begin": opBegin, "commit": opCommit, "discard": opDiscard,
+	"subscribe": opSubscribe, "unsubscribe": opUnsubscribe,
+	"tablesChanged": opTablesChanged, "leader": opLeader,
+	"syncConnect": opSyncConnect, "syncDisconnect": opSyncDisconnect,
+	"syncSnapshot": opSyncSnapshot, "syncState": opSyncState,
+}
+
+// Result kinds of settle (facade.js reads the same numbers from KINDS).
+const (
+	kindUndefined = iota
+	kindJSON      // text is JSON
+	kindRows      // text is an encoder result; resolve with the rows
+	kindRow       // the same, resolve with the first row or undefined
+	kindError     // text is a jsError
+)
+
+var kindNames = map[string]int{
+	"undefined": kindUndefined, "json": kindJSON, "rows": kindRows,
+	"row": kindRow, "error": kindError,
+}
+
+// bridge is the installed API: the facade's callbacks and the open
+// replicas by handle.
+type bridge struct {
+	dispatchFn js.Func
+	api        js.Value // the object installed as globalThis.Replica
+	settleFn   js.Value // settle(id, kind, text, blobs)
+	emitFn     js.Value // emit(handle, event, kind, text, blobs)
+	deliverFn  js.Value // deliver(handle, sid, kind, text, blobs)
+	handleOf   js.Value // handleOf(db object) -> handle (tests)
+
+	mu     sync.Mutex
+	dbs    map[int]*db
+	nextDB int
+}
+
+// testHook, when set (tests only), runs at the start of every operation
+// with its method name ("db.count"); a panic there exercises the recovery
+// paths.
+var testHook func(method string)
+
+var (
+	jsUint8Array = js.Global().Get("Uint8Array")
+	jsObject     = js.Global().Get("Object")
+)
+
+// Install builds the JavaScript API and makes it available:
+//
+//   - If globalThis.Replica is the loader of web/replica.js (it has an
+//     _install function), the loader's verbatim copy of facade.js
+//     (Replica._facade) is used, and the API is handed to
+//     Replica._install, which resolves Replica.ready.
+//   - Otherwise facade.js is compiled with new Function and the API is
+//     installed as globalThis.Replica (tests, or a page that runs
+//     replica.wasm itself). A page whose Content-Security-Policy forbids
+//     'unsafe-eval' must use replica.js.
+//
+// It returns a function that uninstalls the API (tests); cmd/wasm never
+// calls it. Errors: the facade could not be compiled.
+func Install() (uninstall func(), err error) {
+	b := &bridge{dbs: map[int]*db{}}
+	b.dispatchFn = js.FuncOf(b.dispatch)
+	ops := jsObject.New()
+	for n, v := range opNames {
+		ops.Set(n, v)
+	}
+	kinds := jsObject.New()
+	for n, v := range kindNames {
+		kinds.Set(n, v)
+	}
+	loader := js.Global().Get("Replica")
+	fromLoader := loader.Type() == js.TypeObject && loader.Get("_install").Type() == js.TypeFunction
+	var built js.Value
+	thrown := catchJS(func() {
+		var factory js.Value
+		if fromLoader && loader.Get("_facade").Type() == js.TypeFunction {
+			factory = loader.Get("_facade")
+		} else {
+			factory = js.Global().Get("Function").New("go", "OPS", "KINDS", facadeJS)
+		}
+		built = factory.Invoke(b.dispatchFn, ops, kinds)
+	})
+	if thrown != nil {
+		b.dispatchFn.Release()
+		return nil, fmt.Errorf("jsbridge: cannot build the JavaScript API (a Content-Security-Policy without 'unsafe-eval' needs web/replica.js): %w", thrown)
+	}
+	b.api = built.Get("api")
+	b.settleFn = built.Get("settle")
+	b.emitFn = built.Get("emit")
+	b.deliverFn = built.Get("deliver")
+	b.handleOf = built.Get("handleOf")
+	if fromLoader {
+		loader.Call("_install", b.api)
+	} else {
+		js.Global().Set("Replica", b.api)
+	}
+	current.Store(b)
+	return func() {
+		b.mu.Lock()
+		open := len(b.dbs)
+		b.mu.Unlock()
+		if open == 0 {
+			b.dispatchFn.Release()
+		}
+		if js.Global().Get("Replica").Equal(b.api) {
+			js.Global().Delete("Replica")
+		}
+		current.CompareAndSwap(b, nil)
+	}, nil
+}
+
+// catchJS runs fn and returns what JavaScript threw in it, or nil.
+func catchJS(fn func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			var jsErr js.Error
+			if e, ok := r.(error); ok && errors.As(e, &jsErr) {
+				err = jsErr
+				return
+			}
+			panic(r)
+		}
+	}()
+	fn()
+	return nil
+}
+
+// call is one request from facade.js.
+type call struct {
+	op, handle, tx, id int
+	args               []js.Value // a, b, c, d
+}
+
+func (c *call) str(i int) string {
+	if i >= len(c.args) || c.args[i].Type() != js.TypeString {
+		return ""
+	}
+	return c.args[i].String()
+}
+
+func (c *call) int(i int) int {
+	if i >= len(c.args) || c.args[i].Type() != js.TypeNumber {
+		return 0
+	}
+	return c.args[i].Int()
+}
+
+// bytes copies the Uint8Array argument i into Go (nil if absent).
+func (c *call) bytes(i int) []byte {
+	if i >= len(c.args) || c.args[i].Type() != js.TypeObject {
+		return nil
+	}
+	v := c.args[i]
+	out := make([]byte, v.Get("length").Int())
+	js.CopyBytesToGo(out, v)
+	return out
+}
+
+// dispatch is the single JS->Go entry point: go(op, handle, tx, id, a, b,
+// c, d). It never blocks: it copies the arguments into Go and either
+// answers at once or queues the work on the replica's worker goroutine; the
+// answer comes back through settle(id, ...). A panic rejects the call with
+// INTERNAL.
+func (b *bridge) dispatch(_ js.Value, args []js.Value) (ret any) {
+	c := &call{}
+	defer func() {
+		if r := recover(); r != nil {
+			b.reply(c.id, fail(panicError("dispatch", r), "", ""))
+		}
+	}()
+	if len(args) < 4 {
+		return nil
+	}
+	c.op, c.handle, c.tx, c.id = args[0].Int(), args[1].Int(), args[2].Int(), args[3].Int()
+	c.args = args[4:]
+	if c.op == opOpen {
+		b.open(c)
+		return nil
+	}
+	b.mu.Lock()
+	d := b.dbs[c.handle]
+	b.mu.Unlock()
+	if d == nil {
+		b.reply(c.id, fail(closedError(), "", ""))
+		return nil
+	}
+	d.handle(c)
+	return nil
+}
+
+// result is the answer to one call.
+type result struct {
+	kind  int
+	text  string
+	blobs []byte
+}
+
+func fail(err error, method, table string) result {
+	j, _ := json.Marshal(classify(err, method, table))
+	return result{kind: kindError, text: string(j)}
+}
+
+func jsonResult(v any) result {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return fail(err, "", "")
+	}
+	return result{kind: kindJSON, text: string(j)}
+}
+
+// reply settles the promise id (0: none) with r.
+func (b *bridge) reply(id int, r result) {
+	if id == 0 {
+		return
+	}
+	var blobs any
+	if r.blobs != nil {
+		a := jsUint8Array.New(len(r.blobs))
+		js.CopyBytesToJS(a, r.blobs)
+		blobs = a
+	}
+	b.settleFn.Invoke(id, r.kind, r.text, blobs)
+}
+
+func closedError() error {
+	return &bridgeError{code: codeClosed, msg: "the replica is closed"}
+}
+
+// panicError turns a recovered panic into an INTERNAL error, logging the
+// stack to the console.
+func panicError(method string, r any) error {
+	fmt.Fprintf(os.Stderr, "replica: panic in %s: %v\n%s", method, r, debug.Stack())
+	return &bridgeError{code: codeInternal, msg: fmt.Sprintf("internal error (Go panic): %v", r)}
+}

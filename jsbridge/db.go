@@ -1,0 +1,284 @@
+//go:build js && wasm
+
+package jsbridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/idbkv"
+	"github.com/replica-sync/replica/wire"
+)
+
+// current is the installed bridge (tests reach the open replicas through it).
+var current atomic.Pointer[bridge]
+
+// IDBPrefix is prepended to a replica's name to name its IndexedDB
+// database: Replica.open({name: "trips"}) uses the database "replica:trips".
+const IDBPrefix = "replica:"
+
+// db is one open replica: Replica.open's result on the Go side.
+type db struct {
+	b        *bridge
+	h        int
+	name     string
+	store    *idbkv.Store
+	eng      *engine.Engine
+	declared map[string]bool // tables of the schema given to open
+	unsub    func()          // engine event subscription
+
+	// The worker runs the calls of this replica one at a time, in call
+	// order, so that un-awaited calls behave as IndexedDB requests do (a
+	// read issued after a write sees it). It runs only while there is work.
+	qmu     sync.Mutex
+	queue   []func()
+	running bool
+	closing bool // close was called: later calls fail with CLOSED
+
+	// Touched only by the worker.
+	txs    map[int]*engine.Staged
+	nextTx atomic.Int64
+
+	colMu sync.Mutex
+	cols  map[string][]string // table -> column order, from the effective schema
+
+	subs *subscriptions
+
+	leader atomic.Bool
+}
+
+// openOptions is the JSON facade.js sends for Replica.open(options).
+type openOptions struct {
+	Name                    *string         `json:"name"`
+	Schema                  json.RawMessage `json:"schema"`
+	AllowResurrection       *bool           `json:"allowResurrection"`
+	UnknownTableDisposition *string         `json:"unknownTableDisposition"`
+}
+
+var openKeys = map[string]bool{"name": true, "schema": true, "allowResurrection": true, "unknownTableDisposition": true}
+
+// open handles Replica.open: a = the options as JSON.
+func (b *bridge) open(c *call) {
+	text := c.str(0)
+	go func() {
+		r := func() (r result) {
+			defer func() {
+				if p := recover(); p != nil {
+					r = fail(panicError("Replica.open", p), "", "")
+				}
+			}()
+			if testHook != nil {
+				testHook("Replica.open")
+			}
+			d, err := b.openDB(text)
+			if err != nil {
+				return fail(err, "Replica.open", "")
+			}
+			return jsonResult(d.h)
+		}()
+		b.reply(c.id, r)
+	}()
+}
+
+func (b *bridge) openDB(text string) (*db, error) {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(text), &keys); err != nil {
+		return nil, argError("options must be an object: %v", err)
+	}
+	for k := range keys {
+		if !openKeys[k] {
+			return nil, argError("unknown option %q (known: name, schema, allowResurrection, unknownTableDisposition)", k)
+		}
+	}
+	var o openOptions
+	if err := json.Unmarshal([]byte(text), &o); err != nil {
+		return nil, argError("options: %v", err)
+	}
+	if o.Name == nil || *o.Name == "" {
+		return nil, argError("options.name must be a non-empty string")
+	}
+	if len(o.Schema) == 0 || string(o.Schema) == "null" {
+		return nil, argError("options.schema is required: {tables: {...}}")
+	}
+	schema, err := wire.ParseSchema(o.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("options.schema: %w", err)
+	}
+	opts := engine.Options{Schema: &schema}
+	if o.AllowResurrection != nil {
+		opts.AllowResurrection = *o.AllowResurrection
+	}
+	if o.UnknownTableDisposition != nil {
+		disp, err := engine.ParseDisposition(*o.UnknownTableDisposition)
+		if err != nil {
+			return nil, argError("options.unknownTableDisposition: %v", err)
+		}
+		opts.UnknownTables = disp
+	}
+	store, err := idbkv.Open(context.Background(), IDBPrefix+*o.Name, engine.Buckets)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := engine.Open(store, opts)
+	if err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	d := &db{b: b, name: *o.Name, store: store, eng: eng, declared: map[string]bool{}, txs: map[int]*engine.Staged{}}
+	for _, t := range schema.Tables {
+		d.declared[t.Name] = true
+	}
+	d.subs = newSubscriptions(d)
+	b.mu.Lock()
+	b.nextDB++
+	d.h = b.nextDB
+	b.dbs[d.h] = d
+	b.mu.Unlock()
+	d.unsub = eng.Subscribe(d.onEvent)
+	return d, nil
+}
+
+// enqueue adds fn to the worker's queue, starting the worker if idle.
+func (d *db) enqueue(fn func()) {
+	d.qmu.Lock()
+	d.queue = append(d.queue, fn)
+	start := !d.running
+	d.running = true
+	d.qmu.Unlock()
+	if start {
+		go d.work()
+	}
+}
+
+func (d *db) work() {
+	for {
+		d.qmu.Lock()
+		if len(d.queue) == 0 {
+			d.running = false
+			d.qmu.Unlock()
+			return
+		}
+		fn := d.queue[0]
+		d.queue[0] = nil
+		d.queue = d.queue[1:]
+		d.qmu.Unlock()
+		fn()
+	}
+}
+
+// run queues op on the worker and settles call c with its result. A panic
+// in op rejects the call with INTERNAL; the worker goes on.
+func (d *db) run(c *call, method, table string, op func() (result, error)) {
+	d.enqueue(func() {
+		r := func() (r result) {
+			defer func() {
+				if p := recover(); p != nil {
+					r = fail(panicError(method, p), method, table)
+				}
+			}()
+			if testHook != nil {
+				testHook(method)
+			}
+			res, err := op()
+			if err != nil {
+				return fail(err, method, table)
+			}
+			return res
+		}()
+		d.b.reply(c.id, r)
+	})
+}
+
+// handle routes one call for this replica.
+func (d *db) handle(c *call) {
+	d.qmu.Lock()
+	closing := d.closing
+	if c.op == opClose {
+		d.closing = true
+	}
+	d.qmu.Unlock()
+	if closing {
+		d.b.reply(c.id, fail(closedError(), "", ""))
+		return
+	}
+	switch c.op {
+	case opClose:
+		d.run(c, "db.close", "", func() (result, error) { d.close(); return result{}, nil })
+	case opInsert, opUpsert, opUpdate, opDelete:
+		d.write(c)
+	case opGet, opQuery, opCount:
+		d.read(c)
+	case opBegin, opCommit, opDiscard:
+		d.txControl(c)
+	case opSubscribe, opUnsubscribe, opTablesChanged:
+		d.subs.handle(c)
+	case opLeader:
+		d.leader.Store(c.int(0) != 0)
+	case opSyncConnect, opSyncDisconnect, opSyncSnapshot, opSyncState:
+		d.sync(c)
+	default:
+		d.b.reply(c.id, fail(fmt.Errorf("unknown operation %d", c.op), "", ""))
+	}
+}
+
+// close ends the replica: staged transactions are discarded, subscriptions
+// and the engine stopped, the IndexedDB connection closed (after running
+// transactions finish). Runs on the worker, after every call made before
+// db.close().
+func (d *db) close() {
+	for id, st := range d.txs {
+		st.Discard()
+		delete(d.txs, id)
+	}
+	d.unsub()
+	d.subs.stop()
+	_ = d.eng.Close()
+	_ = d.store.Close()
+	d.b.mu.Lock()
+	delete(d.b.dbs, d.h)
+	d.b.mu.Unlock()
+}
+
+// columns returns the column order of table for output rows; refresh
+// reloads the effective schema (a peer or another tab added columns).
+func (d *db) columns(table string, refresh bool) []string {
+	d.colMu.Lock()
+	cols, ok := d.cols[table]
+	d.colMu.Unlock()
+	if ok && !refresh {
+		return cols
+	}
+	s, err := d.eng.Schema()
+	if err != nil {
+		return cols
+	}
+	m := make(map[string][]string, len(s.Tables))
+	for _, t := range s.Tables {
+		names := make([]string, len(t.Columns))
+		for i, c := range t.Columns {
+			names[i] = c.Name
+		}
+		m[t.Name] = names
+	}
+	d.colMu.Lock()
+	d.cols = m
+	d.colMu.Unlock()
+	return m[table]
+}
+
+// rowsResult encodes rows of table for the facade.
+func (d *db) rowsResult(kind int, table string, rows []engine.Row) result {
+	cols := d.columns(table, false)
+	for _, r := range rows {
+		if len(r) > len(cols) {
+			cols = d.columns(table, true)
+			break
+		}
+	}
+	text, blobs := encodeRows(rows, cols)
+	return result{kind: kind, text: text, blobs: blobs}
+}

@@ -1,0 +1,89 @@
+//go:build js && wasm
+
+package jsbridge
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv"
+)
+
+// The stable error codes of the JavaScript API (web/replica.d.ts,
+// ErrorCode). Every rejection is a JS Error (a ReplicaError) with one of
+// them in its code property.
+const (
+	codeValidation      = "VALIDATION"       // engine.ErrValidation, engine.ErrUnknownTable, kv.ErrValueTooLarge, unsupported JS values
+	codeNotFound        = "NOT_FOUND"        // engine.ErrNotFound
+	codeConflict        = "CONFLICT"         // engine.ErrConflict
+	codeClosed          = "CLOSED"           // engine.ErrClosed, kv.ErrClosed, calls after db.close()
+	codeQuota           = "QUOTA_EXCEEDED"   // kv.ErrQuotaExceeded
+	codeClockDrift      = "CLOCK_DRIFT"      // engine.ErrClockDrift
+	codeSchema          = "SCHEMA"           // engine.ErrSchema: an invalid schema, or one contradicting the stored one
+	codeStorageFormat   = "STORAGE_FORMAT"   // engine.ErrStorageFormat
+	codeInvalidArgument = "INVALID_ARGUMENT" // bad call shapes: wrong argument types, unknown options
+	codeNotAvailable    = "NOT_AVAILABLE"    // a feature this build does not have (sync before the client lands)
+	codeInternal        = "INTERNAL"         // a bug: a Go panic, malformed facade requests, kv.ErrTxInactive, ...
+)
+
+// bridgeError is an error with its JS code already decided.
+type bridgeError struct {
+	code, msg     string
+	table, column string
+}
+
+func (e *bridgeError) Error() string { return e.msg }
+
+func argError(format string, args ...any) error {
+	return &bridgeError{code: codeInvalidArgument, msg: fmt.Sprintf(format, args...)}
+}
+
+// jsError is the JSON a rejection carries to facade.js, which makes the
+// ReplicaError.
+type jsError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Table   string `json:"table,omitempty"`
+	Column  string `json:"column,omitempty"`
+}
+
+// classify maps err (from the engine, the kv store or the bridge) to its JS
+// form. method ("db.insert") prefixes the message; table is the table the
+// call named, reported on VALIDATION errors that do not name one.
+func classify(err error, method, table string) jsError {
+	out := jsError{Code: codeInternal, Message: err.Error()}
+	var be *bridgeError
+	var ve *engine.ValidationError
+	switch {
+	case errors.As(err, &be):
+		out.Code, out.Table, out.Column = be.code, be.table, be.column
+	case errors.As(err, &ve):
+		out.Code, out.Table, out.Column = codeValidation, ve.Table, ve.Column
+	case errors.Is(err, engine.ErrUnknownTable):
+		out.Code, out.Table = codeValidation, table
+	case errors.Is(err, kv.ErrValueTooLarge):
+		out.Code, out.Table = codeValidation, table
+	case errors.Is(err, engine.ErrNotFound):
+		out.Code = codeNotFound
+	case errors.Is(err, engine.ErrConflict):
+		out.Code = codeConflict
+	case errors.Is(err, engine.ErrClosed), errors.Is(err, kv.ErrClosed):
+		out.Code = codeClosed
+	case errors.Is(err, kv.ErrQuotaExceeded):
+		out.Code = codeQuota
+	case errors.Is(err, engine.ErrClockDrift):
+		out.Code = codeClockDrift
+	case errors.Is(err, engine.ErrSchema):
+		out.Code = codeSchema
+	case errors.Is(err, engine.ErrStorageFormat):
+		out.Code = codeStorageFormat
+	}
+	if out.Code == codeValidation && out.Table == "" {
+		out.Table = table
+	}
+	if method != "" {
+		out.Message = method + ": " + out.Message
+	}
+	return out
+}

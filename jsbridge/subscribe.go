@@ -1,0 +1,211 @@
+//go:build js && wasm
+
+package jsbridge
+
+import (
+	"encoding/json"
+	"sync"
+	"syscall/js"
+	"time"
+
+	"github.com/replica-sync/replica/engine"
+)
+
+// coalesce is how long the refresher waits after a change before re-running
+// queries, so that a burst of commits (or of sibling-tab messages) costs one
+// re-run per subscription, not one per commit. Changes that arrive while
+// queries run are coalesced into the next round as well.
+const coalesce = time.Millisecond
+
+// subscription is one db.subscribe: a query re-run when its table changes.
+type subscription struct {
+	id    int
+	table string
+	q     engine.Query
+	// Touched only by the refresher goroutine.
+	last []engine.Row
+	ran  bool
+}
+
+// subscriptions runs a replica's live queries on one refresher goroutine,
+// which lives from open to close. Engine events and sibling-tab messages only
+// mark tables dirty and wake it: no query runs inside an event callback.
+type subscriptions struct {
+	d     *db
+	mu    sync.Mutex
+	subs  map[int]*subscription
+	fresh []*subscription // not run yet
+	dirty map[string]bool // tables changed since the last round
+	wake  chan struct{}   // capacity 1
+	stopc chan struct{}   // closed by stop
+	done  chan struct{}   // closed when the refresher returns
+}
+
+func newSubscriptions(d *db) *subscriptions {
+	s := &subscriptions{d: d, subs: map[int]*subscription{}, dirty: map[string]bool{},
+		wake: make(chan struct{}, 1), stopc: make(chan struct{}), done: make(chan struct{})}
+	go s.refresher()
+	return s
+}
+
+// handle serves subscribe (a = sid, b = table, c = query JSON, d = blobs),
+// unsubscribe (a = sid) and tablesChanged (a = JSON array of table names,
+// from a sibling tab). None has a promise; errors of subscribe go to the
+// subscription's error callback.
+func (s *subscriptions) handle(c *call) {
+	switch c.op {
+	case opSubscribe:
+		sid, table := c.int(0), c.str(1)
+		q, err := parseQuery(table, c.str(2), c.bytes(3), false)
+		if err != nil {
+			s.deliver(sid, fail(err, "db.subscribe", table))
+			return
+		}
+		sub := &subscription{id: sid, table: table, q: q}
+		s.mu.Lock()
+		s.subs[sid] = sub
+		s.fresh = append(s.fresh, sub)
+		s.mu.Unlock()
+		s.signal()
+	case opUnsubscribe:
+		s.mu.Lock()
+		delete(s.subs, c.int(0))
+		s.mu.Unlock()
+	case opTablesChanged:
+		var tables []string
+		if json.Unmarshal([]byte(c.str(0)), &tables) == nil {
+			s.markDirty(tables)
+		}
+	}
+}
+
+func (s *subscriptions) markDirty(tables []string) {
+	if len(tables) == 0 {
+		return
+	}
+	s.mu.Lock()
+	for _, t := range tables {
+		s.dirty[t] = true
+	}
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *subscriptions) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// stop ends the refresher and waits for it.
+func (s *subscriptions) stop() {
+	close(s.stopc)
+	<-s.done
+	s.mu.Lock()
+	s.subs = map[int]*subscription{}
+	s.mu.Unlock()
+}
+
+func (s *subscriptions) refresher() {
+	defer close(s.done)
+	for {
+		select {
+		case <-s.wake:
+		case <-s.stopc:
+			return
+		}
+		s.mu.Lock()
+		onlyFresh := len(s.dirty) == 0
+		s.mu.Unlock()
+		if !onlyFresh {
+			select {
+			case <-time.After(coalesce):
+			case <-s.stopc:
+				return
+			}
+		}
+		s.mu.Lock()
+		dirty := s.dirty
+		s.dirty = map[string]bool{}
+		var run []*subscription
+		run = append(run, s.fresh...)
+		s.fresh = nil
+		for _, sub := range s.subs {
+			if sub.ran && dirty[sub.table] {
+				run = append(run, sub)
+			}
+		}
+		s.mu.Unlock()
+		for _, sub := range run {
+			select {
+			case <-s.stopc:
+				return
+			default:
+			}
+			s.refresh(sub)
+		}
+	}
+}
+
+// refresh re-runs sub and delivers its rows if they differ from the last
+// delivered ones (compared in Go, values with engine.Value.Equal: blobs
+// byte-wise, reals by bits).
+func (s *subscriptions) refresh(sub *subscription) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.deliver(sub.id, fail(panicError("db.subscribe", p), "db.subscribe", sub.table))
+		}
+	}()
+	if testHook != nil {
+		testHook("db.subscribe")
+	}
+	rows, err := s.d.eng.Query(sub.table, sub.q)
+	s.mu.Lock()
+	alive := s.subs[sub.id] == sub
+	if alive && err != nil {
+		delete(s.subs, sub.id)
+	}
+	s.mu.Unlock()
+	if !alive {
+		return
+	}
+	if err != nil {
+		s.deliver(sub.id, fail(err, "db.subscribe", sub.table))
+		return
+	}
+	if sub.ran && equalRows(sub.last, rows) {
+		return
+	}
+	sub.last, sub.ran = rows, true
+	s.deliver(sub.id, s.d.rowsResult(kindRows, sub.table, rows))
+}
+
+func (s *subscriptions) deliver(sid int, r result) {
+	var blobs any
+	if r.blobs != nil {
+		a := jsUint8Array.New(len(r.blobs))
+		js.CopyBytesToJS(a, r.blobs)
+		blobs = a
+	}
+	s.d.b.deliverFn.Invoke(s.d.h, sid, r.kind, r.text, blobs)
+}
+
+// equalRows compares two query results structurally.
+func equalRows(a, b []engine.Row) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return false
+		}
+		for k, v := range a[i] {
+			w, ok := b[i][k]
+			if !ok || !v.Equal(w) {
+				return false
+			}
+		}
+	}
+	return true
+}
