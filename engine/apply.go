@@ -213,6 +213,9 @@ func validateChange(c *Change) error {
 			return fmt.Errorf("%s: primary key: %w", c.Table, err)
 		}
 	}
+	if n := len(rowKey(tableKey(c.Table), c.PK)); n > maxRowKey {
+		return malformed("%s: primary key is too long (%d bytes encoded, limit %d)", c.Table, n, maxRowKey)
+	}
 	switch c.Type {
 	case ColumnChange:
 		if !ValidName(c.Column) {
@@ -450,6 +453,9 @@ func normalizeChange(t *table, c *Change) error {
 			pk[i] = v
 		}
 		c.PK = pk
+	}
+	if n := len(rowKey(t.key, c.PK)); n > maxRowKey {
+		return malformed("%s: primary key is too long (%d bytes encoded, limit %d)", c.Table, n, maxRowKey)
 	}
 	if c.Type == ColumnChange {
 		if d := t.cols[c.Column]; d != nil && !t.asReceived {

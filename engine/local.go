@@ -173,6 +173,9 @@ func (t *table) coerceKey(pk Key) ([]Value, error) {
 		}
 		out[i] = x
 	}
+	if err := t.checkKeySize(out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -345,6 +348,11 @@ func (w *writeTx) patchRow(st, vt *table, r *txRow, p Row) (Row, error) {
 			next[n] = v
 		}
 		newPK := st.keyOf(next)
+		// Every check insertRow makes runs before the tombstone: a
+		// statement that fails must write nothing (Transact's contract).
+		if err := st.checkKeySize(newPK); err != nil {
+			return nil, err
+		}
 		nr, err := w.load(st, newPK)
 		if err != nil {
 			return nil, err
@@ -389,6 +397,9 @@ func (w *writeTx) upsert(name string, values map[string]any) (Row, error) {
 		return nil, err
 	}
 	pk := st.keyOf(p)
+	if err := st.checkKeySize(pk); err != nil {
+		return nil, err
+	}
 	r, err := w.load(st, pk)
 	if err != nil {
 		return nil, err
@@ -440,7 +451,11 @@ const maxRowKey = 2048
 // checkKeySize rejects keys whose encoding would not fit the kv key limit.
 func (t *table) checkKeySize(pk []Value) error {
 	if n := len(rowKey(t.key, pk)); n > maxRowKey {
-		return &ValidationError{Table: t.def.Name, Column: t.pkCols[0], Reason: fmt.Sprintf("primary key is too long (%d bytes encoded, limit %d)", n, maxRowKey)}
+		col := ""
+		if len(t.pkCols) > 0 {
+			col = t.pkCols[0]
+		}
+		return &ValidationError{Table: t.def.Name, Column: col, Reason: fmt.Sprintf("primary key is too long (%d bytes encoded, limit %d)", n, maxRowKey)}
 	}
 	return nil
 }

@@ -153,6 +153,9 @@ func (t *table) coerceKeyLoose(pk Key) ([]Value, error) {
 		}
 		out[i] = x
 	}
+	if err := t.checkKeySize(out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
