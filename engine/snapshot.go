@@ -308,10 +308,17 @@ func (e *Engine) ApplySnapshotChunk(c SnapshotChunk) (SnapshotProgress, error) {
 		if s.stage != ChunkHeader {
 			return SnapshotProgress{}, malformed("schema chunk after %s", s.stage)
 		}
+		var maxH HLC
 		for i := range c.Migrations {
 			if err := validateMigration(&c.Migrations[i]); err != nil {
 				return SnapshotProgress{}, err
 			}
+			if maxH.Less(c.Migrations[i].HLC) {
+				maxH = c.Migrations[i].HLC
+			}
+		}
+		if err := checkDrift(maxH, e.clock.Now()); err != nil {
+			return SnapshotProgress{}, err
 		}
 		var out applyOutcome
 		err := e.store.Update(func(tx kv.Tx) error {
@@ -339,6 +346,13 @@ func (e *Engine) ApplySnapshotChunk(c SnapshotChunk) (SnapshotProgress, error) {
 			for n := range w.schema.tables {
 				if !before[n] {
 					out.created = append(out.created, n)
+				}
+			}
+			// The clock max-merges every HLC received, migrations too, so
+			// local facts (a local add_column) are stamped above them.
+			if !maxH.IsZero() {
+				if c := w.clock.receive(maxH); c != w.clock {
+					w.clock, w.clockDirty = c, true
 				}
 			}
 			return w.commit()
