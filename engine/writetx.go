@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/replica-sync/replica/kv"
 )
@@ -30,6 +31,9 @@ type writeTx struct {
 	kv     kv.Tx
 	meta   metaState
 	schema *schemaState
+	// schema0 is the schema at begin: commit compares it with schema to
+	// find the tables whose shape a migration changed.
+	schema0 *schemaState
 
 	// Local transactions: base is the tick taken at begin; opSeq numbers
 	// the facts. A transaction that records no fact writes no clock.
@@ -52,7 +56,7 @@ func (e *Engine) begin(tx kv.Tx) (*writeTx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &writeTx{e: e, kv: tx, meta: m, schema: s, rows: map[string]*txRow{}, clock: m.clock}, nil
+	return &writeTx{e: e, kv: tx, meta: m, schema: s, schema0: s, rows: map[string]*txRow{}, clock: m.clock}, nil
 }
 
 // write runs fn as one local transaction: one HLC tick, facts numbered in
@@ -103,6 +107,11 @@ func (w *writeTx) nextHLC() HLC {
 func (w *writeTx) commit() error {
 	if err := w.flush(); err != nil {
 		return err
+	}
+	if w.schemaChanged {
+		if err := w.reconcileTables(); err != nil {
+			return err
+		}
 	}
 	if w.clockDirty {
 		if err := putClock(w.kv, w.clock); err != nil {
@@ -380,4 +389,138 @@ func (w *writeTx) storeMigration(m *SchemaMigration, class byte) error {
 	w.schema = foldSchema(w.meta.schemaVer+1, all, w.e.declared == nil)
 	w.schemaChanged = true
 	return nil
+}
+
+// tableShape is what stored rows and index entries depend on: the key, the
+// column types and the indexes.
+func tableShape(t *table) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%q|", t.pkCols)
+	for _, c := range t.def.Columns {
+		fmt.Fprintf(&b, "%q:%d,", c.Name, c.Type)
+	}
+	b.WriteByte('|')
+	for _, ix := range t.def.Indexes {
+		fmt.Fprintf(&b, "%q%q,", ix.Name, ix.Columns)
+	}
+	return b.String()
+}
+
+// reconcileTables brings the stored rows of every table whose shape this
+// transaction's migrations changed in line with the new shape, as if the
+// table had always had it: an index that appears (declared on reopen, from a
+// peer's add_index, or folded in from another device's create_table) gets an
+// entry for every live row that already exists, and cells stored before
+// their column was known (or under another type) are normalized to the
+// column's type as they would have been on arrival. Without this, a query
+// answered through a new index silently misses the older rows, and two
+// replicas that learned a column and its values in different orders hold
+// different bytes. It runs after flush, over the committed-plus-own-writes
+// state, and costs one pass over the rows of each changed table (schema
+// changes are rare).
+func (w *writeTx) reconcileTables() error {
+	for _, name := range w.schema.names() {
+		t := w.schema.tables[name]
+		if old := w.schema0.table(name); old != nil && tableShape(old) == tableShape(t) {
+			continue
+		}
+		if err := w.rebuildTable(t); err != nil {
+			return err
+		}
+		for k, r := range w.rows {
+			if r.table == name {
+				delete(w.rows, k) // stale now: reload if used again
+			}
+		}
+	}
+	return nil
+}
+
+func (w *writeTx) rebuildTable(t *table) error {
+	tk := t.key
+	if err := w.kv.DeleteRange(bucketIndex, tk, kv.PrefixEnd(tk)); err != nil {
+		return err
+	}
+	isKey := map[string]bool{}
+	for _, n := range t.pkCols {
+		isKey[n] = true
+	}
+	allow := w.e.opts.AllowResurrection
+	start, end := tk, kv.PrefixEnd(tk)
+	type rewrite struct{ k, v []byte }
+	for {
+		var puts []rewrite
+		var idx [][]byte
+		var last []byte
+		n := 0
+		var derr error
+		err := w.kv.Scan(bucketRows, kv.Range{Start: start, End: end, Limit: sourcePage}, func(k, v []byte) bool {
+			n++
+			last = bytes.Clone(k)
+			_, pk, err := splitRowKey(k)
+			if err != nil {
+				derr = err
+				return false
+			}
+			rec, err := decodeRecord(v, pk)
+			if err != nil {
+				derr = err
+				return false
+			}
+			changed := false
+			if !t.asReceived {
+				for i := range rec.cells {
+					c := &rec.cells[i]
+					d := t.cols[c.col]
+					if d == nil || isKey[c.col] {
+						continue
+					}
+					if nv := normalizeRemote(d, c.val); !nv.Equal(c.val) {
+						c.val, changed = nv, true
+					}
+					if c.hasPrior {
+						if np := normalizeRemote(d, c.priorVal); !np.Equal(c.priorVal) {
+							c.priorVal, changed = np, true
+						}
+					}
+				}
+			}
+			if changed {
+				puts = append(puts, rewrite{bytes.Clone(k), encodeRecord(nil, rec, pk, t.pkCols)})
+			}
+			if rec.visible(allow) && len(t.indexes) > 0 {
+				row := t.rowOf(rec, pk)
+				for _, ix := range t.indexes {
+					ik := indexKey(ix, row, pk)
+					if len(ik) > kv.MaxKeySize {
+						derr = &ValidationError{Table: t.def.Name, Column: ix.def.Columns[0], Reason: fmt.Sprintf(
+							"value too long for index %s (%d bytes encoded, limit %d)", ix.def.Name, len(ik), kv.MaxKeySize)}
+						return false
+					}
+					idx = append(idx, ik)
+				}
+			}
+			return true
+		})
+		if err == nil {
+			err = derr
+		}
+		if err != nil {
+			return err
+		}
+		for _, p := range puts {
+			if err := w.kv.Put(bucketRows, p.k, p.v); err != nil {
+				return err
+			}
+		}
+		for _, k := range idx {
+			if err := w.kv.Put(bucketIndex, k, nil); err != nil {
+				return err
+			}
+		}
+		if n < sourcePage {
+			return nil
+		}
+		start = append(last, 0)
+	}
 }
