@@ -48,6 +48,7 @@ func Run(t *testing.T, open Opener, o Options) {
 	t.Run("Prune", s.testPrune)
 	t.Run("Events", s.testEvents)
 	t.Run("Convergence", s.testConvergence)
+	t.Run("Review", s.testReview)
 }
 
 type suite struct {
@@ -223,11 +224,19 @@ func diffBuckets(a, b Dump, names ...string) string {
 				r = y[i]
 			}
 			if l != r {
-				return fmt.Sprintf("bucket %s entry %d:\n  %s\n  %s\n(%d vs %d entries)", name, i, l, r, len(x), len(y))
+				return fmt.Sprintf("bucket %s entry %d:\n  %s\n  %s\n(%d vs %d entries)", name, i, clip(l), clip(r), len(x), len(y))
 			}
 		}
 	}
 	return ""
+}
+
+// clip shortens a dump line for a failure message.
+func clip(s string) string {
+	if len(s) > 400 {
+		return s[:200] + "…" + s[len(s)-200:]
+	}
+	return s
 }
 
 func rowsEqual(a, b engine.Row) bool {

@@ -1,0 +1,274 @@
+package enginetest
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/replica-sync/replica/engine"
+)
+
+// Regression tests for defects found in review, one subtest each.
+func (s *suite) testReview(t *testing.T) {
+	t.Run("IndexAddedOnReopenCoversExistingRows", s.testIndexOnReopen)
+	t.Run("IndexFromPeerCoversExistingRows", s.testIndexFromPeer)
+	t.Run("FailedMoveInTransactionWritesNothing", s.testFailedMove)
+	t.Run("ColumnLearnedLateIsNormalized", s.testColumnLearnedLate)
+	t.Run("SnapshotSchemaAdvancesClock", s.testSnapshotSchemaClock)
+	t.Run("SnapshotSchemaDrift", s.testSnapshotSchemaDrift)
+	t.Run("RemoteKeyTooLong", s.testRemoteKeyTooLong)
+	t.Run("LocalKeyTooLong", s.testLocalKeyTooLong)
+}
+
+func notesV1() *engine.Schema {
+	return &engine.Schema{Tables: []engine.TableDef{{Name: "notes", Columns: []engine.ColumnDef{
+		{Name: "id", Type: engine.KindText}, {Name: "body", Type: engine.KindText}, {Name: "stars", Type: engine.KindInteger}}}}}
+}
+
+func notesV2() *engine.Schema {
+	s := notesV1()
+	s.Tables[0].Indexes = []engine.IndexDef{{Name: "by_stars", Columns: []string{"stars"}}}
+	return s
+}
+
+// An index declared on reopen must index the rows that already exist:
+// otherwise a query the planner answers through it silently misses them.
+func (s *suite) testIndexOnReopen(t *testing.T) {
+	st := s.open(t)
+	clk := NewManualClock(T0)
+	a := must(engine.Open(st, engine.Options{Schema: notesV1(), Clock: clk}))(t)
+	for i, id := range []string{"n1", "n2", "n3"} {
+		must(a.Insert("notes", map[string]any{"id": id, "body": "x", "stars": i + 1}))(t)
+	}
+	a.Close()
+	clk.Advance(10)
+	a = must(engine.Open(st, engine.Options{Schema: notesV2(), Clock: clk}))(t)
+	defer a.Close()
+	rows := must(a.Query("notes", engine.Query{Where: []engine.Filter{{Column: "stars", Op: engine.Ge, Value: 2}}}))(t)
+	if len(rows) != 2 {
+		t.Fatalf("query through the index added on reopen found %d rows, want 2 (n2, n3)", len(rows))
+	}
+	rows = must(a.Query("notes", engine.Query{OrderBy: []engine.Order{{Column: "stars", Desc: true}}}))(t)
+	if len(rows) != 3 || rows[0]["id"].Text() != "n3" {
+		t.Fatalf("ordered query through the new index: %v", rows)
+	}
+	// The index is what a replica that had it from the start holds.
+	b := s.newReplica(t, "b", notesV2(), nil)
+	pull(t, b, &replica{Engine: a, store: st, clock: clk, name: "a"})
+	if d := diffBuckets(DumpStore(t, st), DumpStore(t, b.store), "index"); d != "" {
+		t.Fatalf("index entries differ from a replica that had the index from the start: %s", d)
+	}
+}
+
+// An add_index migration from a peer indexes the receiver's existing rows.
+func (s *suite) testIndexFromPeer(t *testing.T) {
+	a := s.newReplica(t, "a", notesV1(), nil)
+	c := s.newReplica(t, "c", notesV1(), nil)
+	must(c.Insert("notes", map[string]any{"id": "c1", "body": "mine", "stars": 4}))(t)
+	must(a.Insert("notes", map[string]any{"id": "a1", "body": "theirs", "stars": 5}))(t)
+	pull(t, c, a) // c holds both rows, no index yet
+	// b declares the index (another device on a newer app version).
+	b := s.newReplica(t, "b", notesV2(), nil)
+	b.clock.Advance(100)
+	c.clock.Advance(100)
+	pull(t, c, b)
+	rows := must(c.Query("notes", engine.Query{Where: []engine.Filter{{Column: "stars", Op: engine.Ge, Value: 4}}}))(t)
+	if len(rows) != 2 {
+		t.Fatalf("after a peer's add_index, the query through it found %d rows, want 2: %v", len(rows), rows)
+	}
+	if n := must(c.Count("notes", []engine.Filter{{Column: "stars", Op: engine.Eq, Value: 4}}))(t); n != 1 {
+		t.Fatalf("eq through the peer's index found %d rows, want 1", n)
+	}
+}
+
+// A statement that fails inside a transaction writes nothing, so the
+// transaction can go on (Transact's contract). Moving a row to a key that is
+// too long must not leave the old key tombstoned.
+func (s *suite) testFailedMove(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		a := s.newReplica(t, "a", TripsSchema(), func(o *engine.Options) { o.AllowResurrection = allow })
+		must(a.Insert("stops", map[string]any{"trip": "t", "pos": 1, "name": "x"}))(t)
+		before := DumpStore(t, a.store)
+		long := strings.Repeat("k", 3000)
+		cs, err := a.Transact(func(tx *engine.Tx) error {
+			if _, err := tx.Update("stops", engine.Key{"t", 1}, map[string]any{"trip": long}); !errors.Is(err, engine.ErrValidation) {
+				t.Errorf("move to a too-long key: %v, want a validation error", err)
+			}
+			return nil // the caller handled the error
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cs != nil {
+			t.Fatalf("allow=%v: the failed statement committed %d facts: %+v", allow, len(cs.Changes), cs.Changes)
+		}
+		if _, err := a.Get("stops", engine.Key{"t", 1}); err != nil {
+			t.Fatalf("allow=%v: row gone after a failed move: %v", allow, err)
+		}
+		if d := diffDumps(before, DumpStore(t, a.store)); d != "" {
+			t.Fatalf("allow=%v: failed move wrote: %s", allow, d)
+		}
+		// The same through a staged transaction: the failed preview must not
+		// change what later previews see.
+		st := a.Stage()
+		if _, err := st.Update("stops", engine.Key{"t", 1}, map[string]any{"trip": long}); !errors.Is(err, engine.ErrValidation) {
+			t.Fatalf("staged move to a too-long key: %v", err)
+		}
+		if _, err := st.Get("stops", engine.Key{"t", 1}); err != nil {
+			t.Fatalf("allow=%v: staged preview lost the row after a failed move: %v", allow, err)
+		}
+		st.Discard()
+	}
+}
+
+// A value for a column the receiver does not know yet is stored as
+// received; when the column's add_column arrives later, the value must end
+// as it would have been stored had the column been known (normalized to the
+// column's type), or replicas that saw the two in different orders diverge.
+func (s *suite) testColumnLearnedLate(t *testing.T) {
+	v2 := notesV1()
+	v2.Tables[0].Columns = append(v2.Tables[0].Columns, engine.ColumnDef{Name: "score", Type: engine.KindReal})
+	// b's add_column and b's write, as two transactions.
+	st := s.open(t)
+	clk := NewManualClock(T0)
+	b := must(engine.Open(st, engine.Options{Schema: notesV1(), Clock: clk}))(t)
+	b.Close()
+	clk.Advance(5)
+	b = must(engine.Open(st, engine.Options{Schema: v2, Clock: clk}))(t)
+	defer b.Close()
+	clk.Advance(5)
+	must(b.Insert("notes", map[string]any{"id": "n", "body": "x", "score": 3.0}))(t)
+	sets := must(b.ChangesSince(engine.HLC{}, 0, engine.ChangesFilter{}))(t)
+	// On the wire a JSON number without a fraction decodes as an Integer.
+	for i := range sets {
+		for j := range sets[i].Changes {
+			if c := &sets[i].Changes[j]; c.Column == "score" {
+				c.Value = engine.Int(int64(c.Value.Real()))
+			}
+		}
+	}
+	var ddl, data []engine.ChangeSet
+	for _, cs := range sets {
+		if len(cs.Migrations) > 0 && len(cs.Changes) == 0 {
+			ddl = append(ddl, cs)
+		} else {
+			data = append(data, cs)
+		}
+	}
+	inOrder := s.newReplica(t, "inOrder", notesV1(), nil)
+	must(inOrder.ApplyChanges(ddl))(t)
+	must(inOrder.ApplyChanges(data))(t)
+	late := s.newReplica(t, "late", notesV1(), nil)
+	must(late.ApplyChanges(data))(t)
+	must(late.ApplyChanges(ddl))(t)
+	for _, r := range []*replica{inOrder, late} {
+		row := must(r.Get("notes", engine.Key{"n"}))(t)
+		if !row["score"].Equal(engine.Real(3)) {
+			t.Errorf("%s: score = %s (%s), want real 3", r.name, row["score"], row["score"].Kind())
+		}
+		if n := must(r.Count("notes", []engine.Filter{{Column: "score", Op: engine.Eq, Value: 3}}))(t); n != 1 {
+			t.Errorf("%s: score = 3 matches %d rows, want 1", r.name, n)
+		}
+	}
+	if d := diffData(DumpStore(t, inOrder.store), DumpStore(t, late.store)); d != "" {
+		t.Fatalf("delivery order changed the stored rows: %s", d)
+	}
+}
+
+// Applying a snapshot max-merges every HLC it carries into the clock,
+// migrations included, so the next local fact is stamped above them. A
+// snapshot of a replica whose clock runs ahead (within the drift bound)
+// and whose table has no rows yet brings only the create_table; a local
+// add_column minted below it would be folded before the table exists and
+// silently dropped.
+func (s *suite) testSnapshotSchemaClock(t *testing.T) {
+	ahead := NewManualClock(T0 + 50_000)
+	st := s.open(t)
+	a := must(engine.Open(st, engine.Options{Schema: notesV1(), Clock: ahead}))(t)
+	defer a.Close()
+	ra := &replica{Engine: a, store: st, clock: ahead, name: "a"}
+	chunks := collect(t, ra, engine.SnapshotOptions{})
+
+	bst := s.open(t)
+	clk := NewManualClock(T0)
+	b := must(engine.Open(bst, engine.Options{Clock: clk}))(t) // schema-less until the snapshot
+	for _, c := range chunks {
+		must(b.ApplySnapshotChunk(c))(t)
+	}
+	b.Close()
+	v2 := notesV1()
+	v2.Tables[0].Columns = append(v2.Tables[0].Columns, engine.ColumnDef{Name: "score", Type: engine.KindReal})
+	clk.Advance(10)
+	b = must(engine.Open(bst, engine.Options{Schema: v2, Clock: clk}))(t)
+	defer b.Close()
+	sc := must(b.Schema())(t)
+	if len(sc.Tables) != 1 || len(sc.Tables[0].Columns) != 4 {
+		t.Fatalf("schema after adding a column locally: %+v", sc.Tables)
+	}
+	if now := must(b.Now())(t); now.Wall < T0+50_000 {
+		t.Fatalf("clock after the snapshot is %s, below the snapshot's migrations (wall %d)", now, T0+50_000)
+	}
+}
+
+// Migrations in a snapshot's schema chunk are drift-checked like every
+// other remote HLC, before anything is written.
+func (s *suite) testSnapshotSchemaDrift(t *testing.T) {
+	b := s.newReplica(t, "b", nil, nil)
+	peer := engine.SiteID{4, 4}
+	h := engine.HLC{Wall: b.clock.Now(), Site: peer}
+	must(b.ApplySnapshotChunk(engine.SnapshotChunk{Type: engine.ChunkHeader, Header: &engine.SnapshotHeader{
+		Format: engine.SnapshotFormat, SnapshotID: "s1", SiteID: peer, HLC: h}}))(t)
+	before := DumpStore(t, b.store)
+	def := notesV1().Tables[0]
+	def.PrimaryKey = []string{"id"}
+	far := engine.HLC{Wall: b.clock.Now() + 3_600_000, Site: peer}
+	_, err := b.ApplySnapshotChunk(engine.SnapshotChunk{Type: engine.ChunkSchema, Migrations: []engine.SchemaMigration{
+		{Type: engine.CreateTable, TableName: "notes", Table: &def, HLC: far}}})
+	if !errors.Is(err, engine.ErrClockDrift) {
+		t.Fatalf("schema chunk with a migration an hour ahead: %v, want ErrClockDrift", err)
+	}
+	if d := diffDumps(before, DumpStore(t, b.store)); d != "" {
+		t.Fatalf("drifted schema chunk wrote: %s", d)
+	}
+}
+
+// A remote key longer than a local write may use is malformed input: a
+// typed error, nothing written — never a kv error, nor a row that cannot be
+// indexed.
+func (s *suite) testRemoteKeyTooLong(t *testing.T) {
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	peer := engine.SiteID{8}
+	for _, n := range []int{3000, 5000} {
+		cs := validSet(peer, a.clock.Now(), strings.Repeat("k", n))
+		before := DumpStore(t, a.store)
+		if _, err := a.ApplyChanges([]engine.ChangeSet{cs}); !errors.Is(err, engine.ErrMalformed) {
+			t.Errorf("%d-byte remote key: %v, want ErrMalformed", n, err)
+		}
+		if d := diffDumps(before, DumpStore(t, a.store)); d != "" {
+			t.Errorf("%d-byte remote key wrote: %s", n, d)
+		}
+	}
+}
+
+// Reads and writes naming a key longer than any stored key answer with a
+// typed error, not the kv store's.
+func (s *suite) testLocalKeyTooLong(t *testing.T) {
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	long := strings.Repeat("k", 5000)
+	typed := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, engine.ErrValidation) && !errors.Is(err, engine.ErrNotFound) {
+			t.Errorf("%s with a 5000-byte key: %v, want a validation or not-found error", what, err)
+		}
+	}
+	_, err := a.Get("trips", engine.Key{long})
+	typed("Get", err)
+	_, err = a.Update("trips", engine.Key{long}, map[string]any{"days": 1})
+	typed("Update", err)
+	_, err = a.Delete("trips", engine.Key{long})
+	typed("Delete", err)
+	_, err = a.Upsert("trips", map[string]any{"id": long, "title": "x"})
+	typed("Upsert", err)
+	_, err = a.Transact(func(tx *engine.Tx) error { _, err := tx.Get("trips", engine.Key{long}); return err })
+	typed("Tx.Get", err)
+}
