@@ -447,3 +447,5 @@ func stateOf(t testing.TB, db *engine.Engine, key string) string {
 }
 
 var testNS = namespace(testServerSite, "db1")
+
+func isErr(err, target error) bool { return errors.Is(err, target) }

@@ -1,0 +1,156 @@
+package client
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/replica-sync/replica/wire"
+)
+
+// quietOptions are the options of fake-clock tests: keepalive and
+// handshake timeouts far away from the delays under test.
+func quietOptions(clk *fakeClock) Options {
+	return Options{Clock: clk, Rand: func() float64 { return 0 }, PingInterval: time.Hour, HandshakeTimeout: 2 * time.Hour}
+}
+
+// TestBackoffGrowsUntilHandshake: a relay that accepts the socket and then
+// refuses (closes it, or answers the handshake with a transient error and
+// closes) sees reconnects after 1 s, 2 s, 4 s, 8 s …: the backoff resets
+// only after a handshake_ack, and then starts again from 1 s.
+func TestBackoffGrowsUntilHandshake(t *testing.T) {
+	relay := newScriptRelay(t)
+	clk := newFakeClock()
+	db, _ := newEngine(t)
+	insert(t, db, "x", "y")
+	c := newClient(t, db, quietOptions(clk))
+	ev := recordEvents(t, c)
+	c.Connect(relay.url, "db1", "")
+
+	refuse := func(i int) {
+		p := relay.accept(t)
+		if i%2 == 0 {
+			p.c.CloseNow()
+		} else {
+			expect[*wire.Handshake](t, p)
+			p.send(t, &wire.Error{Code: "OVERLOADED", Message: "try later"})
+			p.c.CloseNow()
+		}
+	}
+	wait := func(d time.Duration) {
+		t.Helper()
+		clk.waitTimer(t, d)
+		if st := c.State(); st.State != Disconnected || st.Err == nil || !st.Retry.Equal(clk.Now().Add(d)) {
+			t.Fatalf("waiting to reconnect: %+v (now %v)", st, clk.Now())
+		}
+		clk.Advance(d - time.Millisecond)
+		relay.noConnection(t)
+		clk.Advance(time.Millisecond)
+	}
+	for i, d := range []time.Duration{1, 2, 4, 8, 16, 32, 60, 60} {
+		refuse(i)
+		wait(d * time.Second)
+	}
+	// A completed handshake resets the backoff.
+	p := relay.accept(t)
+	p.syncUp(t, 0)
+	ev.waitState(t, Synced)
+	p.c.CloseNow()
+	wait(1 * time.Second)
+	refuse(0)
+	wait(2 * time.Second)
+
+	// Disconnect while waiting stops reconnecting.
+	refuse(0)
+	clk.waitTimer(t, 4*time.Second)
+	c.Disconnect()
+	if st := c.State(); st.State != Disconnected || st.Err != nil || !st.Retry.IsZero() {
+		t.Fatalf("after Disconnect: %+v", st)
+	}
+	if d := clk.activeDurations(); len(d) != 0 {
+		t.Fatalf("timers left after Disconnect: %v", d)
+	}
+	clk.Advance(time.Hour)
+	relay.noConnection(t)
+}
+
+// TestBackoffJitter: Options.Rand scales the delay by up to BackoffJitter.
+func TestBackoffJitter(t *testing.T) {
+	relay := newScriptRelay(t)
+	clk := newFakeClock()
+	db, _ := newEngine(t)
+	opts := quietOptions(clk)
+	opts.Rand = func() float64 { return 0.5 }
+	c := newClient(t, db, opts)
+	c.Connect(relay.url, "db1", "")
+	relay.accept(t).c.CloseNow()
+	clk.waitTimer(t, time.Second+time.Second/8)
+}
+
+// TestHandshakeTimeout: a relay that accepts and never answers the
+// handshake is dropped after the handshake timeout, then retried.
+func TestHandshakeTimeout(t *testing.T) {
+	relay := newScriptRelay(t)
+	clk := newFakeClock()
+	db, _ := newEngine(t)
+	c := newClient(t, db, Options{Clock: clk, Rand: func() float64 { return 0 }, PingInterval: time.Hour})
+	c.Connect(relay.url, "db1", "")
+	p := relay.accept(t)
+	expect[*wire.Handshake](t, p)
+	clk.waitTimer(t, DefaultHandshakeTimeout)
+	clk.Advance(DefaultHandshakeTimeout)
+	p.waitClosed(t)
+	clk.waitTimer(t, time.Second)
+	if err := c.State().Err; !errors.Is(err, ErrTimeout) {
+		t.Fatalf("state error %v, want ErrTimeout", err)
+	}
+	clk.Advance(time.Second)
+	relay.accept(t)
+}
+
+// TestKeepalive: an idle session pings every interval; one that receives
+// nothing for two intervals is closed and reconnected.
+func TestKeepalive(t *testing.T) {
+	relay := newScriptRelay(t)
+	clk := newFakeClock()
+	db, _ := newEngine(t)
+	insert(t, db, "x", "y")
+	iv := 10 * time.Second
+	c := newClient(t, db, Options{Clock: clk, Rand: func() float64 { return 0 }, PingInterval: iv, HandshakeTimeout: time.Hour})
+	ev := recordEvents(t, c)
+	c.Connect(relay.url, "db1", "")
+	p := relay.accept(t)
+	p.syncUp(t, 0)
+	p.ackPush(t, expect[*wire.ApplyChanges](t, p))
+	ev.wait(t, "the ack", func(e Event) bool { return e.Type == PushAcked })
+
+	// Traffic keeps it alive: answer each ping.
+	for range 3 {
+		clk.waitTimer(t, iv)
+		clk.Advance(iv)
+		expect[*wire.Ping](t, p)
+		p.send(t, &wire.Pong{})
+		p.barrier(t) // the pong was handled
+	}
+	// Silence: a ping after one interval, closed after the second.
+	nextKeepalive := func() {
+		clk.waitUntil(t, "the next keepalive timer", func() bool {
+			for _, tm := range clk.active {
+				if tm.d == iv && tm.when.After(clk.now) {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	nextKeepalive()
+	clk.Advance(iv)
+	expect[*wire.Ping](t, p)
+	nextKeepalive()
+	clk.Advance(iv)
+	p.waitClosed(t)
+	clk.waitTimer(t, time.Second)
+	if err := c.State().Err; !errors.Is(err, ErrTimeout) {
+		t.Fatalf("state error %v, want ErrTimeout", err)
+	}
+}
