@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/engine/enginetest"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/memkv"
 	"github.com/replica-sync/replica/wire"
@@ -449,3 +450,20 @@ func stateOf(t testing.TB, db *engine.Engine, key string) string {
 var testNS = namespace(testServerSite, "db1")
 
 func isErr(err, target error) bool { return errors.Is(err, target) }
+
+// sameData fails unless two stores hold the same rows and indexes.
+func sameData(t testing.TB, a, b kv.Store) {
+	t.Helper()
+	da, db := enginetest.DumpStore(t, a), enginetest.DumpStore(t, b)
+	for _, bucket := range []string{"rows", "index"} {
+		x, y := da.Buckets[bucket], db.Buckets[bucket]
+		if len(x) != len(y) {
+			t.Fatalf("bucket %s: %d entries vs %d", bucket, len(x), len(y))
+		}
+		for i := range x {
+			if x[i] != y[i] {
+				t.Fatalf("bucket %s entry %d differs:\n%s\n%s", bucket, i, x[i], y[i])
+			}
+		}
+	}
+}
