@@ -48,6 +48,7 @@ func Run(t *testing.T, open Opener, o Options) {
 	t.Run("Prune", s.testPrune)
 	t.Run("Events", s.testEvents)
 	t.Run("Convergence", s.testConvergence)
+	t.Run("ConvergenceMixed", s.testConvergenceMixed)
 	t.Run("Review", s.testReview)
 }
 
