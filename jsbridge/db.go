@@ -170,6 +170,13 @@ func (d *db) work() {
 	}
 }
 
+// busy reports whether the worker has calls to run.
+func (d *db) busy() bool {
+	d.qmu.Lock()
+	defer d.qmu.Unlock()
+	return d.running
+}
+
 // run queues op on the worker and settles call c with its result. A panic
 // in op rejects the call with INTERNAL; the worker goes on.
 func (d *db) run(c *call, method, table string, op func() (result, error)) {

@@ -188,3 +188,8 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		}
 	}
 }
+
+var asyncFunction = jsv("Object.getPrototypeOf(async function () {}).constructor")
+
+// asyncfn compiles an async function from its parameters and body.
+func asyncfn(params, body string) js.Value { return asyncFunction.New(params, body) }

@@ -5,6 +5,7 @@ package jsbridge
 import (
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"syscall/js"
 	"time"
 
@@ -13,9 +14,14 @@ import (
 
 // coalesce is how long the refresher waits after a change before re-running
 // queries, so that a burst of commits (or of sibling-tab messages) costs one
-// re-run per subscription, not one per commit. Changes that arrive while
-// queries run are coalesced into the next round as well.
-const coalesce = time.Millisecond
+// re-run per subscription, not one per commit. While the replica's worker
+// still has calls to run, it waits on, up to maxCoalesce (about one
+// animation frame), so a burst of writes is re-queried about once a frame.
+// Changes that arrive while queries run are coalesced into the next round.
+const (
+	coalesce    = time.Millisecond
+	maxCoalesce = 16 * time.Millisecond
+)
 
 // subscription is one db.subscribe: a query re-run when its table changes.
 type subscription struct {
@@ -39,6 +45,10 @@ type subscriptions struct {
 	wake  chan struct{}   // capacity 1
 	stopc chan struct{}   // closed by stop
 	done  chan struct{}   // closed when the refresher returns
+
+	queries atomic.Int64 // queries run (tests)
+	rounds  atomic.Int64 // refresh rounds finished (tests)
+	idle    atomic.Bool  // the refresher waits for work (tests)
 }
 
 func newSubscriptions(d *db) *subscriptions {
@@ -110,19 +120,23 @@ func (s *subscriptions) stop() {
 func (s *subscriptions) refresher() {
 	defer close(s.done)
 	for {
+		s.idle.Store(true)
 		select {
 		case <-s.wake:
 		case <-s.stopc:
 			return
 		}
+		s.idle.Store(false)
 		s.mu.Lock()
 		onlyFresh := len(s.dirty) == 0
 		s.mu.Unlock()
 		if !onlyFresh {
-			select {
-			case <-time.After(coalesce):
-			case <-s.stopc:
-				return
+			for waited := time.Duration(0); waited == 0 || waited < maxCoalesce && s.d.busy(); waited += coalesce {
+				select {
+				case <-time.After(coalesce):
+				case <-s.stopc:
+					return
+				}
 			}
 		}
 		s.mu.Lock()
@@ -145,6 +159,7 @@ func (s *subscriptions) refresher() {
 			}
 			s.refresh(sub)
 		}
+		s.rounds.Add(1)
 	}
 }
 
@@ -161,6 +176,7 @@ func (s *subscriptions) refresh(sub *subscription) {
 		testHook("db.subscribe")
 	}
 	rows, err := s.d.eng.Query(sub.table, sub.q)
+	s.queries.Add(1)
 	s.mu.Lock()
 	alive := s.subs[sub.id] == sub
 	if alive && err != nil {

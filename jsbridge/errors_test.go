@@ -1,0 +1,142 @@
+//go:build js && wasm
+
+package jsbridge
+
+import (
+	"syscall/js"
+	"testing"
+)
+
+// TestErrors checks codes, messages and the table/column properties of
+// rejections for bad values, unknown tables and columns, wrong argument
+// types and unknown options.
+func TestErrors(t *testing.T) {
+	db := openT(t)
+	id := must(t, db.Call("insert", "items", jsv(`{title: "x"}`))).Get("id")
+	cases := []struct {
+		name     string
+		call     func() js.Value
+		code     string
+		table    string
+		column   string
+		fragment []string
+	}{
+		{"text for integer", func() js.Value { return db.Call("insert", "items", jsv(`{n: "42"}`)) },
+			"VALIDATION", "items", "n", []string{"db.insert", "items.n", "expected integer", `text "42"`}},
+		{"fraction for integer", func() js.Value { return db.Call("insert", "items", jsv(`{n: 1.5}`)) },
+			"VALIDATION", "items", "n", []string{"fraction"}},
+		{"BigInt beyond int64", func() js.Value { return db.Call("insert", "items", jsv(`{n: 2n ** 64n}`)) },
+			"VALIDATION", "items", "n", []string{"int64"}},
+		{"NaN", func() js.Value { return db.Call("insert", "items", jsv(`{r: NaN}`)) },
+			"VALIDATION", "items", "r", []string{"finite"}},
+		{"Infinity", func() js.Value { return db.Call("insert", "items", jsv(`{r: -Infinity}`)) },
+			"VALIDATION", "items", "r", []string{"finite"}},
+		{"invalid Date", func() js.Value { return db.Call("insert", "items", jsv(`{at: new Date(NaN)}`)) },
+			"VALIDATION", "items", "at", []string{"invalid Date"}},
+		{"function value", func() js.Value { return db.Call("insert", "items", jsv(`{meta: () => 1}`)) },
+			"VALIDATION", "items", "meta", []string{"a function"}},
+		{"Symbol value", func() js.Value { return db.Call("insert", "items", jsv(`{title: Symbol("s")}`)) },
+			"VALIDATION", "items", "title", []string{"a symbol"}},
+		{"Map value", func() js.Value { return db.Call("insert", "items", jsv(`{meta: new Map()}`)) },
+			"VALIDATION", "items", "meta", []string{"a Map"}},
+		{"BigInt inside json", func() js.Value { return db.Call("insert", "items", jsv(`{meta: {a: 1n}}`)) },
+			"VALIDATION", "items", "meta", []string{"BigInt"}},
+		{"lone surrogate", func() js.Value { return db.Call("insert", "items", jsv(`{title: "\uD800"}`)) },
+			"VALIDATION", "items", "title", []string{"UTF-8"}},
+		{"object for text", func() js.Value { return db.Call("insert", "items", jsv(`{title: {a: 1}}`)) },
+			"VALIDATION", "items", "title", []string{"expected text"}},
+		{"bytes for text", func() js.Value { return db.Call("insert", "items", jsv(`{title: new Uint8Array(2)}`)) },
+			"VALIDATION", "items", "title", []string{"blob"}},
+		{"unknown column", func() js.Value { return db.Call("insert", "items", jsv(`{nope: 1}`)) },
+			"VALIDATION", "items", "nope", []string{"unknown column"}},
+		{"missing notNull", func() js.Value { return db.Call("insert", "strict", jsv(`{qty: 2}`)) },
+			"VALIDATION", "strict", "name", []string{"required"}},
+		{"unknown table", func() js.Value { return db.Call("insert", "nope", jsv(`{a: 1}`)) },
+			"VALIDATION", "nope", "", []string{"unknown table", `"nope"`}},
+		{"unknown table read", func() js.Value { return db.Call("query", "nope") },
+			"VALIDATION", "nope", "", []string{"db.query", "unknown table"}},
+		{"unknown column in where", func() js.Value { return db.Call("query", "items", jsv(`{where: {zz: 1}}`)) },
+			"VALIDATION", "items", "zz", []string{"unknown column"}},
+		{"unknown column in orderBy", func() js.Value { return db.Call("query", "items", jsv(`{orderBy: "-zz"}`)) },
+			"VALIDATION", "items", "zz", nil},
+		{"composite key arity", func() js.Value { return db.Call("get", "pair", "k") },
+			"VALIDATION", "pair", "", []string{"primary key"}},
+		{"duplicate insert", func() js.Value { return db.Call("insert", "items", jsv(`{id: `+jsString(id.String())+`}`)) },
+			"CONFLICT", "", "", []string{"already exists"}},
+		{"update missing", func() js.Value { return db.Call("update", "items", "nope", jsv(`{n: 1}`)) },
+			"NOT_FOUND", "", "", []string{"db.update", "nope"}},
+		{"table not a string", func() js.Value { return db.Call("insert", 7, jsv(`{}`)) },
+			"INVALID_ARGUMENT", "", "", []string{"db.insert", "table must be a string", "number"}},
+		{"row not an object", func() js.Value { return db.Call("insert", "items", "row") },
+			"INVALID_ARGUMENT", "", "", []string{"row must be an object", "string"}},
+		{"row an array", func() js.Value { return db.Call("insert", "items", jsv(`[1]`)) },
+			"INVALID_ARGUMENT", "", "", []string{"an array"}},
+		{"missing pk", func() js.Value { return db.Call("get", "items") },
+			"INVALID_ARGUMENT", "", "", []string{"primary key"}},
+		{"patch missing", func() js.Value { return db.Call("update", "items", id) },
+			"INVALID_ARGUMENT", "", "", []string{"patch must be an object"}},
+		{"unknown query option", func() js.Value { return db.Call("query", "items", jsv(`{limt: 3}`)) },
+			"INVALID_ARGUMENT", "", "", []string{`"limt"`}},
+		{"count with orderBy", func() js.Value { return db.Call("count", "items", jsv(`{orderBy: "n"}`)) },
+			"INVALID_ARGUMENT", "", "", []string{"count"}},
+		{"bad limit", func() js.Value { return db.Call("query", "items", jsv(`{limit: 0}`)) },
+			"INVALID_ARGUMENT", "", "", []string{"limit"}},
+		{"bad offset", func() js.Value { return db.Call("query", "items", jsv(`{offset: -1}`)) },
+			"INVALID_ARGUMENT", "", "", []string{"offset"}},
+		{"unknown operator", func() js.Value { return db.Call("query", "items", jsv(`{where: {n: {greater: 1}}}`)) },
+			"INVALID_ARGUMENT", "", "", []string{"where.n", `"greater"`}},
+		{"undefined in where", func() js.Value { return db.Call("query", "items", jsv(`{where: {n: undefined}}`)) },
+			"INVALID_ARGUMENT", "", "", []string{"where.n is undefined"}},
+		{"in not an array", func() js.Value { return db.Call("query", "items", jsv(`{where: {n: {in: 3}}}`)) },
+			"INVALID_ARGUMENT", "", "", []string{"in must be an array"}},
+		{"bad orderBy", func() js.Value { return db.Call("query", "items", jsv(`{orderBy: [{col: "n"}]}`)) },
+			"INVALID_ARGUMENT", "", "", []string{"orderBy"}},
+		{"prefix on number", func() js.Value { return db.Call("query", "items", jsv(`{where: {title: {prefix: 1}}}`)) },
+			"VALIDATION", "items", "title", []string{"prefix"}},
+		{"transaction without fn", func() js.Value { return db.Call("transaction", 5) },
+			"INVALID_ARGUMENT", "", "", []string{"db.transaction"}},
+		{"open without schema", func() js.Value { return js.Global().Get("Replica").Call("open", jsv(`{name: "x"}`)) },
+			"INVALID_ARGUMENT", "", "", []string{"schema"}},
+		{"open without name", func() js.Value { return js.Global().Get("Replica").Call("open", jsv(`{schema: {tables: {}}}`)) },
+			"INVALID_ARGUMENT", "", "", []string{"name"}},
+		{"open unknown option", func() js.Value {
+			return js.Global().Get("Replica").Call("open", jsv(`{name: "x", schema: {tables: {}}, allowResurection: true}`))
+		}, "INVALID_ARGUMENT", "", "", []string{`"allowResurection"`}},
+		{"open bad schema", func() js.Value {
+			return js.Global().Get("Replica").Call("open", jsv(`{name: "x", schema: {tables: {t: {columns: {a: "varchar"}}}}}`))
+		}, "SCHEMA", "", "", []string{"varchar"}},
+		{"open bad disposition", func() js.Value {
+			return js.Global().Get("Replica").Call("open", jsv(`{name: "x", schema: {tables: {}}, unknownTableDisposition: "drop"}`))
+		}, "INVALID_ARGUMENT", "", "", []string{"drop"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := mustReject(t, c.call(), c.code, c.fragment...)
+			if !e.InstanceOf(js.Global().Get("Replica").Get("ReplicaError")) || e.Get("name").String() != "ReplicaError" {
+				t.Errorf("%s is not a ReplicaError", describe(e))
+			}
+			if got := e.Get("table"); c.table != "" && (got.Type() != js.TypeString || got.String() != c.table) {
+				t.Errorf("table = %s, want %q", describe(got), c.table)
+			}
+			if got := e.Get("column"); c.column != "" && (got.Type() != js.TypeString || got.String() != c.column) {
+				t.Errorf("column = %s, want %q", describe(got), c.column)
+			}
+		})
+	}
+	// Nothing of the failed writes landed.
+	if n := must(t, db.Call("count", "items")).Int(); n != 1 {
+		t.Errorf("count %d after failed writes, want 1", n)
+	}
+	// Synchronous argument errors of the non-Promise methods are thrown.
+	for _, expr := range []string{
+		`db.on("nope", () => {})`, `db.on("change", 5)`, `db.subscribe("items", {}, 5)`,
+		`db.subscribe(5, () => {})`, `db.subscribe("items", {where: 3}, () => {})`,
+	} {
+		thrown := jsfn("db", "try { "+expr+"; return null } catch (e) { return e }").Invoke(db)
+		if thrown.IsNull() {
+			t.Errorf("%s did not throw", expr)
+			continue
+		}
+		checkError(t, thrown, "INVALID_ARGUMENT")
+	}
+}
