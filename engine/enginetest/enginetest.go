@@ -49,6 +49,7 @@ func Run(t *testing.T, open Opener, o Options) {
 	t.Run("Events", s.testEvents)
 	t.Run("Convergence", s.testConvergence)
 	t.Run("ConvergenceMixed", s.testConvergenceMixed)
+	t.Run("ChangeLogInvariants", s.testChangeLogInvariants)
 	t.Run("Review", s.testReview)
 }
 
