@@ -113,7 +113,7 @@ func (m *model) key() string {
 }
 
 func (m *model) value() string {
-	return fmt.Sprintf("%x", m.rng.Uint32())[:m.rng.IntN(8)]
+	return fmt.Sprintf("%08x", m.rng.Uint32())[:m.rng.IntN(9)]
 }
 
 // bound returns nil (unbounded) or a random key.
