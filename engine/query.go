@@ -444,6 +444,23 @@ func (e *Engine) query(tx kv.Tx, s *schemaState, name string, q Query) ([]Row, e
 	allow := e.opts.AllowResurrection
 	var rows []Row
 	var pks [][]Value
+	// An ordered scan yields rows tied on OrderBy in the order of what
+	// follows the order columns in its key: the primary key when scanning
+	// forward right after them, but descending on a reverse scan, and by
+	// other index columns when the order covers only a prefix of them. The
+	// rows are sorted afterwards (ties by primary key, as documented), and
+	// an early stop completes the tie group at the cut, so a limit keeps
+	// the same rows whatever the access path.
+	sortAfter := !p.ordered || len(p.ranges) > 1 || len(q.OrderBy) > 0
+	full := func() bool {
+		if stopAt < 0 || len(rows) < stopAt {
+			return false
+		}
+		if len(q.OrderBy) == 0 || len(rows) == stopAt {
+			return len(q.OrderBy) == 0
+		}
+		return !sameOrderKey(rows[len(rows)-1], rows[stopAt-1], q.OrderBy)
+	}
 	accept := func(rec *record, pk []Value) {
 		if !rec.visible(allow) {
 			return
@@ -458,7 +475,7 @@ func (e *Engine) query(tx kv.Tx, s *schemaState, name string, q Query) ([]Row, e
 	}
 	const page = 256
 	for _, r := range p.ranges {
-		if stopAt >= 0 && len(rows) >= stopAt {
+		if full() {
 			break
 		}
 		r.Reverse = p.reverse
@@ -477,7 +494,7 @@ func (e *Engine) query(tx kv.Tx, s *schemaState, name string, q Query) ([]Row, e
 					derr = err
 					return false
 				}
-				return stopAt < 0 || len(rows) < stopAt
+				return !full()
 			})
 			if err == nil {
 				err = derr
@@ -532,12 +549,12 @@ func (e *Engine) query(tx kv.Tx, s *schemaState, name string, q Query) ([]Row, e
 						return nil, err
 					}
 					accept(rec, pks[i])
-					if stopAt >= 0 && len(rows) >= stopAt {
+					if full() {
 						break
 					}
 				}
 			}
-			if len(keys) < page || (stopAt >= 0 && len(rows) >= stopAt) {
+			if len(keys) < page || full() {
 				break
 			}
 			if r.Reverse {
@@ -547,7 +564,7 @@ func (e *Engine) query(tx kv.Tx, s *schemaState, name string, q Query) ([]Row, e
 			}
 		}
 	}
-	if !p.ordered || len(p.ranges) > 1 {
+	if sortAfter {
 		sortRows(rows, q.OrderBy, t)
 	}
 	if q.Offset >= len(rows) {
@@ -558,6 +575,16 @@ func (e *Engine) query(tx kv.Tx, s *schemaState, name string, q Query) ([]Row, e
 		rows = rows[:q.Limit]
 	}
 	return rows, nil
+}
+
+// sameOrderKey reports whether a and b tie on every column of order.
+func sameOrderKey(a, b Row, order []Order) bool {
+	for _, o := range order {
+		if Compare(a[o.Column], b[o.Column]) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func sortRows(rows []Row, order []Order, t *table) {
