@@ -50,6 +50,7 @@ func Run(t *testing.T, open Opener, o Options) {
 	t.Run("Convergence", s.testConvergence)
 	t.Run("ConvergenceMixed", s.testConvergenceMixed)
 	t.Run("ChangeLogInvariants", s.testChangeLogInvariants)
+	t.Run("QueryStrict", s.testQueryStrict)
 	t.Run("Review", s.testReview)
 }
 
