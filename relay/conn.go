@@ -188,6 +188,15 @@ func (c *conn) tooLarge(r io.Reader) bool {
 	}
 	n, err := io.Copy(io.Discard, r)
 	c.s.metrics.bytesIn.Add(float64(n))
+	if errors.Is(err, websocket.ErrMessageTooBig) {
+		// The library sent a close frame (1009). Close gracefully: the
+		// closing handshake discards the rest of the frame and waits
+		// for the client's close, so the client reads the error frame
+		// and the close instead of a connection reset.
+		c.log.Info("relay: frame beyond twice the size limit; closing", "limit", c.s.cfg.MaxMessageSize)
+		c.closeWith(websocket.StatusMessageTooBig, "frame too large", true)
+		return false
+	}
 	if err != nil {
 		c.logEnd(err)
 		return false
