@@ -33,7 +33,7 @@ func newManualClock() *manualClock {
 	return c
 }
 
-func (c *manualClock) Now() uint64              { return c.ms.Load() }
+func (c *manualClock) Now() uint64             { return c.ms.Load() }
 func (c *manualClock) Advance(d time.Duration) { c.ms.Add(uint64(d.Milliseconds())) }
 
 // testLogger logs warnings and errors to the test log (set RELAY_TEST_LOG=1
