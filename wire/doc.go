@@ -153,16 +153,21 @@
 // Members:
 //
 //   - cursor (cursor, required): the arrival sequence of the last
-//     ChangeSet in changeSets; when changeSets is empty, the relay's current
-//     cursor (the sequence of the last ChangeSet it stored, 0 for an empty
-//     log). The client stores it as its cursor once it has applied the
-//     ChangeSets.
+//     ChangeSet this page covers (see changeSets); when more is false, the
+//     relay's current cursor (the sequence of the last ChangeSet it
+//     stored, 0 for an empty log). The client stores it as its cursor once
+//     it has applied the ChangeSets.
 //   - more (boolean, required): true when ChangeSets after cursor exist
 //     that did not fit this frame; the client asks again with since =
 //     cursor.
 //   - changeSets (array of ChangeSet, required): the ChangeSets that
-//     arrived after since, in arrival order, with consecutive sequences
-//     ending at cursor; whole ChangeSets only, never split.
+//     arrived after since, in arrival order, up to cursor; whole
+//     ChangeSets only, never split. The relay leaves out ChangeSets of the
+//     requesting client's own site (the handshake's siteId): the client
+//     has them, and its engine would skip them as its own echo. Their
+//     sequences still count, so the carried sequences are consecutive
+//     only when none was left out. A page with more true carries at least
+//     one ChangeSet.
 //
 // # Message apply_changes
 //

@@ -86,9 +86,10 @@ type GetChanges struct {
 //
 //	{"type":"changes","cursor":57,"more":true,"changeSets":[…]}
 type Changes struct {
-	// Cursor is the arrival sequence of the last ChangeSet carried, or
-	// the relay's current cursor when ChangeSets is empty. After applying
-	// them the client persists it as its cursor for this relay.
+	// Cursor is the arrival sequence of the last ChangeSet the page
+	// covers (the relay leaves out the client's own ChangeSets but counts
+	// them), or the relay's current cursor when More is false. After
+	// applying them the client persists it as its cursor for this relay.
 	Cursor uint64
 	// More is true when more ChangeSets follow Cursor: the client sends
 	// get_changes{since: Cursor} again.
