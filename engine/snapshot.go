@@ -313,6 +313,9 @@ func (e *Engine) ApplySnapshotChunk(c SnapshotChunk) (SnapshotProgress, error) {
 			if err := validateMigration(&c.Migrations[i]); err != nil {
 				return SnapshotProgress{}, err
 			}
+			if c.Migrations[i].HLC.Site.IsZero() {
+				return SnapshotProgress{}, malformed("snapshot migration %s of %q without a site", c.Migrations[i].Type, c.Migrations[i].TableName)
+			}
 			if maxH.Less(c.Migrations[i].HLC) {
 				maxH = c.Migrations[i].HLC
 			}
@@ -449,21 +452,24 @@ func (e *Engine) applySnapshotRows(s *snapApply, rows []SnapshotRow) error {
 		}
 		if r.HasTombstone {
 			facts = append(facts, Change{Type: RowDeletion, Table: s.table, PK: r.PK, HLC: r.Tombstone})
-			if maxH.Less(r.Tombstone) {
-				maxH = r.Tombstone
-			}
 		}
 		for _, c := range r.Cells {
-			if !ValidName(c.Column) {
-				return malformed("snapshot cell of %s with invalid column %q", s.table, c.Column)
-			}
-			if err := checkFinite(c.Value); err != nil {
-				return err
-			}
 			facts = append(facts, Change{Type: ColumnChange, Table: s.table, PK: r.PK, Column: c.Column, Value: c.Value, HLC: c.HLC})
-			if maxH.Less(c.HLC) {
-				maxH = c.HLC
-			}
+		}
+	}
+	// Every fact passes the checks a change from a peer passes (finite
+	// values and key, key size, names) and names the site that minted it:
+	// a fact without one would be state ChangesSince can never return.
+	for i := range facts {
+		f := &facts[i]
+		if err := validateChange(f); err != nil {
+			return fmt.Errorf("snapshot row of %s: %w", s.table, err)
+		}
+		if f.HLC.Site.IsZero() {
+			return malformed("snapshot fact of %s %s without a site", s.table, fmtKey(f.PK))
+		}
+		if maxH.Less(f.HLC) {
+			maxH = f.HLC
 		}
 	}
 	if err := checkDrift(maxH, now); err != nil {
