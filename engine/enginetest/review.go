@@ -2,10 +2,12 @@ package enginetest
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv"
 )
 
 // Regression tests for defects found in review, one subtest each.
@@ -18,6 +20,8 @@ func (s *suite) testReview(t *testing.T) {
 	t.Run("SnapshotSchemaDrift", s.testSnapshotSchemaDrift)
 	t.Run("RemoteKeyTooLong", s.testRemoteKeyTooLong)
 	t.Run("LocalKeyTooLong", s.testLocalKeyTooLong)
+	t.Run("BadSnapshotRows", s.testBadSnapshotRows)
+	t.Run("ApplyExtraError", s.testApplyExtraError)
 }
 
 func notesV1() *engine.Schema {
@@ -230,6 +234,14 @@ func (s *suite) testSnapshotSchemaDrift(t *testing.T) {
 	if d := diffDumps(before, DumpStore(t, b.store)); d != "" {
 		t.Fatalf("drifted schema chunk wrote: %s", d)
 	}
+	_, err = b.ApplySnapshotChunk(engine.SnapshotChunk{Type: engine.ChunkSchema, Migrations: []engine.SchemaMigration{
+		{Type: engine.CreateTable, TableName: "notes", Table: &def, HLC: engine.HLC{Wall: b.clock.Now()}}}})
+	if !errors.Is(err, engine.ErrMalformed) {
+		t.Fatalf("schema chunk with a migration without a site: %v, want ErrMalformed", err)
+	}
+	if d := diffDumps(before, DumpStore(t, b.store)); d != "" {
+		t.Fatalf("schema chunk with a migration without a site wrote: %s", d)
+	}
 }
 
 // A remote key longer than a local write may use is malformed input: a
@@ -271,4 +283,90 @@ func (s *suite) testLocalKeyTooLong(t *testing.T) {
 	typed("Upsert", err)
 	_, err = a.Transact(func(tx *engine.Tx) error { _, err := tx.Get("trips", engine.Key{long}); return err })
 	typed("Tx.Get", err)
+}
+
+// A snapshot rows chunk that lies is refused whole: nothing of it is
+// written, the checkpoint does not move, nothing panics.
+func (s *suite) testBadSnapshotRows(t *testing.T) {
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	must(a.Insert("trips", map[string]any{"id": "t1", "title": "x"}))(t)
+	chunks := collect(t, a, engine.SnapshotOptions{})
+	var rows engine.SnapshotChunk
+	for _, c := range chunks {
+		if c.Type == engine.ChunkRows && c.Table == "trips" {
+			rows = c
+		}
+	}
+	now := a.clock.Now()
+	peer := engine.SiteID{6}
+	cell := func(col string, v engine.Value, h engine.HLC) engine.SnapshotCell {
+		return engine.SnapshotCell{Column: col, Value: v, HLC: h}
+	}
+	good := engine.HLC{Wall: now, Site: peer}
+	cases := map[string]engine.SnapshotRow{
+		"NaN key":            {PK: []engine.Value{engine.Real(math.NaN())}, Cells: []engine.SnapshotCell{cell("title", engine.Text("x"), good)}},
+		"cell without site":  {PK: []engine.Value{engine.Text("z1")}, Cells: []engine.SnapshotCell{cell("title", engine.Text("x"), engine.HLC{Wall: now})}},
+		"zero cell HLC":      {PK: []engine.Value{engine.Text("z2")}, Cells: []engine.SnapshotCell{cell("title", engine.Text("x"), engine.HLC{})}},
+		"tomb without site":  {PK: []engine.Value{engine.Text("z3")}, HasTombstone: true, Tombstone: engine.HLC{Wall: now}},
+		"key cell disagrees": {PK: []engine.Value{engine.Text("z4")}, Cells: []engine.SnapshotCell{cell("id", engine.Text("other"), good)}},
+		"key of wrong arity": {PK: []engine.Value{engine.Text("z5"), engine.Int(1)}, Cells: []engine.SnapshotCell{cell("title", engine.Text("x"), good)}},
+		"drifted tombstone":  {PK: []engine.Value{engine.Text("z6")}, HasTombstone: true, Tombstone: engine.HLC{Wall: now + 61_000, Site: peer}},
+		"key too long":       {PK: []engine.Value{engine.Text(strings.Repeat("k", 3000))}, Cells: []engine.SnapshotCell{cell("title", engine.Text("x"), good)}},
+	}
+	for name, bad := range cases {
+		b := s.newReplica(t, "b", TripsSchema(), nil)
+		for _, c := range chunks[:3] { // header, schema, table_start
+			must(b.ApplySnapshotChunk(c))(t)
+		}
+		before := DumpStore(t, b.store)
+		cp := must(b.SnapshotCheckpoint())(t)
+		chunk := rows
+		chunk.Rows = append(append([]engine.SnapshotRow(nil), rows.Rows...), bad)
+		_, err := b.ApplySnapshotChunk(chunk)
+		if !errors.Is(err, engine.ErrMalformed) && !errors.Is(err, engine.ErrClockDrift) {
+			t.Errorf("%s: %v, want ErrMalformed or ErrClockDrift", name, err)
+		}
+		if d := diffDumps(before, DumpStore(t, b.store)); d != "" {
+			t.Errorf("%s: refused rows chunk wrote: %s", name, d)
+		}
+		if cp2 := must(b.SnapshotCheckpoint())(t); cp2 == nil || cp2.RowsApplied != cp.RowsApplied {
+			t.Errorf("%s: checkpoint moved: %+v", name, cp2)
+		}
+	}
+}
+
+// ApplyOptions.Extra runs inside the batch's transaction: its error rolls
+// back the whole batch (rows, log, clock, state) and no event is emitted.
+func (s *suite) testApplyExtraError(t *testing.T) {
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	peer := engine.SiteID{2}
+	cs := validSet(peer, a.clock.Now()+30_000, "x")
+	before := DumpStore(t, a.store)
+	clock := must(a.Now())(t)
+	var events int
+	a.Subscribe(func(engine.Event) { events++ })
+	boom := errors.New("boom")
+	var seen engine.ApplyResult
+	_, err := a.Apply([]engine.ChangeSet{cs}, engine.ApplyOptions{
+		State: map[string][]byte{"cursor": []byte("7")},
+		Extra: func(_ kv.Tx, res engine.ApplyResult) error { seen = res; return boom },
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Extra's error: %v", err)
+	}
+	if seen.Applied != 3 || seen.Transactions != 1 {
+		t.Fatalf("Extra saw %+v", seen)
+	}
+	if d := diffDumps(before, DumpStore(t, a.store)); d != "" {
+		t.Fatalf("batch rolled back by Extra wrote: %s", d)
+	}
+	if now := must(a.Now())(t); now != clock {
+		t.Fatalf("clock moved %s → %s", clock, now)
+	}
+	if v := must(a.State("cursor"))(t); v != nil {
+		t.Fatalf("state written: %q", v)
+	}
+	if events != 0 {
+		t.Fatalf("%d events for a rolled-back batch", events)
+	}
 }
