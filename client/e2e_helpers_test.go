@@ -1,0 +1,266 @@
+package client_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/replica-sync/replica/client"
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/engine/enginetest"
+	"github.com/replica-sync/replica/kv"
+	"github.com/replica-sync/replica/kv/memkv"
+	"github.com/replica-sync/replica/relay"
+)
+
+// e2eWait bounds (real time) how long an end-to-end test waits for
+// replicas to converge.
+const e2eWait = 30 * time.Second
+
+func quietLogger() *slog.Logger {
+	if os.Getenv("CLIENT_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// liveRelay is a real relay (relay.Server over bbolt files in a temporary
+// directory) behind an httptest server on 127.0.0.1.
+type liveRelay struct {
+	srv   *relay.Server
+	hs    *httptest.Server
+	url   string
+	dir   string
+	conns atomic.Int64 // WebSocket connections opened
+}
+
+func startRelay(t testing.TB, dir string, auth relay.Authenticator) *liveRelay {
+	t.Helper()
+	if auth == nil {
+		auth = relay.AllowAll
+	}
+	srv, err := relay.New(relay.Config{DataDir: dir, Auth: auth, NoSync: true, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &liveRelay{srv: srv, dir: dir}
+	h := srv.Handler()
+	r.hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/sync" {
+			r.conns.Add(1)
+		}
+		h.ServeHTTP(w, req)
+	}))
+	r.url = "ws" + strings.TrimPrefix(r.hs.URL, "http") + "/sync"
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *liveRelay) stop() {
+	r.srv.Close()
+	r.hs.Close()
+}
+
+// replica is an engine over memkv with its sync client.
+type replica struct {
+	name  string
+	db    *engine.Engine
+	store kv.Store
+	c     *client.Client
+	ev    *events
+}
+
+func notesSchema() *engine.Schema {
+	return &engine.Schema{Tables: []engine.TableDef{{
+		Name: "notes",
+		Columns: []engine.ColumnDef{
+			{Name: "id", Type: engine.KindText},
+			{Name: "title", Type: engine.KindText},
+			{Name: "n", Type: engine.KindInteger},
+		},
+	}}}
+}
+
+func newReplica(t testing.TB, name string, schema *engine.Schema, eopts engine.Options, copts client.Options) *replica {
+	t.Helper()
+	st := memkv.New(engine.Buckets...)
+	eopts.Schema = schema
+	db, err := engine.Open(st, eopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if copts.Logger == nil {
+		copts.Logger = quietLogger()
+	}
+	c := client.New(db, copts)
+	r := &replica{name: name, db: db, store: st, c: c, ev: record(c)}
+	t.Cleanup(func() {
+		c.Close()
+		db.Close()
+	})
+	return r
+}
+
+func (r *replica) connect(t testing.TB, url, dbID, token string) {
+	t.Helper()
+	if err := r.c.Connect(url, dbID, token); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// events records a client's events.
+type events struct {
+	mu  sync.Mutex
+	all []client.Event
+}
+
+func record(c *client.Client) *events {
+	e := &events{}
+	c.Subscribe(func(ev client.Event) {
+		e.mu.Lock()
+		e.all = append(e.all, ev)
+		e.mu.Unlock()
+	})
+	return e
+}
+
+func (e *events) list() []client.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]client.Event(nil), e.all...)
+}
+
+// waitFor polls cond every few milliseconds until it holds or e2eWait
+// passes.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(e2eWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", e2eWait, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func waitState(t testing.TB, r *replica, s client.State) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%s %s (is %+v)", r.name, s, r.c.State()), func() bool { return r.c.State().State == s })
+}
+
+func pending(t testing.TB, r *replica) int {
+	t.Helper()
+	n, err := r.c.Pending()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// dataDump is the comparable data of a replica: rows, indexes, and the
+// change log (class byte stripped), one string.
+func dataDump(t testing.TB, st kv.Store) string {
+	d := enginetest.DumpStore(t, st)
+	var b strings.Builder
+	for _, name := range []string{"rows", "index", "log"} {
+		b.WriteString(name)
+		b.WriteByte('\n')
+		for _, l := range d.Buckets[name] {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// converged waits until every replica holds the same data as the first
+// and has nothing left to push.
+func converged(t testing.TB, rs ...*replica) {
+	t.Helper()
+	var last string
+	defer func() {
+		if t.Failed() {
+			t.Logf("last difference: %s", last)
+			for _, r := range rs {
+				t.Logf("%s: %+v, %d notes", r.name, r.c.State(), count(t, r.db, "notes"))
+			}
+		}
+	}()
+	waitFor(t, "convergence", func() bool {
+		want := dataDump(t, rs[0].store)
+		for _, r := range rs {
+			if pending(t, r) != 0 {
+				last = r.name + " has pending changes"
+				return false
+			}
+			if dataDump(t, r.store) != want {
+				last = r.name + " differs from " + rs[0].name
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func count(t testing.TB, db *engine.Engine, table string) int {
+	t.Helper()
+	rows, err := db.Query(table, engine.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(rows)
+}
+
+func title(t testing.TB, db *engine.Engine, id string) (string, bool) {
+	t.Helper()
+	row, err := db.Get("notes", engine.Key{id})
+	if errors.Is(err, engine.ErrNotFound) {
+		return "", false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return row["title"].Text(), true
+}
+
+var clientFrames = regexp.MustCompile(`replica/client\.(\(\*Client\)\.(run|session)|\(\*session\)\.(read|write|loop)|\(\*dispatcher\)\.run|New\.func)`)
+
+// checkNoLeaks fails the test if a client goroutine is left once its
+// cleanups have run. Call it first in a test, before creating replicas, so
+// that it runs after every one of them closed.
+func checkNoLeaks(t testing.TB) {
+	t.Cleanup(func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			var leaked []string
+			for _, g := range strings.Split(string(buf), "\n\n") {
+				if clientFrames.MatchString(g) {
+					leaked = append(leaked, g)
+				}
+			}
+			if len(leaked) == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("%d client goroutines left after Close:\n%s", len(leaked), strings.Join(leaked, "\n\n"))
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+}
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }
