@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/wire"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestFlagsAndEnvironment(t *testing.T) {
+	o, err := parseFlags(nil, env(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.addr != "127.0.0.1:8080" || o.cfg.DataDir != "data" || o.cfg.WebDir != "web" || o.auth != "none" {
+		t.Fatalf("defaults: addr %q data %q web %q auth %q", o.addr, o.cfg.DataDir, o.cfg.WebDir, o.auth)
+	}
+	o, err = parseFlags([]string{"-addr", ":9000", "-max-frame", "1MiB", "-retention", "7d"},
+		env(map[string]string{
+			"REPLICA_RELAY_ADDR":              ":1", // the flag wins
+			"REPLICA_RELAY_DATA":              "/var/lib/replica",
+			"REPLICA_RELAY_IDLE_TIMEOUT":      "2m",
+			"REPLICA_RELAY_PAGE_CHANGES":      "500",
+			"REPLICA_RELAY_TOKEN_FILE":        "t.json",
+			"REPLICA_RELAY_AUTH":              "tokens",
+			"REPLICA_RELAY_LOG_LEVEL":         "debug",
+			"REPLICA_RELAY_MAX_APPLY_CHANGES": "10",
+		}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case o.addr != ":9000", o.cfg.DataDir != "/var/lib/replica", o.cfg.IdleTimeout != 2*time.Minute,
+		o.cfg.PageChanges != 500, o.tokenFile != "t.json", o.auth != "tokens", o.cfg.MaxMessageSize != 1<<20,
+		o.cfg.Retention != 7*24*time.Hour, o.cfg.MaxChangesPerApply != 10, o.logLevel.String() != "DEBUG":
+		t.Fatalf("parsed %+v", *o)
+	}
+	if _, err := parseFlags(nil, env(map[string]string{"REPLICA_RELAY_IDLE_TIMEOUT": "soon"}), io.Discard); err == nil || !strings.Contains(err.Error(), "REPLICA_RELAY_IDLE_TIMEOUT") {
+		t.Fatalf("bad environment value: %v, want an error naming the variable", err)
+	}
+	for _, args := range [][]string{{"-max-frame", "-3"}, {"-retention", "forever"}, {"stray"}, {"-log-format", "xml"}} {
+		if _, err := parseFlags(args, env(nil), io.Discard); err == nil {
+			t.Errorf("flags %q accepted", args)
+		}
+	}
+	var help bytes.Buffer
+	if _, err := parseFlags([]string{"-h"}, env(nil), &help); !errors.Is(err, flag.ErrHelp) || !strings.Contains(help.String(), "REPLICA_RELAY_TOKEN_FILE") {
+		t.Fatalf("-h: %v, usage without the environment variables:\n%s", err, help.String())
+	}
+}
+
+func TestRunRefusesBadAuth(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"-auth", "tokens"},
+		{"-auth", "magic"},
+		{"-auth", "none", "-token-file", "x.json"},
+		{"-auth", "tokens", "-token-file", filepath.Join(dir, "missing.json")},
+	} {
+		if err := run(ctx, append(args, "-data", dir, "-addr", "127.0.0.1:0"), env(nil), io.Discard, io.Discard); err == nil {
+			t.Errorf("run %q started", args)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestRunServesUntilCancelled(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens.json")
+	if err := os.WriteFile(tokens, []byte(`{"demo":"s3cret"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-web", "", "-auth", "tokens"}, env(map[string]string{
+			"REPLICA_RELAY_DATA":       filepath.Join(dir, "data"),
+			"REPLICA_RELAY_TOKEN_FILE": tokens,
+		}), &stdout, &stderr)
+	}()
+	re := regexp.MustCompile(`open (http://127\.0\.0\.1:\d+/) \(sync endpoint (ws://127\.0\.0\.1:\d+/sync)\)`)
+	var m []string
+	for deadline := time.Now().Add(10 * time.Second); m == nil; {
+		if m = re.FindStringSubmatch(stdout.String()); m == nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("no URL printed; stdout %q stderr %q", stdout.String(), stderr.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	resp, err := http.Get(m[1] + "healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/healthz: %d", resp.StatusCode)
+	}
+	http.DefaultClient.CloseIdleConnections()
+
+	dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer dcancel()
+	ws, _, err := websocket.Dial(dctx, m[2], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	hs, _ := wire.Encode(&wire.Handshake{ProtocolVersion: wire.ProtocolVersion, DatabaseID: "demo", SiteID: engine.SiteID{1}, Token: "s3cret"})
+	if err := ws.Write(dctx, websocket.MessageText, hs); err != nil {
+		t.Fatal(err)
+	}
+	_, b, err := ws.Read(dctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := wire.Decode(b); err != nil || msg.Type() != wire.TypeHandshakeAck {
+		t.Fatalf("handshake answered %s (%v)", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "demo.db")); err != nil {
+		t.Fatalf("database file: %v", err)
+	}
+
+	// SIGINT/SIGTERM cancel the context: the relay closes with 1001.
+	closed := make(chan error, 1)
+	go func() { _, _, err := ws.Read(context.Background()); closed <- err }()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run returned %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not return after its context ended")
+	}
+	if err := <-closed; websocket.CloseStatus(err) != websocket.StatusGoingAway {
+		t.Fatalf("client saw %v, want close 1001", err)
+	}
+	if !strings.Contains(stderr.String(), "relay: stopped") {
+		t.Fatalf("no shutdown log:\n%s", stderr.String())
+	}
+}
+
+func TestBrowseURL(t *testing.T) {
+	for addr, want := range map[string]string{
+		"127.0.0.1:8080": "http://127.0.0.1:8080/",
+		"[::]:8080":      "http://localhost:8080/",
+		"0.0.0.0:80":     "http://localhost:80/",
+		"[::1]:9":        "http://[::1]:9/",
+	} {
+		if got := browseURL(fakeAddr(addr)); got != want {
+			t.Errorf("browseURL(%s) = %s, want %s", addr, got, want)
+		}
+	}
+}
+
+type fakeAddr string
+
+func (a fakeAddr) Network() string { return "tcp" }
+func (a fakeAddr) String() string  { return string(a) }
