@@ -62,6 +62,7 @@ test-native:
 
 test-browser: browser-deps
 	$(BROWSER_ENV) $(GO) test -count=1 $(call test_dirs,$(BROWSER_TEST_DIRS))
+	REPLICA_CHROMIUM="$(CHROMIUM)" $(GO) test -count=1 -run 'TestLoader' ./cmd/wasm
 
 bench-browser: browser-deps
 	$(BROWSER_ENV) $(GO) test -count=1 -run XXX -bench . $(call test_dirs,$(BROWSER_TEST_DIRS))

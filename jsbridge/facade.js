@@ -424,6 +424,7 @@ function elect(s) {
 function setLeader(s, v) {
 	if (s.isLeader === v || s.closed) return;
 	s.isLeader = v;
+	s.syncState = Object.assign({}, s.syncState, { leader: v });
 	try { go(OPS.leader, s.h, 0, 0, v ? 1 : 0); } catch (_) { }
 	fire(s, "leaderChange", { isLeader: v });
 }
@@ -440,7 +441,7 @@ function makeDb(h, name) {
 	const s = {
 		h, name, closed: false, closing: null, subs: new Map(), listeners: new Map(),
 		channel: null, lockAbort: null, lockRelease: null, isLeader: false,
-		syncState: { status: "disconnected", pending: 0 }, sync: null,
+		syncState: { status: "disconnected", pending: 0, leader: false }, sync: null,
 	};
 	for (const e of EVENTS) s.listeners.set(e, new Set());
 	s.sync = new Sync(s);

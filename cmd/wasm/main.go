@@ -10,17 +10,20 @@ package main
 import (
 	"fmt"
 	"os"
+	"syscall/js"
 
 	"github.com/replica-sync/replica/jsbridge"
 )
 
 func main() {
 	if _, err := jsbridge.Install(); err != nil {
-		// Nothing can work; say why on the console. The loader's
-		// Replica.ready stays pending, so block rather than exit: an exit
-		// would make every later call fail with "Go program has already
-		// exited" instead of this message.
+		// Nothing can work: say why on the console and reject the loader's
+		// Replica.ready. Block rather than exit: an exit would make later
+		// calls fail with "Go program has already exited" instead.
 		fmt.Fprintln(os.Stderr, "replica:", err)
+		if l := js.Global().Get("Replica"); l.Type() == js.TypeObject && l.Get("_fail").Type() == js.TypeFunction {
+			l.Call("_fail", err.Error())
+		}
 	}
 	select {}
 }

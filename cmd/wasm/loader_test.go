@@ -1,0 +1,225 @@
+//go:build !js
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// The loader tests load web/replica.js and the built web/replica.wasm into
+// headless Chromium from a local HTTP server, as a web page would, and run
+// the API through the global Replica the loader installs. They need the
+// browser named by REPLICA_CHROMIUM (`make test-browser` sets it); without
+// it they are skipped.
+
+// page serves dir's files; wasmType is the Content-Type of .wasm files.
+func serve(t *testing.T, wasmType string) *httptest.Server {
+	t.Helper()
+	buildWasm(t)
+	dir := t.TempDir()
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dst, src := range map[string]string{
+		"replica.js":   replicaJS,
+		"replica.wasm": wasmPath,
+		"wasm_exec.js": filepath.Join(strings.TrimSpace(string(goroot)), "lib", "wasm", "wasm_exec.js"),
+	} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, dst), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pages := map[string]string{
+		"/two.html":     `<!doctype html><script src="lib/wasm_exec.js"></script><script src="lib/replica.js"></script>`,
+		"/one.html":     `<!doctype html><script src="lib/replica.js"></script>`,
+		"/missing.html": `<!doctype html><script src="nowhere/replica.js"></script>`,
+	}
+	files := http.StripPrefix("/lib/", http.FileServer(http.Dir(dir)))
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if p, ok := pages[r.URL.Path]; ok {
+			w.Header().Set("Content-Type", "text/html")
+			_, _ = w.Write([]byte(p))
+			return
+		}
+		if r.URL.Path == "/nowhere/replica.js" || r.URL.Path == "/nowhere/wasm_exec.js" { // no replica.wasm there
+			http.ServeFile(w, r, filepath.Join(dir, filepath.Base(r.URL.Path)))
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, ".wasm") {
+			w.Header().Set("Content-Type", wasmType)
+		}
+		files.ServeHTTP(w, r)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// browser starts headless Chromium and returns a context for it.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := os.Getenv("REPLICA_CHROMIUM")
+	if path == "" {
+		t.Skip("REPLICA_CHROMIUM is not set (make test-browser sets it)")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"),
+	)
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel2 := chromedp.NewContext(actx)
+	t.Cleanup(cancel2)
+	ctx, cancel3 := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(cancel3)
+	return ctx
+}
+
+// run navigates to url and evaluates the async function body js (with
+// `api`, the .d.ts member list, in scope) and decodes its result into out.
+func run(t *testing.T, ctx context.Context, url, js string, out any) {
+	t.Helper()
+	api := map[string][]member{}
+	ifaces := parseDTS(readFile(t, replicaDTS))
+	for n := range apiObjects {
+		api[n] = flatten(ifaces, n)
+	}
+	type m struct {
+		Name   string `json:"name"`
+		Method bool   `json:"method"`
+	}
+	list := map[string][]m{}
+	for n, ms := range api {
+		for _, x := range ms {
+			list[n] = append(list[n], m{x.name, x.method})
+		}
+	}
+	apiJSON, _ := json.Marshal(list)
+	expr := "(async () => { const api = " + string(apiJSON) + ";\n" + js + "\n})()"
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		t.Fatalf("%s: result %s: %v", url, raw, err)
+	}
+}
+
+// checkAPI (page JavaScript) compares the members of the real objects with
+// the .d.ts: every declared member exists (methods are functions), and no
+// other public member does. It returns a list of problems.
+const checkAPI = `
+async function checkAPI(objs) {
+	const problems = [];
+	for (const [iface, obj] of Object.entries(objs)) {
+		const declared = new Map(api[iface].map((m) => [m.name, m.method]));
+		for (const [name, method] of declared) {
+			if (!(name in obj)) problems.push(iface + "." + name + " is declared but missing");
+			else if (method && typeof obj[name] !== "function") problems.push(iface + "." + name + " is not a function");
+		}
+		const seen = new Set();
+		for (let o = obj; o && o !== Object.prototype; o = Object.getPrototypeOf(o)) {
+			for (const name of Object.getOwnPropertyNames(o)) {
+				if (name === "constructor" || seen.has(name)) continue;
+				seen.add(name);
+				if (!declared.has(name)) problems.push(iface + "." + name + " exists but is not declared in replica.d.ts");
+			}
+		}
+	}
+	return problems;
+}
+`
+
+func TestLoaderTwoScriptTags(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	var res struct {
+		Problems []string `json:"problems"`
+		Rows     string   `json:"rows"`
+		Events   []string `json:"events"`
+		Errors   []string `json:"errors"`
+	}
+	run(t, ctx, srv.URL+"/two.html", checkAPI+`
+		await Replica.ready;
+		const db = await Replica.open({name: "loader-two", schema: {tables: {t: {columns: {title: "text", n: "integer", at: "timestamp"}}}}});
+		let tx;
+		await db.transaction(async (t) => { tx = t; await t.insert("t", {title: "a", n: 2n ** 60n, at: new Date(5)}); });
+		const problems = await checkAPI({Static: Replica, Database: db, Transaction: tx, Sync: db.sync});
+		const rows = await db.query("t");
+		const errors = [];
+		for (const ev of ["change", "remoteChange", "conflict", "unknownTable", "syncState", "leaderChange"]) db.on(ev, () => {})();
+		try { db.on("nope", () => {}); } catch (e) { errors.push(e.code); }
+		try { await db.insert("t", {n: "x"}); } catch (e) { errors.push((e instanceof Replica.ReplicaError) + " " + e.code + " " + e.column); }
+		await db.close();
+		return {problems, rows: rows.map((r) => r.title + ":" + r.n + ":" + r.at.getTime()).join(","), events: [], errors};
+	`, &res)
+	for _, p := range res.Problems {
+		t.Error(p)
+	}
+	if res.Rows != "a:1152921504606846976:5" {
+		t.Errorf("rows %q", res.Rows)
+	}
+	if strings.Join(res.Errors, "|") != "INVALID_ARGUMENT|true VALIDATION n" {
+		t.Errorf("errors %q", res.Errors)
+	}
+}
+
+// TestLoaderOneTagWrongMIME: replica.js alone loads wasm_exec.js from its
+// own directory, and falls back from instantiateStreaming when the server
+// sends replica.wasm as application/octet-stream.
+func TestLoaderOneTagWrongMIME(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/octet-stream")
+	var got string
+	run(t, ctx, srv.URL+"/one.html", `
+		const early = Replica.open({name: "loader-one", schema: {tables: {t: {columns: {v: "text"}}}}});
+		const db = await early;
+		await db.insert("t", {v: "x"});
+		const n = await db.count("t");
+		await db.close();
+		return typeof Go + " " + n;
+	`, &got)
+	if got != "function 1" {
+		t.Errorf("got %q", got)
+	}
+}
+
+// TestLoaderMissingWasm: when replica.wasm cannot be fetched, Replica.ready
+// and Replica.open reject with a clear INTERNAL error.
+func TestLoaderMissingWasm(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	var got string
+	run(t, ctx, srv.URL+"/missing.html", `
+		const out = [];
+		try { await Replica.ready; out.push("ready resolved"); } catch (e) { out.push(e.code + ": " + e.message); }
+		try { await Replica.open({name: "x", schema: {tables: {}}}); out.push("open resolved"); } catch (e) { out.push(e.code); }
+		return out.join(" | ");
+	`, &got)
+	if !strings.HasPrefix(got, "INTERNAL: replica.js:") || !strings.Contains(got, "404") || !strings.HasSuffix(got, "| INTERNAL") {
+		t.Errorf("got %q", got)
+	}
+}

@@ -1,0 +1,518 @@
+// Type definitions for Replica, a local-first database for web apps.
+//
+// This file is the contract of the JavaScript API: what web/replica.js and
+// replica.wasm install as the global `Replica`. It is documentation first:
+// every type, method, event and error code is described here. A test checks
+// that every method and property declared on Static, Database, Transaction,
+// Sync and Operations exists on the real objects, and that they have no
+// other public members (cmd/wasm TestAPIList, jsbridge TestAPIMatchesDTS).
+//
+// Loading, with two script tags (or only the second: replica.js loads
+// wasm_exec.js from its own directory when `Go` is not defined):
+//
+//     <script src="/replica/wasm_exec.js"></script>
+//     <script src="/replica/replica.js"></script>
+//     <script>
+//       const db = await Replica.open({
+//         name: "trips",
+//         schema: {tables: {
+//           trips: {columns: {title: {type: "text", notNull: true}, budget: "real", start: "timestamp"},
+//                   indexes: {by_title: ["title"]}},
+//         }},
+//       });
+//       const trip = await db.insert("trips", {title: "Lisbon", budget: 900, start: new Date()});
+//       const unsubscribe = db.subscribe("trips", {orderBy: "-start", limit: 20}, (rows) => render(rows));
+//     </script>
+//
+// Everything works offline. Every method that returns a Promise rejects only
+// with a ReplicaError (an Error with a stable `code`); the few methods that
+// return synchronously (subscribe, on) throw a ReplicaError for bad
+// arguments or a closed replica.
+//
+// Calls on one replica run one at a time in call order, so calls that are
+// not awaited behave like IndexedDB requests: a read issued after a write
+// sees it.
+//
+// Values. A row is an object mapping column names to values. By column type:
+//
+//   | column type | JS value written                         | JS value read back                     |
+//   |-------------|------------------------------------------|----------------------------------------|
+//   | text        | string                                   | string                                 |
+//   | integer     | number (whole), bigint                   | number within ±(2^53−1), else bigint   |
+//   | real        | number (finite; -0 kept)                 | number                                 |
+//   | boolean     | boolean                                  | boolean                                |
+//   | timestamp   | Date, or number of ms since the epoch    | Date (ms precision, UTC instant)       |
+//   | blob        | Uint8Array, ArrayBuffer, any TypedArray/DataView (its bytes) | Uint8Array (a fresh copy) |
+//   | json        | plain object, array, string, number, boolean (as JSON.stringify writes it) | the parsed JSON value |
+//   | any         | null: the null value                     | null                                   |
+//
+// undefined means "not given": an omitted column on insert takes its default
+// (or null); in an update patch it is left unchanged. A value of another JS
+// type than the column's is a VALIDATION error unless the column or table
+// declares `coerce: true` (then "42" goes into an integer column, etc.).
+// Functions, Symbols, Maps, Sets, invalid Dates, NaN and ±Infinity are
+// always VALIDATION errors. Inside json values, Dates become ISO strings
+// (JSON.stringify semantics), BigInts are an error, and numbers beyond 2^53
+// lose precision when read back (JSON.parse semantics).
+
+declare namespace Replica {
+	/**
+	 * Every rejection's `code`:
+	 *
+	 * - `VALIDATION`: a value does not fit its column (wrong type, out of range,
+	 *   invalid text), an unknown column, a missing `notNull` value, an
+	 *   unknown table, a key of the wrong arity. `table` and, when one column is
+	 *   at fault, `column` are set. Nothing was written.
+	 * - `NOT_FOUND`: `update` of a row that does not exist (or is deleted).
+	 * - `CONFLICT`: `insert` of an existing key; re-inserting a deleted key
+	 *   while `allowResurrection` is off; a transaction whose statement
+	 *   previewed fine but conflicts with a write that committed meanwhile.
+	 *   Nothing was written.
+	 * - `CLOSED`: the replica was closed (`db.close()`, or the browser closed
+	 *   the IndexedDB connection, e.g. because the database was deleted in
+	 *   another tab); also a `tx` used after its transaction callback settled.
+	 * - `QUOTA_EXCEEDED`: the browser refused to store more (storage quota).
+	 *   Nothing of that call was written.
+	 * - `CLOCK_DRIFT`: a remote change stamped more than 60 s ahead of this
+	 *   device's clock was refused (sync).
+	 * - `SCHEMA`: `Replica.open` with an invalid schema, or one that contradicts
+	 *   the schema already stored (e.g. a column's type changed).
+	 * - `STORAGE_FORMAT`: the stored data was written by an incompatible
+	 *   version of Replica.
+	 * - `INVALID_ARGUMENT`: a call of the wrong shape: an argument of the wrong
+	 *   type, an unknown option, an unknown `where` operator, a bad
+	 *   `limit`/`offset`/`orderBy`, an unknown event name.
+	 * - `NOT_AVAILABLE`: a feature this build does not include.
+	 * - `PROTOCOL_VERSION_MISMATCH`: (sync) the relay speaks another protocol
+	 *   version; the client stopped and will not reconnect.
+	 * - `AUTH_FAILED`: (sync) the relay refused the token; the client stopped.
+	 * - `SYNC_FAILED`: (sync) another fatal error stopped the sync client.
+	 * - `INTERNAL`: a bug in Replica (it is logged to the console); the
+	 *   replica keeps working.
+	 */
+	type ErrorCode =
+		| "VALIDATION"
+		| "NOT_FOUND"
+		| "CONFLICT"
+		| "CLOSED"
+		| "QUOTA_EXCEEDED"
+		| "CLOCK_DRIFT"
+		| "SCHEMA"
+		| "STORAGE_FORMAT"
+		| "INVALID_ARGUMENT"
+		| "NOT_AVAILABLE"
+		| "PROTOCOL_VERSION_MISMATCH"
+		| "AUTH_FAILED"
+		| "SYNC_FAILED"
+		| "INTERNAL";
+
+	/** The error every rejection carries. `instanceof Replica.ReplicaError` holds. */
+	interface ReplicaError extends Error {
+		readonly name: "ReplicaError";
+		/** Stable code; branch on this, not on the message. */
+		readonly code: ErrorCode;
+		/** The message names the method ("db.insert: ..."), table, column or argument at fault. */
+		readonly message: string;
+		/** VALIDATION: the table at fault. Absent otherwise. */
+		readonly table?: string;
+		/** VALIDATION: the column at fault, when one is. Absent otherwise. */
+		readonly column?: string;
+	}
+
+	interface ReplicaErrorConstructor {
+		new(code: ErrorCode, message: string, table?: string, column?: string): ReplicaError;
+		readonly prototype: ReplicaError;
+	}
+
+	/** A JSON value, as stored in json columns. */
+	type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+	/** A value read from a row (see the table at the top of this file). */
+	type Value = string | number | bigint | boolean | null | Date | Uint8Array | JsonValue;
+
+	/** A value accepted by writes, keys and filters; undefined means "not given". */
+	type InputValue = Value | ArrayBuffer | ArrayBufferView | undefined;
+
+	/** A row as read: every column of the table, in schema order; null where unset. */
+	type Row = { [column: string]: Value };
+
+	/** A row or patch as written: columns to values; omitted or undefined columns are not given. */
+	type InputRow = { [column: string]: InputValue };
+
+	/** A key column's value. */
+	type KeyValue = string | number | bigint | boolean | Date | Uint8Array;
+
+	/**
+	 * A primary key: the value itself for a single-column key (the default
+	 * key is the text column `id`), or an array of the key columns' values in
+	 * `primaryKey` order for a composite key.
+	 */
+	type PrimaryKey = KeyValue | KeyValue[];
+
+	/** Column types. */
+	type ColumnType = "text" | "integer" | "real" | "boolean" | "blob" | "json" | "timestamp";
+
+	interface ColumnDef {
+		type: ColumnType;
+		/** Reject null (explicit, or omitted without a default) on insert and update. Default false. */
+		notNull?: boolean;
+		/**
+		 * Value for an omitted column on insert (a JSON value: timestamps as ms
+		 * numbers; `null` is a null default, distinct from none).
+		 */
+		default?: JsonValue;
+		/** Accept obvious conversions ("42" into integer, 1 into boolean, ISO text into timestamp). Default false. */
+		coerce?: boolean;
+	}
+
+	interface TableDef {
+		/**
+		 * Columns by name, in order (object key order is column order; avoid
+		 * names that look like array indexes, which JavaScript orders first).
+		 * A column is a type name or a ColumnDef.
+		 */
+		columns: { [column: string]: ColumnType | ColumnDef };
+		/**
+		 * Key columns, in key order. Omitted: a text column `id` (added first if
+		 * not declared), filled with a new UUIDv7 when a write omits it.
+		 */
+		primaryKey?: string | string[];
+		/** Secondary indexes: name to columns. Queries use the best one for their where and orderBy. */
+		indexes?: { [name: string]: string[] } | Array<{ name: string; columns: string[] }>;
+		/** `coerce` for every column of the table. */
+		coerce?: boolean;
+	}
+
+	/**
+	 * The declared tables. Opening with a schema that adds tables, columns or
+	 * indexes migrates the stored replica (and the migration syncs to peers);
+	 * dropping or retyping is not supported (SCHEMA).
+	 */
+	interface Schema {
+		tables: { [table: string]: TableDef } | Array<TableDef & { name: string }>;
+	}
+
+	interface OpenOptions {
+		/**
+		 * The replica's name. Its IndexedDB database is "replica:" + name; its
+		 * BroadcastChannel is "replica:" + name; its Web Locks leader lock is
+		 * "replica-leader:" + name. Tabs of one browser profile that open the
+		 * same name share one replica (and one site id).
+		 */
+		name: string;
+		/** Required. See Schema. */
+		schema: Schema;
+		/**
+		 * Let a write newer than a row's deletion revive it. Default false
+		 * (delete wins). Every replica of a database must use the same setting.
+		 */
+		allowResurrection?: boolean;
+		/**
+		 * What to do with synced changes for tables this schema lacks: hold them
+		 * until the table appears ("quarantine", the default), drop them
+		 * ("ignore"), or hold and forward them to peers ("store-and-forward").
+		 * Each such batch fires an `unknownTable` event.
+		 */
+		unknownTableDisposition?: "quarantine" | "ignore" | "store-and-forward";
+	}
+
+	/**
+	 * Conditions on one column. Several operators on one column all must hold
+	 * ({gte: 1, lt: 10}). Comparisons use the column's type (numbers
+	 * numerically, text by UTF-8 bytes, timestamps by time). A null column
+	 * value matches only `eq: null` and `ne` of a non-null value.
+	 */
+	interface Operators {
+		eq?: InputValue;
+		ne?: InputValue;
+		gt?: InputValue;
+		gte?: InputValue;
+		lt?: InputValue;
+		lte?: InputValue;
+		/** One of these values (nulls never match). */
+		in?: InputValue[];
+		/** Text columns: starts with this string. */
+		prefix?: string;
+	}
+
+	/**
+	 * Conditions, all of which must hold: column to value (equality; `null`
+	 * matches nulls) or to an Operators object, e.g.
+	 * `{country: "FR", pop: {gt: 1000}, name: {prefix: "Par"}, id: {in: ["a", "b"]}, x: {ne: null}}`.
+	 * A plain object is read as operators: to compare a json column with an
+	 * object, write `{meta: {eq: {a: 1}}}`. An undefined value is an
+	 * INVALID_ARGUMENT error (it would otherwise match everything).
+	 */
+	type Where = { [column: string]: InputValue | Operators };
+
+	/**
+	 * Sort order: a column name ("name"), a name with "-" for descending
+	 * ("-pop"), or a list of those and {column, desc} objects
+	 * (["-pop", "name"], [{column: "pop", desc: true}]). Rows with equal sort
+	 * values come in primary-key order.
+	 */
+	type OrderBy = string | Array<string | { column: string; desc?: boolean }>;
+
+	interface QueryOptions {
+		where?: Where;
+		/** Default: primary-key order (or the order of the index the query uses). */
+		orderBy?: OrderBy;
+		/** At most this many rows: a whole number >= 1. Omit for all. */
+		limit?: number;
+		/** Skip this many rows first: a whole number >= 0. Default 0. */
+		offset?: number;
+	}
+
+	interface CountOptions {
+		where?: Where;
+	}
+
+	/**
+	 * The row operations, on a Database (each call is its own transaction)
+	 * and on a Transaction (staged until the transaction commits).
+	 */
+	interface Operations {
+		/**
+		 * Insert a row and resolve with it as stored: defaults filled, a
+		 * generated `id` (UUIDv7) when the table has the default key and the row
+		 * omits it. Rejects: VALIDATION, CONFLICT (the key exists, or was
+		 * deleted and resurrection is off), INVALID_ARGUMENT, CLOSED,
+		 * QUOTA_EXCEEDED. On a Transaction, resolves at once with the row it
+		 * will write (its generated id is the one committed); a duplicate key
+		 * is then reported by the commit.
+		 */
+		insert(table: string, row: InputRow): Promise<Row>;
+		/**
+		 * Set the columns in `patch` on the row with key `pk` and resolve with
+		 * the whole row. Columns whose value does not change are not written.
+		 * Changing a key column moves the row. Rejects: NOT_FOUND, VALIDATION,
+		 * CONFLICT (moved onto an existing key), INVALID_ARGUMENT, CLOSED,
+		 * QUOTA_EXCEEDED.
+		 */
+		update(table: string, pk: PrimaryKey, patch: InputRow): Promise<Row>;
+		/**
+		 * Insert the row, or, when a row with its key exists, update the
+		 * columns it gives. Resolves with the whole row. Rejects as insert and
+		 * update.
+		 */
+		upsert(table: string, row: InputRow): Promise<Row>;
+		/**
+		 * Delete the row with key `pk` (a tombstone that syncs). Resolves with
+		 * undefined, also when there was no such row. Rejects: VALIDATION,
+		 * INVALID_ARGUMENT, CLOSED, QUOTA_EXCEEDED.
+		 */
+		delete(table: string, pk: PrimaryKey): Promise<void>;
+		/** The row with key `pk`, or undefined. Rejects: VALIDATION, INVALID_ARGUMENT, CLOSED. */
+		get(table: string, pk: PrimaryKey): Promise<Row | undefined>;
+		/**
+		 * The rows matching `options` (all rows when omitted). One call returns
+		 * the whole result. Rejects: VALIDATION (unknown table or column),
+		 * INVALID_ARGUMENT (bad options), CLOSED.
+		 */
+		query(table: string, options?: QueryOptions): Promise<Row[]>;
+		/** The number of rows matching `options.where`. Rejects as query. */
+		count(table: string, options?: CountOptions): Promise<number>;
+	}
+
+	/**
+	 * The `tx` of `db.transaction(async tx => ...)`. Its writes are validated
+	 * and previewed at once (reads through `tx` see them; reads through `db`
+	 * do not), and committed together when the callback's promise resolves.
+	 * Using it after the callback settled rejects with CLOSED.
+	 */
+	interface Transaction extends Operations { }
+
+	/** Payload of `change` and `remoteChange`. */
+	interface ChangeEvent {
+		/** The tables whose rows (or schema) changed, sorted. */
+		tables: string[];
+		/** true: changes that arrived from the relay; false: a local write (this tab or another). */
+		remote: boolean;
+		/** true: the commit happened in another tab (or another Replica.open of the same name). */
+		fromOtherTab: boolean;
+		/** The committed transaction's id, "wallMs:counter:siteId" (the same on every peer); null if unknown. */
+		transactionId: string | null;
+	}
+
+	/** Payload of `conflict`: a synced change met a concurrent local version of the same cell. */
+	interface ConflictEvent {
+		table: string;
+		/** The row's key values, in primary-key order. */
+		pk: Value[];
+		column: string;
+		localValue: Value;
+		/** HLCs as "wallMs.counter@siteId/opSeq". */
+		localHlc: string;
+		remoteValue: Value;
+		remoteHlc: string;
+		/** Whether the remote value won (last writer wins by HLC). */
+		remoteWon: boolean;
+		winningHlc: string;
+	}
+
+	/** Payload of `unknownTable`: synced changes for a table this schema lacks were diverted. */
+	interface UnknownTableEvent {
+		table: string;
+		disposition: "quarantine" | "ignore" | "store-and-forward";
+		/** Number of changes diverted in this batch. */
+		changes: number;
+		/** Site id (base64url) of the origin of the first of them. */
+		site: string;
+		/** Highest HLC among them, "wallMs.counter@siteId/opSeq". */
+		latestHlc: string;
+	}
+
+	/** Payload of `leaderChange`. */
+	interface LeaderChangeEvent {
+		/** Whether this tab now holds the leader lock (and so the relay connection). */
+		isLeader: boolean;
+	}
+
+	/** Where syncing stands: `db.sync.state`, and the payload of `syncState`. */
+	interface SyncState {
+		/**
+		 * "disconnected": not connected (never connected, disconnected, not the
+		 * leader tab, or waiting to reconnect: see retryAt); "connecting":
+		 * dialing the relay; "syncing": connected, catching up (snapshot, first
+		 * pull); "synced": caught up, live; "error": a fatal error stopped
+		 * syncing (see error) until connect is called again.
+		 */
+		status: "disconnected" | "connecting" | "syncing" | "synced" | "error";
+		/** Why the last session ended (disconnected) or syncing stopped (error). */
+		error?: { code: ErrorCode; message: string };
+		/** While waiting to reconnect: when the next attempt is due, ms since the epoch. */
+		retryAt?: number;
+		/** While a snapshot is being applied (a new device bootstrapping). */
+		progress?: {
+			table: string;
+			tablesDone: number;
+			tablesTotal: number;
+			rowsApplied: number;
+			/** 0 when unknown. */
+			rowsTotal: number;
+		};
+		/** Local transactions not yet acknowledged by the relay (0 when none or not known yet). */
+		pending: number;
+		/** Whether this tab is the one holding the relay connection. */
+		leader: boolean;
+	}
+
+	/** Event names and their payloads, for `db.on`. */
+	interface EventMap {
+		/** After every commit that changed rows or schema: local, remote, or in another tab. */
+		change: ChangeEvent;
+		/** After changes from the relay were applied (here or in the leader tab). */
+		remoteChange: ChangeEvent;
+		/** A synced change met a concurrent local version of a cell. */
+		conflict: ConflictEvent;
+		/** Synced changes for an unknown table were diverted. */
+		unknownTable: UnknownTableEvent;
+		/** The sync state changed. */
+		syncState: SyncState;
+		/** This tab became (or stopped being) the leader. */
+		leaderChange: LeaderChangeEvent;
+	}
+
+	/**
+	 * Syncing with a relay. Only the leader tab holds the connection: other
+	 * tabs' writes reach it through the BroadcastChannel and it pushes them.
+	 * When the leader closes, the next leader connects with the same
+	 * arguments and resumes from the persisted watermarks.
+	 */
+	interface Sync {
+		/**
+		 * Start syncing this replica with database `options.database` of the
+		 * relay at `url` (ws://, wss://, http(s):// is rewritten), presenting
+		 * `options.token`. Resolves at once; follow progress with `state` and
+		 * the `syncState` event (reconnects with backoff until disconnect).
+		 * In a tab that is not the leader it only records the target, used when
+		 * it becomes leader. Rejects: INVALID_ARGUMENT (bad url or database id:
+		 * 1–128 of [A-Za-z0-9_.:-]), CLOSED, NOT_AVAILABLE.
+		 */
+		connect(url: string, options: { database: string; token?: string }): Promise<void>;
+		/** Stop syncing (in every tab's name: the target is forgotten). Resolves when the socket is closed. */
+		disconnect(): Promise<void>;
+		/** Ask for a fresh snapshot from the relay on the next (or current) session. Rejects: CLOSED, NOT_AVAILABLE. */
+		requestSnapshot(): Promise<void>;
+		/** The current state (a copy). */
+		readonly state: SyncState;
+	}
+
+	/** An open replica: `await Replica.open(...)`. */
+	interface Database extends Operations {
+		/** The name it was opened with. */
+		readonly name: string;
+		/**
+		 * Whether this tab holds the replica's Web Locks leader lock
+		 * ("replica-leader:" + name). Exactly one open replica of a name per
+		 * browser profile does; when it closes, another takes over within a
+		 * second. false until the lock is granted; true without Web Locks.
+		 */
+		readonly isLeader: boolean;
+		/** Syncing with a relay. */
+		readonly sync: Sync;
+		/**
+		 * Run `fn` as one transaction: its statements commit together with one
+		 * HLC when the promise `fn` returns resolves, and nothing is written if
+		 * it rejects or throws (then `transaction` rejects with that same
+		 * error). Resolves with `fn`'s result. `fn` may await anything between
+		 * statements: no IndexedDB transaction is held across them; the
+		 * statements are staged and executed in one IndexedDB transaction at
+		 * commit. Rejects also with the commit's error: CONFLICT or NOT_FOUND
+		 * when another write changed the rows meanwhile (nothing written),
+		 * QUOTA_EXCEEDED, CLOSED.
+		 */
+		transaction<T>(fn: (tx: Transaction) => Promise<T> | T): Promise<T>;
+		/**
+		 * Live query: call `callback` with the rows of `query(table, options)`
+		 * now, then again whenever they change — after a local write, a synced
+		 * change, or a write in another tab to `table`, and only when the rows
+		 * differ (compared by value, blobs byte-wise). Writes to other tables
+		 * never re-run it; bursts are coalesced (about once per animation frame
+		 * while writes keep coming). Callbacks run asynchronously, never inside
+		 * the call that caused them. Returns the function that stops it.
+		 * `onError` gets the error if the query cannot run (VALIDATION,
+		 * INVALID_ARGUMENT, ...), which ends the subscription; without it the
+		 * error is reported to the console. Throws INVALID_ARGUMENT for bad
+		 * arguments and CLOSED after close.
+		 */
+		subscribe(table: string, options: QueryOptions | undefined, callback: (rows: Row[]) => void, onError?: (error: ReplicaError) => void): () => void;
+		subscribe(table: string, callback: (rows: Row[]) => void, onError?: (error: ReplicaError) => void): () => void;
+		/**
+		 * Listen to an event (see EventMap); returns the function that removes
+		 * the listener. Listeners run asynchronously; an exception in one is
+		 * reported and does not affect others. Throws INVALID_ARGUMENT for an
+		 * unknown event, CLOSED after close.
+		 */
+		on<K extends keyof EventMap>(event: K, listener: (payload: EventMap[K]) => void): () => void;
+		/**
+		 * Close the replica: subscriptions and listeners stop at once; calls
+		 * made before complete; then the IndexedDB connection closes, the leader
+		 * lock is released (another tab takes over) and the promise resolves.
+		 * Afterwards every call rejects (or throws) with CLOSED. Calling it again
+		 * returns the same promise.
+		 */
+		close(): Promise<void>;
+	}
+
+	/** The global `Replica`. */
+	interface Static {
+		/**
+		 * Resolves when replica.wasm is loaded and running; rejects (code
+		 * INTERNAL) when it cannot be fetched or started. `open` waits for it.
+		 */
+		readonly ready: Promise<void>;
+		/**
+		 * Open (creating or migrating it) the replica `options.name`. Rejects:
+		 * INVALID_ARGUMENT (missing name or schema, unknown option), SCHEMA,
+		 * STORAGE_FORMAT, QUOTA_EXCEEDED, INTERNAL (IndexedDB unavailable, e.g.
+		 * in some private modes).
+		 */
+		open(options: OpenOptions): Promise<Database>;
+		/** The class of every error Replica rejects with. */
+		readonly ReplicaError: ReplicaErrorConstructor;
+	}
+}
+
+/** Installed by replica.js (or by replica.wasm itself when run without the loader). */
+declare var Replica: Replica.Static;

@@ -1,0 +1,611 @@
+// replica.js: loads Replica, a local-first database for web apps, into a page.
+//
+//     <script src="/replica/wasm_exec.js"></script>   <!-- optional: loaded from this directory if Go is undefined -->
+//     <script src="/replica/replica.js"></script>
+//     <script> const db = await Replica.open({name, schema}); </script>
+//
+// It installs the global Replica at once (Replica.ready, Replica.open, which
+// waits for ready), then loads wasm_exec.js if `Go` is not defined and
+// replica.wasm, both from the directory this script was loaded from, with
+// WebAssembly.instantiateStreaming (falling back to instantiate when the
+// server sends replica.wasm with another MIME type than application/wasm),
+// and runs it. No build step, no modules. The API is documented in
+// replica.d.ts beside this file.
+//
+// The Go side (package jsbridge) builds the API from the function
+// replicaFacade below, a verbatim copy of jsbridge/facade.js, so pages whose
+// Content-Security-Policy forbids 'unsafe-eval' work (they still need
+// 'wasm-unsafe-eval' for WebAssembly). Do not edit it here: edit
+// jsbridge/facade.js and run `go test ./cmd/wasm -run TestReplicaJSCarriesFacade -update`.
+(function (global) {
+	"use strict";
+	if (global.Replica && global.Replica.ready) return; // loaded twice
+
+	const script = typeof document !== "undefined" ? document.currentScript : null;
+	const base = new URL(".", script && script.src ? script.src : global.location.href).href;
+
+	function loadError(message) {
+		const e = new Error("replica.js: " + message);
+		e.name = "ReplicaError";
+		e.code = "INTERNAL";
+		return e;
+	}
+
+	let installed, failed;
+	const ready = new Promise((resolve, reject) => { installed = resolve; failed = reject; });
+	let dead = null;
+	function fail(e) {
+		if (dead) return;
+		dead = e && e.code ? e : loadError(String((e && e.message) || e));
+		console.error(dead);
+		failed(dead);
+	}
+
+	const loader = {
+		ready,
+		open(options) { return ready.then(() => loader.open(options)); },
+		ReplicaError: Error,
+		// Used once by replica.wasm, then removed.
+		_facade: replicaFacade,
+		_install(api) {
+			loader.open = api.open;
+			loader.ReplicaError = api.ReplicaError;
+			delete loader._facade;
+			delete loader._install;
+			delete loader._fail;
+			installed();
+		},
+		_fail(message) { fail(loadError(message)); },
+	};
+	global.Replica = loader;
+
+	function loadScript(src) {
+		return new Promise((resolve, reject) => {
+			const s = document.createElement("script");
+			s.src = src;
+			s.onload = resolve;
+			s.onerror = () => reject(loadError("cannot load " + src));
+			(document.head || document.documentElement).appendChild(s);
+		});
+	}
+
+	async function start() {
+		if (typeof global.Go !== "function") {
+			const src = base + "wasm_exec.js";
+			if (typeof document !== "undefined") await loadScript(src);
+			else if (typeof importScripts === "function") importScripts(src);
+			if (typeof global.Go !== "function") throw loadError(src + " did not define Go");
+		}
+		const go = new global.Go();
+		const url = base + "replica.wasm";
+		let instance = null;
+		if (typeof WebAssembly.instantiateStreaming === "function") {
+			try {
+				instance = (await WebAssembly.instantiateStreaming(fetch(url), go.importObject)).instance;
+			} catch (e) {
+				// A TypeError: not served as application/wasm (or not fetched):
+				// try again the slow way, which reports HTTP errors clearly.
+				if (!(e instanceof TypeError)) throw e;
+			}
+		}
+		if (!instance) {
+			const r = await fetch(url);
+			if (!r.ok) throw loadError("fetching " + url + ": HTTP " + r.status);
+			instance = (await WebAssembly.instantiate(await r.arrayBuffer(), go.importObject)).instance;
+		}
+		go.run(instance).then(
+			() => fail(loadError("replica.wasm exited")),
+			(e) => fail(loadError("replica.wasm failed: " + ((e && e.message) || e))));
+	}
+	start().catch(fail);
+
+// BEGIN jsbridge/facade.js (verbatim; see above)
+function replicaFacade(go, OPS, KINDS) {
+// facade.js: Replica's JavaScript API, the body of a function (go, OPS, KINDS)
+// that jsbridge calls once at install (compiled with new Function, or taken
+// verbatim from web/replica.js). It returns {api, settle, emit, deliver,
+// handleOf}.
+//
+// Division of labour: this file does what JavaScript does cheaply — check
+// argument types, turn values into one JSON text per call (a Uint8Array for
+// bytes), create Promises, turn results back into objects, call listeners,
+// talk to sibling tabs (BroadcastChannel) and elect the leader tab (Web
+// Locks). Go does everything else through one entry point,
+// go(op, handle, tx, id, a, b, c, d), and answers a call later with
+// settle(id, kind, text, blobs). Value tags are documented in decode.go and
+// encode.go. web/replica.d.ts is the contract.
+"use strict";
+
+const EVENTS = ["change", "remoteChange", "conflict", "unknownTable", "syncState", "leaderChange"];
+const hasOwn = Object.prototype.hasOwnProperty;
+
+class ReplicaError extends Error {
+	constructor(code, message, table, column) {
+		super(message);
+		this.name = "ReplicaError";
+		this.code = code;
+		if (table) this.table = table;
+		if (column) this.column = column;
+	}
+}
+
+function argErr(msg) { return new ReplicaError("INVALID_ARGUMENT", msg); }
+function closedErr(what) { return new ReplicaError("CLOSED", what + ": the replica is closed"); }
+function goErr(e) {
+	return new ReplicaError("INTERNAL", "Replica's WebAssembly module failed: " + ((e && e.message) || e));
+}
+const report = typeof reportError === "function" ? reportError : (e) => console.error(e);
+
+// ---- Go calls and results -------------------------------------------------
+
+const pending = new Map(); // call id -> [resolve, reject]
+let nextCall = 1;
+
+function call(op, h, tx, a, b, c, d) {
+	return new Promise((resolve, reject) => {
+		const id = nextCall++;
+		pending.set(id, [resolve, reject]);
+		try {
+			go(op, h, tx, id, a, b, c, d);
+		} catch (e) {
+			pending.delete(id);
+			reject(goErr(e));
+		}
+	});
+}
+
+function attempt(fn) {
+	try { return fn(); } catch (e) { return Promise.reject(e); }
+}
+
+// holders applies the fixes of an encoded result: [holders, fixes].
+function holders(text, blobs) {
+	const [hs, f] = JSON.parse(text);
+	for (let i = 0; i < f.length; i += 5) {
+		const o = hs[f[i]], k = f[i + 1];
+		switch (f[i + 2]) {
+			case 1: o[k] = new Date(o[k]); break;
+			case 2: o[k] = BigInt(o[k]); break;
+			case 3: o[k] = blobs.slice(f[i + 3], f[i + 3] + f[i + 4]); break;
+		}
+	}
+	return hs;
+}
+
+function decode(kind, text, blobs) {
+	switch (kind) {
+		case KINDS.undefined: return undefined;
+		case KINDS.json: return JSON.parse(text);
+		case KINDS.rows: return holders(text, blobs);
+		case KINDS.row: { const r = holders(text, blobs); return r.length ? r[0] : undefined; }
+		case KINDS.error: {
+			const e = JSON.parse(text);
+			return new ReplicaError(e.code, e.message, e.table, e.column);
+		}
+	}
+	throw new ReplicaError("INTERNAL", "unknown result kind " + kind);
+}
+
+function settle(id, kind, text, blobs) {
+	const p = pending.get(id);
+	if (!p) return;
+	pending.delete(id);
+	let v;
+	try {
+		v = decode(kind, text, blobs);
+	} catch (e) {
+		p[1](e instanceof ReplicaError ? e : new ReplicaError("INTERNAL", "decoding a result: " + e.message));
+		return;
+	}
+	if (kind === KINDS.error) p[1](v); else p[0](v);
+}
+
+// ---- values to Go -----------------------------------------------------------
+
+function describe(v) {
+	if (v === null) return "null";
+	if (Array.isArray(v)) return "an array";
+	return typeof v === "object" ? "an object" : typeof v;
+}
+
+function isBytes(v) { return v instanceof ArrayBuffer || ArrayBuffer.isView(v); }
+
+function isRecord(v) {
+	return v !== null && typeof v === "object" && !Array.isArray(v) && !(v instanceof Date) && !isBytes(v);
+}
+
+function isPlain(v) {
+	const p = Object.getPrototypeOf(v);
+	return p === Object.prototype || p === null;
+}
+
+// encVal returns the tagged JSON text of one value, or undefined for
+// undefined. st collects bytes: {parts, size}.
+function encVal(v, st) {
+	switch (typeof v) {
+		case "string": return JSON.stringify(v);
+		case "number":
+			if (v === 0 && 1 / v < 0) return '{"f":"-0"}';
+			if (v !== v || v === Infinity || v === -Infinity) return '{"f":"' + v + '"}';
+			return String(v);
+		case "boolean": return v ? "true" : "false";
+		case "bigint": return '{"n":"' + v + '"}';
+		case "undefined": return undefined;
+		case "object": {
+			if (v === null) return "null";
+			if (v instanceof Date) {
+				const t = v.getTime();
+				return t === t ? '{"d":' + t + "}" : '{"d":null}';
+			}
+			if (isBytes(v)) {
+				const u = v instanceof Uint8Array ? v
+					: v instanceof ArrayBuffer ? new Uint8Array(v)
+						: new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+				(st.parts || (st.parts = [])).push(u);
+				const off = st.size;
+				st.size += u.byteLength;
+				return '{"b":[' + off + "," + u.byteLength + "]}";
+			}
+			if (v instanceof Map || v instanceof Set || v instanceof WeakMap || v instanceof Promise) {
+				return '{"x":' + JSON.stringify("a " + v.constructor.name) + "}";
+			}
+			let j;
+			try {
+				j = JSON.stringify(v);
+			} catch (e) {
+				return '{"x":' + JSON.stringify("an object JSON.stringify rejects (" + e.message + ")") + "}";
+			}
+			return j === undefined ? '{"x":"an object whose toJSON returns undefined"}' : '{"j":' + j + "}";
+		}
+	}
+	return '{"x":' + JSON.stringify("a " + typeof v) + "}";
+}
+
+function pack(st) {
+	if (!st.parts) return null;
+	if (st.parts.length === 1 && st.parts[0].byteLength === st.size) return st.parts[0];
+	const out = new Uint8Array(st.size);
+	let o = 0;
+	for (const p of st.parts) { out.set(p, o); o += p.byteLength; }
+	return out;
+}
+
+function encRow(row, st, what) {
+	if (!isRecord(row)) throw argErr(what + " must be an object mapping columns to values, got " + describe(row));
+	let s = "{", first = true;
+	for (const k of Object.keys(row)) {
+		const e = encVal(row[k], st);
+		if (e === undefined) continue; // undefined: not given
+		s += (first ? "" : ",") + JSON.stringify(k) + ":" + e;
+		first = false;
+	}
+	return s + "}";
+}
+
+function encList(list, st, what) {
+	let s = "[";
+	for (let i = 0; i < list.length; i++) {
+		const e = encVal(list[i], st);
+		if (e === undefined) throw argErr(what + "[" + i + "] is undefined");
+		s += (i ? "," : "") + e;
+	}
+	return s + "]";
+}
+
+function encKey(pk, st, method) {
+	if (pk === undefined) throw argErr(method + ": the primary key argument is missing");
+	return encList(Array.isArray(pk) ? pk : [pk], st, method + ": primary key");
+}
+
+function encWhere(w, st, method) {
+	if (!isRecord(w)) throw argErr(method + ": where must be an object mapping columns to values or operator objects, got " + describe(w));
+	const parts = [];
+	for (const col of Object.keys(w)) {
+		const v = w[col], c = JSON.stringify(col);
+		if (v === undefined) throw argErr(method + ": where." + col + " is undefined (use null to match nulls)");
+		if (isRecord(v) && isPlain(v)) {
+			const ops = Object.keys(v);
+			if (ops.length === 0) throw argErr(method + ": where." + col + " is an empty operator object (to compare a json column with {}, use {eq: {}})");
+			for (const op of ops) {
+				const x = v[op];
+				let t;
+				if (x === undefined) throw argErr(method + ": where." + col + "." + op + " is undefined");
+				if (op === "in") {
+					if (!Array.isArray(x)) throw argErr(method + ": where." + col + ".in must be an array, got " + describe(x));
+					t = encList(x, st, method + ": where." + col + ".in");
+				} else {
+					t = encVal(x, st);
+				}
+				parts.push("[" + c + "," + JSON.stringify(op) + "," + t + "]");
+			}
+		} else {
+			parts.push("[" + c + ',"eq",' + encVal(v, st) + "]");
+		}
+	}
+	return "[" + parts.join(",") + "]";
+}
+
+function encQuery(o, st, method) {
+	if (o === undefined || o === null) return '{"where":null,"opts":{}}';
+	if (!isRecord(o)) throw argErr(method + ": options must be an object, got " + describe(o));
+	let where = "null";
+	const rest = {};
+	for (const k of Object.keys(o)) {
+		if (k === "where") {
+			if (o.where !== undefined && o.where !== null) where = encWhere(o.where, st, method);
+		} else {
+			rest[k] = o[k];
+		}
+	}
+	let opts;
+	try { opts = JSON.stringify(rest); } catch (e) { throw argErr(method + ": options: " + e.message); }
+	return '{"where":' + where + ',"opts":' + opts + "}";
+}
+
+function needTable(table, method) {
+	if (typeof table !== "string") throw argErr(method + ": table must be a string, got " + describe(table));
+}
+
+// ---- replicas -----------------------------------------------------------------
+
+const dbs = new Map(); // handle -> state
+const handles = new WeakMap(); // Database -> handle
+let nextSub = 1;
+
+function live(s, method) {
+	if (s.closed) throw closedErr(method);
+}
+
+function liveTx(t, method) {
+	live(t.s, method);
+	if (t.done) throw new ReplicaError("CLOSED", method + ": the transaction has finished (its callback settled); use tx only inside the callback");
+}
+
+// Row operations, shared by Database (tx 0) and Transaction.
+function opInsert(s, tx, op, method, table, row) {
+	needTable(table, method);
+	const st = { parts: null, size: 0 };
+	const text = encRow(row, st, method + ": row");
+	return call(op, s.h, tx, table, text, pack(st));
+}
+function opUpdate(s, tx, method, table, pk, patch) {
+	needTable(table, method);
+	const st = { parts: null, size: 0 };
+	const k = encKey(pk, st, method);
+	const p = encRow(patch, st, method + ": patch");
+	return call(OPS.update, s.h, tx, table, k, p, pack(st));
+}
+function opKey(s, tx, op, method, table, pk) {
+	needTable(table, method);
+	const st = { parts: null, size: 0 };
+	const k = encKey(pk, st, method);
+	return call(op, s.h, tx, table, k, pack(st));
+}
+function opRead(s, tx, op, method, table, options) {
+	needTable(table, method);
+	const st = { parts: null, size: 0 };
+	const q = encQuery(options, st, method);
+	return call(op, s.h, tx, table, q, pack(st));
+}
+
+class Transaction {
+	#t;
+	constructor(t) { this.#t = t; }
+	insert(table, row) { return attempt(() => { liveTx(this.#t, "tx.insert"); return opInsert(this.#t.s, this.#t.id, OPS.insert, "tx.insert", table, row); }); }
+	upsert(table, row) { return attempt(() => { liveTx(this.#t, "tx.upsert"); return opInsert(this.#t.s, this.#t.id, OPS.upsert, "tx.upsert", table, row); }); }
+	update(table, pk, patch) { return attempt(() => { liveTx(this.#t, "tx.update"); return opUpdate(this.#t.s, this.#t.id, "tx.update", table, pk, patch); }); }
+	delete(table, pk) { return attempt(() => { liveTx(this.#t, "tx.delete"); return opKey(this.#t.s, this.#t.id, OPS.delete, "tx.delete", table, pk); }); }
+	get(table, pk) { return attempt(() => { liveTx(this.#t, "tx.get"); return opKey(this.#t.s, this.#t.id, OPS.get, "tx.get", table, pk); }); }
+	query(table, options) { return attempt(() => { liveTx(this.#t, "tx.query"); return opRead(this.#t.s, this.#t.id, OPS.query, "tx.query", table, options); }); }
+	count(table, options) { return attempt(() => { liveTx(this.#t, "tx.count"); return opRead(this.#t.s, this.#t.id, OPS.count, "tx.count", table, options); }); }
+}
+
+class Sync {
+	#s;
+	constructor(s) { this.#s = s; }
+	connect(url, options) {
+		return attempt(() => {
+			live(this.#s, "db.sync.connect");
+			if (typeof url !== "string") throw argErr("db.sync.connect: url must be a string, got " + describe(url));
+			if (options !== undefined && !isRecord(options)) throw argErr("db.sync.connect: options must be an object");
+			let o;
+			try { o = JSON.stringify(options || {}); } catch (e) { throw argErr("db.sync.connect: options: " + e.message); }
+			return call(OPS.syncConnect, this.#s.h, 0, url, o);
+		});
+	}
+	disconnect() { return attempt(() => { live(this.#s, "db.sync.disconnect"); return call(OPS.syncDisconnect, this.#s.h, 0); }); }
+	requestSnapshot() { return attempt(() => { live(this.#s, "db.sync.requestSnapshot"); return call(OPS.syncSnapshot, this.#s.h, 0); }); }
+	get state() { return Object.assign({}, this.#s.syncState); }
+}
+
+function guarded(fn, arg) {
+	try {
+		const r = fn(arg);
+		if (r && typeof r.then === "function") r.then(undefined, report);
+	} catch (e) {
+		report(e);
+	}
+}
+
+function fire(s, name, payload) {
+	const ls = s.listeners.get(name);
+	if (!ls || ls.size === 0) return;
+	for (const l of ls) queueMicrotask(() => { if (ls.has(l)) guarded(l.fn, payload); });
+}
+
+class Database {
+	#s;
+	constructor(s) { this.#s = s; }
+	get name() { return this.#s.name; }
+	get isLeader() { return this.#s.isLeader; }
+	get sync() { return this.#s.sync; }
+	insert(table, row) { return attempt(() => { live(this.#s, "db.insert"); return opInsert(this.#s, 0, OPS.insert, "db.insert", table, row); }); }
+	upsert(table, row) { return attempt(() => { live(this.#s, "db.upsert"); return opInsert(this.#s, 0, OPS.upsert, "db.upsert", table, row); }); }
+	update(table, pk, patch) { return attempt(() => { live(this.#s, "db.update"); return opUpdate(this.#s, 0, "db.update", table, pk, patch); }); }
+	delete(table, pk) { return attempt(() => { live(this.#s, "db.delete"); return opKey(this.#s, 0, OPS.delete, "db.delete", table, pk); }); }
+	get(table, pk) { return attempt(() => { live(this.#s, "db.get"); return opKey(this.#s, 0, OPS.get, "db.get", table, pk); }); }
+	query(table, options) { return attempt(() => { live(this.#s, "db.query"); return opRead(this.#s, 0, OPS.query, "db.query", table, options); }); }
+	count(table, options) { return attempt(() => { live(this.#s, "db.count"); return opRead(this.#s, 0, OPS.count, "db.count", table, options); }); }
+
+	async transaction(fn) {
+		const s = this.#s;
+		live(s, "db.transaction");
+		if (typeof fn !== "function") throw argErr("db.transaction: the argument must be a function (async tx => ...), got " + describe(fn));
+		const t = { s, id: await call(OPS.begin, s.h, 0), done: false };
+		let out;
+		try {
+			out = await fn(new Transaction(t));
+		} catch (e) {
+			t.done = true;
+			call(OPS.discard, s.h, t.id).catch(() => { });
+			throw e;
+		}
+		t.done = true;
+		await call(OPS.commit, s.h, t.id);
+		return out;
+	}
+
+	subscribe(table, options, callback, onError) {
+		const s = this.#s;
+		if (typeof options === "function") { onError = callback; callback = options; options = undefined; }
+		live(s, "db.subscribe");
+		needTable(table, "db.subscribe");
+		if (typeof callback !== "function") throw argErr("db.subscribe: callback must be a function, got " + describe(callback));
+		if (onError !== undefined && typeof onError !== "function") throw argErr("db.subscribe: onError must be a function, got " + describe(onError));
+		const st = { parts: null, size: 0 };
+		const q = encQuery(options, st, "db.subscribe");
+		const sid = nextSub++;
+		const sub = { cb: callback, onError };
+		s.subs.set(sid, sub);
+		try { go(OPS.subscribe, s.h, 0, 0, sid, table, q, pack(st)); } catch (e) { s.subs.delete(sid); throw goErr(e); }
+		return () => {
+			if (s.subs.get(sid) !== sub) return;
+			s.subs.delete(sid);
+			if (!s.closed) { try { go(OPS.unsubscribe, s.h, 0, 0, sid); } catch (_) { } }
+		};
+	}
+
+	on(event, fn) {
+		const s = this.#s;
+		live(s, "db.on");
+		if (!EVENTS.includes(event)) throw argErr("db.on: unknown event " + JSON.stringify(event) + " (events: " + EVENTS.join(", ") + ")");
+		if (typeof fn !== "function") throw argErr("db.on: listener must be a function, got " + describe(fn));
+		const l = { fn };
+		s.listeners.get(event).add(l);
+		return () => { s.listeners.get(event).delete(l); };
+	}
+
+	close() {
+		const s = this.#s;
+		if (s.closing) return s.closing;
+		s.closed = true;
+		s.subs.clear();
+		for (const ls of s.listeners.values()) ls.clear();
+		s.closing = call(OPS.close, s.h, 0).finally(() => {
+			dbs.delete(s.h);
+			if (s.channel) s.channel.close();
+			if (s.lockAbort) s.lockAbort.abort();
+			if (s.lockRelease) s.lockRelease();
+			s.isLeader = false;
+		});
+		return s.closing;
+	}
+}
+
+function elect(s) {
+	const locks = typeof navigator === "object" && navigator && navigator.locks;
+	if (!locks || typeof locks.request !== "function") { setLeader(s, true); return; }
+	const ac = typeof AbortController === "function" ? new AbortController() : null;
+	s.lockAbort = ac;
+	locks.request("replica-leader:" + s.name, ac ? { signal: ac.signal } : {}, () => {
+		if (s.closed) return undefined;
+		setLeader(s, true);
+		return new Promise((resolve) => { s.lockRelease = resolve; });
+	}).catch(() => { });
+}
+
+function setLeader(s, v) {
+	if (s.isLeader === v || s.closed) return;
+	s.isLeader = v;
+	s.syncState = Object.assign({}, s.syncState, { leader: v });
+	try { go(OPS.leader, s.h, 0, 0, v ? 1 : 0); } catch (_) { }
+	fire(s, "leaderChange", { isLeader: v });
+}
+
+function onTabMessage(s, m) {
+	if (s.closed || !m || !Array.isArray(m.tables)) return;
+	try { go(OPS.tablesChanged, s.h, 0, 0, JSON.stringify(m.tables), m.remote ? 1 : 0); } catch (_) { }
+	const p = { tables: m.tables, remote: !!m.remote, fromOtherTab: true, transactionId: m.transactionId == null ? null : m.transactionId };
+	fire(s, "change", p);
+	if (p.remote) fire(s, "remoteChange", p);
+}
+
+function makeDb(h, name) {
+	const s = {
+		h, name, closed: false, closing: null, subs: new Map(), listeners: new Map(),
+		channel: null, lockAbort: null, lockRelease: null, isLeader: false,
+		syncState: { status: "disconnected", pending: 0, leader: false }, sync: null,
+	};
+	for (const e of EVENTS) s.listeners.set(e, new Set());
+	s.sync = new Sync(s);
+	dbs.set(h, s);
+	if (typeof BroadcastChannel === "function") {
+		s.channel = new BroadcastChannel("replica:" + name);
+		s.channel.onmessage = (ev) => onTabMessage(s, ev.data);
+	}
+	elect(s);
+	const db = new Database(s);
+	handles.set(db, h);
+	return db;
+}
+
+// ---- calls from Go --------------------------------------------------------------
+
+function emit(h, name, kind, text, blobs) {
+	const s = dbs.get(h);
+	if (!s) return;
+	let p = decode(kind, text, blobs);
+	if (name === "conflict") { const [ev, pk] = p; ev.pk = pk; p = ev; }
+	if (name === "syncState") s.syncState = p;
+	if (name === "change" && !p.fromOtherTab && s.channel) {
+		try { s.channel.postMessage({ tables: p.tables, remote: p.remote, transactionId: p.transactionId }); } catch (_) { }
+	}
+	fire(s, name, p);
+}
+
+function deliver(h, sid, kind, text, blobs) {
+	const s = dbs.get(h);
+	const sub = s && s.subs.get(sid);
+	if (!sub) return;
+	let v;
+	try { v = decode(kind, text, blobs); } catch (e) { v = e; kind = KINDS.error; }
+	queueMicrotask(() => {
+		if (s.subs.get(sid) !== sub) return;
+		if (kind === KINDS.error) {
+			s.subs.delete(sid);
+			if (sub.onError) guarded(sub.onError, v); else report(v);
+			return;
+		}
+		guarded(sub.cb, v);
+	});
+}
+
+const api = {
+	ready: Promise.resolve(),
+	ReplicaError,
+	open(options) {
+		return attempt(() => {
+			if (!isRecord(options)) throw argErr("Replica.open: options must be an object {name, schema, ...}, got " + describe(options));
+			if (typeof options.name !== "string" || options.name === "") throw argErr("Replica.open: options.name must be a non-empty string");
+			let text;
+			try { text = JSON.stringify(options); } catch (e) { throw argErr("Replica.open: options: " + e.message); }
+			const name = options.name;
+			return call(OPS.open, 0, 0, text).then((h) => makeDb(h, name));
+		});
+	},
+};
+
+return { api, settle, emit, deliver, handleOf: (db) => handles.get(db) };
+}
+// END jsbridge/facade.js
+})(typeof globalThis !== "undefined" ? globalThis : self);
