@@ -51,6 +51,7 @@ func Run(t *testing.T, open Opener, o Options) {
 	t.Run("ConvergenceMixed", s.testConvergenceMixed)
 	t.Run("ChangeLogInvariants", s.testChangeLogInvariants)
 	t.Run("QueryStrict", s.testQueryStrict)
+	t.Run("Concurrency", s.testConcurrency)
 	t.Run("Review", s.testReview)
 }
 
