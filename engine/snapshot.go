@@ -365,6 +365,15 @@ func (e *Engine) ApplySnapshotChunk(c SnapshotChunk) (SnapshotProgress, error) {
 		}
 		s.stage = ChunkSchema
 		e.snapCreated = append(e.snapCreated, out.created...)
+		// Held changes for the tables that just appeared replay now, not
+		// at the footer: a snapshot abandoned or interrupted by a restart
+		// never reaches it, and nothing else would drain them. (The footer
+		// drains again, for a replay that failed here.)
+		if len(out.created) > 0 && e.declared != nil {
+			if _, err := e.DrainQuarantine(out.created...); err != nil {
+				e.log.Warn("replica: replaying quarantined changes after a snapshot schema failed; they stay held", "tables", out.created, "err", err)
+			}
+		}
 		return s.progress(), nil
 	case ChunkTableStart:
 		if s.stage != ChunkSchema && s.stage != ChunkTableEnd {
