@@ -22,6 +22,7 @@ func (s *suite) testReview(t *testing.T) {
 	t.Run("LocalKeyTooLong", s.testLocalKeyTooLong)
 	t.Run("BadSnapshotRows", s.testBadSnapshotRows)
 	t.Run("ApplyExtraError", s.testApplyExtraError)
+	t.Run("DrainAfterSnapshotSchema", s.testDrainAfterSnapshotSchema)
 }
 
 func notesV1() *engine.Schema {
@@ -368,5 +369,37 @@ func (s *suite) testApplyExtraError(t *testing.T) {
 	}
 	if events != 0 {
 		t.Fatalf("%d events for a rolled-back batch", events)
+	}
+}
+
+// Changes held for a table are replayed as soon as the table appears,
+// however it appears: here from the schema chunk of a snapshot that is then
+// abandoned (or interrupted by a restart) before its footer.
+func (s *suite) testDrainAfterSnapshotSchema(t *testing.T) {
+	notes := TripsSchema()
+	notes.Tables = append(notes.Tables, engine.TableDef{Name: "notes", Columns: []engine.ColumnDef{{Name: "id", Type: engine.KindText}, {Name: "body", Type: engine.KindText}}})
+	b := s.newReplica(t, "b", notes, nil)
+	must(b.Insert("notes", map[string]any{"id": "n1", "body": "hello"}))(t)
+	var data []engine.ChangeSet
+	for _, cs := range must(b.ChangesSince(engine.HLC{}, 0, engine.ChangesFilter{}))(t) {
+		if len(cs.Changes) > 0 {
+			data = append(data, cs)
+		}
+	}
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	must(a.ApplyChanges(data))(t)
+	if n := len(must(a.Quarantined("notes"))(t)); n != 2 {
+		t.Fatalf("%d changes held, want 2", n)
+	}
+	chunks := collect(t, b, engine.SnapshotOptions{})
+	for _, c := range chunks[:2] { // header, schema: the table now exists
+		must(a.ApplySnapshotChunk(c))(t)
+	}
+	must(0, a.DiscardSnapshotCheckpoint())(t)
+	if n := len(must(a.Quarantined("notes"))(t)); n != 0 {
+		t.Fatalf("%d changes still held after the table appeared", n)
+	}
+	if r := must(a.Get("notes", engine.Key{"n1"}))(t); r["body"].Text() != "hello" {
+		t.Fatalf("drained row = %s", fmtRow(r))
 	}
 }
