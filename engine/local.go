@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/google/uuid"
@@ -141,6 +142,15 @@ func (w *writeTx) tables(name string) (store, valid *table, err error) {
 	valid = store
 	if d := w.e.declared[name]; d != nil {
 		valid = d
+		// A write validated against the local declaration is stored under
+		// the effective key: when another device's definition of the
+		// table, with another key, won the fold, the row would be keyed by
+		// columns the write does not set (a null key every peer rejects).
+		if !slices.Equal(d.pkCols, store.pkCols) {
+			return nil, nil, &SchemaError{Table: name, Reason: fmt.Sprintf(
+				"declared with primary key %v but the replica holds the table with primary key %v (another device created it first); writes to it are refused",
+				d.pkCols, store.pkCols)}
+		}
 	}
 	return store, valid, nil
 }
