@@ -23,6 +23,9 @@ func (s *suite) testReview(t *testing.T) {
 	t.Run("BadSnapshotRows", s.testBadSnapshotRows)
 	t.Run("ApplyExtraError", s.testApplyExtraError)
 	t.Run("DrainAfterSnapshotSchema", s.testDrainAfterSnapshotSchema)
+	t.Run("ConflictingDeclarations", s.testConflictingDeclarations)
+	t.Run("ConflictingPrimaryKeys", s.testConflictingPrimaryKeys)
+	t.Run("ConflictingPrimaryKeysWedge", s.testConflictingPrimaryKeysWedge)
 }
 
 func notesV1() *engine.Schema {
@@ -402,4 +405,90 @@ func (s *suite) testDrainAfterSnapshotSchema(t *testing.T) {
 	if r := must(a.Get("notes", engine.Key{"n1"}))(t); r["body"].Text() != "hello" {
 		t.Fatalf("drained row = %s", fmtRow(r))
 	}
+}
+
+// Two devices declared the same table with different column types (two app
+// versions, or two apps). After they sync, the effective schema is the
+// first definition (lowest HLC) everywhere, which is convergent — but the
+// device whose declaration lost can no longer open its replica with its own
+// schema (ErrSchema: the column's type differs from the stored one), and
+// until it reopens its local writes are validated against a type its
+// queries reject.
+func (s *suite) testConflictingDeclarations(t *testing.T) {
+	t.Skip("BUG (design question): a peer's conflicting create_table makes this replica refuse its own declared schema on the next Open; see the review report")
+	text := notesV1()
+	integer := notesV1()
+	integer.Tables[0].Columns[1].Type = engine.KindInteger // body
+	a := s.newReplica(t, "a", text, nil)
+	st := s.open(t)
+	clk := NewManualClock(T0 + 10)
+	b := must(engine.Open(st, engine.Options{Schema: integer, Clock: clk}))(t)
+	must(b.Insert("notes", map[string]any{"id": "b1", "body": 5}))(t)
+	rb := &replica{Engine: b, store: st, clock: clk, name: "b"}
+	pull(t, a, rb)
+	pull(t, rb, a)
+	if _, err := b.Query("notes", engine.Query{Where: []engine.Filter{{Column: "body", Op: engine.Eq, Value: 5}}}); err != nil {
+		t.Errorf("b queries its own column by its declared type: %v", err)
+	}
+	b.Close()
+	b, err := engine.Open(st, engine.Options{Schema: integer, Clock: clk})
+	if err != nil {
+		t.Fatalf("b cannot reopen with the schema it always declared: %v", err)
+	}
+	b.Close()
+}
+
+// Two devices declared the same table with different primary keys. Once
+// the other device's definition wins the fold, this device's local writes
+// validated against its own declaration must not be stored under the
+// effective key: that wrote rows under a null key and minted ChangeSets
+// every peer rejects as malformed (a poison batch that blocks sync).
+func (s *suite) testConflictingPrimaryKeys(t *testing.T) {
+	sa := &engine.Schema{Tables: []engine.TableDef{{Name: "notes", Columns: []engine.ColumnDef{{Name: "id", Type: engine.KindText}, {Name: "body", Type: engine.KindText}}}}}
+	sb := &engine.Schema{Tables: []engine.TableDef{{Name: "notes", Columns: []engine.ColumnDef{{Name: "k1", Type: engine.KindInteger}, {Name: "k2", Type: engine.KindText}, {Name: "body", Type: engine.KindText}}, PrimaryKey: []string{"k1", "k2"}}}}
+	a := s.newReplica(t, "a", sa, nil)
+	st := s.open(t)
+	clk := NewManualClock(T0 + 10) // b declares later: a's create_table wins the fold
+	eb := must(engine.Open(st, engine.Options{Schema: sb, Clock: clk}))(t)
+	defer eb.Close()
+	b := &replica{Engine: eb, store: st, clock: clk, name: "b"}
+	must(a.Insert("notes", map[string]any{"id": "a1", "body": "a"}))(t)
+	pull(t, b, a)
+	_, err := b.Insert("notes", map[string]any{"k1": 2, "k2": "y", "body": "b2"})
+	if !errors.Is(err, engine.ErrSchema) {
+		t.Errorf("write under a declaration whose key lost the fold: %v, want ErrSchema", err)
+	}
+	for _, r := range must(b.Query("notes", engine.Query{}))(t) {
+		if r["id"].IsNull() && r["k1"].Int() == 2 {
+			t.Errorf("row stored under a null key: %s", fmtRow(r))
+		}
+	}
+	sets := must(b.ChangesSince(engine.HLC{}, 0, engine.ChangesFilter{ExcludeSite: a.SiteID()}))(t)
+	if _, err := a.ApplyChanges(sets); err != nil {
+		t.Fatalf("a rejects what b sends: %v", err)
+	}
+}
+
+// The same conflict with data on both sides: whichever key wins the fold,
+// the rows the other device wrote under its own key are malformed for every
+// replica holding the winning definition, so a batch carrying them is
+// refused whole, forever (a poison batch): sync between the two devices
+// wedges. Replica has no rule for this (the seeds' answer is a frozen shared
+// basis); it needs one — refuse a create_table whose key contradicts the
+// held one before it is folded, or quarantine rows keyed by a losing
+// definition.
+func (s *suite) testConflictingPrimaryKeysWedge(t *testing.T) {
+	t.Skip("BUG (design question): conflicting primary keys for one table wedge sync; see the review report")
+	sa := &engine.Schema{Tables: []engine.TableDef{{Name: "notes", Columns: []engine.ColumnDef{{Name: "id", Type: engine.KindText}, {Name: "body", Type: engine.KindText}}}}}
+	sb := &engine.Schema{Tables: []engine.TableDef{{Name: "notes", Columns: []engine.ColumnDef{{Name: "k1", Type: engine.KindInteger}, {Name: "k2", Type: engine.KindText}, {Name: "body", Type: engine.KindText}}, PrimaryKey: []string{"k1", "k2"}}}}
+	a := s.newReplica(t, "a", sa, nil)
+	st := s.open(t)
+	clk := NewManualClock(T0 + 10)
+	eb := must(engine.Open(st, engine.Options{Schema: sb, Clock: clk}))(t)
+	defer eb.Close()
+	b := &replica{Engine: eb, store: st, clock: clk, name: "b"}
+	must(b.Insert("notes", map[string]any{"k1": 1, "k2": "x", "body": "b"}))(t)
+	must(a.Insert("notes", map[string]any{"id": "a1", "body": "a"}))(t)
+	pull(t, b, a)
+	pull(t, a, b) // fails: b's row is keyed (k1, k2), the held key is (id)
 }
