@@ -101,8 +101,9 @@ func newConn(s *Server, r *http.Request) *conn {
 // run serves the connection until it ends.
 func (c *conn) run() {
 	c.ws.SetReadLimit(2 * c.s.cfg.MaxMessageSize)
+	log := c.log // the handshake replaces c.log; the timer may fire meanwhile
 	c.idle = time.AfterFunc(c.s.cfg.IdleTimeout, func() {
-		c.log.Info("relay: closing idle connection", "idleTimeout", c.s.cfg.IdleTimeout)
+		log.Info("relay: closing idle connection", "idleTimeout", c.s.cfg.IdleTimeout)
 		c.closeWith(websocket.StatusGoingAway, "idle timeout", false)
 	})
 	go c.writeLoop()

@@ -46,6 +46,9 @@ func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: level}))
 }
 
+// discardLogger drops everything (benchmarks).
+var discardLogger = slog.New(slog.DiscardHandler)
+
 type tWriter struct{ t testing.TB }
 
 func (w tWriter) Write(p []byte) (int, error) {
@@ -72,6 +75,13 @@ type testRelay struct {
 // at the end of the test.
 func startRelay(t testing.TB, cfg Config) *testRelay {
 	t.Helper()
+	return startRelaySync(t, cfg, false)
+}
+
+// startRelaySync is startRelay with a choice of fsync on commits (the
+// benchmarks measure both).
+func startRelaySync(t testing.TB, cfg Config, fsync bool) *testRelay {
+	t.Helper()
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
 	}
@@ -81,7 +91,7 @@ func startRelay(t testing.TB, cfg Config) *testRelay {
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger(t)
 	}
-	cfg.NoSync = true
+	cfg.NoSync = !fsync
 	srv, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)

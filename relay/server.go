@@ -170,6 +170,9 @@ func (s *Server) close() error {
 	s.bgCancel()
 	<-s.bgDone
 
+	// Abort long handlers (snapshot streams, authentication), let each
+	// connection finish the frame it is handling, flush and close; cut
+	// whatever is not done by the deadline.
 	for _, c := range conns {
 		c.stopCancel()
 	}
@@ -177,9 +180,12 @@ func (s *Server) close() error {
 	for _, c := range conns {
 		wg.Go(c.shutdown)
 	}
-	wg.Wait()
 	waited := make(chan struct{})
-	go func() { s.connsWG.Wait(); close(waited) }()
+	go func() {
+		wg.Wait()
+		s.connsWG.Wait()
+		close(waited)
+	}()
 	t := time.NewTimer(s.cfg.ShutdownTimeout)
 	select {
 	case <-waited:
