@@ -457,12 +457,19 @@ func normalizeChange(t *table, c *Change) error {
 	if n := len(rowKey(t.key, c.PK)); n > maxRowKey {
 		return malformed("%s: primary key is too long (%d bytes encoded, limit %d)", c.Table, n, maxRowKey)
 	}
+	if c.PriorRow != nil {
+		c.PriorRow = priorImage(c.PriorRow)
+	}
 	if c.Type == ColumnChange {
 		if d := t.cols[c.Column]; d != nil && !t.asReceived {
 			c.Value = normalizeRemote(d, c.Value)
 			if c.HasPrior {
 				c.PriorValue = normalizeRemote(d, c.PriorValue)
 			}
+		}
+		if c.HasPrior && !priorKept(c.PriorValue) {
+			// Kept by no replica (maxPriorValue), whoever sent it.
+			c.HasPrior, c.PriorValue, c.PriorHLC = false, Null, HLC{}
 		}
 		for i, n := range t.pkCols {
 			if n == c.Column && !c.Value.Equal(c.PK[i]) {

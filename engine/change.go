@@ -31,8 +31,10 @@ func (t ChangeType) String() string {
 // Before-images are best-effort and never affect merging by default LWW:
 // HasPrior, PriorValue and PriorHLC carry the cell version this write
 // replaced at its origin (absent on a cell's first write); PriorRow carries
-// the last row image a deletion removed (nil when unknown). A custom
-// ConflictResolver sees them.
+// the last row image a deletion removed (nil when unknown). Text, JSON and
+// blob values longer than 4 KiB are never kept as before-images (a prior
+// value is dropped, a row image omits the column), so a row that fits the
+// store can always be rewritten. A custom ConflictResolver sees them.
 type Change struct {
 	Type   ChangeType
 	Table  string

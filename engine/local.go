@@ -306,7 +306,7 @@ func (w *writeTx) setCell(r *txRow, col string, v Value) {
 			// Rewritten inside this transaction: the before-image is
 			// still what the transaction overwrote.
 			c.hasPrior, c.priorVal, c.priorHLC = old.hasPrior, old.priorVal, old.priorHLC
-		} else {
+		} else if priorKept(old.val) {
 			c.hasPrior, c.priorVal, c.priorHLC = true, old.val, old.hlc
 		}
 	}
@@ -446,7 +446,7 @@ func (w *writeTx) delete(name string, pkArg Key) (bool, error) {
 
 // tombstone records a local deletion of a live row.
 func (w *writeTx) tombstone(r *txRow) {
-	prior := r.cur.row()
+	prior := priorImage(r.cur.row())
 	r.cur.hasTomb = true
 	r.cur.tomb = w.nextHLC()
 	r.cur.priorRow = prior

@@ -40,6 +40,9 @@ func (w *writeTx) hold(c *Change, forward bool) error {
 	}
 	b = binary.BigEndian.AppendUint64(b, w.e.clock.Now())
 	b = encodeChange(b, c)
+	if len(b) > kv.MaxValueSize {
+		return malformed("change for unknown table %s is too large to hold (%d bytes, limit %d)", c.Table, len(b), kv.MaxValueSize)
+	}
 	return w.kv.Put(bucketQuarantine, k, b)
 }
 

@@ -143,6 +143,37 @@ func (r *record) bases() []HLC {
 	return out
 }
 
+// maxPriorValue bounds the before-images a record keeps: a prior value
+// (of a cell, or in a tombstone's row image) whose text, JSON or blob is
+// longer is not kept. Before-images are best-effort; without the bound a row
+// holding a value over half the kv value limit could never be updated (the
+// record would carry the value and its before-image) nor, with
+// resurrection, re-created after a delete.
+const maxPriorValue = 4096
+
+func priorKept(v Value) bool { return len(v.s) <= maxPriorValue }
+
+// priorImage returns row without the values too large to keep as a
+// before-image (row itself when it has none).
+func priorImage(row Row) Row {
+	var out Row
+	for n, v := range row {
+		if !priorKept(v) {
+			if out == nil {
+				out = make(Row, len(row))
+				for k, x := range row {
+					out[k] = x
+				}
+			}
+			delete(out, n)
+		}
+	}
+	if out == nil {
+		return row
+	}
+	return out
+}
+
 // row returns the values of the record's cells (absent columns are
 // absent). Use table.rowOf for a row as callers see it.
 func (r *record) row() Row {

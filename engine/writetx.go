@@ -224,6 +224,10 @@ func (w *writeTx) flush() error {
 			}
 		} else {
 			buf = encodeRecord(buf[:0], r.cur, r.pk, pkCols)
+			if len(buf) > kv.MaxValueSize {
+				return &ValidationError{Table: r.table, Reason: fmt.Sprintf(
+					"row %s is too large (%d bytes stored, limit %d)", fmtKey(r.pk), len(buf), kv.MaxValueSize)}
+			}
 			if err := w.kv.Put(bucketRows, rk, buf); err != nil {
 				return err
 			}
