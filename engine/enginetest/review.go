@@ -26,6 +26,7 @@ func (s *suite) testReview(t *testing.T) {
 	t.Run("ConflictingDeclarations", s.testConflictingDeclarations)
 	t.Run("ConflictingPrimaryKeys", s.testConflictingPrimaryKeys)
 	t.Run("ConflictingPrimaryKeysWedge", s.testConflictingPrimaryKeysWedge)
+	t.Run("LargeValues", s.testLargeValues)
 }
 
 func notesV1() *engine.Schema {
@@ -491,4 +492,53 @@ func (s *suite) testConflictingPrimaryKeysWedge(t *testing.T) {
 	must(a.Insert("notes", map[string]any{"id": "a1", "body": "a"}))(t)
 	pull(t, b, a)
 	pull(t, a, b) // fails: b's row is keyed (k1, k2), the held key is (id)
+}
+
+// Large values: a row that fits can always be updated (and, with
+// resurrection, re-created after a delete) — its best-effort before-images
+// must not push the stored record over the kv value limit — and a row that
+// cannot fit is a typed error that writes nothing, locally and from a peer.
+func (s *suite) testLargeValues(t *testing.T) {
+	if s.o.Short {
+		t.Skip("large values: native only")
+	}
+	for _, allow := range []bool{false, true} {
+		a := s.newReplica(t, "a", TripsSchema(), func(o *engine.Options) { o.AllowResurrection = allow })
+		big := func(b byte) []byte {
+			p := make([]byte, 5<<20)
+			p[0] = b
+			return p
+		}
+		must(a.Insert("trips", map[string]any{"id": "z", "title": "t", "photo": big(1)}))(t)
+		if _, err := a.Update("trips", engine.Key{"z"}, map[string]any{"photo": big(2)}); err != nil {
+			t.Fatalf("allow=%v: update of a 5 MiB value: %v", allow, err)
+		}
+		if r := must(a.Get("trips", engine.Key{"z"}))(t); r["photo"].Blob()[0] != 2 {
+			t.Fatal("update not visible")
+		}
+		if allow {
+			must(a.Delete("trips", engine.Key{"z"}))(t)
+			if _, err := a.Insert("trips", map[string]any{"id": "z", "title": "t", "photo": big(3)}); err != nil {
+				t.Fatalf("re-insert of a 5 MiB row after its deletion: %v", err)
+			}
+		}
+		before := DumpStore(t, a.store)
+		if _, err := a.Insert("trips", map[string]any{"id": "y", "title": "t", "photo": make([]byte, 9<<20)}); !errors.Is(err, engine.ErrValidation) {
+			t.Errorf("9 MiB value: %v, want a validation error", err)
+		}
+		peer := engine.SiteID{1}
+		h := engine.HLC{Wall: a.clock.Now(), Site: peer}
+		cs := engine.ChangeSet{SiteID: peer, HLC: h, TransactionID: h.TransactionID(), Changes: []engine.Change{{Type: engine.ColumnChange, Table: "trips",
+			PK: []engine.Value{engine.Text("r")}, Column: "photo", Value: engine.Blob(make([]byte, 9<<20)), HLC: h}}}
+		if _, err := a.ApplyChanges([]engine.ChangeSet{cs}); !errors.Is(err, engine.ErrValidation) && !errors.Is(err, engine.ErrMalformed) {
+			t.Errorf("9 MiB value from a peer: %v, want a typed error", err)
+		}
+		cs.Changes[0].Table = "nosuchtable" // held in quarantine
+		if _, err := a.ApplyChanges([]engine.ChangeSet{cs}); !errors.Is(err, engine.ErrMalformed) {
+			t.Errorf("9 MiB value from a peer for an unknown table: %v, want ErrMalformed", err)
+		}
+		if d := diffDumps(before, DumpStore(t, a.store)); d != "" {
+			t.Errorf("refused large values wrote: %s", d)
+		}
+	}
 }
