@@ -156,16 +156,24 @@ func (s *Staged) Update(table string, pk Key, patch map[string]any) (row Row, er
 
 // Upsert stages an upsert and returns the row as it will be.
 func (s *Staged) Upsert(table string, values map[string]any) (row Row, err error) {
-	err = s.preview(func(w *writeTx) error { row, err = w.upsert(table, values); return err })
+	autoID := false
+	err = s.preview(func(w *writeTx) error {
+		_, vt, err := w.tables(table)
+		if err != nil {
+			return err
+		}
+		// The table may be one learned from a peer, not declared here.
+		autoID = vt.autoID
+		row, err = w.upsert(table, values)
+		return err
+	})
 	if err == nil {
 		fixed := make(map[string]any, len(values)+1)
 		for k, v := range values {
 			fixed[k] = v
 		}
-		if id, ok := row["id"]; ok && (values["id"] == nil) {
-			if t := s.e.declared[table]; t != nil && t.autoID {
-				fixed["id"] = id
-			}
+		if id, ok := row["id"]; ok && values["id"] == nil && autoID {
+			fixed["id"] = id
 		}
 		s.stmts = append(s.stmts, stagedStmt{kind: stmtUpsert, table: table, values: fixed})
 	}
