@@ -27,6 +27,7 @@ func (s *suite) testReview(t *testing.T) {
 	t.Run("ConflictingPrimaryKeys", s.testConflictingPrimaryKeys)
 	t.Run("ConflictingPrimaryKeysWedge", s.testConflictingPrimaryKeysWedge)
 	t.Run("LargeValues", s.testLargeValues)
+	t.Run("StagedUpsertLearnedTable", s.testStagedUpsertLearnedTable)
 }
 
 func notesV1() *engine.Schema {
@@ -539,6 +540,34 @@ func (s *suite) testLargeValues(t *testing.T) {
 		}
 		if d := diffDumps(before, DumpStore(t, a.store)); d != "" {
 			t.Errorf("refused large values wrote: %s", d)
+		}
+	}
+}
+
+// A staged upsert without a key into a table this replica did not declare
+// (it learned it from a peer) commits the row under the id its preview
+// returned, as a staged insert does.
+func (s *suite) testStagedUpsertLearnedTable(t *testing.T) {
+	notes := TripsSchema()
+	notes.Tables = append(notes.Tables, engine.TableDef{Name: "notes", Columns: []engine.ColumnDef{{Name: "id", Type: engine.KindText}, {Name: "body", Type: engine.KindText}}})
+	b := s.newReplica(t, "b", notes, nil)
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	pull(t, a, b)
+	for _, kind := range []string{"insert", "upsert"} {
+		st := a.Stage()
+		var row engine.Row
+		var err error
+		if kind == "insert" {
+			row, err = st.Insert("notes", map[string]any{"body": kind})
+		} else {
+			row, err = st.Upsert("notes", map[string]any{"body": kind})
+		}
+		if err != nil {
+			t.Fatalf("staged %s: %v", kind, err)
+		}
+		must(st.Commit())(t)
+		if _, err := a.Get("notes", engine.Key{row["id"].Text()}); err != nil {
+			t.Errorf("staged %s previewed id %s, but no row has it after commit: %v", kind, row["id"], err)
 		}
 	}
 }
