@@ -226,3 +226,42 @@ func TestMessageTooLarge(t *testing.T) {
 	// Other connections do not notice.
 	connect(t, r, "acme").ping()
 }
+
+func TestDatabaseThatCannotOpen(t *testing.T) {
+	r := startRelay(t, Config{})
+	// A directory where the database file belongs: bbolt cannot open it.
+	if err := os.Mkdir(dbPath(r.dir, "broken"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, r, nil)
+	c.send(&wire.Handshake{ProtocolVersion: wire.ProtocolVersion, DatabaseID: "broken", SiteID: c.site})
+	e := recvType[*wire.Error](c)
+	if e.Code != codeInternal || e.Fatal {
+		t.Fatalf("error %+v, want transient %s", *e, codeInternal)
+	}
+	c.expectClose(websocket.StatusInternalError)
+	// Other databases are unaffected, and the broken one is retried.
+	connect(t, r, "fine").ping()
+	c = dial(t, r, nil)
+	c.send(&wire.Handshake{ProtocolVersion: wire.ProtocolVersion, DatabaseID: "broken", SiteID: c.site})
+	if e := recvType[*wire.Error](c); e.Code != codeInternal {
+		t.Fatalf("second try: %+v", *e)
+	}
+}
+
+func TestDatabaseFileNames(t *testing.T) {
+	for id, want := range map[string]string{
+		"trips":      "trips.db",
+		"acme:Trips": "acme%3A%54rips.db",
+		"a.b_c-d":    "a.b_c-d.db",
+		"..":         "...db",
+		"Z":          "%5A.db",
+	} {
+		if got := dbFileName(id); got != want {
+			t.Errorf("dbFileName(%q) = %q, want %q", id, got, want)
+		}
+	}
+	if dbFileName("A") == dbFileName("a") {
+		t.Fatal("ids differing in case share a file name")
+	}
+}
