@@ -236,6 +236,7 @@ type snapApply struct {
 	hdr     SnapshotHeader
 	cp      SnapshotCheckpoint
 	stage   ChunkType // last chunk type accepted
+	broken  bool      // a chunk failed: only a new header is accepted
 	table   string
 	rows    int64 // rows applied in this stream
 	tables  int   // tables finished in this stream
@@ -270,6 +271,11 @@ func (e *Engine) ApplySnapshotChunk(c SnapshotChunk) (SnapshotProgress, error) {
 	s := e.snap
 	if c.Type != ChunkHeader && s == nil {
 		return SnapshotProgress{}, malformed("snapshot %s chunk before a header", c.Type)
+	}
+	if c.Type != ChunkHeader {
+		if s.broken {
+			return SnapshotProgress{}, malformed("snapshot %s chunk after a failed chunk (start again with a header)", c.Type)
+		}
 	}
 	switch c.Type {
 	case ChunkHeader:
@@ -389,6 +395,10 @@ func (e *Engine) ApplySnapshotChunk(c SnapshotChunk) (SnapshotProgress, error) {
 			return SnapshotProgress{}, malformed("rows of %q after %s of %q", c.Table, s.stage, s.table)
 		}
 		if err := e.applySnapshotRows(s, c.Rows); err != nil {
+			// The stream is broken: accepting what follows could mark a
+			// table whose rows did not land as completed, and a resume
+			// would then skip it for good.
+			s.broken = true
 			return SnapshotProgress{}, err
 		}
 		s.stage = ChunkRows
