@@ -2,6 +2,7 @@ package enginetest
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -28,6 +29,7 @@ func (s *suite) testReview(t *testing.T) {
 	t.Run("ConflictingPrimaryKeysWedge", s.testConflictingPrimaryKeysWedge)
 	t.Run("LargeValues", s.testLargeValues)
 	t.Run("StagedUpsertLearnedTable", s.testStagedUpsertLearnedTable)
+	t.Run("SnapshotAfterFailedChunk", s.testSnapshotAfterFailedChunk)
 }
 
 func notesV1() *engine.Schema {
@@ -570,4 +572,39 @@ func (s *suite) testStagedUpsertLearnedTable(t *testing.T) {
 			t.Errorf("staged %s previewed id %s, but no row has it after commit: %v", kind, row["id"], err)
 		}
 	}
+}
+
+// After a chunk fails, the stream is broken: the engine refuses its later
+// chunks until a new header, so a caller that carries on cannot mark a
+// table whose rows did not land as completed (a resume would then skip it
+// for good).
+func (s *suite) testSnapshotAfterFailedChunk(t *testing.T) {
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	for i := 0; i < 6; i++ {
+		must(a.Insert("trips", map[string]any{"id": fmt.Sprintf("t%d", i), "title": "x"}))(t)
+	}
+	chunks := collect(t, a, engine.SnapshotOptions{ChunkRows: 2})
+	b := s.newReplica(t, "b", TripsSchema(), nil)
+	for _, c := range chunks[:3] { // header, schema, table_start
+		must(b.ApplySnapshotChunk(c))(t)
+	}
+	bad := chunks[3]
+	bad.Rows = []engine.SnapshotRow{{PK: []engine.Value{engine.Text("far")}, HasTombstone: true,
+		Tombstone: engine.HLC{Wall: b.clock.Now() + 120_000, Site: a.SiteID()}}}
+	if _, err := b.ApplySnapshotChunk(bad); !errors.Is(err, engine.ErrClockDrift) {
+		t.Fatalf("drifted rows: %v", err)
+	}
+	for _, c := range chunks[3:] { // the caller carries on
+		if _, err := b.ApplySnapshotChunk(c); err == nil && c.Type != engine.ChunkHeader {
+			t.Fatalf("%s chunk accepted after a failed rows chunk", c.Type)
+		}
+	}
+	if cp := must(b.SnapshotCheckpoint())(t); cp != nil && len(cp.CompletedTables) > 0 {
+		t.Fatalf("checkpoint marks %v completed though rows of trips failed", cp.CompletedTables)
+	}
+	// A fresh header starts over, and the snapshot lands.
+	for _, c := range chunks {
+		must(b.ApplySnapshotChunk(c))(t)
+	}
+	sameVisible(t, a, b, "trips")
 }
