@@ -286,6 +286,9 @@ func (w *writeTx) insertRow(st, vt *table, row Row) (Row, error) {
 	if r.cur != nil && r.cur.hasTomb && !allow {
 		return nil, fmt.Errorf("%w: %s %s was deleted and deleted rows stay deleted (allowResurrection is off); use a new key", ErrConflict, st.def.Name, fmtKey(pk))
 	}
+	if err := st.checkIndexKeys(row, pk); err != nil {
+		return nil, err
+	}
 	for i := range vt.def.Columns {
 		c := vt.def.Columns[i].Name
 		w.setCell(r, c, row[c])
@@ -363,6 +366,9 @@ func (w *writeTx) patchRow(st, vt *table, r *txRow, p Row) (Row, error) {
 		if err := st.checkKeySize(newPK); err != nil {
 			return nil, err
 		}
+		if err := st.checkIndexKeys(next, newPK); err != nil {
+			return nil, err
+		}
 		nr, err := w.load(st, newPK)
 		if err != nil {
 			return nil, err
@@ -375,6 +381,16 @@ func (w *writeTx) patchRow(st, vt *table, r *txRow, p Row) (Row, error) {
 		}
 		w.tombstone(r)
 		return w.insertRow(st, vt, next)
+	}
+	next := make(Row, len(cur)+len(p))
+	for n, v := range cur {
+		next[n] = v
+	}
+	for n, v := range p {
+		next[n] = v
+	}
+	if err := st.checkIndexKeys(next, r.pk); err != nil {
+		return nil, err
 	}
 	for _, n := range sortedKeys(p) {
 		if old, ok := cur[n]; ok && old.Equal(p[n]) {

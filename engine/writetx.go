@@ -311,6 +311,19 @@ func (w *writeTx) diffIndexes(r *txRow, allow bool) error {
 	return nil
 }
 
+// checkIndexKeys rejects a row whose entry in one of t's indexes would not
+// fit the kv key limit. Local writes call it before changing anything, so
+// the statement fails, not the transaction at commit.
+func (t *table) checkIndexKeys(row Row, pk []Value) error {
+	for _, ix := range t.indexes {
+		if k := indexKey(ix, row, pk); len(k) > kv.MaxKeySize {
+			return &ValidationError{Table: t.def.Name, Column: ix.def.Columns[0], Reason: fmt.Sprintf(
+				"value too long for index %s (%d bytes encoded, limit %d)", ix.def.Name, len(k), kv.MaxKeySize)}
+		}
+	}
+	return nil
+}
+
 // indexKey returns table ‖ index name ‖ column values ‖ pk.
 func indexKey(ix *compiledIndex, row Row, pk []Value) []byte {
 	k := make([]byte, 0, len(ix.prefix)+24*len(ix.def.Columns)+16*len(pk))
