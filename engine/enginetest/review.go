@@ -30,6 +30,7 @@ func (s *suite) testReview(t *testing.T) {
 	t.Run("LargeValues", s.testLargeValues)
 	t.Run("StagedUpsertLearnedTable", s.testStagedUpsertLearnedTable)
 	t.Run("SnapshotAfterFailedChunk", s.testSnapshotAfterFailedChunk)
+	t.Run("IndexValueTooLongInTransaction", s.testIndexValueTooLongInTransaction)
 }
 
 func notesV1() *engine.Schema {
@@ -607,4 +608,38 @@ func (s *suite) testSnapshotAfterFailedChunk(t *testing.T) {
 		must(b.ApplySnapshotChunk(c))(t)
 	}
 	sameVisible(t, a, b, "trips")
+}
+
+// A value too long for an index fails its statement, not the transaction
+// at commit: the caller can handle the error and go on (Transact's
+// contract), and what the transaction wrote otherwise commits.
+func (s *suite) testIndexValueTooLongInTransaction(t *testing.T) {
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	must(a.Insert("trips", map[string]any{"id": "t0", "title": "short"}))(t)
+	long := strings.Repeat("x", 5000)
+	cs, err := a.Transact(func(tx *engine.Tx) error {
+		if _, err := tx.Insert("trips", map[string]any{"id": "t1", "title": long}); !errors.Is(err, engine.ErrValidation) {
+			t.Errorf("insert with a too-long indexed value: %v, want a validation error", err)
+		}
+		if _, err := tx.Update("trips", engine.Key{"t0"}, map[string]any{"title": long}); !errors.Is(err, engine.ErrValidation) {
+			t.Errorf("update to a too-long indexed value: %v, want a validation error", err)
+		}
+		if _, err := tx.Upsert("trips", map[string]any{"id": "t0", "title": long}); !errors.Is(err, engine.ErrValidation) {
+			t.Errorf("upsert to a too-long indexed value: %v, want a validation error", err)
+		}
+		_, err := tx.Insert("trips", map[string]any{"id": "t2", "title": "fine"})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("transaction whose failed statements were handled: %v", err)
+	}
+	if cs == nil || len(cs.Changes) != 8 {
+		t.Fatalf("committed %v, want the 8 cells of t2", cs)
+	}
+	if r := must(a.Get("trips", engine.Key{"t0"}))(t); r["title"].Text() != "short" {
+		t.Fatalf("t0 = %s", fmtRow(r))
+	}
+	if _, err := a.Get("trips", engine.Key{"t1"}); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("t1: %v", err)
+	}
 }
