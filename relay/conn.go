@@ -131,7 +131,7 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // readLoop reads and handles frames until the connection ends or a handler
 // ends the session.
 func (c *conn) readLoop() {
-	max := c.s.cfg.MaxMessageSize
+	limit := c.s.cfg.MaxMessageSize
 	for {
 		typ, r, err := c.ws.Reader(context.Background())
 		if err != nil {
@@ -141,14 +141,14 @@ func (c *conn) readLoop() {
 		c.idle.Stop()
 		buf := bufPool.Get().(*bytes.Buffer)
 		buf.Reset()
-		n, err := io.Copy(buf, io.LimitReader(r, max+1))
+		n, err := io.Copy(buf, io.LimitReader(r, limit+1))
 		c.s.metrics.bytesIn.Add(float64(n))
 		keep := true
 		switch {
 		case err != nil:
 			c.logEnd(err)
 			keep = false
-		case n > max:
+		case n > limit:
 			keep = c.tooLarge(r)
 		case typ != websocket.MessageText:
 			c.s.metrics.messagesIn.WithLabelValues("invalid").Inc()
