@@ -337,8 +337,11 @@ func (e *Engine) Schema() (Schema, error) {
 		if err != nil {
 			return err
 		}
+		seen := map[string]bool{}
 		for _, m := range s.migrations {
-			if m.Type == CreateTable {
+			if m.Type == CreateTable && !seen[m.TableName] {
+				// Several devices may have created the table.
+				seen[m.TableName] = true
 				if t := s.tables[m.TableName]; t != nil && t.def.Name == m.TableName {
 					out.Tables = append(out.Tables, cloneTableDef(t.def))
 				}
