@@ -31,6 +31,7 @@ func (s *suite) testReview(t *testing.T) {
 	t.Run("StagedUpsertLearnedTable", s.testStagedUpsertLearnedTable)
 	t.Run("SnapshotAfterFailedChunk", s.testSnapshotAfterFailedChunk)
 	t.Run("IndexValueTooLongInTransaction", s.testIndexValueTooLongInTransaction)
+	t.Run("SchemaListsTablesOnce", s.testSchemaListsTablesOnce)
 }
 
 func notesV1() *engine.Schema {
@@ -641,5 +642,20 @@ func (s *suite) testIndexValueTooLongInTransaction(t *testing.T) {
 	}
 	if _, err := a.Get("trips", engine.Key{"t1"}); !errors.Is(err, engine.ErrNotFound) {
 		t.Fatalf("t1: %v", err)
+	}
+}
+
+// Schema lists each table once, even when several devices created it.
+func (s *suite) testSchemaListsTablesOnce(t *testing.T) {
+	a := s.newReplica(t, "a", notesV1(), nil)
+	b := s.newReplica(t, "b", notesV1(), nil)
+	pull(t, a, b)
+	sc := must(a.Schema())(t)
+	if len(sc.Tables) != 1 {
+		var names []string
+		for _, tb := range sc.Tables {
+			names = append(names, tb.Name)
+		}
+		t.Fatalf("Schema lists %v, want [notes]", names)
 	}
 }
