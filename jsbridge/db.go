@@ -37,7 +37,8 @@ type db struct {
 	qmu     sync.Mutex
 	queue   []func()
 	running bool
-	closing bool // close was called: later calls fail with CLOSED
+	idle    chan struct{} // capacity 1: the worker drained its queue
+	closing bool          // close was called: later calls fail with CLOSED
 
 	// Touched only by the worker.
 	txs    map[int]*engine.Staged
@@ -128,7 +129,7 @@ func (b *bridge) openDB(text string) (*db, error) {
 		_ = store.Close()
 		return nil, err
 	}
-	d := &db{b: b, name: *o.Name, store: store, eng: eng, declared: map[string]bool{}, txs: map[int]*engine.Staged{}}
+	d := &db{b: b, name: *o.Name, store: store, eng: eng, declared: map[string]bool{}, txs: map[int]*engine.Staged{}, idle: make(chan struct{}, 1)}
 	for _, t := range schema.Tables {
 		d.declared[t.Name] = true
 	}
@@ -138,6 +139,7 @@ func (b *bridge) openDB(text string) (*db, error) {
 	d.h = b.nextDB
 	b.dbs[d.h] = d
 	b.mu.Unlock()
+	d.columns("", true) // cache every table's column order
 	d.unsub = eng.Subscribe(d.onEvent)
 	return d, nil
 }
@@ -160,6 +162,10 @@ func (d *db) work() {
 		if len(d.queue) == 0 {
 			d.running = false
 			d.qmu.Unlock()
+			select {
+			case d.idle <- struct{}{}:
+			default:
+			}
 			return
 		}
 		fn := d.queue[0]
@@ -177,27 +183,42 @@ func (d *db) busy() bool {
 	return d.running
 }
 
-// run queues op on the worker and settles call c with its result. A panic
-// in op rejects the call with INTERNAL; the worker goes on.
+// run queues op on the worker and settles call c with its result.
 func (d *db) run(c *call, method, table string, op func() (result, error)) {
-	d.enqueue(func() {
-		r := func() (r result) {
-			defer func() {
-				if p := recover(); p != nil {
-					r = fail(panicError(method, p), method, table)
-				}
-			}()
-			if testHook != nil {
-				testHook(method)
-			}
-			res, err := op()
-			if err != nil {
-				return fail(err, method, table)
-			}
-			return res
-		}()
-		d.b.reply(c.id, r)
-	})
+	d.enqueue(func() { d.b.reply(c.id, guard(method, table, op)) })
+}
+
+// runNow runs op at once, inside the dispatch callback, when the worker is
+// idle (so call order is kept), and reports whether it did. Only for
+// operations that never wait on JavaScript: a staged insert into a table of
+// the declared schema (engine.Staged.Insert reads no store then).
+func (d *db) runNow(c *call, method, table string, op func() (result, error)) bool {
+	d.qmu.Lock()
+	idle := !d.running && len(d.queue) == 0
+	d.qmu.Unlock()
+	if !idle {
+		return false
+	}
+	d.b.reply(c.id, guard(method, table, op))
+	return true
+}
+
+// guard runs op: a panic in it becomes an INTERNAL rejection (and the
+// replica goes on), an error its JS form.
+func guard(method, table string, op func() (result, error)) (r result) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = fail(panicError(method, p), method, table)
+		}
+	}()
+	if testHook != nil {
+		testHook(method)
+	}
+	res, err := op()
+	if err != nil {
+		return fail(err, method, table)
+	}
+	return res
 }
 
 // handle routes one call for this replica.
@@ -275,6 +296,15 @@ func (d *db) columns(table string, refresh bool) []string {
 	d.cols = m
 	d.colMu.Unlock()
 	return m[table]
+}
+
+// cachedColumns returns the column order of table if it is cached (it is
+// for every table after open), without reading the store.
+func (d *db) cachedColumns(table string) ([]string, bool) {
+	d.colMu.Lock()
+	defer d.colMu.Unlock()
+	cols, ok := d.cols[table]
+	return cols, ok
 }
 
 // rowsResult encodes rows of table for the facade.

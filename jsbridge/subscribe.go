@@ -89,16 +89,24 @@ func (s *subscriptions) handle(c *call) {
 	}
 }
 
+// markDirty records that tables changed; only tables some subscription
+// reads wake the refresher.
 func (s *subscriptions) markDirty(tables []string) {
-	if len(tables) == 0 {
-		return
-	}
 	s.mu.Lock()
+	wake := false
 	for _, t := range tables {
-		s.dirty[t] = true
+		for _, sub := range s.subs {
+			if sub.table == t {
+				s.dirty[t] = true
+				wake = true
+				break
+			}
+		}
 	}
 	s.mu.Unlock()
-	s.signal()
+	if wake {
+		s.signal()
+	}
 }
 
 func (s *subscriptions) signal() {
@@ -130,14 +138,8 @@ func (s *subscriptions) refresher() {
 		s.mu.Lock()
 		onlyFresh := len(s.dirty) == 0
 		s.mu.Unlock()
-		if !onlyFresh {
-			for waited := time.Duration(0); waited == 0 || waited < maxCoalesce && s.d.busy(); waited += coalesce {
-				select {
-				case <-time.After(coalesce):
-				case <-s.stopc:
-					return
-				}
-			}
+		if !onlyFresh && !s.wait() {
+			return
 		}
 		s.mu.Lock()
 		dirty := s.dirty
@@ -161,6 +163,37 @@ func (s *subscriptions) refresher() {
 		}
 		s.rounds.Add(1)
 	}
+}
+
+// wait lets a burst of changes gather before a round: coalesce, then, while
+// the worker still has calls queued, until it drains or maxCoalesce has
+// passed since the change. It returns false when stopped.
+func (s *subscriptions) wait() bool {
+	t := time.NewTimer(coalesce)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.stopc:
+		return false
+	}
+	if !s.d.busy() {
+		return true
+	}
+	select {
+	case <-s.d.idle: // drop a stale signal
+	default:
+	}
+	t.Reset(maxCoalesce - coalesce)
+	for s.d.busy() {
+		select {
+		case <-s.d.idle:
+		case <-t.C:
+			return true
+		case <-s.stopc:
+			return false
+		}
+	}
+	return true
 }
 
 // refresh re-runs sub and delivers its rows if they differ from the last
