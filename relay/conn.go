@@ -42,7 +42,7 @@ type conn struct {
 	ws     *websocket.Conn
 	id     string
 	remote string
-	header http.Header
+	header http.Header // the upgrade request's, for the Authenticator
 	log    *slog.Logger
 	start  time.Time
 
@@ -288,6 +288,7 @@ func (c *conn) handshake(m *wire.Handshake) bool {
 	err := c.s.cfg.Auth.Authenticate(ctx, AuthRequest{DatabaseID: m.DatabaseID, Token: m.Token,
 		SiteID: m.SiteID, RemoteAddr: c.remote, Header: c.header})
 	cancel()
+	c.header = nil // needed no more; a connection keeps little memory
 	if err != nil {
 		c.log.Warn("relay: authentication failed", "database", m.DatabaseID, "site", m.SiteID, "err", err)
 		return c.fatal(wire.CodeAuthFailed, "credentials do not grant database %q", m.DatabaseID)
