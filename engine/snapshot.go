@@ -266,8 +266,30 @@ func (e *Engine) ApplySnapshotChunk(c SnapshotChunk) (SnapshotProgress, error) {
 	if err := e.checkOpen(); err != nil {
 		return SnapshotProgress{}, err
 	}
+	// Events and quarantine replays run after snapMu is released:
+	// subscribers may call back into the engine (DiscardSnapshotCheckpoint
+	// takes snapMu).
+	var after []func()
 	e.snapMu.Lock()
-	defer e.snapMu.Unlock()
+	p, err := e.applySnapshotChunk(c, &after)
+	e.snapMu.Unlock()
+	for _, f := range after {
+		f()
+	}
+	return p, err
+}
+
+// drainAfterSnapshot replays the changes held for tables a snapshot created.
+func (e *Engine) drainAfterSnapshot(tables []string) {
+	if len(tables) == 0 || e.declared == nil {
+		return
+	}
+	if _, err := e.DrainQuarantine(tables...); err != nil {
+		e.log.Warn("replica: replaying quarantined changes after a snapshot failed; they stay held", "tables", tables, "err", err)
+	}
+}
+
+func (e *Engine) applySnapshotChunk(c SnapshotChunk, after *[]func()) (SnapshotProgress, error) {
 	s := e.snap
 	if c.Type != ChunkHeader && s == nil {
 		return SnapshotProgress{}, malformed("snapshot %s chunk before a header", c.Type)
@@ -375,11 +397,8 @@ func (e *Engine) ApplySnapshotChunk(c SnapshotChunk) (SnapshotProgress, error) {
 		// at the footer: a snapshot abandoned or interrupted by a restart
 		// never reaches it, and nothing else would drain them. (The footer
 		// drains again, for a replay that failed here.)
-		if len(out.created) > 0 && e.declared != nil {
-			if _, err := e.DrainQuarantine(out.created...); err != nil {
-				e.log.Warn("replica: replaying quarantined changes after a snapshot schema failed; they stay held", "tables", out.created, "err", err)
-			}
-		}
+		created := out.created
+		*after = append(*after, func() { e.drainAfterSnapshot(created) })
 		return s.progress(), nil
 	case ChunkTableStart:
 		if s.stage != ChunkSchema && s.stage != ChunkTableEnd {
@@ -403,7 +422,8 @@ func (e *Engine) ApplySnapshotChunk(c SnapshotChunk) (SnapshotProgress, error) {
 		}
 		s.stage = ChunkRows
 		s.rows += int64(len(c.Rows))
-		e.emit(Event{Type: RemoteChange, Tables: []string{c.Table}})
+		ev := Event{Type: RemoteChange, Tables: []string{c.Table}}
+		*after = append(*after, func() { e.emit(ev) })
 		return s.progress(), nil
 	case ChunkTableEnd:
 		if (s.stage != ChunkTableStart && s.stage != ChunkRows) || c.Table != s.table {
@@ -438,11 +458,7 @@ func (e *Engine) ApplySnapshotChunk(c SnapshotChunk) (SnapshotProgress, error) {
 		e.snap = nil
 		created := e.snapCreated
 		e.snapCreated = nil
-		if len(created) > 0 && e.declared != nil {
-			if _, err := e.DrainQuarantine(created...); err != nil {
-				e.log.Warn("replica: replaying quarantined changes after snapshot failed", "err", err)
-			}
-		}
+		*after = append(*after, func() { e.drainAfterSnapshot(created) })
 		return p, nil
 	}
 	return SnapshotProgress{}, malformed("unknown snapshot chunk type %q", c.Type)
