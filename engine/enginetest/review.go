@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/kv"
@@ -32,6 +33,7 @@ func (s *suite) testReview(t *testing.T) {
 	t.Run("SnapshotAfterFailedChunk", s.testSnapshotAfterFailedChunk)
 	t.Run("IndexValueTooLongInTransaction", s.testIndexValueTooLongInTransaction)
 	t.Run("SchemaListsTablesOnce", s.testSchemaListsTablesOnce)
+	t.Run("SnapshotEventCallback", s.testSnapshotEventCallback)
 }
 
 func notesV1() *engine.Schema {
@@ -657,5 +659,34 @@ func (s *suite) testSchemaListsTablesOnce(t *testing.T) {
 			names = append(names, tb.Name)
 		}
 		t.Fatalf("Schema lists %v, want [notes]", names)
+	}
+}
+
+// Event subscribers may call the Engine (Subscribe's contract), including
+// its snapshot methods, from a RemoteChange a snapshot chunk emits.
+func (s *suite) testSnapshotEventCallback(t *testing.T) {
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	must(a.Insert("trips", map[string]any{"id": "t1", "title": "x"}))(t)
+	chunks := collect(t, a, engine.SnapshotOptions{})
+	b := s.newReplica(t, "b", TripsSchema(), nil)
+	b.Subscribe(func(ev engine.Event) {
+		if ev.Type == engine.RemoteChange {
+			b.DiscardSnapshotCheckpoint() // e.g. a UI cancelling the bootstrap
+		}
+	})
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for _, c := range chunks {
+			if _, err = b.ApplySnapshotChunk(c); err != nil {
+				break
+			}
+		}
+		done <- err
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("deadlock: a subscriber called the engine's snapshot methods from an event of ApplySnapshotChunk")
 	}
 }
