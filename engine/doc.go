@@ -83,7 +83,10 @@
 // replayed when the table appears), ignored, or stored and forwarded, per
 // Options.UnknownTables. Schema migrations (create_table, add_column,
 // add_index) are stamped and carried in ChangeSets and folded in HLC order,
-// so the first definition of an object wins everywhere. Snapshot streams a
+// so the first definition of an object wins everywhere. When a migration
+// changes a table's shape, the rows it already holds are brought in line in
+// the same transaction: a new index gets an entry for each of them, and
+// cells stored before their column was known are normalized to its type. Snapshot streams a
 // replica's whole state in chunks; ApplySnapshotChunk merges it (it never
 // clears local data) with a durable checkpoint for resuming. Prune drops
 // tombstones and held changes older than the retention horizon (30 days by
