@@ -484,7 +484,6 @@ func (w *writeTx) rebuildTable(t *table) error {
 				derr = err
 				return false
 			}
-			changed := false
 			if !t.asReceived {
 				for i := range rec.cells {
 					c := &rec.cells[i]
@@ -492,18 +491,17 @@ func (w *writeTx) rebuildTable(t *table) error {
 					if d == nil || isKey[c.col] {
 						continue
 					}
-					if nv := normalizeRemote(d, c.val); !nv.Equal(c.val) {
-						c.val, changed = nv, true
-					}
+					c.val = normalizeRemote(d, c.val)
 					if c.hasPrior {
-						if np := normalizeRemote(d, c.priorVal); !np.Equal(c.priorVal) {
-							c.priorVal, changed = np, true
-						}
+						c.priorVal = normalizeRemote(d, c.priorVal)
 					}
 				}
 			}
-			if changed {
-				puts = append(puts, rewrite{bytes.Clone(k), encodeRecord(nil, rec, pk, t.pkCols)})
+			// Re-encoded under the table's key: a record written before
+			// the key columns were known (schema-less) holds its key
+			// cells as values, not as references to the key.
+			if nb := encodeRecord(nil, rec, pk, t.pkCols); !bytes.Equal(nb, v) {
+				puts = append(puts, rewrite{bytes.Clone(k), nb})
 			}
 			if rec.visible(allow) && len(t.indexes) > 0 {
 				row := t.rowOf(rec, pk)
