@@ -35,6 +35,8 @@ func (s *suite) testReview(t *testing.T) {
 	t.Run("SchemaListsTablesOnce", s.testSchemaListsTablesOnce)
 	t.Run("SnapshotEventCallback", s.testSnapshotEventCallback)
 	t.Run("SchemaLessLateDDL", s.testSchemaLessLateDDL)
+	t.Run("RefusedBatchWithMigration", s.testRefusedBatchWithMigration)
+	t.Run("NothingWrittenNoTick", s.testNothingWrittenNoTick)
 }
 
 func notesV1() *engine.Schema {
@@ -717,5 +719,77 @@ func (s *suite) testSchemaLessLateDDL(t *testing.T) {
 	must(late.ApplyChanges(ddl))(t)
 	if d := diffDumps(DumpStore(t, inOrder.store), DumpStore(t, late.store)); d != "" {
 		t.Fatalf("delivery order changed what the relay stores: %s", d)
+	}
+}
+
+// A batch refused while merging (here a change whose key does not fit the
+// table its own batch creates) leaves nothing behind: no rows, no
+// migrations, no schema in the engine's cache, no clock.
+func (s *suite) testRefusedBatchWithMigration(t *testing.T) {
+	src := s.newReplica(t, "src", notesV2(), nil)
+	must(src.Insert("notes", map[string]any{"id": "n1", "body": "x", "stars": 3}))(t)
+	sets := must(src.ChangesSince(engine.HLC{}, 0, engine.ChangesFilter{}))(t)
+	last := &sets[len(sets)-1]
+	bad := last.Changes[0]
+	bad.PK = []engine.Value{engine.Text("a"), engine.Text("b")}
+	bad.HLC.OpSeq = 99
+	last.Changes = append(last.Changes, bad)
+	last.HLC = bad.HLC
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	a.clock.Advance(5)
+	before := DumpStore(t, a.store)
+	clock := must(a.Now())(t)
+	if _, err := a.ApplyChanges(sets); !errors.Is(err, engine.ErrMalformed) {
+		t.Fatalf("batch with a misfit key: %v, want ErrMalformed", err)
+	}
+	if d := diffDumps(before, DumpStore(t, a.store)); d != "" {
+		t.Fatalf("refused batch wrote: %s", d)
+	}
+	if now := must(a.Now())(t); now != clock {
+		t.Fatalf("refused batch moved the clock")
+	}
+	for _, tb := range must(a.Schema())(t).Tables {
+		if tb.Name == "notes" {
+			t.Fatal("refused batch's create_table is in the schema")
+		}
+	}
+	if _, err := a.Query("notes", engine.Query{}); !errors.Is(err, engine.ErrUnknownTable) {
+		t.Fatalf("query of the refused batch's table: %v", err)
+	}
+}
+
+// Transactions that record no fact write nothing, not even the clock:
+// failed statements only, reads only, a staged commit of no-ops, a delete
+// of a missing row, an update to the same values.
+func (s *suite) testNothingWrittenNoTick(t *testing.T) {
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	must(a.Insert("trips", map[string]any{"id": "t1", "title": "x", "days": 2}))(t)
+	a.clock.Advance(10)
+	before := DumpStore(t, a.store)
+	clock := must(a.Now())(t)
+	cs := must(a.Transact(func(tx *engine.Tx) error {
+		tx.Insert("trips", map[string]any{"id": "t1", "title": "dup"}) // conflict
+		tx.Update("trips", engine.Key{"nope"}, map[string]any{"days": 1})
+		tx.Insert("trips", map[string]any{"title": 5}) // invalid
+		tx.Query("trips", engine.Query{})
+		tx.Get("trips", engine.Key{"t1"})
+		tx.Delete("trips", engine.Key{"nope"})
+		tx.Update("trips", engine.Key{"t1"}, map[string]any{"days": 2, "title": "x"})
+		return nil
+	}))(t)
+	if cs != nil {
+		t.Fatalf("a transaction that recorded nothing returned %+v", cs)
+	}
+	st := a.Stage()
+	must(st.Update("trips", engine.Key{"t1"}, map[string]any{"days": 2}))(t)
+	must(st.Delete("trips", engine.Key{"nope"}))(t)
+	if cs := must(st.Commit())(t); cs != nil {
+		t.Fatalf("a staged commit of no-ops returned %+v", cs)
+	}
+	if now := must(a.Now())(t); now != clock {
+		t.Fatalf("clock moved %s → %s", clock, now)
+	}
+	if d := diffDumps(before, DumpStore(t, a.store)); d != "" {
+		t.Fatalf("wrote: %s", d)
 	}
 }
