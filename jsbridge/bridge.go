@@ -44,7 +44,7 @@ const (
 	opSyncConnect
 	opSyncDisconnect
 	opSyncSnapshot
-	opSyncState
+	opSyncTarget
 )
 
 var opNames = map[string]int{
@@ -54,7 +54,7 @@ var opNames = map[string]int{
 	"subscribe": opSubscribe, "unsubscribe": opUnsubscribe,
 	"tablesChanged": opTablesChanged, "leader": opLeader,
 	"syncConnect": opSyncConnect, "syncDisconnect": opSyncDisconnect,
-	"syncSnapshot": opSyncSnapshot, "syncState": opSyncState,
+	"syncSnapshot": opSyncSnapshot, "syncTarget": opSyncTarget,
 }
 
 // Result kinds of settle (facade.js reads the same numbers from KINDS).

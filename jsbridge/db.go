@@ -49,7 +49,8 @@ type db struct {
 
 	subs *subscriptions
 
-	leader atomic.Bool
+	leader atomic.Bool // this tab holds the leader lock
+	sy     syncer
 }
 
 // openOptions is the JSON facade.js sends for Replica.open(options).
@@ -242,11 +243,25 @@ func (d *db) handle(c *call) {
 		d.read(c)
 	case opBegin, opCommit, opDiscard:
 		d.txControl(c)
-	case opSubscribe, opUnsubscribe, opTablesChanged:
+	case opSubscribe, opUnsubscribe:
 		d.subs.handle(c)
+	case opTablesChanged: // a = tables JSON, b = 1 if remote changes
+		d.subs.handle(c)
+		if c.int(1) == 0 {
+			d.notifyOtherTabWrite()
+		}
 	case opLeader:
-		d.leader.Store(c.int(0) != 0)
-	case opSyncConnect, opSyncDisconnect, opSyncSnapshot, opSyncState:
+		leader := c.int(0) != 0
+		d.leader.Store(leader)
+		d.enqueue(func() {
+			defer func() {
+				if p := recover(); p != nil {
+					_ = panicError("leader change", p)
+				}
+			}()
+			d.leaderChanged(leader)
+		})
+	case opSyncConnect, opSyncDisconnect, opSyncSnapshot, opSyncTarget:
 		d.sync(c)
 	default:
 		d.b.reply(c.id, fail(fmt.Errorf("unknown operation %d", c.op), "", ""))
@@ -258,6 +273,7 @@ func (d *db) handle(c *call) {
 // transactions finish). Runs on the worker, after every call made before
 // db.close().
 func (d *db) close() {
+	d.syncStop()
 	for id, st := range d.txs {
 		st.Discard()
 		delete(d.txs, id)

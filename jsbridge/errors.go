@@ -14,17 +14,19 @@ import (
 // ErrorCode). Every rejection is a JS Error (a ReplicaError) with one of
 // them in its code property.
 const (
-	codeValidation      = "VALIDATION"       // engine.ErrValidation, engine.ErrUnknownTable, kv.ErrValueTooLarge, unsupported JS values
-	codeNotFound        = "NOT_FOUND"        // engine.ErrNotFound
-	codeConflict        = "CONFLICT"         // engine.ErrConflict
-	codeClosed          = "CLOSED"           // engine.ErrClosed, kv.ErrClosed, calls after db.close()
-	codeQuota           = "QUOTA_EXCEEDED"   // kv.ErrQuotaExceeded
-	codeClockDrift      = "CLOCK_DRIFT"      // engine.ErrClockDrift
-	codeSchema          = "SCHEMA"           // engine.ErrSchema: an invalid schema, or one contradicting the stored one
-	codeStorageFormat   = "STORAGE_FORMAT"   // engine.ErrStorageFormat
-	codeInvalidArgument = "INVALID_ARGUMENT" // bad call shapes: wrong argument types, unknown options
-	codeNotAvailable    = "NOT_AVAILABLE"    // a feature this build does not have (sync before the client lands)
-	codeInternal        = "INTERNAL"         // a bug: a Go panic, malformed facade requests, kv.ErrTxInactive, ...
+	codeValidation      = "VALIDATION"                // engine.ErrValidation, engine.ErrUnknownTable, kv.ErrValueTooLarge, unsupported JS values
+	codeNotFound        = "NOT_FOUND"                 // engine.ErrNotFound
+	codeConflict        = "CONFLICT"                  // engine.ErrConflict
+	codeClosed          = "CLOSED"                    // engine.ErrClosed, kv.ErrClosed, calls after db.close()
+	codeQuota           = "QUOTA_EXCEEDED"            // kv.ErrQuotaExceeded
+	codeClockDrift      = "CLOCK_DRIFT"               // engine.ErrClockDrift
+	codeSchema          = "SCHEMA"                    // engine.ErrSchema: an invalid schema, or one contradicting the stored one
+	codeStorageFormat   = "STORAGE_FORMAT"            // engine.ErrStorageFormat
+	codeInvalidArgument = "INVALID_ARGUMENT"          // bad call shapes: wrong argument types, unknown options
+	codeProtocolVersion = "PROTOCOL_VERSION_MISMATCH" // sync: the relay speaks another protocol version (in SyncState.error)
+	codeAuthFailed      = "AUTH_FAILED"               // sync: the relay refused the token (in SyncState.error)
+	codeSyncFailed      = "SYNC_FAILED"               // sync: any other failure of the connection (in SyncState.error)
+	codeInternal        = "INTERNAL"                  // a bug: a Go panic, malformed facade requests, kv.ErrTxInactive, ...
 )
 
 // bridgeError is an error with its JS code already decided.

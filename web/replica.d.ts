@@ -82,11 +82,13 @@ declare namespace Replica {
 	 * - `INVALID_ARGUMENT`: a call of the wrong shape: an argument of the wrong
 	 *   type, an unknown option, an unknown `where` operator, a bad
 	 *   `limit`/`offset`/`orderBy`, an unknown event name.
-	 * - `NOT_AVAILABLE`: a feature this build does not include.
-	 * - `PROTOCOL_VERSION_MISMATCH`: (sync) the relay speaks another protocol
-	 *   version; the client stopped and will not reconnect.
-	 * - `AUTH_FAILED`: (sync) the relay refused the token; the client stopped.
-	 * - `SYNC_FAILED`: (sync) another fatal error stopped the sync client.
+	 * - `PROTOCOL_VERSION_MISMATCH`: (sync) in `SyncState.error`: the relay
+	 *   speaks another protocol version; syncing stopped (status "error").
+	 * - `AUTH_FAILED`: (sync) in `SyncState.error`: the relay refused the
+	 *   token; syncing stopped (status "error").
+	 * - `SYNC_FAILED`: (sync) in `SyncState.error`: any other failure of the
+	 *   connection (the relay unreachable or not answering, a relay error);
+	 *   the client retries with backoff unless the status is "error".
 	 * - `INTERNAL`: a bug in Replica (it is logged to the console); the
 	 *   replica keeps working.
 	 */
@@ -100,7 +102,6 @@ declare namespace Replica {
 		| "SCHEMA"
 		| "STORAGE_FORMAT"
 		| "INVALID_ARGUMENT"
-		| "NOT_AVAILABLE"
 		| "PROTOCOL_VERSION_MISMATCH"
 		| "AUTH_FAILED"
 		| "SYNC_FAILED"
@@ -426,13 +427,19 @@ declare namespace Replica {
 		 * `options.token`. Resolves at once; follow progress with `state` and
 		 * the `syncState` event (reconnects with backoff until disconnect).
 		 * In a tab that is not the leader it only records the target, used when
-		 * it becomes leader. Rejects: INVALID_ARGUMENT (bad url or database id:
-		 * 1–128 of [A-Za-z0-9_.:-]), CLOSED, NOT_AVAILABLE.
+		 * it becomes leader (every tab learns the target of a connect made in any
+		 * tab). Connection failures do not reject: they show in `state` and the
+		 * `syncState` event. Rejects: INVALID_ARGUMENT (empty url, a database id
+		 * not of 1–128 of [A-Za-z0-9_.:-], unknown option), CLOSED.
 		 */
 		connect(url: string, options: { database: string; token?: string }): Promise<void>;
 		/** Stop syncing (in every tab's name: the target is forgotten). Resolves when the socket is closed. */
 		disconnect(): Promise<void>;
-		/** Ask for a fresh snapshot from the relay on the next (or current) session. Rejects: CLOSED, NOT_AVAILABLE. */
+		/**
+		 * Ask for a fresh snapshot from the relay (merged into the replica;
+		 * nothing local is lost) in the current or next session of the leader
+		 * tab. Rejects: CLOSED.
+		 */
 		requestSnapshot(): Promise<void>;
 		/** The current state (a copy). */
 		readonly state: SyncState;

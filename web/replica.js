@@ -400,21 +400,46 @@ class Transaction {
 	count(table, options) { return attempt(() => { liveTx(this.#t, "tx.count"); return opRead(this.#t.s, this.#t.id, OPS.count, "tx.count", table, options); }); }
 }
 
+function post(s, m) {
+	if (s.channel) { try { s.channel.postMessage(m); } catch (_) { } }
+}
+
 class Sync {
 	#s;
 	constructor(s) { this.#s = s; }
 	connect(url, options) {
 		return attempt(() => {
-			live(this.#s, "db.sync.connect");
+			const s = this.#s;
+			live(s, "db.sync.connect");
 			if (typeof url !== "string") throw argErr("db.sync.connect: url must be a string, got " + describe(url));
-			if (options !== undefined && !isRecord(options)) throw argErr("db.sync.connect: options must be an object");
+			if (!isRecord(options)) throw argErr("db.sync.connect: options must be an object {database, token?}, got " + describe(options));
 			let o;
-			try { o = JSON.stringify(options || {}); } catch (e) { throw argErr("db.sync.connect: options: " + e.message); }
-			return call(OPS.syncConnect, this.#s.h, 0, url, o);
+			try { o = JSON.stringify(options); } catch (e) { throw argErr("db.sync.connect: options: " + e.message); }
+			return call(OPS.syncConnect, s.h, 0, url, o).then((t) => {
+				s.syncTarget = t;
+				post(s, { sync: t }); // every tab records it; the leader connects
+			});
 		});
 	}
-	disconnect() { return attempt(() => { live(this.#s, "db.sync.disconnect"); return call(OPS.syncDisconnect, this.#s.h, 0); }); }
-	requestSnapshot() { return attempt(() => { live(this.#s, "db.sync.requestSnapshot"); return call(OPS.syncSnapshot, this.#s.h, 0); }); }
+	disconnect() {
+		return attempt(() => {
+			const s = this.#s;
+			live(s, "db.sync.disconnect");
+			return call(OPS.syncDisconnect, s.h, 0).then(() => {
+				s.syncTarget = null;
+				post(s, { sync: null });
+			});
+		});
+	}
+	requestSnapshot() {
+		return attempt(() => {
+			const s = this.#s;
+			live(s, "db.sync.requestSnapshot");
+			return call(OPS.syncSnapshot, s.h, 0).then(() => {
+				if (!s.isLeader) post(s, { requestSnapshot: true });
+			});
+		});
+	}
 	get state() { return Object.assign({}, this.#s.syncState); }
 }
 
@@ -532,19 +557,36 @@ function setLeader(s, v) {
 	fire(s, "leaderChange", { isLeader: v });
 }
 
+// onTabMessage handles a sibling tab's message: {tables, remote,
+// transactionId} after a commit; {sync: target|null} after db.sync.connect
+// or disconnect; {hello: true} from a tab that just opened (the leader
+// answers with its target); {requestSnapshot: true} for the leader;
+// {syncState} from the leader.
 function onTabMessage(s, m) {
-	if (s.closed || !m || !Array.isArray(m.tables)) return;
-	try { go(OPS.tablesChanged, s.h, 0, 0, JSON.stringify(m.tables), m.remote ? 1 : 0); } catch (_) { }
-	const p = { tables: m.tables, remote: !!m.remote, fromOtherTab: true, transactionId: m.transactionId == null ? null : m.transactionId };
-	fire(s, "change", p);
-	if (p.remote) fire(s, "remoteChange", p);
+	if (s.closed || !m || typeof m !== "object") return;
+	if (Array.isArray(m.tables)) {
+		try { go(OPS.tablesChanged, s.h, 0, 0, JSON.stringify(m.tables), m.remote ? 1 : 0); } catch (_) { }
+		const p = { tables: m.tables, remote: !!m.remote, fromOtherTab: true, transactionId: m.transactionId == null ? null : m.transactionId };
+		fire(s, "change", p);
+		if (p.remote) fire(s, "remoteChange", p);
+	}
+	if (hasOwn.call(m, "sync")) {
+		s.syncTarget = m.sync;
+		try { go(OPS.syncTarget, s.h, 0, 0, JSON.stringify(m.sync)); } catch (_) { }
+	}
+	if (m.hello && s.isLeader && s.syncTarget) post(s, { sync: s.syncTarget });
+	if (m.requestSnapshot && s.isLeader) { try { go(OPS.syncSnapshot, s.h, 0, 0); } catch (_) { } }
+	if (m.syncState && !s.isLeader) {
+		s.syncState = Object.assign({}, m.syncState, { leader: false });
+		fire(s, "syncState", s.syncState);
+	}
 }
 
 function makeDb(h, name) {
 	const s = {
 		h, name, closed: false, closing: null, subs: new Map(), listeners: new Map(),
 		channel: null, lockAbort: null, lockRelease: null, isLeader: false,
-		syncState: { status: "disconnected", pending: 0, leader: false }, sync: null,
+		syncState: { status: "disconnected", pending: 0, leader: false }, syncTarget: null, sync: null,
 	};
 	for (const e of EVENTS) s.listeners.set(e, new Set());
 	s.sync = new Sync(s);
@@ -552,6 +594,7 @@ function makeDb(h, name) {
 	if (typeof BroadcastChannel === "function") {
 		s.channel = new BroadcastChannel("replica:" + name);
 		s.channel.onmessage = (ev) => onTabMessage(s, ev.data);
+		post(s, { hello: true });
 	}
 	elect(s);
 	const db = new Database(s);
@@ -566,10 +609,11 @@ function emit(h, name, kind, text, blobs) {
 	if (!s) return;
 	let p = decode(kind, text, blobs);
 	if (name === "conflict") { const [ev, pk] = p; ev.pk = pk; p = ev; }
-	if (name === "syncState") s.syncState = p;
-	if (name === "change" && !p.fromOtherTab && s.channel) {
-		try { s.channel.postMessage({ tables: p.tables, remote: p.remote, transactionId: p.transactionId }); } catch (_) { }
+	if (name === "syncState") {
+		s.syncState = p;
+		if (s.isLeader) post(s, { syncState: p });
 	}
+	if (name === "change" && !p.fromOtherTab) post(s, { tables: p.tables, remote: p.remote, transactionId: p.transactionId });
 	fire(s, name, p);
 }
 
