@@ -62,10 +62,11 @@ test-native:
 
 test-browser: browser-deps
 	$(BROWSER_ENV) $(GO) test -count=1 $(call test_dirs,$(BROWSER_TEST_DIRS))
-	REPLICA_CHROMIUM="$(CHROMIUM)" $(GO) test -count=1 -run 'TestLoader' ./cmd/wasm
+	REPLICA_CHROMIUM="$(CHROMIUM)" $(GO) test -count=1 -run 'TestLoader|TestSync' ./cmd/wasm
 
 bench-browser: browser-deps
 	$(BROWSER_ENV) $(GO) test -count=1 -run XXX -bench . $(call test_dirs,$(BROWSER_TEST_DIRS))
+	REPLICA_CHROMIUM="$(CHROMIUM)" REPLICA_MEASURE=1 $(GO) test -count=1 -run 'TestMeasure' -v ./cmd/wasm
 
 wasm:
 	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -o web/replica.wasm ./cmd/wasm

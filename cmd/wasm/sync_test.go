@@ -1,0 +1,135 @@
+//go:build !js
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/replica-sync/replica/client"
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv/memkv"
+	"github.com/replica-sync/replica/relay"
+	"github.com/replica-sync/replica/wire"
+)
+
+// TestSyncTwoTabs runs the release build in two real tabs of one browser
+// profile against a real relay, with a native replica as a second device:
+// only the leader tab connects; a write in the other tab reaches the relay
+// through it; the second device's writes reach both tabs; closing the
+// leader tab hands the connection to the other, which resumes.
+func TestSyncTwoTabs(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	rs, err := relay.New(relay.Config{DataDir: t.TempDir(), Auth: relay.AllowAll, NoSync: true, OriginPatterns: []string{"127.0.0.1:*"},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(rs.Handler())
+	t.Cleanup(func() { rs.Close(); hs.Close() })
+	relayURL := "ws" + strings.TrimPrefix(hs.URL, "http") + "/sync"
+
+	const schemaJSON = `{"tables": {"notes": {"columns": {"id": "text", "title": "text", "n": "integer"}}}}`
+	// The second device: a native replica with its sync client.
+	schema, err := wire.ParseSchema([]byte(schemaJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := engine.Open(memkv.New(engine.Buckets...), engine.Options{Schema: &schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	devClient := client.New(dev, client.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(func() { devClient.Close(); dev.Close() })
+	if err := devClient.Connect(relayURL, "notes-db", ""); err != nil {
+		t.Fatal(err)
+	}
+
+	// Tab 1 opens first and leads; tab 2 is a second tab of the same browser.
+	if err := chromedp.Do(ctx); err != nil { // start the browser
+		t.Fatal(err)
+	}
+	tab1, cancel1 := chromedp.NewContext(ctx)
+	defer cancel1()
+	tab2, cancel2 := chromedp.NewContext(ctx)
+	defer cancel2()
+	setup := `
+		window.db = await Replica.open({name: "e2e", schema: ` + schemaJSON + `});
+		window.waitFor = async (what, cond, ms = 15000) => {
+			const end = Date.now() + ms;
+			while (!(await cond())) { if (Date.now() > end) throw new Error("timed out waiting for " + what); await new Promise((r) => setTimeout(r, 20)); }
+			return true;
+		};
+		window.seen = [];
+		db.subscribe("notes", {orderBy: "n"}, (rows) => { window.seen = rows.map((r) => r.title); });
+		await waitFor("the leader lock", async () => db.isLeader || document.title === "follower");
+		await db.sync.connect(` + fmt.Sprintf("%q", relayURL) + `, {database: "notes-db"});
+		return db.isLeader;
+	`
+	var lead1, lead2 bool
+	run(t, tab1, srv.URL+"/two.html", setup, &lead1)
+	run(t, tab2, srv.URL+"/two.html", `document.title = "follower";`+setup, &lead2)
+	if !lead1 || lead2 {
+		t.Fatalf("leaders: tab1 %v, tab2 %v", lead1, lead2)
+	}
+	eval := func(tab context.Context, js string) string {
+		t.Helper()
+		out, err := chromedp.Run(tab, chromedp.Evaluate[string]("(async () => {"+js+"})()", chromedp.EvalAwaitPromise))
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		return out
+	}
+	eval(tab1, `try { await waitFor("synced", async () => db.sync.state.status === "synced"); } catch (e) { throw new Error(e.message + ": " + JSON.stringify(db.sync.state)); } return "";`)
+	if st := eval(tab2, `return JSON.stringify(db.sync.state);`); !strings.Contains(st, `"leader":false`) {
+		t.Errorf("follower state %s", st)
+	}
+
+	// A write in the follower tab reaches the relay through the leader.
+	eval(tab2, `await db.insert("notes", {id: "from-tab2", title: "tab2", n: 1}); return "";`)
+	waitDev := func(id string) {
+		t.Helper()
+		for end := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if _, err := dev.Get("notes", engine.Key{id}); err == nil {
+				return
+			}
+			if time.Now().After(end) {
+				t.Fatalf("the second device never received %s", id)
+			}
+		}
+	}
+	waitDev("from-tab2")
+
+	// The second device's write reaches both tabs' subscriptions.
+	if _, err := dev.Insert("notes", map[string]any{"id": "from-dev", "title": "dev", "n": 2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tab := range []context.Context{tab1, tab2} {
+		eval(tab, `await waitFor("the device's note", async () => seen.join() === "tab2,dev"); return "";`)
+	}
+
+	// Closing the leader tab hands the connection to tab 2, which resumes.
+	start := time.Now()
+	cancel1()
+	eval(tab2, `await waitFor("leadership", async () => db.isLeader, 5000); return "";`)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("leadership moved after %v", d)
+	}
+	eval(tab2, `await waitFor("synced", async () => db.sync.state.status === "synced"); return "";`)
+	if _, err := dev.Insert("notes", map[string]any{"id": "after", "title": "after", "n": 3}); err != nil {
+		t.Fatal(err)
+	}
+	eval(tab2, `await waitFor("the note sent after the hand-over", async () => seen.join() === "tab2,dev,after"); return "";`)
+	eval(tab2, `await db.insert("notes", {id: "from-new-leader", title: "x", n: 4}); return "";`)
+	waitDev("from-new-leader")
+	eval(tab2, `await db.close(); return "";`)
+}
