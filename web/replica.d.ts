@@ -392,7 +392,11 @@ declare namespace Replica {
 			/** 0 when unknown. */
 			rowsTotal: number;
 		};
-		/** Local transactions not yet acknowledged by the relay (0 when none or not known yet). */
+		/**
+		 * Local transactions (of every tab) not yet acknowledged by the relay,
+		 * as counted by the leader when its state changes and when the relay
+		 * acknowledges a push; 0 before the first count.
+		 */
 		pending: number;
 		/** Whether this tab is the one holding the relay connection. */
 		leader: boolean;
@@ -408,7 +412,7 @@ declare namespace Replica {
 		conflict: ConflictEvent;
 		/** Synced changes for an unknown table were diverted. */
 		unknownTable: UnknownTableEvent;
-		/** The sync state changed. */
+		/** The sync state changed (in the leader tab, and forwarded to the other tabs with leader: false). */
 		syncState: SyncState;
 		/** This tab became (or stopped being) the leader. */
 		leaderChange: LeaderChangeEvent;

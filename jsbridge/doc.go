@@ -1,0 +1,133 @@
+//go:build js && wasm
+
+// Package jsbridge is Replica's JavaScript API: the global Replica that a
+// page gets from web/replica.js and replica.wasm (cmd/wasm). The contract is
+// web/replica.d.ts; this documentation says how the bridge meets it. It is
+// thin: it parses arguments, converts values, and calls package engine (the
+// replica), idbkv (its IndexedDB store) and client (sync).
+//
+// # Shape: a JS facade and one Go entry point
+//
+// Crossing the Go<->JS boundary costs far more than the work of a small call
+// (BROWSER-FACTS.md: ~0.5 µs per property get, 2–4.5 µs per JS value created
+// from Go, ~10 µs per JS->Go callback), so the API objects themselves are
+// JavaScript: facade.js, embedded here and compiled once with new Function
+// (or taken from web/replica.js, which carries a verbatim copy, on pages
+// whose Content-Security-Policy forbids 'unsafe-eval'). The facade checks
+// argument types, turns each call's values into one JSON text (plus one
+// Uint8Array for all its bytes), creates the Promise, and calls Go through a
+// single js.Func:
+//
+//	go(op, handle, tx, id, a, b, c, d)
+//
+// Go answers later with settle(id, kind, text, blobs), one Go->JS call per
+// call, whatever the number of rows. The operation and result-kind numbers
+// are passed to the facade at install, so the two sides cannot disagree.
+// There is no js.Func per call or per listener: the only one is the entry
+// point, released by the uninstall function of Install. Promises hold no Go
+// state; listeners and subscription callbacks live in the facade.
+//
+// # Calls
+//
+// Each open replica has a worker goroutine that runs its calls one at a
+// time in call order (so un-awaited calls behave like IndexedDB requests: a
+// read issued after a write sees it), started when a call arrives and ended
+// when the queue is empty. The dispatch callback never blocks: it copies the
+// arguments into Go and queues the work. The one exception runs inside the
+// callback: a staged insert (tx.insert) into a table of the declared schema
+// when the worker is idle, which is pure computation (engine.Staged.Insert
+// reads no store then), so a bulk transaction does not pay a goroutine hop
+// per row.
+//
+// # Values
+//
+// Input values are tagged JSON (decode.go): plain JSON for strings, finite
+// numbers, booleans and null; {"n"} BigInt, {"d"} Date, {"b"} bytes (an
+// offset and length into the call's blob buffer), {"j"} json objects and
+// arrays (raw JSON text), {"f"} -0, NaN and ±Infinity, {"x"} values no column
+// takes (a function, a Symbol, a Map). They become the Go values the
+// engine's coercion takes (float64, json.Number, time.Time, []byte,
+// json.RawMessage), so the engine decides validity and converts per column.
+//
+// Results are one JSON text of rows plus fixes (encode.go): values JSON
+// carries exactly are plain JSON (reals included: -0 survives JSON.parse),
+// json values are embedded as their own text; timestamps, integers beyond
+// ±(2^53−1) and blobs are listed as fixes the facade applies after
+// JSON.parse (new Date, BigInt, a slice of the blob buffer). Row objects
+// have every column, in schema order.
+//
+// # Errors
+//
+// Every rejection is a ReplicaError (a JS Error) with a stable code
+// (errors.go): engine and kv sentinels are mapped with errors.Is/As
+// (ValidationError -> VALIDATION with table and column; ErrUnknownTable ->
+// VALIDATION with table; ErrNotFound, ErrConflict, ErrClosed/kv.ErrClosed,
+// kv.ErrQuotaExceeded, ErrClockDrift, ErrSchema, ErrStorageFormat); bad call
+// shapes are INVALID_ARGUMENT, checked in the facade (types) or here
+// (options, operators). Messages start with the method ("db.insert: ...").
+//
+// # Panics
+//
+// Every path that runs Go for JavaScript recovers panics: the dispatch
+// callback, each queued operation, the subscription refresher, event and
+// sync-event handlers. A panic rejects the call (or reaches the
+// subscription's onError) with INTERNAL, is logged with its stack to the
+// console, and the module goes on; cmd/wasm's main never returns.
+//
+// # Transactions
+//
+// db.transaction(fn) is orchestrated by the facade: begin creates an
+// engine.Staged (an optimistic transaction that holds no kv transaction),
+// tx methods stage and preview statements (an insert resolves with the row
+// it will write, generated id included; reads see staged writes), and when
+// fn's promise resolves the facade asks for commit — one kv transaction,
+// one HLC tick — or, when it rejects, discard. No IndexedDB transaction is
+// ever open across fn's awaits. Commit and discard are queued behind the
+// transaction's statements, so a forgotten await does not reorder them.
+//
+// # Subscriptions and events
+//
+// db.subscribe queries run on one refresher goroutine per replica (from
+// open to close). Engine events (local commits, remote applies) and
+// sibling-tab notices only mark the subscribed tables dirty and wake it; it
+// waits for the burst to settle (1 ms, and while the worker still has calls
+// queued, until it drains, at most 16 ms), re-runs the subscriptions of
+// dirty tables, compares each result with the last delivered one in Go
+// (engine.Value.Equal: blobs byte-wise, reals by bits) and delivers only
+// changed results. A write to another table never re-runs a query.
+//
+// Engine events become change, remoteChange, conflict and unknownTable
+// events (events.go), handed to the facade, which calls listeners from
+// microtasks, each isolated (an exception is reported, not propagated).
+//
+// # Several tabs
+//
+// Every tab runs its own module over the shared IndexedDB database
+// "replica:"+name (engine reads the site id and clock inside each write
+// transaction, so two tabs never mint the same HLC). The facade posts every
+// local commit's tables on the BroadcastChannel "replica:"+name; other tabs
+// mark them dirty for their subscriptions and fire change with fromOtherTab.
+// The facade requests the Web Locks lock "replica-leader:"+name and holds
+// it for the replica's life; the holder is the leader (db.isLeader,
+// leaderChange), and Go learns it through the leader operation.
+//
+// # Sync
+//
+// sync.go: only the leader runs a client.Client. db.sync.connect in any tab
+// records the target (url, database, token) in every tab (shared over the
+// channel, and sent to tabs that open later); the leader connects, and a
+// new leader connects in turn and resumes from the persisted cursors. Other
+// tabs' commits reach the leader's client through Notify; its remote
+// applies reach the other tabs as change notices; its syncState events are
+// forwarded to them.
+//
+// # Testing
+//
+// The tests run in headless Chromium (make test-browser, or GOOS=js
+// GOARCH=wasm go test ./jsbridge with .bin on PATH) and drive the installed
+// globalThis.Replica with JavaScript values; TestMain fails the run when a
+// goroutine outlives the replicas. cmd/wasm's native tests build
+// replica.wasm, check web/replica.js and web/replica.d.ts against the
+// implementation, load the release build through replica.js in Chromium,
+// and run two real tabs against a relay.
+package jsbridge
