@@ -1,3 +1,5 @@
+//go:build !js
+
 package client_test
 
 import (
@@ -169,48 +171,105 @@ func pending(t testing.TB, r *replica) int {
 }
 
 // dataDump is the comparable data of a replica: rows, indexes, and the
-// change log (class byte stripped), one string.
-func dataDump(t testing.TB, st kv.Store) string {
+// change log (class byte stripped), as lines "bucket key=value".
+func dataDump(t testing.TB, st kv.Store) []string {
 	d := enginetest.DumpStore(t, st)
-	var b strings.Builder
+	var out []string
 	for _, name := range []string{"rows", "index", "log"} {
-		b.WriteString(name)
-		b.WriteByte('\n')
 		for _, l := range d.Buckets[name] {
-			b.WriteString(l)
-			b.WriteByte('\n')
+			out = append(out, name+" "+l)
 		}
 	}
-	return b.String()
+	return out
+}
+
+// firstDiff describes the first difference of two dumps, or "".
+func firstDiff(a, b []string) string {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			j := 0
+			for j < len(a[i]) && j < len(b[i]) && a[i][j] == b[i][j] {
+				j++
+			}
+			return fmt.Sprintf("line %d, from byte %d:\n  %.300s\n  %.300s\n  %.300s", i, j, a[i], a[i][j:], b[i][j:])
+		}
+	}
+	if len(a) != len(b) {
+		return fmt.Sprintf("%d lines vs %d", len(a), len(b))
+	}
+	return ""
+}
+
+// crdtState is a replica's CRDT state as its snapshot carries it: every
+// row's cells with their values and HLCs, and tombstones, one line per
+// row, in key order. Unlike dataDump it leaves out before-images, which
+// are best-effort (a replica bootstrapped from a snapshot has none).
+func crdtState(t testing.TB, st kv.Store) []string {
+	db, err := engine.Open(st, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var out []string
+	for c, err := range db.Snapshot(engine.SnapshotOptions{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range c.Rows {
+			out = append(out, fmt.Sprintf("%s %v %v %v %v", c.Table, r.PK, r.Cells, r.HasTombstone, r.Tombstone))
+		}
+	}
+	return out
 }
 
 // converged waits until every replica holds the same data as the first
-// and has nothing left to push.
+// (dataDump: rows with before-images, indexes, change log) and has
+// nothing left to push. It polls with growing pauses, so that large
+// replicas are not dumped continuously.
 func converged(t testing.TB, rs ...*replica) {
 	t.Helper()
+	convergedBy(t, dataDump, rs...)
+}
+
+// convergedCRDT is converged comparing crdtState.
+func convergedCRDT(t testing.TB, rs ...*replica) {
+	t.Helper()
+	convergedBy(t, crdtState, rs...)
+}
+
+func convergedBy(t testing.TB, dump func(testing.TB, kv.Store) []string, rs ...*replica) {
+	t.Helper()
 	var last string
-	defer func() {
-		if t.Failed() {
-			t.Logf("last difference: %s", last)
-			for _, r := range rs {
-				t.Logf("%s: %+v, %d notes", r.name, r.c.State(), count(t, r.db, "notes"))
-			}
-		}
-	}()
-	waitFor(t, "convergence", func() bool {
-		want := dataDump(t, rs[0].store)
+	pause := 5 * time.Millisecond
+	deadline := time.Now().Add(e2eWait)
+	for {
+		last = ""
+		want := dump(t, rs[0].store)
 		for _, r := range rs {
-			if pending(t, r) != 0 {
-				last = r.name + " has pending changes"
-				return false
+			if n := pending(t, r); n != 0 {
+				last = fmt.Sprintf("%s has %d pending changes", r.name, n)
+				break
 			}
-			if dataDump(t, r.store) != want {
-				last = r.name + " differs from " + rs[0].name
-				return false
+			if r == rs[0] {
+				continue
+			}
+			if d := firstDiff(want, dump(t, r.store)); d != "" {
+				last = fmt.Sprintf("%s differs from %s: %s", r.name, rs[0].name, d)
+				break
 			}
 		}
-		return true
-	})
+		if last == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, r := range rs {
+				t.Logf("%s: %+v", r.name, r.c.State())
+			}
+			t.Fatalf("not converged after %v: %s", e2eWait, last)
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 500*time.Millisecond)
+	}
 }
 
 func count(t testing.TB, db *engine.Engine, table string) int {

@@ -76,6 +76,11 @@ type inflight struct {
 	hlc  engine.HLC // the highest ChangeSet hlc of the request
 	full bool       // the request hit a limit: more may be pending
 	at   time.Time
+
+	// ahead is the batch after this one, read while the relay works on
+	// this one (full requests only); aheadFull is its full flag.
+	ahead     []engine.ChangeSet
+	aheadFull bool
 }
 
 type snapTransfer struct {
@@ -458,23 +463,40 @@ func (s *session) flush() {
 		return
 	}
 	s.flushDeferred = false
-	limit := s.c.opts.PushLimit
-	sets, err := s.db.ChangesSince(s.sent, limit, engine.ChangesFilter{OnlyLocal: true})
+	sets, full, err := s.readLocal(s.sent)
 	if err != nil {
 		s.c.report(fmt.Errorf("client: reading local changes: %w", err))
 		s.pushFailed()
 		return
 	}
-	if len(sets) == 0 {
-		return
+	s.sendPush(sets, full)
+}
+
+// readLocal reads a push's worth of local ChangeSets above since; full
+// reports that the push limit was reached (more may follow).
+func (s *session) readLocal(since engine.HLC) (sets []engine.ChangeSet, full bool, err error) {
+	limit := s.c.opts.PushLimit
+	sets, err = s.db.ChangesSince(since, limit, engine.ChangesFilter{OnlyLocal: true})
+	if err != nil {
+		return nil, false, err
 	}
 	facts := 0
 	for i := range sets {
 		facts += len(sets[i].Changes) + len(sets[i].Migrations)
 	}
-	full := facts >= limit
+	return sets, facts >= limit, nil
+}
+
+// sendPush sends sets as the next apply_changes (nothing when empty),
+// halving the batch until it fits MaxMessageSize. When the batch was full,
+// it then reads the next batch ahead, while the relay works on this one.
+func (s *session) sendPush(sets []engine.ChangeSet, full bool) {
+	if len(sets) == 0 {
+		return
+	}
 	id := s.c.nextRequestID()
 	var b []byte
+	var err error
 	for {
 		b, err = wire.Encode(&wire.ApplyChanges{RequestID: id, ChangeSets: sets})
 		if err != nil {
@@ -498,8 +520,18 @@ func (s *session) flush() {
 			top = sets[i].HLC
 		}
 	}
-	s.push = &inflight{id: id, hlc: top, full: full, at: s.c.clock.Now()}
+	p := &inflight{id: id, hlc: top, full: full, at: s.c.clock.Now()}
+	s.push = p
 	s.sendFrame(b)
+	if full {
+		// Read ahead: the ChangeSets after this push, used when its ack
+		// comes. Facts overwritten meanwhile are pushed as read: they lose
+		// to the newer write, which goes out later.
+		next, nextFull, err := s.readLocal(top)
+		if err == nil {
+			p.ahead, p.aheadFull = next, nextFull
+		}
+	}
 }
 
 func (s *session) pushFailed() {
@@ -525,7 +557,12 @@ func (s *session) onApplyResult(m *wire.ApplyResult) {
 		}
 	}
 	s.c.post(Event{Type: PushAcked, Result: m.ApplyResult})
-	if p.full || s.flushDeferred {
+	switch {
+	case s.snap != nil:
+		s.flushDeferred = true
+	case len(p.ahead) > 0:
+		s.sendPush(p.ahead, p.aheadFull)
+	case p.full || s.flushDeferred:
 		s.flush()
 	}
 }
