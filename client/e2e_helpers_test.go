@@ -125,6 +125,7 @@ func (r *replica) connect(t testing.TB, url, dbID, token string) {
 type events struct {
 	mu  sync.Mutex
 	all []client.Event
+	at  []time.Time // when each was delivered
 }
 
 func record(c *client.Client) *events {
@@ -132,9 +133,24 @@ func record(c *client.Client) *events {
 	c.Subscribe(func(ev client.Event) {
 		e.mu.Lock()
 		e.all = append(e.all, ev)
+		e.at = append(e.at, time.Now())
 		e.mu.Unlock()
 	})
 	return e
+}
+
+// delays returns the reconnect delays scheduled, in order: the Retry of
+// each Disconnected state change minus when it was delivered.
+func (e *events) delays() []time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []time.Duration
+	for i, ev := range e.all {
+		if ev.Type == client.StateChanged && ev.Status.State == client.Disconnected && !ev.Status.Retry.IsZero() {
+			out = append(out, ev.Status.Retry.Sub(e.at[i]))
+		}
+	}
+	return out
 }
 
 func (e *events) list() []client.Event {
