@@ -33,20 +33,23 @@ test_dirs = $(strip $(foreach d,$(1),$(if $(wildcard $(d)/*_test.go),./$(d))))
 # go_js_wasm_exec (wasmbrowsertest) and the chromium wrapper it starts.
 BROWSER_ENV = PATH="$(BIN):$$PATH" REPLICA_CHROMIUM="$(CHROMIUM)" GOOS=js GOARCH=wasm
 
-.PHONY: help test test-native test-browser vet vet-native vet-wasm \
-	browser-deps bench-browser wasm clean-tools
+.PHONY: help test test-native test-browser test-e2e vet vet-native vet-wasm \
+	browser-deps bench-browser bench-e2e wasm run clean-tools
 
 help:
-	@echo "make test          - vet (native and js/wasm), native tests, browser tests"
-	@echo "make test-native   - go test ./..."
+	@echo "make run           - build replica.wasm, serve the demo and the relay at http://$(RUN_ADDR)/"
+	@echo "make test          - vet (native and js/wasm), native tests, browser tests, end-to-end tests"
+	@echo "make test-native   - go test ./... except ./e2e"
 	@echo "make test-browser  - js/wasm tests in headless Chromium: $(BROWSER_TEST_DIRS)"
+	@echo "make test-e2e      - the demo in headless Chromium against in-process relays (./e2e)"
+	@echo "make bench-e2e     - the end-to-end figures (bootstrap, sync latency, first render), logged"
 	@echo "make vet           - go vet natively and for js/wasm; build the shared packages for js/wasm"
 	@echo "make bench-browser - js/wasm benchmarks in headless Chromium"
 	@echo "make wasm          - build web/replica.wasm and copy wasm_exec.js"
 	@echo "make browser-deps  - install Chromium and wasmbrowsertest if missing"
 	@echo "make clean-tools   - remove .bin/"
 
-test: vet test-native test-browser
+test: vet test-native test-browser test-e2e
 
 vet: vet-native vet-wasm
 
@@ -57,8 +60,9 @@ vet-wasm:
 	GOOS=js GOARCH=wasm $(GO) vet $(call go_dirs,$(WASM_VET_DIRS))
 	GOOS=js GOARCH=wasm $(GO) build $(call go_dirs,$(WASM_BUILD_DIRS))
 
+# ./e2e needs Chromium: test-e2e runs it, after browser-deps.
 test-native:
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v '/e2e$$')
 
 test-browser: browser-deps
 	$(BROWSER_ENV) $(GO) test -count=1 $(call test_dirs,$(BROWSER_TEST_DIRS))
@@ -67,6 +71,24 @@ test-browser: browser-deps
 bench-browser: browser-deps
 	$(BROWSER_ENV) $(GO) test -count=1 -run XXX -bench . $(call test_dirs,$(BROWSER_TEST_DIRS))
 	REPLICA_CHROMIUM="$(CHROMIUM)" REPLICA_MEASURE=1 $(GO) test -count=1 -run 'TestMeasure' -v ./cmd/wasm
+
+# End to end: each test starts its own relay in-process and drives the demo
+# (web/) in headless Chromium; TestMain builds replica.wasm once, into a
+# copy of web/. Screenshots go to $$REPLICA_SCREENSHOTS (default: a temp
+# directory, printed).
+test-e2e: browser-deps
+	REPLICA_CHROMIUM="$(CHROMIUM)" $(GO) test -count=1 -timeout 15m ./e2e
+
+bench-e2e: browser-deps
+	REPLICA_CHROMIUM="$(CHROMIUM)" REPLICA_FIGURES=1 $(GO) test -count=1 -timeout 20m -run 'TestFigures|TestBootstrap' -v ./e2e
+
+# The demo: build replica.wasm, then run the relay on RUN_ADDR with its
+# databases under ./data, serving web/ at / and sync at /sync. Ctrl-C stops it.
+RUN_ADDR ?= 127.0.0.1:8080
+run: wasm | $(BIN)
+	$(GO) build -o $(BIN)/relay ./cmd/relay
+	@echo "Starting the relay. Open the URL below in two browser windows (or add ?db=NAME for a database of your own); Ctrl-C stops it."
+	@$(BIN)/relay -addr $(RUN_ADDR) -data data -web web
 
 wasm:
 	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -o web/replica.wasm ./cmd/wasm

@@ -1,0 +1,36 @@
+// Package e2e holds Replica's end-to-end tests: the demo app of web/ in
+// headless Chromium, driven through github.com/chromedp/chromedp, syncing
+// through a real relay. The package has no code besides its tests.
+//
+// # Running
+//
+//	make test-e2e        # part of make test; installs Chromium first if missing
+//	REPLICA_CHROMIUM=/usr/bin/chromium go test -count=1 ./e2e
+//
+// The browser is $REPLICA_CHROMIUM, else /usr/bin/chromium (Debian's
+// `chromium` package, installed by make browser-deps); without one the
+// tests skip. TestMain builds replica.wasm once (GOOS=js GOARCH=wasm,
+// -trimpath -ldflags="-s -w", as make wasm does) into a temporary copy of
+// web/ with the toolchain's wasm_exec.js, so the working tree is never
+// touched. The real-data test reads ../shared/data/cities.json.gz (or
+// $REPLICA_CITIES) and skips with a message when it is absent.
+//
+// Each test starts its own relay in-process (relay.New and Serve on a free
+// 127.0.0.1 port, a temporary data directory, serving that web copy) and
+// its own Chromium with the flags of scripts/chromium. A "device" is a
+// separate browser context (its own IndexedDB, BroadcastChannel and Web
+// Locks, like another browser profile), or for the large bootstrap a
+// separate browser process with its own on-disk profile; a "tab" is another
+// page of the same browser context.
+//
+// Every page is watched: an uncaught exception or a console.error call
+// fails the test (browser log entries such as a refused WebSocket are only
+// logged). Screenshots of the key states go to $REPLICA_SCREENSHOTS, or to
+// a temporary directory that TestMain prints; they are not part of the
+// repository.
+//
+// Figures (bootstrap time beside raw IndexedDB, commit-to-subscription
+// latency, time to first render) are logged, never asserted; set
+// REPLICA_FIGURES=1 (make bench-e2e) for the measurements that only serve
+// them.
+package e2e

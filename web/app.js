@@ -1,0 +1,857 @@
+// app.js — the Replica demo: a shared trip planner and a cities browser.
+//
+// Plain JavaScript with no build step, loaded after wasm_exec.js and
+// replica.js as a user's app would load it. Everything reads and writes the
+// local replica (IndexedDB) through the global Replica; syncing with the
+// relay runs in the background. The API is documented in replica.d.ts.
+//
+// Page parameters:
+//   ?db=NAME     the relay database to share (default "demo"); the local
+//                replica is named "trip-planner/NAME", so each database
+//                gets its own IndexedDB database in this browser.
+//   ?relay=URL   the relay's sync endpoint (default: /sync of this page's
+//                origin, which is where `make run` serves it).
+//
+// For tests and the curious, window.app exposes the open database and a few
+// functions (see the end of this file).
+(function () {
+	"use strict";
+
+	// ---- configuration --------------------------------------------------------
+
+	const params = new URLSearchParams(location.search);
+	const DB_ID = /^[A-Za-z0-9_.:-]{1,128}$/; // the relay's database id syntax
+	let database = params.get("db") || "demo";
+	const badDatabase = !DB_ID.test(database) ? database : null;
+	if (badDatabase) database = "demo";
+	const replicaName = "trip-planner/" + database;
+	const relayURL = params.get("relay") || new URL("sync", location.href).href;
+	const SITE_KEY = "replica-demo:site:" + replicaName; // localStorage: this replica's site id
+
+	// The schema, declared as plain data. trips and stops use the default
+	// key (a text id, a UUIDv7 generated on insert); a stop points at its
+	// trip by tripId and is ordered by a real position (moving a stop
+	// rewrites only its own position: see moveStop).
+	//
+	// cities rows are keyed deterministically by their natural key, the
+	// tuple (country, admin1, name, lat, lng), which is unique in the
+	// GeoNames data (web/data/README.md). Two devices that import the same
+	// rows therefore write the same keys: their imports merge column by
+	// column into one row per city instead of duplicating, and importing
+	// again changes nothing (upsert of identical values writes nothing).
+	// `search` is the name folded for searching (lower case, accents
+	// removed), indexed alone and after country, so a name-prefix search,
+	// with or without a country filter, is an index range scan.
+	const schema = {
+		tables: {
+			trips: {
+				columns: {
+					title: { type: "text", notNull: true },
+					destination: "text",
+					startsOn: "timestamp",
+					budget: "real",
+					travelers: { type: "integer", default: 1 },
+					booked: { type: "boolean", notNull: true, default: false },
+					createdAt: "timestamp",
+				},
+				indexes: { by_start: ["startsOn"] },
+			},
+			stops: {
+				columns: {
+					tripId: { type: "text", notNull: true },
+					name: { type: "text", notNull: true },
+					position: { type: "real", notNull: true },
+					nights: { type: "integer", default: 1 },
+					cost: "real",
+					visited: { type: "boolean", notNull: true, default: false },
+				},
+				indexes: { by_trip: ["tripId", "position"] },
+			},
+			cities: {
+				columns: {
+					country: { type: "text", notNull: true },
+					admin1: { type: "text", notNull: true },
+					name: { type: "text", notNull: true },
+					lat: { type: "real", notNull: true },
+					lng: { type: "real", notNull: true },
+					admin2: "text",
+					search: { type: "text", notNull: true },
+				},
+				primaryKey: ["country", "admin1", "name", "lat", "lng"],
+				indexes: { by_search: ["search"], by_country_search: ["country", "search"] },
+			},
+		},
+	};
+
+	// ---- small helpers --------------------------------------------------------
+
+	const $ = (id) => document.getElementById(id);
+	const nf = new Intl.NumberFormat("en");
+	const money = new Intl.NumberFormat("en", { style: "currency", currency: "EUR", maximumFractionDigits: 0 });
+	let regionNames = null;
+	try { regionNames = new Intl.DisplayNames(["en"], { type: "region" }); } catch (_) { /* older browsers */ }
+
+	function h(tag, attrs, ...children) {
+		const e = document.createElement(tag);
+		if (attrs) {
+			for (const [k, v] of Object.entries(attrs)) {
+				if (v === undefined || v === null || v === false) continue;
+				if (k === "class") e.className = v;
+				else if (k === "text") e.textContent = v;
+				else if (k.startsWith("data-") || k.startsWith("aria-") || k === "for" || k === "role") e.setAttribute(k, v === true ? "" : v);
+				else e[k] = v;
+			}
+		}
+		for (const c of children) if (c !== null && c !== undefined) e.append(c);
+		return e;
+	}
+
+	function setText(e, s) { if (e.textContent !== s) e.textContent = s; }
+
+	function plural(n, one, many) { return nf.format(n) + " " + (n === 1 ? one : many); }
+
+	// fold is what the cities' search column holds and what a search
+	// compares with: lower case without diacritics.
+	function fold(s) {
+		return s.normalize("NFD").replace(/\p{M}+/gu, "").toLowerCase();
+	}
+
+	function countryName(code) {
+		if (!code) return "";
+		try { return (regionNames && regionNames.of(code)) || code; } catch (_) { return code; }
+	}
+
+	function shortId(s) { return s ? s.slice(0, 8) : "?"; }
+
+	// Site ids appear inside transaction ids ("wallMs:counter:siteId") and
+	// HLCs ("wallMs.counter@siteId/opSeq").
+	function siteOfTx(txId) { return txId ? txId.slice(txId.lastIndexOf(":") + 1) : null; }
+	function siteOfHlc(hlc) {
+		const at = hlc ? hlc.indexOf("@") : -1;
+		return at < 0 ? null : hlc.slice(at + 1, hlc.indexOf("/", at) < 0 ? undefined : hlc.indexOf("/", at));
+	}
+
+	// ---- errors: shown on the page, never thrown at the console ----------------
+
+	let toastTimer = 0;
+	function showError(e, context) {
+		const code = (e && e.code) || "ERROR";
+		const msg = (e && e.message) || String(e);
+		const t = $("toast");
+		t.dataset.code = code;
+		t.replaceChildren(h("strong", { text: code }), " ", (context ? context + ": " : "") + msg);
+		t.hidden = false;
+		clearTimeout(toastTimer);
+		toastTimer = setTimeout(() => { t.hidden = true; }, 8000);
+		app.lastError = { code, message: msg, context: context || "" };
+	}
+
+	function fatal(message) {
+		const f = $("fatal");
+		f.textContent = message;
+		f.hidden = false;
+	}
+
+	// ---- the app object (also what tests drive) --------------------------------
+
+	const app = {
+		database, replicaName, relayURL, schema,
+		db: null,
+		siteId: null,
+		syncState: { status: "disconnected", pending: 0, leader: false },
+		/** Every syncState payload seen (bounded), for tests and debugging. */
+		syncHistory: [],
+		/** The activity log entries, newest first. */
+		log: [],
+		lastError: null,
+		timing: { start: performance.now() },
+		ready: null,
+		trips: [],
+		stops: [],
+	};
+	window.app = app;
+
+	// ---- open -------------------------------------------------------------------
+
+	app.ready = (async () => {
+		$("info-db").textContent = database;
+		$("share-link").href = location.href;
+		if (badDatabase) fatal("?db=" + badDatabase + " is not a valid database name (1–128 of A–Z a–z 0–9 _ . : -); using \"demo\".");
+		try {
+			await Replica.ready;
+		} catch (e) {
+			fatal("Replica could not start: " + e.message + ". Was replica.wasm built? Run `make run`.");
+			throw e;
+		}
+		app.timing.replicaReady = performance.now();
+		let db;
+		try {
+			db = await Replica.open({ name: replicaName, schema });
+		} catch (e) {
+			fatal("Could not open the local database: " + e.code + ": " + e.message);
+			throw e;
+		}
+		app.db = db;
+		app.timing.opened = performance.now();
+		app.siteId = localStorage.getItem(SITE_KEY);
+		watchSync(db);
+		watchActivity(db);
+		startTrips(db);
+		startCities(db);
+		for (const e of document.querySelectorAll("[disabled]:not(#sync-toggle)")) e.disabled = false;
+		$("sync-toggle").disabled = false;
+		await connect();
+		return db;
+	})();
+	app.ready.catch(() => { }); // reported on the page by fatal()
+
+	// ---- sync --------------------------------------------------------------------
+
+	async function connect() {
+		try {
+			await app.db.sync.connect(relayURL, { database });
+		} catch (e) {
+			showError(e, "connect");
+		}
+	}
+
+	async function disconnect() {
+		try {
+			await app.db.sync.disconnect();
+		} catch (e) {
+			showError(e, "disconnect");
+		}
+	}
+
+	// isOffline: not connected and not trying to (the user went offline,
+	// or has not connected yet).
+	function isOffline(st) {
+		return st.status === "disconnected" && !st.retryAt;
+	}
+
+	function watchSync(db) {
+		const render = (st) => {
+			app.syncState = st;
+			app.syncHistory.push(Object.assign({ t: performance.now() }, st));
+			if (app.syncHistory.length > 5000) app.syncHistory.splice(0, 1000);
+			renderSync(st);
+		};
+		db.on("syncState", render);
+		render(db.sync.state);
+		db.on("leaderChange", () => renderSync(app.syncState));
+		$("sync-toggle").addEventListener("click", async () => {
+			const st = app.syncState;
+			const btn = $("sync-toggle");
+			btn.disabled = true;
+			try {
+				if (isOffline(st) || st.status === "error") await connect();
+				else await disconnect();
+			} finally {
+				btn.disabled = false;
+			}
+		});
+		// While waiting to reconnect, count down.
+		setInterval(() => { if (app.syncState.retryAt) renderSync(app.syncState); }, 1000);
+	}
+
+	let lastStatusLogged = "";
+	function renderSync(st) {
+		const bar = $("sync");
+		let label, detail = "", kind = st.status;
+		switch (st.status) {
+			case "synced": label = "Synced"; break;
+			case "connecting": label = "Connecting…"; break;
+			case "syncing": {
+				label = "Syncing…";
+				const p = st.progress;
+				if (p) {
+					label = "Syncing " + (p.rowsTotal ? Math.floor(100 * p.rowsApplied / p.rowsTotal) + "%" : nf.format(p.rowsApplied) + " rows");
+					detail = "Downloading a snapshot: table " + p.table + " (" + (p.tablesDone + 1) + " of " + p.tablesTotal + "), " +
+						nf.format(p.rowsApplied) + (p.rowsTotal ? " of " + nf.format(p.rowsTotal) : "") + " rows";
+				}
+				break;
+			}
+			case "error":
+				label = "Error";
+				detail = (st.error ? st.error.code + ": " + st.error.message : "syncing stopped") + ". Syncing stopped; press Retry to try again.";
+				break;
+			default:
+				if (st.retryAt) {
+					kind = "retrying";
+					label = "Offline";
+					const s = Math.max(0, Math.ceil((st.retryAt - Date.now()) / 1000));
+					detail = "Cannot reach the relay" + (st.error ? " (" + st.error.message + ")" : "") + "; retrying in " + s + " s. Your changes are kept and sent later.";
+				} else {
+					kind = "offline";
+					label = "Offline";
+				}
+		}
+		bar.dataset.status = kind;
+		setText($("sync-pill"), label);
+		$("sync-pill").title = detail || label;
+		const pending = st.pending || 0;
+		setText($("sync-pending"), nf.format(pending) + " unsent");
+		$("sync-pending").dataset.count = String(pending);
+		setText($("info-pending"), pending ? plural(pending, "transaction", "transactions") + " not yet acknowledged" : "none");
+		setText($("info-leader"), st.leader ? "holds the relay connection" : "syncs through another tab");
+		const btn = $("sync-toggle");
+		setText(btn, st.status === "error" ? "Retry" : isOffline(st) ? "Go online" : "Go offline");
+		btn.setAttribute("aria-pressed", isOffline(st) ? "true" : "false");
+
+		const box = $("sync-detail");
+		box.hidden = !detail;
+		box.dataset.status = kind;
+		setText($("sync-message"), detail);
+		const p = st.status === "syncing" && st.progress;
+		$("sync-progress-wrap").hidden = !p;
+		if (p) $("sync-progress").style.width = (p.rowsTotal ? Math.min(100, 100 * p.rowsApplied / p.rowsTotal) : 5) + "%";
+
+		// Log the status changes that matter to the user, once each.
+		const key = kind + (st.error ? st.error.code : "");
+		if (key !== lastStatusLogged && (kind === "synced" || kind === "error" || (kind === "offline" && lastStatusLogged))) {
+			if (kind === "error") addLog("error", "Sync error — " + (st.error ? st.error.code + ": " + st.error.message : "stopped"));
+			else if (kind === "synced") addLog("sync", "Synced with the relay");
+			else addLog("sync", "Offline: changes stay on this device until you go online");
+		}
+		if (kind !== "syncing" && kind !== "connecting") lastStatusLogged = key;
+	}
+
+	// ---- the activity log ---------------------------------------------------------
+
+	function addLog(kind, text) {
+		const entry = { kind, text, at: new Date() };
+		app.log.unshift(entry);
+		if (app.log.length > 50) app.log.length = 50;
+		const list = $("log");
+		const empty = list.querySelector(".log-empty");
+		if (empty) empty.remove();
+		list.prepend(h("li", { class: "log-" + kind, "data-kind": kind },
+			h("time", { text: entry.at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" }) }),
+			h("span", { text }),
+		));
+		while (list.children.length > 30) list.lastElementChild.remove();
+	}
+
+	function learnSite(txId) {
+		const site = siteOfTx(txId);
+		if (!site || site === app.siteId) return;
+		app.siteId = site;
+		try { localStorage.setItem(SITE_KEY, site); } catch (_) { /* private mode */ }
+		renderSite();
+	}
+
+	function renderSite() {
+		const e = $("info-site");
+		setText(e, app.siteId || "— (shown after this device's first edit)");
+		e.title = app.siteId ? "This browser's replica id: every change made here carries it" : "Replica does not expose the site id before this replica's first write";
+	}
+
+	function describeRow(table, pk) {
+		const id = Array.isArray(pk) ? pk[0] : pk;
+		if (table === "trips") {
+			const t = app.trips.find((r) => r.id === id);
+			return t ? "trip “" + t.title + "”" : "a trip";
+		}
+		if (table === "stops") {
+			const s = app.stops.find((r) => r.id === id);
+			return s ? "stop “" + s.name + "”" : "a stop";
+		}
+		if (table === "cities" && Array.isArray(pk)) return "city " + pk[2];
+		return "a " + table + " row";
+	}
+
+	function show(v) {
+		if (v === null || v === undefined) return "empty";
+		if (v instanceof Date) return v.toISOString().slice(0, 10);
+		if (typeof v === "string") return "“" + (v.length > 40 ? v.slice(0, 40) + "…" : v) + "”";
+		return String(v);
+	}
+
+	function watchActivity(db) {
+		renderSite();
+		db.on("change", (e) => {
+			if (!e.remote) learnSite(e.transactionId);
+			if (e.fromOtherTab && !e.remote) addLog("tab", "Another tab changed " + e.tables.join(", "));
+		});
+		db.on("remoteChange", (e) => {
+			const site = siteOfTx(e.transactionId);
+			addLog("remote", "Changes to " + e.tables.join(", ") + " arrived" + (site ? " from device " + shortId(site) : ""));
+		});
+		db.on("conflict", (c) => {
+			const who = c.remoteWon ? "the other device's edit won (it is newer)" : "this device's edit was kept (it is newer)";
+			addLog("conflict", "Conflict on " + describeRow(c.table, c.pk) + ", " + c.column + ": here " + show(c.localValue) +
+				", device " + shortId(siteOfHlc(c.remoteHlc)) + " " + show(c.remoteValue) + " — " + who);
+		});
+		db.on("unknownTable", (e) => addLog("remote", "Held " + e.changes + " changes for table " + e.table + " (newer app version?)"));
+	}
+
+	// ---- trips and stops --------------------------------------------------------------
+
+	const tripEls = new Map(); // trip id -> article element
+
+	// Field codecs between rows and <input>s.
+	const FIELDS = {
+		trips: { title: "text", destination: "text", startsOn: "date", budget: "real", travelers: "integer", booked: "boolean" },
+		stops: { name: "text", nights: "integer", cost: "real", visited: "boolean" },
+	};
+
+	function toInput(input, kind, v) {
+		if (kind === "boolean") { input.checked = !!v; return; }
+		let s = "";
+		if (v !== null && v !== undefined) {
+			if (kind === "date") s = v instanceof Date ? v.toISOString().slice(0, 10) : "";
+			else s = String(v);
+		}
+		if (input.value !== s) input.value = s;
+	}
+
+	// fromInput returns the value to write. Numbers go to Replica as typed:
+	// an integer column refuses 2.5 with VALIDATION, which the page shows.
+	// An empty field is null (so clearing a trip's title is refused: it is
+	// notNull).
+	function fromInput(input, kind) {
+		if (kind === "boolean") return input.checked;
+		const s = input.value.trim();
+		if (s === "") {
+			// A number field holding text the browser cannot parse also reads
+			// as "": treat it as invalid rather than as a cleared value.
+			if (input.validity && input.validity.badInput) return NaN;
+			return null;
+		}
+		switch (kind) {
+			case "real": case "integer": return Number(s);
+			case "date": return new Date(s + "T00:00:00Z");
+			default: return s;
+		}
+	}
+
+	function fieldInput(table, field, attrs) {
+		const kind = FIELDS[table][field];
+		const type = { date: "date", real: "number", integer: "number", boolean: "checkbox" }[kind] || "text";
+		const a = Object.assign({ type, "data-field": field }, attrs || {});
+		if (kind === "real") { a.step = "0.01"; a.inputMode = "decimal"; }
+		if (kind === "integer") { a.step = "1"; a.inputMode = "numeric"; }
+		return h("input", a);
+	}
+
+	function renderTripFields(el, trip) {
+		for (const input of el.querySelectorAll(":scope > .trip-head [data-field], :scope > .trip-fields [data-field]")) {
+			if (input === document.activeElement && input.type !== "checkbox") continue; // do not overwrite what the user types
+			toInput(input, FIELDS.trips[input.dataset.field], trip[input.dataset.field]);
+		}
+	}
+
+	function newTripEl(trip) {
+		const el = h("article", { class: "card trip", "data-table": "trips", "data-id": trip.id },
+			h("div", { class: "trip-head" },
+				fieldInput("trips", "title", { class: "trip-title", "aria-label": "Trip title", placeholder: "Trip title" }),
+				h("label", { class: "check" }, fieldInput("trips", "booked", { "aria-label": "Booked" }), " Booked"),
+				h("button", { class: "btn btn-icon btn-danger", type: "button", "data-action": "delete-trip", title: "Delete this trip and its stops", "aria-label": "Delete trip" }, "✕"),
+			),
+			h("div", { class: "grid trip-fields" },
+				h("label", { class: "field" }, "Destination ", fieldInput("trips", "destination", { placeholder: "Where to?" })),
+				h("label", { class: "field" }, "Starts ", fieldInput("trips", "startsOn")),
+				h("label", { class: "field" }, "Budget (€) ", fieldInput("trips", "budget", { min: "0" })),
+				h("label", { class: "field" }, "Travelers ", fieldInput("trips", "travelers", { min: "1" })),
+			),
+			h("ol", { class: "stops" }),
+			h("form", { class: "add-stop", autocomplete: "off" },
+				h("input", { name: "stop", placeholder: "Add a stop…", "aria-label": "New stop name" }),
+				h("button", { class: "btn", type: "submit" }, "Add stop"),
+			),
+			h("div", { class: "trip-foot muted" }),
+		);
+		return el;
+	}
+
+	function newStopEl(stop) {
+		return h("li", { class: "stop", "data-table": "stops", "data-id": stop.id },
+			h("span", { class: "order" },
+				h("button", { class: "btn btn-icon", type: "button", "data-action": "up", title: "Move up", "aria-label": "Move stop up" }, "↑"),
+				h("button", { class: "btn btn-icon", type: "button", "data-action": "down", title: "Move down", "aria-label": "Move stop down" }, "↓"),
+			),
+			fieldInput("stops", "name", { class: "stop-name", "aria-label": "Stop name" }),
+			h("label", { class: "mini" }, fieldInput("stops", "nights", { min: "0", "aria-label": "Nights" }), h("span", { text: "nights" })),
+			h("label", { class: "mini" }, h("span", { text: "€" }), fieldInput("stops", "cost", { min: "0", "aria-label": "Cost" })),
+			h("label", { class: "check", title: "Visited" }, fieldInput("stops", "visited", { "aria-label": "Visited" })),
+			h("button", { class: "btn btn-icon btn-danger", type: "button", "data-action": "delete-stop", title: "Delete stop", "aria-label": "Delete stop" }, "✕"),
+		);
+	}
+
+	function stopsOf(tripId) { return app.stops.filter((s) => s.tripId === tripId); }
+
+	// renderTrips reconciles the trip cards with app.trips and app.stops,
+	// keyed by id, so inputs keep focus and caret while data changes.
+	function renderTrips() {
+		const list = $("trips");
+		const trips = app.trips.slice().sort((a, b) => {
+			const x = a.startsOn ? a.startsOn.getTime() : Infinity, y = b.startsOn ? b.startsOn.getTime() : Infinity;
+			if (x !== y) return x - y;
+			const c = (a.createdAt ? a.createdAt.getTime() : 0) - (b.createdAt ? b.createdAt.getTime() : 0);
+			return c || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+		});
+		const seen = new Set();
+		let prev = null;
+		for (const trip of trips) {
+			seen.add(trip.id);
+			let el = tripEls.get(trip.id);
+			if (!el) { el = newTripEl(trip); tripEls.set(trip.id, el); }
+			renderTripFields(el, trip);
+			renderStops(el, trip);
+			const want = prev ? prev.nextSibling : list.firstChild;
+			if (want !== el) list.insertBefore(el, want);
+			prev = el;
+		}
+		for (const [id, el] of tripEls) if (!seen.has(id)) { el.remove(); tripEls.delete(id); }
+		$("trips-empty").hidden = trips.length > 0;
+		list.dataset.count = String(trips.length);
+	}
+
+	function renderStops(tripEl, trip) {
+		const ol = tripEl.querySelector(".stops");
+		const stops = stopsOf(trip.id);
+		const byId = new Map();
+		for (const li of ol.children) byId.set(li.dataset.id, li);
+		let prev = null;
+		stops.forEach((s, i) => {
+			let li = byId.get(s.id);
+			byId.delete(s.id);
+			if (!li) li = newStopEl(s);
+			for (const input of li.querySelectorAll("[data-field]")) {
+				if (input === document.activeElement && input.type !== "checkbox") continue;
+				toInput(input, FIELDS.stops[input.dataset.field], s[input.dataset.field]);
+			}
+			li.classList.toggle("visited", !!s.visited);
+			li.querySelector('[data-action="up"]').disabled = i === 0;
+			li.querySelector('[data-action="down"]').disabled = i === stops.length - 1;
+			const want = prev ? prev.nextSibling : ol.firstChild;
+			if (want !== li) ol.insertBefore(li, want);
+			prev = li;
+		});
+		for (const li of byId.values()) li.remove();
+		const nights = stops.reduce((n, s) => n + (Number(s.nights) || 0), 0);
+		const cost = stops.reduce((n, s) => n + (s.cost || 0), 0);
+		const parts = [plural(stops.length, "stop", "stops"), plural(nights, "night", "nights")];
+		if (cost || trip.budget) parts.push(money.format(cost) + (trip.budget ? " of " + money.format(trip.budget) + (cost > trip.budget ? " — over budget" : "") : ""));
+		setText(tripEl.querySelector(".trip-foot"), parts.join(" · "));
+		tripEl.classList.toggle("over", !!trip.budget && cost > trip.budget);
+	}
+
+	function startTrips(db) {
+		let gotTrips = false, gotStops = false;
+		const rendered = () => {
+			if (!gotTrips || !gotStops) return;
+			renderTrips();
+			if (!app.timing.firstRender) {
+				app.timing.firstRender = performance.now();
+				document.body.dataset.ready = "true";
+			}
+		};
+		const onErr = (e) => showError(e, "live query");
+		db.subscribe("trips", { orderBy: "createdAt" }, (rows) => { app.trips = rows; gotTrips = true; rendered(); }, onErr);
+		db.subscribe("stops", { orderBy: ["tripId", "position"] }, (rows) => { app.stops = rows; gotStops = true; rendered(); }, onErr);
+
+		$("new-trip").addEventListener("submit", async (ev) => {
+			ev.preventDefault();
+			const f = ev.target;
+			const row = {
+				title: fromInput(f.title, "text"),
+				destination: fromInput(f.destination, "text"),
+				startsOn: fromInput(f.startsOn, "date"),
+				budget: fromInput(f.budget, "real"),
+				travelers: fromInput(f.travelers, "integer"),
+				createdAt: new Date(),
+			};
+			for (const k of Object.keys(row)) if (row[k] === null && k !== "title") delete row[k];
+			try {
+				await db.insert("trips", row);
+				f.reset();
+				f.title.focus();
+			} catch (e) {
+				showError(e, "new trip");
+			}
+		});
+
+		$("sample-trip").addEventListener("click", () => addSampleTrip().catch((e) => showError(e, "sample trip")));
+
+		const list = $("trips");
+		list.addEventListener("change", (ev) => {
+			const input = ev.target;
+			const field = input.dataset && input.dataset.field;
+			if (!field) return;
+			const rowEl = input.closest("[data-id]");
+			const table = rowEl.dataset.table;
+			const id = rowEl.dataset.id;
+			const kind = FIELDS[table][field];
+			const value = fromInput(input, kind);
+			db.update(table, id, { [field]: value }).catch((e) => {
+				showError(e, "edit " + table.slice(0, -1) + " " + field);
+				// Show the stored value again: the write changed nothing.
+				const cur = (table === "trips" ? app.trips : app.stops).find((r) => r.id === id);
+				if (cur) toInput(input, kind, cur[field]);
+			});
+		});
+		// Enter in a text field commits it (change fires on blur).
+		list.addEventListener("keydown", (ev) => {
+			if (ev.key === "Enter" && ev.target.dataset && ev.target.dataset.field && ev.target.type !== "checkbox") {
+				ev.preventDefault();
+				ev.target.blur();
+			}
+		});
+		list.addEventListener("click", (ev) => {
+			const btn = ev.target.closest("button[data-action]");
+			if (!btn) return;
+			const rowEl = btn.closest("[data-id]");
+			const id = rowEl.dataset.id;
+			const act = {
+				"delete-trip": () => deleteTrip(id),
+				"delete-stop": () => db.delete("stops", id),
+				up: () => moveStop(id, -1),
+				down: () => moveStop(id, +1),
+			}[btn.dataset.action];
+			if (act) act().catch((e) => showError(e, btn.title || btn.dataset.action));
+		});
+		list.addEventListener("submit", async (ev) => {
+			const form = ev.target.closest(".add-stop");
+			if (!form) return;
+			ev.preventDefault();
+			const tripId = form.closest("[data-id]").dataset.id;
+			const name = form.stop.value.trim();
+			if (!name) return;
+			try {
+				await addStop(tripId, name);
+				form.stop.value = "";
+			} catch (e) {
+				showError(e, "add stop");
+			}
+		});
+	}
+
+	async function addStop(tripId, name, extra) {
+		const stops = stopsOf(tripId);
+		const position = stops.length ? stops[stops.length - 1].position + 1 : 1;
+		return app.db.insert("stops", Object.assign({ tripId, name, position }, extra || {}));
+	}
+
+	// deleteTrip deletes a trip and its stops in one transaction.
+	async function deleteTrip(id) {
+		await app.db.transaction(async (tx) => {
+			const stops = await tx.query("stops", { where: { tripId: id } });
+			for (const s of stops) await tx.delete("stops", s.id);
+			await tx.delete("trips", id);
+		});
+	}
+
+	// moveStop moves a stop one place up (-1) or down (+1) by giving it a
+	// position between its new neighbours: one row changes, so moves made
+	// on two devices at once merge like any other edit. When positions get
+	// too close to split, the trip's stops are renumbered in one transaction.
+	async function moveStop(id, dir) {
+		const stop = app.stops.find((s) => s.id === id);
+		if (!stop) return;
+		const sib = stopsOf(stop.tripId);
+		const i = sib.findIndex((s) => s.id === id);
+		const j = i + dir;
+		if (j < 0 || j >= sib.length) return;
+		const before = dir < 0 ? (sib[j - 1] ? sib[j - 1].position : sib[j].position - 2) : sib[j].position;
+		const after = dir < 0 ? sib[j].position : (sib[j + 1] ? sib[j + 1].position : sib[j].position + 2);
+		const pos = (before + after) / 2;
+		if (pos > before && pos < after) {
+			await app.db.update("stops", id, { position: pos });
+			return;
+		}
+		const order = sib.map((s) => s.id);
+		order.splice(i, 1);
+		order.splice(j, 0, id);
+		await app.db.transaction(async (tx) => {
+			for (let k = 0; k < order.length; k++) await tx.update("stops", order[k], { position: k + 1 });
+		});
+	}
+
+	async function addSampleTrip() {
+		const start = new Date();
+		start.setUTCHours(0, 0, 0, 0);
+		start.setUTCDate(start.getUTCDate() + 30);
+		await app.db.transaction(async (tx) => {
+			const trip = await tx.insert("trips", { title: "Portugal by train", destination: "Portugal", startsOn: start, budget: 1800, travelers: 2, booked: false, createdAt: new Date() });
+			const stops = [["Lisbon", 3, 420], ["Sintra", 1, 130], ["Coimbra", 1, 110], ["Porto", 3, 390]];
+			let p = 1;
+			for (const [name, nights, cost] of stops) await tx.insert("stops", { tripId: trip.id, name, position: p++, nights, cost });
+		});
+	}
+
+	// ---- cities ---------------------------------------------------------------------
+
+	let excerpt = null; // the rows of web/data/cities-excerpt.json, once fetched
+	let citySub = null; // unsubscribe of the current results query
+	let countTimer = 0, countBusy = false, countAgain = false;
+
+	// cityRow turns a row of the GeoNames data ({name, lat, lng, country,
+	// admin1, admin2}, coordinates as decimal strings) into a cities row.
+	function cityRow(c) {
+		return {
+			country: c.country, admin1: c.admin1, name: c.name,
+			lat: Number(c.lat), lng: Number(c.lng),
+			admin2: c.admin2 || null,
+			search: fold(c.name),
+		};
+	}
+
+	// cityWhere builds the query's where: an index range on (country,
+	// search) or (search).
+	function cityWhere(q, country) {
+		const where = {};
+		if (country) where.country = country;
+		const f = fold(q.trim());
+		if (f) where.search = { prefix: f };
+		return where;
+	}
+
+	// searchCities runs the Cities view's query: name prefix (folded) and
+	// country, ordered by name, at most limit rows.
+	function searchCities({ q = "", country = "", limit = 100 } = {}) {
+		return app.db.query("cities", { where: cityWhere(q, country), orderBy: "search", limit });
+	}
+
+	// importCities writes rows of the GeoNames data in transactions of
+	// `batch` rows, calling onProgress(done, total) after each. upsert makes
+	// it idempotent: rows already present (imported here or synced from
+	// another device) with the same values are not written again.
+	async function importCities(rows, { batch = 300, onProgress } = {}) {
+		const db = app.db;
+		for (let i = 0; i < rows.length; i += batch) {
+			const chunk = rows.slice(i, i + batch);
+			await db.transaction(async (tx) => {
+				const ps = new Array(chunk.length);
+				for (let k = 0; k < chunk.length; k++) ps[k] = tx.upsert("cities", cityRow(chunk[k]));
+				await Promise.all(ps);
+			});
+			if (onProgress) onProgress(Math.min(i + batch, rows.length), rows.length);
+		}
+	}
+
+	async function loadExcerpt() {
+		if (!excerpt) {
+			const r = await fetch("data/cities-excerpt.json");
+			if (!r.ok) throw new Error("fetching data/cities-excerpt.json: HTTP " + r.status);
+			excerpt = await r.json();
+		}
+		return excerpt;
+	}
+
+	function citiesVisible() { return !$("view-cities").hidden; }
+
+	function startCities(db) {
+		const q = $("city-q"), sel = $("city-country");
+		let t = 0;
+		q.addEventListener("input", () => { clearTimeout(t); t = setTimeout(refreshCities, 120); });
+		sel.addEventListener("change", refreshCities);
+		db.on("change", (e) => { if (e.tables.includes("cities") && citiesVisible()) scheduleCount(); });
+		$("import").addEventListener("click", async () => {
+			const btn = $("import"), wrap = $("import-progress-wrap"), bar = $("import-progress"), label = $("import-label");
+			btn.disabled = true;
+			wrap.hidden = false;
+			bar.style.width = "0%";
+			const t0 = performance.now();
+			try {
+				const rows = await loadExcerpt();
+				setText(label, "Importing…");
+				await importCities(rows, {
+					batch: 300,
+					onProgress: (done, total) => {
+						bar.style.width = (100 * done / total) + "%";
+						setText(label, "Imported " + nf.format(done) + " of " + nf.format(total) + " rows");
+					},
+				});
+				setText(label, "Imported " + nf.format(rows.length) + " rows in " + ((performance.now() - t0) / 1000).toFixed(1) + " s. They sync to your other devices; importing again there adds nothing.");
+				label.dataset.done = "true";
+			} catch (e) {
+				showError(e, "import");
+				setText(label, "Import failed: " + e.message);
+			} finally {
+				btn.disabled = false;
+				wrap.hidden = true;
+				scheduleCount();
+			}
+		});
+	}
+
+	async function fillCountries() {
+		const sel = $("city-country");
+		if (sel.options.length > 1) return;
+		let rows;
+		try { rows = await loadExcerpt(); } catch (e) { showError(e, "countries"); return; }
+		const codes = [...new Set(rows.map((r) => r.country))];
+		const opts = codes.map((c) => [c, countryName(c)]).sort((a, b) => a[1].localeCompare(b[1]));
+		for (const [code, name] of opts) sel.append(h("option", { value: code, text: name + " (" + code + ")" }));
+	}
+
+	function refreshCities() {
+		if (!app.db || !citiesVisible()) return;
+		if (citySub) { citySub(); citySub = null; }
+		const q = $("city-q").value, country = $("city-country").value;
+		citySub = app.db.subscribe("cities", { where: cityWhere(q, country), orderBy: "search", limit: 100 },
+			renderCities, (e) => showError(e, "city search"));
+		scheduleCount();
+	}
+
+	function renderCities(rows) {
+		const body = $("city-rows");
+		body.replaceChildren(...rows.map((c) => h("tr", null,
+			h("td", { text: c.name }),
+			h("td", { title: countryName(c.country), text: c.country }),
+			h("td", { class: "hide-narrow", text: c.admin1 }),
+			h("td", { class: "num", text: c.lat.toFixed(3) }),
+			h("td", { class: "num", text: c.lng.toFixed(3) }),
+		)));
+		body.dataset.count = String(rows.length);
+	}
+
+	// scheduleCount refreshes the counters at most every 300 ms, one count
+	// at a time, so an import or a sync does not queue thousands of counts.
+	function scheduleCount() {
+		if (countTimer) return;
+		countTimer = setTimeout(async () => {
+			countTimer = 0;
+			if (countBusy) { countAgain = true; return; }
+			countBusy = true;
+			try {
+				const q = $("city-q").value, country = $("city-country").value;
+				const where = cityWhere(q, country);
+				const [n, total] = await Promise.all([app.db.count("cities", { where }), app.db.count("cities")]);
+				setText($("city-count"), nf.format(n));
+				$("city-count").dataset.count = String(n);
+				setText($("city-count-label"), n === 1 ? "matching city" : "matching cities");
+				setText($("city-total"), "(" + nf.format(total) + " in this replica)");
+				$("city-more").hidden = n <= 100;
+				setText($("city-more"), "Showing the first 100 of " + nf.format(n) + ". Type more of the name to narrow it down.");
+			} catch (e) {
+				showError(e, "count");
+			} finally {
+				countBusy = false;
+				if (countAgain) { countAgain = false; scheduleCount(); }
+			}
+		}, 300);
+	}
+
+	// ---- views -----------------------------------------------------------------------
+
+	function route() {
+		const cities = location.hash === "#cities";
+		$("view-trips").hidden = cities;
+		$("view-cities").hidden = !cities;
+		for (const [tab, on] of [["tab-trips", !cities], ["tab-cities", cities]]) {
+			if (on) $(tab).setAttribute("aria-current", "page"); else $(tab).removeAttribute("aria-current");
+		}
+		if (cities) {
+			app.ready.then(() => { fillCountries(); refreshCities(); }, () => { });
+		} else if (citySub) {
+			citySub();
+			citySub = null;
+		}
+	}
+	window.addEventListener("hashchange", route);
+	route();
+
+	Object.assign(app, { importCities, searchCities, cityRow, fold, addStop, moveStop, deleteTrip, addSampleTrip, connect, disconnect });
+})();
