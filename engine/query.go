@@ -284,6 +284,10 @@ type plan struct {
 	ranges  []kv.Range
 	ordered bool // the scan order is the requested order
 	reverse bool
+	// ties: rows tied on the requested order do not come in primary-key
+	// order (a reverse scan, or index columns between the order columns
+	// and the key).
+	ties bool
 }
 
 func (e *Engine) planQuery(t *table, conds []cond, order []Order) plan {
@@ -381,9 +385,10 @@ func (e *Engine) planQuery(t *table, conds []cond, order []Order) plan {
 		if ordered && len(order) > 0 {
 			score++
 		}
+		ties := ordered && len(order) > 0 && (reverse || (ix != nil && len(cols)-used > len(order)))
 		if score > bestScore || (score == bestScore && ix == nil) {
 			bestScore = score
-			best = plan{index: ix, ranges: ranges, ordered: ordered, reverse: reverse}
+			best = plan{index: ix, ranges: ranges, ordered: ordered, reverse: reverse, ties: ties}
 		}
 	}
 	if len(t.pkCols) > 0 {
@@ -447,19 +452,19 @@ func (e *Engine) query(tx kv.Tx, s *schemaState, name string, q Query) ([]Row, e
 	// An ordered scan yields rows tied on OrderBy in the order of what
 	// follows the order columns in its key: the primary key when scanning
 	// forward right after them, but descending on a reverse scan, and by
-	// other index columns when the order covers only a prefix of them. The
-	// rows are sorted afterwards (ties by primary key, as documented), and
-	// an early stop completes the tie group at the cut, so a limit keeps
-	// the same rows whatever the access path.
-	sortAfter := !p.ordered || len(p.ranges) > 1 || len(q.OrderBy) > 0
+	// other index columns when the order covers only a prefix of them
+	// (p.ties). Then the rows are sorted afterwards (ties by primary key,
+	// as documented), and an early stop completes the tie group at the
+	// cut, so a limit keeps the same rows whatever the access path.
+	sortAfter := !p.ordered || len(p.ranges) > 1 || p.ties
 	full := func() bool {
 		if stopAt < 0 || len(rows) < stopAt {
 			return false
 		}
-		if len(q.OrderBy) == 0 || len(rows) == stopAt {
-			return len(q.OrderBy) == 0
+		if !p.ties {
+			return true
 		}
-		return !sameOrderKey(rows[len(rows)-1], rows[stopAt-1], q.OrderBy)
+		return len(rows) > stopAt && !sameOrderKey(rows[len(rows)-1], rows[stopAt-1], q.OrderBy)
 	}
 	accept := func(rec *record, pk []Value) {
 		if !rec.visible(allow) {
