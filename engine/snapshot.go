@@ -407,6 +407,11 @@ func (e *Engine) applySnapshotChunk(c SnapshotChunk, after *[]func()) (SnapshotP
 		if !ValidName(c.Table) {
 			return SnapshotProgress{}, malformed("snapshot table %q", c.Table)
 		}
+		// The stream carries the tables its header announced, in order: a
+		// stream that skips one would otherwise end "complete" without it.
+		if hs := s.hdr.Tables; s.tables >= len(hs) || hs[s.tables] != c.Table {
+			return SnapshotProgress{}, malformed("table_start of %q, but the header announced %v and %d are done", c.Table, hs, s.tables)
+		}
 		s.stage, s.table, s.inTable = ChunkTableStart, c.Table, 0
 		return s.progress(), nil
 	case ChunkRows:
@@ -446,9 +451,9 @@ func (e *Engine) applySnapshotChunk(c SnapshotChunk, after *[]func()) (SnapshotP
 		if c.Footer == nil {
 			return SnapshotProgress{}, malformed("footer chunk without a footer")
 		}
-		if c.Footer.Rows != s.rows || c.Footer.Tables != s.tables {
-			return SnapshotProgress{}, malformed("snapshot footer counts %d tables and %d rows, the stream carried %d and %d",
-				c.Footer.Tables, c.Footer.Rows, s.tables, s.rows)
+		if c.Footer.Rows != s.rows || c.Footer.Tables != s.tables || s.tables != len(s.hdr.Tables) {
+			return SnapshotProgress{}, malformed("snapshot footer counts %d tables and %d rows, the stream carried %d and %d (the header announced %d tables)",
+				c.Footer.Tables, c.Footer.Rows, s.tables, s.rows, len(s.hdr.Tables))
 		}
 		if err := e.store.Update(func(tx kv.Tx) error { return tx.Delete(bucketMeta, metaCheckpoint) }); err != nil {
 			return SnapshotProgress{}, err
