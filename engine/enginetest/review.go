@@ -37,6 +37,7 @@ func (s *suite) testReview(t *testing.T) {
 	t.Run("SchemaLessLateDDL", s.testSchemaLessLateDDL)
 	t.Run("RefusedBatchWithMigration", s.testRefusedBatchWithMigration)
 	t.Run("NothingWrittenNoTick", s.testNothingWrittenNoTick)
+	t.Run("SnapshotSkipsAnnouncedTable", s.testSnapshotSkipsAnnouncedTable)
 }
 
 func notesV1() *engine.Schema {
@@ -791,5 +792,47 @@ func (s *suite) testNothingWrittenNoTick(t *testing.T) {
 	}
 	if d := diffDumps(before, DumpStore(t, a.store)); d != "" {
 		t.Fatalf("wrote: %s", d)
+	}
+}
+
+// A stream that skips a table its header announced (or carries one it did
+// not announce) does not end complete: the checkpoint stays, so the data
+// is known to be partial.
+func (s *suite) testSnapshotSkipsAnnouncedTable(t *testing.T) {
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	must(a.Insert("trips", map[string]any{"id": "t1", "title": "x"}))(t)
+	must(a.Insert("stops", map[string]any{"trip": "t1", "pos": 1}))(t)
+	chunks := collect(t, a, engine.SnapshotOptions{})
+	var kept []engine.SnapshotChunk
+	for _, c := range chunks {
+		if c.Table == "stops" {
+			continue
+		}
+		if c.Type == engine.ChunkFooter {
+			f := *c.Footer
+			f.Tables, f.Rows = 1, 1 // consistent with what is left
+			c.Footer = &f
+		}
+		kept = append(kept, c)
+	}
+	b := s.newReplica(t, "b", TripsSchema(), nil)
+	var err error
+	for _, c := range kept {
+		if _, err = b.ApplySnapshotChunk(c); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, engine.ErrMalformed) {
+		t.Fatalf("stream without an announced table: %v, want ErrMalformed", err)
+	}
+	if cp := must(b.SnapshotCheckpoint())(t); cp == nil {
+		t.Fatal("no checkpoint: the partial snapshot looks complete")
+	}
+	c := s.newReplica(t, "c", TripsSchema(), nil)
+	for _, ch := range chunks[:2] {
+		must(c.ApplySnapshotChunk(ch))(t)
+	}
+	if _, err := c.ApplySnapshotChunk(engine.SnapshotChunk{Type: engine.ChunkTableStart, Table: "other"}); !errors.Is(err, engine.ErrMalformed) {
+		t.Fatalf("table_start of an unannounced table: %v, want ErrMalformed", err)
 	}
 }
