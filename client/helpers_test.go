@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -207,6 +209,9 @@ func checkNoLeaks(t testing.TB) {
 func newClient(t testing.TB, db *engine.Engine, opts Options) *Client {
 	t.Helper()
 	checkNoLeaks(t)
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	c := New(db, opts)
 	t.Cleanup(func() { c.Close() })
 	return c

@@ -586,14 +586,14 @@ func (s *session) startSnapshot(cp *engine.SnapshotCheckpoint) {
 	s.pulling = false
 	s.synced = false
 	s.snap = &snapTransfer{}
+	s.c.setState(Syncing)
+	s.c.setProgress(&engine.SnapshotProgress{})
+	s.armStall()
 	if cp != nil {
 		s.send(&wire.ResumeSnapshot{Checkpoint: *cp})
 	} else {
 		s.send(&wire.GetSnapshot{})
 	}
-	s.armStall()
-	s.c.setState(Syncing)
-	s.c.setProgress(&engine.SnapshotProgress{})
 }
 
 func (s *session) armStall() {
