@@ -52,6 +52,7 @@ func Run(t *testing.T, open Opener, o Options) {
 	t.Run("ChangeLogInvariants", s.testChangeLogInvariants)
 	t.Run("QueryStrict", s.testQueryStrict)
 	t.Run("Concurrency", s.testConcurrency)
+	t.Run("SnapshotChaos", s.testSnapshotChaos)
 	t.Run("Review", s.testReview)
 }
 
