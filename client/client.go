@@ -414,6 +414,9 @@ func (c *Client) run(ctx context.Context, t target, prev <-chan struct{}, done c
 			c.setState(Disconnected)
 			return
 		}
+		if errors.Is(o.err, engine.ErrClosed) {
+			o.err = &fatalError{o.err} // the engine was closed under the client
+		}
 		var f *fatalError
 		if errors.As(o.err, &f) {
 			c.log.Warn("replica sync: stopped by a fatal error", "url", t.url, "database", t.databaseID, "err", f.err)

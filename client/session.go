@@ -263,17 +263,17 @@ func (s *session) onHandshakeAck(m *wire.HandshakeAck) error {
 	if m.DatabaseID != s.t.databaseID {
 		return &fatalError{fmt.Errorf("%w: handshake_ack for database %q, asked for %q", ErrProtocol, m.DatabaseID, s.t.databaseID)}
 	}
-	s.acked = true
-	s.ns = namespace(m.ServerSiteID, s.t.databaseID)
-	cursor, haveCursor, err := loadCursor(s.db, s.ns)
+	ns := namespace(m.ServerSiteID, s.t.databaseID)
+	cursor, haveCursor, err := loadCursor(s.db, ns)
 	if err != nil {
 		return err
 	}
-	sent, err := loadSent(s.db, s.ns)
+	sent, err := loadSent(s.db, ns)
 	if err != nil {
 		return err
 	}
-	s.cursor, s.sent = cursor, sent
+	s.acked = true // only now: a local failure above keeps the backoff growing
+	s.ns, s.cursor, s.sent = ns, cursor, sent
 	s.c.setSent(s.ns, sent)
 	if hint, err := s.db.State(relayKey(s.t.url, s.t.databaseID)); err != nil {
 		return err
