@@ -94,13 +94,14 @@ type mixedReplica struct {
 	*replica
 	v2    bool
 	pairs bool
+	disp  engine.Disposition // for the replica that learns "pairs" late
 }
 
 func (s *suite) convergeMixedOnce(t *testing.T, rng *rand.Rand, n, ops int, allow bool) {
 	var pool []engine.ChangeSet
 	mod := func(o *engine.Options) { o.AllowResurrection = allow }
 	open := func(m *mixedReplica) {
-		opts := engine.Options{Schema: mixedSchema(m.v2, m.pairs), Clock: m.clock, AllowResurrection: allow}
+		opts := engine.Options{Schema: mixedSchema(m.v2, m.pairs), Clock: m.clock, AllowResurrection: allow, UnknownTables: m.disp}
 		e, err := engine.Open(m.store, opts)
 		if err != nil {
 			t.Fatalf("open %s: %v", m.name, err)
@@ -121,6 +122,9 @@ func (s *suite) convergeMixedOnce(t *testing.T, rng *rand.Rand, n, ops int, allo
 		r.Close()
 		r.clock.Set(T0 + uint64(rng.IntN(2000)))
 		reps[i] = &mixedReplica{replica: r, pairs: i != 0}
+		if i == 0 && rng.IntN(2) == 0 {
+			reps[i].disp = engine.StoreAndForward // re-offers what it holds
+		}
 		open(reps[i])
 	}
 	relay := s.newReplica(t, "relay", nil, mod)
