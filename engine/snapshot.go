@@ -294,10 +294,8 @@ func (e *Engine) applySnapshotChunk(c SnapshotChunk, after *[]func()) (SnapshotP
 	if c.Type != ChunkHeader && s == nil {
 		return SnapshotProgress{}, malformed("snapshot %s chunk before a header", c.Type)
 	}
-	if c.Type != ChunkHeader {
-		if s.broken {
-			return SnapshotProgress{}, malformed("snapshot %s chunk after a failed chunk (start again with a header)", c.Type)
-		}
+	if c.Type != ChunkHeader && s.broken {
+		return SnapshotProgress{}, malformed("snapshot %s chunk after a failed chunk (start again with a header)", c.Type)
 	}
 	switch c.Type {
 	case ChunkHeader:
