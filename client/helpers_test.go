@@ -210,7 +210,7 @@ func newClient(t testing.TB, db *engine.Engine, opts Options) *Client {
 	t.Helper()
 	checkNoLeaks(t)
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		opts.Logger = discardLogger()
 	}
 	c := New(db, opts)
 	t.Cleanup(func() { c.Close() })
@@ -474,3 +474,5 @@ func sameData(t testing.TB, a, b kv.Store) {
 		}
 	}
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

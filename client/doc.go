@@ -1,0 +1,233 @@
+// Package client is Replica's sync client: it keeps one engine.Engine in
+// sync with one database of a relay over a WebSocket
+// (github.com/coder/websocket), natively and in the browser
+// (GOOS=js GOARCH=wasm). It speaks the protocol of package wire, whose
+// documentation is the reference for every frame named here, and follows
+// the seed sync-protocol.md (connection lifecycle, push/ack correlation,
+// backoff, fatal and transient errors, debouncing, snapshot bootstrap)
+// except where DESIGN.md § Sync improves on it: changes are delivered by the
+// relay's arrival cursor, not by HLC.
+//
+// # Usage
+//
+//	c := client.New(db, client.Options{})
+//	defer c.Close()
+//	unsubscribe := c.Subscribe(func(ev client.Event) { log.Println(ev.Type, ev.Status.State) })
+//	defer unsubscribe()
+//	if err := c.Connect("wss://relay.example/sync", "acme:trips", token); err != nil { … }
+//	…
+//	st := c.State()        // Synced, Snapshot progress, the last error …
+//	n, err := c.Pending()  // local transactions the relay has not acknowledged
+//	c.Disconnect()         // watermarks stay; Connect resumes
+//
+// Local writes need no call: the client subscribes to the engine's
+// LocalChange events. Writes made through another Engine over the same
+// store (another browser tab) are announced with Notify.
+//
+// # States
+//
+//	Disconnected ──Connect──▶ Connecting ──socket open──▶ Syncing ──caught up──▶ Synced
+//	     ▲                        │                          │                      │
+//	     └── backoff ◀────────────┴──── close, error ────────┴──────────────────────┘
+//	Error ◀── fatal error (from any state but Disconnected), until Connect or Disconnect
+//
+// Disconnected: not connected, either idle (after New, Disconnect) or
+// waiting to reconnect (Status.Retry is when, Status.Err why the last session
+// ended). Connecting: dialing. Syncing: the socket is open; the handshake,
+// a snapshot bootstrap (Status.Snapshot has its progress) and the first pull
+// are under way. Synced: the first pull returned more = false; live changes
+// flow both ways; the state stays Synced across pushes, acks and later pulls,
+// and goes back to Syncing only while a later snapshot lands. Error: a fatal
+// error (Status.Err) ended the session and the client does not reconnect.
+//
+// # A session
+//
+// A session is one WebSocket connection. The client dials, sends handshake
+// {protocolVersion, databaseId, siteId, token} and waits for handshake_ack.
+// An ack whose protocolVersion differs from wire.ProtocolVersion, or has
+// none, is fatal (ErrProtocolVersion), as is one for another database. Then,
+// in this order:
+//
+//  1. Bootstrap, when needed: if the engine holds a snapshot checkpoint (an
+//     interrupted transfer, engine.SnapshotCheckpoint), resume_snapshot
+//     {checkpoint}; else, if RequestSnapshot was called, or the replica is
+//     brand-new for this relay database — no cursor stored for it and
+//     engine.HasOwnFacts false — get_snapshot.
+//  2. Pull: get_changes {since: cursor} until a changes reply says more =
+//     false. Then the state is Synced.
+//  3. Push every local transaction above the sent watermark, then keep
+//     pushing as local changes happen.
+//
+// Incoming frames are handled one at a time, in arrival order, on one
+// goroutine: an apply finishes before the next frame is looked at, and the
+// relay's answers (which come in request order) meet a consistent state.
+// Frames the client does not expect (an ack for no push in flight, a changes
+// reply to no pull) are ignored; frames that do not decode, a binary frame,
+// or a snapshot stream out of order end the session (ErrProtocol) and the
+// client reconnects. A well-formed frame of an unknown type is reported and
+// skipped.
+//
+// # Snapshots
+//
+// Chunks are applied in order with engine.ApplySnapshotChunk (which merges:
+// nothing local is lost), each reported as a SnapshotProgressed event and in
+// Status.Snapshot. The cursor to pull from afterwards is the header's, or,
+// when the header resumes the stored checkpoint (same snapshotId), the
+// checkpoint's; it is stored once the footer is applied. While a snapshot
+// lands, pushes are held and changes and push_changes frames are dropped
+// (the cursor does not move, so the catch-up pull fetches them again). A
+// transfer that receives no chunk for the stall timeout (60 s) closes the
+// socket; the reconnect resumes it from the checkpoint. A failed transfer
+// (SNAPSHOT_ERROR, a chunk the engine refuses, a stall) also counts toward
+// the reconnect backoff (see below). SNAPSHOT_REQUIRED, the relay's answer to
+// a cursor it cannot serve, starts a snapshot in the same session.
+// RequestSnapshot while a transfer is in flight joins it: exactly one
+// get_snapshot goes on the wire.
+//
+// # Pulling: the cursor
+//
+// The received watermark is the relay's arrival sequence of the last
+// ChangeSet applied (the cursor). A changes reply is applied with
+// engine.Apply and its cursor stored in the same kv transaction
+// (ApplyOptions.State), so the cursor moves exactly when the changes it
+// covers land; an empty reply stores its cursor alone. The cursor never moves
+// back, except to a snapshot's.
+//
+// A push_changes {cursor: p, changeSets: n of them} carries the sequences
+// p−n+1 … p. With the client at cursor c:
+//
+//   - p ≤ c: nothing new; ignored.
+//   - p−n ≤ c < p: it continues the log; applied, and the cursor becomes p
+//     in the same transaction.
+//   - c < p−n: a gap (a frame was dropped, or this client's own push took
+//     the sequences between): applied anyway (applying is idempotent), the
+//     cursor stays, and get_changes {since: c} pulls the gap. A gap seen
+//     while a pull is in flight is pulled once that pull ends.
+//
+// Only one get_changes is in flight at a time. A pull whose changes the
+// engine refuses (clock drift, malformed) or that the relay fails
+// (GET_CHANGES_ERROR) is reported and retried after a backoff delay
+// (min(1 s·2^k, 60 s) plus jitter, k counting consecutive failures).
+//
+// # Pushing: the sent watermark and the debounce
+//
+// The sent watermark is an HLC: everything this replica minted up to it is
+// stored on the relay. A push is apply_changes {requestId, changes} with
+// engine.ChangesSince(sent, PushLimit, ChangesFilter{OnlyLocal: true}), whole
+// transactions, halved until the frame fits MaxMessageSize. requestIds are
+// "apply-1", "apply-2", … counting over the Client's life. Only one push is
+// in flight at a time. The watermark moves only on the apply_result whose
+// requestId is the push in flight, only forward, to the highest ChangeSet hlc
+// of that push, and is stored (engine.SetState); a stale, duplicated,
+// unknown or out-of-order ack changes nothing. An error frame answering the
+// push (its requestId, or APPLY_CHANGES_ERROR / MESSAGE_TOO_LARGE while it is
+// in flight) is reported and the push retried after a backoff delay, as for
+// pulls. After a full push (the limit reached) the next batch is read while
+// the relay works, and sent when the ack comes.
+//
+// Local changes are debounced (sync-protocol.md § Local Change Debouncing):
+// the first change after a quiet period is pushed at once and opens a window
+// of DebounceWindow (50 ms); changes inside the window are held, each
+// extending it, and go out together when it passes quietly, or when the
+// oldest held change has waited MaxWait (250 ms). A push opens a new window.
+// A push that comes due while another is in flight goes out when that one's
+// ack comes.
+//
+// # Reconnecting
+//
+// Every unintended end of a session (a close, a network error, a timeout, a
+// protocol violation) is followed by a reconnect after
+// min(BackoffBase·2^n, BackoffMax) · (1 + BackoffJitter·r), r from
+// Options.Rand: 1 s, 2 s, 4 s … 60 s plus up to 25 %. n counts attempts since
+// the last session whose handshake_ack arrived (a relay that accepts sockets
+// and refuses handshakes sees growing delays); a session that ended with a
+// failed snapshot transfer makes n at least the number of consecutive
+// failed transfers.
+//
+// Fatal errors stop the client in the Error state without reconnecting: an
+// error frame with fatal set (or, from a relay predating the flag, one of
+// wire's known-fatal codes: AUTH_FAILED, MISSING_DATABASE_ID,
+// PROTOCOL_VERSION_MISMATCH, ALREADY_AUTHENTICATED), a close status 4001 to
+// 4004 without its error frame, a protocol version mismatch in the ack, an
+// ack for another database, and a closed engine. Every other error frame is
+// transient: reported as an ErrorReported event; the session goes on.
+// Disconnect stops reconnecting; Connect starts again (leaving Error).
+//
+// # Keepalive and timeouts
+//
+// Every PingInterval (30 s) the client sends ping if it received nothing
+// for that long; a session that received nothing for twice that is closed
+// (ErrTimeout), as is one whose get_changes or apply_changes stayed
+// unanswered for RequestTimeout (60 s), or whose dial and handshake took
+// longer than HandshakeTimeout (30 s). The client answers the relay's pings.
+//
+// # Timing
+//
+// Every timer goes through Options.Clock and jitter through Options.Rand, so
+// tests drive them with a fake clock. The defaults are the constants
+// DefaultDebounceWindow (50 ms), DefaultMaxWait (250 ms), BackoffBase (1 s),
+// BackoffMax (60 s), BackoffJitter (0.25), DefaultPingInterval (30 s),
+// DefaultHandshakeTimeout (30 s), DefaultSnapshotStallTimeout (60 s) and
+// DefaultRequestTimeout (60 s); Options overrides each.
+//
+// # Persisted state
+//
+// The client keeps its watermarks in the engine's state (engine.State,
+// engine.SetState, ApplyOptions.State), in the replica's own store, under
+// keys namespaced by the relay log they belong to: the relay's site id
+// (handshake_ack.serverSiteId, base64url, 22 characters) and the database
+// id. A relay log is identified by these, not by the URL, as wire's
+// documentation requires: the same relay under two URLs shares its
+// watermarks, and a relay whose storage was replaced (a new serverSiteId) is
+// a new log, to which this replica pushes everything again.
+//
+//	sync:<serverSiteId>/<databaseId>:cursor  the cursor, decimal ASCII ("4211")
+//	sync:<serverSiteId>/<databaseId>:sent    the sent watermark, an HLC in
+//	                                         wire's text form (40 characters)
+//	sync:relay:<url>#<databaseId>            "sync:<serverSiteId>/<databaseId>" last
+//	                                         seen at that URL (lets Pending find
+//	                                         the watermark before a handshake)
+//
+// All survive Disconnect, Close and restarts, and are shared by every tab
+// over one IndexedDB database. The snapshot checkpoint is the engine's own
+// (engine.SnapshotCheckpoint).
+//
+// # Events
+//
+// Subscribe delivers StateChanged, SnapshotProgressed, ErrorReported,
+// PushAcked and ChangesApplied events in order on one goroutine the client
+// owns (never the caller's, never the session's), from an unbounded queue,
+// so a slow subscriber delays later events but never the sync.
+//
+// # Goroutines
+//
+// New starts the event goroutine; Connect starts the connection loop; each
+// session adds a reader and a writer goroutine. Every one of them selects on
+// a context that Disconnect or Close cancels, including while waiting out a
+// backoff, and Disconnect and Close wait for them to end (litestream's
+// replica.go is the model). A Client is safe for concurrent use.
+//
+// # The browser
+//
+// Under GOOS=js coder/websocket wraps the browser's WebSocket with the same
+// API; the differences live in conn_js.go and conn_notjs.go. A browser lets a
+// page close a socket only with status 1000 or 3000–4999, so the client
+// always closes with 1000 there (natively, a broken session is dropped
+// without a closing handshake), and closing waits for the browser's close
+// event. The read limit is set to MaxMessageSize (the library's default is
+// 32 KiB).
+//
+// Nothing here may run inside a js.FuncOf callback that must return before
+// the event loop moves on: Notify, RequestSnapshot, State, Subscribe and
+// Connect never block and may be called anywhere; Disconnect, Close and
+// Pending wait (for the socket to close, for IndexedDB) and must be called
+// from a goroutine, as jsbridge does. Subscribe callbacks run on the
+// client's own goroutine and may call into JavaScript.
+//
+// # Errors
+//
+// Errors of the relay are *wire.Error (RelayError extracts one). The client's
+// own are ErrProtocolVersion, ErrProtocol, ErrTimeout, ErrSnapshotStalled,
+// ErrTooLarge and ErrClosed; engine and network errors are wrapped with what
+// the client was doing.
+package client

@@ -1,0 +1,78 @@
+//go:build !js
+
+package client
+
+import (
+	"errors"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/wire"
+)
+
+// TestCloseEndsGoroutines: after Close, the process has no more goroutines
+// than before New, whether the client was connected, waiting to reconnect
+// or idle.
+func TestCloseEndsGoroutines(t *testing.T) {
+	relay := newScriptRelay(t)
+	db, _ := newEngine(t)
+	insert(t, db, "x", "y")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "ws://" + ln.Addr().String() + "/sync"
+	ln.Close()
+
+	settle := func() int {
+		runtime.GC()
+		time.Sleep(20 * time.Millisecond)
+		return runtime.NumGoroutine()
+	}
+	base := settle()
+	for _, tc := range []struct {
+		name string
+		run  func(c *Client)
+	}{
+		{"idle", func(c *Client) {}},
+		{"reconnecting", func(c *Client) {
+			c.Connect(refused, "db1", "")
+			waitCond(t, "a scheduled reconnect", func() bool { return !c.State().Retry.IsZero() })
+		}},
+		{"connected", func(c *Client) {
+			ev := recordEvents(t, c)
+			p := connectSynced(t, relay, c, ev, 0)
+			expect[*wire.ApplyChanges](t, p)
+		}},
+	} {
+		c := New(db, Options{Logger: discardLogger()})
+		tc.run(c)
+		c.Close()
+		deadline := time.Now().Add(waitFor)
+		for n := settle(); n > base; n = settle() {
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<20)
+				t.Fatalf("%s: %d goroutines after Close, %d before New:\n%s", tc.name, n, base, buf[:runtime.Stack(buf, true)])
+			}
+		}
+	}
+}
+
+// TestClosedEngine: a client whose engine was closed stops in the Error
+// state instead of reconnecting forever.
+func TestClosedEngine(t *testing.T) {
+	relay := newScriptRelay(t)
+	db, _ := newEngine(t)
+	c := newClient(t, db, Options{})
+	ev := recordEvents(t, c)
+	db.Close()
+	c.Connect(relay.url, "db1", "")
+	relay.accept(t).ack(t)
+	e := ev.waitState(t, Error)
+	if !errors.Is(e.Status.Err, engine.ErrClosed) {
+		t.Fatalf("error %v", e.Status.Err)
+	}
+}
