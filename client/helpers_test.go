@@ -99,6 +99,7 @@ func getTitle(t testing.TB, db *engine.Engine, id string) (string, bool) {
 type eventLog struct {
 	mu     sync.Mutex
 	events []Event
+	next   int // where the next wait starts looking
 	signal chan struct{}
 }
 
@@ -123,25 +124,41 @@ func (l *eventLog) snapshot() []Event {
 	return append([]Event(nil), l.events...)
 }
 
-// wait waits until an event satisfies match and returns it.
+// wait waits until an event after the one the previous wait returned
+// satisfies match, and returns it.
 func (l *eventLog) wait(t testing.TB, what string, match func(Event) bool) Event {
 	t.Helper()
 	deadline := time.After(waitFor)
-	seen := 0
 	for {
 		evs := l.snapshot()
-		for _, ev := range evs[seen:] {
-			if match(ev) {
-				return ev
+		l.mu.Lock()
+		from := l.next
+		l.mu.Unlock()
+		for i := from; i < len(evs); i++ {
+			if match(evs[i]) {
+				l.mu.Lock()
+				l.next = i + 1
+				l.mu.Unlock()
+				return evs[i]
 			}
 		}
-		seen = len(evs)
 		select {
 		case <-l.signal:
 		case <-deadline:
 			t.Fatalf("timed out waiting for %s; events: %s", what, describeEvents(evs))
 		}
 	}
+}
+
+// count returns the number of events of type typ so far.
+func (l *eventLog) count(typ EventType) int {
+	n := 0
+	for _, ev := range l.snapshot() {
+		if ev.Type == typ {
+			n++
+		}
+	}
+	return n
 }
 
 func (l *eventLog) waitState(t testing.TB, s State) Event {

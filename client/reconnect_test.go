@@ -134,6 +134,18 @@ func TestKeepalive(t *testing.T) {
 		p.send(t, &wire.Pong{})
 		p.barrier(t) // the pong was handled
 	}
+	// Receiving but not sending: the client pings after an interval of
+	// its own silence (the relay's idle timeout counts what it receives).
+	sets := peerSets(t, 2, "k")
+	for i := range 2 {
+		clk.Advance(iv / 2)
+		p.send(t, &wire.PushChanges{Cursor: uint64(i + 1), ChangeSets: sets[i : i+1]})
+		waitCond(t, "the push applied", func() bool { return ev.count(ChangesApplied) == i+1 })
+	}
+	expect[*wire.Ping](t, p)
+	p.send(t, &wire.Pong{})
+	p.barrier(t)
+
 	// Silence: a ping after one interval, closed after the second.
 	nextKeepalive := func() {
 		clk.waitUntil(t, "the next keepalive timer", func() bool {

@@ -51,6 +51,7 @@ type session struct {
 	sent     engine.HLC
 	synced   bool // the first pull after the handshake (or a snapshot) ended
 	lastRecv time.Time
+	lastSent time.Time // when the last frame was queued
 
 	pulling   bool      // a get_changes is in flight
 	pullAt    time.Time // when it was sent
@@ -113,6 +114,7 @@ func (c *Client) session(ctx context.Context, t target) outcome {
 		werr:     make(chan error, 1),
 		outSig:   make(chan struct{}, 1),
 		lastRecv: c.clock.Now(),
+		lastSent: c.clock.Now(),
 		deb:      debouncer{window: c.opts.DebounceWindow, maxWait: c.opts.MaxWait},
 	}
 	var wg sync.WaitGroup
@@ -658,7 +660,9 @@ func (s *session) onSnapshotComplete() error {
 
 // keepalive runs every PingInterval: it closes a session that received
 // nothing for two intervals or left a request unanswered for the request
-// timeout, and pings one that received nothing for an interval.
+// timeout, and pings when it received nothing for an interval (is the relay
+// there?) or sent nothing for an interval (the relay closes connections
+// silent for its idle timeout, even while it pushes to them).
 func (s *session) keepalive() error {
 	now := s.c.clock.Now()
 	iv := s.c.opts.PingInterval
@@ -672,7 +676,7 @@ func (s *session) keepalive() error {
 	if s.push != nil && now.Sub(s.push.at) >= s.c.opts.RequestTimeout {
 		return fmt.Errorf("%w: %s unanswered for %v", ErrTimeout, s.push.id, now.Sub(s.push.at))
 	}
-	if idle >= iv {
+	if idle >= iv || now.Sub(s.lastSent) >= iv {
 		s.send(&wire.Ping{})
 	}
 	s.keepTimer = s.c.clock.NewTimer(iv)
@@ -691,6 +695,7 @@ func (s *session) send(m wire.Message) {
 }
 
 func (s *session) sendFrame(b []byte) {
+	s.lastSent = s.c.clock.Now()
 	s.outMu.Lock()
 	s.outQ = append(s.outQ, b)
 	s.outMu.Unlock()
