@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	neturl "net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -156,12 +157,12 @@ func New(db *engine.Engine, opts Options) *Client {
 // next Connect, which replaces this one. Follow the progress with State
 // and Subscribe.
 //
-// Errors: ErrClosed after Close; an error when databaseID fails
-// wire.ValidDatabaseID or url is empty. Connection failures are not
+// Errors: ErrClosed after Close; an error when url is not an absolute
+// ws, wss, http or https URL, or databaseID fails wire.ValidDatabaseID. Connection failures are not
 // returned here: they show in the state.
 func (c *Client) Connect(url, databaseID, token string) error {
-	if url == "" {
-		return errors.New("client: empty relay URL")
+	if u, err := neturl.Parse(url); err != nil || u.Host == "" || (u.Scheme != "ws" && u.Scheme != "wss" && u.Scheme != "http" && u.Scheme != "https") {
+		return fmt.Errorf("client: relay URL %q is not a ws://, wss://, http:// or https:// URL", url)
 	}
 	if !wire.ValidDatabaseID(databaseID) {
 		return fmt.Errorf("client: invalid database id %q (want 1 to %d of [A-Za-z0-9_.:-])", databaseID, wire.MaxDatabaseIDLength)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,5 +75,27 @@ func TestClosedEngine(t *testing.T) {
 	e := ev.waitState(t, Error)
 	if !errors.Is(e.Status.Err, engine.ErrClosed) {
 		t.Fatalf("error %v", e.Status.Err)
+	}
+}
+
+// TestConnectArguments: Connect refuses what can never connect, and
+// everything after Close.
+func TestConnectArguments(t *testing.T) {
+	db, _ := newEngine(t)
+	c := newClient(t, db, Options{})
+	for _, tc := range []struct{ url, db string }{
+		{"", "db1"}, {"relay.example/sync", "db1"}, {"ftp://relay.example/sync", "db1"}, {"ws:///sync", "db1"},
+		{"ws://relay.example/sync", ""}, {"ws://relay.example/sync", "no spaces"}, {"ws://relay.example/sync", strings.Repeat("x", 129)},
+	} {
+		if err := c.Connect(tc.url, tc.db, ""); err == nil {
+			t.Errorf("Connect(%q, %q) accepted", tc.url, tc.db)
+		}
+	}
+	if st := c.State(); st.State != Disconnected {
+		t.Fatalf("state %s after refused Connects", st.State)
+	}
+	c.Close()
+	if err := c.Connect("ws://relay.example/sync", "db1", ""); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Connect after Close: %v", err)
 	}
 }
