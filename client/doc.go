@@ -155,8 +155,10 @@
 //
 // # Keepalive and timeouts
 //
-// Every PingInterval (30 s) the client sends ping if it received nothing
-// for that long; a session that received nothing for twice that is closed
+// Every PingInterval (30 s) the client sends ping if it received nothing,
+// or sent nothing, for that long (the relay closes connections that send it
+// nothing for its idle timeout, 90 s by default, even while it pushes to
+// them); a session that received nothing for twice the interval is closed
 // (ErrTimeout), as is one whose get_changes or apply_changes stayed
 // unanswered for RequestTimeout (60 s), or whose dial and handshake took
 // longer than HandshakeTimeout (30 s). The client answers the relay's pings.
