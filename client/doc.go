@@ -219,11 +219,12 @@
 // event. The read limit is set to MaxMessageSize (the library's default is
 // 32 KiB).
 //
-// Nothing here may run inside a js.FuncOf callback that must return before
-// the event loop moves on: Notify, RequestSnapshot, State, Subscribe and
-// Connect never block and may be called anywhere; Disconnect, Close and
-// Pending wait (for the socket to close, for IndexedDB) and must be called
-// from a goroutine, as jsbridge does. Subscribe callbacks run on the
+// A js.FuncOf callback must not wait (the browser's event loop, which
+// delivers what it would wait for, is blocked while it runs): Notify,
+// RequestSnapshot, State, Subscribe and Connect never block and may be
+// called from one; Disconnect, Close and Pending wait (for the socket to
+// close, for IndexedDB) and must be called from a goroutine, as jsbridge
+// does. Subscribe callbacks run on the
 // client's own goroutine and may call into JavaScript.
 //
 // # Errors
