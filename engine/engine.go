@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
+	"log"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -87,9 +87,10 @@ type Options struct {
 	// Rand is the source of the site id and generated keys; nil means
 	// crypto/rand.
 	Rand io.Reader
-	// Logger receives warnings (oversized transactions, dropped
-	// quarantined changes); nil means slog.Default().
-	Logger *slog.Logger
+	// Logger receives warnings (a failed replay of quarantined changes, a
+	// held change dropped); nil means the standard log package. A
+	// *slog.Logger satisfies it.
+	Logger Logger
 }
 
 // Engine is one replica: its rows, their CRDT metadata and its clock, over a
@@ -102,7 +103,7 @@ type Engine struct {
 	clock    Clock
 	site     SiteID
 	declared map[string]*table // nil in schema-less mode
-	log      *slog.Logger
+	log      Logger
 
 	mu     sync.Mutex
 	schema *schemaState // cached effective schema, refreshed by schemaver
@@ -138,7 +139,7 @@ func Open(store kv.Store, opts Options) (*Engine, error) {
 	}
 	e.log = opts.Logger
 	if e.log == nil {
-		e.log = slog.Default()
+		e.log = stdLogger{}
 	}
 	var declared Schema
 	if opts.Schema != nil {
@@ -397,4 +398,22 @@ func (e *Engine) Now() (HLC, error) {
 		return err
 	})
 	return h, err
+}
+
+// Logger is where the engine reports problems it handles itself. Args are
+// alternating keys and values, as log/slog takes them; *slog.Logger
+// implements it. (The engine does not import log/slog: it would add ~100 KB
+// to the browser build.)
+type Logger interface {
+	Warn(msg string, args ...any)
+}
+
+// stdLogger writes warnings with the standard log package.
+type stdLogger struct{}
+
+func (stdLogger) Warn(msg string, args ...any) {
+	for i := 0; i+1 < len(args); i += 2 {
+		msg += fmt.Sprintf(" %v=%v", args[i], args[i+1])
+	}
+	log.Print("WARN " + msg)
 }
