@@ -28,7 +28,7 @@ func benchValues(i int) map[string]any {
 		"pop": float64(1000 + i*7), "lat": float64(i%180) - 90 + 0.123, "lon": float64(i%360) - 180 + 0.456}
 }
 
-func benchEngine(b *testing.B) *engine.Engine {
+func benchEngine(b testing.TB) *engine.Engine {
 	b.Helper()
 	name := dbName(b)
 	b.Cleanup(func() { deleteIDB(name) })
@@ -49,7 +49,7 @@ func benchEngine(b *testing.B) *engine.Engine {
 	return e
 }
 
-func benchDB(b *testing.B) js.Value {
+func benchDB(b testing.TB) js.Value {
 	name := dbName(b)
 	b.Cleanup(func() { deleteIDB(name) })
 	return openDB(b, name, benchSchema)
