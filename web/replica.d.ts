@@ -2,10 +2,12 @@
 //
 // This file is the contract of the JavaScript API: what web/replica.js and
 // replica.wasm install as the global `Replica`. It is documentation first:
-// every type, method, event and error code is described here. A test checks
+// every type, method, event and error code is described here. Tests check
 // that every method and property declared on Static, Database, Transaction,
-// Sync and Operations exists on the real objects, and that they have no
-// other public members (cmd/wasm TestAPIList, jsbridge TestAPIMatchesDTS).
+// Sync and Operations exists on the real objects replica.js installs, and
+// that they have no other public members (cmd/wasm TestLoaderTwoScriptTags),
+// and that every error code the implementation produces is declared below
+// (cmd/wasm TestErrorCodesDocumented).
 //
 // Loading, with two script tags (or only the second: replica.js loads
 // wasm_exec.js from its own directory when `Go` is not defined):
