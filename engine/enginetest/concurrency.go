@@ -17,6 +17,9 @@ import (
 // matches the state and a peer that receives everything converges. Run it
 // with -race.
 func (s *suite) testConcurrency(t *testing.T) {
+	if s.o.SkipConcurrency {
+		t.Skip("Options.SkipConcurrency: spinning readers starve writers on one JS thread")
+	}
 	st := s.open(t)
 	clk := NewManualClock(T0)
 	a := must(engine.Open(st, engine.Options{Schema: convergenceSchema(), Clock: clk}))(t)
