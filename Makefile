@@ -34,7 +34,7 @@ test_dirs = $(strip $(foreach d,$(1),$(if $(wildcard $(d)/*_test.go),./$(d))))
 BROWSER_ENV = PATH="$(BIN):$$PATH" REPLICA_CHROMIUM="$(CHROMIUM)" GOOS=js GOARCH=wasm
 
 .PHONY: help test test-native test-browser test-e2e vet vet-native vet-wasm \
-	browser-deps bench-browser bench-e2e wasm run clean-tools
+	browser-deps bench-browser bench-e2e bench bench-go bench-page bench-profile wasm run clean-tools
 
 help:
 	@echo "make run           - build replica.wasm, serve the demo and the relay at http://$(RUN_ADDR)/"
@@ -44,6 +44,9 @@ help:
 	@echo "make test-e2e      - the demo in headless Chromium against in-process relays (./e2e)"
 	@echo "make bench-e2e     - the end-to-end figures (bootstrap, sync latency, first render), logged"
 	@echo "make vet           - go vet natively and for js/wasm; build the shared packages for js/wasm"
+	@echo "make bench         - Go benchmarks (benchstat) and Replica beside raw IndexedDB, Dexie and TinyBase in Chromium: bench/out/bench.md"
+	@echo "                     (BENCH_QUICK=1: fewer repetitions; make bench-go / bench-page: one half)"
+	@echo "make bench-profile - V8 CPU profile of one browser workload (BENCH_PROFILE=replica:w2), Go names included"
 	@echo "make bench-browser - js/wasm benchmarks in headless Chromium"
 	@echo "make wasm          - build web/replica.wasm and copy wasm_exec.js"
 	@echo "make browser-deps  - install Chromium and wasmbrowsertest if missing"
@@ -71,6 +74,58 @@ test-browser: browser-deps
 bench-browser: browser-deps
 	$(BROWSER_ENV) $(GO) test -count=1 -run XXX -bench . $(call test_dirs,$(BROWSER_TEST_DIRS))
 	REPLICA_CHROMIUM="$(CHROMIUM)" REPLICA_MEASURE=1 $(GO) test -count=1 -run 'TestMeasure' -v ./cmd/wasm
+
+# make bench: the Go benchmarks, summarized by benchstat, then the browser
+# benchmark (go run ./bench: see bench/doc.go) on the release build of
+# replica.wasm, built into bench/out/ (never web/, which tests rebuild). The
+# peers come from npm into bench/node_modules (npm ci from the committed
+# bench/package-lock.json); without npm they are left out. Everything lands
+# in bench/out/ (ignored by git); bench.md holds the table, the notes and the
+# benchstat summary. `make test` uses nothing of bench/.
+BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
+BENCH_OUT := bench/out
+BENCH_GO_PKGS := ./engine ./wire ./kv/memkv ./kv/boltkv ./relay
+BENCH_QUICK ?=
+# -count 3 gives benchstat a median and its spread per benchmark within the
+# time budget (each run of the 100k-row engine benchmarks repeats its setup).
+BENCH_COUNT := $(if $(BENCH_QUICK),1,3)
+BENCH_TIME := $(if $(BENCH_QUICK),100ms,200ms)
+BENCH_FLAGS ?=
+BENCH_PROFILE ?= replica:w2
+
+bench: bench-go bench-page
+
+bench-go: $(BIN)/benchstat-$(BENCHSTAT_VERSION)
+	@mkdir -p $(BENCH_OUT)
+	@echo "Go benchmarks: -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) $(BENCH_GO_PKGS)"
+	$(GO) test -run XXX -bench . -benchmem -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) $(BENCH_GO_PKGS) > $(BENCH_OUT)/go.txt 2>&1; \
+		status=$$?; grep -E -- '^(--- FAIL|FAIL|ok|panic)' $(BENCH_OUT)/go.txt; \
+		$(BIN)/benchstat-$(BENCHSTAT_VERSION) $(BENCH_OUT)/go.txt > $(BENCH_OUT)/benchstat.txt; \
+		echo "benchstat summary: $(BENCH_OUT)/benchstat.txt"; \
+		if [ $$status -ne 0 ]; then echo "(some Go benchmarks failed: see $(BENCH_OUT)/go.txt)"; fi
+
+bench-page: browser-deps bench/node_modules/.package-lock.json
+	@mkdir -p $(BENCH_OUT)
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -o $(BENCH_OUT)/replica.wasm ./cmd/wasm
+	REPLICA_CHROMIUM="$(CHROMIUM)" $(GO) run ./bench -wasm $(BENCH_OUT)/replica.wasm \
+		$(if $(wildcard $(BENCH_OUT)/benchstat.txt),-benchstat $(BENCH_OUT)/benchstat.txt -gotest $(BENCH_OUT)/go.txt) \
+		$(if $(BENCH_QUICK),-quick) $(BENCH_FLAGS)
+
+# A build with Go's symbols (no -s -w), so that the profile names Go functions.
+bench-profile: browser-deps bench/node_modules/.package-lock.json
+	@mkdir -p $(BENCH_OUT)
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -o $(BENCH_OUT)/replica-symbols.wasm ./cmd/wasm
+	REPLICA_CHROMIUM="$(CHROMIUM)" $(GO) run ./bench -wasm $(BENCH_OUT)/replica-symbols.wasm -cpuprofile $(BENCH_PROFILE) $(BENCH_FLAGS)
+
+# The peers, from the committed lock file. Without npm they are skipped
+# (the bench says so) and Replica is still measured beside raw IndexedDB.
+bench/node_modules/.package-lock.json: bench/package.json bench/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then cd bench && npm ci --no-audit --no-fund; \
+	else echo "npm not found: Dexie and TinyBase are left out of make bench (install Node.js and npm)"; fi
+
+$(BIN)/benchstat-$(BENCHSTAT_VERSION): | $(BIN)
+	GOOS= GOARCH= GOFLAGS= GOBIN=$(BIN) $(GO) install golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION)
+	mv $(BIN)/benchstat $@
 
 # End to end: each test starts its own relay in-process and drives the demo
 # (web/) in headless Chromium; TestMain builds replica.wasm once, into a

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/replica-sync/replica/internal/pagebench"
+)
+
+// flowOptions is the o of the flows in bench/js/common.js.
+type flowOptions struct {
+	N           int      `json:"n"`
+	CapMs       int      `json:"capMs"`
+	Total       int      `json:"total"`
+	RelayDB     string   `json:"relayDB"`
+	SyncDB      string   `json:"syncDB,omitempty"`
+	TinybaseURL string   `json:"tinybaseURL,omitempty"`
+	Skip        []string `json:"skip,omitempty"`
+}
+
+// timing is one timed workload's result.
+type timing struct {
+	Ms     float64            `json:"ms"`
+	N      int                `json:"n"`
+	Capped bool               `json:"capped"`
+	Rows   int                `json:"rows"`
+	Counts map[string]float64 `json:"counts"`
+}
+
+type memory struct {
+	JSHeap float64 `json:"jsHeap"`
+	Wasm   float64 `json:"wasm"`
+}
+
+// session is what one repetition measured for one system.
+type session struct {
+	Basic struct {
+		OpenMs float64 `json:"openMs"`
+		W1     timing  `json:"w1"`
+		W2     timing  `json:"w2"`
+		W3     timing  `json:"w3"`
+	} `json:"basic"`
+	Big struct {
+		W5       timing  `json:"w5"`
+		W7       memory  `json:"w7"`
+		W4       timing  `json:"w4"`
+		W4getAll *timing `json:"w4getAll"`
+	} `json:"big"`
+	Warm struct {
+		OpenMs float64 `json:"openMs"`
+	} `json:"warm"`
+}
+
+// runner drives Chromium against the bench server at base.
+type runner struct {
+	base    string
+	opts    flowOptions
+	profile bool
+	log     io.Writer
+}
+
+// eval evaluates the promise expression expr in ctx's page and decodes its
+// JSON value into out.
+func eval(ctx context.Context, expr string, out any) error {
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string]("(async () => JSON.stringify(await ("+expr+")))()", chromedp.EvalAwaitPromise))
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal([]byte(s), out)
+}
+
+func (r *runner) url(sys, db string) string {
+	u := r.base + "/p/" + sys + ".html?db=" + db
+	if r.profile {
+		u += "&profile=1"
+	}
+	return u
+}
+
+// session runs the three pages of one repetition of sys in a fresh
+// Chromium (empty profile and HTTP cache) and returns their results.
+func (r *runner) session(sys *system, tag string, which map[string]bool, skip []string) (*session, error) {
+	ctx, cancel, err := pagebench.Start(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("starting Chromium: %w", err)
+	}
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 20*time.Minute)
+	defer cancelT()
+	fo := r.opts
+	fo.Skip = skip
+	o, _ := json.Marshal(fo)
+	var s session
+	step := func(what, db, expr string, out any) error {
+		start := time.Now()
+		if err := chromedp.Do(ctx, chromedp.Navigate(r.url(sys.name, db))); err != nil {
+			return fmt.Errorf("%s %s: %w", sys.name, what, err)
+		}
+		if err := eval(ctx, expr, out); err != nil {
+			return fmt.Errorf("%s %s: %w", sys.name, what, err)
+		}
+		fmt.Fprintf(r.log, "    %-8s %-28s %6.1fs\n", sys.name, what, time.Since(start).Seconds())
+		return nil
+	}
+	if which["w1"] || which["w2"] || which["w3"] || which["w6"] {
+		if err := step("W6 cold, W1, W2, W3", tag+"-main", "B.flowBasic("+string(o)+")", &s.Basic); err != nil {
+			return nil, err
+		}
+	}
+	if which["w4"] || which["w5"] || which["w6"] || which["w7"] {
+		if err := step("W5, W7, W4", tag+"-big", "B.flowBig("+string(o)+")", &s.Big); err != nil {
+			return nil, err
+		}
+		if err := step("W6 warm", tag+"-big", "B.flowWarm()", &s.Warm); err != nil {
+			return nil, err
+		}
+	}
+	return &s, nil
+}
+
+// w8 measures commit-to-subscription latency between two devices (browser
+// contexts) of one Chromium, writes times: device A commits ping i, then
+// device B's subscription sees it; the next write follows 60 ms after.
+// It returns the latencies in ms.
+func (r *runner) w8(sys *system, tag string, writes int) ([]float64, error) {
+	ctx, cancel, err := pagebench.Start(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("starting Chromium: %w", err)
+	}
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancelT()
+	o := r.opts
+	o.SyncDB = "w8-" + tag
+	oj, _ := json.Marshal(o)
+	var devs [2]context.Context
+	for i := range devs {
+		c, cancel := chromedp.NewContext(ctx, chromedp.WithNewBrowserContext())
+		defer cancel()
+		if err := chromedp.Do(c, chromedp.Navigate(r.url(sys.name, fmt.Sprintf("%s-w8-%d", tag, i)))); err != nil {
+			return nil, err
+		}
+		if err := eval(c, "B.w8Connect("+string(oj)+")", nil); err != nil {
+			return nil, fmt.Errorf("%s W8 device %d: %w", sys.name, i, err)
+		}
+		devs[i] = c
+	}
+	lat := make([]float64, 0, writes)
+	for i := 1; i <= writes; i++ {
+		var t0, t1 float64
+		if err := eval(devs[0], fmt.Sprintf("B.w8Write(%d)", i), &t0); err != nil {
+			return nil, fmt.Errorf("%s W8 write %d: %w", sys.name, i, err)
+		}
+		if err := eval(devs[1], fmt.Sprintf("B.w8Seen(%d, 30000)", i), &t1); err != nil {
+			return nil, fmt.Errorf("%s W8: %w", sys.name, err)
+		}
+		lat = append(lat, t1-t0)
+		time.Sleep(60 * time.Millisecond)
+	}
+	return lat, nil
+}
+
+// startTinybaseServer starts bench/tinybase-ws-server.mjs with node and
+// returns its ws:// URL and a function that stops it.
+func startTinybaseServer(root string) (string, func(), error) {
+	cmd := exec.Command("node", "tinybase-ws-server.mjs")
+	cmd.Dir = filepath.Join(root, "bench")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() {
+		_ = stdin.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "PORT ") {
+		stop()
+		return "", nil, fmt.Errorf("node tinybase-ws-server.mjs: %q %v %s", line, err, stderr.String())
+	}
+	return "ws://127.0.0.1:" + strings.TrimSpace(strings.TrimPrefix(line, "PORT ")), stop, nil
+}
+
+// percentile returns the p-th percentile (0..100, nearest rank) of xs.
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	i := int(p/100*float64(len(s))+0.5) - 1
+	return s[max(0, min(i, len(s)-1))]
+}

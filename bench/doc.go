@@ -1,0 +1,64 @@
+// Command bench is the browser half of `make bench`: it measures Replica in
+// headless Chromium beside raw IndexedDB and peer libraries (Dexie,
+// TinyBase) on the same workloads, and prints one markdown table of medians
+// with every figure's ratio to raw IndexedDB measured in the same run. The
+// Makefile runs the Go benchmarks (benchstat) first and passes their
+// summary in with -benchstat, so the report holds both.
+//
+// # Running
+//
+//	make bench                 # Go benchmarks + this, about 15 minutes
+//	make bench BENCH_QUICK=1   # fewer repetitions, for development
+//	go run ./bench -wasm bench/out/replica.wasm -reps 1 -systems raw,replica -workloads w1,w2
+//
+// It needs the release build of replica.wasm (-wasm; `make bench` builds it
+// into bench/out/ with the flags of `make wasm`), web/replica.js,
+// wasm_exec.js from GOROOT, the cities data set (../shared/data/cities.json.gz
+// or $REPLICA_CITIES: without it, it prints why and exits 0), Chromium
+// ($REPLICA_CHROMIUM, default /usr/bin/chromium) and, for the peers, node
+// and the packages of bench/package.json installed in bench/node_modules
+// (`make bench` runs npm ci). A peer whose files are missing is left out
+// with a message; Replica and raw IndexedDB still run.
+//
+// # How it measures
+//
+// One HTTP server on 127.0.0.1 serves a page per system (/p/SYSTEM.html),
+// the libraries (/lib/: replica.js, wasm_exec.js, replica.wasm; /nm/: the
+// peers' dist files straight from bench/node_modules, no bundler), the
+// adapters of bench/js/, the rows (/data/rows.json: the 171,075 cities with
+// ids c000000…, lat/lng as numbers) and the relay's /sync. The relay runs
+// in-process (package relay, bbolt with fsync, as in production); before
+// the browser starts, a native replica pushes every city into its database
+// "cities" through package client, so a browser replica bootstraps from a
+// snapshot of rows already merged there.
+//
+// Every repetition starts a fresh Chromium (fresh profile: empty HTTP cache,
+// no IndexedDB) per system, and runs, one at a time:
+//
+//   - page 1: W6 cold is the time from the page's first script to an open
+//     database that answered one read; then W1, W2 (into a second
+//     database), W3 on the first 10,000 rows;
+//   - page 2: W5 into a new database, W7 (performance.memory's used JS heap
+//     after gc(), plus the WebAssembly memory of replica.wasm), W4;
+//   - page 3: W6 warm: the same open of W5's database (171,075 rows).
+//
+// W8 runs once per system that syncs, in two browser contexts (two
+// devices: separate IndexedDB, no BroadcastChannel between them) of one
+// Chromium: device A commits a row, device B's subscription sees it; 500
+// writes, each after B saw the previous one and 60 ms of quiet (so each
+// write starts a push of its own rather than joining a debounced burst).
+// Timestamps are taken in the pages (performance.timeOrigin + now()).
+// TinyBase syncs through its own WebSocket server (createWsServer over the
+// ws package) started with node.
+//
+// W9 compresses the files a page loads: gzip -9 (compress/gzip) and brotli
+// -q 11 (the brotli command, else node's zlib).
+//
+// With -profile, a further pass runs Replica and raw IndexedDB with
+// counters: IndexedDB requests and transactions per row (patched
+// prototypes) and Go<->JS boundary crossings per row (a wrapped Go class):
+// internal/pagebench's scripts, the same as cmd/wasm's TestMeasure uses.
+//
+// Results: bench/out/browser.json (every sample), bench/out/bench.md (the
+// table, notes, and the benchstat summary), the table on stdout.
+package main

@@ -1,0 +1,469 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// results collects every sample of the run.
+type results struct {
+	Reps     int                                      `json:"reps"`
+	N        int                                      `json:"n"`
+	Samples  map[string]map[string][]float64          `json:"samples"` // system -> metric -> values
+	Capped   map[string]map[string][]string           `json:"capped"`  // system -> metric -> how far it got
+	Rows     map[string]map[string][]int              `json:"rows"`    // system -> W4/W4getAll -> rows returned
+	Profile  map[string]map[string]map[string]float64 `json:"profile"` // system -> workload -> counter per row
+	Sizes    sizes                                    `json:"sizes"`
+	Notes    []string                                 `json:"notes"`
+	Failures []string                                 `json:"failures"`
+
+	systems  []*system
+	sizes    sizes
+	w8       bool // W8 was asked for
+	prefixes int
+}
+
+func newResults(o *options) *results {
+	return &results{w8: o.workloads["w8"], Reps: o.reps, N: o.n, Samples: map[string]map[string][]float64{}, Capped: map[string]map[string][]string{},
+		Rows: map[string]map[string][]int{}, Profile: map[string]map[string]map[string]float64{}}
+}
+
+func (r *results) note(format string, args ...any) {
+	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
+}
+
+func (r *results) fail(sys *system, err error) {
+	r.Failures = append(r.Failures, sys.title+": "+err.Error())
+}
+
+func (r *results) put(sys *system, metric string, v float64) {
+	if r.Samples[sys.name] == nil {
+		r.Samples[sys.name] = map[string][]float64{}
+	}
+	r.Samples[sys.name][metric] = append(r.Samples[sys.name][metric], v)
+}
+
+// putTiming records a workload's ms; a capped run is recorded as the time
+// the whole workload would take at its average pace so far (a lower bound
+// for a cost that grows with the store), with a note.
+func (r *results) putTiming(sys *system, metric string, t timing, full int) {
+	if t.N == 0 && t.Ms == 0 {
+		return
+	}
+	v := t.Ms
+	if t.Capped && t.N > 0 {
+		v = t.Ms / float64(t.N) * float64(full)
+		if r.Capped[sys.name] == nil {
+			r.Capped[sys.name] = map[string][]string{}
+		}
+		r.Capped[sys.name][metric] = append(r.Capped[sys.name][metric], fmt.Sprintf("%d of %d rows in %.0f s", t.N, full, t.Ms/1000))
+	}
+	r.put(sys, metric, v)
+}
+
+func (r *results) add(sys *system, s *session) {
+	b := s.Basic
+	if b.OpenMs > 0 {
+		r.put(sys, "W6cold", b.OpenMs)
+	}
+	r.putTiming(sys, "W1", b.W1, r.N)
+	r.putTiming(sys, "W2", b.W2, r.N)
+	r.putTiming(sys, "W3", b.W3, r.N)
+	g := s.Big
+	r.putTiming(sys, "W5", g.W5, g.W5.N)
+	if g.W7.JSHeap > 0 {
+		r.put(sys, "W7js", g.W7.JSHeap)
+		r.put(sys, "W7wasm", g.W7.Wasm)
+	}
+	r.putTiming(sys, "W4", g.W4, g.W4.N)
+	if r.Rows[sys.name] == nil {
+		r.Rows[sys.name] = map[string][]int{}
+	}
+	if g.W4.Ms > 0 {
+		r.Rows[sys.name]["W4"] = append(r.Rows[sys.name]["W4"], g.W4.Rows)
+	}
+	if g.W4getAll != nil {
+		r.putTiming(sys, "W4getAll", *g.W4getAll, g.W4getAll.N)
+	}
+	if s.Warm.OpenMs > 0 {
+		r.put(sys, "W6warm", s.Warm.OpenMs)
+	}
+}
+
+func (r *results) addW8(sys *system, lat []float64) {
+	r.put(sys, "W8p50", percentile(lat, 50))
+	r.put(sys, "W8p99", percentile(lat, 99))
+	r.put(sys, "W8writes", float64(len(lat)))
+}
+
+func (r *results) addProfile(sys *system, s *session) {
+	p := map[string]map[string]float64{}
+	for name, t := range map[string]timing{"W1": s.Basic.W1, "W2": s.Basic.W2, "W3": s.Basic.W3, "W4": s.Big.W4, "W5": s.Big.W5} {
+		if t.Counts != nil {
+			p[name] = t.Counts
+		}
+	}
+	r.Profile[sys.name] = p
+}
+
+// median of the samples of sys's metric; ok false when there are none.
+func (r *results) median(sys, metric string) (float64, bool) {
+	xs := r.Samples[sys][metric]
+	if len(xs) == 0 {
+		return 0, false
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2], true
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2, true
+}
+
+func fmtMs(ms float64) string {
+	switch {
+	case ms >= 10000:
+		return fmt.Sprintf("%.1f s", ms/1000)
+	case ms >= 1000:
+		return fmt.Sprintf("%.2f s", ms/1000)
+	case ms >= 10:
+		return fmt.Sprintf("%.0f ms", ms)
+	default:
+		return fmt.Sprintf("%.1f ms", ms)
+	}
+}
+
+func fmtBytes(b float64) string {
+	switch {
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", b/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", b/(1<<10))
+	default:
+		return fmt.Sprintf("%.0f B", b)
+	}
+}
+
+func fmtRatio(x float64) string {
+	switch {
+	case x >= 100:
+		return fmt.Sprintf("%.0f×", x)
+	case x >= 10:
+		return fmt.Sprintf("%.1f×", x)
+	default:
+		return fmt.Sprintf("%.2f×", x)
+	}
+}
+
+// workload is one row of the table.
+type workload struct {
+	key, title string
+	target     string // Replica's target against raw IndexedDB (a ratio bound), "" for none
+	bound      float64
+}
+
+var timedWorkloads = []workload{
+	{"W1", "W1 10,000 single-row insert transactions, each awaited", "≤ 1.5× raw", 1.5},
+	{"W2", "W2 one transaction of 10,000 rows", "≥ 50% of raw throughput (≤ 2×)", 2},
+	{"W3", "W3 update one column of 10,000 rows, one transaction each", "≤ 1.5× raw", 1.5},
+	{"W4", "W4 100 name-prefix queries (first 50 rows each) over 171,075 rows, index", "≤ 2× raw index cursor", 2},
+	{"W5", "W5 load 171,075 rows into an empty database", "≤ 2× raw bulk put", 2},
+	{"W6cold", "W6 open, cold (first visit, no IndexedDB yet)", "", 0},
+	{"W6warm", "W6 open, warm (171,075 rows stored)", "", 0},
+}
+
+// cell formats sys's median of metric and its ratio to raw's.
+func (r *results) cell(sys *system, metric string) string {
+	v, ok := r.median(sys.name, metric)
+	if !ok {
+		return r.missing(sys, metric)
+	}
+	s := fmtMs(v)
+	if c := r.Capped[sys.name][metric]; len(c) > 0 {
+		s = "≥ " + s + " (stopped: " + c[0] + ")"
+	}
+	if sys.name != "raw" {
+		if base, ok := r.median("raw", metric); ok && base > 0 {
+			s += " (" + fmtRatio(v/base) + ")"
+		}
+	}
+	return s
+}
+
+// missing says why a cell is empty.
+func (r *results) missing(sys *system, metric string) string {
+	for _, f := range r.Failures {
+		if strings.HasPrefix(f, sys.title+":") {
+			return "failed (see notes)"
+		}
+	}
+	if strings.HasPrefix(metric, "W8") {
+		switch sys.name {
+		case "raw":
+			return "— (no sync)"
+		case "dexie":
+			return "— (no sync in Dexie itself; Dexie Cloud is a hosted service)"
+		}
+	}
+	return "—"
+}
+
+// versus is Replica's median over peer's: below 1, Replica is faster.
+func (r *results) versus(peer *system, metric string) string {
+	rv, ok1 := r.median("replica", metric)
+	pv, ok2 := r.median(peer.name, metric)
+	if !ok1 || !ok2 || pv == 0 {
+		return "—"
+	}
+	s := fmtRatio(rv / pv)
+	if len(r.Capped[peer.name][metric]) > 0 {
+		s = "≤ " + s
+	}
+	return s
+}
+
+func (r *results) targetCell(w workload) string {
+	if w.target == "" {
+		return ""
+	}
+	rv, ok1 := r.median("replica", w.key)
+	bv, ok2 := r.median("raw", w.key)
+	if !ok1 || !ok2 {
+		return w.target
+	}
+	verdict := "**missed**"
+	if rv/bv <= w.bound {
+		verdict = "met"
+	}
+	return w.target + ": " + verdict
+}
+
+// table renders the markdown table.
+func (r *results) table() string {
+	var b strings.Builder
+	peers := []*system{}
+	for _, s := range r.systems {
+		if s.name == "dexie" || s.name == "tinybase" {
+			peers = append(peers, s)
+		}
+	}
+	hasReplica := systemIn(r.systems, "replica") != nil
+	b.WriteString("| workload |")
+	for _, s := range r.systems {
+		b.WriteString(" " + s.title + " |")
+	}
+	if hasReplica {
+		for _, p := range peers {
+			b.WriteString(" Replica ÷ " + p.title + " |")
+		}
+		b.WriteString(" Replica's target |")
+	}
+	b.WriteString("\n|---|")
+	cols := len(r.systems)
+	if hasReplica {
+		cols += len(peers) + 1
+	}
+	b.WriteString(strings.Repeat("---|", cols) + "\n")
+	row := func(title string, cells []string) {
+		b.WriteString("| " + title + " | " + strings.Join(cells, " | ") + " |\n")
+	}
+	for _, w := range timedWorkloads {
+		if !r.any(w.key) {
+			continue
+		}
+		var cells []string
+		for _, s := range r.systems {
+			c := r.cell(s, w.key)
+			if w.key == "W4" && s.name == "raw" {
+				if g, ok := r.median("raw", "W4getAll"); ok {
+					c += "; getAll " + fmtMs(g)
+				}
+			}
+			if w.key == "W4" && s.name == "tinybase" && c != "—" {
+				c += ", its queries scan"
+			}
+			cells = append(cells, c)
+		}
+		if hasReplica {
+			for _, p := range peers {
+				cells = append(cells, r.versus(p, w.key))
+			}
+			cells = append(cells, r.targetCell(w))
+		}
+		row(w.title, cells)
+	}
+	if r.any("W7js") {
+		var cells []string
+		base := 0.0
+		if js, ok := r.median("raw", "W7js"); ok {
+			base = js
+		}
+		for _, s := range r.systems {
+			js, ok := r.median(s.name, "W7js")
+			if !ok {
+				cells = append(cells, r.missing(s, "W7js"))
+				continue
+			}
+			wasm, _ := r.median(s.name, "W7wasm")
+			c := "JS " + fmtBytes(js)
+			if wasm > 0 {
+				c += " + wasm " + fmtBytes(wasm) + " = " + fmtBytes(js+wasm)
+			}
+			if s.name != "raw" && base > 0 {
+				c += " (" + fmtRatio((js+wasm)/base) + ")"
+			}
+			cells = append(cells, c)
+		}
+		if hasReplica {
+			for _, p := range peers {
+				rj, _ := r.median("replica", "W7js")
+				rw, _ := r.median("replica", "W7wasm")
+				pj, ok := r.median(p.name, "W7js")
+				if !ok || pj == 0 {
+					cells = append(cells, "—")
+					continue
+				}
+				cells = append(cells, fmtRatio((rj+rw)/pj))
+			}
+			cells = append(cells, "")
+		}
+		row("W7 memory after W5 (used JS heap after gc() + WebAssembly memory)", cells)
+	}
+	if r.any("W8p50") || r.w8 {
+		var cells []string
+		for _, s := range r.systems {
+			p50, ok := r.median(s.name, "W8p50")
+			if !ok {
+				cells = append(cells, r.missing(s, "W8p50"))
+				continue
+			}
+			p99, _ := r.median(s.name, "W8p99")
+			n, _ := r.median(s.name, "W8writes")
+			cells = append(cells, fmt.Sprintf("p50 %s, p99 %s (%.0f writes)", fmtMs(p50), fmtMs(p99), n))
+		}
+		if hasReplica {
+			for _, p := range peers {
+				cells = append(cells, r.versus(p, "W8p50")+" (p50)")
+			}
+			cells = append(cells, "")
+		}
+		row("W8 sync latency: commit on device A → row in device B's subscription, via the relay", cells)
+	}
+	if len(r.sizes) > 0 {
+		var cells []string
+		for _, s := range r.systems {
+			sz := r.sizes[s.name]
+			if len(sz) == 0 {
+				cells = append(cells, "— (built in)")
+				continue
+			}
+			var parts []string
+			for _, part := range []string{"wasm", "js"} {
+				x, ok := sz[part]
+				if !ok {
+					continue
+				}
+				br := "n/a"
+				if x.Brotli > 0 {
+					br = fmtBytes(float64(x.Brotli))
+				}
+				parts = append(parts, fmt.Sprintf("%s %s / gzip %s / br %s", part, fmtBytes(float64(x.Raw)), fmtBytes(float64(x.Gzip)), br))
+			}
+			cells = append(cells, strings.Join(parts, "; "))
+		}
+		if hasReplica {
+			for _, p := range peers {
+				rs, ps := r.sizes["replica"], r.sizes[p.name]
+				rg := rs["wasm"].Gzip + rs["js"].Gzip
+				pg := ps["js"].Gzip
+				if pg == 0 || rg == 0 {
+					cells = append(cells, "—")
+				} else {
+					cells = append(cells, fmtRatio(float64(rg)/float64(pg))+" (gzip)")
+				}
+			}
+			cells = append(cells, "")
+		}
+		row("W9 download size: raw / gzip -9 / brotli -q 11", cells)
+	}
+	return b.String()
+}
+
+func (r *results) any(metric string) bool {
+	for _, s := range r.Samples {
+		if len(s[metric]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// write prints the table and writes browser.json and bench.md.
+func (r *results) write(o *options, took time.Duration) error {
+	r.Sizes = r.sizes
+	if err := writeJSON(filepath.Join(o.out, "browser.json"), r); err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# make bench, %s\n\n", time.Now().Format("2006-01-02 15:04"))
+	fmt.Fprintf(&b, "Browser workloads: medians of %d repetition(s) per system (fresh Chromium each), one system at a time; ratios in parentheses are to raw IndexedDB in the same run; \"Replica ÷ peer\" below 1 means Replica is faster. W8: one run of the writes.\n\n", r.Reps)
+	tab := r.table()
+	b.WriteString(tab)
+	if len(r.Notes)+len(r.Failures) > 0 || len(r.Rows) > 0 {
+		b.WriteString("\nNotes:\n")
+		for _, n := range r.Notes {
+			b.WriteString("- " + n + "\n")
+		}
+		for _, f := range r.Failures {
+			b.WriteString("- failed: " + f + "\n")
+		}
+		var w4 []string
+		for _, s := range r.systems {
+			if rows := r.Rows[s.name]["W4"]; len(rows) > 0 {
+				w4 = append(w4, fmt.Sprintf("%s %d", s.title, rows[0]))
+			}
+		}
+		if len(w4) > 0 {
+			fmt.Fprintf(&b, "- W4 rows returned for the %d prefixes: %s\n", r.prefixes, strings.Join(w4, ", "))
+		}
+	}
+	if len(r.Profile) > 0 {
+		b.WriteString("\nProfile (counters on, one repetition; per row, W4 per query):\n\n")
+		for _, name := range []string{"raw", "replica"} {
+			for _, w := range []string{"W1", "W2", "W3", "W4", "W5"} {
+				c := r.Profile[name][w]
+				if c == nil {
+					continue
+				}
+				keys := make([]string, 0, len(c))
+				for k := range c {
+					keys = append(keys, k)
+				}
+				slices.Sort(keys)
+				var parts []string
+				for _, k := range keys {
+					parts = append(parts, fmt.Sprintf("%s %.2f", k, c[k]))
+				}
+				fmt.Fprintf(&b, "- %s %s: %s\n", name, w, strings.Join(parts, ", "))
+			}
+		}
+	}
+	fmt.Fprintf(&b, "\nThe browser half took %s.\n", took.Round(time.Second))
+	if o.benchstat != "" {
+		if s, err := os.ReadFile(o.benchstat); err == nil {
+			b.WriteString("\n## Go benchmarks (benchstat)\n\n```\n" + string(s) + "```\n")
+		}
+	}
+	if err := os.WriteFile(filepath.Join(o.out, "bench.md"), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	fmt.Println()
+	fmt.Print(tab)
+	fmt.Printf("\n(%s: the table with notes%s; every sample in %s)\n", filepath.Join(o.out, "bench.md"),
+		map[bool]string{true: " and the benchstat summary", false: ""}[o.benchstat != ""], filepath.Join(o.out, "browser.json"))
+	return nil
+}

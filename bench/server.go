@@ -1,0 +1,146 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/replica-sync/replica/internal/pagebench"
+)
+
+// pageConfig is BENCH_CONFIG in every page.
+type pageConfig struct {
+	Schema json.RawMessage `json:"schema"`
+}
+
+// system is one column of the table.
+type system struct {
+	name  string // in URLs and adapter file names: raw, replica, dexie, tinybase
+	title string
+	// scripts are the page's <script> tags after T0 and the shared
+	// helpers, before common.js; module is the adapter's type.
+	scripts []string
+	module  bool
+	// files are the library files the page loads, for W9 (relative to
+	// the repository root); empty for raw IndexedDB.
+	files []string
+	// syncs: W8 applies.
+	syncs bool
+}
+
+var systems = []system{
+	{name: "raw", title: "raw IndexedDB"},
+	{name: "replica", title: "Replica", syncs: true,
+		scripts: []string{"/lib/wasm_exec.js", "GOCOUNT", "/lib/replica.js"},
+		files:   []string{"WASM", "web/replica.js", "GOROOT/lib/wasm/wasm_exec.js"}},
+	{name: "dexie", title: "Dexie", scripts: []string{"/nm/dexie/dist/dexie.min.js"},
+		files: []string{"bench/node_modules/dexie/dist/dexie.min.js"}},
+	{name: "tinybase", title: "TinyBase", module: true, syncs: true,
+		files: []string{"bench/node_modules/tinybase/min/mergeable-store/index.js",
+			"bench/node_modules/tinybase/min/persisters/persister-indexed-db/index.js"}},
+}
+
+func systemByName(n string) *system {
+	for i := range systems {
+		if systems[i].name == n {
+			return &systems[i]
+		}
+	}
+	return nil
+}
+
+// page returns the HTML of sys's page: T0 first, then (profiling) the
+// IndexedDB request counter, the shared helpers, the library, common.js and
+// the adapter.
+func page(sys *system, profile bool) string {
+	var b strings.Builder
+	cfg, _ := json.Marshal(pageConfig{Schema: json.RawMessage(schemaJSON)})
+	b.WriteString("<!doctype html><meta charset=utf-8><title>bench " + sys.name + "</title>\n")
+	b.WriteString("<script>const T0 = performance.now();</script>\n")
+	if profile {
+		b.WriteString(`<script src="/pb/idbcount.js"></script>` + "\n")
+	}
+	b.WriteString(`<script src="/pb/rawidb.js"></script>` + "\n")
+	fmt.Fprintf(&b, "<script>const BENCH_CONFIG = %s;</script>\n", cfg)
+	for _, s := range sys.scripts {
+		if s == "GOCOUNT" {
+			fmt.Fprintf(&b, "<script>globalThis.goCountOptions = {count: %v};</script>\n", profile)
+			s = "/pb/gocount.js"
+		}
+		fmt.Fprintf(&b, "<script src=%q></script>\n", s)
+	}
+	b.WriteString(`<script src="/js/common.js"></script>` + "\n")
+	if sys.module {
+		fmt.Fprintf(&b, "<script type=module src=\"/js/sys-%s.js\"></script>\n", sys.name)
+	} else {
+		fmt.Fprintf(&b, "<script src=\"/js/sys-%s.js\"></script>\n", sys.name)
+	}
+	return b.String()
+}
+
+// handler serves the pages, scripts, libraries, data and the relay.
+func handler(root, wasmPath, goroot string, data *dataset, sync http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/p/", func(w http.ResponseWriter, r *http.Request) {
+		name := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/p/"), ".html")
+		sys := systemByName(name)
+		if sys == nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write([]byte(page(sys, r.URL.Query().Get("profile") == "1")))
+	})
+	libs := map[string]string{
+		"/lib/replica.js":   filepath.Join(root, "web", "replica.js"),
+		"/lib/wasm_exec.js": filepath.Join(goroot, "lib", "wasm", "wasm_exec.js"),
+		"/lib/replica.wasm": wasmPath,
+	}
+	mux.HandleFunc("/lib/", func(w http.ResponseWriter, r *http.Request) {
+		p, ok := libs[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		if strings.HasSuffix(p, ".wasm") {
+			w.Header().Set("Content-Type", "application/wasm")
+		}
+		http.ServeFile(w, r, p)
+	})
+	pb := map[string]string{"/pb/idbcount.js": pagebench.IDBCountJS, "/pb/gocount.js": pagebench.GoCountJS, "/pb/rawidb.js": pagebench.RawIDBJS}
+	mux.HandleFunc("/pb/", func(w http.ResponseWriter, r *http.Request) {
+		s, ok := pb[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/javascript")
+		_, _ = w.Write([]byte(s))
+	})
+	mux.Handle("/js/", http.StripPrefix("/js/", http.FileServer(http.Dir(filepath.Join(root, "bench", "js")))))
+	mux.Handle("/nm/", http.StripPrefix("/nm/", http.FileServer(http.Dir(filepath.Join(root, "bench", "node_modules")))))
+	mux.HandleFunc("/data/rows.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(data.rowsJSON)
+	})
+	mux.HandleFunc("/data/prefixes.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(data.prefixesJSON)
+	})
+	mux.Handle("/sync", sync)
+	return mux
+}
+
+// exists reports whether every file of paths is there.
+func exists(paths ...string) bool {
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			return false
+		}
+	}
+	return true
+}
