@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/replica-sync/replica/engine"
 )
@@ -135,6 +136,11 @@ func (s *suite) testConcurrency(t *testing.T) {
 					return
 				default:
 					f()
+					// js/wasm has no preemption, and returns to the
+					// browser's event loop (where IndexedDB answers)
+					// only when every goroutine is blocked: a loop
+					// that never blocks would starve everything.
+					time.Sleep(time.Millisecond)
 				}
 			}
 		}()
