@@ -38,6 +38,7 @@ func (s *suite) testReview(t *testing.T) {
 	t.Run("RefusedBatchWithMigration", s.testRefusedBatchWithMigration)
 	t.Run("NothingWrittenNoTick", s.testNothingWrittenNoTick)
 	t.Run("SnapshotSkipsAnnouncedTable", s.testSnapshotSkipsAnnouncedTable)
+	t.Run("ForwardPaging", s.testForwardPaging)
 }
 
 func notesV1() *engine.Schema {
@@ -834,5 +835,64 @@ func (s *suite) testSnapshotSkipsAnnouncedTable(t *testing.T) {
 	}
 	if _, err := c.ApplySnapshotChunk(engine.SnapshotChunk{Type: engine.ChunkTableStart, Table: "other"}); !errors.Is(err, engine.ErrMalformed) {
 		t.Fatalf("table_start of an unannounced table: %v, want ErrMalformed", err)
+	}
+}
+
+// A store-and-forward replica pages its forwardable held changes like its
+// log: whole transactions in HLC order, merged with its own, at every
+// limit, each once.
+func (s *suite) testForwardPaging(t *testing.T) {
+	notes := TripsSchema()
+	notes.Tables = append(notes.Tables, engine.TableDef{Name: "notes", Columns: []engine.ColumnDef{{Name: "id", Type: engine.KindText}, {Name: "body", Type: engine.KindText}}})
+	b := s.newReplica(t, "b", notes, nil)
+	a := s.newReplica(t, "a", TripsSchema(), func(o *engine.Options) { o.UnknownTables = engine.StoreAndForward })
+	for i := 0; i < 6; i++ {
+		b.clock.Advance(1)
+		a.clock.Advance(1)
+		must(b.Transact(func(tx *engine.Tx) error {
+			tx.Insert("notes", map[string]any{"id": fmt.Sprintf("n%d", i), "body": "x"})
+			_, err := tx.Insert("trips", map[string]any{"id": fmt.Sprintf("b%d", i), "title": "b"})
+			return err
+		}))(t)
+		must(a.Insert("trips", map[string]any{"id": fmt.Sprintf("a%d", i), "title": "a"}))(t)
+	}
+	var data []engine.ChangeSet
+	for _, cs := range must(b.ChangesSince(engine.HLC{}, 0, engine.ChangesFilter{}))(t) {
+		if len(cs.Changes) > 0 {
+			data = append(data, cs)
+		}
+	}
+	must(a.ApplyChanges(data))(t)
+	all := must(a.ChangesSince(engine.HLC{}, 1<<30, engine.ChangesFilter{}))(t)
+	for _, cs := range all {
+		if cs.SiteID == b.SiteID() && len(cs.Changes) != 2+8 {
+			t.Fatalf("b's transaction %s forwarded with %d facts, want 10 (its notes row rejoined with its trips row)", cs.TransactionID, len(cs.Changes))
+		}
+	}
+	for _, limit := range []int{1, 3, 11} {
+		var since engine.HLC
+		var got []engine.ChangeSet
+		for {
+			page := must(a.ChangesSince(since, limit, engine.ChangesFilter{}))(t)
+			if len(page) == 0 {
+				break
+			}
+			got = append(got, page...)
+			since = page[len(page)-1].HLC
+		}
+		if len(got) != len(all) {
+			t.Fatalf("limit %d: %d ChangeSets paged, %d in one call", limit, len(got), len(all))
+		}
+		for i := range got {
+			if got[i].TransactionID != all[i].TransactionID || len(got[i].Changes) != len(all[i].Changes) {
+				t.Fatalf("limit %d: ChangeSet %d differs", limit, i)
+			}
+		}
+	}
+	// A peer with the table receives b's transactions whole from a.
+	c := s.newReplica(t, "c", notes, nil)
+	pull(t, c, a)
+	if n := must(c.Count("notes", nil))(t); n != 6 {
+		t.Fatalf("c got %d notes through a, want 6", n)
 	}
 }
