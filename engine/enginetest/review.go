@@ -39,6 +39,7 @@ func (s *suite) testReview(t *testing.T) {
 	t.Run("NothingWrittenNoTick", s.testNothingWrittenNoTick)
 	t.Run("SnapshotSkipsAnnouncedTable", s.testSnapshotSkipsAnnouncedTable)
 	t.Run("ForwardPaging", s.testForwardPaging)
+	t.Run("RestoredReplicaOwnFacts", s.testRestoredReplicaOwnFacts)
 }
 
 func notesV1() *engine.Schema {
@@ -894,5 +895,60 @@ func (s *suite) testForwardPaging(t *testing.T) {
 	pull(t, c, a)
 	if n := must(c.Count("notes", nil))(t); n != 6 {
 		t.Fatalf("c got %d notes through a, want 6", n)
+	}
+}
+
+// A replica whose store was restored from an older copy (a backup, a
+// synced profile folder) receives its own later facts back from peers, and
+// skips them as echoes: it never holds them again, while every peer does.
+// Applying own-origin facts as a join would be idempotent (the relay
+// already excludes a client's own site when answering it, so echoes are
+// rare); skipping them is what the seeds do, to avoid quarantining one's
+// own changes.
+func (s *suite) testRestoredReplicaOwnFacts(t *testing.T) {
+	t.Skip("BUG (design question): own-origin facts a restored replica lacks are skipped as echoes; see the review report")
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	must(a.Insert("trips", map[string]any{"id": "t1", "title": "before the backup"}))(t)
+	backup := s.open(t)
+	copyStore(t, a.store, backup)
+	a.clock.Advance(10)
+	must(a.Insert("trips", map[string]any{"id": "t2", "title": "after the backup"}))(t)
+	p := s.newReplica(t, "p", TripsSchema(), nil)
+	pull(t, p, a)
+	restored := &replica{Engine: must(engine.Open(backup, engine.Options{Schema: TripsSchema(), Clock: a.clock}))(t), store: backup, clock: a.clock, name: "restored"}
+	sets := must(p.ChangesSince(engine.HLC{}, 0, engine.ChangesFilter{}))(t)
+	must(restored.ApplyChanges(sets))(t)
+	if _, err := restored.Get("trips", engine.Key{"t2"}); err != nil {
+		t.Fatalf("restored replica never gets its own later write back: %v", err)
+	}
+}
+
+func copyStore(t testing.TB, from, to kv.Store) {
+	t.Helper()
+	type kvp struct{ b, k, v []byte }
+	var all []kvp
+	err := from.View(func(tx kv.Tx) error {
+		for _, b := range engine.Buckets {
+			if err := tx.Scan(b, kv.Range{}, func(k, v []byte) bool {
+				all = append(all, kvp{[]byte(b), append([]byte(nil), k...), append([]byte(nil), v...)})
+				return true
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := to.Update(func(tx kv.Tx) error {
+		for _, e := range all {
+			if err := tx.Put(string(e.b), e.k, e.v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
