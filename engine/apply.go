@@ -362,15 +362,43 @@ func (w *writeTx) applySets(sets []ChangeSet, replay bool) (applyOutcome, error)
 				continue
 			}
 			if err := normalizeChange(t, c); err != nil {
+				var mf *misfitError
+				if !errors.As(err, &mf) {
+					return out, err
+				}
+				// The change's key does not fit this replica's definition of
+				// the table (two app versions declared it with different
+				// primary keys). Rejecting the batch would block sync with
+				// that peer forever; dropping it would lose a write. It is
+				// held, like a change for an unknown table, reported, and
+				// never replayed (Quarantined lists it; Prune drops it at
+				// the horizon).
 				if replay {
-					// A held change that does not fit the table that
-					// appeared is dropped, not allowed to block the
-					// replay of the others.
-					w.e.log.Warn("replica: dropping held change that does not fit its table", "table", c.Table, "err", err)
-					out.result.Skipped++
+					// Taken out of the hold by this replay: put it back,
+					// marked so it is not replayed again.
+					w.e.log.Warn("replica: held change does not fit its table; it stays held", "table", c.Table, "err", err)
+					if err := w.holdAs(c, heldMisfit); err != nil {
+						return out, err
+					}
 					continue
 				}
-				return out, err
+				u := unknown[c.Table]
+				if u == nil {
+					u = &UnknownTable{Table: c.Table, Disposition: w.e.opts.UnknownTables, Site: cs.SiteID, Reason: mf.msg}
+					unknown[c.Table] = u
+					unknownOrder = append(unknownOrder, c.Table)
+				}
+				u.Changes++
+				if u.LatestHLC.Less(c.HLC) {
+					u.LatestHLC = c.HLC
+				}
+				out.result.UnknownTable++
+				if w.e.opts.UnknownTables != Ignore {
+					if err := w.holdAs(c, heldMisfit); err != nil {
+						return out, err
+					}
+				}
+				continue
 			}
 			rk := string(rowKey(t.key, c.PK))
 			rf := rows[rk]
@@ -443,7 +471,7 @@ func (w *writeTx) applySets(sets []ChangeSet, replay bool) (applyOutcome, error)
 func normalizeChange(t *table, c *Change) error {
 	if len(t.pkCols) > 0 {
 		if len(c.PK) != len(t.pkCols) {
-			return malformed("%s: primary key has %d values, the table's key has %d columns", c.Table, len(c.PK), len(t.pkCols))
+			return &misfitError{fmt.Sprintf("%s: primary key has %d values, the table's key has %d columns (%v)", c.Table, len(c.PK), len(t.pkCols), t.pkCols)}
 		}
 		pk := make([]Value, len(c.PK))
 		for i, v := range c.PK {
@@ -473,12 +501,23 @@ func normalizeChange(t *table, c *Change) error {
 		}
 		for i, n := range t.pkCols {
 			if n == c.Column && !c.Value.Equal(c.PK[i]) {
-				return malformed("%s: key column %s is %s but the change's key says %s", c.Table, n, c.Value, c.PK[i])
+				return &misfitError{fmt.Sprintf("%s: key column %s is %s but the change's key says %s", c.Table, n, c.Value, c.PK[i])}
 			}
 		}
 	}
 	return nil
 }
+
+// misfitError is a remote change whose primary key does not fit the local
+// definition of its table.
+type misfitError struct{ msg string }
+
+func (e *misfitError) Error() string { return e.msg }
+
+// Is makes a misfit match ErrMalformed where it cannot be diverted (a
+// snapshot carries its sender's whole state; a row that does not fit is
+// malformed there).
+func (e *misfitError) Is(target error) bool { return target == ErrMalformed }
 
 // mergeRow joins the facts into the row.
 func (w *writeTx) mergeRow(r *txRow, facts []pendingFact, out *applyOutcome) {

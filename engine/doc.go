@@ -106,6 +106,27 @@
 //   - The delivery of changes between devices is decided by the relay's
 //     arrival cursor, not by HLC watermarks (see package wire).
 //
+// # Backups
+//
+// Do not restore a replica's store from an older copy and keep using it:
+// the copy keeps its site id, so it skips its own later facts when peers
+// echo them (they look like its own echoes), and its clock may mint HLCs it
+// already used for other facts before the copy was taken. To recover a
+// device, open a fresh store (a new site id) and bootstrap it from a peer or
+// the relay; its unsynced local writes are lost either way.
+//
+// # Schema conflicts between app versions
+//
+// The effective schema is the fold of every device's migrations in HLC
+// order, so the first definition of a table, column or index wins
+// everywhere. A device whose declaration contradicts it (a column declared
+// with another type) gets ErrSchema from Open, naming the column: rename the
+// column or the table in the new app version. Changes from a device that
+// keyed a table differently (another primary key) do not fit the winning
+// definition: they are held (Quarantined reports them as misfits, an
+// UnknownTableSeen event says why) instead of blocking sync, and pruned at
+// the retention horizon.
+//
 // # Concurrency and events
 //
 // An Engine is safe for concurrent use; the kv store serializes writes.

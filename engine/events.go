@@ -75,6 +75,11 @@ type UnknownTable struct {
 	Changes     int    // changes diverted for it in this apply
 	Site        SiteID // origin of the first ChangeSet that named it
 	LatestHLC   HLC    // max HLC among them
+	// Reason is empty for a table outside the schema; otherwise it says why
+	// changes for a known table were diverted (their primary key does not
+	// fit the local definition: two app versions declared the table with
+	// different keys).
+	Reason string
 }
 
 // ConflictContext is what a ConflictResolver sees: the local cell version and

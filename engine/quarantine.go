@@ -16,28 +16,38 @@ import (
 // same change twice is a no-op) until the table appears or the retention
 // horizon passes (sync.md § Unknown-Table Disposition).
 //
-//	flags       1 byte: 1 = forwardable (store-and-forward)
+//	flags       1 byte: 1 = forwardable (store-and-forward), 2 = misfit (its
+//	            key does not fit the local table; never replayed)
 //	receivedAt  8 bytes, local wall ms
 //	change      encodeChange
 type heldChange struct {
 	forward    bool
+	misfit     bool
 	receivedAt uint64
 	change     Change
 }
 
+const (
+	heldForward byte = 1
+	heldMisfit  byte = 2
+)
+
 func (w *writeTx) hold(c *Change, forward bool) error {
+	var flags byte
+	if forward {
+		flags = heldForward
+	}
+	return w.holdAs(c, flags)
+}
+
+func (w *writeTx) holdAs(c *Change, flags byte) error {
 	k := quarantineKey(tableKey(c.Table), c.HLC)
 	if _, err := w.kv.Get(bucketQuarantine, k); err == nil {
 		return nil
 	} else if !errors.Is(err, kv.ErrNotFound) {
 		return err
 	}
-	var b []byte
-	if forward {
-		b = append(b, 1)
-	} else {
-		b = append(b, 0)
-	}
+	b := []byte{flags}
 	b = binary.BigEndian.AppendUint64(b, w.e.clock.Now())
 	b = encodeChange(b, c)
 	if len(b) > kv.MaxValueSize {
@@ -50,7 +60,7 @@ func decodeHeld(v []byte) (heldChange, error) {
 	if len(v) < 9 {
 		return heldChange{}, malformed("short held change")
 	}
-	h := heldChange{forward: v[0]&1 != 0, receivedAt: binary.BigEndian.Uint64(v[1:9])}
+	h := heldChange{forward: v[0]&heldForward != 0, misfit: v[0]&heldMisfit != 0, receivedAt: binary.BigEndian.Uint64(v[1:9])}
 	c, err := decodeChange(v[9:])
 	h.change = c
 	return h, err
@@ -144,6 +154,7 @@ func decodeChange(v []byte) (Change, error) {
 type HeldChange struct {
 	Change     Change
 	Forward    bool   // re-offered by ChangesSince (store-and-forward)
+	Misfit     bool   // its key does not fit the local table: never replayed
 	ReceivedAt uint64 // local wall ms when it was held
 }
 
@@ -166,7 +177,7 @@ func (e *Engine) Quarantined(table string) ([]HeldChange, error) {
 				derr = err
 				return false
 			}
-			out = append(out, HeldChange{Change: h.change, Forward: h.forward, ReceivedAt: h.receivedAt})
+			out = append(out, HeldChange{Change: h.change, Forward: h.forward, Misfit: h.misfit, ReceivedAt: h.receivedAt})
 			return true
 		})
 		if err != nil {
@@ -253,7 +264,7 @@ func (e *Engine) drainSome(name string) (n int, more bool, err error) {
 		var keys [][]byte
 		var changes []Change
 		var derr error
-		err = tx.Scan(bucketQuarantine, kv.Range{Start: tableKey(name), End: kv.PrefixEnd(tableKey(name)), Limit: drainBatch + 1}, func(k, v []byte) bool {
+		err = tx.Scan(bucketQuarantine, kv.Range{Start: tableKey(name), End: kv.PrefixEnd(tableKey(name))}, func(k, v []byte) bool {
 			if len(keys) == drainBatch {
 				more = true
 				return false
@@ -262,6 +273,9 @@ func (e *Engine) drainSome(name string) (n int, more bool, err error) {
 			if err != nil {
 				derr = err
 				return false
+			}
+			if h.misfit {
+				return true // never replayed; stays until pruned
 			}
 			keys = append(keys, bytes.Clone(k))
 			changes = append(changes, h.change)

@@ -227,9 +227,17 @@ func (c *cond) match(row Row) bool {
 	return false
 }
 
-func compileFilters(t *table, where []Filter) ([]cond, error) {
+// compileFilters checks and converts filter values. They are converted by
+// the local declaration of the column when there is one (decl, the same
+// rules local writes follow), else by the effective schema's.
+func compileFilters(t, decl *table, where []Filter) ([]cond, error) {
 	out := make([]cond, 0, len(where))
 	conv := func(col string, v any) (Value, error) {
+		if decl != nil {
+			if d := decl.cols[col]; d != nil {
+				return coerceValue(&decl.def, d, v)
+			}
+		}
 		if d := t.cols[col]; d != nil {
 			return coerceValue(&t.def, d, v)
 		}
@@ -437,7 +445,7 @@ func (e *Engine) query(tx kv.Tx, s *schemaState, name string, q Query) ([]Row, e
 			return nil, &ValidationError{Table: name, Column: o.Column, Reason: "unknown column in orderBy"}
 		}
 	}
-	conds, err := compileFilters(t, q.Where)
+	conds, err := compileFilters(t, e.declared[name], q.Where)
 	if err != nil {
 		return nil, err
 	}

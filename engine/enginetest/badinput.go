@@ -44,12 +44,6 @@ func (s *suite) testBadInput(t *testing.T) {
 		{"null primary key value", func(cs *engine.ChangeSet) { cs.Changes[1].PK = []engine.Value{engine.Null} }},
 		{"invalid table name", func(cs *engine.ChangeSet) { cs.Changes[1].Table = "no such; table" }},
 		{"invalid column name", func(cs *engine.ChangeSet) { cs.Changes[1].Column = "" }},
-		{"key column disagrees with key", func(cs *engine.ChangeSet) { cs.Changes[0].Value = engine.Text("other") }},
-		{"key of the wrong arity", func(cs *engine.ChangeSet) {
-			for i := range cs.Changes {
-				cs.Changes[i].PK = []engine.Value{engine.Text("k"), engine.Int(1)}
-			}
-		}},
 		{"deletion with a value", func(cs *engine.ChangeSet) {
 			cs.Changes[2].Type = engine.RowDeletion
 			cs.Changes[2].Column = ""
@@ -69,6 +63,42 @@ func (s *suite) testBadInput(t *testing.T) {
 		}
 		if d := diffDumps(before, DumpStore(t, a.store)); d != "" {
 			t.Errorf("%s: rejected batch wrote: %s", c.name, d)
+		}
+	}
+	// A change whose key does not fit the local table (another app version
+	// declared the table with another primary key) is neither refused —
+	// that would block sync with the peer forever — nor dropped: it is
+	// held, reported, and never replayed.
+	for _, mis := range []func(cs *engine.ChangeSet){
+		func(cs *engine.ChangeSet) { cs.Changes[0].Value = engine.Text("other") },
+		func(cs *engine.ChangeSet) {
+			for i := range cs.Changes {
+				cs.Changes[i].PK = []engine.Value{engine.Text("k"), engine.Int(1)}
+			}
+		},
+	} {
+		b := s.newReplica(t, "b", TripsSchema(), nil)
+		cs := validSet(peer, now, "fit")
+		mis(&cs)
+		var events []engine.UnknownTable
+		b.Subscribe(func(ev engine.Event) {
+			if ev.Type == engine.UnknownTableSeen {
+				events = append(events, *ev.UnknownTable)
+			}
+		})
+		res := must(b.ApplyChanges([]engine.ChangeSet{cs}))(t)
+		if res.UnknownTable == 0 || len(events) != 1 || events[0].Reason == "" {
+			t.Fatalf("misfit key: result %+v, events %+v", res, events)
+		}
+		held := must(b.Quarantined("trips"))(t)
+		if len(held) == 0 || !held[len(held)-1].Misfit && !held[0].Misfit {
+			t.Fatalf("misfit not held: %+v", held)
+		}
+		if n := must(b.DrainQuarantine("trips"))(t); n != 0 {
+			t.Fatalf("misfit replayed (%d)", n)
+		}
+		if len(must(b.Quarantined("trips"))(t)) != len(held) {
+			t.Fatal("drain dropped a misfit")
 		}
 	}
 	// The good set alone applies; the caller's ChangeSets are not modified.

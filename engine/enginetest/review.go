@@ -423,13 +423,12 @@ func (s *suite) testDrainAfterSnapshotSchema(t *testing.T) {
 
 // Two devices declared the same table with different column types (two app
 // versions, or two apps). After they sync, the effective schema is the
-// first definition (lowest HLC) everywhere, which is convergent — but the
-// device whose declaration lost can no longer open its replica with its own
-// schema (ErrSchema: the column's type differs from the stored one), and
-// until it reopens its local writes are validated against a type its
-// queries reject.
+// first definition (lowest HLC) everywhere, which is convergent. The device
+// whose declaration lost keeps working with its own declaration for writes
+// and queries until it reopens; then Open refuses the contradicting
+// declaration with ErrSchema naming the column (the engine manual, # Schema
+// conflicts between app versions): Replica cannot change a column's type.
 func (s *suite) testConflictingDeclarations(t *testing.T) {
-	t.Skip("BUG (design question): a peer's conflicting create_table makes this replica refuse its own declared schema on the next Open; see the review report")
 	text := notesV1()
 	integer := notesV1()
 	integer.Tables[0].Columns[1].Type = engine.KindInteger // body
@@ -445,11 +444,17 @@ func (s *suite) testConflictingDeclarations(t *testing.T) {
 		t.Errorf("b queries its own column by its declared type: %v", err)
 	}
 	b.Close()
-	b, err := engine.Open(st, engine.Options{Schema: integer, Clock: clk})
-	if err != nil {
-		t.Fatalf("b cannot reopen with the schema it always declared: %v", err)
+	_, err := engine.Open(st, engine.Options{Schema: integer, Clock: clk})
+	var se *engine.SchemaError
+	if !errors.As(err, &se) || se.Column != "body" {
+		t.Fatalf("reopen with the losing declaration: %v, want a SchemaError naming body", err)
 	}
-	b.Close()
+	// The data is intact and readable under the effective schema.
+	b = must(engine.Open(st, engine.Options{Schema: text, Clock: clk}))(t)
+	defer b.Close()
+	if n := must(b.Count("notes", nil))(t); n != 1 {
+		t.Fatalf("%d notes after reopening with the effective schema", n)
+	}
 }
 
 // Two devices declared the same table with different primary keys. Once
@@ -484,15 +489,12 @@ func (s *suite) testConflictingPrimaryKeys(t *testing.T) {
 }
 
 // The same conflict with data on both sides: whichever key wins the fold,
-// the rows the other device wrote under its own key are malformed for every
-// replica holding the winning definition, so a batch carrying them is
-// refused whole, forever (a poison batch): sync between the two devices
-// wedges. Replica has no rule for this (the seeds' answer is a frozen shared
-// basis); it needs one — refuse a create_table whose key contradicts the
-// held one before it is folded, or quarantine rows keyed by a losing
-// definition.
+// the rows the other device wrote under its own key do not fit the winning
+// definition. Refusing the batch would wedge sync between the two devices
+// forever (a poison batch); instead such changes are held (misfits, never
+// replayed), reported with an UnknownTableSeen event carrying the reason,
+// and everything else in the batch applies.
 func (s *suite) testConflictingPrimaryKeysWedge(t *testing.T) {
-	t.Skip("BUG (design question): conflicting primary keys for one table wedge sync; see the review report")
 	sa := &engine.Schema{Tables: []engine.TableDef{{Name: "notes", Columns: []engine.ColumnDef{{Name: "id", Type: engine.KindText}, {Name: "body", Type: engine.KindText}}}}}
 	sb := &engine.Schema{Tables: []engine.TableDef{{Name: "notes", Columns: []engine.ColumnDef{{Name: "k1", Type: engine.KindInteger}, {Name: "k2", Type: engine.KindText}, {Name: "body", Type: engine.KindText}}, PrimaryKey: []string{"k1", "k2"}}}}
 	a := s.newReplica(t, "a", sa, nil)
@@ -504,7 +506,25 @@ func (s *suite) testConflictingPrimaryKeysWedge(t *testing.T) {
 	must(b.Insert("notes", map[string]any{"k1": 1, "k2": "x", "body": "b"}))(t)
 	must(a.Insert("notes", map[string]any{"id": "a1", "body": "a"}))(t)
 	pull(t, b, a)
-	pull(t, a, b) // fails: b's row is keyed (k1, k2), the held key is (id)
+	res := pull(t, a, b) // b's row is keyed (k1, k2); a holds the key (id)
+	if res.UnknownTable == 0 {
+		t.Fatalf("misfit rows were not diverted: %+v", res)
+	}
+	var misfits int
+	for _, h := range must(a.Quarantined("notes"))(t) {
+		if h.Misfit {
+			misfits++
+		}
+	}
+	if misfits == 0 {
+		t.Fatal("b's rows are not held on a")
+	}
+	// Sync goes on: a later, fitting write from b still arrives.
+	must(a.Insert("notes", map[string]any{"id": "a2", "body": "after"}))(t)
+	pull(t, b, a)
+	if r := must(b.Query("notes", engine.Query{}))(t); len(r) < 2 {
+		t.Fatalf("b has %d notes after the conflict, want a's two", len(r))
+	}
 }
 
 // Large values: a row that fits can always be updated (and, with
@@ -725,16 +745,19 @@ func (s *suite) testSchemaLessLateDDL(t *testing.T) {
 	}
 }
 
-// A batch refused while merging (here a change whose key does not fit the
-// table its own batch creates) leaves nothing behind: no rows, no
-// migrations, no schema in the engine's cache, no clock.
+// A batch refused while merging (here a change whose key is too long to
+// store, found once the batch's own create_table is folded) leaves nothing
+// behind: no rows, no migrations, no schema in the engine's cache, no clock.
 func (s *suite) testRefusedBatchWithMigration(t *testing.T) {
 	src := s.newReplica(t, "src", notesV2(), nil)
 	must(src.Insert("notes", map[string]any{"id": "n1", "body": "x", "stars": 3}))(t)
 	sets := must(src.ChangesSince(engine.HLC{}, 0, engine.ChangesFilter{}))(t)
 	last := &sets[len(sets)-1]
 	bad := last.Changes[0]
-	bad.PK = []engine.Value{engine.Text("a"), engine.Text("b")}
+	bad.PK = []engine.Value{engine.Text(strings.Repeat("k", 3000))}
+	if bad.Column == "id" {
+		bad.Value = bad.PK[0]
+	}
 	bad.HLC.OpSeq = 99
 	last.Changes = append(last.Changes, bad)
 	last.HLC = bad.HLC
@@ -743,7 +766,7 @@ func (s *suite) testRefusedBatchWithMigration(t *testing.T) {
 	before := DumpStore(t, a.store)
 	clock := must(a.Now())(t)
 	if _, err := a.ApplyChanges(sets); !errors.Is(err, engine.ErrMalformed) {
-		t.Fatalf("batch with a misfit key: %v, want ErrMalformed", err)
+		t.Fatalf("batch with a key too long to store: %v, want ErrMalformed", err)
 	}
 	if d := diffDumps(before, DumpStore(t, a.store)); d != "" {
 		t.Fatalf("refused batch wrote: %s", d)
@@ -906,7 +929,7 @@ func (s *suite) testForwardPaging(t *testing.T) {
 // rare); skipping them is what the seeds do, to avoid quarantining one's
 // own changes.
 func (s *suite) testRestoredReplicaOwnFacts(t *testing.T) {
-	t.Skip("BUG (design question): own-origin facts a restored replica lacks are skipped as echoes; see the review report")
+	t.Skip("known limitation, documented in the engine manual (# Backups): a replica restored from an older copy of its store keeps its site id and skips its own later facts as echoes; restore by re-bootstrapping instead")
 	a := s.newReplica(t, "a", TripsSchema(), nil)
 	must(a.Insert("trips", map[string]any{"id": "t1", "title": "before the backup"}))(t)
 	backup := s.open(t)
