@@ -11,8 +11,8 @@ import (
 	"github.com/replica-sync/replica/kv/memkv"
 )
 
-// TestJSSync runs the client over the JavaScript WebSocket (coder/websocket's
-// js implementation) against a relay given by REPLICA_TEST_RELAY (a ws://
+// TestJSSync runs the client over the JavaScript WebSocket (socket_js.go)
+// against a relay given by REPLICA_TEST_RELAY (a ws://
 // URL of a running cmd/relay with -auth none); it is skipped without one.
 // Under Node 20 run it with NODE_OPTIONS=--experimental-websocket:
 //

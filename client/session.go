@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/wire"
 )
@@ -37,7 +35,7 @@ type session struct {
 	db   *engine.Engine
 	t    target
 	ctx  context.Context // ends with the session
-	conn *websocket.Conn
+	conn socket
 	in   chan frame
 	werr chan error // cap 1: the writer failed
 
@@ -98,14 +96,13 @@ func (c *Client) session(ctx context.Context, t target) outcome {
 	hsTimer := c.clock.AfterFunc(c.opts.HandshakeTimeout, hsCancel)
 	defer hsTimer.Stop()
 
-	conn, _, err := websocket.Dial(hsCtx, t.url, dialOptions())
+	conn, err := dialSocket(hsCtx, t.url, nil, c.opts.MaxMessageSize)
 	if err != nil {
 		if ctx.Err() == nil && hsCtx.Err() != nil {
 			err = fmt.Errorf("%w: dialing %s took longer than %v", ErrTimeout, t.url, c.opts.HandshakeTimeout)
 		}
 		return outcome{err: err}
 	}
-	conn.SetReadLimit(c.opts.MaxMessageSize)
 
 	sctx, scancel := context.WithCancel(ctx)
 	s := &session{
@@ -234,7 +231,7 @@ func (s *session) handle(f frame) error {
 // closeError maps a read error to the session's end: a fatal close status
 // (4001–4004) without its error frame is fatal as well.
 func closeError(err error) error {
-	st := websocket.CloseStatus(err)
+	st := closeStatus(err)
 	var code wire.ErrorCode
 	switch st {
 	case wire.CloseAuthFailed:
@@ -719,7 +716,7 @@ func (s *session) write() {
 		s.outQ = nil
 		s.outMu.Unlock()
 		for _, b := range q {
-			if err := s.conn.Write(s.ctx, websocket.MessageText, b); err != nil {
+			if err := s.conn.Write(s.ctx, b); err != nil {
 				select {
 				case s.werr <- fmt.Errorf("client: connection lost: %w", err):
 				default:
@@ -734,12 +731,12 @@ func (s *session) write() {
 // until the session ends or the socket fails.
 func (s *session) read() {
 	for {
-		typ, b, err := s.conn.Read(s.ctx)
+		text, b, err := s.conn.Read(s.ctx)
 		var f frame
 		switch {
 		case err != nil:
 			f.err = err
-		case typ != websocket.MessageText:
+		case !text:
 			f.err, f.decodeErr = fmt.Errorf("%w: binary frame", ErrProtocol), true
 		default:
 			f.msg, f.err = wire.Decode(b)

@@ -1,0 +1,61 @@
+package client
+
+import "context"
+
+// socket is one WebSocket connection as a session uses it: text frames in
+// and out, then a close. Natively it is github.com/coder/websocket
+// (socket_notjs.go); in the browser it is the page's own WebSocket through
+// syscall/js (socket_js.go), because coder/websocket's browser build links
+// net/http and crypto/tls into replica.wasm (see "The browser" in the
+// package documentation). Each platform file also defines
+//
+//	// dialSocket opens a WebSocket to url (ws, wss, http or https),
+//	// offering the subprotocols (none when empty), and returns it once
+//	// open; ctx bounds the dial. A message larger than readLimit bytes
+//	// makes Read fail.
+//	func dialSocket(ctx context.Context, url string, subprotocols []string, readLimit int64) (socket, error)
+//
+//	// closeStatus returns the close status the peer sent, from an error of
+//	// socket.Read, or -1 when err carries none.
+//	func closeStatus(err error) int
+//
+// Read is called from one goroutine, Write from another; Close and CloseNow
+// may be called from any goroutine, also while Read and Write wait.
+type socket interface {
+	// Read returns the next message: text reports a text frame (a binary
+	// frame has text false and b nil). It fails when ctx ends, when a
+	// message exceeds the read limit given to dialSocket, and when the
+	// connection closes (closeStatus reports the peer's close status);
+	// messages that arrived before the close are returned first.
+	Read(ctx context.Context) (text bool, b []byte, err error)
+	// Write sends b, UTF-8, as one text frame. It does not keep b.
+	Write(ctx context.Context, b []byte) error
+	// Close performs the closing handshake with the status code and the
+	// reason (at most 123 bytes) and returns when the connection is
+	// closed. A browser page may only use 1000 and 3000–4999.
+	Close(code int, reason string) error
+	// CloseNow ends the connection without waiting for the peer where the
+	// platform allows it (natively the TCP connection is dropped); a
+	// browser always performs the closing handshake, so there it is
+	// Close(statusNormalClosure, "").
+	CloseNow() error
+}
+
+// statusNormalClosure is WebSocket close status 1000 (RFC 6455 § 7.4.1).
+const statusNormalClosure = 1000
+
+// closeSocket closes a session's socket: a graceful close (Disconnect)
+// performs the closing handshake with status 1000, which coder/websocket
+// bounds at 5 s natively; any other end (an error, a dead or stalled relay)
+// drops the connection at once where the platform allows. A browser only
+// lets a page close with status 1000 or 3000–4999 (1001 throws and leaves
+// the socket open), so there every close is a normal closure, returning
+// when the browser reports the socket closed, which it does after its own
+// closing timeout when the relay is gone.
+func closeSocket(c socket, graceful bool) {
+	if graceful {
+		_ = c.Close(statusNormalClosure, "disconnect")
+		return
+	}
+	_ = c.CloseNow()
+}

@@ -1,0 +1,261 @@
+//go:build js
+
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall/js"
+)
+
+// jsSocket is the browser's socket: the page's own WebSocket object
+// (https://websockets.spec.whatwg.org/), driven through syscall/js.
+//
+// The browser delivers events on its event loop; the listeners only record
+// them (a message is appended to a queue, the close is noted) and signal
+// one-slot channels, never waiting on Go, and Read, Write and Close wait on
+// those channels from goroutines. The browser gives a page no flow
+// control: messages are queued as they arrive until Read takes them, and
+// Write hands each frame to the browser's own send buffer at once. Every
+// js.Func is released when the close event comes, which the browser always
+// sends after close() (also while connecting).
+type jsSocket struct {
+	ws        js.Value
+	readLimit int64
+	listeners []listener // released at the close event
+
+	mu      sync.Mutex
+	queue   []jsMessage // received, not yet read
+	closing bool        // Close was called: the close was ours
+	err     error       // why the socket closed; set before closed is
+
+	msg    chan struct{} // cap 1: the queue is not empty
+	opened chan struct{} // closed by the open event
+	closed chan struct{} // closed by the close event
+}
+
+var _ socket = (*jsSocket)(nil)
+
+type listener struct {
+	event string
+	fn    js.Func
+}
+
+// jsMessage is one received message: a text frame's data, or a binary
+// frame (its data left in the browser).
+type jsMessage struct {
+	data   string
+	binary bool
+}
+
+// wsCloseError is the close status and reason of a connection the peer (or
+// the browser, e.g. 1006 for a lost connection) closed.
+type wsCloseError struct {
+	code     int
+	reason   string
+	wasClean bool
+}
+
+func (e *wsCloseError) Error() string {
+	s := fmt.Sprintf("WebSocket closed with status %d", e.code)
+	if e.reason != "" {
+		s += fmt.Sprintf(" (%q)", e.reason)
+	}
+	if !e.wasClean {
+		s += ", not cleanly"
+	}
+	return s
+}
+
+// errSocketClosed is Read's and Write's error after Close.
+var errSocketClosed = errors.New("client: WebSocket closed")
+
+func dialSocket(ctx context.Context, url string, subprotocols []string, readLimit int64) (socket, error) {
+	// Connect accepts http(s) URLs as coder/websocket does natively.
+	if rest, ok := strings.CutPrefix(url, "http"); ok {
+		url = "ws" + rest
+	}
+	s := &jsSocket{
+		readLimit: readLimit,
+		msg:       make(chan struct{}, 1),
+		opened:    make(chan struct{}),
+		closed:    make(chan struct{}),
+	}
+	protocols := make([]any, len(subprotocols))
+	for i, p := range subprotocols {
+		protocols[i] = p
+	}
+	if err := catch(func() { s.ws = js.Global().Get("WebSocket").New(url, protocols) }); err != nil {
+		return nil, fmt.Errorf("client: dialing %s: %w", url, err) // SyntaxError: a URL the browser refuses
+	}
+	s.ws.Set("binaryType", "arraybuffer")
+	s.listen("open", s.onOpen)
+	s.listen("message", s.onMessage)
+	s.listen("close", s.onClose)
+	// No "error" listener: the browser tells nothing in it and always
+	// follows it with the close event, whose status (1006) says enough.
+
+	select {
+	case <-s.opened:
+		return s, nil
+	case <-s.closed:
+		return nil, fmt.Errorf("client: dialing %s: %w", url, s.closeErr())
+	case <-ctx.Done():
+		_ = catch(func() { s.ws.Call("close", statusNormalClosure, "dial cancelled") })
+		return nil, ctx.Err()
+	}
+}
+
+func closeStatus(err error) int {
+	var ce *wsCloseError
+	if errors.As(err, &ce) {
+		return ce.code
+	}
+	return -1
+}
+
+// listen adds fn as the listener of event; a panic in fn is recovered (it
+// would stop the Go program) and closes the socket.
+func (s *jsSocket) listen(event string, fn func(e js.Value)) {
+	f := js.FuncOf(func(this js.Value, args []js.Value) any {
+		defer func() {
+			if p := recover(); p != nil {
+				s.setErr(fmt.Errorf("client: panic in the WebSocket %s listener: %v", event, p))
+				_ = catch(func() { s.ws.Call("close", statusNormalClosure, "internal error") })
+			}
+		}()
+		fn(args[0])
+		return nil
+	})
+	s.ws.Call("addEventListener", event, f)
+	s.listeners = append(s.listeners, listener{event, f})
+}
+
+func (s *jsSocket) onOpen(js.Value) { close(s.opened) }
+
+func (s *jsSocket) onMessage(e js.Value) {
+	data := e.Get("data")
+	var m jsMessage
+	switch {
+	case data.Type() != js.TypeString:
+		m.binary = true // an ArrayBuffer, left unread
+	default:
+		m.data = data.String()
+	}
+	s.mu.Lock()
+	s.queue = append(s.queue, m)
+	s.mu.Unlock()
+	select {
+	case s.msg <- struct{}{}:
+	default:
+	}
+}
+
+func (s *jsSocket) onClose(e js.Value) {
+	s.mu.Lock()
+	if s.err == nil {
+		if s.closing {
+			s.err = errSocketClosed
+		} else {
+			s.err = &wsCloseError{code: e.Get("code").Int(), reason: e.Get("reason").String(), wasClean: e.Get("wasClean").Bool()}
+		}
+	}
+	s.mu.Unlock()
+	close(s.closed)
+	for _, l := range s.listeners {
+		s.ws.Call("removeEventListener", l.event, l.fn)
+		l.fn.Release() // this running listener stays valid until it returns
+	}
+}
+
+func (s *jsSocket) setErr(err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.mu.Unlock()
+}
+
+func (s *jsSocket) closeErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+func (s *jsSocket) Read(ctx context.Context) (bool, []byte, error) {
+	for {
+		s.mu.Lock()
+		if len(s.queue) > 0 {
+			m := s.queue[0]
+			s.queue[0] = jsMessage{}
+			s.queue = s.queue[1:]
+			s.mu.Unlock()
+			switch {
+			case m.binary:
+				return false, nil, nil
+			case int64(len(m.data)) > s.readLimit:
+				return false, nil, fmt.Errorf("client: a message of more than %d bytes, the read limit", s.readLimit)
+			}
+			return true, []byte(m.data), nil
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.msg:
+		case <-s.closed:
+			// Deliver what arrived before the close first.
+			s.mu.Lock()
+			n := len(s.queue)
+			s.mu.Unlock()
+			if n == 0 {
+				return false, nil, s.closeErr()
+			}
+		case <-ctx.Done():
+			return false, nil, ctx.Err()
+		}
+	}
+}
+
+func (s *jsSocket) Write(ctx context.Context, b []byte) error {
+	select {
+	case <-s.closed:
+		return s.closeErr()
+	default:
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// send never blocks; on a socket already closing the browser drops
+	// the frame, and Read reports the close.
+	return catch(func() { s.ws.Call("send", string(b)) })
+}
+
+func (s *jsSocket) Close(code int, reason string) error {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	if err := catch(func() { s.ws.Call("close", code, reason) }); err != nil {
+		return err // InvalidAccessError (code), SyntaxError (reason > 123 bytes)
+	}
+	<-s.closed
+	return nil
+}
+
+func (s *jsSocket) CloseNow() error { return s.Close(statusNormalClosure, "") }
+
+// catch runs fn and returns the JavaScript exception it threw, if any.
+func catch(fn func()) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			jerr, ok := p.(js.Error)
+			if !ok {
+				panic(p)
+			}
+			err = jerr
+		}
+	}()
+	fn()
+	return nil
+}

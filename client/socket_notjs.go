@@ -1,0 +1,44 @@
+//go:build !js
+
+package client
+
+import (
+	"context"
+
+	"github.com/coder/websocket"
+)
+
+// wsSocket is the native socket: a coder/websocket connection.
+type wsSocket struct{ c *websocket.Conn }
+
+var _ socket = wsSocket{}
+
+func dialSocket(ctx context.Context, url string, subprotocols []string, readLimit int64) (socket, error) {
+	// Natively the defaults otherwise: http.DefaultClient, no compression.
+	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: subprotocols})
+	if err != nil {
+		return nil, err
+	}
+	c.SetReadLimit(readLimit)
+	return wsSocket{c}, nil
+}
+
+func closeStatus(err error) int { return int(websocket.CloseStatus(err)) }
+
+func (s wsSocket) Read(ctx context.Context) (bool, []byte, error) {
+	typ, b, err := s.c.Read(ctx)
+	if err != nil || typ != websocket.MessageText {
+		return false, nil, err
+	}
+	return true, b, nil
+}
+
+func (s wsSocket) Write(ctx context.Context, b []byte) error {
+	return s.c.Write(ctx, websocket.MessageText, b)
+}
+
+func (s wsSocket) Close(code int, reason string) error {
+	return s.c.Close(websocket.StatusCode(code), reason)
+}
+
+func (s wsSocket) CloseNow() error { return s.c.CloseNow() }
