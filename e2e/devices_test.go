@@ -78,3 +78,84 @@ func TestTwoDevices(t *testing.T) {
 	}
 	bb.shot("B-after-delete")
 }
+
+// goOffline presses the sync bar's toggle and waits for "offline".
+func (p *page) goOffline() {
+	p.t.Helper()
+	p.waitJS("the toggle to read Go offline", `document.getElementById("sync-toggle").textContent === "Go offline"`, syncTimeout)
+	p.click("#sync-toggle")
+	p.waitStatus("offline", syncTimeout)
+}
+
+// goOnline presses the toggle and waits for "synced".
+func (p *page) goOnline() {
+	p.t.Helper()
+	p.waitJS("the toggle to read Go online", `document.getElementById("sync-toggle").textContent === "Go online"`, syncTimeout)
+	p.click("#sync-toggle")
+	p.waitStatus("synced", syncTimeout)
+}
+
+// TestOfflineConvergence: both devices go offline and edit the same row
+// (one column each, and the same column on both) and different rows; back
+// online, both hold identical data: the later writer won the same-column
+// conflict, both different-column edits are kept, both new rows exist.
+func TestOfflineConvergence(t *testing.T) {
+	r := startRelay(t)
+	b := newBrowser(t, "")
+	a := b.newDevice("A").open(r.URL + "?db=shared")
+	bb := b.newDevice("B").open(r.URL + "?db=shared")
+	a.waitStatus("synced", syncTimeout)
+	bb.waitStatus("synced", syncTimeout)
+	a.addTrip("Kyoto", "Japan", "2500")
+	bb.waitJS("A's trip on B", `tripEl("Kyoto")`, syncTimeout)
+
+	a.goOffline()
+	bb.goOffline()
+	a.shot("A-offline")
+
+	// A: the title (also edited on B, later) and the budget (only A).
+	a.eval(`const t = tripEl("Kyoto"); setField(t, "title", "Kyoto (A)"); setField(t, "budget", "3000");
+		await wait("A's edits", async () => { const r = (await db.query("trips"))[0]; return r.title === "Kyoto (A)" && r.budget === 3000; });
+		return null;`, nil)
+	a.addTrip("Osaka", "Japan", "900")
+	var aDone float64
+	a.eval(`return Date.now();`, &aDone)
+	// B: strictly later by the wall clock, so its title is the later write.
+	bb.waitJS("B's clock to pass A's last edit", `Date.now() > `+jsFloat(aDone)+` + 2`, syncTimeout)
+	bb.eval(`const t = tripEl("Kyoto"); setField(t, "title", "Kyoto (B)"); setField(t, "travelers", "4"); setField(t, "booked", true);
+		await wait("B's edits", async () => { const r = (await db.query("trips"))[0]; return r.title === "Kyoto (B)" && r.travelers === 4 && r.booked; });
+		return null;`, nil)
+	bb.addTrip("Nara", "Japan", "300")
+
+	// Offline, each device holds its own edits only; the relay saw none.
+	if got := a.evalString(`return titles().sort().join(",");`); got != "Kyoto (A),Osaka" {
+		t.Errorf("A offline shows %q", got)
+	}
+	if got := bb.evalString(`return titles().sort().join(",");`); got != "Kyoto (B),Nara" {
+		t.Errorf("B offline shows %q", got)
+	}
+
+	a.goOnline()
+	bb.goOnline()
+	rows := waitSame(t, "identical trips on both devices", syncTimeout, []string{"trips", "stops"}, a, bb)
+	for _, p := range []*page{a, bb} {
+		p.waitJS("both new trips and the merged trip in the list", `titles().sort().join(",") === "Kyoto (B),Nara,Osaka"`, syncTimeout)
+	}
+	var kyoto struct {
+		Title     string  `json:"title"`
+		Budget    float64 `json:"budget"`
+		Travelers int     `json:"travelers"`
+		Booked    bool    `json:"booked"`
+	}
+	a.eval(`return (await db.query("trips", {where: {destination: "Japan", title: {prefix: "Kyoto"}}}))[0];`, &kyoto)
+	if kyoto.Title != "Kyoto (B)" || kyoto.Budget != 3000 || kyoto.Travelers != 4 || !kyoto.Booked {
+		t.Errorf("merged Kyoto = %+v, want title from B (the later writer), budget 3000 from A, travelers 4 and booked from B\nall trips: %s", kyoto, rows["trips"])
+	}
+	// The conflict shows in A's activity log: B's later title won there.
+	// The conflict shows in both activity logs: on A, B's later title won;
+	// on B, its own title was kept.
+	a.waitJS("the conflict in A's log", `app.log.some((e) => e.kind === "conflict" && e.text.startsWith("Conflict in trips.title") && e.text.includes("'s edit won"))`, syncTimeout)
+	bb.waitJS("the conflict in B's log", `app.log.some((e) => e.kind === "conflict" && e.text.startsWith("Conflict in trips.title") && e.text.includes("this device's edit was kept"))`, syncTimeout)
+	a.shot("A-converged")
+	bb.shot("B-converged")
+}

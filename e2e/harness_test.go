@@ -324,14 +324,16 @@ type page struct {
 
 // open opens a new tab of d at url and waits until the demo is ready
 // (app.ready resolved: the replica is open and the page rendered).
-func (d *device) open(url string) *page {
+// Actions in before run in the new tab before it navigates (such as
+// chromedp.EmulateViewport).
+func (d *device) open(url string, before ...chromedp.Action[chromedp.Void]) *page {
 	t := d.b.t
 	t.Helper()
 	p := &page{t: t, name: d.name}
 	ctx, cancel := chromedp.NewContext(d.ctx, chromedp.WithListener(p.onEvent))
 	p.ctx, p.cancel = ctx, cancel
 	t.Cleanup(p.close)
-	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+	if err := chromedp.Do(ctx, append(before, chromedp.Navigate(url))...); err != nil {
 		t.Fatalf("%s: open %s: %v", p.name, url, err)
 	}
 	p.waitReady()
@@ -341,6 +343,25 @@ func (d *device) open(url string) *page {
 func (p *page) waitReady() {
 	p.t.Helper()
 	p.eval(`await app.ready; await wait("the first render", () => document.body.dataset.ready === "true"); return null;`, nil)
+}
+
+// waitNewDocument waits until the page has navigated away from the
+// document where the global marker was set, and the new one is ready.
+func (p *page) waitNewDocument(marker string) {
+	p.t.Helper()
+	end := time.Now().Add(syncTimeout)
+	for {
+		fresh, err := chromedp.Run(p.ctx, chromedp.Evaluate[bool](
+			`typeof window.`+marker+` === "undefined" && document.readyState === "complete" && typeof app === "object"`))
+		if err == nil && fresh {
+			break
+		}
+		if time.Now().After(end) {
+			p.t.Fatalf("%s: no new document after %v (last error: %v)", p.name, syncTimeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.waitReady()
 }
 
 // onEvent runs on chromedp's reading goroutine: record, never block.
@@ -559,3 +580,6 @@ func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// jsFloat formats a number for JavaScript source.
+func jsFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

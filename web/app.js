@@ -293,7 +293,8 @@
 		setText($("sync-pending"), nf.format(pending) + " unsent");
 		$("sync-pending").dataset.count = String(pending);
 		setText($("info-pending"), pending ? plural(pending, "transaction", "transactions") + " not yet acknowledged" : "none");
-		setText($("info-leader"), st.leader ? "holds the relay connection" : "syncs through another tab");
+		// db.isLeader is current even before the new leader's first syncState.
+		setText($("info-leader"), app.db && app.db.isLeader ? "holds the relay connection" : "syncs through another tab");
 		const btn = $("sync-toggle");
 		setText(btn, st.status === "error" ? "Retry" : isOffline(st) ? "Go online" : "Go offline");
 		btn.setAttribute("aria-pressed", isOffline(st) ? "true" : "false");
@@ -318,18 +319,33 @@
 
 	// ---- the activity log ---------------------------------------------------------
 
+	// addLog adds an entry to the activity log; the same text again right
+	// away bumps the entry's count instead (a burst of remote transactions).
 	function addLog(kind, text) {
-		const entry = { kind, text, at: new Date() };
+		const list = $("log");
+		const last = app.log[0];
+		if (last && last.text === text && Date.now() - last.at.getTime() < 10000 && list.firstElementChild) {
+			last.count++;
+			last.at = new Date();
+			const li = list.firstElementChild;
+			li.querySelector("time").textContent = clock(last.at);
+			setText(li.querySelector(".times"), "×" + last.count);
+			return;
+		}
+		const entry = { kind, text, at: new Date(), count: 1 };
 		app.log.unshift(entry);
 		if (app.log.length > 50) app.log.length = 50;
-		const list = $("log");
 		const empty = list.querySelector(".log-empty");
 		if (empty) empty.remove();
 		list.prepend(h("li", { class: "log-" + kind, "data-kind": kind },
-			h("time", { text: entry.at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" }) }),
-			h("span", { text }),
+			h("time", { text: clock(entry.at) }),
+			h("span", null, text, " ", h("span", { class: "times muted" })),
 		));
 		while (list.children.length > 30) list.lastElementChild.remove();
+	}
+
+	function clock(d) {
+		return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" });
 	}
 
 	function learnSite(txId) {
@@ -344,20 +360,6 @@
 		const e = $("info-site");
 		setText(e, app.siteId || "— (shown after this device's first edit)");
 		e.title = app.siteId ? "This browser's replica id: every change made here carries it" : "Replica does not expose the site id before this replica's first write";
-	}
-
-	function describeRow(table, pk) {
-		const id = Array.isArray(pk) ? pk[0] : pk;
-		if (table === "trips") {
-			const t = app.trips.find((r) => r.id === id);
-			return t ? "trip “" + t.title + "”" : "a trip";
-		}
-		if (table === "stops") {
-			const s = app.stops.find((r) => r.id === id);
-			return s ? "stop “" + s.name + "”" : "a stop";
-		}
-		if (table === "cities" && Array.isArray(pk)) return "city " + pk[2];
-		return "a " + table + " row";
 	}
 
 	function show(v) {
@@ -375,12 +377,12 @@
 		});
 		db.on("remoteChange", (e) => {
 			const site = siteOfTx(e.transactionId);
-			addLog("remote", "Changes to " + e.tables.join(", ") + " arrived" + (site ? " from device " + shortId(site) : ""));
+			addLog("remote", "Changes to " + e.tables.join(", ") + (site ? " from device " + shortId(site) : " from the relay"));
 		});
 		db.on("conflict", (c) => {
-			const who = c.remoteWon ? "the other device's edit won (it is newer)" : "this device's edit was kept (it is newer)";
-			addLog("conflict", "Conflict on " + describeRow(c.table, c.pk) + ", " + c.column + ": here " + show(c.localValue) +
-				", device " + shortId(siteOfHlc(c.remoteHlc)) + " " + show(c.remoteValue) + " — " + who);
+			const other = "device " + shortId(siteOfHlc(c.remoteHlc));
+			addLog("conflict", "Conflict in " + c.table + "." + c.column + ": this device wrote " + show(c.localValue) + ", " + other + " wrote " +
+				show(c.remoteValue) + " — " + (c.remoteWon ? other + "'s edit won (it is newer)" : "this device's edit was kept (it is newer)"));
 		});
 		db.on("unknownTable", (e) => addLog("remote", "Held " + e.changes + " changes for table " + e.table + " (newer app version?)"));
 	}
@@ -714,19 +716,63 @@
 	}
 
 	// importCities writes rows of the GeoNames data in transactions of
-	// `batch` rows, calling onProgress(done, total) after each. upsert makes
-	// it idempotent: rows already present (imported here or synced from
-	// another device) with the same values are not written again.
+	// `batch` rows, calling onProgress(done, total) after each. A batch is
+	// first tried with insert, the fast path for rows this replica does not
+	// have; if any of its keys exists (imported before, here or on another
+	// device and synced), the commit fails with CONFLICT and writes nothing,
+	// and the batch is redone with upsert, which writes only what differs:
+	// importing the same rows again changes nothing.
 	async function importCities(rows, { batch = 300, onProgress } = {}) {
 		const db = app.db;
+		const write = (chunk, op) => db.transaction(async (tx) => {
+			const ps = new Array(chunk.length);
+			for (let k = 0; k < chunk.length; k++) ps[k] = tx[op]("cities", cityRow(chunk[k]));
+			await Promise.all(ps);
+		});
 		for (let i = 0; i < rows.length; i += batch) {
 			const chunk = rows.slice(i, i + batch);
-			await db.transaction(async (tx) => {
-				const ps = new Array(chunk.length);
-				for (let k = 0; k < chunk.length; k++) ps[k] = tx.upsert("cities", cityRow(chunk[k]));
-				await Promise.all(ps);
-			});
+			try {
+				await write(chunk, "insert");
+			} catch (e) {
+				if (!e || e.code !== "CONFLICT") throw e;
+				await write(chunk, "upsert");
+			}
 			if (onProgress) onProgress(Math.min(i + batch, rows.length), rows.length);
+		}
+	}
+
+	// runImport imports the rows that load() returns with the Cities view's
+	// button and progress bar, and reports on the page (never throws).
+	async function runImport(load, batch) {
+		const btn = $("import"), wrap = $("import-progress-wrap"), bar = $("import-progress"), label = $("import-label");
+		btn.disabled = true;
+		wrap.hidden = false;
+		bar.style.width = "0%";
+		delete label.dataset.done;
+		const t0 = performance.now();
+		try {
+			setText(label, "Loading the rows…");
+			const rows = await load();
+			setText(label, "Importing…");
+			await importCities(rows, {
+				batch,
+				onProgress: (done, total) => {
+					bar.style.width = (100 * done / total) + "%";
+					setText(label, "Imported " + nf.format(done) + " of " + nf.format(total) + " rows");
+				},
+			});
+			const s = (performance.now() - t0) / 1000;
+			setText(label, "Imported " + nf.format(rows.length) + " rows in " + s.toFixed(1) + " s. They sync to your other devices; importing them again there adds nothing.");
+			label.dataset.done = "true";
+			return { rows: rows.length, seconds: s };
+		} catch (e) {
+			showError(e, "import");
+			setText(label, "Import failed: " + e.message);
+			return { error: e.code || e.message };
+		} finally {
+			btn.disabled = false;
+			wrap.hidden = true;
+			scheduleCount();
 		}
 	}
 
@@ -747,33 +793,7 @@
 		q.addEventListener("input", () => { clearTimeout(t); t = setTimeout(refreshCities, 120); });
 		sel.addEventListener("change", refreshCities);
 		db.on("change", (e) => { if (e.tables.includes("cities") && citiesVisible()) scheduleCount(); });
-		$("import").addEventListener("click", async () => {
-			const btn = $("import"), wrap = $("import-progress-wrap"), bar = $("import-progress"), label = $("import-label");
-			btn.disabled = true;
-			wrap.hidden = false;
-			bar.style.width = "0%";
-			const t0 = performance.now();
-			try {
-				const rows = await loadExcerpt();
-				setText(label, "Importing…");
-				await importCities(rows, {
-					batch: 300,
-					onProgress: (done, total) => {
-						bar.style.width = (100 * done / total) + "%";
-						setText(label, "Imported " + nf.format(done) + " of " + nf.format(total) + " rows");
-					},
-				});
-				setText(label, "Imported " + nf.format(rows.length) + " rows in " + ((performance.now() - t0) / 1000).toFixed(1) + " s. They sync to your other devices; importing again there adds nothing.");
-				label.dataset.done = "true";
-			} catch (e) {
-				showError(e, "import");
-				setText(label, "Import failed: " + e.message);
-			} finally {
-				btn.disabled = false;
-				wrap.hidden = true;
-				scheduleCount();
-			}
-		});
+		$("import").addEventListener("click", () => runImport(loadExcerpt, 300));
 	}
 
 	async function fillCountries() {
@@ -853,5 +873,5 @@
 	window.addEventListener("hashchange", route);
 	route();
 
-	Object.assign(app, { importCities, searchCities, cityRow, fold, addStop, moveStop, deleteTrip, addSampleTrip, connect, disconnect });
+	Object.assign(app, { importCities, runImport, searchCities, cityRow, fold, addStop, moveStop, deleteTrip, addSampleTrip, connect, disconnect });
 })();
