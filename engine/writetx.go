@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -336,9 +337,13 @@ func indexKey(ix *compiledIndex, row Row, pk []Value) []byte {
 
 // factsOf returns the facts of transaction base recorded in rec, unsorted.
 func factsOf(rec *record, base HLC, table string, pk []Value) []Change {
-	var out []Change
+	return appendFacts(nil, rec, base, table, pk)
+}
+
+// appendFacts is factsOf appending to out.
+func appendFacts(out []Change, rec *record, base HLC, table string, pk []Value) []Change {
 	if rec == nil {
-		return nil
+		return out
 	}
 	if rec.hasTomb && rec.tomb.SameTransaction(base) {
 		out = append(out, Change{Type: RowDeletion, Table: table, PK: pk, HLC: rec.tomb, PriorRow: rec.priorRow})
@@ -356,9 +361,17 @@ func factsOf(rec *record, base HLC, table string, pk []Value) []Change {
 // localChangeSet builds the ChangeSet of the local transaction just
 // flushed, from the same records ChangesSince reads, so both agree.
 func (w *writeTx) localChangeSet() *ChangeSet {
-	cs := &ChangeSet{SiteID: w.e.site, TransactionID: w.base.TransactionID(), Migrations: w.migs}
+	// Sized once: growing the slice row by row copied every Change again
+	// at each doubling (a quarter of this function's cost for 10,000 rows).
+	n := 0
 	for _, r := range w.rows {
-		cs.Changes = append(cs.Changes, factsOf(r.cur, w.base, r.table, r.pk)...)
+		if r.cur != nil {
+			n += len(r.cur.cells) + 1
+		}
+	}
+	cs := &ChangeSet{SiteID: w.e.site, TransactionID: w.base.TransactionID(), Migrations: w.migs, Changes: make([]Change, 0, n)}
+	for _, r := range w.rows {
+		cs.Changes = appendFacts(cs.Changes, r.cur, w.base, r.table, r.pk)
 	}
 	sortChanges(cs.Changes)
 	cs.HLC = maxFactHLC(cs)
@@ -366,7 +379,7 @@ func (w *writeTx) localChangeSet() *ChangeSet {
 }
 
 func sortChanges(cs []Change) {
-	sort.Slice(cs, func(i, j int) bool { return cs[i].HLC.Less(cs[j].HLC) })
+	slices.SortFunc(cs, func(a, b Change) int { return a.HLC.Compare(b.HLC) })
 }
 
 func maxFactHLC(cs *ChangeSet) HLC {
