@@ -72,7 +72,7 @@ type runner struct {
 // eval evaluates the promise expression expr in ctx's page and decodes its
 // JSON value into out.
 func eval(ctx context.Context, expr string, out any) error {
-	s, err := chromedp.Run(ctx, chromedp.Evaluate[string]("(async () => JSON.stringify(await ("+expr+")))()", chromedp.EvalAwaitPromise))
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string]("(async () => JSON.stringify(await ("+expr+")) ?? \"null\")()", chromedp.EvalAwaitPromise))
 	if err != nil {
 		return err
 	}
@@ -102,6 +102,11 @@ func (r *runner) session(sys *system, tag string, which map[string]bool, skip []
 	defer cancelT()
 	fo := r.opts
 	fo.Skip = skip
+	for _, w := range []string{"w1", "w2", "w3"} {
+		if !which[w] && !slices.Contains(fo.Skip, w) {
+			fo.Skip = append(fo.Skip, w)
+		}
+	}
 	o, _ := json.Marshal(fo)
 	var s session
 	step := func(what, db, expr string, out any) error {

@@ -85,9 +85,11 @@ const B = (() => {
 			const res = {openMs};
 			const skip = o.skip || [];
 			if (!skip.includes("w1")) res.w1 = await B.timed(() => S.w1(B.db, rows, o), rows.length);
-			const h2 = await S.open(params.get("db") + "-w2");
-			res.w2 = await B.timed(() => S.w2(h2, rows, o), rows.length);
-			await S.close(h2);
+			if (!skip.includes("w2")) {
+				const h2 = await S.open(params.get("db") + "-w2");
+				res.w2 = await B.timed(() => S.w2(h2, rows, o), rows.length);
+				await S.close(h2);
+			}
 			if (!skip.includes("w3")) {
 				if (S.prepareW3 || skip.includes("w1")) await (S.prepareW3 || S.w2)(B.db, rows, o);
 				res.w3 = await B.timed(() => S.w3(B.db, rows, o), rows.length);
