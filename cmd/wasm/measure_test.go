@@ -5,6 +5,8 @@ package main
 import (
 	"os"
 	"testing"
+
+	"github.com/replica-sync/replica/internal/pagebench"
 )
 
 // TestMeasure times the release build (web/replica.wasm through
@@ -21,7 +23,8 @@ import (
 //   - bulk: one db.transaction of N awaited tx.insert / one raw transaction of N puts.
 //
 // It also counts IndexedDB requests (put, get, getAll*, cursors, deletes)
-// per row, from patched prototypes.
+// per row, from patched prototypes (internal/pagebench's idbcount.js, which
+// make bench uses too, as it does rawidb.js for the raw IndexedDB side).
 func TestMeasure(t *testing.T) {
 	if os.Getenv("REPLICA_MEASURE") == "" {
 		t.Skip("set REPLICA_MEASURE=1 to measure")
@@ -33,21 +36,10 @@ func TestMeasure(t *testing.T) {
 		const N = +(new URLSearchParams(location.search).get("n") || 10000);
 		const schema = {tables: {cities: {columns: {id: "text", name: "text", country: "text", pop: "integer", lat: "real", lon: "real"}}}};
 		const row = (i) => ({id: "c" + String(i).padStart(6, "0"), name: "City " + i, country: ["FR", "PT", "DE", "JP"][i % 4], pop: 1000 + i * 7, lat: (i % 180) - 90 + 0.123, lon: (i % 360) - 180 + 0.456});
-		const counts = {};
-		for (const [proto, names] of [[IDBObjectStore.prototype, ["put", "get", "getAll", "getAllKeys", "getAllRecords", "openCursor", "delete", "count"]], [IDBIndex.prototype, ["get", "getAll", "openCursor"]]]) {
-			for (const n of names) {
-				const f = proto[n];
-				if (typeof f !== "function") continue;
-				proto[n] = function (...a) { counts[n] = (counts[n] || 0) + 1; return f.apply(this, a); };
-			}
-		}
-		const origTx = IDBDatabase.prototype.transaction;
-		IDBDatabase.prototype.transaction = function (...a) { counts.tx = (counts.tx || 0) + 1; return origTx.apply(this, a); };
-		const snap = () => Object.assign({}, counts);
-		const per = (a, b, n) => { const o = {}; for (const k of Object.keys(b)) { const d = (b[k] || 0) - (a[k] || 0); if (d) o[k] = +(d / n).toFixed(2); } return o; };
-		const req = (r) => new Promise((ok, fail) => { r.onsuccess = () => ok(r.result); r.onerror = () => fail(r.error); });
-		const done = (tx) => new Promise((ok, fail) => { tx.oncomplete = ok; tx.onabort = tx.onerror = () => fail(tx.error); });
-		const rawOpen = (name) => { const r = indexedDB.open(name, 1); r.onupgradeneeded = () => r.result.createObjectStore("cities", {keyPath: "id"}); return req(r); };
+		`+pagebench.IDBCountJS+pagebench.RawIDBJS+`
+		const snap = idbCount.snap, per = idbCount.per;
+		const {req, done} = rawIDB;
+		const rawOpen = (name) => rawIDB.open(name, (db) => db.createObjectStore("cities", {keyPath: "id"}));
 		const out = {};
 		const stamp = Date.now();
 
