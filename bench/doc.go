@@ -7,7 +7,7 @@
 //
 // # Running
 //
-//	make bench                 # Go benchmarks + this, about 15 minutes
+//	make bench                 # Go benchmarks + this, under 15 minutes
 //	make bench BENCH_QUICK=1   # fewer repetitions, for development
 //	go run ./bench -wasm bench/out/replica.wasm -reps 1 -systems raw,replica -workloads w1,w2
 //
