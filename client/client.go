@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
+	"log"
 	"math/rand/v2"
 	neturl "net/url"
 	"strconv"
@@ -27,8 +27,10 @@ type Options struct {
 	// goroutine only.
 	Rand func() float64
 	// Logger receives debug logs of the connection's life and warnings
-	// for fatal errors; nil means slog.Default().
-	Logger *slog.Logger
+	// for fatal errors; nil means warnings through the standard log
+	// package and no debug logs (what slog.Default() does by default).
+	// A *slog.Logger implements it.
+	Logger Logger
 
 	// PushLimit bounds the changes (facts, migrations included) of one
 	// apply_changes, at transaction granularity (a larger transaction
@@ -61,7 +63,7 @@ func (o *Options) fill() {
 		o.Rand = rand.Float64
 	}
 	if o.Logger == nil {
-		o.Logger = slog.Default()
+		o.Logger = stdLogger{}
 	}
 	if o.PushLimit <= 0 {
 		o.PushLimit = engine.DefaultChangesLimit
@@ -93,7 +95,7 @@ type Client struct {
 	db    *engine.Engine
 	opts  Options
 	clock Clock
-	log   *slog.Logger
+	log   Logger
 	disp  *dispatcher
 
 	kick    chan struct{} // cap 1: a local change happened
@@ -444,6 +446,27 @@ func (c *Client) run(ctx context.Context, t target, prev <-chan struct{}, done c
 		case <-tm.C():
 		}
 	}
+}
+
+// Logger is where the client logs. Args are alternating keys and values,
+// as log/slog takes them; *slog.Logger implements it. (The client does not
+// import log/slog: it would add ~100 KB to the browser build.)
+type Logger interface {
+	Debug(msg string, args ...any)
+	Warn(msg string, args ...any)
+}
+
+// stdLogger writes warnings with the standard log package and drops debug
+// logs.
+type stdLogger struct{}
+
+func (stdLogger) Debug(string, ...any) {}
+
+func (stdLogger) Warn(msg string, args ...any) {
+	for i := 0; i+1 < len(args); i += 2 {
+		msg += fmt.Sprintf(" %v=%v", args[i], args[i+1])
+	}
+	log.Print("WARN " + msg)
 }
 
 // fatalError marks an error that ends the run without reconnecting.
