@@ -434,7 +434,7 @@ func (p *page) close() {
 	p.closed = true
 	p.mu.Unlock()
 	p.checkErrors()
-	if p.t.Failed() {
+	if p.t.Failed() && len(p.console) > 0 {
 		p.mu.Lock()
 		tail := p.console
 		if len(tail) > 60 {
@@ -497,6 +497,29 @@ func (p *page) evalString(js string) string {
 func (p *page) waitJS(what, cond string, timeout time.Duration) {
 	p.t.Helper()
 	p.eval(fmt.Sprintf("await wait(%q, async () => (%s), %d); return null;", what, cond, timeout.Milliseconds()), nil)
+}
+
+// waitLogging is waitJS for long waits: it polls from the test every
+// second and logs the JavaScript expression progress every 30 s.
+func (p *page) waitLogging(what, cond, progress string, timeout time.Duration) {
+	p.t.Helper()
+	start := time.Now()
+	next := start.Add(30 * time.Second)
+	for {
+		var done bool
+		p.eval("return !!("+cond+");", &done)
+		if done {
+			return
+		}
+		if time.Since(start) > timeout {
+			p.t.Fatalf("%s: timed out after %v waiting for %s (%s)", p.name, timeout, what, p.evalString("return String("+progress+");"))
+		}
+		if time.Now().After(next) {
+			p.t.Logf("%s: %v waiting for %s: %s", p.name, time.Since(start).Round(time.Second), what, p.evalString("return String("+progress+");"))
+			next = next.Add(30 * time.Second)
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // waitStatus waits until the sync bar shows status (synced, offline, ...).

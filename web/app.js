@@ -231,7 +231,9 @@
 
 	function watchSync(db) {
 		const render = (st) => {
+			const wasBootstrapping = !!app.syncState.progress;
 			app.syncState = st;
+			if (wasBootstrapping && !st.progress && countLater) { countLater = false; scheduleCount(); }
 			app.syncHistory.push(Object.assign({ t: performance.now() }, st));
 			if (app.syncHistory.length > 5000) app.syncHistory.splice(0, 1000);
 			renderSync(st);
@@ -265,9 +267,11 @@
 				label = "Syncing…";
 				const p = st.progress;
 				if (p) {
-					label = "Syncing " + (p.rowsTotal ? Math.floor(100 * p.rowsApplied / p.rowsTotal) + "%" : nf.format(p.rowsApplied) + " rows");
-					detail = "Downloading a snapshot: table " + p.table + " (" + (p.tablesDone + 1) + " of " + p.tablesTotal + "), " +
-						nf.format(p.rowsApplied) + (p.rowsTotal ? " of " + nf.format(p.rowsTotal) : "") + " rows";
+					if (p.rowsTotal) label = "Syncing " + Math.floor(100 * p.rowsApplied / p.rowsTotal) + "%";
+					else if (p.rowsApplied) label = "Syncing " + nf.format(p.rowsApplied) + " rows";
+					detail = "Downloading a snapshot of the database" + (p.table ? ": table " + p.table +
+						(p.tablesTotal ? " (" + Math.min(p.tablesDone + 1, p.tablesTotal) + " of " + p.tablesTotal + ")" : "") : "") +
+						(p.rowsApplied || p.rowsTotal ? ", " + nf.format(p.rowsApplied) + (p.rowsTotal ? " of " + nf.format(p.rowsTotal) : "") + " rows" : "") + "…";
 				}
 				break;
 			}
@@ -358,8 +362,11 @@
 
 	function renderSite() {
 		const e = $("info-site");
-		setText(e, app.siteId || "— (shown after this device's first edit)");
-		e.title = app.siteId ? "This browser's replica id: every change made here carries it" : "Replica does not expose the site id before this replica's first write";
+		if (app.siteId) {
+			e.replaceChildren(h("code", { text: app.siteId, title: "This browser's replica id: every change made here carries it" }));
+		} else {
+			e.replaceChildren(h("span", { class: "muted", text: "shown after this device's first edit", title: "Replica tells a page its site id only with its first local write" }));
+		}
 	}
 
 	function show(v) {
@@ -686,7 +693,7 @@
 
 	let excerpt = null; // the rows of web/data/cities-excerpt.json, once fetched
 	let citySub = null; // unsubscribe of the current results query
-	let countTimer = 0, countBusy = false, countAgain = false;
+	let countTimer = 0, countBusy = false, countAgain = false, countLater = false, importing = false;
 
 	// cityRow turns a row of the GeoNames data ({name, lat, lng, country,
 	// admin1, admin2}, coordinates as decimal strings) into a cities row.
@@ -745,6 +752,7 @@
 	// button and progress bar, and reports on the page (never throws).
 	async function runImport(load, batch) {
 		const btn = $("import"), wrap = $("import-progress-wrap"), bar = $("import-progress"), label = $("import-label");
+		importing = true;
 		btn.disabled = true;
 		wrap.hidden = false;
 		bar.style.width = "0%";
@@ -770,6 +778,7 @@
 			setText(label, "Import failed: " + e.message);
 			return { error: e.code || e.message };
 		} finally {
+			importing = false;
 			btn.disabled = false;
 			wrap.hidden = true;
 			scheduleCount();
@@ -827,31 +836,42 @@
 		body.dataset.count = String(rows.length);
 	}
 
-	// scheduleCount refreshes the counters at most every 300 ms, one count
-	// at a time, so an import or a sync does not queue thousands of counts.
+	// scheduleCount refreshes the counters once changes to cities have been
+	// quiet for 400 ms. Counting every row is a scan of the table, not
+	// something to repeat while an import or a snapshot writes thousands
+	// of rows a second (both show their own progress meanwhile): the
+	// counters catch up when the writes stop.
 	function scheduleCount() {
-		if (countTimer) return;
-		countTimer = setTimeout(async () => {
-			countTimer = 0;
-			if (countBusy) { countAgain = true; return; }
-			countBusy = true;
-			try {
-				const q = $("city-q").value, country = $("city-country").value;
-				const where = cityWhere(q, country);
-				const [n, total] = await Promise.all([app.db.count("cities", { where }), app.db.count("cities")]);
-				setText($("city-count"), nf.format(n));
-				$("city-count").dataset.count = String(n);
-				setText($("city-count-label"), n === 1 ? "matching city" : "matching cities");
-				setText($("city-total"), "(" + nf.format(total) + " in this replica)");
-				$("city-more").hidden = n <= 100;
-				setText($("city-more"), "Showing the first 100 of " + nf.format(n) + ". Type more of the name to narrow it down.");
-			} catch (e) {
-				showError(e, "count");
-			} finally {
-				countBusy = false;
-				if (countAgain) { countAgain = false; scheduleCount(); }
-			}
-		}, 300);
+		clearTimeout(countTimer);
+		countTimer = setTimeout(runCount, 400);
+	}
+
+	async function runCount() {
+		if (importing || app.syncState.progress) {
+			countLater = true;
+			setText($("city-total"), "(counting when the writes settle)");
+			return;
+		}
+		if (countBusy) { countAgain = true; return; }
+		countBusy = true;
+		try {
+			const q = $("city-q").value, country = $("city-country").value;
+			const where = cityWhere(q, country);
+			const filtered = Object.keys(where).length > 0;
+			const total = await app.db.count("cities");
+			const n = filtered ? await app.db.count("cities", { where }) : total;
+			setText($("city-count"), nf.format(n));
+			$("city-count").dataset.count = String(n);
+			setText($("city-count-label"), n === 1 ? "matching city" : "matching cities");
+			setText($("city-total"), filtered ? "(of " + nf.format(total) + " in this replica)" : "in this replica");
+			$("city-more").hidden = n <= 100;
+			setText($("city-more"), "Showing the first 100 of " + nf.format(n) + ". Type more of the name to narrow it down.");
+		} catch (e) {
+			showError(e, "count");
+		} finally {
+			countBusy = false;
+			if (countAgain) { countAgain = false; scheduleCount(); }
+		}
 	}
 
 	// ---- views -----------------------------------------------------------------------
