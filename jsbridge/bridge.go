@@ -4,11 +4,11 @@ package jsbridge
 
 import (
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"syscall/js"
 )
@@ -248,17 +248,11 @@ type result struct {
 }
 
 func fail(err error, method, table string) result {
-	j, _ := json.Marshal(classify(err, method, table))
-	return result{kind: kindError, text: string(j)}
+	return result{kind: kindError, text: classify(err, method, table).json()}
 }
 
-func jsonResult(v any) result {
-	j, err := json.Marshal(v)
-	if err != nil {
-		return fail(err, "", "")
-	}
-	return result{kind: kindJSON, text: string(j)}
-}
+// intResult resolves with the number n.
+func intResult(n int) result { return result{kind: kindJSON, text: strconv.Itoa(n)} }
 
 // reply settles the promise id (0: none) with r.
 func (b *bridge) reply(id int, r result) {

@@ -4,7 +4,7 @@ package jsbridge
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -53,15 +53,40 @@ type db struct {
 	sy     syncer
 }
 
-// openOptions is the JSON facade.js sends for Replica.open(options).
+// openOptions is Replica.open's options, which facade.js sends as JSON
+// (JSON.stringify(options)).
 type openOptions struct {
-	Name                    *string         `json:"name"`
-	Schema                  json.RawMessage `json:"schema"`
-	AllowResurrection       *bool           `json:"allowResurrection"`
-	UnknownTableDisposition *string         `json:"unknownTableDisposition"`
+	Name                    *string
+	Schema                  []byte // raw JSON, for wire.ParseSchema
+	AllowResurrection       *bool
+	UnknownTableDisposition *string
 }
 
-var openKeys = map[string]bool{"name": true, "schema": true, "allowResurrection": true, "unknownTableDisposition": true}
+func parseOpenOptions(text string) (openOptions, error) {
+	var o openOptions
+	r := &reader{b: []byte(text)}
+	err := r.object(func(key string) (err error) {
+		switch key {
+		case "name":
+			return r.optString(&o.Name, "options.name")
+		case "schema":
+			o.Schema, err = r.skip()
+			return err
+		case "allowResurrection":
+			return r.optBool(&o.AllowResurrection, "options.allowResurrection")
+		case "unknownTableDisposition":
+			return r.optString(&o.UnknownTableDisposition, "options.unknownTableDisposition")
+		}
+		return argError("unknown option %q (known: name, schema, allowResurrection, unknownTableDisposition)", key)
+	})
+	if err == nil {
+		err = r.end()
+	}
+	if errors.Is(err, errSyntax) {
+		return o, argError("options must be an object")
+	}
+	return o, err
+}
 
 // open handles Replica.open: a = the options as JSON.
 func (b *bridge) open(c *call) {
@@ -80,25 +105,16 @@ func (b *bridge) open(c *call) {
 			if err != nil {
 				return fail(err, "Replica.open", "")
 			}
-			return jsonResult(d.h)
+			return intResult(d.h)
 		}()
 		b.reply(c.id, r)
 	}()
 }
 
 func (b *bridge) openDB(text string) (*db, error) {
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(text), &keys); err != nil {
-		return nil, argError("options must be an object: %v", err)
-	}
-	for k := range keys {
-		if !openKeys[k] {
-			return nil, argError("unknown option %q (known: name, schema, allowResurrection, unknownTableDisposition)", k)
-		}
-	}
-	var o openOptions
-	if err := json.Unmarshal([]byte(text), &o); err != nil {
-		return nil, argError("options: %v", err)
+	o, err := parseOpenOptions(text)
+	if err != nil {
+		return nil, err
 	}
 	if o.Name == nil || *o.Name == "" {
 		return nil, argError("options.name must be a non-empty string")

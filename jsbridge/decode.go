@@ -389,6 +389,80 @@ func (r *reader) int() (int, error) {
 	return n, nil
 }
 
+// object reads a JSON object (null reads as an empty one, as
+// encoding/json read it into a map), calling fn with each key positioned at
+// its value; fn must consume the value (r.skip() ignores it).
+func (r *reader) object(fn func(key string) error) error {
+	if r.peek() == 'n' {
+		return r.lit("null")
+	}
+	if err := r.expect('{'); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		ok, err := r.more('}', first)
+		if err != nil || !ok {
+			return err
+		}
+		key, err := r.str()
+		if err != nil {
+			return err
+		}
+		if err := r.expect(':'); err != nil {
+			return err
+		}
+		if err := fn(key); err != nil {
+			return err
+		}
+	}
+}
+
+// optString reads a string into *dst, or null (leaving *dst nil); any
+// other value is an INVALID_ARGUMENT error naming what.
+func (r *reader) optString(dst **string, what string) error {
+	switch r.peek() {
+	case 'n':
+		*dst = nil
+		return r.lit("null")
+	case '"':
+		s, err := r.str()
+		*dst = &s
+		return err
+	}
+	raw, err := r.skip()
+	if err != nil {
+		return err
+	}
+	return argError("%s must be a string, got %s", what, raw)
+}
+
+// optBool reads a boolean into *dst, or null (leaving *dst nil).
+func (r *reader) optBool(dst **bool, what string) error {
+	var b bool
+	switch r.peek() {
+	case 'n':
+		*dst = nil
+		return r.lit("null")
+	case 't':
+		b = true
+		if err := r.lit("true"); err != nil {
+			return err
+		}
+	case 'f':
+		if err := r.lit("false"); err != nil {
+			return err
+		}
+	default:
+		raw, err := r.skip()
+		if err != nil {
+			return err
+		}
+		return argError("%s must be a boolean, got %s", what, raw)
+	}
+	*dst = &b
+	return nil
+}
+
 func (r *reader) end() error {
 	if r.peek() != 0 {
 		return fmt.Errorf("%w: trailing data at offset %d", errSyntax, r.i)

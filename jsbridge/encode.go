@@ -199,6 +199,53 @@ func encodeRows(rows []engine.Row, cols []string) (string, []byte) {
 	return e.finish()
 }
 
+// jsonObject writes one JSON object for facade.js's JSON.parse (event
+// payloads, errors, the sync state), members in call order.
+type jsonObject struct{ b []byte }
+
+// key starts the member k.
+func (o *jsonObject) key(k string) {
+	if len(o.b) == 0 {
+		o.b = append(o.b, '{')
+	} else {
+		o.b = append(o.b, ',')
+	}
+	o.b = appendString(o.b, k)
+	o.b = append(o.b, ':')
+}
+
+func (o *jsonObject) str(k, v string) {
+	o.key(k)
+	o.b = appendString(o.b, v)
+}
+
+func (o *jsonObject) int(k string, v int64) {
+	o.key(k)
+	o.b = strconv.AppendInt(o.b, v, 10)
+}
+
+func (o *jsonObject) bool(k string, v bool) {
+	o.key(k)
+	o.b = strconv.AppendBool(o.b, v)
+}
+
+// raw writes v, which is JSON text, as the value of k.
+func (o *jsonObject) raw(k, v string) {
+	o.key(k)
+	o.b = append(o.b, v...)
+}
+
+// done returns the object's text.
+func (o *jsonObject) done() string {
+	if len(o.b) == 0 {
+		return "{}"
+	}
+	return string(append(o.b, '}'))
+}
+
+// result resolves a call (or fires an event) with the object.
+func (o *jsonObject) result() result { return result{kind: kindJSON, text: o.done()} }
+
 // appendString appends s (valid UTF-8, as every engine text is) as a JSON
 // string. Only what JSON requires is escaped; JSON.parse reads the rest.
 func appendString(b []byte, s string) []byte {

@@ -41,13 +41,26 @@ func argError(format string, args ...any) error {
 	return &bridgeError{code: codeInvalidArgument, msg: fmt.Sprintf(format, args...)}
 }
 
-// jsError is the JSON a rejection carries to facade.js, which makes the
-// ReplicaError.
+// jsError is what a rejection carries to facade.js, which makes the
+// ReplicaError: {code, message, table?, column?} as JSON.
 type jsError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Table   string `json:"table,omitempty"`
-	Column  string `json:"column,omitempty"`
+	Code    string
+	Message string
+	Table   string // omitted when empty
+	Column  string // omitted when empty
+}
+
+func (e jsError) json() string {
+	var o jsonObject
+	o.str("code", e.Code)
+	o.str("message", e.Message)
+	if e.Table != "" {
+		o.str("table", e.Table)
+	}
+	if e.Column != "" {
+		o.str("column", e.Column)
+	}
+	return o.done()
 }
 
 // classify maps err (from the engine, the kv store or the bridge) to its JS

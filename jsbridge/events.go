@@ -8,22 +8,40 @@ import (
 	"github.com/replica-sync/replica/engine"
 )
 
-// changeEvent is the payload of the change and remoteChange events
-// (ChangeEvent in replica.d.ts).
-type changeEvent struct {
-	Tables        []string `json:"tables"`
-	Remote        bool     `json:"remote"`
-	FromOtherTab  bool     `json:"fromOtherTab"`
-	TransactionID *string  `json:"transactionId"`
+// changeResult is the payload of the change and remoteChange events
+// (ChangeEvent in replica.d.ts): {tables, remote, fromOtherTab: false,
+// transactionId: string or null}.
+func changeResult(ev *engine.Event) result {
+	var o jsonObject
+	o.key("tables")
+	o.b = append(o.b, '[')
+	for i, t := range ev.Tables {
+		if i > 0 {
+			o.b = append(o.b, ',')
+		}
+		o.b = appendString(o.b, t)
+	}
+	o.b = append(o.b, ']')
+	o.bool("remote", ev.Type == engine.RemoteChange)
+	o.bool("fromOtherTab", false)
+	if ev.ChangeSet != nil {
+		o.str("transactionId", ev.ChangeSet.TransactionID)
+	} else {
+		o.raw("transactionId", "null")
+	}
+	return o.result()
 }
 
-// unknownTableEvent is the payload of unknownTable (UnknownTableEvent).
-type unknownTableEvent struct {
-	Table       string `json:"table"`
-	Disposition string `json:"disposition"`
-	Changes     int    `json:"changes"`
-	Site        string `json:"site"`
-	LatestHLC   string `json:"latestHlc"`
+// unknownTableResult is the payload of unknownTable (UnknownTableEvent in
+// replica.d.ts).
+func unknownTableResult(u *engine.UnknownTable) result {
+	var o jsonObject
+	o.str("table", u.Table)
+	o.str("disposition", u.Disposition.String())
+	o.int("changes", int64(u.Changes))
+	o.str("site", u.Site.String())
+	o.str("latestHlc", u.LatestHLC.String())
+	return o.result()
 }
 
 // onEvent receives the engine's events, synchronously on the goroutine
@@ -39,17 +57,10 @@ func (d *db) onEvent(ev engine.Event) {
 	switch ev.Type {
 	case engine.LocalChange, engine.RemoteChange:
 		d.subs.markDirty(ev.Tables)
-		p := changeEvent{Tables: ev.Tables, Remote: ev.Type == engine.RemoteChange}
-		if p.Tables == nil {
-			p.Tables = []string{}
-		}
-		if ev.ChangeSet != nil {
-			id := ev.ChangeSet.TransactionID
-			p.TransactionID = &id
-		}
-		d.emit("change", jsonResult(p))
-		if p.Remote {
-			d.emit("remoteChange", jsonResult(p))
+		r := changeResult(&ev)
+		d.emit("change", r)
+		if ev.Type == engine.RemoteChange {
+			d.emit("remoteChange", r)
 		}
 	case engine.ConflictResolved:
 		if c := ev.Conflict; c != nil {
@@ -57,10 +68,7 @@ func (d *db) onEvent(ev engine.Event) {
 		}
 	case engine.UnknownTableSeen:
 		if u := ev.UnknownTable; u != nil {
-			d.emit("unknownTable", jsonResult(unknownTableEvent{
-				Table: u.Table, Disposition: u.Disposition.String(), Changes: u.Changes,
-				Site: u.Site.String(), LatestHLC: u.LatestHLC.String(),
-			}))
+			d.emit("unknownTable", unknownTableResult(u))
 		}
 	}
 }

@@ -179,7 +179,7 @@ func (d *db) read(c *call) {
 			if err != nil {
 				return result{}, err
 			}
-			return jsonResult(n), nil
+			return intResult(n), nil
 		}
 	})
 }
@@ -192,7 +192,7 @@ func (d *db) txControl(c *call) {
 		id := int(d.nextTx.Add(1))
 		d.run(c, "db.transaction", "", func() (result, error) {
 			d.txs[id] = d.eng.Stage()
-			return jsonResult(id), nil
+			return intResult(id), nil
 		})
 	case opCommit:
 		d.run(c, "db.transaction", "", func() (result, error) {

@@ -3,9 +3,9 @@
 package jsbridge
 
 import (
-	"encoding/json"
+	"errors"
 	"math"
-	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/replica-sync/replica/engine"
@@ -145,52 +145,42 @@ func (r *reader) where(table string) ([]engine.Filter, error) {
 
 // parseOpts reads orderBy, limit and offset. Every other key is an error.
 func parseOpts(q *engine.Query, raw []byte, countOnly bool) error {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
+	r := &reader{b: raw}
+	err := r.object(func(key string) (err error) {
+		switch {
+		case countOnly:
+			return argError("unknown count option %q (count takes {where})", key)
+		case key == "orderBy":
+			q.OrderBy, err = r.order()
+		case key == "limit":
+			q.Limit, err = r.count("limit", 1)
+		case key == "offset":
+			q.Offset, err = r.count("offset", 0)
+		default:
+			return argError("unknown query option %q (known: where, orderBy, limit, offset)", key)
+		}
+		return err
+	})
+	if err == nil {
+		err = r.end()
+	}
+	if errors.Is(err, errSyntax) {
 		return argError("query options must be an object")
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v := m[k]
-		switch {
-		case k == "orderBy" && !countOnly:
-			order, err := parseOrder(v)
-			if err != nil {
-				return err
-			}
-			q.OrderBy = order
-		case k == "limit" && !countOnly:
-			n, err := parseCount("limit", v, 1)
-			if err != nil {
-				return err
-			}
-			q.Limit = n
-		case k == "offset" && !countOnly:
-			n, err := parseCount("offset", v, 0)
-			if err != nil {
-				return err
-			}
-			q.Offset = n
-		case countOnly:
-			return argError("unknown count option %q (count takes {where})", k)
-		default:
-			return argError("unknown query option %q (known: where, orderBy, limit, offset)", k)
-		}
-	}
-	return nil
+	return err
 }
 
-// parseCount reads a whole number >= min.
-func parseCount(name string, raw json.RawMessage, min int) (int, error) {
-	if string(raw) == "null" {
-		return 0, nil
+// count reads a whole number >= min, or null (0).
+func (r *reader) count(name string, min int) (int, error) {
+	if r.peek() == 'n' {
+		return 0, r.lit("null")
 	}
-	var f float64
-	if err := json.Unmarshal(raw, &f); err != nil || f != math.Trunc(f) || f < float64(min) || f > 1<<31 {
+	raw, err := r.skip()
+	if err != nil {
+		return 0, err
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || f != math.Trunc(f) || f < float64(min) || f > 1<<31 {
 		if min == 1 {
 			return 0, argError("%s must be a positive whole number (omit it for no limit), got %s", name, raw)
 		}
@@ -199,57 +189,85 @@ func parseCount(name string, raw json.RawMessage, min int) (int, error) {
 	return int(f), nil
 }
 
-// parseOrder reads orderBy: "col", "-col", or an array of those and
-// {column, desc} objects.
-func parseOrder(raw json.RawMessage) ([]engine.Order, error) {
-	if string(raw) == "null" {
-		return nil, nil
-	}
-	var list []json.RawMessage
-	if raw[0] == '[' {
-		if err := json.Unmarshal(raw, &list); err != nil {
-			return nil, argError("orderBy: %v", err)
-		}
-	} else {
-		list = []json.RawMessage{raw}
-	}
-	var out []engine.Order
-	for _, item := range list {
-		var s string
-		if json.Unmarshal(item, &s) == nil {
-			o := engine.Order{Column: s}
-			if strings.HasPrefix(s, "-") {
-				o = engine.Order{Column: s[1:], Desc: true}
+// order reads orderBy: "col", "-col", or an array of those and {column,
+// desc} objects; null is no order.
+func (r *reader) order() ([]engine.Order, error) {
+	switch r.peek() {
+	case 'n':
+		return nil, r.lit("null")
+	case '[':
+		r.i++
+		var out []engine.Order
+		for first := true; ; first = false {
+			ok, err := r.more(']', first)
+			if err != nil || !ok {
+				return out, err
 			}
-			if o.Column == "" {
-				return nil, argError("orderBy: empty column name")
+			o, err := r.orderItem()
+			if err != nil {
+				return nil, err
 			}
 			out = append(out, o)
-			continue
 		}
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(item, &obj); err != nil {
-			return nil, argError("orderBy entries must be column names or {column, desc} objects, got %s", item)
+	}
+	o, err := r.orderItem()
+	if err != nil {
+		return nil, err
+	}
+	return []engine.Order{o}, nil
+}
+
+func (r *reader) orderItem() (engine.Order, error) {
+	var o engine.Order
+	switch r.peek() {
+	case '"':
+		s, err := r.str()
+		if err != nil {
+			return o, err
 		}
-		var o engine.Order
-		for k, v := range obj {
-			switch k {
-			case "column":
-				if err := json.Unmarshal(v, &o.Column); err != nil || o.Column == "" {
-					return nil, argError("orderBy: column must be a non-empty string, got %s", v)
-				}
-			case "desc":
-				if err := json.Unmarshal(v, &o.Desc); err != nil {
-					return nil, argError("orderBy: desc must be a boolean, got %s", v)
-				}
-			default:
-				return nil, argError("orderBy: unknown key %q (known: column, desc)", k)
-			}
+		o.Column = s
+		if strings.HasPrefix(s, "-") {
+			o = engine.Order{Column: s[1:], Desc: true}
 		}
 		if o.Column == "" {
-			return nil, argError("orderBy: an entry has no column")
+			return o, argError("orderBy: empty column name")
 		}
-		out = append(out, o)
+		return o, nil
+	case '{':
+		err := r.object(func(key string) error {
+			switch key {
+			case "column":
+				raw, err := r.skip()
+				if err != nil {
+					return err
+				}
+				s, err := (&reader{b: raw}).str()
+				if err != nil || s == "" {
+					return argError("orderBy: column must be a non-empty string, got %s", raw)
+				}
+				o.Column = s
+				return nil
+			case "desc":
+				var desc *bool
+				if err := r.optBool(&desc, "orderBy: desc"); err != nil {
+					return err
+				}
+				o.Desc = desc != nil && *desc
+				return nil
+			}
+			return argError("orderBy: unknown key %q (known: column, desc)", key)
+		})
+		if err != nil {
+			return o, err
+		}
+		if o.Column == "" {
+			return o, argError("orderBy: an entry has no column")
+		}
+		return o, nil
 	}
-	return out, nil
+	raw, err := r.skip()
+	if err != nil {
+		return o, err
+	}
+	return o, argError("orderBy entries must be column names or {column, desc} objects, got %s", raw)
 }

@@ -3,7 +3,6 @@
 package jsbridge
 
 import (
-	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"syscall/js"
@@ -82,8 +81,7 @@ func (s *subscriptions) handle(c *call) {
 		delete(s.subs, c.int(0))
 		s.mu.Unlock()
 	case opTablesChanged:
-		var tables []string
-		if json.Unmarshal([]byte(c.str(0)), &tables) == nil {
+		if tables, err := parseTables(c.str(0)); err == nil {
 			s.markDirty(tables)
 		}
 	}
@@ -257,4 +255,27 @@ func equalRows(a, b []engine.Row) bool {
 		}
 	}
 	return true
+}
+
+// parseTables reads a sibling tab's JSON array of table names.
+func parseTables(text string) ([]string, error) {
+	r := &reader{b: []byte(text)}
+	if err := r.expect('['); err != nil {
+		return nil, err
+	}
+	var tables []string
+	for first := true; ; first = false {
+		ok, err := r.more(']', first)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return tables, r.end()
+		}
+		t, err := r.str()
+		if err != nil {
+			return nil, err
+		}
+		tables = append(tables, t)
+	}
 }

@@ -3,7 +3,6 @@
 package jsbridge
 
 import (
-	"encoding/json"
 	"errors"
 	"sync"
 
@@ -26,11 +25,50 @@ import (
 // leadership change and close are serialized; the client's own goroutines
 // deliver its events.
 
-// syncTarget is what db.sync.connect names.
+// syncTarget is what db.sync.connect names. As JSON (db.sync.connect's
+// result, and between tabs) it is {url, database, token?}.
 type syncTarget struct {
-	URL      string `json:"url"`
-	Database string `json:"database"`
-	Token    string `json:"token,omitempty"`
+	URL      string
+	Database string
+	Token    string
+}
+
+func (t *syncTarget) result() result {
+	var o jsonObject
+	o.str("url", t.URL)
+	o.str("database", t.Database)
+	if t.Token != "" {
+		o.str("token", t.Token)
+	}
+	return o.result()
+}
+
+// parseSyncTarget reads a target another tab sent: the JSON of a
+// syncTarget, or null (nil: no target). Unknown members are ignored (a
+// newer tab may send more).
+func parseSyncTarget(text string) (*syncTarget, error) {
+	r := &reader{b: []byte(text)}
+	if r.peek() == 'n' {
+		return nil, r.lit("null")
+	}
+	t := &syncTarget{}
+	err := r.object(func(key string) (err error) {
+		switch key {
+		case "url":
+			t.URL, err = r.str()
+		case "database":
+			t.Database, err = r.str()
+		case "token":
+			t.Token, err = r.str()
+		default:
+			_, err = r.skip()
+		}
+		return err
+	})
+	if err == nil {
+		err = r.end()
+	}
+	return t, err
 }
 
 // syncer is a replica's sync side.
@@ -41,29 +79,6 @@ type syncer struct {
 	unsub    func()
 	wantSnap bool
 	pending  int
-}
-
-// syncStatePayload is SyncState of replica.d.ts.
-type syncStatePayload struct {
-	Status   string        `json:"status"`
-	Error    *syncError    `json:"error,omitempty"`
-	RetryAt  *int64        `json:"retryAt,omitempty"`
-	Progress *syncProgress `json:"progress,omitempty"`
-	Pending  int           `json:"pending"`
-	Leader   bool          `json:"leader"`
-}
-
-type syncError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-type syncProgress struct {
-	Table       string `json:"table"`
-	TablesDone  int    `json:"tablesDone"`
-	TablesTotal int    `json:"tablesTotal"`
-	RowsApplied int64  `json:"rowsApplied"`
-	RowsTotal   int64  `json:"rowsTotal"`
 }
 
 // sync serves db.sync.connect (a = url, b = options JSON), disconnect,
@@ -79,13 +94,13 @@ func (d *db) sync(c *call) {
 				return result{}, err
 			}
 			d.sy.target = t
-			return jsonResult(t), d.syncStart()
+			return t.result(), d.syncStart()
 		})
 	case opSyncTarget:
 		text := c.str(0)
 		d.run(c, "db.sync", "", func() (result, error) {
-			var t *syncTarget
-			if err := json.Unmarshal([]byte(text), &t); err != nil {
+			t, err := parseSyncTarget(text)
+			if err != nil {
 				return result{}, err
 			}
 			if t != nil && !wire.ValidDatabaseID(t.Database) {
@@ -124,24 +139,37 @@ func parseTarget(url, opts string) (*syncTarget, error) {
 	if url == "" {
 		return nil, argError("url must be a non-empty ws://, wss://, http:// or https:// URL")
 	}
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(opts), &keys); err != nil {
+	t := &syncTarget{URL: url}
+	r := &reader{b: []byte(opts)}
+	err := r.object(func(key string) error {
+		var dst *string
+		switch key {
+		case "database":
+			dst = &t.Database
+		case "token":
+			dst = &t.Token
+		default:
+			return argError("unknown option %q (known: database, token)", key)
+		}
+		if r.peek() != '"' {
+			raw, err := r.skip()
+			if err != nil {
+				return err
+			}
+			return argError("options.%s must be a string, got %s", key, raw)
+		}
+		var err error
+		*dst, err = r.str()
+		return err
+	})
+	if err == nil {
+		err = r.end()
+	}
+	if errors.Is(err, errSyntax) {
 		return nil, argError("options must be an object {database, token?}")
 	}
-	t := &syncTarget{URL: url}
-	for k, v := range keys {
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			return nil, argError("options.%s must be a string, got %s", k, v)
-		}
-		switch k {
-		case "database":
-			t.Database = s
-		case "token":
-			t.Token = s
-		default:
-			return nil, argError("unknown option %q (known: database, token)", k)
-		}
+	if err != nil {
+		return nil, err
 	}
 	if !wire.ValidDatabaseID(t.Database) {
 		return nil, argError("options.database %q is not a valid database id (1 to %d of A-Z a-z 0-9 _ . : -)", t.Database, wire.MaxDatabaseIDLength)
@@ -241,21 +269,36 @@ func (d *db) onSyncEvent(ev client.Event) {
 	d.emitSyncState(st)
 }
 
+// emitSyncState fires syncState with SyncState of replica.d.ts:
+// {status, error?: {code, message}, retryAt?, progress?: {table,
+// tablesDone, tablesTotal, rowsApplied, rowsTotal}, pending, leader}.
 func (d *db) emitSyncState(st client.Status) {
 	d.sy.mu.Lock()
-	p := syncStatePayload{Status: st.State.String(), Pending: d.sy.pending, Leader: d.leader.Load()}
+	pending := d.sy.pending
 	d.sy.mu.Unlock()
+	var o jsonObject
+	o.str("status", st.State.String())
 	if st.Err != nil {
-		p.Error = &syncError{Code: syncErrorCode(st.Err), Message: st.Err.Error()}
+		var e jsonObject
+		e.str("code", syncErrorCode(st.Err))
+		e.str("message", st.Err.Error())
+		o.raw("error", e.done())
 	}
 	if !st.Retry.IsZero() {
-		ms := st.Retry.UnixMilli()
-		p.RetryAt = &ms
+		o.int("retryAt", st.Retry.UnixMilli())
 	}
 	if s := st.Snapshot; s != nil && !s.Done {
-		p.Progress = &syncProgress{Table: s.Table, TablesDone: s.TablesDone, TablesTotal: s.TablesTotal, RowsApplied: s.RowsApplied, RowsTotal: s.RowsTotal}
+		var p jsonObject
+		p.str("table", s.Table)
+		p.int("tablesDone", int64(s.TablesDone))
+		p.int("tablesTotal", int64(s.TablesTotal))
+		p.int("rowsApplied", s.RowsApplied)
+		p.int("rowsTotal", s.RowsTotal)
+		o.raw("progress", p.done())
 	}
-	d.emit("syncState", jsonResult(p))
+	o.int("pending", int64(pending))
+	o.bool("leader", d.leader.Load())
+	d.emit("syncState", o.result())
 }
 
 // syncErrorCode maps a sync client error to a JS error code.
