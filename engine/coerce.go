@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"reflect"
@@ -46,7 +45,10 @@ import (
 //   - json: json.RawMessage and JSON Values (validated and compacted);
 //     strings become JSON strings; numbers and booleans their JSON text;
 //     time.Time its JSON string; anything else json.Marshal's output
-//     (compact, without HTML escaping). Non-finite floats are errors.
+//     (compact, without HTML escaping). Non-finite floats are errors. In
+//     the browser build, which leaves encoding/json out, a value whose
+//     encoding encoding/json defines by methods or struct fields (a
+//     struct, a MarshalJSON or MarshalText method) is an error (json.go).
 func coerceValue(t *TableDef, c *ColumnDef, in any) (Value, error) {
 	// Fast paths: the Go type already matches the column.
 	switch x := in.(type) {
@@ -172,9 +174,7 @@ func normalizeRemote(c *ColumnDef, v Value) Value {
 		switch v.kind {
 		case KindText:
 			if utf8.ValidString(v.s) {
-				if j, err := marshalJSONCompact(v.s); err == nil {
-					return Value{kind: KindJSON, s: string(j)}
-				}
+				return Value{kind: KindJSON, s: string(appendJSONString(nil, v.s, false))}
 			}
 		case KindInteger:
 			return Value{kind: KindJSON, s: strconv.FormatInt(v.i, 10)}
@@ -611,11 +611,7 @@ func toJSONValue(x *coerceInput) (Value, string, bool) {
 		if x.other != nil { // a named string type may marshal itself differently
 			break
 		}
-		j, err := marshalJSONCompact(x.s)
-		if err != nil {
-			return Null, "cannot encode as JSON: " + err.Error(), false
-		}
-		return Value{kind: KindJSON, s: string(j)}, "", true
+		return Value{kind: KindJSON, s: string(appendJSONString(nil, x.s, false))}, "", true
 	case cinInt:
 		if x.other == nil {
 			return Value{kind: KindJSON, s: strconv.FormatInt(x.i, 10)}, "", true
@@ -632,7 +628,7 @@ func toJSONValue(x *coerceInput) (Value, string, bool) {
 			return Value{kind: KindJSON, s: string(appendJSONFloat(nil, x.f))}, "", true
 		}
 	case cinNumber:
-		if !isDecimalNumber(x.s) || !json.Valid([]byte(x.s)) {
+		if !isJSONNumber(x.s) {
 			return Null, "not a JSON number", false
 		}
 		return Value{kind: KindJSON, s: x.s}, "", true
@@ -647,47 +643,19 @@ func toJSONValue(x *coerceInput) (Value, string, bool) {
 		return Value{kind: KindJSON, s: `"` + formatTimestampMillis(x.i) + `"`}, "", true
 	case cinBytes:
 		if x.other == nil {
-			j, _ := marshalJSONCompact([]byte(x.s)) // base64 text, as json.Marshal writes []byte
-			return Value{kind: KindJSON, s: string(j)}, "", true
+			return Value{kind: KindJSON, s: string(appendJSONBytes(nil, []byte(x.s)))}, "", true // base64, as json.Marshal writes []byte
 		}
 	}
-	j, err := marshalJSONCompact(x.other)
+	j, err := marshalJSON(x.other)
 	if err != nil {
 		return Null, "cannot encode as JSON: " + err.Error(), false
 	}
 	return Value{kind: KindJSON, s: string(j)}, "", true
 }
 
-// marshalJSONCompact is json.Marshal without HTML escaping (as JavaScript's
-// JSON.stringify writes "<", ">" and "&"); the output is compact.
-func marshalJSONCompact(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
-}
-
 // appendJSONFloat formats a finite f as encoding/json and JavaScript do:
 // shortest round-trip digits, exponent form below 1e-6 and from 1e21.
-func appendJSONFloat(b []byte, f float64) []byte {
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' { // e-07 → e-7, as JavaScript writes it
-		n := len(b)
-		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
-}
+func appendJSONFloat(b []byte, f float64) []byte { return appendJSONFloatBits(b, f, 64) }
 
 // formatTimestampMillis formats ms since the epoch as RFC 3339 in UTC with
 // milliseconds, as JavaScript's Date.toISOString does for years 0–9999.

@@ -44,7 +44,9 @@ func (e *Engine) Transact(fn func(tx *Tx) error) (*ChangeSet, error) {
 // omitted "id" key generated as a UUIDv7 text). values maps column names to
 // nil, a Value, or a Go value: bool, any integer type, float32/64, string,
 // []byte, time.Time, json.RawMessage, or for json columns anything
-// json.Marshal accepts. Every column is written, so the row travels whole.
+// json.Marshal accepts (in the browser build, not structs and types with
+// MarshalJSON or MarshalText methods: see coerceValue). Every column is
+// written, so the row travels whole.
 //
 // Errors: ErrUnknownTable; *ValidationError (unknown column, a value that
 // does not fit, a missing NOT NULL value); ErrConflict if the key exists, or

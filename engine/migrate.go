@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -261,7 +260,18 @@ func validateMigration(m *SchemaMigration) error {
 
 // Migrations are stored as JSON of these private shapes (defaults in the
 // record value encoding) so the storage format does not depend on the wire
-// package.
+// package. The JSON is what encoding/json wrote for the field tags below
+// (json.go writes and reads it; json_test.go checks the bytes against
+// encoding/json), in field order:
+//
+//	{"type":"create_table","table":"trips",
+//	 "def":{"name":"trips","columns":[{"name":"id","type":"text","notNull":true,
+//	   "hasDefault":true,"default":"<base64>","coerce":true}],"pk":["id"],
+//	   "indexes":[{"name":"by_day","columns":["day"]}],"coerce":true},
+//	 "column":{…},"index":{…}}
+//
+// Members tagged omitempty are left out when false, empty or nil; a nil
+// slice without omitempty is null.
 type storedMigration struct {
 	Type   MigrationType `json:"type"`
 	Table  string        `json:"table"`
@@ -273,6 +283,191 @@ type storedMigration struct {
 type storedIndex struct {
 	Name    string   `json:"name"`
 	Columns []string `json:"columns"`
+}
+
+func (m *storedMigration) appendJSON(b []byte) []byte {
+	b = append(b, `{"type":`...)
+	b = appendJSONString(b, string(m.Type), true)
+	b = append(b, `,"table":`...)
+	b = appendJSONString(b, m.Table, true)
+	if m.Def != nil {
+		b = append(b, `,"def":`...)
+		b = m.Def.appendJSON(b)
+	}
+	if m.Column != nil {
+		b = append(b, `,"column":`...)
+		b = m.Column.appendJSON(b)
+	}
+	if m.Index != nil {
+		b = append(b, `,"index":`...)
+		b = m.Index.appendJSON(b)
+	}
+	return append(b, '}')
+}
+
+func (x *storedIndex) appendJSON(b []byte) []byte {
+	b = append(b, `{"name":`...)
+	b = appendJSONString(b, x.Name, true)
+	b = append(b, `,"columns":`...)
+	b = appendJSONStrings(b, x.Columns)
+	return append(b, '}')
+}
+
+func (t *storedTable) appendJSON(b []byte) []byte {
+	b = append(b, `{"name":`...)
+	b = appendJSONString(b, t.Name, true)
+	b = append(b, `,"columns":`...)
+	if t.Columns == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range t.Columns {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = t.Columns[i].appendJSON(b)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"pk":`...)
+	b = appendJSONStrings(b, t.PrimaryKey)
+	if len(t.Indexes) > 0 {
+		b = append(b, `,"indexes":[`...)
+		for i := range t.Indexes {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = t.Indexes[i].appendJSON(b)
+		}
+		b = append(b, ']')
+	}
+	if t.Coerce {
+		b = append(b, `,"coerce":true`...)
+	}
+	return append(b, '}')
+}
+
+func (c *storedColumn) appendJSON(b []byte) []byte {
+	b = append(b, `{"name":`...)
+	b = appendJSONString(b, c.Name, true)
+	b = append(b, `,"type":`...)
+	b = appendJSONString(b, c.Type, true)
+	if c.NotNull {
+		b = append(b, `,"notNull":true`...)
+	}
+	if c.HasDefault {
+		b = append(b, `,"hasDefault":true`...)
+	}
+	if len(c.Default) > 0 {
+		b = append(b, `,"default":`...)
+		b = appendJSONBytes(b, c.Default)
+	}
+	if c.Coerce {
+		b = append(b, `,"coerce":true`...)
+	}
+	return append(b, '}')
+}
+
+func readStoredMigration(o jsonObject) (sm storedMigration, err error) {
+	var typ string
+	if typ, err = o.str("type"); err != nil {
+		return sm, err
+	}
+	sm.Type = MigrationType(typ)
+	if sm.Table, err = o.str("table"); err != nil {
+		return sm, err
+	}
+	if def, err := o.obj("def"); err != nil {
+		return sm, err
+	} else if def != nil {
+		if sm.Def, err = readStoredTable(def); err != nil {
+			return sm, err
+		}
+	}
+	if col, err := o.obj("column"); err != nil {
+		return sm, err
+	} else if col != nil {
+		c, err := readStoredColumn(col)
+		if err != nil {
+			return sm, err
+		}
+		sm.Column = &c
+	}
+	if ix, err := o.obj("index"); err != nil {
+		return sm, err
+	} else if ix != nil {
+		x, err := readStoredIndex(ix)
+		if err != nil {
+			return sm, err
+		}
+		sm.Index = &x
+	}
+	return sm, nil
+}
+
+func readStoredIndex(o jsonObject) (x storedIndex, err error) {
+	if x.Name, err = o.str("name"); err != nil {
+		return x, err
+	}
+	x.Columns, err = o.strs("columns")
+	return x, err
+}
+
+func readStoredTable(o jsonObject) (*storedTable, error) {
+	t := &storedTable{}
+	var err error
+	if t.Name, err = o.str("name"); err != nil {
+		return nil, err
+	}
+	cols, err := o.objs("columns")
+	if err != nil {
+		return nil, err
+	}
+	if cols != nil {
+		t.Columns = make([]storedColumn, len(cols))
+		for i, c := range cols {
+			if t.Columns[i], err = readStoredColumn(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if t.PrimaryKey, err = o.strs("pk"); err != nil {
+		return nil, err
+	}
+	ixs, err := o.objs("indexes")
+	if err != nil {
+		return nil, err
+	}
+	if ixs != nil {
+		t.Indexes = make([]storedIndex, len(ixs))
+		for i, x := range ixs {
+			if t.Indexes[i], err = readStoredIndex(x); err != nil {
+				return nil, err
+			}
+		}
+	}
+	t.Coerce, err = o.boolean("coerce")
+	return t, err
+}
+
+func readStoredColumn(o jsonObject) (c storedColumn, err error) {
+	if c.Name, err = o.str("name"); err != nil {
+		return c, err
+	}
+	if c.Type, err = o.str("type"); err != nil {
+		return c, err
+	}
+	if c.NotNull, err = o.boolean("notNull"); err != nil {
+		return c, err
+	}
+	if c.HasDefault, err = o.boolean("hasDefault"); err != nil {
+		return c, err
+	}
+	if c.Default, err = o.bytes("default"); err != nil {
+		return c, err
+	}
+	c.Coerce, err = o.boolean("coerce")
+	return c, err
 }
 
 func toStoredIndexes(ix []IndexDef) []storedIndex {
@@ -351,7 +546,7 @@ func encodeMigration(m *SchemaMigration) ([]byte, error) {
 		sc := toStoredColumn(*m.Column)
 		sm.Column = &sc
 	}
-	return json.Marshal(sm)
+	return sm.appendJSON(nil), nil
 }
 
 func decodeMigration(key, val []byte) (SchemaMigration, error) {
@@ -359,8 +554,12 @@ func decodeMigration(key, val []byte) (SchemaMigration, error) {
 		return SchemaMigration{}, malformed("migration key length %d", len(key))
 	}
 	h, _ := HLCFromBytes(key[1:])
-	var sm storedMigration
-	if err := json.Unmarshal(val, &sm); err != nil {
+	o, err := decodeJSONObject(val)
+	if err != nil {
+		return SchemaMigration{}, fmt.Errorf("%w: stored migration: %v", ErrMalformed, err)
+	}
+	sm, err := readStoredMigration(o)
+	if err != nil {
 		return SchemaMigration{}, fmt.Errorf("%w: stored migration: %v", ErrMalformed, err)
 	}
 	m := SchemaMigration{Type: sm.Type, TableName: sm.Table, HLC: h}

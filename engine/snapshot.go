@@ -2,13 +2,13 @@ package engine
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"slices"
 	"sort"
+	"strconv"
 
 	"github.com/replica-sync/replica/kv"
 )
@@ -572,22 +572,76 @@ func (e *Engine) applySnapshotRows(s *snapApply, rows []SnapshotRow) error {
 	return nil
 }
 
-type storedCheckpoint struct {
-	SnapshotID      string   `json:"id"`
-	SiteID          []byte   `json:"site"`
-	HLC             []byte   `json:"hlc"`
-	Cursor          uint64   `json:"cursor"`
-	CompletedTables []string `json:"completed"`
-	RowsApplied     int64    `json:"rows"`
-	CreatedAt       uint64   `json:"createdAt"`
+// The checkpoint is stored as the JSON encoding/json wrote for
+//
+//	struct {
+//		SnapshotID      string   `json:"id"`
+//		SiteID          []byte   `json:"site"`      // base64
+//		HLC             []byte   `json:"hlc"`       // base64 of HLC.Bytes
+//		Cursor          uint64   `json:"cursor"`
+//		CompletedTables []string `json:"completed"` // null when nil
+//		RowsApplied     int64    `json:"rows"`
+//		CreatedAt       uint64   `json:"createdAt"`
+//	}
+//
+// (json.go writes and reads it; json_test.go checks the bytes against
+// encoding/json).
+func writeCheckpoint(tx kv.Tx, cp *SnapshotCheckpoint) error {
+	b := append([]byte(nil), `{"id":`...)
+	b = appendJSONString(b, cp.SnapshotID, true)
+	b = append(b, `,"site":`...)
+	b = appendJSONBytes(b, cp.SiteID[:])
+	b = append(b, `,"hlc":`...)
+	b = appendJSONBytes(b, cp.HLC.Bytes())
+	b = append(b, `,"cursor":`...)
+	b = strconv.AppendUint(b, cp.Cursor, 10)
+	b = append(b, `,"completed":`...)
+	b = appendJSONStrings(b, cp.CompletedTables)
+	b = append(b, `,"rows":`...)
+	b = strconv.AppendInt(b, cp.RowsApplied, 10)
+	b = append(b, `,"createdAt":`...)
+	b = strconv.AppendUint(b, cp.CreatedAt, 10)
+	b = append(b, '}')
+	return tx.Put(bucketMeta, metaCheckpoint, b)
 }
 
-func writeCheckpoint(tx kv.Tx, cp *SnapshotCheckpoint) error {
-	b, err := json.Marshal(storedCheckpoint{cp.SnapshotID, cp.SiteID[:], cp.HLC.Bytes(), cp.Cursor, cp.CompletedTables, cp.RowsApplied, cp.CreatedAt})
+func decodeCheckpoint(v []byte) (*SnapshotCheckpoint, error) {
+	o, err := decodeJSONObject(v)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return tx.Put(bucketMeta, metaCheckpoint, b)
+	cp := &SnapshotCheckpoint{}
+	if cp.SnapshotID, err = o.str("id"); err != nil {
+		return nil, err
+	}
+	site, err := o.bytes("site")
+	if err != nil {
+		return nil, err
+	}
+	if len(site) != len(cp.SiteID) {
+		return nil, errors.New("site id of " + strconv.Itoa(len(site)) + " bytes")
+	}
+	copy(cp.SiteID[:], site)
+	hb, err := o.bytes("hlc")
+	if err != nil {
+		return nil, err
+	}
+	if cp.HLC, err = HLCFromBytes(hb); err != nil {
+		return nil, err
+	}
+	if cp.Cursor, err = o.uint("cursor"); err != nil {
+		return nil, err
+	}
+	if cp.CompletedTables, err = o.strs("completed"); err != nil {
+		return nil, err
+	}
+	if cp.RowsApplied, err = o.int("rows"); err != nil {
+		return nil, err
+	}
+	if cp.CreatedAt, err = o.uint("createdAt"); err != nil {
+		return nil, err
+	}
+	return cp, nil
 }
 
 func readCheckpoint(tx kv.Tx) (*SnapshotCheckpoint, error) {
@@ -598,16 +652,10 @@ func readCheckpoint(tx kv.Tx) (*SnapshotCheckpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	var sc storedCheckpoint
-	if err := json.Unmarshal(v, &sc); err != nil || len(sc.SiteID) != 16 {
-		return nil, fmt.Errorf("%w: stored snapshot checkpoint", ErrStorageFormat)
-	}
-	h, err := HLCFromBytes(sc.HLC)
+	cp, err := decodeCheckpoint(v)
 	if err != nil {
 		return nil, fmt.Errorf("%w: stored snapshot checkpoint: %v", ErrStorageFormat, err)
 	}
-	cp := &SnapshotCheckpoint{SnapshotID: sc.SnapshotID, HLC: h, Cursor: sc.Cursor, CompletedTables: sc.CompletedTables, RowsApplied: sc.RowsApplied, CreatedAt: sc.CreatedAt}
-	copy(cp.SiteID[:], sc.SiteID)
 	return cp, nil
 }
 

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -100,26 +99,23 @@ func TimestampMillis(ms int64) Value { return Value{kind: KindTimestamp, i: ms} 
 // JSONValue returns a JSON Value of raw, which must be valid JSON; it is
 // stored compacted. Invalid JSON is an error.
 func JSONValue(raw []byte) (Value, error) {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
+	b, err := compactJSON(make([]byte, 0, len(raw)), raw)
+	if err != nil {
 		return Null, fmt.Errorf("invalid JSON: %w", err)
 	}
-	if !json.Valid(buf.Bytes()) {
-		return Null, fmt.Errorf("invalid JSON")
-	}
-	return Value{kind: KindJSON, s: buf.String()}, nil
+	return Value{kind: KindJSON, s: string(b)}, nil
 }
 
 // JSONOf returns a JSON Value holding v marshaled as encoding/json does,
-// without HTML escaping (as JavaScript's JSON.stringify writes it).
+// without HTML escaping (as JavaScript's JSON.stringify writes it). In the
+// browser build, values whose encoding encoding/json defines by methods or
+// struct fields are an error (see json.go).
 func JSONOf(v any) (Value, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := marshalJSON(v)
+	if err != nil {
 		return Null, err
 	}
-	return Value{kind: KindJSON, s: string(bytes.TrimRight(buf.Bytes(), "\n"))}, nil
+	return Value{kind: KindJSON, s: string(b)}, nil
 }
 
 // Kind returns the kind of v.
