@@ -25,11 +25,15 @@ func newReader(data []byte) *reader {
 }
 
 // fail returns a malformed-input error at the current position.
+//
+//go:noinline
 func (r *reader) fail(format string, args ...any) error {
 	return &pathError{sentinel: r.errSentinel, msg: fmt.Sprintf(format, args...), offset: r.pos}
 }
 
 // failAt returns a malformed-input error at byte offset off.
+//
+//go:noinline
 func (r *reader) failAt(off int, format string, args ...any) error {
 	return &pathError{sentinel: r.errSentinel, msg: fmt.Sprintf(format, args...), offset: off}
 }
@@ -99,6 +103,8 @@ func kindAt(c byte) string {
 }
 
 // want returns a type-mismatch error: "want a string, got null".
+//
+//go:noinline
 func (r *reader) want(what string) error {
 	return r.fail("want %s, got %s", what, kindAt(r.peek()))
 }
@@ -551,6 +557,8 @@ func (f *fields) see(r *reader, bit fields, key []byte) error {
 }
 
 // unknownKey returns the error for a member this object does not have.
+//
+//go:noinline
 func (r *reader) unknownKey(key []byte) error {
 	return r.fail("unknown field %q", key)
 }
