@@ -84,8 +84,8 @@ type Options struct {
 	Resolver ConflictResolver
 	// Retention is the horizon of Prune; 0 means DefaultRetention.
 	Retention time.Duration
-	// Rand is the source of the site id and generated keys; nil means
-	// crypto/rand.
+	// Rand is the source of the site id and of snapshot ids; nil means
+	// crypto/rand. (Generated keys, UUIDv7s, always take crypto/rand.)
 	Rand io.Reader
 	// Logger receives warnings (a failed replay of quarantined changes, a
 	// held change dropped); nil means the standard log package. A

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-
-	"github.com/google/uuid"
 )
 
 // Key is a primary key given by a caller: the key column values in key order
@@ -224,11 +222,11 @@ func (t *table) coerceRow(values map[string]any, insert bool) (Row, error) {
 			}
 		}
 		if t.autoID && row["id"].IsNull() {
-			id, err := uuid.NewV7()
+			id, err := newUUIDv7()
 			if err != nil {
 				return nil, fmt.Errorf("generate id: %w", err)
 			}
-			row["id"] = Text(id.String())
+			row["id"] = Text(id)
 		}
 	}
 	for _, n := range sortedKeys(row) {
