@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -85,7 +84,9 @@ type Options struct {
 	// Retention is the horizon of Prune; 0 means DefaultRetention.
 	Retention time.Duration
 	// Rand is the source of the site id and of snapshot ids; nil means
-	// crypto/rand. (Generated keys, UUIDv7s, always take crypto/rand.)
+	// crypto/rand (in the browser build, the Go runtime's ChaCha8
+	// generator: see rand_js.go). Generated keys (UUIDv7s) always take
+	// that default.
 	Rand io.Reader
 	// Logger receives warnings (a failed replay of quarantined changes, a
 	// held change dropped); nil means the standard log package. A
@@ -132,7 +133,7 @@ func Open(store kv.Store, opts Options) (*Engine, error) {
 		e.clock = SystemClock{}
 	}
 	if e.opts.Rand == nil {
-		e.opts.Rand = rand.Reader
+		e.opts.Rand = defaultRand
 	}
 	if e.opts.Retention <= 0 {
 		e.opts.Retention = DefaultRetention

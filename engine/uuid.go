@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"crypto/rand"
 	"io"
 	"sync"
 	"time"
@@ -13,10 +12,10 @@ import (
 // 48 bits of Unix milliseconds, 12 bits of sub-millisecond time that count
 // up when the clock does not advance (so the ids of one process sort in
 // generation order), the version and variant, and 62 random bits from
-// crypto/rand.
+// defaultRand (crypto/rand natively).
 func newUUIDv7() (string, error) {
 	var u [16]byte
-	if _, err := io.ReadFull(rand.Reader, u[:]); err != nil {
+	if _, err := io.ReadFull(defaultRand, u[:]); err != nil {
 		return "", err
 	}
 	ms, seq := uuidV7Time()
