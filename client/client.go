@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log"
 	"math/rand/v2"
-	neturl "net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -163,8 +162,8 @@ func New(db *engine.Engine, opts Options) *Client {
 // ws, wss, http or https URL, or databaseID fails wire.ValidDatabaseID. Connection failures are not
 // returned here: they show in the state.
 func (c *Client) Connect(url, databaseID, token string) error {
-	if u, err := neturl.Parse(url); err != nil || u.Host == "" || (u.Scheme != "ws" && u.Scheme != "wss" && u.Scheme != "http" && u.Scheme != "https") {
-		return fmt.Errorf("client: relay URL %q is not a ws://, wss://, http:// or https:// URL", url)
+	if err := checkRelayURL(url); err != nil {
+		return err
 	}
 	if !wire.ValidDatabaseID(databaseID) {
 		return fmt.Errorf("client: invalid database id %q (want 1 to %d of [A-Za-z0-9_.:-])", databaseID, wire.MaxDatabaseIDLength)

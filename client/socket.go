@@ -1,6 +1,10 @@
 package client
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"strings"
+)
 
 // socket is one WebSocket connection as a session uses it: text frames in
 // and out, then a close. Natively it is github.com/coder/websocket
@@ -8,6 +12,10 @@ import "context"
 // syscall/js (socket_js.go), because coder/websocket's browser build links
 // net/http and crypto/tls into replica.wasm (see "The browser" in the
 // package documentation). Each platform file also defines
+//
+//	// checkRelayURL returns badURL(url) unless url is an absolute ws,
+//	// wss, http or https URL with a host, as the platform reads URLs.
+//	func checkRelayURL(url string) error
 //
 //	// dialSocket opens a WebSocket to url (ws, wss, http or https),
 //	// offering the subprotocols (none when empty), and returns it once
@@ -39,6 +47,20 @@ type socket interface {
 	// browser always performs the closing handshake, so there it is
 	// Close(statusNormalClosure, "").
 	CloseNow() error
+}
+
+// badURL is Connect's error for a URL that can never connect.
+func badURL(url string) error {
+	return fmt.Errorf("client: relay URL %q is not a ws://, wss://, http:// or https:// URL", url)
+}
+
+// hasAuthority reports whether url has "://" after its scheme and a
+// non-empty authority after that. The browser's URL parser reads
+// "ws:relay" and "ws:///relay" as ws://relay/; net/url finds no host in
+// them, and the browser build refuses them too (socket_js.go).
+func hasAuthority(url string) bool {
+	_, rest, ok := strings.Cut(url, "://")
+	return ok && rest != "" && rest[0] != '/' && rest[0] != '?' && rest[0] != '#'
 }
 
 // statusNormalClosure is WebSocket close status 1000 (RFC 6455 § 7.4.1).

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"syscall/js"
 )
@@ -73,10 +72,41 @@ func (e *wsCloseError) Error() string {
 // errSocketClosed is Read's and Write's error after Close.
 var errSocketClosed = errors.New("client: WebSocket closed")
 
+// checkRelayURL reads url with the browser's URL parser (the WHATWG URL
+// Standard, which the WebSocket constructor applies too); net/url would add
+// about 190 KB to replica.wasm.
+func checkRelayURL(url string) error {
+	_, err := relayURL(url)
+	return err
+}
+
+// relayURL returns url as the WebSocket constructor takes it, http and
+// https mapped to ws and wss (Connect accepts them, as coder/websocket does
+// natively), or badURL(url).
+func relayURL(url string) (string, error) {
+	var u js.Value
+	if !hasAuthority(url) || catch(func() { u = js.Global().Get("URL").New(url) }) != nil {
+		return "", badURL(url)
+	}
+	switch u.Get("protocol").String() {
+	case "ws:", "wss:":
+	case "http:":
+		u.Set("protocol", "ws:")
+	case "https:":
+		u.Set("protocol", "wss:")
+	default:
+		return "", badURL(url)
+	}
+	if u.Get("host").String() == "" {
+		return "", badURL(url)
+	}
+	return u.Get("href").String(), nil
+}
+
 func dialSocket(ctx context.Context, url string, subprotocols []string, readLimit int64) (socket, error) {
-	// Connect accepts http(s) URLs as coder/websocket does natively.
-	if rest, ok := strings.CutPrefix(url, "http"); ok {
-		url = "ws" + rest
+	url, err := relayURL(url)
+	if err != nil {
+		return nil, err
 	}
 	s := &jsSocket{
 		readLimit: readLimit,

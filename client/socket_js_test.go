@@ -20,7 +20,7 @@ const fakeWebSocket = `(() => {
 	class FakeWebSocket extends EventTarget {
 		constructor(url, protocols) {
 			super();
-			if (url.startsWith("bad")) throw new SyntaxError("invalid URL " + url);
+			if (url.includes("refused.test")) throw new SyntaxError("refused URL " + url);
 			this.url = url;
 			this.protocols = protocols;
 			this.readyState = 0;
@@ -223,8 +223,11 @@ func TestJSSocket(t *testing.T) {
 		if n := ws.Get("listeners").Int(); n != 0 {
 			t.Errorf("%d listeners left", n)
 		}
-		if _, err := dialSocket(context.Background(), "bad://", nil, 1<<20); err == nil || !strings.Contains(err.Error(), "invalid URL") {
+		if _, err := dialSocket(context.Background(), "ws://refused.test/", nil, 1<<20); err == nil || !strings.Contains(err.Error(), "refused URL") {
 			t.Errorf("dial of a URL the constructor refuses: %v", err)
+		}
+		if _, err := dialSocket(context.Background(), "ftp://relay.test/", nil, 1<<20); err == nil || !strings.Contains(err.Error(), "is not a ws://") {
+			t.Errorf("dial of an ftp URL: %v", err)
 		}
 	})
 
@@ -246,4 +249,28 @@ func TestJSSocket(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestJSRelayURL: in the browser, Connect reads relay URLs with the
+// browser's URL parser; it refuses what the native build refuses
+// (TestConnectArguments) and maps http(s) to ws(s).
+func TestJSRelayURL(t *testing.T) {
+	for _, url := range []string{"", "relay.example/sync", "ftp://relay.example/sync", "ws:///sync", "ws:relay.example/sync",
+		"ws://", "ws://?q", "ws://relay.example:99999/", "javascript:alert(1)"} {
+		if got, err := relayURL(url); err == nil {
+			t.Errorf("relayURL(%q) = %q, want an error", url, got)
+		}
+	}
+	for url, want := range map[string]string{
+		"ws://relay.example/sync":         "ws://relay.example/sync",
+		"wss://relay.example:8443/s?db=1": "wss://relay.example:8443/s?db=1",
+		"http://127.0.0.1:8080/sync":      "ws://127.0.0.1:8080/sync",
+		"HTTPS://Relay.Example/sync":      "wss://relay.example/sync",
+		"https://relay.example:443/":      "wss://relay.example/",
+		"ws://[::1]:9/sync":               "ws://[::1]:9/sync",
+	} {
+		if got, err := relayURL(url); err != nil || got != want {
+			t.Errorf("relayURL(%q) = %q, %v; want %q", url, got, err, want)
+		}
+	}
 }

@@ -10,8 +10,9 @@ import (
 	"testing"
 )
 
-// TestJSSocketInNode runs TestJSSocket (socket_js_test.go: the browser's
-// socket over a scripted WebSocket) as GOOS=js GOARCH=wasm under Node.js
+// TestJSSocketInNode runs TestJSSocket and TestJSRelayURL
+// (socket_js_test.go: the browser's socket over a scripted WebSocket, and
+// its reading of relay URLs) as GOOS=js GOARCH=wasm under Node.js
 // with Go's own go_js_wasm_exec, so that the native test run covers the
 // browser socket too. It is skipped without node on PATH and with -short.
 // (The real browser WebSocket is exercised by jsbridge's sync tests and
@@ -28,11 +29,11 @@ func TestJSSocketInNode(t *testing.T) {
 		t.Skipf("go env GOROOT: %v", err)
 	}
 	execWrapper := filepath.Join(strings.TrimSpace(string(goroot)), "lib", "wasm", "go_js_wasm_exec")
-	cmd := exec.Command("go", "test", "-count=1", "-run", "^TestJSSocket$", "-exec", execWrapper, ".")
+	cmd := exec.Command("go", "test", "-count=1", "-run", "^(TestJSSocket|TestJSRelayURL)$", "-exec", execWrapper, ".")
 	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm", "GOFLAGS=")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("GOOS=js GOARCH=wasm go test -run TestJSSocket: %v\n%s", err, out)
+		t.Fatalf("GOOS=js GOARCH=wasm go test -run TestJSSocket|TestJSRelayURL: %v\n%s", err, out)
 	}
 	if !strings.Contains(string(out), "ok") {
 		t.Fatalf("unexpected output:\n%s", out)

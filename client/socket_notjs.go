@@ -4,6 +4,7 @@ package client
 
 import (
 	"context"
+	neturl "net/url"
 
 	"github.com/coder/websocket"
 )
@@ -21,6 +22,15 @@ func dialSocket(ctx context.Context, url string, subprotocols []string, readLimi
 	}
 	c.SetReadLimit(readLimit)
 	return wsSocket{c}, nil
+}
+
+// checkRelayURL reads url with net/url, as coder/websocket's Dial does.
+func checkRelayURL(url string) error {
+	u, err := neturl.Parse(url)
+	if err != nil || u.Host == "" || (u.Scheme != "ws" && u.Scheme != "wss" && u.Scheme != "http" && u.Scheme != "https") {
+		return badURL(url)
+	}
+	return nil
 }
 
 func closeStatus(err error) int { return int(websocket.CloseStatus(err)) }
