@@ -313,6 +313,7 @@ func (b *browser) defaultDevice(name string) *device {
 type page struct {
 	t      *testing.T
 	name   string
+	dev    *device
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -329,7 +330,7 @@ type page struct {
 func (d *device) open(url string, before ...chromedp.Action[chromedp.Void]) *page {
 	t := d.b.t
 	t.Helper()
-	p := &page{t: t, name: d.name}
+	p := &page{t: t, name: d.name, dev: d}
 	ctx, cancel := chromedp.NewContext(d.ctx, chromedp.WithListener(p.onEvent))
 	p.ctx, p.cancel = ctx, cancel
 	t.Cleanup(p.close)
@@ -337,6 +338,20 @@ func (d *device) open(url string, before ...chromedp.Action[chromedp.Void]) *pag
 		t.Fatalf("%s: open %s: %v", p.name, url, err)
 	}
 	p.waitReady()
+	return p
+}
+
+// openPlain opens a new tab of d at url, a page that is not the demo.
+func (d *device) openPlain(url string) *page {
+	t := d.b.t
+	t.Helper()
+	p := &page{t: t, name: d.name + " (plain tab)", dev: d}
+	ctx, cancel := chromedp.NewContext(d.ctx, chromedp.WithListener(p.onEvent))
+	p.ctx, p.cancel = ctx, cancel
+	t.Cleanup(p.close)
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		t.Fatalf("%s: open %s: %v", p.name, url, err)
+	}
 	return p
 }
 
@@ -434,14 +449,16 @@ func (p *page) close() {
 	p.closed = true
 	p.mu.Unlock()
 	p.checkErrors()
-	if p.t.Failed() && len(p.console) > 0 {
+	if p.t.Failed() {
 		p.mu.Lock()
-		tail := p.console
+		tail := append([]string(nil), p.console...)
 		if len(tail) > 60 {
 			tail = tail[len(tail)-60:]
 		}
 		p.mu.Unlock()
-		p.t.Logf("%s console (last %d):\n  %s", p.name, len(tail), strings.Join(tail, "\n  "))
+		if len(tail) > 0 {
+			p.t.Logf("%s console (last %d):\n  %s", p.name, len(tail), strings.Join(tail, "\n  "))
+		}
 	}
 	p.cancel()
 }

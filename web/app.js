@@ -10,7 +10,8 @@
 //                replica is named "trip-planner/NAME", so each database
 //                gets its own IndexedDB database in this browser.
 //   ?relay=URL   the relay's sync endpoint (default: /sync of this page's
-//                origin, which is where `make run` serves it).
+//                origin, which is where `make run` serves it; a relay on
+//                another origin must allow this one: -allow-origin).
 //
 // For tests and the curious, window.app exposes the open database and a few
 // functions (see the end of this file).
