@@ -252,38 +252,38 @@ type metaState struct {
 	schemaVer uint64
 }
 
+// The meta record under "clock": wall ms (8), counter (2) and schema
+// version (8), big-endian. One key, so a write transaction's first read is
+// one request.
+const metaRecordSize = 18
+
 func readMeta(tx kv.Tx) (metaState, error) {
-	vals, err := tx.GetMany(bucketMeta, [][]byte{metaClock, metaSchemaVer})
+	v, err := tx.Get(bucketMeta, metaClock)
+	if errors.Is(err, kv.ErrNotFound) {
+		return metaState{}, nil
+	}
 	if err != nil {
 		return metaState{}, err
 	}
-	var m metaState
-	if c := vals[0]; c != nil {
-		if len(c) != 10 {
-			return m, fmt.Errorf("%w: clock state has %d bytes", ErrStorageFormat, len(c))
-		}
-		m.clock = clockState{Wall: binary.BigEndian.Uint64(c), Counter: binary.BigEndian.Uint16(c[8:])}
-	}
-	if v := vals[1]; v != nil {
-		if len(v) != 8 {
-			return m, fmt.Errorf("%w: schema version has %d bytes", ErrStorageFormat, len(v))
-		}
-		m.schemaVer = binary.BigEndian.Uint64(v)
-	}
-	return m, nil
+	return decodeMeta(v)
 }
 
-func putClock(tx kv.Tx, c clockState) error {
-	var b [10]byte
-	binary.BigEndian.PutUint64(b[:], c.Wall)
-	binary.BigEndian.PutUint16(b[8:], c.Counter)
+func decodeMeta(v []byte) (metaState, error) {
+	if len(v) != metaRecordSize {
+		return metaState{}, fmt.Errorf("%w: clock record has %d bytes", ErrStorageFormat, len(v))
+	}
+	return metaState{
+		clock:     clockState{Wall: binary.BigEndian.Uint64(v), Counter: binary.BigEndian.Uint16(v[8:])},
+		schemaVer: binary.BigEndian.Uint64(v[10:]),
+	}, nil
+}
+
+func putMeta(tx kv.Tx, m metaState) error {
+	var b [metaRecordSize]byte
+	binary.BigEndian.PutUint64(b[:], m.clock.Wall)
+	binary.BigEndian.PutUint16(b[8:], m.clock.Counter)
+	binary.BigEndian.PutUint64(b[10:], m.schemaVer)
 	return tx.Put(bucketMeta, metaClock, b[:])
-}
-
-func putSchemaVer(tx kv.Tx, v uint64) error {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], v)
-	return tx.Put(bucketMeta, metaSchemaVer, b[:])
 }
 
 // schemaFor returns the effective schema at version ver, reloading it from

@@ -5,8 +5,9 @@ package engine
 //
 //	meta        "format" → storage format version (decimal text)
 //	            "site" → 16-byte site id
-//	            "clock" → 8-byte wall ms + 2-byte counter (big-endian)
-//	            "schemaver" → 8-byte counter, bumped when migrations change
+//	            "clock" → 8-byte wall ms, 2-byte counter, 8-byte schema
+//	            version (big-endian; the version is bumped when the
+//	            migrations change)
 //	            "checkpoint" → the snapshot checkpoint, while one exists
 //	            "state/<name>" → caller state (sync cursors, watermarks)
 //	rows        table ‖ pk → row record (record.go)
@@ -48,7 +49,6 @@ var (
 	metaFormat     = []byte("format")
 	metaSite       = []byte("site")
 	metaClock      = []byte("clock")
-	metaSchemaVer  = []byte("schemaver")
 	metaCheckpoint = []byte("checkpoint")
 	metaStatePfx   = []byte("state/")
 )

@@ -114,17 +114,19 @@ func (w *writeTx) commit() error {
 			return err
 		}
 	}
-	if w.clockDirty {
-		if err := putClock(w.kv, w.clock); err != nil {
+	if w.clockDirty || w.schemaChanged {
+		// The schema itself reaches this engine's cache only through
+		// schemaFor after the commit, so a failed commit cannot leak it.
+		m := metaState{clock: w.meta.clock, schemaVer: w.meta.schemaVer}
+		if w.clockDirty {
+			m.clock = w.clock
+		}
+		if w.schemaChanged {
+			m.schemaVer = w.schema.version
+		}
+		if err := putMeta(w.kv, m); err != nil {
 			return err
 		}
-	}
-	if w.schemaChanged {
-		if err := putSchemaVer(w.kv, w.schema.version); err != nil {
-			return err
-		}
-		// Publish the new schema to this engine's cache only once the
-		// transaction commits; until then a failed commit must not leak it.
 	}
 	return nil
 }
