@@ -75,8 +75,8 @@ func TestBootstrapCities(t *testing.T) {
 	url := r.URL + "?db=cities#cities"
 
 	// A imports offline, then goes online and pushes. (Importing online
-	// does the same work, with the pushes competing with the import for
-	// the page's one Go thread.)
+	// was measured slower: the pushes compete with the import for the
+	// page's one Go thread, and both phases together took longer.)
 	a := newBrowser(t, t.TempDir()).defaultDevice("A").open(url)
 	a.waitStatus("synced", syncTimeout)
 	a.goOffline()

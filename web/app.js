@@ -278,7 +278,7 @@
 			}
 			case "error":
 				label = "Error";
-				detail = (st.error ? st.error.code + ": " + st.error.message : "syncing stopped") + ". Syncing stopped; press Retry to try again.";
+				detail = describeError(st.error) + ". Syncing stopped; press Retry to try again.";
 				break;
 			default:
 				if (st.retryAt) {
@@ -315,11 +315,17 @@
 		// Log the status changes that matter to the user, once each.
 		const key = kind + (st.error ? st.error.code : "");
 		if (key !== lastStatusLogged && (kind === "synced" || kind === "error" || (kind === "offline" && lastStatusLogged))) {
-			if (kind === "error") addLog("error", "Sync error — " + (st.error ? st.error.code + ": " + st.error.message : "stopped"));
+			if (kind === "error") addLog("error", "Sync stopped: " + describeError(st.error));
 			else if (kind === "synced") addLog("sync", "Synced with the relay");
 			else addLog("sync", "Offline: changes stay on this device until you go online");
 		}
 		if (kind !== "syncing" && kind !== "connecting") lastStatusLogged = key;
+	}
+
+	// describeError names a sync error's code, once.
+	function describeError(err) {
+		if (!err) return "syncing stopped";
+		return err.message.includes(err.code) ? err.message : err.code + ": " + err.message;
 	}
 
 	// ---- the activity log ---------------------------------------------------------
