@@ -132,10 +132,10 @@ $(BIN)/benchstat-$(BENCHSTAT_VERSION): | $(BIN)
 # copy of web/. Screenshots go to $$REPLICA_SCREENSHOTS (default: a temp
 # directory, printed).
 test-e2e: browser-deps
-	REPLICA_CHROMIUM="$(CHROMIUM)" $(GO) test -count=1 -timeout 15m ./e2e
+	REPLICA_CHROMIUM="$(CHROMIUM)" $(GO) test -count=1 -timeout 30m ./e2e
 
 bench-e2e: browser-deps
-	REPLICA_CHROMIUM="$(CHROMIUM)" REPLICA_FIGURES=1 $(GO) test -count=1 -timeout 20m -run 'TestBootstrapCities|TestSyncLatency|TestPhoneWidth' -v ./e2e
+	REPLICA_CHROMIUM="$(CHROMIUM)" REPLICA_FIGURES=1 $(GO) test -count=1 -timeout 30m -run 'TestBootstrapCities|TestSyncLatency|TestPhoneWidth' -v ./e2e
 
 # The demo: build replica.wasm, then run the relay on RUN_ADDR with its
 # databases under ./data, serving web/ at / and sync at /sync. Ctrl-C stops it.
