@@ -145,8 +145,13 @@ run: wasm | $(BIN)
 	@echo "Starting the relay. Open the URL below in two browser windows (or add ?db=NAME for a database of your own); Ctrl-C stops it."
 	@$(BIN)/relay -addr $(RUN_ADDR) -data data -web web
 
+# The release build, then its data segments merged (internal/wasmsize
+# -pack, Go only): Go's linker starts a data segment at every run of zero
+# bytes, and the merged module, with the same initial memory, is ~100 KB
+# smaller gzipped (~70 KB with brotli) for ~10 % more raw bytes.
 wasm:
 	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -o web/replica.wasm ./cmd/wasm
+	$(GO) run ./internal/wasmsize -pack web/replica.wasm web/replica.wasm
 	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" wasm_exec.js
 	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" web/wasm_exec.js
 
