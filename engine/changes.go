@@ -2,6 +2,8 @@ package engine
 
 import (
 	"bytes"
+	"fmt"
+	"errors"
 	"sort"
 
 	"github.com/replica-sync/replica/kv"
@@ -25,10 +27,11 @@ type ChangesFilter struct {
 // Read side: one ChangeSet per transaction). The zero HLC means from the
 // beginning.
 //
-// The log holds only live facts: a cell overwritten by a newer write, or a
-// row deleted, no longer yields its old facts, so a transaction can come back
+// Only live facts come back: a cell overwritten by a newer write, or a row
+// deleted, no longer yields its old facts, so a transaction can come back
 // with fewer facts than it was written with (and one whose facts are all
-// superseded does not come back at all).
+// superseded does not come back at all). With Options.LocalChangeLogOnly
+// only this replica's own transactions are returned.
 //
 // limit bounds the result at transaction granularity: transactions are added
 // until the number of changes and migrations reaches limit; one transaction
@@ -54,14 +57,14 @@ func (e *Engine) ChangesSince(since HLC, limit int, f ChangesFilter) ([]ChangeSe
 			return err
 		}
 		classes := []byte{classOwn}
-		if !f.OnlyLocal {
+		if !f.OnlyLocal && !e.opts.LocalChangeLogOnly {
 			classes = append(classes, classRemote)
 		}
 		var srcs []*changeSource
 		for _, cl := range classes {
 			srcs = append(srcs, newLogSource(tx, cl, since), newMigrationSource(tx, cl, since))
 		}
-		if !f.OnlyLocal && e.declared != nil && e.opts.UnknownTables == StoreAndForward {
+		if !f.OnlyLocal && !e.opts.LocalChangeLogOnly && e.declared != nil && e.opts.UnknownTables == StoreAndForward {
 			s, err := newForwardSource(tx, since)
 			if err != nil {
 				return err
@@ -91,10 +94,11 @@ type changeSource struct {
 	bucket string
 	start  []byte
 	end    []byte
-	parse  func(k, v []byte) (changeItem, error)
-	buf    []changeItem
-	pos    int
-	done   bool
+	parse  func(k, v []byte, out []changeItem) ([]changeItem, error)
+	buf      []changeItem
+	pos      int
+	done     bool
+	keysOnly bool
 }
 
 const sourcePage = 512
@@ -103,17 +107,34 @@ func newLogSource(tx kv.Tx, class byte, since HLC) *changeSource {
 	start := make([]byte, 1+BaseSize)
 	start[0] = class
 	since.Base().putBase(start[1:])
-	return &changeSource{tx: tx, bucket: bucketLog, start: start, end: []byte{class + 1}, parse: func(k, _ []byte) (changeItem, error) {
+	if class == classOwn {
+		// One entry per local transaction, listing its rows.
+		return &changeSource{tx: tx, bucket: bucketLog, start: start, end: []byte{class + 1}, parse: func(k, v []byte, out []changeItem) ([]changeItem, error) {
+			if len(k) != 1+BaseSize {
+				return out, malformed("own change-log key of %d bytes", len(k))
+			}
+			base := baseFromBytes(k[1:])
+			rks, err := decodeRowList(v)
+			if err != nil {
+				return out, err
+			}
+			for _, rk := range rks {
+				out = append(out, changeItem{base: base, rk: bytes.Clone(rk)})
+			}
+			return out, nil
+		}}
+	}
+	return &changeSource{tx: tx, bucket: bucketLog, start: start, end: []byte{class + 1}, keysOnly: true, parse: func(k, _ []byte, out []changeItem) ([]changeItem, error) {
 		_, base, rk, err := parseLogKey(k)
-		return changeItem{base: base, rk: bytes.Clone(rk)}, err
+		return append(out, changeItem{base: base, rk: bytes.Clone(rk)}), err
 	}}
 }
 
 func newMigrationSource(tx kv.Tx, class byte, since HLC) *changeSource {
 	return &changeSource{tx: tx, bucket: bucketMigrations, start: migrationKey(class, since.Base()), end: []byte{class + 1},
-		parse: func(k, v []byte) (changeItem, error) {
+		parse: func(k, v []byte, out []changeItem) ([]changeItem, error) {
 			m, err := decodeMigration(k, v)
-			return changeItem{base: m.HLC.Base(), mig: &m}, err
+			return append(out, changeItem{base: m.HLC.Base(), mig: &m}), err
 		}}
 }
 
@@ -150,13 +171,13 @@ func (s *changeSource) peek() (*changeItem, error) {
 	s.buf, s.pos = s.buf[:0], 0
 	var last []byte
 	var perr error
-	err := s.tx.Scan(s.bucket, kv.Range{Start: s.start, End: s.end, Limit: sourcePage}, func(k, v []byte) bool {
-		it, err := s.parse(k, v)
-		if err != nil {
-			perr = err
+	n := 0
+	err := s.tx.Scan(s.bucket, kv.Range{Start: s.start, End: s.end, Limit: sourcePage, KeysOnly: s.keysOnly}, func(k, v []byte) bool {
+		n++
+		s.buf, perr = s.parse(k, v, s.buf)
+		if perr != nil {
 			return false
 		}
-		s.buf = append(s.buf, it)
 		last = k
 		return true
 	})
@@ -166,7 +187,7 @@ func (s *changeSource) peek() (*changeItem, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(s.buf) < sourcePage {
+	if n < sourcePage {
 		s.done = true
 	} else {
 		s.start = append(bytes.Clone(last), 0)
@@ -326,10 +347,100 @@ func (e *Engine) HasOwnFacts() (bool, error) {
 	}
 	found := false
 	err := e.store.View(func(tx kv.Tx) error {
-		return tx.Scan(bucketLog, kv.Range{Start: []byte{classOwn}, End: []byte{classOwn + 1}, Limit: 1, KeysOnly: true}, func(_, _ []byte) bool {
-			found = true
-			return false
-		})
+		src := newLogSource(tx, classOwn, HLC{})
+		for !found {
+			it, err := src.peek()
+			if err != nil || it == nil {
+				return err
+			}
+			src.pos++
+			// An entry may list rows whose facts of it were since
+			// superseded: look at the row.
+			v, err := tx.Get(bucketRows, it.rk)
+			if errors.Is(err, kv.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			table, pk, err := splitRowKey(it.rk)
+			if err != nil {
+				return err
+			}
+			rec, err := decodeRecord(v, pk)
+			if err != nil {
+				return err
+			}
+			found = len(factsOf(rec, it.base, table, pk)) > 0
+		}
+		return nil
 	})
 	return found, err
+}
+
+// ChangeLogReport describes a store's change log, for diagnostics and
+// tests (see InspectChangeLog).
+type ChangeLogReport struct {
+	// Live lists every (transaction, row) pair the log lists whose row
+	// still holds a fact of that transaction, as "base/rowkey" in hex,
+	// sorted. It does not depend on which replica minted the facts, so two
+	// replicas holding the same facts report the same list.
+	Live []string
+	// Stale counts rows listed by an own entry that no longer hold a fact
+	// of it (allowed: Prune tidies them past the retention horizon).
+	Stale int
+	// Dead counts per-row entries of peers' transactions whose row holds no
+	// fact of the transaction: always 0 unless the log is damaged.
+	Dead int
+}
+
+// InspectChangeLog reads a store's change log and checks it against the
+// rows. It is a diagnostic (and what the engine's tests compare replicas
+// by); it reads the whole log.
+func InspectChangeLog(st kv.Store) (ChangeLogReport, error) {
+	var rep ChangeLogReport
+	err := st.View(func(tx kv.Tx) error {
+		for _, class := range []byte{classOwn, classRemote} {
+			src := newLogSource(tx, class, HLC{})
+			for {
+				it, err := src.peek()
+				if err != nil {
+					return err
+				}
+				if it == nil {
+					break
+				}
+				src.pos++
+				live := false
+				v, err := tx.Get(bucketRows, it.rk)
+				if err != nil && !errors.Is(err, kv.ErrNotFound) {
+					return err
+				}
+				if err == nil {
+					table, pk, err := splitRowKey(it.rk)
+					if err != nil {
+						return err
+					}
+					rec, err := decodeRecord(v, pk)
+					if err != nil {
+						return err
+					}
+					live = len(factsOf(rec, it.base, table, pk)) > 0
+				}
+				switch {
+				case live:
+					var b [BaseSize]byte
+					it.base.putBase(b[:])
+					rep.Live = append(rep.Live, fmt.Sprintf("%x/%x", b, it.rk))
+				case class == classOwn:
+					rep.Stale++
+				default:
+					rep.Dead++
+				}
+			}
+		}
+		return nil
+	})
+	sort.Strings(rep.Live)
+	return rep, err
 }

@@ -72,10 +72,16 @@
 // # Change log and ChangeSets
 //
 // ChangesSince returns whole transactions as ChangeSets, in HLC order,
-// bounded at transaction granularity. The change log holds one entry per
-// (row, transaction) that still has a live fact in the row: an overwritten
-// cell or a deleted row takes its old entries with it, so the log is bounded
-// by live cells plus tombstones, not by history.
+// bounded at transaction granularity, with only the facts still live. The
+// change log holds one entry per local transaction (listing its rows) and
+// one per (row, peer's transaction) that still has a live fact in the row:
+// a peer's entries die with the last fact they point at; a local
+// transaction's entry is written once — a 10,000-row transaction is one
+// write, not 10,000 — and tidied by Prune once past the retention horizon.
+// So the log is bounded by live cells plus tombstones plus the local
+// transactions of the horizon, not by history. Replicas that never serve
+// their peers' changes (browser clients, the relay) set
+// Options.LocalChangeLogOnly and keep no entries for peers at all.
 //
 // # Unknown tables, migrations, snapshots, retention
 //
@@ -95,10 +101,11 @@
 // # Where this differs from the seeds
 //
 //   - One record per row holds the values and the cell versions together
-//     (the seeds keep one key per cell): a local single-row write is one put
-//     for the row plus one change-log entry, which is what IndexedDB's
-//     per-request cost rewards. Storage overhead for a 6-column row is about
-//     1× the row's own size (BenchmarkStorage).
+//     (the seeds keep one key per cell), and the change log has one entry
+//     per local transaction: a local write of n rows costs n row puts plus
+//     one change-log entry, which is what IndexedDB's per-request cost
+//     rewards. Storage overhead for a 6-column row is about 1× the row's
+//     own size (BenchmarkStorage).
 //   - Applying a snapshot merges instead of replacing, so writes made while
 //     it lands are never lost.
 //   - Before-images of remote cells are the origin's (carried with the

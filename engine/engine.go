@@ -81,6 +81,13 @@ type Options struct {
 	// Resolver replaces last-writer-wins for column conflicts (see
 	// ConflictResolver). Nil means LWW, the only convergent choice.
 	Resolver ConflictResolver
+	// LocalChangeLogOnly keeps only this replica's own transactions in
+	// the change log: ChangesSince then returns local transactions only
+	// (what a sync client pushes), and applying a peer's change costs one
+	// write less per row. For replicas that never serve their peers'
+	// changes to others: browser clients (the JavaScript API sets it) and
+	// the relay, which serves from its arrival log.
+	LocalChangeLogOnly bool
 	// Retention is the horizon of Prune; 0 means DefaultRetention.
 	Retention time.Duration
 	// Rand is the source of the site id and of snapshot ids; nil means

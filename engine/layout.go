@@ -1,5 +1,7 @@
 package engine
 
+import "encoding/binary"
+
 // Storage layout: the kv buckets and their keys (DESIGN.md § The data model;
 // sync.md § Storage Layout, adapted to one record per row).
 //
@@ -11,8 +13,17 @@ package engine
 //	            "checkpoint" → the snapshot checkpoint, while one exists
 //	            "state/<name>" → caller state (sync cursors, watermarks)
 //	rows        table ‖ pk → row record (record.go)
-//	log         class ‖ base ‖ table ‖ pk → empty: the change log, one entry
-//	            per (row, transaction) that still has a live fact in the row
+//	log         the change log, ordered by HLC, in two parts:
+//	            own:    classOwn ‖ base → the rows written by this
+//	                    replica's transaction base (uvarint count, then
+//	                    each row key, uvarint length + bytes, ascending):
+//	                    one entry per local transaction;
+//	            remote: classRemote ‖ base ‖ table ‖ pk → empty: one entry
+//	                    per (row, transaction of a peer) that still has a
+//	                    live fact in the row (absent with
+//	                    Options.LocalChangeLogOnly)
+//	tombs       base ‖ table ‖ pk → empty: one entry per tombstoned row,
+//	            ordered by the deletion's HLC, for Prune
 //	index       table ‖ index name ‖ column values ‖ pk → empty
 //	migrations  class ‖ HLC → schema migration
 //	quarantine  table ‖ HLC → held change for an unknown table
@@ -23,6 +34,15 @@ package engine
 // the migrations are ordered by HLC. class is classOwn for facts this replica
 // minted and classRemote for facts from elsewhere, so a client's push scans
 // only its own facts.
+//
+// The two parts of the log differ because their costs differ. A local
+// transaction writes one entry however many rows it touches (a 10,000-row
+// import writes one, not 10,000: IndexedDB charges per request), and an
+// entry is not rewritten when a later write supersedes some of its facts —
+// ChangesSince reads the rows and returns only the facts still there, and
+// Prune drops entries left with none once they are past the retention
+// horizon. A peer's facts are indexed per row, exactly: an entry dies with
+// the last fact it points at.
 const (
 	bucketMeta       = "meta"
 	bucketRows       = "rows"
@@ -30,11 +50,12 @@ const (
 	bucketIndex      = "index"
 	bucketMigrations = "migrations"
 	bucketQuarantine = "quarantine"
+	bucketTombs      = "tombs"
 )
 
 // Buckets lists the kv buckets the engine stores into. A kv.Store passed to
 // Open must have been opened with all of them.
-var Buckets = []string{bucketMeta, bucketRows, bucketLog, bucketIndex, bucketMigrations, bucketQuarantine}
+var Buckets = []string{bucketMeta, bucketRows, bucketLog, bucketIndex, bucketMigrations, bucketQuarantine, bucketTombs}
 
 // StorageFormat is the version of this layout, stored under meta "format".
 // Open refuses a store with another version (ErrStorageFormat).
@@ -118,4 +139,57 @@ func quarantineKey(tk []byte, h HLC) []byte {
 	var b [HLCSize]byte
 	h.Put(b[:])
 	return append(k, b[:]...)
+}
+
+// ownLogKey returns classOwn ‖ base: the change-log entry of a local
+// transaction.
+func ownLogKey(base HLC) []byte {
+	k := make([]byte, 1+BaseSize)
+	k[0] = classOwn
+	base.putBase(k[1:])
+	return k
+}
+
+// encodeRowList encodes sorted, distinct row keys.
+func encodeRowList(rks []string) []byte {
+	n := binary.MaxVarintLen64
+	for _, rk := range rks {
+		n += binary.MaxVarintLen64 + len(rk)
+	}
+	b := make([]byte, 0, n)
+	b = binary.AppendUvarint(b, uint64(len(rks)))
+	for _, rk := range rks {
+		b = binary.AppendUvarint(b, uint64(len(rk)))
+		b = append(b, rk...)
+	}
+	return b
+}
+
+// decodeRowList decodes an own change-log entry's row keys.
+func decodeRowList(v []byte) ([][]byte, error) {
+	rd := &recReader{b: v}
+	n := rd.uvarint()
+	if n > uint64(len(v)) {
+		return nil, malformed("change-log entry row count %d", n)
+	}
+	out := make([][]byte, 0, n)
+	for i := uint64(0); i < n && rd.err == nil; i++ {
+		l := rd.uvarint()
+		out = append(out, rd.bytes(l))
+	}
+	if rd.err == nil && len(rd.b) != 0 {
+		rd.fail("trailing bytes in a change-log entry")
+	}
+	if rd.err != nil {
+		return nil, rd.err
+	}
+	return out, nil
+}
+
+// tombKey returns base ‖ rowKey: the prune index entry of a tombstone.
+func tombKey(base HLC, rk []byte) []byte {
+	k := make([]byte, BaseSize+len(rk))
+	base.putBase(k)
+	copy(k[BaseSize:], rk)
+	return k
 }

@@ -42,6 +42,12 @@ type writeTx struct {
 	opSeq uint32
 
 	rows          map[string]*txRow
+	// own collects, per transaction base of this replica, the rows its
+	// change-log entry lists; ownDirty marks entries to write at the next
+	// flush, ownLoaded those whose stored rows were merged in.
+	own       map[HLC]map[string]struct{}
+	ownDirty  map[HLC]bool
+	ownLoaded map[HLC]bool
 	schemaChanged bool
 	clock         clockState // clock state to persist, if clockDirty
 	clockDirty    bool
@@ -238,6 +244,9 @@ func (w *writeTx) flush() error {
 		if err := w.diffLog(r, rk); err != nil {
 			return err
 		}
+		if err := w.diffTomb(r, rk); err != nil {
+			return err
+		}
 		if r.tbl != nil && len(r.tbl.indexes) > 0 {
 			if err := w.diffIndexes(r, allow); err != nil {
 				return err
@@ -246,23 +255,129 @@ func (w *writeTx) flush() error {
 		r.orig = r.cur.clone()
 		r.dirty = false
 	}
-	return nil
+	return w.flushOwnLog()
 }
 
+// diffLog updates the change log for one row: a peer's transactions get a
+// per-row entry while the row holds one of their facts; this replica's own
+// transactions get the row added to their entry (written by flushOwnLog).
+// An own entry is not rewritten when the row loses the transaction's facts:
+// ChangesSince skips rows without them, and Prune drops the entry later.
 func (w *writeTx) diffLog(r *txRow, rk []byte) error {
 	ob, nb := r.orig.bases(), r.cur.bases()
+	remote := !w.e.opts.LocalChangeLogOnly
 	for _, b := range ob {
-		if !containsBase(nb, b) {
-			if err := w.kv.Delete(bucketLog, logKey(classOf(b.Site, w.e.site), b, rk)); err != nil {
+		if remote && b.Site != w.e.site && !containsBase(nb, b) {
+			if err := w.kv.Delete(bucketLog, logKey(classRemote, b, rk)); err != nil {
 				return err
 			}
 		}
 	}
 	for _, b := range nb {
-		if !containsBase(ob, b) {
-			if err := w.kv.Put(bucketLog, logKey(classOf(b.Site, w.e.site), b, rk), nil); err != nil {
+		if containsBase(ob, b) {
+			continue
+		}
+		if b.Site == w.e.site {
+			w.addOwn(b, r.key)
+		} else if remote {
+			if err := w.kv.Put(bucketLog, logKey(classRemote, b, rk), nil); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+func (w *writeTx) addOwn(base HLC, rk string) {
+	if w.own == nil {
+		w.own, w.ownDirty, w.ownLoaded = map[HLC]map[string]struct{}{}, map[HLC]bool{}, map[HLC]bool{}
+	}
+	set := w.own[base]
+	if set == nil {
+		set = map[string]struct{}{}
+		w.own[base] = set
+	}
+	if _, ok := set[rk]; !ok {
+		set[rk] = struct{}{}
+		w.ownDirty[base] = true
+	}
+}
+
+// flushOwnLog writes the own change-log entries that changed: the entry of
+// this local transaction (new: it cannot exist yet, its base is a fresh
+// tick), and, read-modify-write, entries of earlier own transactions that
+// gained rows (own facts can come back in a snapshot).
+func (w *writeTx) flushOwnLog() error {
+	if len(w.ownDirty) == 0 {
+		return nil
+	}
+	var load []HLC
+	for b := range w.ownDirty {
+		if b != w.base && !w.ownLoaded[b] {
+			load = append(load, b)
+		}
+	}
+	if len(load) > 0 {
+		keys := make([][]byte, len(load))
+		for i, b := range load {
+			keys[i] = ownLogKey(b)
+		}
+		vals, err := w.kv.GetMany(bucketLog, keys)
+		if err != nil {
+			return err
+		}
+		for i, b := range load {
+			w.ownLoaded[b] = true
+			if vals[i] == nil {
+				continue
+			}
+			rks, err := decodeRowList(vals[i])
+			if err != nil {
+				return err
+			}
+			for _, rk := range rks {
+				w.own[b][string(rk)] = struct{}{}
+			}
+		}
+	}
+	for b := range w.ownDirty {
+		set := w.own[b]
+		rks := make([]string, 0, len(set))
+		for rk := range set {
+			rks = append(rks, rk)
+		}
+		sort.Strings(rks)
+		v := encodeRowList(rks)
+		if len(v) > kv.MaxValueSize {
+			return fmt.Errorf("%w: a transaction touching %d rows is too large to record (its change-log entry would be %d bytes, limit %d); split it", ErrValidation, len(rks), len(v), kv.MaxValueSize)
+		}
+		if err := w.kv.Put(bucketLog, ownLogKey(b), v); err != nil {
+			return err
+		}
+		delete(w.ownDirty, b)
+	}
+	return nil
+}
+
+// diffTomb keeps the prune index in step with the row's tombstone.
+func (w *writeTx) diffTomb(r *txRow, rk []byte) error {
+	var ob, nb HLC
+	oHas := r.orig != nil && r.orig.hasTomb
+	nHas := r.cur != nil && r.cur.hasTomb
+	if oHas {
+		ob = r.orig.tomb.Base()
+	}
+	if nHas {
+		nb = r.cur.tomb.Base()
+	}
+	if oHas && (!nHas || ob != nb) {
+		if err := w.kv.Delete(bucketTombs, tombKey(ob, rk)); err != nil {
+			return err
+		}
+	}
+	if nHas && (!oHas || ob != nb) {
+		if err := w.kv.Put(bucketTombs, tombKey(nb, rk), nil); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -61,7 +61,7 @@ func (s *suite) testBadInput(t *testing.T) {
 			t.Errorf("%s: err = %v, want ErrMalformed", c.name, err)
 			continue
 		}
-		if d := diffDumps(before, DumpStore(t, a.store)); d != "" {
+		if d := diffStore(before, DumpStore(t, a.store)); d != "" {
 			t.Errorf("%s: rejected batch wrote: %s", c.name, d)
 		}
 	}

@@ -261,7 +261,7 @@ func (s *suite) testTransactions(t *testing.T) {
 	if err != boom {
 		t.Fatalf("rollback returned %v, want the function's error unchanged", err)
 	}
-	if d := diffDumps(dump, DumpStore(t, a.store)); d != "" {
+	if d := diffStore(dump, DumpStore(t, a.store)); d != "" {
 		t.Fatalf("rolled-back transaction left state behind: %s", d)
 	}
 	if after := must(a.Now())(t); after != before {

@@ -2,9 +2,11 @@ package enginetest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv"
 )
 
 func (s *suite) testPrune(t *testing.T) {
@@ -114,5 +116,97 @@ func (s *suite) testEvents(t *testing.T) {
 	pull(t, c, a)
 	if got := must(c.Get("trips", engine.Key{"x"}))(t)["title"].Text(); got != "mine" {
 		t.Fatalf("LocalWins kept %q", got)
+	}
+}
+
+// LocalChangeLogOnly: a replica that records only its own transactions in
+// its change log (browser clients, the relay) still merges everything, and
+// serves exactly its own transactions.
+func (s *suite) testLocalChangeLogOnly(t *testing.T) {
+	mod := func(o *engine.Options) { o.LocalChangeLogOnly = true }
+	a := s.newReplica(t, "a", TripsSchema(), mod)
+	b := s.newReplica(t, "b", TripsSchema(), mod)
+	full := s.newReplica(t, "full", TripsSchema(), nil)
+	must(a.Insert("trips", map[string]any{"id": "a1", "title": "from a"}))(t)
+	must(b.Insert("trips", map[string]any{"id": "b1", "title": "from b"}))(t)
+	pull(t, a, b)
+	pull(t, b, a)
+	for _, cs := range must(a.ChangesSince(engine.HLC{}, 0, engine.ChangesFilter{}))(t) {
+		if cs.SiteID != a.SiteID() {
+			t.Fatalf("a serves a peer's transaction %s", cs.TransactionID)
+		}
+	}
+	rep := must(engine.InspectChangeLog(a.store))(t)
+	if rep.Dead != 0 {
+		t.Fatalf("change log report %+v", rep)
+	}
+	// Each replica's own facts reach a third through it.
+	pull(t, full, a)
+	pull(t, full, b)
+	sameVisible(t, a, full, "trips")
+	sameVisible(t, b, full, "trips")
+	if d := diffBuckets(DumpStore(t, a.store), DumpStore(t, b.store), "rows", "index", "tombs"); d != "" {
+		t.Fatalf("a and b hold different rows: %s", d)
+	}
+	// Deleting a peer's row, and pruning its tombstone later, works without
+	// a log of the peer's facts.
+	must(a.Delete("trips", engine.Key{"b1"}))(t)
+	a.clock.Advance(31 * 24 * 3600 * 1000)
+	r := must(a.Prune())(t)
+	if r.Tombstones != 1 {
+		t.Fatalf("prune: %+v", r)
+	}
+}
+
+// Own change-log entries are written once per local transaction and not
+// rewritten when later writes supersede their facts; ChangesSince returns
+// only what is still there, and Prune tidies entries past the horizon.
+func (s *suite) testOwnLogEntries(t *testing.T) {
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	cs := must(a.Transact(func(tx *engine.Tx) error {
+		for i := 0; i < 50; i++ {
+			if _, err := tx.Insert("trips", map[string]any{"id": fmt.Sprint("t", i), "title": "x"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))(t)
+	raw := func() int {
+		n := 0
+		a.store.View(func(tx kv.Tx) error {
+			return tx.Scan("log", kv.Range{KeysOnly: true}, func(_, _ []byte) bool { n++; return true })
+		})
+		return n
+	}
+	if n := raw(); n != 1 {
+		t.Fatalf("a 50-row transaction wrote %d change-log entries, want 1", n)
+	}
+	for i := 0; i < 50; i += 2 {
+		must(a.Delete("trips", engine.Key{fmt.Sprint("t", i)}))(t)
+	}
+	got := must(a.ChangesSince(engine.HLC{}, 0, engine.ChangesFilter{}))(t)
+	var first *engine.ChangeSet
+	for i := range got {
+		if got[i].TransactionID == cs.TransactionID {
+			first = &got[i]
+		}
+	}
+	if first == nil || len(first.Changes) != 25*8 {
+		t.Fatalf("the import transaction comes back with %v facts, want those of its 25 live rows", first)
+	}
+	rep := must(engine.InspectChangeLog(a.store))(t)
+	if rep.Stale != 25 {
+		t.Fatalf("report %+v, want 25 stale rows listed", rep)
+	}
+	a.clock.Advance(31 * 24 * 3600 * 1000)
+	r := must(a.Prune())(t)
+	if r.Tombstones != 25 || r.LogEntries < 1 {
+		t.Fatalf("prune %+v", r)
+	}
+	if rep := must(engine.InspectChangeLog(a.store))(t); rep.Stale != 0 || rep.Dead != 0 {
+		t.Fatalf("after prune: %+v", rep)
+	}
+	if n := must(a.Count("trips", nil))(t); n != 25 {
+		t.Fatalf("%d rows after prune", n)
 	}
 }

@@ -127,7 +127,7 @@ func (s *suite) testFailedMove(t *testing.T) {
 		if _, err := a.Get("stops", engine.Key{"t", 1}); err != nil {
 			t.Fatalf("allow=%v: row gone after a failed move: %v", allow, err)
 		}
-		if d := diffDumps(before, DumpStore(t, a.store)); d != "" {
+		if d := diffStore(before, DumpStore(t, a.store)); d != "" {
 			t.Fatalf("allow=%v: failed move wrote: %s", allow, d)
 		}
 		// The same through a staged transaction: the failed preview must not
@@ -249,7 +249,7 @@ func (s *suite) testSnapshotSchemaDrift(t *testing.T) {
 	if !errors.Is(err, engine.ErrClockDrift) {
 		t.Fatalf("schema chunk with a migration an hour ahead: %v, want ErrClockDrift", err)
 	}
-	if d := diffDumps(before, DumpStore(t, b.store)); d != "" {
+	if d := diffStore(before, DumpStore(t, b.store)); d != "" {
 		t.Fatalf("drifted schema chunk wrote: %s", d)
 	}
 	_, err = b.ApplySnapshotChunk(engine.SnapshotChunk{Type: engine.ChunkSchema, Migrations: []engine.SchemaMigration{
@@ -257,7 +257,7 @@ func (s *suite) testSnapshotSchemaDrift(t *testing.T) {
 	if !errors.Is(err, engine.ErrMalformed) {
 		t.Fatalf("schema chunk with a migration without a site: %v, want ErrMalformed", err)
 	}
-	if d := diffDumps(before, DumpStore(t, b.store)); d != "" {
+	if d := diffStore(before, DumpStore(t, b.store)); d != "" {
 		t.Fatalf("schema chunk with a migration without a site wrote: %s", d)
 	}
 }
@@ -274,7 +274,7 @@ func (s *suite) testRemoteKeyTooLong(t *testing.T) {
 		if _, err := a.ApplyChanges([]engine.ChangeSet{cs}); !errors.Is(err, engine.ErrMalformed) {
 			t.Errorf("%d-byte remote key: %v, want ErrMalformed", n, err)
 		}
-		if d := diffDumps(before, DumpStore(t, a.store)); d != "" {
+		if d := diffStore(before, DumpStore(t, a.store)); d != "" {
 			t.Errorf("%d-byte remote key wrote: %s", n, d)
 		}
 	}
@@ -344,7 +344,7 @@ func (s *suite) testBadSnapshotRows(t *testing.T) {
 		if !errors.Is(err, engine.ErrMalformed) && !errors.Is(err, engine.ErrClockDrift) {
 			t.Errorf("%s: %v, want ErrMalformed or ErrClockDrift", name, err)
 		}
-		if d := diffDumps(before, DumpStore(t, b.store)); d != "" {
+		if d := diffStore(before, DumpStore(t, b.store)); d != "" {
 			t.Errorf("%s: refused rows chunk wrote: %s", name, d)
 		}
 		if cp2 := must(b.SnapshotCheckpoint())(t); cp2 == nil || cp2.RowsApplied != cp.RowsApplied {
@@ -375,7 +375,7 @@ func (s *suite) testApplyExtraError(t *testing.T) {
 	if seen.Applied != 3 || seen.Transactions != 1 {
 		t.Fatalf("Extra saw %+v", seen)
 	}
-	if d := diffDumps(before, DumpStore(t, a.store)); d != "" {
+	if d := diffStore(before, DumpStore(t, a.store)); d != "" {
 		t.Fatalf("batch rolled back by Extra wrote: %s", d)
 	}
 	if now := must(a.Now())(t); now != clock {
@@ -570,7 +570,7 @@ func (s *suite) testLargeValues(t *testing.T) {
 		if _, err := a.ApplyChanges([]engine.ChangeSet{cs}); !errors.Is(err, engine.ErrMalformed) {
 			t.Errorf("9 MiB value from a peer for an unknown table: %v, want ErrMalformed", err)
 		}
-		if d := diffDumps(before, DumpStore(t, a.store)); d != "" {
+		if d := diffStore(before, DumpStore(t, a.store)); d != "" {
 			t.Errorf("refused large values wrote: %s", d)
 		}
 	}
@@ -768,7 +768,7 @@ func (s *suite) testRefusedBatchWithMigration(t *testing.T) {
 	if _, err := a.ApplyChanges(sets); !errors.Is(err, engine.ErrMalformed) {
 		t.Fatalf("batch with a key too long to store: %v, want ErrMalformed", err)
 	}
-	if d := diffDumps(before, DumpStore(t, a.store)); d != "" {
+	if d := diffStore(before, DumpStore(t, a.store)); d != "" {
 		t.Fatalf("refused batch wrote: %s", d)
 	}
 	if now := must(a.Now())(t); now != clock {
@@ -815,7 +815,7 @@ func (s *suite) testNothingWrittenNoTick(t *testing.T) {
 	if now := must(a.Now())(t); now != clock {
 		t.Fatalf("clock moved %s → %s", clock, now)
 	}
-	if d := diffDumps(before, DumpStore(t, a.store)); d != "" {
+	if d := diffStore(before, DumpStore(t, a.store)); d != "" {
 		t.Fatalf("wrote: %s", d)
 	}
 }

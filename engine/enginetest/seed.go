@@ -197,7 +197,7 @@ func (s *suite) testSeedBehaviours(t *testing.T) {
 		if res.Applied != 0 || res.Skipped == 0 {
 			t.Fatalf("re-apply: %+v, want nothing applied", res)
 		}
-		if d := diffDumps(before, DumpStore(t, b.store)); d != "" {
+		if d := diffStore(before, DumpStore(t, b.store)); d != "" {
 			t.Fatalf("re-applying a batch changed state: %s", d)
 		}
 	})
@@ -213,7 +213,7 @@ func (s *suite) testSeedBehaviours(t *testing.T) {
 		if !errors.Is(err, engine.ErrClockDrift) || !errors.As(err, &de) {
 			t.Fatalf("61 s ahead: %v, want ErrClockDrift", err)
 		}
-		if d := diffDumps(before, DumpStore(t, b.store)); d != "" {
+		if d := diffStore(before, DumpStore(t, b.store)); d != "" {
 			t.Fatalf("drifted batch wrote: %s", d)
 		}
 		if c := must(b.Now())(t); c != clockBefore {

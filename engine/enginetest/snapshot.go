@@ -102,7 +102,7 @@ func (s *suite) testSnapshot(t *testing.T) {
 		for _, c := range chunks {
 			must(b2.ApplySnapshotChunk(c))(t)
 		}
-		if d := diffDumps(before, DumpStore(t, b2.store)); d != "" {
+		if d := diffStore(before, DumpStore(t, b2.store)); d != "" {
 			t.Fatalf("re-applied snapshot changed state: %s", d)
 		}
 	})
@@ -163,7 +163,7 @@ func (s *suite) testSnapshot(t *testing.T) {
 		if cp := must(b.SnapshotCheckpoint())(t); cp != nil {
 			t.Fatal("refused header left a checkpoint")
 		}
-		if d := diffDumps(before, DumpStore(t, b.store)); d != "" {
+		if d := diffStore(before, DumpStore(t, b.store)); d != "" {
 			t.Fatalf("refused header wrote: %s", d)
 		}
 		if _, err := b.ApplySnapshotChunk(chunks[3]); !errors.Is(err, engine.ErrMalformed) {
