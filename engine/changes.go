@@ -2,8 +2,8 @@ package engine
 
 import (
 	"bytes"
-	"fmt"
 	"errors"
+	"fmt"
 	"sort"
 
 	"github.com/replica-sync/replica/kv"
@@ -90,11 +90,11 @@ type changeItem struct {
 // changeSource yields items in ascending base order, reading pages from one
 // bucket range.
 type changeSource struct {
-	tx     kv.Tx
-	bucket string
-	start  []byte
-	end    []byte
-	parse  func(k, v []byte, out []changeItem) ([]changeItem, error)
+	tx       kv.Tx
+	bucket   string
+	start    []byte
+	end      []byte
+	parse    func(k, v []byte, out []changeItem) ([]changeItem, error)
 	buf      []changeItem
 	pos      int
 	done     bool

@@ -41,13 +41,13 @@ type writeTx struct {
 	base  HLC
 	opSeq uint32
 
-	rows          map[string]*txRow
+	rows map[string]*txRow
 	// own collects, per transaction base of this replica, the rows its
 	// change-log entry lists; ownDirty marks entries to write at the next
 	// flush, ownLoaded those whose stored rows were merged in.
-	own       map[HLC]map[string]struct{}
-	ownDirty  map[HLC]bool
-	ownLoaded map[HLC]bool
+	own           map[HLC]map[string]struct{}
+	ownDirty      map[HLC]bool
+	ownLoaded     map[HLC]bool
 	schemaChanged bool
 	clock         clockState // clock state to persist, if clockDirty
 	clockDirty    bool
