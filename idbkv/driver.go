@@ -22,9 +22,9 @@ type driver interface {
 	// begin creates the IndexedDB transaction of t over every object store
 	// of the Store, in mode ("readwrite" or "readonly").
 	begin(t *Tx, mode js.Value) error
-	// getMany returns the stored values of keys in bucket si (nil where
+	// getMany returns the stored values of keys, key i in bucket si[i] (nil where
 	// absent), reading them all with one await.
-	getMany(t *Tx, si int, keys [][]byte, op string) ([][]byte, error)
+	getMany(t *Tx, si []int, keys [][]byte, op string) ([][]byte, error)
 	// scan returns one page: at most q.count entries, in q's order.
 	scan(t *Tx, si int, q pageQuery) ([]entry, error)
 	// commit issues every buffered write of t at once and returns when the
@@ -137,18 +137,19 @@ func (d *helperDriver) begin(t *Tx, mode js.Value) error {
 	return nil
 }
 
-func (d *helperDriver) getMany(t *Tx, si int, keys [][]byte, op string) ([][]byte, error) {
+func (d *helperDriver) getMany(t *Tx, si []int, keys [][]byte, op string) ([][]byte, error) {
 	n := 4
 	for _, k := range keys {
-		n += 4 + len(k)
+		n += 8 + len(k)
 	}
 	req := make([]byte, 0, n)
 	req = binary.LittleEndian.AppendUint32(req, uint32(len(keys)))
-	for _, k := range keys {
+	for i, k := range keys {
+		req = binary.LittleEndian.AppendUint32(req, uint32(si[i]))
 		req = binary.LittleEndian.AppendUint32(req, uint32(len(k)))
 		req = append(req, k...)
 	}
-	if err := d.call(t, op, d.getManyFn, req, func(buf js.Value) []any { return []any{t.js, si, buf} }); err != nil {
+	if err := d.call(t, op, d.getManyFn, req, func(buf js.Value) []any { return []any{t.js, buf} }); err != nil {
 		return nil, err
 	}
 	out, err := receive(t, op)

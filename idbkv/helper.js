@@ -96,16 +96,17 @@ return {
 		return t;
 	},
 
-	// getMany reads [u32 count]([u32 klen][key])* from b and issues one get
-	// per key in store si; cb gets ([u32 vlen|NONE][value])* in key order.
-	getMany(t, si, b) {
-		const s = store(t, si);
+	// getMany reads [u32 count]([u32 store][u32 klen][key])* from b and
+	// issues one get per key in its store; cb gets ([u32 vlen|NONE][value])*
+	// in key order.
+	getMany(t, b) {
 		const count = u32(b, 0);
 		const reqs = new Array(count);
 		let o = 4;
 		for (let i = 0; i < count; i++) {
+			const si = u32(b, o); o += 4;
 			const kl = u32(b, o); o += 4;
-			reqs[i] = s.get(b.subarray(o, o + kl)); o += kl;
+			reqs[i] = store(t, si).get(b.subarray(o, o + kl)); o += kl;
 		}
 		t.p = true;
 		// Requests of a transaction complete in order, and a failed one

@@ -81,12 +81,11 @@ func (p *plainTx) store(s *Store, si int) js.Value {
 	return p.stores[si]
 }
 
-func (d *plainDriver) getMany(t *Tx, si int, keys [][]byte, op string) ([][]byte, error) {
+func (d *plainDriver) getMany(t *Tx, si []int, keys [][]byte, op string) ([][]byte, error) {
 	reqs := make([]js.Value, len(keys))
 	err := t.issue(op, func() {
-		st := t.plain.store(d.s, si)
 		for i, k := range keys {
-			reqs[i] = st.Call("get", jsBytes(k))
+			reqs[i] = t.plain.store(d.s, si[i]).Call("get", jsBytes(k))
 		}
 		reqs[len(reqs)-1].Set("onsuccess", t.plain.ok)
 	})

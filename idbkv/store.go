@@ -16,7 +16,10 @@ import (
 	"github.com/replica-sync/replica/kv"
 )
 
-var _ kv.Store = (*Store)(nil)
+var (
+	_ kv.Store       = (*Store)(nil)
+	_ kv.BatchGetter = (*Tx)(nil)
+)
 
 // Store is a kv.Store over one IndexedDB database: one object store per
 // bucket, one IndexedDB transaction per kv transaction. It is safe for

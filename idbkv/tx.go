@@ -151,11 +151,37 @@ func (t *Tx) GetMany(bucket string, keys [][]byte) ([][]byte, error) {
 	return t.getMany("getMany", bucket, keys)
 }
 
+// GetBatch returns the values of keys of several buckets in order, nil for
+// absent ones, with one batch of IndexedDB requests and one await (it
+// implements kv.BatchGetter). Ownership and errors as for GetMany.
+func (t *Tx) GetBatch(keys []kv.BucketKey) ([][]byte, error) {
+	sis := make([]int, len(keys))
+	ks := make([][]byte, len(keys))
+	for i, k := range keys {
+		si, err := t.bucket(k.Bucket)
+		if err != nil {
+			return nil, err
+		}
+		sis[i], ks[i] = si, k.Key
+	}
+	return t.read("getBatch", sis, ks)
+}
+
 func (t *Tx) getMany(op, bucket string, keys [][]byte) ([][]byte, error) {
 	si, err := t.bucket(bucket)
 	if err != nil {
 		return nil, err
 	}
+	sis := make([]int, len(keys))
+	for i := range sis {
+		sis[i] = si
+	}
+	return t.read(op, sis, keys)
+}
+
+// read answers keys[i] of bucket sis[i] from the transaction's own writes
+// where it made one, and reads the rest in one batch.
+func (t *Tx) read(op string, sis []int, keys [][]byte) ([][]byte, error) {
 	for _, k := range keys {
 		if err := checkKey(k); err != nil {
 			return nil, err
@@ -165,15 +191,20 @@ func (t *Tx) getMany(op, bucket string, keys [][]byte) ([][]byte, error) {
 		return nil, t.failed
 	}
 	out := make([][]byte, len(keys))
-	miss := keys
+	miss, missSI := keys, sis
 	var at []int // indexes into out of the keys in miss, when some were answered here
-	if o := t.ov[si]; o != nil {
-		miss = nil
+	if t.hasOverlay(sis) {
+		miss, missSI = nil, nil
 		for i, k := range keys {
-			v, deleted, found := o.lookup(k)
+			var v []byte
+			var deleted, found bool
+			if o := t.ov[sis[i]]; o != nil {
+				v, deleted, found = o.lookup(k)
+			}
 			switch {
 			case !found:
 				miss = append(miss, k)
+				missSI = append(missSI, sis[i])
 				at = append(at, i)
 			case !deleted:
 				out[i] = v
@@ -183,7 +214,7 @@ func (t *Tx) getMany(op, bucket string, keys [][]byte) ([][]byte, error) {
 	if len(miss) == 0 {
 		return out, nil
 	}
-	vals, err := t.s.drv.getMany(t, si, miss, op)
+	vals, err := t.s.drv.getMany(t, missSI, miss, op)
 	if err != nil {
 		return nil, err
 	}
@@ -194,6 +225,16 @@ func (t *Tx) getMany(op, bucket string, keys [][]byte) ([][]byte, error) {
 		out[i] = vals[j]
 	}
 	return out, nil
+}
+
+// hasOverlay reports whether any of the buckets has buffered writes.
+func (t *Tx) hasOverlay(sis []int) bool {
+	for _, si := range sis {
+		if t.ov[si] != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Put buffers key=value until commit; both are copied. Errors:

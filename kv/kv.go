@@ -179,3 +179,19 @@ type Tx interface {
 	// start >= end removes nothing) and is one request on IndexedDB.
 	DeleteRange(bucket string, start, end []byte) error
 }
+
+// BucketKey names one key of one bucket, for BatchGetter.
+type BucketKey struct {
+	Bucket string
+	Key    []byte
+}
+
+// BatchGetter is implemented by transactions that read keys of several
+// buckets in one round trip (idbkv: one batch of IndexedDB requests and one
+// await, where a Get per bucket would cost one await each). GetBatch
+// returns the values in order, nil for absent keys, with the ownership and
+// read-your-writes rules of GetMany. Callers type-assert a Tx to it and fall
+// back to GetMany per bucket.
+type BatchGetter interface {
+	GetBatch(keys []BucketKey) ([][]byte, error)
+}

@@ -19,7 +19,10 @@ import (
 	"github.com/replica-sync/replica/kv"
 )
 
-var _ kv.Store = (*Store)(nil)
+var (
+	_ kv.Store       = (*Store)(nil)
+	_ kv.BatchGetter = (*tx)(nil)
+)
 
 // DefaultTimeout is how long Open waits for the file lock when
 // Options.Timeout is zero.
@@ -483,4 +486,19 @@ func (t *tx) DeleteRange(bucket string, start, end []byte) error {
 		}
 	}
 	return nil
+}
+
+// GetBatch implements kv.BatchGetter: the values of keys of several buckets,
+// in order, nil for absent ones (a GetMany per key; there is no round trip
+// to save here, it exists so callers need no fallback).
+func (t *tx) GetBatch(keys []kv.BucketKey) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		vals, err := t.GetMany(k.Bucket, [][]byte{k.Key})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = vals[0]
+	}
+	return out, nil
 }

@@ -426,3 +426,60 @@ func (s *suite) testGetMany(t *testing.T) {
 		})
 	})
 }
+
+// testGetBatch runs when the store's transactions implement
+// kv.BatchGetter: keys of several buckets in one call, in order, absent
+// ones nil, the transaction's own writes and deletes seen.
+func (s *suite) testGetBatch(t *testing.T) {
+	st := s.store(t)
+	putAll(t, st, bucketA, entry{"a", "1"}, entry{"k", "A"})
+	putAll(t, st, bucketB, entry{"k", "B"}, entry{"e", ""})
+	supported := true
+	check := func(tx kv.Tx, own bool) error {
+		bg, ok := tx.(kv.BatchGetter)
+		if !ok {
+			supported = false
+			return nil
+		}
+		keys := []kv.BucketKey{{Bucket: bucketB, Key: []byte("k")}, {Bucket: bucketA, Key: []byte("k")}, {Bucket: bucketC, Key: []byte("k")}, {Bucket: bucketB, Key: []byte("e")}, {Bucket: bucketA, Key: []byte("a")}, {Bucket: bucketA, Key: []byte("new")}}
+		want := [][]byte{[]byte("B"), []byte("A"), nil, {}, []byte("1"), nil}
+		if own {
+			if err := tx.Put(bucketA, []byte("new"), []byte("N")); err != nil {
+				return err
+			}
+			if err := tx.Delete(bucketA, []byte("a")); err != nil {
+				return err
+			}
+			want[5], want[4] = []byte("N"), nil
+		}
+		got, err := bg.GetBatch(keys)
+		if err != nil {
+			return err
+		}
+		if len(got) != len(want) {
+			t.Errorf("GetBatch returned %d values, want %d", len(got), len(want))
+			return nil
+		}
+		for i := range want {
+			if !sameBytes(got[i], want[i]) {
+				t.Errorf("GetBatch[%d] (%s %q) = %q (nil: %v), want %q (nil: %v)", i, keys[i].Bucket, keys[i].Key, got[i], got[i] == nil, want[i], want[i] == nil)
+			}
+		}
+		if _, err := bg.GetBatch([]kv.BucketKey{{Bucket: missing, Key: []byte("k")}}); !errors.Is(err, kv.ErrBucketNotFound) {
+			t.Errorf("GetBatch of a missing bucket: %v, want ErrBucketNotFound", err)
+		}
+		return nil
+	}
+	mustView(t, st, func(tx kv.Tx) error { return check(tx, false) })
+	if !supported {
+		t.Skip("the store's transactions do not implement kv.BatchGetter")
+	}
+	if err := st.Update(func(tx kv.Tx) error {
+		if err := check(tx, true); err != nil {
+			return err
+		}
+		return errors.New("roll back")
+	}); err == nil {
+		t.Fatal("rolled-back Update returned nil")
+	}
+}

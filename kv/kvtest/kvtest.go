@@ -81,6 +81,7 @@ func RunWith(t *testing.T, open Opener, o Options) {
 	t.Run("Basics", s.testBasics)
 	t.Run("Errors", s.testErrors)
 	t.Run("GetMany", s.testGetMany)
+	t.Run("GetBatch", s.testGetBatch)
 	t.Run("Tx", s.testTx)
 	t.Run("Scan", s.testScan)
 	t.Run("Order", s.testOrder)

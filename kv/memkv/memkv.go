@@ -13,7 +13,10 @@ import (
 	"github.com/replica-sync/replica/kv"
 )
 
-var _ kv.Store = (*Store)(nil)
+var (
+	_ kv.Store       = (*Store)(nil)
+	_ kv.BatchGetter = (*tx)(nil)
+)
 
 // degree is the B-tree degree: nodes hold degree-1 to 2*degree-1 items. 32
 // keeps trees shallow (three levels hold ~250,000 keys) while a copy-on-write
@@ -439,4 +442,19 @@ func (t *tx) DeleteRange(bucket string, start, end []byte) error {
 		w.Delete(it)
 	}
 	return nil
+}
+
+// GetBatch implements kv.BatchGetter: the values of keys of several buckets,
+// in order, nil for absent ones (a GetMany per key; there is no round trip
+// to save here, it exists so callers need no fallback).
+func (t *tx) GetBatch(keys []kv.BucketKey) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		vals, err := t.GetMany(k.Bucket, [][]byte{k.Key})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = vals[0]
+	}
+	return out, nil
 }
