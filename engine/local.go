@@ -105,28 +105,98 @@ func (tx *Tx) Query(table string, q Query) ([]Row, error) {
 	return tx.w.e.query(tx.w.kv, tx.w.schema, table, q)
 }
 
-// Insert runs Tx.Insert in its own transaction.
+// Insert runs Tx.Insert in its own transaction. The row is validated
+// before the transaction starts, and the transaction's reads (the clock and
+// the row) are one round trip; a generated key is not read at all.
 func (e *Engine) Insert(table string, values map[string]any) (row Row, err error) {
-	_, err = e.Transact(func(tx *Tx) error { row, err = tx.Insert(table, values); return err })
-	return row, err
+	vt := e.declared[table]
+	if vt == nil {
+		_, err = e.Transact(func(tx *Tx) error { row, err = tx.Insert(table, values); return err })
+		return row, err
+	}
+	prepared, err := vt.coerceRow(values, true)
+	if err != nil {
+		return nil, err
+	}
+	pk := vt.keyOf(prepared)
+	if err := vt.checkKeySize(pk); err != nil {
+		return nil, err
+	}
+	hint := []hintRow{{t: vt, pk: pk, fresh: vt.autoID && values["id"] == nil}}
+	cs, err := e.writeHinted(hint, func(w *writeTx) error {
+		st, vt, err := w.tables(table)
+		if err != nil {
+			return err
+		}
+		row, err = w.insertRow(st, vt, prepared)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.emitLocal(cs)
+	return row, nil
 }
 
-// Update runs Tx.Update in its own transaction.
+// keyHint returns the read hint for a statement on the row with key pk, or
+// nil when the key does not convert (the statement reports that itself).
+func (e *Engine) keyHint(table string, pk Key) []hintRow {
+	vt := e.declared[table]
+	if vt == nil {
+		return nil
+	}
+	key, err := vt.coerceKey(pk)
+	if err != nil {
+		return nil
+	}
+	return []hintRow{{t: vt, pk: key}}
+}
+
+// Update runs Tx.Update in its own transaction, its reads in one round
+// trip.
 func (e *Engine) Update(table string, pk Key, patch map[string]any) (row Row, err error) {
-	_, err = e.Transact(func(tx *Tx) error { row, err = tx.Update(table, pk, patch); return err })
-	return row, err
+	cs, err := e.writeHinted(e.keyHint(table, pk), func(w *writeTx) error { row, err = w.update(table, pk, patch); return err })
+	if err != nil {
+		return nil, err
+	}
+	e.emitLocal(cs)
+	return row, nil
 }
 
-// Upsert runs Tx.Upsert in its own transaction.
+// Upsert runs Tx.Upsert in its own transaction, its reads in one round
+// trip.
 func (e *Engine) Upsert(table string, values map[string]any) (row Row, err error) {
-	_, err = e.Transact(func(tx *Tx) error { row, err = tx.Upsert(table, values); return err })
-	return row, err
+	var hint []hintRow
+	if vt := e.declared[table]; vt != nil {
+		key := make(Key, len(vt.pkCols))
+		ok := true
+		for i, n := range vt.pkCols {
+			if key[i], ok = values[n]; !ok || key[i] == nil {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			hint = e.keyHint(table, key)
+		}
+	}
+	cs, err := e.writeHinted(hint, func(w *writeTx) error { row, err = w.upsert(table, values); return err })
+	if err != nil {
+		return nil, err
+	}
+	e.emitLocal(cs)
+	return row, nil
 }
 
-// Delete runs Tx.Delete in its own transaction.
+// Delete runs Tx.Delete in its own transaction, its reads in one round
+// trip.
 func (e *Engine) Delete(table string, pk Key) (deleted bool, err error) {
-	_, err = e.Transact(func(tx *Tx) error { deleted, err = tx.Delete(table, pk); return err })
-	return deleted, err
+	cs, err := e.writeHinted(e.keyHint(table, pk), func(w *writeTx) error { deleted, err = w.delete(table, pk); return err })
+	if err != nil {
+		return false, err
+	}
+	e.emitLocal(cs)
+	return deleted, nil
 }
 
 // tables returns the storage table (effective schema) and the validation

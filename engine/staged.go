@@ -50,6 +50,13 @@ type stagedStmt struct {
 	table  string
 	values map[string]any
 	pk     Key
+	// Inserts into a declared table keep the row as validated at staging
+	// (defaults filled, id generated): Commit writes exactly it, without
+	// validating again; fresh marks a generated key, which Commit does not
+	// read.
+	row   Row
+	rowPK []Value
+	fresh bool
 }
 
 // Stage starts a staged transaction.
@@ -138,10 +145,15 @@ func (s *Staged) Insert(table string, values map[string]any) (Row, error) {
 	for k, v := range values {
 		fixed[k] = v
 	}
-	if vt.autoID && values["id"] == nil {
+	fresh := vt.autoID && values["id"] == nil
+	if fresh {
 		fixed["id"] = row["id"]
 	}
-	s.stmts = append(s.stmts, stagedStmt{kind: stmtInsert, table: table, values: fixed})
+	st := stagedStmt{kind: stmtInsert, table: table, values: fixed}
+	if s.e.declared[table] == vt {
+		st.row, st.rowPK, st.fresh = row, pk, fresh
+	}
+	s.stmts = append(s.stmts, st)
 	return vt.rowOf(r.cur, pk), nil
 }
 
@@ -237,8 +249,14 @@ func (s *Staged) replay(w *writeTx) error {
 			return err
 		}
 		var pk []Value
-		switch st.kind {
-		case stmtInsert, stmtUpsert:
+		switch {
+		case st.row != nil:
+			if st.fresh {
+				w.freshRow(t, st.rowPK)
+				continue
+			}
+			pk = st.rowPK
+		case st.kind == stmtInsert || st.kind == stmtUpsert:
 			vt := t
 			if d := s.e.declared[st.table]; d != nil {
 				vt = d
@@ -272,14 +290,19 @@ func (s *Staged) replay(w *writeTx) error {
 	}
 	for i, st := range s.stmts {
 		var err error
-		switch st.kind {
-		case stmtInsert:
+		switch {
+		case st.row != nil:
+			var t, vt *table
+			if t, vt, err = w.tables(st.table); err == nil {
+				_, err = w.insertRow(t, vt, st.row)
+			}
+		case st.kind == stmtInsert:
 			_, err = w.insert(st.table, st.values)
-		case stmtUpdate:
+		case st.kind == stmtUpdate:
 			_, err = w.update(st.table, st.pk, st.values)
-		case stmtUpsert:
+		case st.kind == stmtUpsert:
 			_, err = w.upsert(st.table, st.values)
-		case stmtDelete:
+		case st.kind == stmtDelete:
 			_, err = w.delete(st.table, st.pk)
 		}
 		if err != nil {

@@ -55,15 +55,80 @@ type writeTx struct {
 }
 
 func (e *Engine) begin(tx kv.Tx) (*writeTx, error) {
-	m, err := readMeta(tx)
-	if err != nil {
-		return nil, err
+	return e.beginHinted(tx, nil)
+}
+
+// beginHinted reads the meta record and the hinted rows, in one round trip
+// when the store supports it.
+func (e *Engine) beginHinted(tx kv.Tx, hint []hintRow) (*writeTx, error) {
+	var read []hintRow
+	for _, h := range hint {
+		if !h.fresh {
+			read = append(read, h)
+		}
+	}
+	var m metaState
+	var vals [][]byte
+	var keys [][]byte
+	bg, batch := tx.(kv.BatchGetter)
+	if batch && len(read) > 0 {
+		refs := make([]kv.BucketKey, 0, 1+len(read))
+		refs = append(refs, kv.BucketKey{Bucket: bucketMeta, Key: metaClock})
+		for _, h := range read {
+			k := rowKey(h.t.key, h.pk)
+			keys = append(keys, k)
+			refs = append(refs, kv.BucketKey{Bucket: bucketRows, Key: k})
+		}
+		got, err := bg.GetBatch(refs)
+		if err != nil {
+			return nil, err
+		}
+		if got[0] != nil {
+			if m, err = decodeMeta(got[0]); err != nil {
+				return nil, err
+			}
+		}
+		vals = got[1:]
+	} else {
+		var err error
+		if m, err = readMeta(tx); err != nil {
+			return nil, err
+		}
 	}
 	s, err := e.schemaFor(tx, m.schemaVer)
 	if err != nil {
 		return nil, err
 	}
-	return &writeTx{e: e, kv: tx, meta: m, schema: s, schema0: s, rows: map[string]*txRow{}, clock: m.clock}, nil
+	w := &writeTx{e: e, kv: tx, meta: m, schema: s, schema0: s, rows: map[string]*txRow{}, clock: m.clock}
+	for i, h := range read {
+		t := w.effTable(h.t.def.Name)
+		if t == nil || vals == nil {
+			continue // read by the statement itself
+		}
+		if _, ok := w.rows[string(keys[i])]; ok {
+			continue
+		}
+		if _, err := w.addRow(t, h.pk, string(keys[i]), vals[i]); err != nil {
+			return nil, err
+		}
+	}
+	for _, h := range hint {
+		if h.fresh {
+			if t := w.effTable(h.t.def.Name); t != nil {
+				w.freshRow(t, h.pk)
+			}
+		}
+	}
+	return w, nil
+}
+
+// freshRow records that the row (t, pk) does not exist, without reading
+// it: its key was just generated (a UUIDv7 cannot collide).
+func (w *writeTx) freshRow(t *table, pk []Value) {
+	rk := string(rowKey(t.key, pk))
+	if _, ok := w.rows[rk]; !ok {
+		w.rows[rk] = &txRow{key: rk, table: t.def.Name, tbl: t, pk: pk}
+	}
 }
 
 // write runs fn as one local transaction: one HLC tick, facts numbered in
@@ -71,13 +136,28 @@ func (e *Engine) begin(tx kv.Tx) (*writeTx, error) {
 // transaction's ChangeSet, or nil when fn recorded nothing (and then nothing,
 // not even the clock, was written).
 func (e *Engine) write(fn func(*writeTx) error) (*ChangeSet, error) {
+	return e.writeHinted(nil, fn)
+}
+
+// hintRow names a row a write transaction is about to read: it is read
+// together with the meta record, in one round trip where the store can
+// (kv.BatchGetter). fresh marks a row known not to exist (a generated
+// UUIDv7 key): nothing is read for it.
+type hintRow struct {
+	t     *table
+	pk    []Value
+	fresh bool
+}
+
+// writeHinted is write with the rows fn will read named up front.
+func (e *Engine) writeHinted(hint []hintRow, fn func(*writeTx) error) (*ChangeSet, error) {
 	if err := e.checkOpen(); err != nil {
 		return nil, err
 	}
 	var cs *ChangeSet
 	err := e.store.Update(func(tx kv.Tx) error {
 		cs = nil
-		w, err := e.begin(tx)
+		w, err := e.beginHinted(tx, hint)
 		if err != nil {
 			return err
 		}
@@ -193,6 +273,12 @@ func (w *writeTx) prefetch(t *table, pks [][]Value) error {
 	if len(keys) == 0 {
 		return nil
 	}
+	if len(keys) >= rangePrefetchMin {
+		done, err := w.prefetchRange(t, keys, want)
+		if err != nil || done {
+			return err
+		}
+	}
 	vals, err := w.kv.GetMany(bucketRows, keys)
 	if err != nil {
 		return err
@@ -206,6 +292,49 @@ func (w *writeTx) prefetch(t *table, pks [][]Value) error {
 		}
 	}
 	return nil
+}
+
+// rangePrefetchMin is the number of rows from which prefetch first tries
+// one range read instead of one read per row.
+const rangePrefetchMin = 64
+
+// prefetchRange reads the rows between the smallest and the largest of
+// keys with one range scan, which is one request on IndexedDB instead of
+// one per key — a bulk insert into an empty or sparse key range (an
+// import, a snapshot) finds out that none of its rows exist almost for
+// free. It gives up (done false) when the range holds more than about twice
+// as many rows as asked for, so a scattered batch over a full table does
+// not read the table.
+func (w *writeTx) prefetchRange(t *table, keys [][]byte, pks [][]Value) (done bool, err error) {
+	lo, hi := keys[0], keys[0]
+	for _, k := range keys[1:] {
+		if bytes.Compare(k, lo) < 0 {
+			lo = k
+		}
+		if bytes.Compare(k, hi) > 0 {
+			hi = k
+		}
+	}
+	limit := 2*len(keys) + 16
+	found := map[string][]byte{}
+	n := 0
+	err = w.kv.Scan(bucketRows, kv.Range{Start: lo, End: append(bytes.Clone(hi), 0), Limit: limit}, func(k, v []byte) bool {
+		n++
+		found[string(k)] = v
+		return true
+	})
+	if err != nil || n >= limit {
+		return false, err
+	}
+	for i, k := range keys {
+		if _, ok := w.rows[string(k)]; ok {
+			continue
+		}
+		if _, err := w.addRow(t, pks[i], string(k), found[string(k)]); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // flush writes every dirty row with its change-log and index entries.

@@ -44,6 +44,7 @@ func Run(t *testing.T, open Opener, o Options) {
 	t.Run("TwoEnginesOneStore", s.testTwoEnginesOneStore)
 	t.Run("ChangesSince", s.testChangesSince)
 	t.Run("Hooks", s.testHooks)
+	t.Run("BulkPrefetch", s.testBulkPrefetch)
 	t.Run("SchemaLess", s.testSchemaLess)
 	t.Run("Seed", s.testSeedBehaviours)
 	t.Run("BadInput", s.testBadInput)
