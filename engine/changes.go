@@ -99,9 +99,15 @@ type changeSource struct {
 	pos      int
 	done     bool
 	keysOnly bool
+	page     int // entries per scan; 0 means sourcePage
 }
 
-const sourcePage = 512
+// Entries read per scan: a peer's entry is one row, a local transaction's
+// lists all its rows (thousands for an import), so its pages are short.
+const (
+	sourcePage    = 512
+	ownSourcePage = 8
+)
 
 func newLogSource(tx kv.Tx, class byte, since HLC) *changeSource {
 	start := make([]byte, 1+BaseSize)
@@ -119,14 +125,16 @@ func newLogSource(tx kv.Tx, class byte, since HLC) *changeSource {
 				return out, err
 			}
 			for _, rk := range rks {
-				out = append(out, changeItem{base: base, rk: bytes.Clone(rk)})
+				// Bytes from a Scan stay valid until the transaction ends,
+				// and ChangesSince reads everything in one transaction.
+				out = append(out, changeItem{base: base, rk: rk})
 			}
 			return out, nil
-		}}
+		}, page: ownSourcePage}
 	}
 	return &changeSource{tx: tx, bucket: bucketLog, start: start, end: []byte{class + 1}, keysOnly: true, parse: func(k, _ []byte, out []changeItem) ([]changeItem, error) {
 		_, base, rk, err := parseLogKey(k)
-		return append(out, changeItem{base: base, rk: bytes.Clone(rk)}), err
+		return append(out, changeItem{base: base, rk: rk}), err
 	}}
 }
 
@@ -172,7 +180,11 @@ func (s *changeSource) peek() (*changeItem, error) {
 	var last []byte
 	var perr error
 	n := 0
-	err := s.tx.Scan(s.bucket, kv.Range{Start: s.start, End: s.end, Limit: sourcePage, KeysOnly: s.keysOnly}, func(k, v []byte) bool {
+	page := s.page
+	if page == 0 {
+		page = sourcePage
+	}
+	err := s.tx.Scan(s.bucket, kv.Range{Start: s.start, End: s.end, Limit: page, KeysOnly: s.keysOnly}, func(k, v []byte) bool {
 		n++
 		s.buf, perr = s.parse(k, v, s.buf)
 		if perr != nil {
@@ -187,7 +199,7 @@ func (s *changeSource) peek() (*changeItem, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n < sourcePage {
+	if n < page {
 		s.done = true
 	} else {
 		s.start = append(bytes.Clone(last), 0)
