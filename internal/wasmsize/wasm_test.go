@@ -162,9 +162,9 @@ func TestPackGoModule(t *testing.T) {
 	a, _ := parse(orig)
 	checkPacked(t, orig, packed, len(a.segments)/4)
 	if gzipSize(packed) >= gzipSize(orig) {
-		t.Errorf("gzip -9: %d bytes packed, %d not", gzipSize(packed), gzipSize(orig))
+		t.Errorf("gzipped: %d bytes packed, %d not", gzipSize(packed), gzipSize(orig))
 	}
-	t.Logf("%d segments: %d -> %d bytes raw, %d -> %d gzip -9", len(a.segments), len(orig), len(packed), gzipSize(orig), gzipSize(packed))
+	t.Logf("%d segments: %d -> %d bytes raw, %d -> %d gzipped", len(a.segments), len(orig), len(packed), gzipSize(orig), gzipSize(packed))
 	if err := os.WriteFile(wasm, packed, 0o644); err != nil {
 		t.Fatal(err)
 	}
