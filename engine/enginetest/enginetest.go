@@ -55,6 +55,7 @@ func Run(t *testing.T, open Opener, o Options) {
 	t.Run("Prune", s.testPrune)
 	t.Run("LocalChangeLogOnly", s.testLocalChangeLogOnly)
 	t.Run("OwnLogEntries", s.testOwnLogEntries)
+	t.Run("CountLocalTransactions", s.testCountLocalTransactions)
 	t.Run("Events", s.testEvents)
 	t.Run("Convergence", s.testConvergence)
 	t.Run("ConvergenceMixed", s.testConvergenceMixed)

@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"bytes"
+
+	"github.com/replica-sync/replica/kv"
+)
+
+// CountLocalTransactions returns the number of this replica's own
+// transactions above since (compared by base: a transaction whose HLC
+// shares since's base is not counted), schema migrations included, counted
+// once per transaction: what a sync client whose sent watermark is since
+// has yet to push. It reads only keys — of the own part of the change log
+// (one entry per local transaction) and of the own migrations — never a
+// row, so its cost is a key scan proportional to the result; ChangesSince
+// reads every row those transactions wrote.
+//
+// The count is an upper bound of len(ChangesSince(since, ...)) with
+// OnlyLocal: it also counts a transaction all of whose facts were since
+// superseded (ChangesSince skips those), until a later transaction is
+// pushed past it.
+func (e *Engine) CountLocalTransactions(since HLC) (int, error) {
+	if err := e.checkOpen(); err != nil {
+		return 0, err
+	}
+	base := since.Base()
+	n := 0
+	err := e.store.View(func(tx kv.Tx) error {
+		n = 0
+		// Migrations are few: collect their bases first.
+		migs := map[HLC]bool{}
+		start := make([]byte, 1+BaseSize, 1+BaseSize+1)
+		start[0] = classOwn
+		base.putBase(start[1:])
+		var perr error
+		err := tx.Scan(bucketMigrations, kv.Range{Start: start, End: []byte{classOwn + 1}, KeysOnly: true}, func(k, _ []byte) bool {
+			if len(k) < 1+BaseSize {
+				perr = malformed("own migration key of %d bytes", len(k))
+				return false
+			}
+			if b := baseFromBytes(k[1:]); base.Less(b) {
+				migs[b] = true
+			}
+			return true
+		})
+		if err == nil {
+			err = perr
+		}
+		if err != nil {
+			return err
+		}
+		// Log entries: one key per transaction, above since's base.
+		logStart := append(bytes.Clone(start), 0)
+		err = tx.Scan(bucketLog, kv.Range{Start: logStart, End: []byte{classOwn + 1}, KeysOnly: true}, func(k, _ []byte) bool {
+			if len(k) != 1+BaseSize {
+				perr = malformed("own change-log key of %d bytes", len(k))
+				return false
+			}
+			n++
+			if len(migs) > 0 {
+				delete(migs, baseFromBytes(k[1:]))
+			}
+			return true
+		})
+		if err == nil {
+			err = perr
+		}
+		n += len(migs)
+		return err
+	})
+	return n, err
+}
