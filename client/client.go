@@ -155,8 +155,10 @@ func New(db *engine.Engine, opts Options) *Client {
 // (ws://, wss://, or http(s):// which is rewritten), presenting token (""
 // for none), and returns at once: a goroutine dials, handshakes, syncs and
 // reconnects with backoff until Disconnect, Close, a fatal error, or the
-// next Connect, which replaces this one. Follow the progress with State
-// and Subscribe.
+// next Connect with another target, which replaces this one. A Connect
+// with the target (url, databaseID and token) of the running one is a
+// no-op: the session goes on undisturbed (in the Error state it starts
+// anew). Follow the progress with State and Subscribe.
 //
 // Errors: ErrClosed after Close; an error when url is not an absolute
 // ws, wss, http or https URL, or databaseID fails wire.ValidDatabaseID. Connection failures are not
@@ -172,6 +174,14 @@ func (c *Client) Connect(url, databaseID, token string) error {
 	defer c.mu.Unlock()
 	if c.closed {
 		return ErrClosed
+	}
+	if c.cancel != nil && c.status.State != Error && c.target != nil &&
+		*c.target == (target{url: url, databaseID: databaseID, token: token}) {
+		// The same target, still running (connected, connecting or
+		// waiting to reconnect): nothing to replace. Several browser tabs
+		// call Connect with the target each page knows; redialing would
+		// drop the session and interrupt a snapshot.
+		return nil
 	}
 	if c.cancel != nil {
 		c.cancel()
@@ -324,6 +334,35 @@ func (c *Client) Pending() (int, error) {
 	}
 }
 
+// PendingCount is Pending's cheap form, for a count shown after every
+// commit: the local transactions above the same watermark counted from the
+// keys of the change log (engine.CountLocalTransactions), without reading
+// the rows they wrote, so its cost does not grow with their size. It can
+// exceed Pending by the transactions all of whose facts were superseded
+// since (Pending skips those; they are never pushed), until a later push
+// moves the watermark past them.
+func (c *Client) PendingCount() (int, error) {
+	since, err := c.sentWatermark()
+	if err != nil {
+		return 0, err
+	}
+	return c.db.CountLocalTransactions(since)
+}
+
+// PendingCount returns what Client.PendingCount would for a client of db
+// whose last Connect named url and databaseID, without one: the local
+// transactions above the sent watermark stored for the relay last seen
+// there (all of them when url is "" or nothing is stored). For a page
+// that counts unsent writes while it has no client (offline, or in a
+// browser tab that does not sync).
+func PendingCount(db *engine.Engine, url, databaseID string) (int, error) {
+	since, err := storedSent(db, url, databaseID)
+	if err != nil {
+		return 0, err
+	}
+	return db.CountLocalTransactions(since)
+}
+
 // sentWatermark returns the sent watermark for Pending: the session's, or
 // the stored one of the relay last seen at the Connect target.
 func (c *Client) sentWatermark() (engine.HLC, error) {
@@ -336,11 +375,20 @@ func (c *Client) sentWatermark() (engine.HLC, error) {
 	if t == nil {
 		return engine.HLC{}, nil
 	}
-	b, err := c.db.State(relayKey(t.url, t.databaseID))
+	return storedSent(c.db, t.url, t.databaseID)
+}
+
+// storedSent returns the sent watermark stored for the relay last seen at
+// url and databaseID (zero if none, or url is "").
+func storedSent(db *engine.Engine, url, databaseID string) (engine.HLC, error) {
+	if url == "" {
+		return engine.HLC{}, nil
+	}
+	b, err := db.State(relayKey(url, databaseID))
 	if err != nil || b == nil {
 		return engine.HLC{}, err
 	}
-	return loadSent(c.db, string(b))
+	return loadSent(db, string(b))
 }
 
 // setSent records the session's sent watermark for Pending.

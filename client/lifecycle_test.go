@@ -99,3 +99,44 @@ func TestConnectArguments(t *testing.T) {
 		t.Fatalf("Connect after Close: %v", err)
 	}
 }
+
+// TestConnectSameTarget: Connect with the target of the running session is
+// a no-op (no new connection, the state stays); another token, database or
+// URL replaces it; after a fatal error the same target connects anew.
+func TestConnectSameTarget(t *testing.T) {
+	relay := newScriptRelay(t)
+	db, _ := newEngine(t)
+	insert(t, db, "x", "y")
+	c := newClient(t, db, Options{})
+	ev := recordEvents(t, c)
+	p := connectSynced(t, relay, c, ev, 0)
+	p.ackPush(t, expect[*wire.ApplyChanges](t, p))
+	for i := 0; i < 3; i++ {
+		if err := c.Connect(relay.url, "db1", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := p.barrier(t); len(got) != 0 {
+		t.Fatalf("frames after repeated Connect: %v", got)
+	}
+	relay.noConnection(t)
+	if st := c.State().State; st != Synced {
+		t.Fatalf("state %v after repeated Connect", st)
+	}
+	// Another token is another target.
+	if err := c.Connect(relay.url, "db1", "tok"); err != nil {
+		t.Fatal(err)
+	}
+	p2 := relay.accept(t)
+	expect[*wire.Handshake](t, p2)
+	if err := c.Connect(relay.url, "db1", "tok"); err != nil {
+		t.Fatal(err)
+	}
+	// A fatal error: the same target connects again.
+	p2.send(t, &wire.Error{Code: wire.CodeAuthFailed, Message: "no", Fatal: true})
+	ev.waitState(t, Error)
+	if err := c.Connect(relay.url, "db1", "tok"); err != nil {
+		t.Fatal(err)
+	}
+	relay.accept(t)
+}

@@ -26,13 +26,27 @@ func connectSynced(t *testing.T, relay *scriptRelay, c *Client, ev *eventLog, cu
 	return p
 }
 
+// pending returns c.Pending(), checking that PendingCount agrees (the
+// tests never supersede a transaction wholly).
 func pending(t testing.TB, c *Client) int {
 	t.Helper()
-	n, err := c.Pending()
-	if err != nil {
-		t.Fatal(err)
+	for {
+		n, err := c.Pending()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := c.PendingCount()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again, err := c.Pending(); err != nil || again != n {
+			continue // an ack landed in between (waitCond polls)
+		}
+		if m != n {
+			t.Fatalf("PendingCount() = %d, Pending() = %d", m, n)
+		}
+		return n
 	}
-	return n
 }
 
 // TestPushAcks: the sent watermark moves only on the apply_result whose
@@ -121,6 +135,16 @@ func TestPushAcks(t *testing.T) {
 	// The URL hint lets Pending find the watermark while disconnected.
 	if n := pending(t, c2); n != 1 {
 		t.Fatalf("pending %d while disconnected", n)
+	}
+	// So does PendingCount without a client.
+	if n, err := PendingCount(db, relay.url, "db1"); err != nil || n != 1 {
+		t.Fatalf("PendingCount(db, url, db1) = %d, %v; want 1", n, err)
+	}
+	if n, err := PendingCount(db, "", ""); err != nil || n != 1+2+1+1 {
+		t.Fatalf("PendingCount(db, no target) = %d, %v; want every local transaction, 5", n, err)
+	}
+	if n, err := PendingCount(db, relay.url, "other"); err != nil || n != 5 {
+		t.Fatalf("PendingCount(db, url, other) = %d, %v; want 5", n, err)
 	}
 }
 
