@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -91,9 +92,8 @@ type Options struct {
 	// Retention is the horizon of Prune; 0 means DefaultRetention.
 	Retention time.Duration
 	// Rand is the source of the site id and of snapshot ids; nil means
-	// crypto/rand (in the browser build, the Go runtime's ChaCha8
-	// generator: see rand_js.go). Generated keys (UUIDv7s) always take
-	// that default.
+	// crypto/rand. Generated keys are UUIDv7s from github.com/google/uuid,
+	// which reads crypto/rand itself.
 	Rand io.Reader
 	// Logger receives warnings (a failed replay of quarantined changes, a
 	// held change dropped); nil means the standard log package. A
@@ -140,7 +140,7 @@ func Open(store kv.Store, opts Options) (*Engine, error) {
 		e.clock = SystemClock{}
 	}
 	if e.opts.Rand == nil {
-		e.opts.Rand = defaultRand
+		e.opts.Rand = rand.Reader
 	}
 	if e.opts.Retention <= 0 {
 		e.opts.Retention = DefaultRetention

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+
+	"github.com/google/uuid"
 )
 
 // Key is a primary key given by a caller: the key column values in key order
@@ -292,11 +294,11 @@ func (t *table) coerceRow(values map[string]any, insert bool) (Row, error) {
 			}
 		}
 		if t.autoID && row["id"].IsNull() {
-			id, err := newUUIDv7()
+			id, err := uuid.NewV7()
 			if err != nil {
 				return nil, fmt.Errorf("generate id: %w", err)
 			}
-			row["id"] = Text(id)
+			row["id"] = Text(id.String())
 		}
 	}
 	for _, n := range sortedKeys(row) {
