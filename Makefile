@@ -151,7 +151,7 @@ run: wasm | $(BIN)
 # smaller gzipped (~70 KB with brotli) for ~10 % more raw bytes.
 wasm:
 	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -o web/replica.wasm ./cmd/wasm
-	$(GO) run ./internal/wasmsize -pack web/replica.wasm web/replica.wasm
+	$(GO) run ./internal/wasmsize -pack web/replica.wasm -gzip web/replica.wasm
 	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" wasm_exec.js
 	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" web/wasm_exec.js
 
