@@ -339,13 +339,12 @@ func (w *writeTx) applySets(sets []ChangeSet, replay bool) (applyOutcome, error)
 		for j := range cs.Changes {
 			c := &cs.Changes[j] // sets are the caller's copies (cloneSets) or ours
 			t := w.effTable(c.Table)
-			if t == nil {
-				if replay {
-					continue
-				}
+			// divert holds (or, with Ignore, drops) a change this replica
+			// cannot apply, and counts and reports it.
+			divert := func(reason string, flags byte) error {
 				u := unknown[c.Table]
 				if u == nil {
-					u = &UnknownTable{Table: c.Table, Disposition: w.e.opts.UnknownTables, Site: cs.SiteID}
+					u = &UnknownTable{Table: c.Table, Disposition: w.e.opts.UnknownTables, Site: cs.SiteID, Reason: reason}
 					unknown[c.Table] = u
 					unknownOrder = append(unknownOrder, c.Table)
 				}
@@ -354,10 +353,21 @@ func (w *writeTx) applySets(sets []ChangeSet, replay bool) (applyOutcome, error)
 					u.LatestHLC = c.HLC
 				}
 				out.result.UnknownTable++
-				if w.e.opts.UnknownTables != Ignore {
-					if err := w.hold(c, w.e.opts.UnknownTables == StoreAndForward); err != nil {
-						return out, err
-					}
+				if w.e.opts.UnknownTables == Ignore {
+					return nil
+				}
+				return w.holdAs(c, flags)
+			}
+			if t == nil {
+				if replay {
+					continue
+				}
+				var flags byte
+				if w.e.opts.UnknownTables == StoreAndForward {
+					flags = heldForward
+				}
+				if err := divert("", flags); err != nil {
+					return out, err
 				}
 				continue
 			}
@@ -382,21 +392,8 @@ func (w *writeTx) applySets(sets []ChangeSet, replay bool) (applyOutcome, error)
 					}
 					continue
 				}
-				u := unknown[c.Table]
-				if u == nil {
-					u = &UnknownTable{Table: c.Table, Disposition: w.e.opts.UnknownTables, Site: cs.SiteID, Reason: mf.msg}
-					unknown[c.Table] = u
-					unknownOrder = append(unknownOrder, c.Table)
-				}
-				u.Changes++
-				if u.LatestHLC.Less(c.HLC) {
-					u.LatestHLC = c.HLC
-				}
-				out.result.UnknownTable++
-				if w.e.opts.UnknownTables != Ignore {
-					if err := w.holdAs(c, heldMisfit); err != nil {
-						return out, err
-					}
+				if err := divert(mf.msg, heldMisfit); err != nil {
+					return out, err
 				}
 				continue
 			}

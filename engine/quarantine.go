@@ -32,14 +32,8 @@ const (
 	heldMisfit  byte = 2
 )
 
-func (w *writeTx) hold(c *Change, forward bool) error {
-	var flags byte
-	if forward {
-		flags = heldForward
-	}
-	return w.holdAs(c, flags)
-}
-
+// holdAs holds c with the given flags (heldForward, heldMisfit); holding a
+// change already held is a no-op.
 func (w *writeTx) holdAs(c *Change, flags byte) error {
 	k := quarantineKey(tableKey(c.Table), c.HLC)
 	if _, err := w.kv.Get(bucketQuarantine, k); err == nil {
