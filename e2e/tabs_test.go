@@ -84,3 +84,31 @@ func TestTwoTabs(t *testing.T) {
 	waitSame(t, "the same trips", syncTimeout, []string{"trips"}, tab2, other)
 	tab2.shot("tab2-leader")
 }
+
+// TestSecondTabKeepsConnection: opening a second tab of a device that is
+// synced neither drops the leader tab's relay connection nor leaves the new
+// tab showing a stale state: it shows "synced" at once.
+//
+// Every page calls db.sync.connect on load (as any app would); in a tab
+// that is not the leader that records the target and shares it with the
+// other tabs, and the leader's client.Connect with the same target must
+// leave its session alone (it used to close its socket and dial anew,
+// interrupting a snapshot being downloaded). And a new tab must learn the
+// leader's state from the answer to its hello, not from the leader's next
+// syncState event.
+func TestSecondTabKeepsConnection(t *testing.T) {
+	r := startRelay(t)
+	b := newBrowser(t, "")
+	dev := b.newDevice("device")
+	url := r.URL + "?db=second-tab"
+	tab1 := dev.open(url)
+	tab1.waitStatus("synced", syncTimeout)
+	accepted := r.metric(t, "replica_relay_connections_total")
+	tab2 := dev.open(url)
+	tab2.name = "tab 2"
+	tab2.waitStatus("synced", 5*time.Second)
+	// A reconnect would have come within the time tab 2 took to show synced.
+	if n := r.metric(t, "replica_relay_connections_total"); n != accepted {
+		t.Errorf("the relay accepted %v connections before tab 2 opened and %v after: the leader tab reconnected", accepted, n)
+	}
+}

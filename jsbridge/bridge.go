@@ -45,6 +45,9 @@ const (
 	opSyncDisconnect
 	opSyncSnapshot
 	opSyncTarget
+	opListen
+	opPending
+	opPeer
 )
 
 var opNames = map[string]int{
@@ -55,6 +58,7 @@ var opNames = map[string]int{
 	"tablesChanged": opTablesChanged, "leader": opLeader,
 	"syncConnect": opSyncConnect, "syncDisconnect": opSyncDisconnect,
 	"syncSnapshot": opSyncSnapshot, "syncTarget": opSyncTarget,
+	"listen": opListen, "pending": opPending, "peer": opPeer,
 }
 
 // Result kinds of settle (facade.js reads the same numbers from KINDS).
@@ -116,6 +120,11 @@ func Install() (uninstall func(), err error) {
 	for n, v := range opNames {
 		ops.Set(n, v)
 	}
+	listen := jsObject.New()
+	for n, v := range listenNames {
+		listen.Set(n, v)
+	}
+	ops.Set("listenBits", listen) // the listen operation's mask bits
 	kinds := jsObject.New()
 	for n, v := range kindNames {
 		kinds.Set(n, v)
@@ -235,6 +244,11 @@ func (b *bridge) dispatch(_ js.Value, args []js.Value) (ret any) {
 	if d == nil {
 		b.reply(c.id, fail(closedError(), "", ""))
 		return nil
+	}
+	if c.op == opPending {
+		// Answered synchronously: db.sync.state's getter in the leader
+		// tab, so the count is current without an event per commit.
+		return d.pendingNow()
 	}
 	d.handle(c)
 	return nil

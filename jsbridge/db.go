@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -51,7 +52,74 @@ type db struct {
 
 	leader atomic.Bool // this tab holds the leader lock
 	sy     syncer
+
+	// listening is the facade's mask of what it wants emitted (listen*
+	// bits): events with listeners, and whether other tabs are open (they
+	// get this tab's commits and, from the leader, its sync state).
+	listening atomic.Uint32
+	// Local commits made while no other tab was known (their tables and
+	// number), announced to the first tab that makes itself known.
+	unMu        sync.Mutex
+	unannounced map[string]bool
+	unCommits   int
 }
+
+// noteUnannounced records a local commit no other tab was told of.
+func (d *db) noteUnannounced(tables []string) {
+	d.unMu.Lock()
+	defer d.unMu.Unlock()
+	if d.unannounced == nil {
+		d.unannounced = map[string]bool{}
+	}
+	for _, t := range tables {
+		d.unannounced[t] = true
+	}
+	d.unCommits++
+}
+
+// announce hands the facade the commits no other tab was told of, which
+// it posts to the tabs it now knows ({tables, commits}).
+func (d *db) announce() {
+	d.unMu.Lock()
+	tables, n := d.unannounced, d.unCommits
+	d.unannounced, d.unCommits = nil, 0
+	d.unMu.Unlock()
+	if n == 0 {
+		return
+	}
+	var o jsonObject
+	o.key("tables")
+	o.b = append(o.b, '[')
+	first := true
+	for t := range tables {
+		if !first {
+			o.b = append(o.b, ',')
+		}
+		first = false
+		o.b = appendString(o.b, t)
+	}
+	o.b = append(o.b, ']')
+	o.int("commits", int64(n))
+	d.emit("announce", o.result())
+}
+
+// Bits of the listen operation's mask (facade.js: LISTEN).
+const (
+	listenChange       = 1 << iota // change listeners
+	listenRemoteChange             // remoteChange listeners
+	listenConflict
+	listenUnknownTable
+	listenSyncState
+	listenPeers // another tab of this replica is open
+)
+
+var listenNames = map[string]int{
+	"change": listenChange, "remoteChange": listenRemoteChange, "conflict": listenConflict,
+	"unknownTable": listenUnknownTable, "syncState": listenSyncState, "peers": listenPeers,
+}
+
+// wants reports whether the facade wants any of the listen bits.
+func (d *db) wants(bits uint32) bool { return d.listening.Load()&bits != 0 }
 
 // openOptions is Replica.open's options, which facade.js sends as JSON
 // (JSON.stringify(options)).
@@ -105,7 +173,8 @@ func (b *bridge) open(c *call) {
 			if err != nil {
 				return fail(err, "Replica.open", "")
 			}
-			return intResult(d.h)
+			// [handle, siteId]
+			return result{kind: kindJSON, text: "[" + strconv.Itoa(d.h) + "," + string(appendString(nil, d.eng.SiteID().String())) + "]"}
 		}()
 		b.reply(c.id, r)
 	}()
@@ -126,7 +195,10 @@ func (b *bridge) openDB(text string) (*db, error) {
 	if err != nil {
 		return nil, fmt.Errorf("options.schema: %w", err)
 	}
-	opts := engine.Options{Schema: &schema}
+	// A browser replica never serves its peers' changes (only the relay
+	// does; the client pushes only its own, OnlyLocal): no change-log
+	// entry per row applied from the relay or from a snapshot.
+	opts := engine.Options{Schema: &schema, LocalChangeLogOnly: true}
 	if o.AllowResurrection != nil {
 		opts.AllowResurrection = *o.AllowResurrection
 	}
@@ -261,10 +333,10 @@ func (d *db) handle(c *call) {
 		d.txControl(c)
 	case opSubscribe, opUnsubscribe:
 		d.subs.handle(c)
-	case opTablesChanged: // a = tables JSON, b = 1 if remote changes
+	case opTablesChanged: // a = tables JSON, b = 1 if remote changes, c = commits (0: 1)
 		d.subs.handle(c)
 		if c.int(1) == 0 {
-			d.notifyOtherTabWrite()
+			d.notifyOtherTabWrite(max(c.int(2), 1))
 		}
 	case opLeader:
 		leader := c.int(0) != 0
@@ -279,6 +351,14 @@ func (d *db) handle(c *call) {
 		})
 	case opSyncConnect, opSyncDisconnect, opSyncSnapshot, opSyncTarget:
 		d.sync(c)
+	case opListen: // a = mask of listen* bits
+		mask := uint32(c.int(0))
+		if old := d.listening.Swap(mask); old&listenPeers == 0 && mask&listenPeers != 0 {
+			d.announce()
+		}
+	case opPeer: // another tab made itself known
+		d.subs.markAll()
+		d.peerJoined()
 	default:
 		d.b.reply(c.id, fail(fmt.Errorf("unknown operation %d", c.op), "", ""))
 	}
@@ -290,6 +370,7 @@ func (d *db) handle(c *call) {
 // db.close().
 func (d *db) close() {
 	d.syncStop()
+	d.stopPendingCount()
 	for id, st := range d.txs {
 		st.Discard()
 		delete(d.txs, id)

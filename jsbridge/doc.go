@@ -99,14 +99,26 @@
 // Engine events become change, remoteChange, conflict and unknownTable
 // events (events.go), handed to the facade, which calls listeners from
 // microtasks, each isolated (an exception is reported, not propagated).
+// Each crossing costs, so the facade tells Go what it wants (the listen
+// operation: a mask of the events that have listeners, and whether another
+// tab is open) and Go hands over only those: an insert with no change
+// listener and no other tab crosses to JavaScript only to settle its
+// promise.
 //
 // # Several tabs
 //
 // Every tab runs its own module over the shared IndexedDB database
 // "replica:"+name (engine reads the site id and clock inside each write
-// transaction, so two tabs never mint the same HLC). The facade posts every
-// local commit's tables on the BroadcastChannel "replica:"+name; other tabs
-// mark them dirty for their subscriptions and fire change with fromOtherTab.
+// transaction, so two tabs never mint the same HLC), and has the same
+// db.siteId. The facade posts every local commit's tables on the
+// BroadcastChannel "replica:"+name; other tabs mark them dirty for their
+// subscriptions and fire change with fromOtherTab. A postMessage costs
+// ~0.1 ms, so notices go out only while another tab is known to be open: a
+// tab says hello when it opens (every tab answers here, the leader with its
+// sync target and state) and bye when it closes. A tab that learns of
+// another re-runs its subscriptions (the other may have committed before
+// it knew), and Go announces the commits it made while it knew of no other
+// tab (their tables and number), so none is missed.
 // The facade requests the Web Locks lock "replica-leader:"+name and holds
 // it for the replica's life; the holder is the leader (db.isLeader,
 // leaderChange), and Go learns it through the leader operation.
@@ -119,7 +131,23 @@
 // new leader connects in turn and resumes from the persisted cursors. Other
 // tabs' commits reach the leader's client through Notify; its remote
 // applies reach the other tabs as change notices; its syncState events are
-// forwarded to them.
+// forwarded to them. db.sync.connect with the target the leader already
+// syncs with leaves its session alone (client.Connect is a no-op then).
+//
+// The leader keeps the unsent count (SyncState.pending) with or without a
+// client (offline, or before connecting): counted from the change log's
+// keys (client.PendingCount, against the last target) when it may have
+// shrunk or is unknown — on becoming leader, a new target, an ack, a state
+// change — and incremented by one per local commit of any tab in between,
+// so a commit costs nothing to count. A change is emitted as syncState
+// when a listener or another tab wants it; db.sync.state's getter asks Go
+// for the count synchronously (the pending operation, the one call that
+// dispatch answers with a return value).
+//
+// Replicas opened from JavaScript set engine.Options.LocalChangeLogOnly:
+// a browser replica never serves its peers' changes (the client pushes only
+// its own), so rows applied from the relay or a snapshot write no
+// change-log entry.
 //
 // # Testing
 //

@@ -46,8 +46,10 @@ func unknownTableResult(u *engine.UnknownTable) result {
 
 // onEvent receives the engine's events, synchronously on the goroutine
 // that committed. It only marks subscriptions dirty (the refresher re-runs
-// them later) and hands the event to facade.js, which queues the listeners
-// and, for this tab's commits, tells sibling tabs on the BroadcastChannel.
+// them later), counts a local commit as unsent, and hands the event to
+// facade.js — if it has listeners for it, or other tabs to tell of a
+// commit (the listen mask) — which queues the listeners and, for this
+// tab's commits, tells the other tabs on the BroadcastChannel.
 func (d *db) onEvent(ev engine.Event) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -57,17 +59,24 @@ func (d *db) onEvent(ev engine.Event) {
 	switch ev.Type {
 	case engine.LocalChange, engine.RemoteChange:
 		d.subs.markDirty(ev.Tables)
-		r := changeResult(&ev)
-		d.emit("change", r)
-		if ev.Type == engine.RemoteChange {
-			d.emit("remoteChange", r)
+		if ev.Type == engine.LocalChange {
+			d.pendingCommitted(1)
+			if !d.wants(listenPeers) {
+				d.noteUnannounced(ev.Tables)
+			}
+		}
+		// One emit for both: the facade fires change, and remoteChange
+		// for a remote one, and posts the notice to the other tabs. Not
+		// even that when nobody listens and no other tab is open.
+		if d.wants(listenChange | listenRemoteChange | listenPeers) {
+			d.emit("change", changeResult(&ev))
 		}
 	case engine.ConflictResolved:
-		if c := ev.Conflict; c != nil {
+		if c := ev.Conflict; c != nil && d.wants(listenConflict) {
 			d.emit("conflict", conflictResult(c))
 		}
 	case engine.UnknownTableSeen:
-		if u := ev.UnknownTable; u != nil {
+		if u := ev.UnknownTable; u != nil && d.wants(listenUnknownTable) {
 			d.emit("unknownTable", unknownTableResult(u))
 		}
 	}

@@ -14,6 +14,7 @@
 "use strict";
 
 const EVENTS = ["change", "remoteChange", "conflict", "unknownTable", "syncState", "leaderChange"];
+const LISTEN = OPS.listenBits; // bits of the listen mask: event names, and "peers"
 const hasOwn = Object.prototype.hasOwnProperty;
 
 class ReplicaError extends Error {
@@ -297,8 +298,34 @@ class Transaction {
 	count(table, options) { return attempt(() => { liveTx(this.#t, "tx.count"); return opRead(this.#t.s, this.#t.id, OPS.count, "tx.count", table, options); }); }
 }
 
+// post sends m to the other tabs of this replica, tagged with this tab's
+// id. postPeers sends the frequent ones (commit notices, the leader's sync
+// state) only when another tab is known to be open (see onTabMessage: a
+// tab announces itself with hello); the rare ones (sync target, snapshot
+// requests) go out always.
 function post(s, m) {
-	if (s.channel) { try { s.channel.postMessage(m); } catch (_) { } }
+	if (s.channel) { m.from = s.tabId; try { s.channel.postMessage(m); } catch (_) { } }
+}
+function postPeers(s, m) { if (s.peers.size) post(s, m); }
+
+// listen tells Go what to emit: the events that have listeners, and
+// whether other tabs are open (they are told of commits and get the
+// leader's sync state).
+function listen(s) {
+	let mask = s.peers.size ? LISTEN.peers : 0;
+	for (const [name, ls] of s.listeners) if (ls.size && LISTEN[name]) mask |= LISTEN[name];
+	if (mask === s.mask || s.closed) return;
+	s.mask = mask;
+	try { go(OPS.listen, s.h, 0, 0, mask); } catch (_) { }
+}
+
+// syncStateNow is this tab's view of the sync state: the leader's count of
+// unsent transactions is asked of Go (it changes with every commit, and is
+// emitted only when someone listens).
+function syncStateNow(s) {
+	const st = Object.assign({}, s.syncState);
+	if (s.isLeader && !s.closed) { try { st.pending = go(OPS.pending, s.h, 0, 0); } catch (_) { } }
+	return st;
 }
 
 class Sync {
@@ -337,7 +364,7 @@ class Sync {
 			});
 		});
 	}
-	get state() { return Object.assign({}, this.#s.syncState); }
+	get state() { return syncStateNow(this.#s); }
 }
 
 function guarded(fn, arg) {
@@ -359,6 +386,7 @@ class Database {
 	#s;
 	constructor(s) { this.#s = s; }
 	get name() { return this.#s.name; }
+	get siteId() { return this.#s.siteId; }
 	get isLeader() { return this.#s.isLeader; }
 	get sync() { return this.#s.sync; }
 	insert(table, row) { return attempt(() => { live(this.#s, "db.insert"); return opInsert(this.#s, 0, OPS.insert, "db.insert", table, row); }); }
@@ -414,7 +442,8 @@ class Database {
 		if (typeof fn !== "function") throw argErr("db.on: listener must be a function, got " + describe(fn));
 		const l = { fn };
 		s.listeners.get(event).add(l);
-		return () => { s.listeners.get(event).delete(l); };
+		listen(s);
+		return () => { s.listeners.get(event).delete(l); listen(s); };
 	}
 
 	close() {
@@ -425,7 +454,7 @@ class Database {
 		for (const ls of s.listeners.values()) ls.clear();
 		s.closing = call(OPS.close, s.h, 0).finally(() => {
 			dbs.delete(s.h);
-			if (s.channel) s.channel.close();
+			if (s.channel) { post(s, { bye: true }); s.channel.close(); }
 			if (s.lockAbort) s.lockAbort.abort();
 			if (s.lockRelease) s.lockRelease();
 			s.isLeader = false;
@@ -454,24 +483,52 @@ function setLeader(s, v) {
 	fire(s, "leaderChange", { isLeader: v });
 }
 
-// onTabMessage handles a sibling tab's message: {tables, remote,
-// transactionId} after a commit; {sync: target|null} after db.sync.connect
-// or disconnect; {hello: true} from a tab that just opened (the leader
-// answers with its target); {requestSnapshot: true} for the leader;
-// {syncState} from the leader.
+// onTabMessage handles a sibling tab's message, each tagged {from: tab id}:
+// {hello: true} from a tab that just opened (every tab answers {here:
+// true}, the leader with its target and sync state too); {bye: true} from
+// a tab that closes; {tables, remote, transactionId, commits?} after a
+// commit (commits: how many it stands for, when more than one); {sync:
+// target|null} after db.sync.connect or disconnect; {requestSnapshot: true}
+// for the leader; {syncState} from the leader.
+//
+// Tabs tell each other of commits only while they know another tab is
+// open. A tab learns of another from its first message (a hello, or the
+// here answering its own hello); then it re-runs its subscriptions (the
+// other may have committed before it knew of this one), Go announces the
+// commits this tab made while it knew of no other (an "announce" emit:
+// their tables and number, which the leader adds to its unsent count), and
+// the leader wakes its sync client.
 function onTabMessage(s, m) {
 	if (s.closed || !m || typeof m !== "object") return;
+	if (m.bye) {
+		if (s.peers.delete(m.from)) listen(s);
+		return;
+	}
+	if (m.from && !s.peers.has(m.from)) {
+		s.peers.add(m.from);
+		listen(s);
+		try { go(OPS.peer, s.h, 0, 0); } catch (_) { }
+	}
+	if (m.hello) {
+		const a = { here: true };
+		if (s.isLeader) {
+			if (s.syncTarget) a.sync = s.syncTarget;
+			a.syncState = syncStateNow(s);
+		}
+		post(s, a);
+	}
 	if (Array.isArray(m.tables)) {
-		try { go(OPS.tablesChanged, s.h, 0, 0, JSON.stringify(m.tables), m.remote ? 1 : 0); } catch (_) { }
-		const p = { tables: m.tables, remote: !!m.remote, fromOtherTab: true, transactionId: m.transactionId == null ? null : m.transactionId };
-		fire(s, "change", p);
-		if (p.remote) fire(s, "remoteChange", p);
+		try { go(OPS.tablesChanged, s.h, 0, 0, JSON.stringify(m.tables), m.remote ? 1 : 0, m.commits || 1); } catch (_) { }
+		if (m.tables.length) {
+			const p = { tables: m.tables, remote: !!m.remote, fromOtherTab: true, transactionId: m.transactionId == null ? null : m.transactionId };
+			fire(s, "change", p);
+			if (p.remote) fire(s, "remoteChange", p);
+		}
 	}
 	if (hasOwn.call(m, "sync")) {
 		s.syncTarget = m.sync;
 		try { go(OPS.syncTarget, s.h, 0, 0, JSON.stringify(m.sync)); } catch (_) { }
 	}
-	if (m.hello && s.isLeader && s.syncTarget) post(s, { sync: s.syncTarget });
 	if (m.requestSnapshot && s.isLeader) { try { go(OPS.syncSnapshot, s.h, 0, 0); } catch (_) { } }
 	if (m.syncState && !s.isLeader) {
 		s.syncState = Object.assign({}, m.syncState, { leader: false });
@@ -479,11 +536,15 @@ function onTabMessage(s, m) {
 	}
 }
 
-function makeDb(h, name) {
+let tabSeq = 0;
+const tabBase = Math.random().toString(36).slice(2) + Date.now().toString(36);
+
+function makeDb(h, name, siteId) {
 	const s = {
-		h, name, closed: false, closing: null, subs: new Map(), listeners: new Map(),
+		h, name, siteId, closed: false, closing: null, subs: new Map(), listeners: new Map(),
 		channel: null, lockAbort: null, lockRelease: null, isLeader: false,
 		syncState: { status: "disconnected", pending: 0, leader: false }, syncTarget: null, sync: null,
+		tabId: tabBase + "." + (++tabSeq), peers: new Set(), mask: 0,
 	};
 	for (const e of EVENTS) s.listeners.set(e, new Set());
 	s.sync = new Sync(s);
@@ -505,13 +566,18 @@ function emit(h, name, kind, text, blobs) {
 	const s = dbs.get(h);
 	if (!s) return;
 	let p = decode(kind, text, blobs);
+	if (name === "announce") { // commits made while no other tab was known
+		postPeers(s, { tables: p.tables, remote: false, transactionId: null, commits: p.commits });
+		return;
+	}
 	if (name === "conflict") { const [ev, pk] = p; ev.pk = pk; p = ev; }
 	if (name === "syncState") {
 		s.syncState = p;
-		if (s.isLeader) post(s, { syncState: p });
+		if (s.isLeader) postPeers(s, { syncState: p });
 	}
-	if (name === "change" && !p.fromOtherTab) post(s, { tables: p.tables, remote: p.remote, transactionId: p.transactionId });
+	if (name === "change" && !p.fromOtherTab) postPeers(s, { tables: p.tables, remote: p.remote, transactionId: p.transactionId });
 	fire(s, name, p);
+	if (name === "change" && p.remote) fire(s, "remoteChange", p);
 }
 
 function deliver(h, sid, kind, text, blobs) {
@@ -541,7 +607,7 @@ const api = {
 			let text;
 			try { text = JSON.stringify(options); } catch (e) { throw argErr("Replica.open: options: " + e.message); }
 			const name = options.name;
-			return call(OPS.open, 0, 0, text).then((h) => makeDb(h, name));
+			return call(OPS.open, 0, 0, text).then(([h, siteId]) => makeDb(h, name, siteId));
 		});
 	},
 };

@@ -107,6 +107,20 @@ func (s *subscriptions) markDirty(tables []string) {
 	}
 }
 
+// markAll marks every subscribed table dirty (another tab made itself
+// known: it may have committed before it told this one).
+func (s *subscriptions) markAll() {
+	s.mu.Lock()
+	for _, sub := range s.subs {
+		s.dirty[sub.table] = true
+	}
+	n := len(s.subs)
+	s.mu.Unlock()
+	if n > 0 {
+		s.signal()
+	}
+}
+
 func (s *subscriptions) signal() {
 	select {
 	case s.wake <- struct{}{}:

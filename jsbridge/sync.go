@@ -73,12 +73,29 @@ func parseSyncTarget(text string) (*syncTarget, error) {
 
 // syncer is a replica's sync side.
 type syncer struct {
-	mu       sync.Mutex // guards cl and pending, read from client events
+	mu       sync.Mutex // guards what follows target, read from client events
 	target   *syncTarget
 	cl       *client.Client
 	unsub    func()
 	wantSnap bool
-	pending  int
+
+	// The unsent count (SyncState.pending), kept by the leader: counted
+	// from the change log's keys (client.PendingCount) when it may have
+	// shrunk or is unknown — on becoming leader, a new target, an ack, a
+	// state change — and incremented by one per local commit, this tab's
+	// or another's, in between. last is the target counted against (the
+	// last one, kept after a disconnect: offline writes count against the
+	// relay last synced with).
+	last      *syncTarget
+	status    client.Status // the last state emitted
+	pending   int
+	pendKnown bool
+	commits   uint64 // local commits seen, to tell whether one raced a count
+	pcRunning bool   // a count runs
+	pcAgain   bool   // count again once it ends
+	pcStop    bool   // closing: no more counts
+	pcWG      sync.WaitGroup
+	emitMu    sync.Mutex // serializes syncState emissions
 }
 
 // sync serves db.sync.connect (a = url, b = options JSON), disconnect,
@@ -94,6 +111,7 @@ func (d *db) sync(c *call) {
 				return result{}, err
 			}
 			d.sy.target = t
+			d.setPendingTarget(t)
 			return t.result(), d.syncStart()
 		})
 	case opSyncTarget:
@@ -111,13 +129,14 @@ func (d *db) sync(c *call) {
 				d.syncStop()
 				return result{}, nil
 			}
+			d.setPendingTarget(t)
 			return result{}, d.syncStart()
 		})
 	case opSyncDisconnect:
 		d.run(c, "db.sync.disconnect", "", func() (result, error) {
 			d.sy.target = nil
 			d.syncStop()
-			d.emitSyncState(client.Status{State: client.Disconnected})
+			d.emitSyncState(&client.Status{State: client.Disconnected})
 			return result{kind: kindUndefined}, nil
 		})
 	case opSyncSnapshot:
@@ -218,6 +237,10 @@ func (d *db) syncStop() {
 // leaderChanged runs on the worker after facade.js reported the lock.
 func (d *db) leaderChanged(leader bool) {
 	if leader {
+		d.sy.mu.Lock()
+		d.sy.pendKnown = false
+		d.sy.mu.Unlock()
+		d.recountPending()
 		if err := d.syncStart(); err != nil {
 			_ = panicError("connect on becoming leader", err)
 		}
@@ -226,8 +249,25 @@ func (d *db) leaderChanged(leader bool) {
 	d.syncStop()
 }
 
-// notifyOtherTabWrite tells the client that another tab committed.
-func (d *db) notifyOtherTabWrite() {
+// notifyOtherTabWrite tells the client that another tab committed (n
+// transactions).
+func (d *db) notifyOtherTabWrite(n int) {
+	d.sy.mu.Lock()
+	cl := d.sy.cl
+	d.sy.mu.Unlock()
+	if cl != nil {
+		cl.Notify()
+	}
+	d.pendingCommitted(n)
+}
+
+// peerJoined: another tab made itself known. Its commits made before it
+// knew of this one are the client's to push (it announces them too, with
+// their number, which the count adds: see announce).
+func (d *db) peerJoined() {
+	if !d.leader.Load() {
+		return
+	}
 	d.sy.mu.Lock()
 	cl := d.sy.cl
 	d.sy.mu.Unlock()
@@ -237,7 +277,9 @@ func (d *db) notifyOtherTabWrite() {
 }
 
 // onSyncEvent receives the client's events (on the client's goroutine) and
-// turns state changes into syncState events.
+// turns state changes into syncState events. An ack, and a new state (a
+// handshake loads the sent watermark), have the unsent count recounted; a
+// changed count is emitted again.
 func (d *db) onSyncEvent(ev client.Event) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -245,36 +287,170 @@ func (d *db) onSyncEvent(ev client.Event) {
 		}
 	}()
 	switch ev.Type {
-	case client.StateChanged, client.SnapshotProgressed, client.PushAcked:
-	default:
-		return
-	}
-	if ev.Type != client.SnapshotProgressed {
-		d.sy.mu.Lock()
-		cl := d.sy.cl
-		d.sy.mu.Unlock()
-		if cl != nil {
-			if n, err := cl.Pending(); err == nil {
-				d.sy.mu.Lock()
-				d.sy.pending = n
-				d.sy.mu.Unlock()
-			}
-		}
-	}
-	st := ev.Status
-	if ev.Type == client.SnapshotProgressed {
+	case client.PushAcked:
+		d.recountPending()
+	case client.StateChanged:
+		d.emitSyncState(&ev.Status)
+		d.recountPending()
+	case client.SnapshotProgressed:
+		st := ev.Status
 		p := ev.Progress
 		st.Snapshot = &p
+		d.emitSyncState(&st)
 	}
-	d.emitSyncState(st)
+}
+
+// setPendingTarget records the target the unsent count is counted against
+// and, when it changed, has the leader count again.
+func (d *db) setPendingTarget(t *syncTarget) {
+	d.sy.mu.Lock()
+	same := d.sy.last != nil && d.sy.last.URL == t.URL && d.sy.last.Database == t.Database
+	d.sy.last = t
+	if !same {
+		d.sy.pendKnown = false
+	}
+	d.sy.mu.Unlock()
+	if !same {
+		d.recountPending()
+	}
+}
+
+// pendingNow returns the unsent count (the facade's db.sync.state getter
+// in the leader tab asks for it synchronously).
+func (d *db) pendingNow() int {
+	d.sy.mu.Lock()
+	defer d.sy.mu.Unlock()
+	return d.sy.pending
+}
+
+// pendingCommitted counts one local commit (this tab's or another's) in
+// the leader's unsent count, at no cost when the count is known; otherwise
+// a count runs (or, if one runs, it sees the commit).
+func (d *db) pendingCommitted(n int) {
+	if !d.leader.Load() {
+		return
+	}
+	d.sy.mu.Lock()
+	d.sy.commits += uint64(n)
+	if d.sy.pcRunning {
+		d.sy.mu.Unlock()
+		return
+	}
+	if !d.sy.pendKnown {
+		d.sy.mu.Unlock()
+		d.recountPending()
+		return
+	}
+	d.sy.pending += n
+	d.sy.mu.Unlock()
+	d.pendingChanged()
+}
+
+// recountPending has the unsent count counted on a goroutine of its own
+// (one at a time; a request while one runs makes it count again).
+func (d *db) recountPending() {
+	if !d.leader.Load() {
+		return
+	}
+	d.sy.mu.Lock()
+	defer d.sy.mu.Unlock()
+	if d.sy.pcStop {
+		return
+	}
+	if d.sy.pcRunning {
+		d.sy.pcAgain = true
+		return
+	}
+	d.sy.pcRunning = true
+	d.sy.pcWG.Add(1)
+	go d.countPending()
+}
+
+// countPending counts the unsent transactions from the change log's keys.
+// A commit that lands during a count may or may not be in it: the count
+// is repeated once; if commits still raced it, those are added (the next
+// count, at the next ack or state change, corrects a double count), so a
+// stream of commits never keeps it counting.
+func (d *db) countPending() {
+	defer d.sy.pcWG.Done()
+	defer func() {
+		if p := recover(); p != nil {
+			_ = panicError("counting unsent changes", p)
+			d.sy.mu.Lock()
+			d.sy.pcRunning = false
+			d.sy.mu.Unlock()
+		}
+	}()
+	for try := 0; ; try++ {
+		d.sy.mu.Lock()
+		d.sy.pcAgain = false
+		seq := d.sy.commits
+		cl, t := d.sy.cl, d.sy.last
+		d.sy.mu.Unlock()
+		var n int
+		var err error
+		switch {
+		case cl != nil:
+			n, err = cl.PendingCount()
+		case t != nil:
+			n, err = client.PendingCount(d.eng, t.URL, t.Database)
+		default:
+			n, err = client.PendingCount(d.eng, "", "")
+		}
+		d.sy.mu.Lock()
+		if err == nil && (d.sy.pcAgain || (d.sy.commits != seq && try == 0)) && !d.sy.pcStop {
+			d.sy.mu.Unlock()
+			continue
+		}
+		d.sy.pcRunning = false
+		if err != nil || d.sy.pcStop {
+			d.sy.mu.Unlock()
+			return
+		}
+		n += int(d.sy.commits - seq)
+		changed := !d.sy.pendKnown || d.sy.pending != n
+		d.sy.pending, d.sy.pendKnown = n, true
+		d.sy.mu.Unlock()
+		if changed {
+			d.pendingChanged()
+		}
+		return
+	}
+}
+
+// stopPendingCount ends counting (at close) and waits for a count that
+// runs.
+func (d *db) stopPendingCount() {
+	d.sy.mu.Lock()
+	d.sy.pcStop = true
+	d.sy.mu.Unlock()
+	d.sy.pcWG.Wait()
+}
+
+// pendingChanged emits the leader's sync state again with the new count,
+// when a syncState listener or another tab (which shows the leader's
+// state) wants it; db.sync.state's getter asks Go for the count anyway.
+func (d *db) pendingChanged() {
+	if !d.leader.Load() || !d.wants(listenSyncState|listenPeers) {
+		return
+	}
+	d.emitSyncState(nil)
 }
 
 // emitSyncState fires syncState with SyncState of replica.d.ts:
 // {status, error?: {code, message}, retryAt?, progress?: {table,
-// tablesDone, tablesTotal, rowsApplied, rowsTotal}, pending, leader}.
-func (d *db) emitSyncState(st client.Status) {
+// tablesDone, tablesTotal, rowsApplied, rowsTotal}, pending, leader},
+// for the new state ns (nil: the last one again, with the current count).
+// Emissions are serialized, each with the latest state and count, so a
+// count emitted late never brings back an older state.
+func (d *db) emitSyncState(ns *client.Status) {
+	d.sy.emitMu.Lock()
+	defer d.sy.emitMu.Unlock()
 	d.sy.mu.Lock()
-	pending := d.sy.pending
+	if ns != nil {
+		d.sy.status = *ns
+	}
+	st, pending := d.sy.status, d.sy.pending
 	d.sy.mu.Unlock()
 	var o jsonObject
 	o.str("status", st.State.String())

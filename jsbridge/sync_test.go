@@ -3,8 +3,15 @@
 package jsbridge
 
 import (
+	"strconv"
 	"syscall/js"
 	"testing"
+	"time"
+
+	"github.com/replica-sync/replica/client"
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv"
+	"github.com/replica-sync/replica/kv/memkv"
 )
 
 // TestSyncArguments: db.sync.connect validates its arguments.
@@ -17,7 +24,8 @@ func TestSyncArguments(t *testing.T) {
 	mustReject(t, s.Call("connect", "ws://127.0.0.1:9/sync", jsv(`{database: "bad id!"}`)), "INVALID_ARGUMENT", "database id")
 	mustReject(t, s.Call("connect", "ws://127.0.0.1:9/sync", jsv(`{database: "d", tokn: "x"}`)), "INVALID_ARGUMENT", `"tokn"`)
 	mustReject(t, s.Call("connect", "ws://127.0.0.1:9/sync", jsv(`{database: "d", token: 5}`)), "INVALID_ARGUMENT", "token")
-	if got := describe(s.Get("state")); got != `{status: "disconnected", pending: 0, leader: false}` && got != `{status: "disconnected", pending: 0, leader: true}` {
+	// pending: 0 before the first count, then 1 (the schema's migrations).
+	if got := describe(s.Get("state")); got != `{status: "disconnected", pending: 0, leader: false}` && got != `{status: "disconnected", pending: 0, leader: true}` && got != `{status: "disconnected", pending: 1, leader: true}` {
 		t.Errorf("initial state %s", got)
 	}
 }
@@ -124,4 +132,152 @@ func (d *db) enqueueWait(fn func()) {
 	done := make(chan struct{})
 	d.enqueue(func() { fn(); close(done) })
 	<-done
+}
+
+// pendingKnown reports whether the leader d has counted its unsent
+// transactions.
+func pendingKnown(d *db) bool {
+	d.sy.mu.Lock()
+	defer d.sy.mu.Unlock()
+	return d.sy.pendKnown && !d.sy.pcRunning
+}
+
+// TestSyncPendingOffline: db.sync.state.pending counts local transactions
+// while there is no client at all (never connected), after every commit of
+// this tab and of another, each change emitted to syncState listeners;
+// it agrees with a count from the change log.
+func TestSyncPendingOffline(t *testing.T) {
+	name := dbName(t)
+	t.Cleanup(func() { deleteIDB(name) })
+	a := openDB(t, name, testSchema)
+	waitFor(t, "leadership", func() bool { return a.Get("isLeader").Bool() })
+	da := dbOf(t, a)
+	waitFor(t, "the first count", func() bool { return pendingKnown(da) })
+	pending := func() int { return a.Get("sync").Get("state").Get("pending").Int() }
+	p0 := pending()
+	if p0 != 1 {
+		t.Errorf("a new replica counts %d unsent, want 1 (its schema)", p0)
+	}
+	// Without listeners the count is current too (the getter asks Go).
+	must(t, a.Call("insert", "items", jsv(`{n: 1}`)))
+	if n := pending(); n != p0+1 {
+		t.Fatalf("pending %d after an insert, want %d", n, p0+1)
+	}
+	states := jsv("[]")
+	a.Call("on", "syncState", jsfn("s", "return (e) => s.push(e.pending)").Invoke(states))
+	must(t, a.Call("insert", "items", jsv(`{n: 2}`)))
+	must(t, asyncfn("db", `await db.transaction(async (tx) => { tx.insert("items", {n: 3}); tx.insert("other", {v: 1}); });`).Invoke(a))
+	if n := pending(); n != p0+3 {
+		t.Fatalf("pending %d after an insert and a transaction, want %d", n, p0+3)
+	}
+	waitFor(t, "syncState events with the counts", func() bool { return describe(states) == describe(jsv(`[`+itoa(p0+2)+`, `+itoa(p0+3)+`]`)) })
+	// Another tab's commits count too.
+	b := openDB(t, name, testSchema)
+	must(t, b.Call("insert", "items", jsv(`{n: 4}`)))
+	must(t, b.Call("update", "items", must(t, b.Call("query", "items", jsv(`{where: {n: 4}}`))).Index(0).Get("id"), jsv(`{n: 5}`)))
+	waitFor(t, "the leader to count the other tab's commits", func() bool { return pending() == p0+5 })
+	// The other tab shows the leader's count.
+	waitFor(t, "the other tab to show the count", func() bool { return b.Get("sync").Get("state").Get("pending").Int() == p0+5 })
+	if n, err := client.PendingCount(da.eng, "", ""); err != nil || n != p0+5 {
+		t.Errorf("the change log counts %d (%v), the state %d", n, err, p0+5)
+	}
+	if got := describe(states); got != describe(jsv(`[`+itoa(p0+2)+`, `+itoa(p0+3)+`, `+itoa(p0+4)+`, `+itoa(p0+5)+`]`)) {
+		t.Errorf("syncState pending counts %s", got)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestSyncStateToNewTab: a tab that opens learns the leader's sync state
+// at once (the answer to its hello), not at the leader's next change.
+func TestSyncStateToNewTab(t *testing.T) {
+	name := dbName(t)
+	t.Cleanup(func() { deleteIDB(name) })
+	a := openDB(t, name, testSchema)
+	waitFor(t, "leadership", func() bool { return a.Get("isLeader").Bool() })
+	must(t, a.Get("sync").Call("connect", "ws://127.0.0.1:9/sync", jsv(`{database: "d"}`)))
+	waitFor(t, "a failed attempt", func() bool { return a.Get("sync").Get("state").Get("retryAt").Type() == js.TypeNumber })
+	retry := a.Get("sync").Get("state").Get("retryAt").Float()
+	start := time.Now()
+	b := openDB(t, name, testSchema)
+	for b.Get("sync").Get("state").Get("retryAt").Type() != js.TypeNumber {
+		if time.Since(start) > 500*time.Millisecond {
+			t.Fatalf("the new tab still shows %s", describe(b.Get("sync").Get("state")))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	st := b.Get("sync").Get("state")
+	if st.Get("retryAt").Float() < retry || st.Get("status").String() != "disconnected" || st.Get("leader").Bool() || st.Get("error").Get("code").String() != "SYNC_FAILED" {
+		t.Errorf("the new tab shows %s", describe(st))
+	}
+	// Its connect with the same target changes nothing in the leader.
+	cl := dbOf(t, a).sy.cl
+	must(t, b.Get("sync").Call("connect", "ws://127.0.0.1:9/sync", jsv(`{database: "d"}`)))
+	time.Sleep(50 * time.Millisecond)
+	if dbOf(t, a).sy.cl != cl {
+		t.Error("the leader's client was replaced")
+	}
+}
+
+// TestLocalChangeLogOnly: a replica opened from JavaScript keeps no
+// change-log entries for its peers' changes.
+func TestLocalChangeLogOnly(t *testing.T) {
+	db := openT(t)
+	d := dbOf(t, db)
+	sch, err := d.eng.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := engine.Open(memkv.New(engine.Buckets...), engine.Options{Schema: &sch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	for i := 0; i < 3; i++ {
+		if _, err := peer.Insert("other", map[string]any{"v": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sets, err := peer.ChangesSince(engine.HLC{}, 0, engine.ChangesFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.eng.ApplyChanges(sets); err != nil {
+		t.Fatal(err)
+	}
+	if n := must(t, db.Call("count", "other")).Int(); n != 3 {
+		t.Fatalf("%d rows applied", n)
+	}
+	must(t, db.Call("insert", "other", jsv(`{v: 9}`)))
+	var own, peers int
+	if err := d.store.View(func(tx kv.Tx) error {
+		return tx.Scan("log", kv.Range{KeysOnly: true}, func(k, _ []byte) bool {
+			if k[0] == 1 {
+				own++
+			} else {
+				peers++
+			}
+			return true
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if peers != 0 || own == 0 {
+		t.Errorf("change log: %d own entries, %d of peers' changes", own, peers)
+	}
+}
+
+// TestSiteID: db.siteId is the replica's site id, the same in every tab.
+func TestSiteID(t *testing.T) {
+	name := dbName(t)
+	t.Cleanup(func() { deleteIDB(name) })
+	a := openDB(t, name, testSchema)
+	b := openDB(t, name, testSchema)
+	id := a.Get("siteId").String()
+	if _, err := engine.ParseSiteID(id); err != nil || len(id) != 22 || id != dbOf(t, a).eng.SiteID().String() {
+		t.Errorf("siteId %q (%v), engine's %s", id, err, dbOf(t, a).eng.SiteID())
+	}
+	if b.Get("siteId").String() != id {
+		t.Errorf("the other tab's siteId %q, want %q", b.Get("siteId").String(), id)
+	}
 }

@@ -395,9 +395,13 @@ declare namespace Replica {
 			rowsTotal: number;
 		};
 		/**
-		 * Local transactions (of every tab) not yet acknowledged by the relay,
-		 * as counted by the leader when its state changes and when the relay
-		 * acknowledges a push; 0 before the first count.
+		 * Local transactions (of every tab) not yet acknowledged by the relay
+		 * last connected to (all of them before the first connect), counted by
+		 * the leader: writes made offline included, updated after every commit
+		 * in any tab (a `syncState` event when the count changes, if anyone
+		 * listens or another tab shows it) and after each acknowledged push; 0
+		 * before the first count. A transaction all of whose writes were since
+		 * overwritten by newer ones may be counted until the next push.
 		 */
 		pending: number;
 		/** Whether this tab is the one holding the relay connection. */
@@ -434,7 +438,8 @@ declare namespace Replica {
 		 * the `syncState` event (reconnects with backoff until disconnect).
 		 * In a tab that is not the leader it only records the target, used when
 		 * it becomes leader (every tab learns the target of a connect made in any
-		 * tab). Connection failures do not reject: they show in `state` and the
+		 * tab). Connecting again to the target the leader is connected to (every
+		 * page calling connect on load) leaves its connection alone. Connection failures do not reject: they show in `state` and the
 		 * `syncState` event. Rejects: INVALID_ARGUMENT (empty url, a database id
 		 * not of 1–128 of [A-Za-z0-9_.:-], unknown option), CLOSED.
 		 */
@@ -455,6 +460,12 @@ declare namespace Replica {
 	interface Database extends Operations {
 		/** The name it was opened with. */
 		readonly name: string;
+		/**
+		 * This replica's site id: 22 characters of base64url (16 random bytes),
+		 * the same in every tab of a browser profile, and the origin named in
+		 * the HLCs of its writes ("...@siteId") and in transaction ids.
+		 */
+		readonly siteId: string;
 		/**
 		 * Whether this tab holds the replica's Web Locks leader lock
 		 * ("replica-leader:" + name). Exactly one open replica of a name per
