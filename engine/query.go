@@ -115,10 +115,28 @@ func (e *Engine) Query(table string, q Query) ([]Row, error) {
 	return rows, err
 }
 
-// Count returns the number of live rows of table matching where.
+// Count returns the number of live rows of table matching where. It keeps
+// no rows: without filters it reads only the head of each row record
+// (tombstone flag and cell count), with filters it builds each row to test
+// it and drops it.
 func (e *Engine) Count(table string, where []Filter) (int, error) {
-	rows, err := e.Query(table, Query{Where: where})
-	return len(rows), err
+	if err := e.checkOpen(); err != nil {
+		return 0, err
+	}
+	n := 0
+	err := e.store.View(func(tx kv.Tx) error {
+		m, err := readMeta(tx)
+		if err != nil {
+			return err
+		}
+		s, err := e.schemaFor(tx, m.schemaVer)
+		if err != nil {
+			return err
+		}
+		n, err = e.count(tx, s, table, where)
+		return err
+	})
+	return n, err
 }
 
 func (e *Engine) readTable(tx kv.Tx, name string) (*schemaState, *table, error) {
@@ -430,6 +448,19 @@ func orderFits(cols []string, order []Order) (ok, reverse bool) {
 }
 
 func (e *Engine) query(tx kv.Tx, s *schemaState, name string, q Query) ([]Row, error) {
+	return e.scanRows(tx, s, name, q, nil)
+}
+
+// count counts the rows query would return for where, keeping none.
+func (e *Engine) count(tx kv.Tx, s *schemaState, name string, where []Filter) (int, error) {
+	n := 0
+	_, err := e.scanRows(tx, s, name, Query{Where: where}, &n)
+	return n, err
+}
+
+// scanRows runs q. With counted set, it only counts the matching rows into
+// *counted and returns none (q must then have no order, limit or offset).
+func (e *Engine) scanRows(tx kv.Tx, s *schemaState, name string, q Query, counted *int) ([]Row, error) {
 	t := s.table(name)
 	if t == nil {
 		if e.declared != nil {
@@ -484,8 +515,14 @@ func (e *Engine) query(tx kv.Tx, s *schemaState, name string, q Query) ([]Row, e
 				return
 			}
 		}
+		if counted != nil {
+			*counted++
+			return
+		}
 		rows = append(rows, row)
 	}
+	// Counting without filters needs only each record's head.
+	headOnly := counted != nil && len(conds) == 0
 	const page = 256
 	for _, r := range p.ranges {
 		if full() {
@@ -495,6 +532,17 @@ func (e *Engine) query(tx kv.Tx, s *schemaState, name string, q Query) ([]Row, e
 		if p.index == nil {
 			var derr error
 			err := tx.Scan(bucketRows, r, func(k, v []byte) bool {
+				if headOnly {
+					live, err := recordLive(v, allow)
+					if err != nil {
+						derr = err
+						return false
+					}
+					if live {
+						*counted++
+					}
+					return true
+				}
 				_, pk, err := splitRowKey(k)
 				if err == nil {
 					var rec *record

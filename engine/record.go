@@ -483,6 +483,39 @@ func decodeRecord(b []byte, pk []Value) (*record, error) {
 	return r, nil
 }
 
+// recordLive reports what decodeRecord(b, pk).visible(allowResurrection)
+// reports, reading only the record's head (up to its cell count): counting
+// rows needs no values.
+func recordLive(b []byte, allowResurrection bool) (bool, error) {
+	rd := &recReader{b: b}
+	if v := rd.byte(); v != recordVersion && rd.err == nil {
+		return false, fmt.Errorf("%w: row record version %d", ErrStorageFormat, v)
+	}
+	flags := rd.byte()
+	nb := rd.uvarint()
+	if nb > uint64(len(rd.b))/BaseSize {
+		rd.fail("base count")
+		return false, rd.err
+	}
+	rd.bytes(nb * BaseSize)
+	if flags&1 != 0 {
+		rd.uvarint()
+		rd.uvarint()
+		if flags&2 != 0 {
+			n := rd.uvarint()
+			for i := uint64(0); i < n && rd.err == nil; i++ {
+				rd.string()
+				rd.value()
+			}
+		}
+	}
+	n := rd.uvarint()
+	if rd.err != nil {
+		return false, rd.err
+	}
+	return n > 0 && (flags&1 == 0 || allowResurrection), nil
+}
+
 // equalRecords reports whether two records encode identically.
 func equalRecords(a, b *record, pk []Value, pkCols []string) bool {
 	if a == nil || b == nil {
