@@ -318,3 +318,51 @@ func BenchmarkStorage(b *testing.B) {
 		b.ReportMetric(float64(total-own)/float64(own), "overhead-x")
 	}
 }
+
+// BenchmarkApplySnapshot100k applies a 100,000-row snapshot (chunks of
+// 1,000 rows, as a relay sends them) to an empty replica: the native half
+// of a browser bootstrap.
+func BenchmarkApplySnapshot100k(b *testing.B) {
+	const rowsN = 100000
+	rows := benchRows(b, rowsN)
+	src := openBench(b, backends[0])
+	for i := 0; i < rowsN; i += 1000 {
+		_, err := src.Transact(func(tx *Tx) error {
+			for j := i; j < i+1000; j++ {
+				if _, err := tx.Insert("cities", rows[j]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	var chunks []SnapshotChunk
+	for c, err := range src.Snapshot(SnapshotOptions{}) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		chunks = append(chunks, c)
+	}
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				e, err := Open(be.open(b), Options{Schema: citySchema(), Clock: &benchClock{ms: benchT0 * 8}, LocalChangeLogOnly: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				for _, c := range chunks {
+					if _, err := e.ApplySnapshotChunk(c); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.N*rowsN)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
