@@ -343,29 +343,42 @@ func (w *writeTx) insert(name string, values map[string]any) (Row, error) {
 }
 
 func (w *writeTx) insertRow(st, vt *table, row Row) (Row, error) {
-	pk := st.keyOf(row)
-	if err := st.checkKeySize(pk); err != nil {
-		return nil, err
-	}
-	r, err := w.load(st, pk)
+	r, pk, err := w.insertCells(st, vt, row)
 	if err != nil {
 		return nil, err
 	}
+	return st.rowOf(r.cur, pk), nil
+}
+
+// insertCells is insertRow without building the row it returns.
+func (w *writeTx) insertCells(st, vt *table, row Row) (*txRow, []Value, error) {
+	pk := st.keyOf(row)
+	if err := st.checkKeySize(pk); err != nil {
+		return nil, nil, err
+	}
+	r, err := w.load(st, pk)
+	if err != nil {
+		return nil, nil, err
+	}
 	allow := w.e.opts.AllowResurrection
 	if r.cur.visible(allow) {
-		return nil, fmt.Errorf("%w: %s %s already exists (use upsert or update)", ErrConflict, st.def.Name, fmtKey(pk))
+		return nil, nil, fmt.Errorf("%w: %s %s already exists (use upsert or update)", ErrConflict, st.def.Name, fmtKey(pk))
 	}
 	if r.cur != nil && r.cur.hasTomb && !allow {
-		return nil, fmt.Errorf("%w: %s %s was deleted and deleted rows stay deleted (allowResurrection is off); use a new key", ErrConflict, st.def.Name, fmtKey(pk))
+		return nil, nil, fmt.Errorf("%w: %s %s was deleted and deleted rows stay deleted (allowResurrection is off); use a new key", ErrConflict, st.def.Name, fmtKey(pk))
 	}
 	if err := st.checkIndexKeys(row, pk); err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if r.cur == nil {
+		// Sized once: the cells arrive in declaration order, not sorted.
+		r.cur = &record{cells: make([]cell, 0, len(vt.def.Columns))}
 	}
 	for i := range vt.def.Columns {
 		c := vt.def.Columns[i].Name
 		w.setCell(r, c, row[c])
 	}
-	return st.rowOf(r.cur, pk), nil
+	return r, pk, nil
 }
 
 // setCell records a local column fact.

@@ -139,7 +139,13 @@ func (r *record) bases() []HLC {
 	for i := range r.cells {
 		add(r.cells[i].hlc)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
+	// Insertion sort: almost always one or two bases, and sort.Slice
+	// allocates.
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].Less(out[j-1]); j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
 	return out
 }
 

@@ -294,7 +294,7 @@ func (s *Staged) replay(w *writeTx) error {
 		case st.row != nil:
 			var t, vt *table
 			if t, vt, err = w.tables(st.table); err == nil {
-				_, err = w.insertRow(t, vt, st.row)
+				_, _, err = w.insertCells(t, vt, st.row)
 			}
 		case st.kind == stmtInsert:
 			_, err = w.insert(st.table, st.values)

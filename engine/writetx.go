@@ -190,9 +190,11 @@ func (w *writeTx) nextHLC() HLC {
 	return h
 }
 
-// commit flushes rows and writes the clock and schema version.
+// commit flushes rows and writes the clock and schema version. It ends the
+// transaction's writes: rows must not change after it (their committed and
+// current states may then be one record).
 func (w *writeTx) commit() error {
-	if err := w.flush(); err != nil {
+	if err := w.flushRows(true); err != nil {
 		return err
 	}
 	if w.schemaChanged {
@@ -338,7 +340,12 @@ func (w *writeTx) prefetchRange(t *table, keys [][]byte, pks [][]Value) (done bo
 }
 
 // flush writes every dirty row with its change-log and index entries.
-func (w *writeTx) flush() error {
+func (w *writeTx) flush() error { return w.flushRows(false) }
+
+// flushRows is flush; final (the commit's flush) shares each flushed row's
+// current record as its committed one instead of copying it, as nothing
+// changes the rows afterwards.
+func (w *writeTx) flushRows(final bool) error {
 	var dirty []*txRow
 	for _, r := range w.rows {
 		if r.dirty {
@@ -381,7 +388,11 @@ func (w *writeTx) flush() error {
 				return err
 			}
 		}
-		r.orig = r.cur.clone()
+		if final {
+			r.orig = r.cur
+		} else {
+			r.orig = r.cur.clone()
+		}
 		r.dirty = false
 	}
 	return w.flushOwnLog()
@@ -522,20 +533,14 @@ func containsBase(list []HLC, b HLC) bool {
 }
 
 func (w *writeTx) diffIndexes(r *txRow, allow bool) error {
-	var ov, nv Row
-	if r.orig.visible(allow) {
-		ov = r.tbl.rowOf(r.orig, r.pk)
-	}
-	if r.cur.visible(allow) {
-		nv = r.tbl.rowOf(r.cur, r.pk)
-	}
+	ov, nv := r.orig.visible(allow), r.cur.visible(allow)
 	for _, ix := range r.tbl.indexes {
 		var ok, nk []byte
-		if ov != nil {
-			ok = indexKey(ix, ov, r.pk)
+		if ov {
+			ok = r.tbl.recIndexKey(ix, r.orig, r.pk)
 		}
-		if nv != nil {
-			nk = indexKey(ix, nv, r.pk)
+		if nv {
+			nk = r.tbl.recIndexKey(ix, r.cur, r.pk)
 			if len(nk) > kv.MaxKeySize {
 				return &ValidationError{Table: r.table, Column: ix.def.Columns[0], Reason: fmt.Sprintf(
 					"value too long for index %s (%d bytes encoded, limit %d)", ix.def.Name, len(nk), kv.MaxKeySize)}
@@ -581,6 +586,31 @@ func indexKey(ix *compiledIndex, row Row, pk []Value) []byte {
 	return appendKeyTuple(k, pk)
 }
 
+// recIndexKey is indexKey(ix, t.rowOf(rec, pk), pk) without building the
+// row: an index column's value is its cell's, else the key's (key
+// columns), else null.
+func (t *table) recIndexKey(ix *compiledIndex, rec *record, pk []Value) []byte {
+	k := make([]byte, 0, len(ix.prefix)+24*len(ix.def.Columns)+16*len(pk))
+	k = append(k, ix.prefix...)
+	for _, c := range ix.def.Columns {
+		k = appendKeyValue(k, t.recValue(rec, pk, c))
+	}
+	return appendKeyTuple(k, pk)
+}
+
+// recValue returns t.rowOf(rec, pk)[col].
+func (t *table) recValue(rec *record, pk []Value, col string) Value {
+	if i := rec.find(col); i >= 0 {
+		return rec.cells[i].val
+	}
+	for i, n := range t.pkCols {
+		if n == col && i < len(pk) {
+			return pk[i]
+		}
+	}
+	return Null
+}
+
 // factsOf returns the facts of transaction base recorded in rec, unsorted.
 func factsOf(rec *record, base HLC, table string, pk []Value) []Change {
 	return appendFacts(nil, rec, base, table, pk)
@@ -607,21 +637,79 @@ func appendFacts(out []Change, rec *record, base HLC, table string, pk []Value) 
 // localChangeSet builds the ChangeSet of the local transaction just
 // flushed, from the same records ChangesSince reads, so both agree.
 func (w *writeTx) localChangeSet() *ChangeSet {
-	// Sized once: growing the slice row by row copied every Change again
-	// at each doubling (a quarter of this function's cost for 10,000 rows).
-	n := 0
-	for _, r := range w.rows {
-		if r.cur != nil {
-			n += len(r.cur.cells) + 1
+	cs := &ChangeSet{SiteID: w.e.site, TransactionID: w.base.TransactionID(), Migrations: w.migs}
+	if !w.placeFacts(cs) {
+		n := 0
+		for _, r := range w.rows {
+			if r.cur != nil {
+				n += len(r.cur.cells) + 1
+			}
 		}
+		cs.Changes = make([]Change, 0, n)
+		for _, r := range w.rows {
+			cs.Changes = appendFacts(cs.Changes, r.cur, w.base, r.table, r.pk)
+		}
+		sortChanges(cs.Changes)
 	}
-	cs := &ChangeSet{SiteID: w.e.site, TransactionID: w.base.TransactionID(), Migrations: w.migs, Changes: make([]Change, 0, n)}
-	for _, r := range w.rows {
-		cs.Changes = appendFacts(cs.Changes, r.cur, w.base, r.table, r.pk)
-	}
-	sortChanges(cs.Changes)
 	cs.HLC = maxFactHLC(cs)
 	return cs
+}
+
+// placeFacts fills cs.Changes with the transaction's facts in HLC order
+// without sorting: they share one base, so their order is their opSeqs',
+// and each is written straight to its rank among the opSeqs still held
+// (moving ~200-byte Changes through a comparison sort was a fifth of a
+// 1,000-row transaction's cost). It reports false, having done nothing,
+// when the facts are not distinct opSeqs below the transaction's count.
+func (w *writeTx) placeFacts(cs *ChangeSet) bool {
+	n := w.opSeq
+	rank := make([]int32, n)
+	mark := func(h HLC) bool {
+		if !h.SameTransaction(w.base) {
+			return true
+		}
+		if h.OpSeq >= n || rank[h.OpSeq] != 0 {
+			return false
+		}
+		rank[h.OpSeq] = 1
+		return true
+	}
+	for _, r := range w.rows {
+		if r.cur == nil {
+			continue
+		}
+		if r.cur.hasTomb && !mark(r.cur.tomb) {
+			return false
+		}
+		for i := range r.cur.cells {
+			if !mark(r.cur.cells[i].hlc) {
+				return false
+			}
+		}
+	}
+	total := int32(0)
+	for i, m := range rank {
+		rank[i] = total
+		total += m
+	}
+	cs.Changes = make([]Change, total)
+	for _, r := range w.rows {
+		rec := r.cur
+		if rec == nil {
+			continue
+		}
+		if rec.hasTomb && rec.tomb.SameTransaction(w.base) {
+			cs.Changes[rank[rec.tomb.OpSeq]] = Change{Type: RowDeletion, Table: r.table, PK: r.pk, HLC: rec.tomb, PriorRow: rec.priorRow}
+		}
+		for i := range rec.cells {
+			c := &rec.cells[i]
+			if c.hlc.SameTransaction(w.base) {
+				cs.Changes[rank[c.hlc.OpSeq]] = Change{Type: ColumnChange, Table: r.table, PK: r.pk, Column: c.col, Value: c.val, HLC: c.hlc,
+					HasPrior: c.hasPrior, PriorValue: c.priorVal, PriorHLC: c.priorHLC}
+			}
+		}
+	}
+	return true
 }
 
 func sortChanges(cs []Change) {
