@@ -199,23 +199,37 @@ func validateChangeSet(cs *ChangeSet) error {
 }
 
 func validateChange(c *Change) error {
-	if !ValidName(c.Table) {
-		return malformed("invalid table name %q", c.Table)
+	if err := validateChangeKey(c.Table, c.PK); err != nil {
+		return err
 	}
-	if len(c.PK) == 0 {
-		return malformed("%s: empty primary key", c.Table)
+	return validateChangeBody(c)
+}
+
+// validateChangeKey is the part of validateChange that depends only on the
+// table and key: facts sharing them need it once.
+func validateChangeKey(table string, pk []Value) error {
+	if !ValidName(table) {
+		return malformed("invalid table name %q", table)
 	}
-	for _, v := range c.PK {
+	if len(pk) == 0 {
+		return malformed("%s: empty primary key", table)
+	}
+	for _, v := range pk {
 		if v.IsNull() {
-			return malformed("%s: null primary key value", c.Table)
+			return malformed("%s: null primary key value", table)
 		}
 		if err := checkFinite(v); err != nil {
-			return fmt.Errorf("%s: primary key: %w", c.Table, err)
+			return fmt.Errorf("%s: primary key: %w", table, err)
 		}
 	}
-	if n := len(rowKey(tableKey(c.Table), c.PK)); n > maxRowKey {
-		return malformed("%s: primary key is too long (%d bytes encoded, limit %d)", c.Table, n, maxRowKey)
+	if n := len(rowKey(tableKey(table), pk)); n > maxRowKey {
+		return malformed("%s: primary key is too long (%d bytes encoded, limit %d)", table, n, maxRowKey)
 	}
+	return nil
+}
+
+// validateChangeBody is the rest of validateChange.
+func validateChangeBody(c *Change) error {
 	switch c.Type {
 	case ColumnChange:
 		if !ValidName(c.Column) {
@@ -466,22 +480,40 @@ func (w *writeTx) applySets(sets []ChangeSet, replay bool) (applyOutcome, error)
 // schema-less replica (the relay) stores values exactly as received, so
 // tables without declared columns are only checked, never converted.
 func normalizeChange(t *table, c *Change) error {
+	pk, _, err := normalizeKey(t, c.Table, c.PK)
+	if err != nil {
+		return err
+	}
+	c.PK = pk
+	return normalizeFact(t, c)
+}
+
+// normalizeKey is the key part of normalizeChange: the key converted to
+// t's key types (a new slice; pk is not modified) and its row key.
+func normalizeKey(t *table, table string, pk []Value) ([]Value, []byte, error) {
 	if len(t.pkCols) > 0 {
-		if len(c.PK) != len(t.pkCols) {
-			return &misfitError{fmt.Sprintf("%s: primary key has %d values, the table's key has %d columns (%v)", c.Table, len(c.PK), len(t.pkCols), t.pkCols)}
+		if len(pk) != len(t.pkCols) {
+			return nil, nil, &misfitError{fmt.Sprintf("%s: primary key has %d values, the table's key has %d columns (%v)", table, len(pk), len(t.pkCols), t.pkCols)}
 		}
-		pk := make([]Value, len(c.PK))
-		for i, v := range c.PK {
+		npk := make([]Value, len(pk))
+		for i, v := range pk {
 			if d := t.pkDefs[i]; d != nil && !t.asReceived {
 				v = normalizeRemote(d, v)
 			}
-			pk[i] = v
+			npk[i] = v
 		}
-		c.PK = pk
+		pk = npk
 	}
-	if n := len(rowKey(t.key, c.PK)); n > maxRowKey {
-		return malformed("%s: primary key is too long (%d bytes encoded, limit %d)", c.Table, n, maxRowKey)
+	rk := rowKey(t.key, pk)
+	if n := len(rk); n > maxRowKey {
+		return nil, nil, malformed("%s: primary key is too long (%d bytes encoded, limit %d)", table, n, maxRowKey)
 	}
+	return pk, rk, nil
+}
+
+// normalizeFact is the rest of normalizeChange, for a change whose key is
+// normalized already.
+func normalizeFact(t *table, c *Change) error {
 	if c.PriorRow != nil {
 		c.PriorRow = priorImage(c.PriorRow)
 	}

@@ -241,6 +241,7 @@ type snapApply struct {
 	rows    int64 // rows applied in this stream
 	tables  int   // tables finished in this stream
 	inTable int64
+	facts   []Change // scratch of applySnapshotRows, empty between chunks
 }
 
 // ApplySnapshotChunk applies one chunk of a snapshot stream, in stream order
@@ -474,10 +475,15 @@ func (s *snapApply) progress() SnapshotProgress {
 
 // applySnapshotRows merges one rows chunk and advances the checkpoint, in
 // one kv transaction.
+//
+// Every fact passes the checks and conversions a change from a peer passes
+// (validateChange, normalizeChange), split so that what depends only on a
+// row's key runs once per row, not once per cell: a bootstrap applies
+// hundreds of thousands of rows, and on WebAssembly allocation is dear.
 func (e *Engine) applySnapshotRows(s *snapApply, rows []SnapshotRow) error {
 	now := e.clock.Now()
 	var maxH HLC
-	facts := make([]Change, 0, len(rows)*6)
+	n := 0
 	for i := range rows {
 		r := &rows[i]
 		if len(r.PK) == 0 {
@@ -488,6 +494,23 @@ func (e *Engine) applySnapshotRows(s *snapApply, rows []SnapshotRow) error {
 				return malformed("snapshot row of %s with a null key value", s.table)
 			}
 		}
+		n += len(r.Cells)
+		if r.HasTombstone {
+			n++
+		}
+	}
+	// The facts live in a buffer kept across chunks (a Change is ~230
+	// bytes: a chunk's facts were the largest allocation of the apply).
+	facts := s.facts[:0]
+	if cap(facts) < n {
+		facts = make([]Change, 0, n)
+	}
+	defer func() {
+		clear(facts[:cap(facts)]) // hold no values of this chunk
+		s.facts = facts[:0]
+	}()
+	for i := range rows {
+		r := &rows[i]
 		if r.HasTombstone {
 			facts = append(facts, Change{Type: RowDeletion, Table: s.table, PK: r.PK, HLC: r.Tombstone})
 		}
@@ -498,17 +521,28 @@ func (e *Engine) applySnapshotRows(s *snapApply, rows []SnapshotRow) error {
 	// Every fact passes the checks a change from a peer passes (finite
 	// values and key, key size, names) and names the site that minted it:
 	// a fact without one would be state ChangesSince can never return.
-	for i := range facts {
-		f := &facts[i]
-		if err := validateChange(f); err != nil {
+	k := 0
+	for i := range rows {
+		if err := validateChangeKey(s.table, rows[i].PK); err != nil {
 			return fmt.Errorf("snapshot row of %s: %w", s.table, err)
 		}
-		if f.HLC.Site.IsZero() {
-			return malformed("snapshot fact of %s %s without a site", s.table, fmtKey(f.PK))
+		m := len(rows[i].Cells)
+		if rows[i].HasTombstone {
+			m++
 		}
-		if maxH.Less(f.HLC) {
-			maxH = f.HLC
+		for j := k; j < k+m; j++ {
+			f := &facts[j]
+			if err := validateChangeBody(f); err != nil {
+				return fmt.Errorf("snapshot row of %s: %w", s.table, err)
+			}
+			if f.HLC.Site.IsZero() {
+				return malformed("snapshot fact of %s %s without a site", s.table, fmtKey(f.PK))
+			}
+			if maxH.Less(f.HLC) {
+				maxH = f.HLC
+			}
 		}
+		k += m
 	}
 	if err := checkDrift(maxH, now); err != nil {
 		return err
@@ -525,35 +559,65 @@ func (e *Engine) applySnapshotRows(s *snapApply, rows []SnapshotRow) error {
 			return malformed("snapshot rows for table %q, which its schema does not define", s.table)
 		}
 		type rowFacts struct {
+			rk    string
 			pk    []Value
 			facts []pendingFact
 		}
-		byRow := map[string]*rowFacts{}
-		var order []string
+		pending := make([]pendingFact, len(facts))
 		for i := range facts {
-			f := &facts[i]
-			if err := normalizeChange(t, f); err != nil {
+			pending[i] = pendingFact{c: &facts[i]}
+		}
+		groups := make([]rowFacts, 0, len(rows))
+		keys := make([][]byte, 0, len(rows))
+		pks := make([][]Value, 0, len(rows))
+		// A relay sends rows in key order, so a key above the previous one
+		// is new; a key out of order is looked up (and a row sent twice
+		// merges into one).
+		var index map[string]int
+		k := 0
+		for i := range rows {
+			m := len(rows[i].Cells)
+			if rows[i].HasTombstone {
+				m++
+			}
+			mine := pending[k : k+m : k+m]
+			pk, rkb, err := normalizeKey(t, s.table, rows[i].PK)
+			if err != nil {
 				return err
 			}
-			rk := string(rowKey(t.key, f.PK))
-			rf := byRow[rk]
-			if rf == nil {
-				rf = &rowFacts{pk: f.PK}
-				byRow[rk] = rf
-				order = append(order, rk)
+			for _, p := range mine {
+				p.c.PK = pk
+				if err := normalizeFact(t, p.c); err != nil {
+					return err
+				}
 			}
-			rf.facts = append(rf.facts, pendingFact{c: f})
+			k += m
+			if len(groups) > 0 && (index != nil || string(rkb) <= groups[len(groups)-1].rk) {
+				if index == nil {
+					index = make(map[string]int, len(rows))
+					for gi := range groups {
+						index[groups[gi].rk] = gi
+					}
+				}
+				if gi, ok := index[string(rkb)]; ok {
+					groups[gi].facts = append(groups[gi].facts, mine...)
+					continue
+				}
+				index[string(rkb)] = len(groups)
+			}
+			groups = append(groups, rowFacts{rk: string(rkb), pk: pk, facts: mine})
+			keys = append(keys, rkb)
+			pks = append(pks, pk)
 		}
-		pks := make([][]Value, 0, len(order))
-		for _, rk := range order {
-			pks = append(pks, byRow[rk].pk)
+		if len(w.rows) == 0 {
+			w.rows = make(map[string]*txRow, len(groups))
 		}
-		if err := w.prefetch(t, pks); err != nil {
+		if err := w.prefetchKeyed(t, keys, pks); err != nil {
 			return err
 		}
 		var out applyOutcome
-		for _, rk := range order {
-			w.mergeRow(w.rows[rk], byRow[rk].facts, &out)
+		for i := range groups {
+			w.mergeRow(w.rows[groups[i].rk], groups[i].facts, &out)
 		}
 		if !maxH.IsZero() {
 			if c := w.clock.receive(maxH); c != w.clock {

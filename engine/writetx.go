@@ -262,15 +262,24 @@ func (w *writeTx) addRow(t *table, pk []Value, rk string, v []byte) (*txRow, err
 // prefetch loads every listed row the transaction has not touched yet with
 // one GetMany (one IndexedDB round trip instead of one per row).
 func (w *writeTx) prefetch(t *table, pks [][]Value) error {
-	var keys [][]byte
-	var want [][]Value
-	for _, pk := range pks {
-		rk := rowKey(t.key, pk)
+	keys := make([][]byte, len(pks))
+	for i, pk := range pks {
+		keys[i] = rowKey(t.key, pk)
+	}
+	return w.prefetchKeyed(t, keys, pks)
+}
+
+// prefetchKeyed is prefetch with the row keys of pks given (rks[i] is
+// rowKey(t.key, pks[i])).
+func (w *writeTx) prefetchKeyed(t *table, rks [][]byte, pks [][]Value) error {
+	keys := make([][]byte, 0, len(rks))
+	want := make([][]Value, 0, len(rks))
+	for i, rk := range rks {
 		if _, ok := w.rows[string(rk)]; ok {
 			continue
 		}
 		keys = append(keys, rk)
-		want = append(want, pk)
+		want = append(want, pks[i])
 	}
 	if len(keys) == 0 {
 		return nil
