@@ -44,9 +44,12 @@ type listener struct {
 }
 
 // jsMessage is one received message: a text frame's data, or a binary
-// frame (its data left in the browser).
+// frame (its data left in the browser). The text stays a JavaScript string
+// until Read takes it: a relay streams a snapshot much faster than the
+// replica applies it, and queued as Go strings the whole snapshot sat in
+// the Go heap, whose WebAssembly memory never shrinks.
 type jsMessage struct {
-	data   string
+	data   js.Value
 	binary bool
 }
 
@@ -173,7 +176,7 @@ func (s *jsSocket) onMessage(e js.Value) {
 	case data.Type() != js.TypeString:
 		m.binary = true // an ArrayBuffer, left unread
 	default:
-		m.data = data.String()
+		m.data = data
 	}
 	s.mu.Lock()
 	s.queue = append(s.queue, m)
@@ -223,13 +226,11 @@ func (s *jsSocket) Read(ctx context.Context) (bool, []byte, error) {
 			s.queue[0] = jsMessage{}
 			s.queue = s.queue[1:]
 			s.mu.Unlock()
-			switch {
-			case m.binary:
+			if m.binary {
 				return false, nil, nil
-			case int64(len(m.data)) > s.readLimit:
-				return false, nil, fmt.Errorf("client: a message of more than %d bytes, the read limit", s.readLimit)
 			}
-			return true, []byte(m.data), nil
+			b, err := jsStringBytes(m.data, s.readLimit)
+			return err == nil, b, err
 		}
 		s.mu.Unlock()
 		select {
@@ -246,6 +247,23 @@ func (s *jsSocket) Read(ctx context.Context) (bool, []byte, error) {
 			return false, nil, ctx.Err()
 		}
 	}
+}
+
+// textEncoder encodes JavaScript strings as UTF-8.
+var textEncoder = sync.OnceValue(func() js.Value { return js.Global().Get("TextEncoder").New() })
+
+// jsStringBytes returns the UTF-8 of the JavaScript string v in one Go
+// allocation (js.Value.String and a conversion to []byte made two more
+// copies of every frame), or an error if it is longer than limit bytes.
+func jsStringBytes(v js.Value, limit int64) ([]byte, error) {
+	u8 := textEncoder().Call("encode", v)
+	n := u8.Length()
+	if int64(n) > limit {
+		return nil, fmt.Errorf("client: a message of more than %d bytes, the read limit", limit)
+	}
+	b := make([]byte, n)
+	js.CopyBytesToGo(b, u8)
+	return b, nil
 }
 
 func (s *jsSocket) Write(ctx context.Context, b []byte) error {
