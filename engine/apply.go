@@ -571,7 +571,10 @@ func (w *writeTx) mergeRow(r *txRow, facts []pendingFact, out *applyOutcome) {
 			if r.cur.hasTomb && (!allow || !r.cur.tomb.Less(c.HLC)) {
 				continue // blocked by the tombstone
 			}
-			in := cell{col: c.Column, val: c.Value, hlc: c.HLC, hasPrior: c.HasPrior, priorVal: c.PriorValue, priorHLC: c.PriorHLC}
+			in := cell{col: c.Column, val: c.Value, hlc: c.HLC}
+			if c.HasPrior {
+				in.prior = &cellPrior{val: c.PriorValue, hlc: c.PriorHLC}
+			}
 			i := r.cur.find(c.Column)
 			if i < 0 {
 				r.cur.set(in)
@@ -580,8 +583,8 @@ func (w *writeTx) mergeRow(r *txRow, facts []pendingFact, out *applyOutcome) {
 			}
 			x := &r.cur.cells[i]
 			if x.hlc == c.HLC {
-				if !x.hasPrior && c.HasPrior {
-					x.hasPrior, x.priorVal, x.priorHLC = true, c.PriorValue, c.PriorHLC
+				if x.prior == nil && c.HasPrior {
+					x.prior = in.prior
 					r.dirty = true
 				}
 				continue
@@ -616,7 +619,7 @@ func (w *writeTx) mergeRow(r *txRow, facts []pendingFact, out *applyOutcome) {
 		if o.hlc == c.HLC || o.val.Equal(c.Value) {
 			continue
 		}
-		if (c.HasPrior && c.PriorHLC == o.hlc) || (o.hasPrior && o.priorHLC == c.HLC) {
+		if (c.HasPrior && c.PriorHLC == o.hlc) || (o.prior != nil && o.prior.hlc == c.HLC) {
 			continue // one write directly replaced the other: no concurrency
 		}
 		j := r.cur.find(c.Column)

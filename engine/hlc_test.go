@@ -153,7 +153,7 @@ func TestRecordCanonical(t *testing.T) {
 	h := func(w uint64, op uint32) HLC { return HLC{Wall: w, Site: site, OpSeq: op} }
 	cells := []cell{
 		{col: "a", val: Int(-5), hlc: h(10, 0)},
-		{col: "b", val: Text("x"), hlc: h(10, 1), hasPrior: true, priorVal: Text("w"), priorHLC: h(5, 3)},
+		{col: "b", val: Text("x"), hlc: h(10, 1), prior: &cellPrior{val: Text("w"), hlc: h(5, 3)}},
 		{col: "c", val: Real(1.5), hlc: h(12, 0)},
 		{col: "id", val: Text("k"), hlc: h(10, 2)},
 		{col: "j", val: Value{kind: KindJSON, s: `{"a":[1]}`}, hlc: h(12, 1)},

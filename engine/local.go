@@ -393,9 +393,9 @@ func (w *writeTx) setCell(r *txRow, col string, v Value) {
 		if old.hlc.SameTransaction(h) {
 			// Rewritten inside this transaction: the before-image is
 			// still what the transaction overwrote.
-			c.hasPrior, c.priorVal, c.priorHLC = old.hasPrior, old.priorVal, old.priorHLC
+			c.prior = old.prior
 		} else if priorKept(old.val) {
-			c.hasPrior, c.priorVal, c.priorHLC = true, old.val, old.hlc
+			c.prior = &cellPrior{val: old.val, hlc: old.hlc}
 		}
 	}
 	r.cur.set(c)

@@ -36,12 +36,18 @@ import (
 const recordVersion = 1
 
 type cell struct {
-	col      string
-	val      Value
-	hlc      HLC
-	hasPrior bool
-	priorVal Value
-	priorHLC HLC
+	col   string
+	val   Value
+	hlc   HLC
+	prior *cellPrior // best-effort before-image, nil if none; never modified
+}
+
+// cellPrior is a cell's before-image: the value and HLC of the write it
+// replaced. Held by pointer: most cells (every inserted or bootstrapped
+// one) have none, and a cell is copied, scanned and cloned often.
+type cellPrior struct {
+	val Value
+	hlc HLC
 }
 
 type record struct {
@@ -250,7 +256,7 @@ func encodeRecord(dst []byte, r *record, pk []Value, pkCols []string) []byte {
 		if k >= 0 {
 			cf |= 1
 		}
-		if c.hasPrior {
+		if c.prior != nil {
 			cf |= 2
 		}
 		dst = append(dst, cf)
@@ -259,10 +265,10 @@ func encodeRecord(dst []byte, r *record, pk []Value, pkCols []string) []byte {
 		} else {
 			dst = appendRecValue(dst, c.val)
 		}
-		if c.hasPrior {
-			dst = appendRecValue(dst, c.priorVal)
+		if c.prior != nil {
+			dst = appendRecValue(dst, c.prior.val)
 			var h [HLCSize]byte
-			c.priorHLC.Put(h[:])
+			c.prior.hlc.Put(h[:])
 			dst = append(dst, h[:]...)
 		}
 	}
@@ -468,11 +474,11 @@ func decodeRecord(b []byte, pk []Value) (*record, error) {
 			c.val = rd.value()
 		}
 		if cf&2 != 0 {
-			c.hasPrior = true
-			c.priorVal = rd.value()
+			p := &cellPrior{val: rd.value()}
 			if raw := rd.bytes(HLCSize); raw != nil {
-				c.priorHLC, _ = HLCFromBytes(raw)
+				p.hlc, _ = HLCFromBytes(raw)
 			}
+			c.prior = p
 		}
 		if len(r.cells) > 0 && r.cells[len(r.cells)-1].col >= c.col {
 			rd.fail("cells out of order")

@@ -29,7 +29,7 @@ func TestRecordLive(t *testing.T) {
 				cl.val = pk[0]
 			}
 			if rng.IntN(3) == 0 {
-				cl.hasPrior, cl.priorVal, cl.priorHLC = true, vals[rng.IntN(len(vals))], h()
+				cl.prior = &cellPrior{val: vals[rng.IntN(len(vals))], hlc: h()}
 			}
 			r.cells = append(r.cells, cl)
 		}

@@ -51,9 +51,9 @@ type stagedStmt struct {
 	values map[string]any
 	pk     Key
 	// Inserts into a declared table keep the row as validated at staging
-	// (defaults filled, id generated): Commit writes exactly it, without
-	// validating again; fresh marks a generated key, which Commit does not
-	// read.
+	// (defaults filled, id generated), and no values: Commit writes
+	// exactly the row, without validating again; fresh marks a generated
+	// key, which Commit does not read.
 	row   Row
 	rowPK []Value
 	fresh bool
@@ -131,7 +131,7 @@ func (s *Staged) Insert(table string, values map[string]any) (Row, error) {
 		s.rows[rk] = r
 	}
 	if r.cur == nil {
-		r.cur = &record{}
+		r.cur = &record{cells: make([]cell, 0, len(vt.def.Columns))}
 	}
 	if r.cur.hasTomb && !allow {
 		return nil, fmt.Errorf("%w: %s %s was deleted and deleted rows stay deleted (allowResurrection is off); use a new key", ErrConflict, table, fmtKey(pk))
@@ -141,17 +141,21 @@ func (s *Staged) Insert(table string, values map[string]any) (Row, error) {
 		r.cur.set(cell{col: c, val: row[c], hlc: HLC{Site: s.e.site, OpSeq: s.opSeq}})
 		s.opSeq++
 	}
-	fixed := make(map[string]any, len(values)+1)
-	for k, v := range values {
-		fixed[k] = v
-	}
 	fresh := vt.autoID && values["id"] == nil
-	if fresh {
-		fixed["id"] = row["id"]
-	}
-	st := stagedStmt{kind: stmtInsert, table: table, values: fixed}
+	st := stagedStmt{kind: stmtInsert, table: table}
 	if s.e.declared[table] == vt {
 		st.row, st.rowPK, st.fresh = row, pk, fresh
+	} else {
+		// Replayed from its values (validated again at Commit), with
+		// the generated id fixed.
+		fixed := make(map[string]any, len(values)+1)
+		for k, v := range values {
+			fixed[k] = v
+		}
+		if fresh {
+			fixed["id"] = row["id"]
+		}
+		st.values = fixed
 	}
 	s.stmts = append(s.stmts, st)
 	return vt.rowOf(r.cur, pk), nil

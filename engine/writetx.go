@@ -636,11 +636,18 @@ func appendFacts(out []Change, rec *record, base HLC, table string, pk []Value) 
 	for i := range rec.cells {
 		c := &rec.cells[i]
 		if c.hlc.SameTransaction(base) {
-			out = append(out, Change{Type: ColumnChange, Table: table, PK: pk, Column: c.col, Value: c.val, HLC: c.hlc,
-				HasPrior: c.hasPrior, PriorValue: c.priorVal, PriorHLC: c.priorHLC})
+			out = append(out, Change{Type: ColumnChange, Table: table, PK: pk, Column: c.col, Value: c.val, HLC: c.hlc})
+			setPrior(&out[len(out)-1], c.prior)
 		}
 	}
 	return out
+}
+
+// setPrior copies a cell's before-image into its Change.
+func setPrior(c *Change, p *cellPrior) {
+	if p != nil {
+		c.HasPrior, c.PriorValue, c.PriorHLC = true, p.val, p.hlc
+	}
 }
 
 // localChangeSet builds the ChangeSet of the local transaction just
@@ -713,8 +720,9 @@ func (w *writeTx) placeFacts(cs *ChangeSet) bool {
 		for i := range rec.cells {
 			c := &rec.cells[i]
 			if c.hlc.SameTransaction(w.base) {
-				cs.Changes[rank[c.hlc.OpSeq]] = Change{Type: ColumnChange, Table: r.table, PK: r.pk, Column: c.col, Value: c.val, HLC: c.hlc,
-					HasPrior: c.hasPrior, PriorValue: c.priorVal, PriorHLC: c.priorHLC}
+				ch := &cs.Changes[rank[c.hlc.OpSeq]]
+				*ch = Change{Type: ColumnChange, Table: r.table, PK: r.pk, Column: c.col, Value: c.val, HLC: c.hlc}
+				setPrior(ch, c.prior)
 			}
 		}
 	}
@@ -848,8 +856,8 @@ func (w *writeTx) rebuildTable(t *table) error {
 						continue
 					}
 					c.val = normalizeRemote(d, c.val)
-					if c.hasPrior {
-						c.priorVal = normalizeRemote(d, c.priorVal)
+					if c.prior != nil {
+						c.prior = &cellPrior{val: normalizeRemote(d, c.prior.val), hlc: c.prior.hlc}
 					}
 				}
 			}
