@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // reader is a strict pull parser over one JSON text. It accepts exactly
@@ -18,6 +19,29 @@ type reader struct {
 	// errSentinel is the sentinel the reader's errors wrap: ErrMalformed for
 	// frames, engine.ErrSchema for ParseSchema.
 	errSentinel error
+	// arena, when not nil, holds the bytes of the text values read (see
+	// text): set while reading the rows of a snapshot chunk.
+	arena []byte
+}
+
+// arenaBlock is the size of a text arena block.
+const arenaBlock = 16 << 10
+
+// text returns b as a string. With an arena, short strings are copied
+// into it and share its allocation (a snapshot chunk's thousands of
+// names and codes cost a few allocations, not one each: allocation is
+// dear in WebAssembly); a block is only ever appended to, so the strings
+// it holds never change. Without an arena, it is string(b).
+func (r *reader) text(b []byte) string {
+	if r.arena == nil || len(b) == 0 || len(b) > arenaBlock/8 {
+		return string(b)
+	}
+	if cap(r.arena)-len(r.arena) < len(b) {
+		r.arena = make([]byte, 0, arenaBlock)
+	}
+	start := len(r.arena)
+	r.arena = append(r.arena, b...)
+	return unsafe.String(&r.arena[start], len(b))
 }
 
 func newReader(data []byte) *reader {

@@ -639,14 +639,17 @@ func checkDistinct(r *reader, start int, names []string) error {
 }
 
 // snapshotRows reads the rows array of a rows chunk. It is the hot path of
-// a snapshot transfer: it avoids closures, and the rows' primary keys and
+// a snapshot transfer: it avoids closures, the rows' primary keys and
 // cells are carved out of shared slabs (each row's slices are capped, so
-// appending to one never touches another).
+// appending to one never touches another), and text values share arena
+// blocks (reader.text).
 // The key's column indexes must be in range (checkKey).
 func (r *reader) snapshotRows(columns []string, key []int, bases []engine.HLC) ([]engine.SnapshotRow, error) {
 	if err := r.openArray(); err != nil {
 		return nil, err
 	}
+	r.arena = make([]byte, 0, arenaBlock)
+	defer func() { r.arena = nil }()
 	var (
 		rows     []engine.SnapshotRow
 		cells    []engine.SnapshotCell // slab

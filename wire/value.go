@@ -243,7 +243,10 @@ func (r *reader) value() (engine.Value, error) {
 		return engine.Bool(b), err
 	case c == '"':
 		s, err := r.stringBytes()
-		return engine.Text(string(s)), err
+		if err != nil {
+			return engine.Null, err
+		}
+		return engine.Text(r.text(s)), nil
 	case c == '-' || ('0' <= c && c <= '9'):
 		start := r.pos
 		lit, isInt, err := r.number()
