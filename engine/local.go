@@ -264,20 +264,15 @@ func (t *table) coerceKey(pk Key) ([]Value, error) {
 // coerceRow validates values against t. With insert set, omitted columns
 // take their defaults (or null), and an omitted auto id is generated.
 func (t *table) coerceRow(values map[string]any, insert bool) (Row, error) {
-	names := make([]string, 0, len(values))
-	for n := range values {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	row := make(Row, len(t.def.Columns))
-	for _, n := range names {
+	for n, x := range values {
 		c := t.cols[n]
 		if c == nil {
-			return nil, &ValidationError{Table: t.def.Name, Column: n, Reason: "unknown column"}
+			return nil, t.firstValueError(values)
 		}
-		v, err := coerceValue(&t.def, c, values[n])
+		v, err := coerceValue(&t.def, c, x)
 		if err != nil {
-			return nil, err
+			return nil, t.firstValueError(values)
 		}
 		row[n] = v
 	}
@@ -301,8 +296,15 @@ func (t *table) coerceRow(values map[string]any, insert bool) (Row, error) {
 			row["id"] = Text(id.String())
 		}
 	}
-	for _, n := range sortedKeys(row) {
-		if c := t.cols[n]; c != nil && c.NotNull && row[n].IsNull() {
+	// The row holds only the table's columns: checked in name order, as
+	// every error here is reported for the first column by name.
+	names := t.names
+	if len(names) != len(t.def.Columns) {
+		names = sortedKeys(row)
+	}
+	for _, n := range names {
+		v, ok := row[n]
+		if c := t.cols[n]; ok && c != nil && c.NotNull && v.IsNull() {
 			reason := "is required (notNull) and cannot be null"
 			if _, given := values[n]; !given {
 				reason = "is required (notNull) and has no default"
@@ -313,7 +315,23 @@ func (t *table) coerceRow(values map[string]any, insert bool) (Row, error) {
 	return row, nil
 }
 
-func sortedKeys(r Row) []string {
+// firstValueError returns the error coerceRow reports for values that do
+// not all convert: the first unknown or invalid column by name, so the
+// error does not depend on map order.
+func (t *table) firstValueError(values map[string]any) error {
+	for _, n := range sortedKeys(values) {
+		c := t.cols[n]
+		if c == nil {
+			return &ValidationError{Table: t.def.Name, Column: n, Reason: "unknown column"}
+		}
+		if _, err := coerceValue(&t.def, c, values[n]); err != nil {
+			return err
+		}
+	}
+	return &ValidationError{Table: t.def.Name, Reason: "invalid values"} // not reached: coerceValue is pure
+}
+
+func sortedKeys[V any](r map[string]V) []string {
 	out := make([]string, 0, len(r))
 	for n := range r {
 		out = append(out, n)

@@ -11,6 +11,7 @@ type table struct {
 	def     TableDef
 	key     []byte // tableKey(def.Name)
 	cols    map[string]*ColumnDef
+	names   []string // the column names, sorted
 	pkCols  []string
 	pkDefs  []*ColumnDef
 	indexes []*compiledIndex
@@ -31,7 +32,9 @@ func compileTable(def TableDef) *table {
 	t := &table{def: def, key: tableKey(def.Name), cols: make(map[string]*ColumnDef, len(def.Columns))}
 	for i := range t.def.Columns {
 		t.cols[t.def.Columns[i].Name] = &t.def.Columns[i]
+		t.names = append(t.names, t.def.Columns[i].Name)
 	}
+	sort.Strings(t.names)
 	t.pkCols = t.def.PrimaryKey
 	for _, n := range t.pkCols {
 		t.pkDefs = append(t.pkDefs, t.cols[n])
