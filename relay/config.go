@@ -55,7 +55,7 @@ type Config struct {
 	// wire.DefaultMaxMessageSize (16 MiB).
 	MaxMessageSize int64
 	// MaxChangesPerApply bounds the changes plus schema migrations of one
-	// apply_changes; a larger one is rejected with APPLY_CHANGES_ERROR.
+	// apply_changes; a larger one is refused with APPLY_CHANGES_REFUSED.
 	// Default 100 000.
 	MaxChangesPerApply int
 	// PageChanges bounds the changes plus schema migrations of one

@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -341,7 +342,8 @@ func (c *conn) applyChanges(m *wire.ApplyChanges) {
 		n += facts(&m.ChangeSets[i])
 	}
 	if n > c.s.cfg.MaxChangesPerApply {
-		c.sendError(wire.CodeApplyChangesError, m.RequestID,
+		c.log.Warn("relay: apply_changes refused: too many changes", "requestId", m.RequestID, "changes", n, "limit", c.s.cfg.MaxChangesPerApply)
+		c.sendError(wire.CodeApplyChangesRefused, m.RequestID,
 			"apply_changes carries %d changes and migrations, above this relay's limit of %d per apply_changes (max changes per apply): send fewer ChangeSets per frame",
 			n, c.s.cfg.MaxChangesPerApply)
 		return
@@ -354,19 +356,48 @@ func (c *conn) applyChanges(m *wire.ApplyChanges) {
 	res, added, err := c.db.apply(c, m.ChangeSets)
 	c.s.metrics.applyDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
-		if errors.Is(err, engine.ErrClockDrift) || errors.Is(err, engine.ErrMalformed) {
-			c.log.Info("relay: apply_changes rejected", "requestId", m.RequestID, "err", err)
-			c.sendError(wire.CodeApplyChangesError, m.RequestID, "%v", err)
-		} else {
-			c.log.Error("relay: apply_changes failed", "requestId", m.RequestID, "err", err)
-			c.sendError(wire.CodeApplyChangesError, m.RequestID, "the relay could not store the changes (nothing was stored): retry later")
-		}
+		c.applyFailed(m.RequestID, err)
 		return
 	}
 	c.s.metrics.changesApplied.Add(float64(res.Applied))
 	c.s.metrics.changesSkipped.Add(float64(res.Skipped))
 	c.s.metrics.changeSetsStored.Add(float64(added))
 	c.send(&wire.ApplyResult{RequestID: m.RequestID, ApplyResult: res})
+}
+
+// applyFailed answers an apply_changes that stored nothing. A refusal for
+// the batch's content (refused: it would be refused again, unchanged) is
+// APPLY_CHANGES_REFUSED and logged as a warning, like clock drift (the
+// client's clock, transient: APPLY_CHANGES_ERROR); anything else is the
+// relay's failure (storage), logged as an error and answered with
+// APPLY_CHANGES_ERROR, retry later.
+func (c *conn) applyFailed(requestID string, err error) {
+	switch {
+	case refused(err):
+		c.log.Warn("relay: apply_changes refused", "requestId", requestID, "err", err)
+		c.sendError(wire.CodeApplyChangesRefused, requestID, "%v (nothing was stored; the same ChangeSets would be refused again)", err)
+	case errors.Is(err, engine.ErrClockDrift):
+		c.log.Warn("relay: apply_changes rejected: clock drift", "requestId", requestID, "err", err)
+		c.sendError(wire.CodeApplyChangesError, requestID, "%v (nothing was stored; retry once the clocks agree)", err)
+	default:
+		c.log.Error("relay: apply_changes failed", "requestId", requestID, "err", err)
+		c.sendError(wire.CodeApplyChangesError, requestID, "the relay could not store the changes (nothing was stored): retry later")
+	}
+}
+
+// refused reports whether an apply failed for the content of the batch, so
+// that sending the same ChangeSets again would fail the same way: a relay
+// refusal (errRefused), a ChangeSet the engine finds malformed, a value
+// or row too large to store (engine.ErrValidation, kv limits), a schema
+// migration contradicting the stored schema. Clock drift is not (clocks
+// move), nor is a storage failure.
+func refused(err error) bool {
+	for _, target := range []error{errRefused, engine.ErrMalformed, engine.ErrValidation, engine.ErrSchema, kv.ErrValueTooLarge, kv.ErrInvalidKey} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
 }
 
 // snapshot streams a snapshot of the database (resume: only the tables the

@@ -50,6 +50,11 @@ type database struct {
 	done     chan struct{} // closed when the database is closed
 }
 
+// errRefused marks a batch the relay refuses for its content (sending it
+// again unchanged would be refused again): answered with
+// APPLY_CHANGES_REFUSED.
+var errRefused = errors.New("refused")
+
 // errSnapshotRequired is returned by readChanges for a cursor the arrival log
 // cannot serve.
 type errSnapshotRequired struct{ since, pruned, current uint64 }
@@ -128,9 +133,9 @@ type arrival struct {
 // apply merges sets into the replica and appends the ChangeSets the log does
 // not hold yet, in one kv transaction, then sends them as push_changes to
 // every other connection of the database. It returns the engine's result
-// and the number of ChangeSets appended. Errors match engine.ErrClockDrift
-// or engine.ErrMalformed for a rejected batch (nothing stored), or are
-// storage errors (nothing stored either).
+// and the number of ChangeSets appended. Nothing is stored when it fails:
+// errors satisfy refused for a batch refused for its content,
+// engine.ErrClockDrift for one too far ahead, or are storage errors.
 func (d *database) apply(sender *conn, sets []engine.ChangeSet) (engine.ApplyResult, int, error) {
 	type pending struct {
 		key   []byte
@@ -141,7 +146,7 @@ func (d *database) apply(sender *conn, sets []engine.ChangeSet) (engine.ApplyRes
 	for i := range sets {
 		cs := &sets[i]
 		if cs.SiteID == d.site {
-			return engine.ApplyResult{}, 0, fmt.Errorf("%w: ChangeSet %d (%s) claims the relay's own site id %s", engine.ErrMalformed, i, cs.TransactionID, d.site)
+			return engine.ApplyResult{}, 0, fmt.Errorf("%w: ChangeSet %d (%s) claims the relay's own site id %s", errRefused, i, cs.TransactionID, d.site)
 		}
 		js, err := wire.MarshalChangeSet(cs)
 		if err != nil {

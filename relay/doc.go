@@ -102,12 +102,23 @@
 // a batch whose apply_result it lost does not grow the log; only a resend
 // carrying more facts than the stored copy would be appended (an origin's
 // transaction only loses facts, to newer writes, so that does not happen
-// with a well-behaved client). The merge still runs: it is idempotent. A
-// batch the engine refuses (engine.ErrClockDrift: an HLC more than 60 s
-// ahead of the relay's clock; engine.ErrMalformed) or that carries more than
-// MaxChangesPerApply changes is answered with APPLY_CHANGES_ERROR and
-// nothing of it is stored. apply_result echoes requestId and carries the
-// engine's counts.
+// with a well-behaved client). The merge still runs: it is idempotent.
+// Nothing of a batch that fails is stored, and the error echoes requestId:
+//
+//   - refused for its content, so that it would be refused again if resent
+//     unchanged: APPLY_CHANGES_REFUSED, logged as a warning. That is a
+//     ChangeSet the engine finds malformed (engine.ErrMalformed), a row or
+//     value too large to store (engine.ErrValidation, kv.ErrValueTooLarge,
+//     kv.ErrInvalidKey), a migration contradicting the stored schema
+//     (engine.ErrSchema), a ChangeSet claiming the relay's own site id, or
+//     more than MaxChangesPerApply changes in the frame;
+//   - an HLC more than 60 s ahead of the relay's clock
+//     (engine.ErrClockDrift): APPLY_CHANGES_ERROR saying "clock drift",
+//     logged as a warning; it passes once the clocks agree;
+//   - a storage failure on the relay: APPLY_CHANGES_ERROR, "retry later",
+//     logged as an error.
+//
+// apply_result echoes requestId and carries the engine's counts.
 //
 // After the commit the appended ChangeSets go to every other connection of
 // the database as push_changes {cursor, changeSets}, paged like changes, in
@@ -192,8 +203,8 @@
 //     to its end: after the error frame the connection is closed with 1009.
 //     The relay also pages changes and push_changes below the limit; clients
 //     must accept frames that large (coder/websocket: SetReadLimit).
-//   - MaxChangesPerApply (100 000): APPLY_CHANGES_ERROR naming the limit. A
-//     single ChangeSet above it cannot be stored.
+//   - MaxChangesPerApply (100 000): APPLY_CHANGES_REFUSED naming the limit.
+//     A single ChangeSet above it cannot be stored.
 //   - SendQueue (64 frames per connection): replies wait for room (so a
 //     snapshot streams at the client's pace); a push_changes that finds the
 //     queue full is not waited for: the connection is closed with 1013 (try

@@ -203,7 +203,7 @@ func TestMalformedChangeSetRejected(t *testing.T) {
 	bad := insertStops(t, rep, "t", 1)
 	bad[0].TransactionID = "1:0:" + bad[0].SiteID.String() // not derived from its HLC
 	a.send(&wire.ApplyChanges{RequestID: "apply-1", ChangeSets: append(sets, bad...)})
-	if e := a.expectError(wire.CodeApplyChangesError); e.RequestID != "apply-1" {
+	if e := a.expectError(wire.CodeApplyChangesRefused); e.RequestID != "apply-1" {
 		t.Fatalf("error without the request's id: %+v", *e)
 	}
 	if ch := a.getChanges(0); ch.Cursor != 0 {
@@ -217,7 +217,7 @@ func TestMaxChangesPerApply(t *testing.T) {
 	rep := newReplica(t, nil)
 	sets := insertStops(t, rep, "t", 3) // 12 changes
 	a.send(&wire.ApplyChanges{RequestID: "apply-3", ChangeSets: sets})
-	e := a.expectError(wire.CodeApplyChangesError)
+	e := a.expectError(wire.CodeApplyChangesRefused)
 	if e.RequestID != "apply-3" || !strings.Contains(e.Message, "limit of 10") || !strings.Contains(e.Message, "12") {
 		t.Fatalf("error %+v, want one naming 12 changes and the limit of 10", *e)
 	}

@@ -185,12 +185,15 @@
 //     duplicate id is ignored.
 //   - changes (array of ChangeSet, required): the ChangeSets to store.
 //
-// The relay validates and stores every ChangeSet or none; a rejection is
-// answered with APPLY_CHANGES_ERROR, among others when an HLC is more than
-// 60 s (engine.MaxDrift) ahead of the relay's clock ("clock drift" in the
-// message). Each newly stored ChangeSet gets the next arrival sequence; a
-// ChangeSet the relay already holds (same transactionId, as after a
-// client resent a push whose ack it lost) need not be stored again.
+// The relay validates and stores every ChangeSet or none. A batch refused
+// for its content, which would be refused again if resent unchanged, is
+// answered with APPLY_CHANGES_REFUSED (see "Error codes"); one that failed
+// for a reason that may pass later, with APPLY_CHANGES_ERROR: an HLC more
+// than 60 s (engine.MaxDrift) ahead of the relay's clock ("clock drift" in
+// the message), or a storage failure. Both echo requestId. Each newly
+// stored ChangeSet gets the next arrival sequence; a ChangeSet the relay
+// already holds (same transactionId, as after a client resent a push whose
+// ack it lost) need not be stored again.
 //
 // # Message apply_result
 //
@@ -522,15 +525,20 @@
 //
 // Transient (one request failed; the connection stays open):
 //
-//	NOT_AUTHENTICATED    a request before the handshake completed
-//	APPLY_CHANGES_ERROR  apply_changes rejected as a whole (malformed, clock drift)
-//	GET_CHANGES_ERROR    get_changes failed
-//	SNAPSHOT_ERROR       a snapshot stream failed or was abandoned
-//	UNKNOWN_MESSAGE      a well-formed frame of an unknown type
-//	MESSAGE_ERROR        a frame that is not valid JSON or not a valid message
-//	MESSAGE_TOO_LARGE    a frame above the size limit (a WebSocket library may
-//	                     close with status 1009 instead)
-//	SNAPSHOT_REQUIRED    get_changes cannot be served from the log: bootstrap
+//	NOT_AUTHENTICATED      a request before the handshake completed
+//	APPLY_CHANGES_ERROR    apply_changes failed as a whole, may pass when resent
+//	                       later (clock drift, a storage failure on the relay)
+//	APPLY_CHANGES_REFUSED  apply_changes refused as a whole for its content; the
+//	                       same ChangeSets would be refused again (malformed,
+//	                       too large to store, above the relay's per-frame
+//	                       limit): do not resend them unchanged
+//	GET_CHANGES_ERROR      get_changes failed
+//	SNAPSHOT_ERROR         a snapshot stream failed or was abandoned
+//	UNKNOWN_MESSAGE        a well-formed frame of an unknown type
+//	MESSAGE_ERROR          a frame that is not valid JSON or not a valid message
+//	MESSAGE_TOO_LARGE      a frame above the size limit (a WebSocket library may
+//	                       close with status 1009 instead)
+//	SNAPSHOT_REQUIRED      get_changes cannot be served from the log: bootstrap
 //
 // Codes this list lacks are transient unless their frame says fatal. The
 // ErrorCode constants, ErrorCode.CloseStatus, IsFatal and DecodeErrorCode

@@ -22,6 +22,13 @@ import "fmt"
 //     apply_result adds transactions and unknownTable; error always carries
 //     fatal; snapshot rows travel in the compact rows chunk of snapshot
 //     format 1; schema migrations carry their DDL as JSON, not SQL.
+//   - 1 (unchanged): 2026-11-30: new transient error code
+//     APPLY_CHANGES_REFUSED for an apply_changes refused for its content
+//     (retrying it unchanged cannot succeed), which relays sent as
+//     APPLY_CHANGES_ERROR before. No version bump: every client of
+//     version 1 treats an unknown code as transient, and an error frame
+//     carrying its push's requestId as a failed push, as it did
+//     APPLY_CHANGES_ERROR.
 const ProtocolVersion = 1
 
 // DefaultMaxMessageSize is the largest frame, in bytes, a relay or client
@@ -97,12 +104,29 @@ const (
 	// CodeNotAuthenticated (transient): a request other than handshake
 	// before the handshake completed.
 	CodeNotAuthenticated ErrorCode = "NOT_AUTHENTICATED"
-	// CodeApplyChangesError (transient): apply_changes was rejected as a
-	// whole (nothing of it was stored): a ChangeSet the engine finds
-	// malformed, or an HLC more than engine.MaxDrift ms ahead of the
-	// relay's clock (the message then says "clock drift"). No apply_result
-	// follows for it.
+	// CodeApplyChangesError (transient): apply_changes failed as a whole
+	// (nothing of it was stored) for a reason that may pass when the same
+	// ChangeSets are sent again later: an HLC more than engine.MaxDrift ms
+	// ahead of the relay's clock (the message then says "clock drift"), or
+	// a storage failure on the relay. No apply_result follows for it.
+	// Relays before 2026-11-30 also sent it for what is now
+	// CodeApplyChangesRefused.
 	CodeApplyChangesError ErrorCode = "APPLY_CHANGES_ERROR"
+	// CodeApplyChangesRefused (transient: the connection stays open):
+	// apply_changes was refused as a whole for its content (nothing of it
+	// was stored), and the same ChangeSets sent again would be refused
+	// again: a ChangeSet that is malformed (also an apply_changes frame
+	// whose changes do not decode, answered with its requestId), that
+	// names another siteId than the connection's handshake, that resends a
+	// transactionId with facts other than the ones the relay holds for it,
+	// a row or value too large to store, more changes than the relay takes
+	// in one apply_changes. The message says which ChangeSet and why. No
+	// apply_result follows for it. A client must not resend the batch
+	// unchanged: it may split it to isolate the refused ChangeSet, and
+	// reports that one. A receiver that does not know this code (it is
+	// newer than protocol version 1's first release) treats it as any
+	// unknown transient code with a requestId: a failed push, retried.
+	CodeApplyChangesRefused ErrorCode = "APPLY_CHANGES_REFUSED"
 	// CodeGetChangesError (transient): get_changes failed on the relay.
 	CodeGetChangesError ErrorCode = "GET_CHANGES_ERROR"
 	// CodeSnapshotError (transient): get_snapshot or resume_snapshot

@@ -1,0 +1,108 @@
+package relay
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/wire"
+)
+
+// logRecorder is a slog.Handler keeping every record's level and message
+// (and passing them on to the test logger).
+type logRecorder struct {
+	next slog.Handler
+	mu   *sync.Mutex
+	recs *[]slog.Record
+}
+
+func newLogRecorder(t testing.TB) (*slog.Logger, func() []slog.Record) {
+	r := logRecorder{next: testLogger(t).Handler(), mu: new(sync.Mutex), recs: new([]slog.Record)}
+	return slog.New(r), func() []slog.Record {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return append([]slog.Record(nil), *r.recs...)
+	}
+}
+
+func (r logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+
+func (r logRecorder) Handle(ctx context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	*r.recs = append(*r.recs, rec.Clone())
+	r.mu.Unlock()
+	if r.next.Enabled(ctx, rec.Level) {
+		return r.next.Handle(ctx, rec)
+	}
+	return nil
+}
+
+func (r logRecorder) WithAttrs(as []slog.Attr) slog.Handler {
+	return logRecorder{next: r.next.WithAttrs(as), mu: r.mu, recs: r.recs}
+}
+
+func (r logRecorder) WithGroup(name string) slog.Handler {
+	return logRecorder{next: r.next.WithGroup(name), mu: r.mu, recs: r.recs}
+}
+
+// logged returns the records of level at least min whose message contains
+// sub.
+func logged(recs []slog.Record, min slog.Level, sub string) []slog.Record {
+	var out []slog.Record
+	for _, r := range recs {
+		if r.Level >= min && strings.Contains(r.Message, sub) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// A batch the relay will never store (here: a row too large) is refused
+// with APPLY_CHANGES_REFUSED, not "retry later", and logged as a warning
+// about the client's batch, not as the relay's error.
+func TestPermanentRefusalIsNotRetryLater(t *testing.T) {
+	log, records := newLogRecorder(t)
+	r := startRelay(t, Config{Logger: log})
+	rep := newReplica(t, nil)
+	a := connectAs(t, r, "acme", rep)
+	a.apply("apply-1", localSets(t, rep)) // the DDL: cursor 1
+
+	// Two transactions on one row, each with a 5 MiB value: each
+	// ChangeSet fits the frame and the arrival log, the merged row (10
+	// MiB) exceeds what a row may hold.
+	ins := insertStops(t, rep, "t", 1)[0]
+	pk := ins.Changes[0].PK
+	upd, err := rep.Transact(func(tx *engine.Tx) error {
+		_, err := tx.Update("stops", engine.Key{pk[0].Text()}, map[string]any{"trip": "u"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 5<<20)
+	for _, cs := range []*engine.ChangeSet{&ins, upd} {
+		for i := range cs.Changes {
+			if c := &cs.Changes[i]; c.Column == "name" || c.Column == "trip" && cs == upd {
+				c.Value = engine.Text(big)
+			}
+		}
+	}
+	a.send(&wire.ApplyChanges{RequestID: "apply-2", ChangeSets: []engine.ChangeSet{ins, *upd}})
+	e := a.expectError(wire.CodeApplyChangesRefused)
+	if e.RequestID != "apply-2" || !strings.Contains(e.Message, "too large") || strings.Contains(e.Message, "retry later") {
+		t.Fatalf("error %+v, want requestId apply-2 and a message saying the row is too large, not retry later", *e)
+	}
+	if ch := a.getChanges(0); ch.Cursor != 1 {
+		t.Fatalf("cursor %d after a refused batch, want 1 (nothing stored)", ch.Cursor)
+	}
+	recs := records()
+	if errs := logged(recs, slog.LevelError, ""); len(errs) != 0 {
+		t.Fatalf("a client's refused batch was logged at ERROR: %q", errs[0].Message)
+	}
+	if len(logged(recs, slog.LevelWarn, "refused")) != 1 {
+		t.Fatal("the refused batch was not logged as a warning")
+	}
+}
