@@ -285,6 +285,12 @@ func (c *conn) handshake(m *wire.Handshake) bool {
 		}
 		return c.fatal(wire.CodeMissingDatabaseID, "databaseId %q does not match ^[A-Za-z0-9_.:-]{1,128}$", m.DatabaseID)
 	}
+	if m.SiteID.IsZero() {
+		// Every replica's site id is 16 random bytes; all zeros is a
+		// broken client, and it would be again after a reconnect.
+		return c.fatalStatus(wire.CodeMessageError, websocket.StatusProtocolError,
+			"handshake with the all-zero siteId %s: a replica's site id is 16 random bytes", m.SiteID)
+	}
 	ctx, cancel := context.WithTimeout(c.stopCtx, c.s.cfg.AuthTimeout)
 	err := c.s.cfg.Auth.Authenticate(ctx, AuthRequest{DatabaseID: m.DatabaseID, Token: m.Token,
 		SiteID: m.SiteID, RemoteAddr: c.remote, Header: c.header})
@@ -314,9 +320,19 @@ func (c *conn) handshake(m *wire.Handshake) bool {
 // fatal sends a fatal error and closes the connection with its code's close
 // status once the error frame is written. It returns false.
 func (c *conn) fatal(code wire.ErrorCode, format string, args ...any) bool {
+	return c.fatalStatus(code, websocket.StatusCode(code.CloseStatus()), format, args...)
+}
+
+// fatalStatus sends an error of code marked fatal (whatever the code's own
+// rule) and closes the connection with status once it is written. It
+// returns false.
+func (c *conn) fatalStatus(code wire.ErrorCode, status websocket.StatusCode, format string, args ...any) bool {
 	c.log.Info("relay: fatal session error", "code", code, "message", fmt.Sprintf(format, args...))
-	c.sendError(code, "", format, args...)
-	c.closeWith(websocket.StatusCode(code.CloseStatus()), string(code), true)
+	e := wire.NewError(code, format, args...)
+	e.Fatal = true
+	c.s.metrics.errors.WithLabelValues(string(code)).Inc()
+	c.send(e)
+	c.closeWith(status, string(code), true)
 	return false
 }
 

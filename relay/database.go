@@ -142,6 +142,10 @@ func (d *database) apply(sender *conn, sets []engine.ChangeSet) (engine.ApplyRes
 		json  []byte
 		facts int
 	}
+	sets, err := dedupBatch(sets)
+	if err != nil {
+		return engine.ApplyResult{}, 0, err
+	}
 	pend := make([]pending, len(sets))
 	for i := range sets {
 		cs := &sets[i]

@@ -77,7 +77,9 @@
 // queue. The first frame must be a handshake, checked in this order before
 // any storage is touched: protocolVersion equals wire.ProtocolVersion (else
 // PROTOCOL_VERSION_MISMATCH, close 4003), databaseId passes
-// wire.ValidDatabaseID (else MISSING_DATABASE_ID, close 4002), the
+// wire.ValidDatabaseID (else MISSING_DATABASE_ID, close 4002), siteId is
+// not all zeros (else MESSAGE_ERROR marked fatal, close 1002: a replica's
+// site id is random, so the client is broken and must not retry), the
 // Authenticator grants it (else AUTH_FAILED, close 4001). Then the database
 // is opened if it is not already and handshake_ack names it, the relay's
 // site id for it (serverSiteId: the database's merged replica's site id,
@@ -102,7 +104,10 @@
 // a batch whose apply_result it lost does not grow the log; only a resend
 // carrying more facts than the stored copy would be appended (an origin's
 // transaction only loses facts, to newer writes, so that does not happen
-// with a well-behaved client). The merge still runs: it is idempotent.
+// with a well-behaved client). The merge still runs: it is idempotent. A
+// transaction carried twice in one apply_changes is merged, stored and
+// counted once (a copy that is a subset of the other is dropped; copies
+// that differ otherwise refuse the batch).
 // Nothing of a batch that fails is stored, and the error echoes requestId:
 //
 //   - refused for its content, so that it would be refused again if resent

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/coder/websocket"
+
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/wire"
 )
@@ -104,5 +106,52 @@ func TestPermanentRefusalIsNotRetryLater(t *testing.T) {
 	}
 	if len(logged(recs, slog.LevelWarn, "refused")) != 1 {
 		t.Fatal("the refused batch was not logged as a warning")
+	}
+}
+
+// A handshake with the all-zero site id is refused, fatally, before
+// anything is stored.
+func TestZeroSiteIDHandshake(t *testing.T) {
+	r := startRelay(t, Config{})
+	c := dial(t, r, nil)
+	c.send(&wire.Handshake{ProtocolVersion: wire.ProtocolVersion, DatabaseID: "acme", SiteID: engine.SiteID{}})
+	e := recvType[*wire.Error](c)
+	if e.Code != wire.CodeMessageError || !e.Fatal || !strings.Contains(e.Message, "siteId") {
+		t.Fatalf("error %+v, want a fatal MESSAGE_ERROR about the siteId", *e)
+	}
+	c.expectClose(websocket.StatusProtocolError)
+	if files := r.dbFiles(); len(files) != 0 {
+		t.Fatalf("a refused handshake created %v", files)
+	}
+}
+
+// The same ChangeSet twice in one apply_changes is stored, merged and
+// counted once; a copy that is a subset of the other is dropped the same
+// way.
+func TestDuplicateInOneBatchCountedOnce(t *testing.T) {
+	r := startRelay(t, Config{})
+	rep := newReplica(t, nil)
+	a := connectAs(t, r, "acme", rep)
+	b := connect(t, r, "acme")
+	sets := localSets(t, rep)
+	cs := insertStops(t, rep, "t", 1)[0]
+	n := len(cs.Changes)
+	res := a.apply("apply-1", append(sets, cs, cs))
+	if res.Transactions != len(sets)+1 || res.Applied != facts(&sets[0])+n || res.Skipped != 0 {
+		t.Fatalf("apply_result %+v, want %d transactions, %d applied, 0 skipped", res.ApplyResult, len(sets)+1, facts(&sets[0])+n)
+	}
+	if p := recvType[*wire.PushChanges](b); len(p.ChangeSets) != len(sets)+1 {
+		t.Fatalf("push carries %d ChangeSets, want %d", len(p.ChangeSets), len(sets)+1)
+	}
+
+	cs2 := insertStops(t, rep, "t", 1)[0]
+	sub := cs2
+	sub.Changes = cs2.Changes[1:]
+	res = a.apply("apply-2", []engine.ChangeSet{sub, cs2, sub})
+	if res.Transactions != 1 || res.Applied != len(cs2.Changes) {
+		t.Fatalf("apply_result %+v, want 1 transaction, %d applied", res.ApplyResult, len(cs2.Changes))
+	}
+	if p := recvType[*wire.PushChanges](b); len(p.ChangeSets) != 1 || len(p.ChangeSets[0].Changes) != len(cs2.Changes) {
+		t.Fatalf("push after a batch with a subset copy: %d ChangeSets, want the whole transaction once", len(p.ChangeSets))
 	}
 }

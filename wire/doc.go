@@ -45,8 +45,9 @@
 //     in this order and before touching any storage: protocolVersion equals
 //     its ProtocolVersion (else PROTOCOL_VERSION_MISMATCH, close 4003);
 //     databaseId passes ValidDatabaseID (else MISSING_DATABASE_ID, close
-//     4002); the token grants the database (else AUTH_FAILED, close 4001).
-//     It then answers handshake_ack. A frame other than handshake before
+//     4002); siteId is not all zeros (else MESSAGE_ERROR marked fatal,
+//     close 1002); the token grants the database (else AUTH_FAILED, close
+//     4001). It then answers handshake_ack. A frame other than handshake before
 //     that is answered with NOT_AUTHENTICATED; a second handshake with
 //     ALREADY_AUTHENTICATED (close 4004). The client checks the ack's
 //     protocolVersion the same way and stops, without reconnecting, when it
@@ -107,7 +108,8 @@
 //     matching ^[A-Za-z0-9_.:-]{1,128}$. Decode reads an absent one as ""
 //     so that the relay can answer it, like an invalid one, with
 //     MISSING_DATABASE_ID.
-//   - siteId (site id, required): the client replica's site id.
+//   - siteId (site id, required): the client replica's site id (16 random
+//     bytes, never all zeros).
 //   - token (string, optional): the credential for databaseId; how it is
 //     checked is the relay's configuration.
 //
@@ -536,6 +538,8 @@
 //	SNAPSHOT_ERROR         a snapshot stream failed or was abandoned
 //	UNKNOWN_MESSAGE        a well-formed frame of an unknown type
 //	MESSAGE_ERROR          a frame that is not valid JSON or not a valid message
+//	                       (fatal, close 1002, for a handshake whose siteId is
+//	                       all zeros: the frame says fatal)
 //	MESSAGE_TOO_LARGE      a frame above the size limit (a WebSocket library may
 //	                       close with status 1009 instead)
 //	SNAPSHOT_REQUIRED      get_changes cannot be served from the log: bootstrap
