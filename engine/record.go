@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 )
 
 // A row record is the stored CRDT state of one row, under its row key in the
@@ -375,6 +376,44 @@ func (r *recReader) string() string {
 	return string(r.bytes(n))
 }
 
+// name reads a column name. Names repeat in every record of a table, so
+// they are interned (names.get): decoding a row costs no allocation per
+// cell name.
+func (r *recReader) name() string {
+	n := r.uvarint()
+	return names.get(r.bytes(n))
+}
+
+// names interns column names read from records, up to a bound (a replica
+// with more distinct names than that just allocates the rest).
+var names = internTable{m: map[string]string{}}
+
+type internTable struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const (
+	maxInterned    = 4096
+	maxInternedLen = 64
+)
+
+func (t *internTable) get(b []byte) string {
+	if len(b) > maxInternedLen {
+		return string(b)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.m[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(t.m) < maxInterned {
+		t.m[s] = s
+	}
+	return s
+}
+
 func (r *recReader) value() Value {
 	switch tag := r.byte(); tag {
 	case recNull:
@@ -460,7 +499,7 @@ func decodeRecord(b []byte, pk []Value) (*record, error) {
 	r.cells = make([]cell, 0, n)
 	for i := uint64(0); i < n && rd.err == nil; i++ {
 		var c cell
-		c.col = rd.string()
+		c.col = rd.name()
 		c.hlc = hlcAt()
 		cf := rd.byte()
 		if cf&1 != 0 {

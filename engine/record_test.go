@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestRecordLive checks that recordLive, which reads only a record's head,
@@ -63,5 +66,30 @@ func TestRecordLive(t *testing.T) {
 		if _, err := recordLive(b, false); err == nil {
 			t.Fatalf("recordLive(%x) accepted a corrupt record", b)
 		}
+	}
+}
+
+// TestInternTable checks interned names read back equal, the same string
+// is handed out for the same bytes, and the table stops growing at its
+// bound.
+func TestInternTable(t *testing.T) {
+	it := internTable{m: map[string]string{}}
+	a := it.get([]byte("country"))
+	b := it.get([]byte("country"))
+	if a != "country" || b != "country" || unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Fatalf("got %q and %q, not one interned string", a, b)
+	}
+	long := strings.Repeat("x", maxInternedLen+1)
+	if got := it.get([]byte(long)); got != long || len(it.m) != 1 {
+		t.Fatalf("a long name: %q, %d entries", got, len(it.m))
+	}
+	for i := 0; i < 2*maxInterned; i++ {
+		n := fmt.Sprintf("c%d", i)
+		if got := it.get([]byte(n)); got != n {
+			t.Fatalf("got %q, want %q", got, n)
+		}
+	}
+	if len(it.m) != maxInterned {
+		t.Fatalf("%d entries, want the bound %d", len(it.m), maxInterned)
 	}
 }

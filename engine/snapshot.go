@@ -111,9 +111,11 @@ func (e *Engine) Snapshot(opts SnapshotOptions) iter.Seq2[SnapshotChunk, error] 
 			start, end := tk, kv.PrefixEnd(tk)
 			for {
 				var rows []SnapshotRow
+				var cells []SnapshotCell // slab the rows' cells are carved from
 				var last []byte
 				err := e.store.View(func(tx kv.Tx) error {
-					rows = rows[:0]
+					rows = make([]SnapshotRow, 0, chunkRows)
+					cells = nil
 					var derr error
 					err := tx.Scan(bucketRows, kv.Range{Start: start, End: end, Limit: chunkRows}, func(k, v []byte) bool {
 						last = k
@@ -128,8 +130,15 @@ func (e *Engine) Snapshot(opts SnapshotOptions) iter.Seq2[SnapshotChunk, error] 
 							return false
 						}
 						sr := SnapshotRow{PK: pk, HasTombstone: rec.hasTomb, Tombstone: rec.tomb}
-						for _, c := range rec.cells {
-							sr.Cells = append(sr.Cells, SnapshotCell{Column: c.col, Value: c.val, HLC: c.hlc})
+						if n := len(rec.cells); n > 0 {
+							if cap(cells)-len(cells) < n {
+								cells = make([]SnapshotCell, 0, max(n, 8*min(chunkRows, 1024)))
+							}
+							first := len(cells)
+							for _, c := range rec.cells {
+								cells = append(cells, SnapshotCell{Column: c.col, Value: c.val, HLC: c.hlc})
+							}
+							sr.Cells = cells[first:len(cells):len(cells)]
 						}
 						rows = append(rows, sr)
 						return true
