@@ -53,7 +53,7 @@ type database struct {
 // errRefused marks a batch the relay refuses for its content (sending it
 // again unchanged would be refused again): answered with
 // APPLY_CHANGES_REFUSED.
-var errRefused = errors.New("refused")
+var errRefused = errors.New("apply_changes refused")
 
 // errSnapshotRequired is returned by readChanges for a cursor the arrival log
 // cannot serve.
@@ -141,6 +141,15 @@ func (d *database) apply(sender *conn, sets []engine.ChangeSet) (engine.ApplyRes
 		key   []byte
 		json  []byte
 		facts int
+	}
+	// A connection pushes its own site's transactions only: a ChangeSet of
+	// another site would reach every device but that one (its pulls leave
+	// its own site out), and they would diverge for good.
+	for i := range sets {
+		if cs := &sets[i]; cs.SiteID != sender.site {
+			return engine.ApplyResult{}, 0, fmt.Errorf("%w: ChangeSet %d (%s) is of site %s, but this connection's handshake declared site %s: a client pushes only its own transactions",
+				errRefused, i, cs.TransactionID, cs.SiteID, sender.site)
+		}
 	}
 	sets, err := dedupBatch(sets)
 	if err != nil {

@@ -112,7 +112,11 @@
 //
 //   - refused for its content, so that it would be refused again if resent
 //     unchanged: APPLY_CHANGES_REFUSED, logged as a warning. That is a
-//     ChangeSet the engine finds malformed (engine.ErrMalformed), a row or
+//     ChangeSet whose siteId is not the one the connection's handshake
+//     declared (a connection pushes its own site's transactions only: one
+//     pushed in another device's name would reach every device but that
+//     one, whose pulls leave its own site out), a ChangeSet the engine
+//     finds malformed (engine.ErrMalformed), a row or
 //     value too large to store (engine.ErrValidation, kv.ErrValueTooLarge,
 //     kv.ErrInvalidKey), a migration contradicting the stored schema
 //     (engine.ErrSchema), a ChangeSet claiming the relay's own site id, or

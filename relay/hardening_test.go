@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -154,4 +155,34 @@ func TestDuplicateInOneBatchCountedOnce(t *testing.T) {
 	if p := recvType[*wire.PushChanges](b); len(p.ChangeSets) != 1 || len(p.ChangeSets[0].Changes) != len(cs2.Changes) {
 		t.Fatalf("push after a batch with a subset copy: %d ChangeSets, want the whole transaction once", len(p.ChangeSets))
 	}
+}
+
+// A connection may push only ChangeSets of the site its handshake declared:
+// a ChangeSet claiming another device's site would reach everyone but that
+// device.
+func TestChangeSetOfAnotherSiteRefused(t *testing.T) {
+	r := startRelay(t, Config{})
+	victim := newReplica(t, nil)
+	attacker := newReplica(t, nil)
+	v := connectAs(t, r, "acme", victim)
+	a := connectAs(t, r, "acme", attacker)
+	forged := insertStops(t, victim, "forged", 1) // site ids are public
+	own := localSets(t, attacker)
+	for i, batch := range [][]engine.ChangeSet{forged, append(slices.Clone(own), forged...)} {
+		a.send(&wire.ApplyChanges{RequestID: "apply-1", ChangeSets: batch})
+		e := a.expectError(wire.CodeApplyChangesRefused)
+		if e.RequestID != "apply-1" || !strings.Contains(e.Message, victim.SiteID().String()) || !strings.Contains(e.Message, attacker.SiteID().String()) {
+			t.Fatalf("batch %d: error %+v, want requestId apply-1 and a message naming both site ids", i, *e)
+		}
+	}
+	v.ping() // nothing was pushed to the victim's connection
+	if ch := v.getChanges(0); ch.Cursor != 0 {
+		t.Fatalf("cursor %d after refused batches, want 0: something was stored", ch.Cursor)
+	}
+	if s := collectSnapshot(t, v, &wire.GetSnapshot{}); len(s.tables) != 0 {
+		t.Fatalf("the merged replica holds %v after refused batches", s.tables)
+	}
+	// Its own ChangeSets pass.
+	a.apply("apply-2", own)
+	recvType[*wire.PushChanges](v)
 }

@@ -97,8 +97,9 @@ func TestRestartKeepsDataAndCursors(t *testing.T) {
 	insertStops(t, rep, "t", 3)
 	sets := localSets(t, rep)
 	a.apply("apply-1", sets)
-	beta := connect(t, r, "beta")
-	beta.apply("apply-1", localSets(t, newReplica(t, nil)))
+	other := newReplica(t, nil)
+	beta := connectAs(t, r, "beta", other)
+	beta.apply("apply-1", localSets(t, other))
 	recvType[*wire.PushChanges](first)
 	for _, c := range []*client{a, first, beta} {
 		c.readAll() // answer the relay's close at once
@@ -145,8 +146,9 @@ func TestHealthMetricsAndWeb(t *testing.T) {
 	mustWrite(t, filepath.Join(web, "replica.wasm.gz"), gz.String())
 
 	r := startRelay(t, Config{WebDir: web})
-	c := connect(t, r, "acme")
-	c.apply("apply-1", localSets(t, newReplica(t, nil)))
+	rep := newReplica(t, nil)
+	c := connectAs(t, r, "acme", rep)
+	c.apply("apply-1", localSets(t, rep))
 	c.send(&wire.GetChanges{Since: 99})
 	c.expectError(wire.CodeSnapshotRequired)
 
@@ -328,8 +330,9 @@ func asCloseError(err error, ce *websocket.CloseError) bool {
 
 func TestIdleDatabaseIsClosedAndReopened(t *testing.T) {
 	r := startRelay(t, Config{DatabaseIdleClose: 100 * time.Millisecond})
-	c := connect(t, r, "acme")
-	c.apply("apply-1", localSets(t, newReplica(t, nil)))
+	rep := newReplica(t, nil)
+	c := connectAs(t, r, "acme", rep)
+	c.apply("apply-1", localSets(t, rep))
 	c.ws.Close(websocket.StatusNormalClosure, "")
 	deadline := time.Now().Add(5 * time.Second)
 	for {

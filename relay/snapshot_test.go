@@ -92,8 +92,8 @@ func collectSnapshot(t testing.TB, c *client, req wire.Message) snapStream {
 
 func TestSnapshotAndResume(t *testing.T) {
 	r := startRelay(t, Config{SnapshotChunkRows: 1000})
-	a := connect(t, r, "acme")
 	src := newReplica(t, nil)
+	a := connectAs(t, r, "acme", src)
 	if _, err := src.Transact(func(tx *engine.Tx) error {
 		for i := 0; i < 30; i++ {
 			if _, err := tx.Insert("trips", map[string]any{"id": fmt.Sprintf("trip-%02d", i), "title": "T", "budget": float64(i)}); err != nil {

@@ -40,7 +40,8 @@ func TestApplyThenPagedGetChanges(t *testing.T) {
 		t.Fatalf("apply_result %+v, want 29 transactions, %d applied", res.ApplyResult, changes+2)
 	}
 
-	b := connect(t, r, "acme") // after the push: it gets no push_changes
+	other := newReplica(t, nil)
+	b := connectAs(t, r, "acme", other) // after the push: it gets no push_changes
 	// b pages through the log: whole ChangeSets, at most 10 changes a page
 	// unless one ChangeSet alone is larger, cursors gap-free.
 	var got []engine.ChangeSet
@@ -81,7 +82,6 @@ func TestApplyThenPagedGetChanges(t *testing.T) {
 	if ch := a.getChanges(0); ch.Cursor != 29 || ch.More || len(ch.ChangeSets) != 0 {
 		t.Fatalf("own ChangeSets: cursor %d more %v with %d ChangeSets, want an empty page at 29", ch.Cursor, ch.More, len(ch.ChangeSets))
 	}
-	other := newReplica(t, nil)
 	theirs := insertStops(t, other, "t3", 1)
 	b.apply("apply-1", theirs)
 	recvType[*wire.PushChanges](a)
@@ -98,11 +98,12 @@ func TestApplyThenPagedGetChanges(t *testing.T) {
 
 func TestPushReachesOtherConnectionsOnly(t *testing.T) {
 	r := startRelay(t, Config{})
-	a1 := connect(t, r, "alpha")
-	a2 := connect(t, r, "alpha")
-	a3 := connect(t, r, "alpha")
-	b1 := connect(t, r, "beta")
 	rep := newReplica(t, nil)
+	other := newReplica(t, nil)
+	a1 := connectAs(t, r, "alpha", rep)
+	a2 := connectAs(t, r, "alpha", rep) // another tab of the same replica
+	a3 := connect(t, r, "alpha")
+	b1 := connectAs(t, r, "beta", other)
 	insertStops(t, rep, "t", 3)
 	sets := localSets(t, rep)
 
@@ -124,7 +125,6 @@ func TestPushReachesOtherConnectionsOnly(t *testing.T) {
 	}
 
 	// And the other way round.
-	other := newReplica(t, nil)
 	b1.apply("apply-1", localSets(t, other))
 	a1.ping()
 	a2.ping()
@@ -144,9 +144,9 @@ func TestPushReachesOtherConnectionsOnly(t *testing.T) {
 
 func TestPushIsPaged(t *testing.T) {
 	r := startRelay(t, Config{PageChanges: 8})
-	a := connect(t, r, "acme")
-	b := connect(t, r, "acme")
 	rep := newReplica(t, nil)
+	a := connectAs(t, r, "acme", rep)
+	b := connect(t, r, "acme")
 	sets := insertStops(t, rep, "t", 5) // 4 changes each: 2 per frame
 	a.apply("apply-1", sets)
 	var got []engine.ChangeSet
@@ -164,16 +164,18 @@ func TestPushIsPaged(t *testing.T) {
 
 func TestClockDriftStoresNothing(t *testing.T) {
 	r := startRelay(t, Config{})
-	a := connect(t, r, "acme")
+	clock := newManualClock()
+	rep := newReplica(t, clock)
+	a := connectAs(t, r, "acme", rep)
 	b := connect(t, r, "acme")
-	good := newReplica(t, nil)
-	ahead := newReplica(t, engine.ClockFunc(func() uint64 { return uint64(time.Now().Add(61 * time.Second).UnixMilli()) }))
-	insertStops(t, ahead, "future", 2)
-	insertStops(t, good, "now", 2)
+	insertStops(t, rep, "now", 2)
+	good := localSets(t, rep) // the DDL and 2 stops
+	clock.Advance(61 * time.Second)
+	ahead := insertStops(t, rep, "future", 2)
 
 	// A batch whose every ChangeSet is ahead, and one mixing good and
 	// ahead ChangeSets: both rejected whole.
-	for i, batch := range [][]engine.ChangeSet{localSets(t, ahead), append(localSets(t, good), localSets(t, ahead)...)} {
+	for i, batch := range [][]engine.ChangeSet{ahead, append(slices.Clone(good), ahead...)} {
 		a.send(&wire.ApplyChanges{RequestID: "apply-9", ChangeSets: batch})
 		e := a.expectError(wire.CodeApplyChangesError)
 		if e.RequestID != "apply-9" || !strings.Contains(e.Message, "clock drift") {
@@ -188,7 +190,7 @@ func TestClockDriftStoresNothing(t *testing.T) {
 		t.Fatalf("the merged replica holds tables %v after rejected batches", s.tables)
 	}
 	// The connection is fine.
-	a.apply("apply-10", localSets(t, good))
+	a.apply("apply-10", good)
 	recvType[*wire.PushChanges](b)
 	if ch := b.getChanges(0); ch.Cursor != 3 {
 		t.Fatalf("cursor %d after a good batch, want 3", ch.Cursor)
@@ -197,8 +199,8 @@ func TestClockDriftStoresNothing(t *testing.T) {
 
 func TestMalformedChangeSetRejected(t *testing.T) {
 	r := startRelay(t, Config{})
-	a := connect(t, r, "acme")
 	rep := newReplica(t, nil)
+	a := connectAs(t, r, "acme", rep)
 	sets := localSets(t, rep)
 	bad := insertStops(t, rep, "t", 1)
 	bad[0].TransactionID = "1:0:" + bad[0].SiteID.String() // not derived from its HLC
@@ -213,8 +215,8 @@ func TestMalformedChangeSetRejected(t *testing.T) {
 
 func TestMaxChangesPerApply(t *testing.T) {
 	r := startRelay(t, Config{MaxChangesPerApply: 10})
-	a := connect(t, r, "acme")
 	rep := newReplica(t, nil)
+	a := connectAs(t, r, "acme", rep)
 	sets := insertStops(t, rep, "t", 3) // 12 changes
 	a.send(&wire.ApplyChanges{RequestID: "apply-3", ChangeSets: sets})
 	e := a.expectError(wire.CodeApplyChangesRefused)
@@ -233,9 +235,9 @@ func TestMaxChangesPerApply(t *testing.T) {
 
 func TestDuplicateResendDoesNotGrowLog(t *testing.T) {
 	r := startRelay(t, Config{})
-	a := connect(t, r, "acme")
-	b := connect(t, r, "acme")
 	rep := newReplica(t, nil)
+	a := connectAs(t, r, "acme", rep)
+	b := connect(t, r, "acme")
 	insertStops(t, rep, "t", 4)
 	sets := localSets(t, rep)
 	a.apply("apply-1", sets)
@@ -243,7 +245,7 @@ func TestDuplicateResendDoesNotGrowLog(t *testing.T) {
 
 	// The ack was "lost": the client reconnects and sends the batch again.
 	a.ws.CloseNow()
-	a = connect(t, r, "acme")
+	a = connectAs(t, r, "acme", rep)
 	res := a.apply("apply-1", sets)
 	if res.Applied != 0 || res.Skipped == 0 {
 		t.Fatalf("resend: %+v, want everything skipped", res.ApplyResult)
@@ -273,8 +275,9 @@ func TestDuplicateResendDoesNotGrowLog(t *testing.T) {
 
 func TestCursorAheadOfLog(t *testing.T) {
 	r := startRelay(t, Config{})
-	a := connect(t, r, "acme")
-	a.apply("apply-1", localSets(t, newReplica(t, nil)))
+	rep := newReplica(t, nil)
+	a := connectAs(t, r, "acme", rep)
+	a.apply("apply-1", localSets(t, rep))
 	a.send(&wire.GetChanges{Since: 2})
 	e := a.expectError(wire.CodeSnapshotRequired)
 	if !strings.Contains(e.Message, "another log") {

@@ -109,7 +109,8 @@
 //     so that the relay can answer it, like an invalid one, with
 //     MISSING_DATABASE_ID.
 //   - siteId (site id, required): the client replica's site id (16 random
-//     bytes, never all zeros).
+//     bytes, never all zeros). The connection may push ChangeSets of this
+//     site only.
 //   - token (string, optional): the credential for databaseId; how it is
 //     checked is the relay's configuration.
 //
@@ -185,7 +186,13 @@
 //     ("apply-1", "apply-2", …) and promotes its sent watermark only for
 //     the ack whose id matches, and only forward; an unknown, stale or
 //     duplicate id is ignored.
-//   - changes (array of ChangeSet, required): the ChangeSets to store.
+//   - changes (array of ChangeSet, required): the ChangeSets to store,
+//     every one of the site the handshake declared (siteId): a client
+//     pushes its own transactions only. A batch with a ChangeSet of
+//     another site is refused whole (APPLY_CHANGES_REFUSED, naming both
+//     site ids): the relay leaves a client's own site out of its pulls,
+//     so a ChangeSet pushed in another device's name would reach every
+//     device but that one.
 //
 // The relay validates and stores every ChangeSet or none. A batch refused
 // for its content, which would be refused again if resent unchanged, is
