@@ -389,8 +389,21 @@ func (w *writeTx) insertCells(st, vt *table, row Row) (*txRow, []Value, error) {
 		return nil, nil, err
 	}
 	if r.cur == nil {
-		// Sized once: the cells arrive in declaration order, not sorted.
 		r.cur = &record{cells: make([]cell, 0, len(vt.def.Columns))}
+	}
+	if len(r.cur.cells) == 0 && vt.byName != nil {
+		// No cell to replace: appended in name order (the order cells
+		// are kept in), stamped in declaration order as setCell would.
+		op := w.opSeq
+		for _, i := range vt.byName {
+			c := vt.def.Columns[i].Name
+			h := w.base
+			h.OpSeq = op + uint32(i)
+			r.cur.cells = append(r.cur.cells, cell{col: c, val: row[c], hlc: h})
+		}
+		w.opSeq += uint32(len(vt.def.Columns))
+		r.dirty = true
+		return r, pk, nil
 	}
 	for i := range vt.def.Columns {
 		c := vt.def.Columns[i].Name

@@ -86,3 +86,45 @@ func TestLocalChangeSetOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestInsertStampsDeclarationOrder checks that an insert numbers its facts
+// in the table's column declaration order (cells are stored by name), in
+// a transaction and staged.
+func TestInsertStampsDeclarationOrder(t *testing.T) {
+	e, err := Open(memkv.New(Buckets...), Options{Schema: citySchema(), Clock: &benchClock{ms: benchT0 * 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, c := range citySchema().Tables[0].Columns {
+		want = append(want, c.Name)
+	}
+	check := func(how string, cs *ChangeSet) {
+		t.Helper()
+		var got []string
+		for i, c := range cs.Changes {
+			if c.HLC.OpSeq != uint32(i) {
+				t.Fatalf("%s: fact %d has opSeq %d", how, i, c.HLC.OpSeq)
+			}
+			got = append(got, c.Column)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: facts stamped in the order %v, want %v", how, got, want)
+		}
+	}
+	row := map[string]any{"id": 1, "name": "a", "lat": 1.5, "lng": 2.5, "country": "X", "admin1": "1", "admin2": "2"}
+	cs, err := e.Transact(func(tx *Tx) error { _, err := tx.Insert("cities", row); return err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Transact", cs)
+	s := e.Stage()
+	row["id"] = 2
+	if _, err := s.Insert("cities", row); err != nil {
+		t.Fatal(err)
+	}
+	if cs, err = s.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	check("Staged", cs)
+}

@@ -8,10 +8,13 @@ import (
 
 // table is the compiled form of one table of the effective schema.
 type table struct {
-	def     TableDef
-	key     []byte // tableKey(def.Name)
-	cols    map[string]*ColumnDef
-	names   []string // the column names, sorted
+	def   TableDef
+	key   []byte // tableKey(def.Name)
+	cols  map[string]*ColumnDef
+	names []string // the column names, sorted
+	// byName lists the indexes of def.Columns in name order; nil if two
+	// columns share a name.
+	byName  []int
 	pkCols  []string
 	pkDefs  []*ColumnDef
 	indexes []*compiledIndex
@@ -35,6 +38,17 @@ func compileTable(def TableDef) *table {
 		t.names = append(t.names, t.def.Columns[i].Name)
 	}
 	sort.Strings(t.names)
+	t.byName = make([]int, len(t.def.Columns))
+	for i := range t.byName {
+		t.byName[i] = i
+	}
+	sort.Slice(t.byName, func(a, b int) bool { return t.def.Columns[t.byName[a]].Name < t.def.Columns[t.byName[b]].Name })
+	for i := 1; i < len(t.names); i++ {
+		if t.names[i] == t.names[i-1] {
+			t.byName = nil
+			break
+		}
+	}
 	t.pkCols = t.def.PrimaryKey
 	for _, n := range t.pkCols {
 		t.pkDefs = append(t.pkDefs, t.cols[n])

@@ -136,10 +136,18 @@ func (s *Staged) Insert(table string, values map[string]any) (Row, error) {
 	if r.cur.hasTomb && !allow {
 		return nil, fmt.Errorf("%w: %s %s was deleted and deleted rows stay deleted (allowResurrection is off); use a new key", ErrConflict, table, fmtKey(pk))
 	}
-	for i := range vt.def.Columns {
-		c := vt.def.Columns[i].Name
-		r.cur.set(cell{col: c, val: row[c], hlc: HLC{Site: s.e.site, OpSeq: s.opSeq}})
-		s.opSeq++
+	if len(r.cur.cells) == 0 && vt.byName != nil {
+		for _, i := range vt.byName {
+			c := vt.def.Columns[i].Name
+			r.cur.cells = append(r.cur.cells, cell{col: c, val: row[c], hlc: HLC{Site: s.e.site, OpSeq: s.opSeq + uint32(i)}})
+		}
+		s.opSeq += uint32(len(vt.def.Columns))
+	} else {
+		for i := range vt.def.Columns {
+			c := vt.def.Columns[i].Name
+			r.cur.set(cell{col: c, val: row[c], hlc: HLC{Site: s.e.site, OpSeq: s.opSeq}})
+			s.opSeq++
+		}
 	}
 	fresh := vt.autoID && values["id"] == nil
 	st := stagedStmt{kind: stmtInsert, table: table}
