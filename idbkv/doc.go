@@ -89,6 +89,31 @@
 // behaviour. go-indexeddb (github.com/hack-pad/go-indexeddb) opens, upgrades
 // and deletes databases, where its per-request cost does not matter.
 //
+// # Speculative reads
+//
+// A Store opened with the Speculate option saves the await of an Update's
+// first read. It keeps a bounded cache (a few MiB) of the values its Updates
+// read with GetBatch, as they stood when those Updates committed. When an
+// Update's first operation is a GetBatch and the cache holds at least one of
+// its keys, the GetBatch is answered from the cache at once (keys the cache
+// lacks read as absent) and the function goes on computing its writes. At
+// commit the helper re-reads every assumed value inside the same IndexedDB
+// transaction, before its writes, in the same batch; the last read's success
+// handler compares them and commits only if all are unchanged. If one
+// changed (another tab or Store wrote it), it aborts the transaction, so
+// nothing is written, and Update runs the function again without
+// speculation in a new transaction. If the function returns an error after
+// a speculative read, it runs again at once, reading for real, in the same
+// transaction (nothing was issued yet); its error stands only then. The
+// function may therefore run twice: Speculate is for functions whose only
+// effects are their writes and variables they set anew on each run (the
+// engine's single-statement writes). Only the helper driver speculates;
+// the transaction's isolation is unchanged, because the check and the
+// writes happen in one IndexedDB transaction, which IndexedDB serializes
+// with every other read-write transaction. An Update whose function waited
+// on something foreign before its speculative first read still fails with
+// kv.ErrTxInactive at commit, but that read itself returns no error.
+//
 // # Multiple tabs
 //
 // Every tab (and every Store opened on the same name in one page) has its own

@@ -102,7 +102,8 @@ func (d *helperDriver) onReply(_ js.Value, args []js.Value) any {
 		return nil
 	}
 	if t = d.s.tx(args[0].Int()); t != nil {
-		t.deliver(reply{ok: args[1].Int() == 0, val: args[2], n: args[3].Int()})
+		st := args[1].Int()
+		t.deliver(reply{ok: st == 0, stale: st == 2, val: args[2], n: args[3].Int()})
 	}
 	return nil
 }
@@ -208,6 +209,9 @@ func (d *helperDriver) scan(t *Tx, si int, q pageQuery) ([]entry, error) {
 
 func (d *helperDriver) commit(t *Tx) error {
 	size := 0
+	for _, e := range t.expects {
+		size += 13 + len(e.key) + len(e.val)
+	}
 	t.eachWrite(func(w write) {
 		switch w.op {
 		case opPut:
@@ -219,6 +223,18 @@ func (d *helperDriver) commit(t *Tx) error {
 		}
 	})
 	req := make([]byte, 0, size)
+	for _, e := range t.expects { // first: the helper checks them before writing
+		req = append(req, opExpect)
+		req = binary.LittleEndian.AppendUint32(req, uint32(e.si))
+		req = binary.LittleEndian.AppendUint32(req, uint32(len(e.key)))
+		req = append(req, e.key...)
+		if e.val == nil {
+			req = binary.LittleEndian.AppendUint32(req, none)
+		} else {
+			req = binary.LittleEndian.AppendUint32(req, uint32(len(e.val)))
+			req = append(req, e.val...)
+		}
+	}
 	t.eachWrite(func(w write) {
 		req = append(req, w.op)
 		req = binary.LittleEndian.AppendUint32(req, uint32(w.si))

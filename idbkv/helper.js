@@ -10,7 +10,9 @@
 //
 // cb(id, status, payload, length) reports the end of the one asynchronous
 // operation a transaction has pending: status 0 with payload a Uint8Array of
-// length bytes (or null), status 1 with payload the error. A transaction
+// length bytes (or null), status 1 with payload the error, status 2 (commit
+// only) when a value a speculative read assumed was not the stored one and
+// the transaction was aborted. A transaction
 // state t.p is true only while Go waits, so cb is never called otherwise.
 "use strict";
 const NONE = 0xFFFFFFFF;
@@ -43,6 +45,15 @@ function done(t, status, payload, n) {
 function fail(t, e) {
 	try { t.tx.abort(); } catch (_) { }
 	done(t, 1, e, 0);
+}
+// same reports whether the stored value v (undefined: absent) is want
+// (null: absent).
+function same(v, want) {
+	if (v === undefined || want === null) return v === undefined && want === null;
+	const a = bytes(v);
+	if (a.byteLength !== want.byteLength) return false;
+	for (let i = 0; i < a.byteLength; i++) if (a[i] !== want[i]) return false;
+	return true;
 }
 // range decodes [u32 lolen][lo][u32 hilen][hi] at o into an IDBKeyRange
 // (lower bound open if loOpen, upper bound always open) or undefined.
@@ -92,7 +103,10 @@ return {
 		const tx = db.transaction(names, mode);
 		const t = { id, tx, names, st: new Array(names.length), p: false };
 		tx.oncomplete = () => done(t, 0, null, 0);
-		tx.onabort = () => done(t, 1, tx.error || new DOMException("idbkv: transaction aborted", "AbortError"), 0);
+		tx.onabort = () => {
+			if (t.stale) done(t, 2, null, 0);
+			else done(t, 1, tx.error || new DOMException("idbkv: transaction aborted", "AbortError"), 0);
+		};
 		return t;
 	},
 
@@ -183,23 +197,36 @@ return {
 		}
 	},
 
-	// commit issues every write encoded in b[0:n] —
+	// commit issues every request encoded in b[0:n] —
+	//   4 expect:      [u8 4][u32 si][u32 klen][key][u32 vlen|NONE][value]
 	//   1 put:         [u8 1][u32 si][u32 klen][key][u32 vlen][value]
 	//   2 delete:      [u8 2][u32 si][u32 klen][key]
 	//   3 deleteRange: [u8 3][u32 si][range as in scan, lower bound closed]
 	// — in order, then commits; cb reports the transaction's completion.
-	// With no writes it issues one get to learn whether the transaction is
-	// still active. The first request throws TransactionInactiveError if the
-	// transaction has finished, and then nothing was issued. A throw after
-	// some requests aborts the transaction before rethrowing.
+	// The expects (values speculative reads assumed) come first: each is a
+	// get, and the last one's success handler compares them all with what
+	// they assumed, aborting the transaction (status 2: nothing written) on
+	// any difference and committing otherwise. With no requests it issues
+	// one get to learn whether the transaction is still active. The first
+	// request throws TransactionInactiveError if the transaction has
+	// finished, and then nothing was issued. A throw after some requests
+	// aborts the transaction before rethrowing.
 	commit(t, b, n) {
 		let o = 0, issued = false;
+		const exp = [];
 		try {
 			if (n === 0) store(t, 0).get(probeKey);
 			while (o < n) {
 				const op = b[o], s = store(t, u32(b, o + 1));
 				o += 5;
-				if (op === 1) {
+				if (op === 4) {
+					const kl = u32(b, o); o += 4;
+					const req = s.get(b.subarray(o, o + kl)); o += kl;
+					const vl = u32(b, o); o += 4;
+					let want = null;
+					if (vl !== NONE) { want = b.slice(o, o + vl); o += vl; }
+					exp.push(req, want);
+				} else if (op === 1) {
 					const kl = u32(b, o); o += 4;
 					const key = b.subarray(o, o + kl); o += kl;
 					const vl = u32(b, o); o += 4;
@@ -218,7 +245,20 @@ return {
 				}
 				issued = true;
 			}
-			if (hasCommit) t.tx.commit();
+			if (exp.length) {
+				// Requests complete in order: when the last expect's get
+				// succeeds, all of them have, and no write has yet.
+				exp[exp.length - 2].onsuccess = () => {
+					for (let i = 0; i < exp.length; i += 2) {
+						if (!same(exp[i].result, exp[i + 1])) {
+							t.stale = true;
+							try { t.tx.abort(); } catch (_) { }
+							return;
+						}
+					}
+					if (hasCommit) { try { t.tx.commit(); } catch (_) { } }
+				};
+			} else if (hasCommit) t.tx.commit();
 		} catch (e) {
 			if (issued) { try { t.tx.abort(); } catch (_) { } }
 			throw e;

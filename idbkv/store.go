@@ -34,7 +34,8 @@ type Store struct {
 	modeRO  js.Value // "readonly"
 	db      js.Value // the IDBDatabase connection
 	drv     driver
-	onGone  js.Func // versionchange and close listener
+	onGone  js.Func    // versionchange and close listener
+	cache   *readCache // speculative reads (Speculate), nil without
 
 	mu     sync.Mutex
 	closed bool   // Close was called
@@ -59,9 +60,24 @@ type Store struct {
 // ctx bounds opening only: the returned Store does not watch it. Errors from
 // the browser are wrapped with the database name; a page without IndexedDB
 // (or a private mode that disables it) fails here.
-func Open(ctx context.Context, name string, buckets []string) (*Store, error) {
-	return open(ctx, name, buckets, openOptions{})
+func Open(ctx context.Context, name string, buckets []string, opts ...Option) (*Store, error) {
+	var o openOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return open(ctx, name, buckets, o)
 }
+
+// Option configures Open.
+type Option func(*openOptions)
+
+// Speculate makes the Store answer the first GetBatch of an Update from a
+// cache of values its earlier Updates read and committed, and check them
+// inside the IndexedDB transaction at commit (see "Speculative reads" in
+// the package documentation). With it, Update may call its function twice:
+// the function must be safe to run again, its only effects being its
+// writes to the transaction and variables it sets anew on every run.
+func Speculate() Option { return func(o *openOptions) { o.speculate = true } }
 
 // openOptions exist for tests.
 type openOptions struct {
@@ -71,6 +87,8 @@ type openOptions struct {
 	// noGetAllRecords makes both drivers take the paths for browsers
 	// without IDBObjectStore.getAllRecords.
 	noGetAllRecords bool
+	// speculate: see Speculate.
+	speculate bool
 }
 
 func open(ctx context.Context, name string, buckets []string, o openOptions) (*Store, error) {
@@ -110,6 +128,8 @@ func open(ctx context.Context, name string, buckets []string, o openOptions) (*S
 	}
 	if s.drv == nil {
 		s.drv = &plainDriver{s: s, records: hasGetAllRecs && !o.noGetAllRecords}
+	} else if o.speculate {
+		s.cache = newReadCache() // the helper checks the assumed values
 	}
 	s.onGone = js.FuncOf(s.handleGone)
 	db.Call("addEventListener", "versionchange", s.onGone)
@@ -285,10 +305,24 @@ func (s *Store) isGone() bool {
 // browser closed the connection. If fn panics, nothing is written and the
 // panic propagates.
 func (s *Store) Update(fn func(kv.Tx) error) error {
+	err := s.update(fn, s.cache != nil)
+	if errors.Is(err, errStale) {
+		// A value assumed from the cache had changed (another tab or
+		// Store wrote it): nothing was written; run fn again for real.
+		s.cache.clear()
+		err = s.update(fn, false)
+	}
+	return err
+}
+
+// update is one attempt of Update; spec lets its first GetBatch be answered
+// from the cache.
+func (s *Store) update(fn func(kv.Tx) error, spec bool) error {
 	t, err := s.begin(true)
 	if err != nil {
 		return err
 	}
+	t.spec = spec
 	committing := false
 	defer func() {
 		t.ended = true
@@ -298,14 +332,29 @@ func (s *Store) Update(fn func(kv.Tx) error) error {
 		s.end(t)
 	}()
 	if err := fn(t); err != nil {
-		return err
+		if len(t.expects) == 0 {
+			return err
+		}
+		// The error may come from a value the cache assumed: run fn
+		// again in the same IndexedDB transaction (nothing was issued
+		// yet), reading for real.
+		t.reset()
+		if err := fn(t); err != nil {
+			return err
+		}
 	}
 	t.ended = true
 	if t.failed != nil {
 		return t.failed
 	}
 	committing = true
-	return s.drv.commit(t)
+	if err := s.drv.commit(t); err != nil {
+		return err
+	}
+	if s.cache != nil {
+		s.cache.committed(t)
+	}
+	return nil
 }
 
 // View runs fn in a read-only IndexedDB transaction over every bucket. It

@@ -29,6 +29,7 @@ type driverCase struct {
 var drivers = []driverCase{
 	{"helper", openOptions{}},
 	{"plain", openOptions{noHelper: true}},
+	{"helper-speculate", openOptions{speculate: true}},
 }
 
 // allDrivers adds the paths taken on browsers without getAllRecords

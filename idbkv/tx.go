@@ -40,12 +40,21 @@ type Tx struct {
 	reply   chan reply
 
 	plain *plainTx // state of the plain driver, nil with the helper
+
+	// Speculation (speculate.go): spec is set while the first operation
+	// of a speculating Update may still come; expects holds what a
+	// speculative read assumed, reads what GetBatch read (for the cache).
+	spec    bool
+	expects []assumed
+	reads   []cread
 }
 
 // reply is the outcome of one asynchronous operation, delivered by a JS
 // callback: ok with a payload of n bytes, or a JS error value, or a Go error.
 type reply struct {
-	ok  bool
+	ok    bool
+	stale bool // the helper found a speculative read out of date
+
 	val js.Value
 	n   int
 	err error
@@ -66,6 +75,8 @@ func (t *Tx) wait(op string) (js.Value, int, error) {
 	switch {
 	case r.err != nil:
 		t.failed = r.err
+	case r.stale:
+		t.failed = errStale
 	case !r.ok:
 		t.failed = domError(op, r.val, t.s.isGone() || t.s.closedUnderneath(r.val))
 	default:
@@ -87,6 +98,7 @@ func (t *Tx) issue(op string, fn func()) error {
 }
 
 func (t *Tx) bucket(name string) (int, error) {
+	t.spec = false // any operation ends the chance to speculate
 	if t.ended {
 		return 0, errUsedAfterEnd
 	}
@@ -155,6 +167,7 @@ func (t *Tx) GetMany(bucket string, keys [][]byte) ([][]byte, error) {
 // absent ones, with one batch of IndexedDB requests and one await (it
 // implements kv.BatchGetter). Ownership and errors as for GetMany.
 func (t *Tx) GetBatch(keys []kv.BucketKey) ([][]byte, error) {
+	spec := t.spec
 	sis := make([]int, len(keys))
 	ks := make([][]byte, len(keys))
 	for i, k := range keys {
@@ -164,7 +177,24 @@ func (t *Tx) GetBatch(keys []kv.BucketKey) ([][]byte, error) {
 		}
 		sis[i], ks[i] = si, k.Key
 	}
-	return t.read("getBatch", sis, ks)
+	if t.s.cache == nil || !t.writable {
+		return t.read("getBatch", sis, ks)
+	}
+	if spec && t.failed == nil && len(ks) > 0 {
+		for _, k := range ks {
+			if err := checkKey(k); err != nil {
+				return nil, err
+			}
+		}
+		if vals, ok := t.speculate(sis, ks); ok {
+			return vals, nil
+		}
+	}
+	vals, err := t.read("getBatch", sis, ks)
+	if err == nil {
+		t.noteReads(sis, ks, vals)
+	}
+	return vals, err
 }
 
 func (t *Tx) getMany(op, bucket string, keys [][]byte) ([][]byte, error) {
@@ -462,6 +492,7 @@ const (
 	opPut         = 1
 	opDelete      = 2
 	opDeleteRange = 3
+	opExpect      = 4 // helper only: a value a speculative read assumed
 )
 
 // eachWrite calls fn for every buffered write in commit order: per bucket,

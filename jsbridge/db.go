@@ -209,7 +209,7 @@ func (b *bridge) openDB(text string) (*db, error) {
 		}
 		opts.UnknownTables = disp
 	}
-	store, err := idbkv.Open(context.Background(), IDBPrefix+*o.Name, engine.Buckets)
+	store, err := idbkv.Open(context.Background(), IDBPrefix+*o.Name, engine.Buckets, idbkv.Speculate())
 	if err != nil {
 		return nil, err
 	}

@@ -39,6 +39,14 @@
 // reads no store then), so a bulk transaction does not pay a goroutine hop
 // per row.
 //
+// The replica's IndexedDB store is opened with idbkv.Speculate: a
+// single-row write (db.insert, update, upsert, delete) reads the clock
+// record and its row from idbkv's cache of values earlier writes committed,
+// issues those reads again together with its writes, and commits only if
+// they are unchanged (another tab may have written them; then it runs
+// again, reading first). A write thus awaits IndexedDB once, for the
+// commit, instead of twice.
+//
 // # Values
 //
 // Input values are tagged JSON (decode.go): plain JSON for strings, finite
