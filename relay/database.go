@@ -179,16 +179,16 @@ func (d *database) apply(sender *conn, sets []engine.ChangeSet) (engine.ApplyRes
 		if err != nil {
 			return err
 		}
-		for _, p := range pend {
+		for i, p := range pend {
 			v, err := tx.Get(bucketArrivalsTx, p.key)
 			switch {
 			case err == nil:
-				// Held already. A resend carries the same facts or
-				// fewer (an origin's transaction only loses facts, to
-				// newer writes), so it adds nothing to the log.
-				if len(v) == 12 && int(binary.BigEndian.Uint32(v[8:])) >= p.facts {
-					continue
+				// Held already: a resend adds nothing to the log, if
+				// it is one (see checkResend).
+				if err := checkResend(tx, v, p.json, i); err != nil {
+					return err
 				}
+				continue
 			case !errors.Is(err, kv.ErrNotFound):
 				return err
 			}
@@ -217,6 +217,50 @@ func (d *database) apply(sender *conn, sets []engine.ChangeSet) (engine.ApplyRes
 	d.cursor.Store(last)
 	d.broadcast(sender, added)
 	return res, len(added), nil
+}
+
+// checkResend checks a ChangeSet (its wire JSON js, index i in the batch)
+// whose transaction the log holds already (idx: its arrivals_tx entry):
+// every fact of it must be a fact of the held copy, the same HLC with the
+// same content. A client resending a push whose ack it lost sends the same
+// facts, or fewer (newer local writes superseded some), never others. A
+// copy with other facts is refused (errRefused): the merged replica would
+// take them while the log, which does not append a held transaction again,
+// kept the first copy, and pulling and bootstrapping devices would
+// diverge.
+func checkResend(tx kv.Tx, idx, js []byte, i int) error {
+	if len(idx) != 12 {
+		return fmt.Errorf("%w: %d-byte dedup entry", errCorrupt, len(idx))
+	}
+	cur := binary.BigEndian.Uint64(idx)
+	v, err := tx.Get(bucketArrivals, cursorKey(cur))
+	if err != nil {
+		return fmt.Errorf("%w: dedup entry names cursor %d: %w", errCorrupt, cur, err)
+	}
+	r, err := decodeRecord(v)
+	if err != nil {
+		return err
+	}
+	if bytes.Equal(r.json, js) {
+		return nil // the common resend: the very same ChangeSet
+	}
+	held, err := wire.UnmarshalChangeSet(r.json)
+	if err != nil {
+		return fmt.Errorf("%w: record %d: %w", errCorrupt, cur, err)
+	}
+	cs, err := wire.UnmarshalChangeSet(js)
+	if err != nil {
+		return fmt.Errorf("relay: re-reading ChangeSet %d: %w", i, err)
+	}
+	diff, err := coveredBy(&cs, &held)
+	if err != nil {
+		return fmt.Errorf("relay: comparing ChangeSet %d with cursor %d: %w", i, cur, err)
+	}
+	if diff != "" {
+		return fmt.Errorf("%w: ChangeSet %d resends transaction %s of site %s (stored at cursor %d) with other facts: its %s; a resend may carry the transaction's facts or fewer of them, never others",
+			errRefused, i, cs.TransactionID, cs.SiteID, cur, diff)
+	}
+	return nil
 }
 
 // broadcast queues push_changes frames carrying added to every connection of

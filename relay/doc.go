@@ -101,10 +101,16 @@
 // 1, 2, 3, … per database, without gaps. The two commit together or not at
 // all. A ChangeSet the log holds already (same site id and transactionId,
 // found in the dedup index) is not appended again, so a client that resends
-// a batch whose apply_result it lost does not grow the log; only a resend
-// carrying more facts than the stored copy would be appended (an origin's
-// transaction only loses facts, to newer writes, so that does not happen
-// with a well-behaved client). The merge still runs: it is idempotent. A
+// a batch whose apply_result it lost does not grow the log; the merge still
+// runs and is idempotent (the facts count as skipped). Such a resend must
+// carry the stored copy's facts or a subset of them (an origin's
+// transaction only loses facts, to newer writes): each fact identified by
+// its HLC (opSeq included), with the same table, primary key, column (or
+// migration) and value; before-images are not compared. A resend with a
+// fact the stored copy lacks, or with other content under one of its HLCs,
+// is refused whole (APPLY_CHANGES_REFUSED): the merged replica would take
+// it while the log kept the first copy, and devices that pull and devices
+// that bootstrap would diverge. A
 // transaction carried twice in one apply_changes is merged, stored and
 // counted once (a copy that is a subset of the other is dropped; copies
 // that differ otherwise refuse the batch).

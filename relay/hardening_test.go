@@ -186,3 +186,110 @@ func TestChangeSetOfAnotherSiteRefused(t *testing.T) {
 	a.apply("apply-2", own)
 	recvType[*wire.PushChanges](v)
 }
+
+// snapshotCell returns the value of one cell in a relay snapshot.
+func snapshotCell(t testing.TB, c *client, table, pk, column string) (engine.Value, bool) {
+	t.Helper()
+	s := collectSnapshot(t, c, &wire.GetSnapshot{})
+	for _, ch := range s.chunks {
+		if ch.Type != engine.ChunkRows || ch.Table != table {
+			continue
+		}
+		for _, row := range ch.Rows {
+			if len(row.PK) == 1 && row.PK[0].Equal(engine.Text(pk)) {
+				for _, cell := range row.Cells {
+					if cell.Column == column {
+						return cell.Value, true
+					}
+				}
+			}
+		}
+	}
+	return engine.Value{}, false
+}
+
+// A transactionId the log holds, resent with facts the held copy does not
+// have (or other content under the same HLC), is refused whole: the merged
+// replica would take it while the log kept the first copy. A resend with
+// the same facts or a subset stays a no-op.
+func TestResendWithOtherFactsRefused(t *testing.T) {
+	r := startRelay(t, Config{})
+	rep := newReplica(t, nil)
+	a := connectAs(t, r, "acme", rep)
+	b := connect(t, r, "acme")
+	if _, err := rep.Insert("trips", map[string]any{"id": "t1", "title": "start"}); err != nil {
+		t.Fatal(err)
+	}
+	a.apply("apply-1", localSets(t, rep)) // the DDL and the insert
+	recvType[*wire.PushChanges](b)
+	// T: one fact, title "A" at opSeq 0.
+	cs, err := rep.Transact(func(tx *engine.Tx) error {
+		_, err := tx.Update("trips", engine.Key{"t1"}, map[string]any{"title": "A", "budget": 5.0})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs.Changes) != 2 {
+		t.Fatalf("the update made %d changes, want 2", len(cs.Changes))
+	}
+	title := slices.IndexFunc(cs.Changes, func(c engine.Change) bool { return c.Column == "title" })
+	orig := *cs
+	orig.Changes = []engine.Change{cs.Changes[title]}
+	orig.HLC = cs.Changes[title].HLC
+	a.apply("apply-2", []engine.ChangeSet{orig})
+	recvType[*wire.PushChanges](b)
+	const cursor = 3
+
+	// T again with one fact, title "B", at another opSeq; then at the same
+	// opSeq; then with the original fact and one more.
+	other := orig
+	other.Changes = []engine.Change{orig.Changes[0]}
+	other.Changes[0].Value = engine.Text("B")
+	other.Changes[0].HLC.OpSeq++
+	other.HLC = other.Changes[0].HLC
+	sameHLC := orig
+	sameHLC.Changes = []engine.Change{orig.Changes[0]}
+	sameHLC.Changes[0].Value = engine.Text("B")
+	more := *cs
+	for i, forged := range []engine.ChangeSet{other, sameHLC, more} {
+		a.send(&wire.ApplyChanges{RequestID: "apply-3", ChangeSets: []engine.ChangeSet{forged}})
+		e := a.expectError(wire.CodeApplyChangesRefused)
+		if e.RequestID != "apply-3" || !strings.Contains(e.Message, cs.TransactionID) || !strings.Contains(e.Message, "other facts") {
+			t.Fatalf("resend %d: error %+v, want requestId apply-3 and a message naming the transaction", i, *e)
+		}
+	}
+	b.ping() // nothing pushed
+	if ch := b.getChanges(0); ch.Cursor != cursor {
+		t.Fatalf("cursor %d after refused resends, want %d", ch.Cursor, cursor)
+	}
+	// The merged replica (what bootstrapping devices get) and the log
+	// (what pulling devices get) agree: title "A".
+	if v, ok := snapshotCell(t, b, "trips", "t1", "title"); !ok || !v.Equal(engine.Text("A")) {
+		t.Fatalf("the relay's merged replica has title %v (found %v), want \"A\"", v, ok)
+	}
+	all, _, _ := b.pullAll(0)
+	if last := all[len(all)-1]; last.TransactionID != cs.TransactionID || len(last.Changes) != 1 || !last.Changes[0].Value.Equal(engine.Text("A")) {
+		t.Fatalf("the log's copy of T: %+v", last)
+	}
+
+	// Legitimate resends: the same ChangeSet, and (a later write
+	// superseded a fact) a subset, in a batch with a new transaction.
+	if res := a.apply("apply-4", []engine.ChangeSet{orig}); res.Applied != 0 || res.Skipped != 1 {
+		t.Fatalf("exact resend: %+v, want 1 skipped", res.ApplyResult)
+	}
+	next := insertStops(t, rep, "n", 1)
+	// A four-fact transaction held whole, then resent with its last fact
+	// (the ChangeSet's hlc) only.
+	a.apply("apply-5", next)
+	recvType[*wire.PushChanges](b)
+	sub := next[0]
+	sub.Changes = sub.Changes[len(sub.Changes)-1:]
+	if res := a.apply("apply-6", []engine.ChangeSet{sub}); res.Applied != 0 || res.Skipped != 1 {
+		t.Fatalf("subset resend: %+v, want 1 skipped", res.ApplyResult)
+	}
+	b.ping()
+	if ch := b.getChanges(0); ch.Cursor != cursor+1 {
+		t.Fatalf("cursor %d after resends, want %d", ch.Cursor, cursor+1)
+	}
+}

@@ -201,8 +201,13 @@
 // than 60 s (engine.MaxDrift) ahead of the relay's clock ("clock drift" in
 // the message), or a storage failure. Both echo requestId. Each newly
 // stored ChangeSet gets the next arrival sequence; a ChangeSet the relay
-// already holds (same transactionId, as after a client resent a push whose
-// ack it lost) need not be stored again.
+// already holds (same siteId and transactionId, as after a client resent a
+// push whose ack it lost) need not be stored again. A transaction's facts
+// never change once pushed, so a resend carries the same facts or fewer
+// (newer local writes superseded some): each identified by its HLC, opSeq
+// included, with the same table, pk, column (or migration) and value. A
+// resend with a fact the relay's copy lacks, or with other content under
+// one of its HLCs, is refused whole with APPLY_CHANGES_REFUSED.
 //
 // # Message apply_result
 //
