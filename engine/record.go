@@ -130,7 +130,15 @@ func (r *record) bases() []HLC {
 	if r == nil {
 		return nil
 	}
-	out := make([]HLC, 0, 2)
+	return r.appendBases(make([]HLC, 0, 2))
+}
+
+// appendBases is bases appending to out[:0] (a scratch buffer).
+func (r *record) appendBases(out []HLC) []HLC {
+	out = out[:0]
+	if r == nil {
+		return out
+	}
 	add := func(h HLC) {
 		b := h.Base()
 		for _, x := range out {
@@ -200,7 +208,11 @@ func (r *record) row() Row {
 // encodeRecord encodes r canonically. pk and pkCols (nil in schema-less
 // mode) let primary-key cells refer to the key instead of repeating it.
 func encodeRecord(dst []byte, r *record, pk []Value, pkCols []string) []byte {
-	bases := r.bases()
+	return encodeRecordBases(dst, r, r.bases(), pk, pkCols)
+}
+
+// encodeRecordBases is encodeRecord with r.bases() given.
+func encodeRecordBases(dst []byte, r *record, bases []HLC, pk []Value, pkCols []string) []byte {
 	dst = append(dst, recordVersion)
 	var flags byte
 	if r.hasTomb {
