@@ -3,6 +3,7 @@ package relay
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -231,6 +232,13 @@ func (c *conn) handle(frame []byte) bool {
 	msg, err := wire.Decode(frame)
 	if err != nil {
 		c.s.metrics.messagesIn.WithLabelValues("invalid").Inc()
+		if id, ok := malformedApply(frame); ok && c.db != nil {
+			// The client waits for an answer to its push: give it one
+			// it recognizes, with its requestId.
+			c.log.Warn("relay: apply_changes refused: malformed", "requestId", id, "err", err)
+			c.sendError(wire.CodeApplyChangesRefused, id, "apply_changes does not decode (nothing was stored; the same frame would be refused again): %v", err)
+			return true
+		}
 		c.sendError(wire.DecodeErrorCode(err), "", "%v", err)
 		return true
 	}
@@ -264,6 +272,22 @@ func (c *conn) handle(frame []byte) bool {
 		c.sendError(wire.CodeUnknownMessage, "", "%s is sent by the relay, not to it", msg.Type())
 	}
 	return true
+}
+
+// malformedApply reports whether a frame that wire.Decode refused is still
+// valid JSON of type apply_changes, and returns its requestId when that is a
+// string ("" otherwise): such a push gets APPLY_CHANGES_REFUSED echoing it,
+// so that the client's push in flight ends, instead of MESSAGE_ERROR.
+func malformedApply(frame []byte) (requestID string, ok bool) {
+	var probe struct {
+		Type      string          `json:"type"`
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(frame, &probe) != nil || probe.Type != string(wire.TypeApplyChanges) {
+		return "", false
+	}
+	_ = json.Unmarshal(probe.RequestID, &requestID) // not a string: no id
+	return requestID, true
 }
 
 // handshake checks, in this order and before touching any storage, the

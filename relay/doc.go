@@ -86,9 +86,12 @@
 // stable for the life of its file) and the connection (connectionId "c-N").
 // Frames other than handshake before that get NOT_AUTHENTICATED; a second
 // handshake gets ALREADY_AUTHENTICATED (close 4004). A frame that is not a
-// valid message gets MESSAGE_ERROR (binary frames too), an unknown type or
-// one the relay sends but does not take (changes, push_changes, …)
-// UNKNOWN_MESSAGE; the connection stays usable. ping gets pong; a client's
+// valid message gets MESSAGE_ERROR (binary frames too), except, after the
+// handshake, valid JSON of type apply_changes: APPLY_CHANGES_REFUSED with
+// the frame's requestId (when it is a string), so that the client's push
+// in flight ends. An unknown type, or one the relay sends but does not
+// take (changes, push_changes, …), gets UNKNOWN_MESSAGE. The connection
+// stays usable. ping gets pong; a client's
 // pong or error needs no answer and gets none.
 //
 // # Delivery: the arrival log

@@ -293,3 +293,44 @@ func TestResendWithOtherFactsRefused(t *testing.T) {
 		t.Fatalf("cursor %d after resends, want %d", ch.Cursor, cursor+1)
 	}
 }
+
+// An apply_changes frame that is valid JSON but whose changes do not decode
+// is answered with APPLY_CHANGES_REFUSED carrying its requestId (the client
+// ends its push in flight on it), not MESSAGE_ERROR without one.
+func TestMalformedApplyChangesKeepsRequestID(t *testing.T) {
+	r := startRelay(t, Config{})
+	rep := newReplica(t, nil)
+	c := connectAs(t, r, "acme", rep)
+	site := rep.SiteID().String()
+	cs := func(hlc string) string {
+		return `{"siteId":"` + site + `","transactionId":"1:0:` + site + `","hlc":"` + hlc + `","changes":[]}`
+	}
+	for _, tc := range []struct {
+		frame, requestID string
+		code             wire.ErrorCode
+	}{
+		{`{"type":"apply_changes","requestId":"apply-7","changes":[` + cs("AAAA") + `]}`, "apply-7", wire.CodeApplyChangesRefused},                  // HLC too short
+		{`{"type":"apply_changes","changes":[` + cs(strings.Repeat("*", 40)) + `],"requestId":"apply-8"}`, "apply-8", wire.CodeApplyChangesRefused}, // not base64
+		{`{"type":"apply_changes","requestId":"apply-9","changes":[],"extra":1}`, "apply-9", wire.CodeApplyChangesRefused},
+		{`{"type":"apply_changes","changes":[` + cs("AAAA") + `]}`, "", wire.CodeApplyChangesRefused},
+		{`{"type":"apply_changes","requestId":9,"changes":[]}`, "", wire.CodeApplyChangesRefused},
+		{`{"type":"apply_changes","requestId":"apply-10","changes":[]`, "", wire.CodeMessageError}, // not JSON
+		{`{"type":"get_changes","since":"x"}`, "", wire.CodeMessageError},
+	} {
+		c.sendRaw([]byte(tc.frame))
+		e := c.expectError(tc.code)
+		if e.RequestID != tc.requestID {
+			t.Fatalf("%s: error %+v, want requestId %q", tc.frame, *e, tc.requestID)
+		}
+		c.ping()
+	}
+	if ch := c.getChanges(0); ch.Cursor != 0 {
+		t.Fatalf("cursor %d, want 0", ch.Cursor)
+	}
+	// Before the handshake it stays a MESSAGE_ERROR.
+	d := dial(t, r, nil)
+	d.sendRaw([]byte(`{"type":"apply_changes","requestId":"apply-1","changes":[` + cs("AAAA") + `]}`))
+	if e := d.expectError(wire.CodeMessageError); e.RequestID != "" {
+		t.Fatalf("error before the handshake: %+v", *e)
+	}
+}

@@ -33,6 +33,11 @@
 //
 // Optional members are omitted when absent, never null. A well-formed frame
 // whose "type" is unknown is ErrUnknownType, answered with UNKNOWN_MESSAGE.
+// After the handshake, an apply_changes frame that is valid JSON but not a
+// valid message (an HLC of the wrong length in its changes, say) is
+// answered with APPLY_CHANGES_REFUSED instead of MESSAGE_ERROR, echoing its
+// requestId when that member is a string, so that the client's push in
+// flight ends.
 // The one exception to strictness is the handshake: see "Protocol version".
 //
 // # Session
