@@ -81,8 +81,13 @@ func tableKey(table string) []byte { return appendKeyValue(nil, Text(table)) }
 // rowKey returns tableKey ‖ pk.
 func rowKey(tk []byte, pk []Value) []byte {
 	k := make([]byte, 0, len(tk)+16*len(pk))
-	k = append(k, tk...)
-	return appendKeyTuple(k, pk)
+	return appendRowKey(k, tk, pk)
+}
+
+// appendRowKey appends rowKey(tk, pk) to dst. With a stack buffer it
+// computes a key to look up or measure without allocating.
+func appendRowKey(dst, tk []byte, pk []Value) []byte {
+	return appendKeyTuple(append(dst, tk...), pk)
 }
 
 // logKey returns class ‖ base ‖ rowKey.

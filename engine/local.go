@@ -361,16 +361,19 @@ func (w *writeTx) insert(name string, values map[string]any) (Row, error) {
 }
 
 func (w *writeTx) insertRow(st, vt *table, row Row) (Row, error) {
-	r, pk, err := w.insertCells(st, vt, row)
+	r, pk, err := w.insertCells(st, vt, row, nil)
 	if err != nil {
 		return nil, err
 	}
 	return st.rowOf(r.cur, pk), nil
 }
 
-// insertCells is insertRow without building the row it returns.
-func (w *writeTx) insertCells(st, vt *table, row Row) (*txRow, []Value, error) {
-	pk := st.keyOf(row)
+// insertCells is insertRow without building the row it returns; pk is
+// st.keyOf(row), or nil to compute it.
+func (w *writeTx) insertCells(st, vt *table, row Row, pk []Value) (*txRow, []Value, error) {
+	if pk == nil {
+		pk = st.keyOf(row)
+	}
 	if err := st.checkKeySize(pk); err != nil {
 		return nil, nil, err
 	}
@@ -592,7 +595,8 @@ const maxRowKey = 2048
 
 // checkKeySize rejects keys whose encoding would not fit the kv key limit.
 func (t *table) checkKeySize(pk []Value) error {
-	if n := len(rowKey(t.key, pk)); n > maxRowKey {
+	var buf [128]byte
+	if n := len(appendRowKey(buf[:0], t.key, pk)); n > maxRowKey {
 		col := ""
 		if len(t.pkCols) > 0 {
 			col = t.pkCols[0]

@@ -120,7 +120,8 @@ func (s *Staged) Insert(table string, values map[string]any) (Row, error) {
 	if err := vt.checkKeySize(pk); err != nil {
 		return nil, err
 	}
-	rk := string(rowKey(vt.key, pk))
+	var buf [128]byte
+	rk := string(appendRowKey(buf[:0], vt.key, pk))
 	allow := s.e.opts.AllowResurrection
 	r := s.rows[rk]
 	if r != nil && r.cur.visible(allow) {
@@ -306,7 +307,7 @@ func (s *Staged) replay(w *writeTx) error {
 		case st.row != nil:
 			var t, vt *table
 			if t, vt, err = w.tables(st.table); err == nil {
-				_, _, err = w.insertCells(t, vt, st.row)
+				_, _, err = w.insertCells(t, vt, st.row, st.rowPK)
 			}
 		case st.kind == stmtInsert:
 			_, err = w.insert(st.table, st.values)

@@ -234,10 +234,11 @@ func (w *writeTx) effTable(name string) *table {
 // load returns the txRow for (t, pk), reading it from the store if this
 // transaction has not touched it yet.
 func (w *writeTx) load(t *table, pk []Value) (*txRow, error) {
-	rk := rowKey(t.key, pk)
-	if r, ok := w.rows[string(rk)]; ok {
-		return r, nil
+	var buf [128]byte
+	if r, ok := w.rows[string(appendRowKey(buf[:0], t.key, pk))]; ok {
+		return r, nil // looked up without allocating the key
 	}
+	rk := rowKey(t.key, pk)
 	v, err := w.kv.Get(bucketRows, rk)
 	if err != nil && !errors.Is(err, kv.ErrNotFound) {
 		return nil, err
@@ -572,8 +573,9 @@ func (w *writeTx) diffIndexes(r *txRow, allow bool) error {
 // fit the kv key limit. Local writes call it before changing anything, so
 // the statement fails, not the transaction at commit.
 func (t *table) checkIndexKeys(row Row, pk []Value) error {
+	var buf [256]byte
 	for _, ix := range t.indexes {
-		if k := indexKey(ix, row, pk); len(k) > kv.MaxKeySize {
+		if k := appendIndexKey(buf[:0], ix, row, pk); len(k) > kv.MaxKeySize {
 			return &ValidationError{Table: t.def.Name, Column: ix.def.Columns[0], Reason: fmt.Sprintf(
 				"value too long for index %s (%d bytes encoded, limit %d)", ix.def.Name, len(k), kv.MaxKeySize)}
 		}
@@ -583,8 +585,12 @@ func (t *table) checkIndexKeys(row Row, pk []Value) error {
 
 // indexKey returns table ‖ index name ‖ column values ‖ pk.
 func indexKey(ix *compiledIndex, row Row, pk []Value) []byte {
-	k := make([]byte, 0, len(ix.prefix)+24*len(ix.def.Columns)+16*len(pk))
-	k = append(k, ix.prefix...)
+	return appendIndexKey(make([]byte, 0, len(ix.prefix)+24*len(ix.def.Columns)+16*len(pk)), ix, row, pk)
+}
+
+// appendIndexKey appends indexKey(ix, row, pk) to dst.
+func appendIndexKey(dst []byte, ix *compiledIndex, row Row, pk []Value) []byte {
+	k := append(dst, ix.prefix...)
 	for _, c := range ix.def.Columns {
 		k = appendKeyValue(k, row[c])
 	}
