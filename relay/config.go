@@ -24,7 +24,17 @@ const (
 	DefaultDatabaseIdleClose   = 5 * time.Minute
 	DefaultShutdownTimeout     = 10 * time.Second
 	DefaultAuthTimeout         = 10 * time.Second
+	DefaultHandshakeTimeout    = 10 * time.Second
+	DefaultMaxConnections      = 10_000
 )
+
+// HandshakeFrameLimit is the largest frame, in bytes, the relay reads on a
+// connection before its handshake is accepted (a handshake takes well under
+// 1 KiB): until then a larger frame gets MESSAGE_TOO_LARGE, and one more
+// than twice as large closes the connection with 1009, so that
+// unauthenticated connections cannot make the relay buffer MaxMessageSize
+// frames. After the handshake the limit is MaxMessageSize.
+const HandshakeFrameLimit = 64 << 10
 
 // Config configures a Server. The zero value of every field means its
 // default (the Default constants above), except Auth, which must be set:
@@ -42,6 +52,14 @@ type Config struct {
 	Auth Authenticator
 	// AuthTimeout bounds one Authenticate call. Default 10 s.
 	AuthTimeout time.Duration
+	// HandshakeTimeout closes a connection that has not sent a valid
+	// handshake this long after it was accepted (an error frame, then
+	// status 1008 "handshake timeout"), pings or not. Default 10 s.
+	HandshakeTimeout time.Duration
+	// MaxConnections bounds the WebSocket connections open at once,
+	// handshake done or not; an upgrade beyond it is answered with HTTP
+	// 503. Default 10 000.
+	MaxConnections int
 	// OriginPatterns lists the extra origins (host patterns as in
 	// websocket.AcceptOptions.OriginPatterns) whose pages may open /sync
 	// from a browser; the relay's own origin and non-browser clients (no
@@ -130,6 +148,7 @@ func (c Config) withDefaults() (Config, error) {
 		name string
 	}{
 		{&c.AuthTimeout, DefaultAuthTimeout, "AuthTimeout"},
+		{&c.HandshakeTimeout, DefaultHandshakeTimeout, "HandshakeTimeout"},
 		{&c.IdleTimeout, DefaultIdleTimeout, "IdleTimeout"},
 		{&c.WriteTimeout, DefaultWriteTimeout, "WriteTimeout"},
 		{&c.Retention, engine.DefaultRetention, "Retention"},
@@ -150,6 +169,7 @@ func (c Config) withDefaults() (Config, error) {
 		{&c.PageChanges, DefaultPageChanges, "PageChanges"},
 		{&c.SnapshotChunkRows, engine.DefaultSnapshotChunkRows, "SnapshotChunkRows"},
 		{&c.SendQueue, DefaultSendQueue, "SendQueue"},
+		{&c.MaxConnections, DefaultMaxConnections, "MaxConnections"},
 	}
 	for _, f := range ints {
 		if *f.v < 0 {

@@ -71,6 +71,9 @@ type conn struct {
 	stopping bool // guarded by handleMu
 
 	idle *time.Timer
+	// handshakeDeadline closes the connection when no valid handshake came
+	// within HandshakeTimeout; the handshake stops it.
+	handshakeDeadline *time.Timer
 
 	// pushMu orders pushes against the start and end of a snapshot
 	// stream, so that no push_changes lands inside one.
@@ -102,23 +105,52 @@ func newConn(s *Server, r *http.Request) *conn {
 
 // run serves the connection until it ends.
 func (c *conn) run() {
-	c.ws.SetReadLimit(2 * c.s.cfg.MaxMessageSize)
-	log := c.log // the handshake replaces c.log; the timer may fire meanwhile
+	// Until the handshake is accepted, frames are small (frameLimit).
+	c.ws.SetReadLimit(2 * c.frameLimit())
+	log := c.log // the handshake replaces c.log; the timers may fire meanwhile
 	c.idle = time.AfterFunc(c.s.cfg.IdleTimeout, func() {
 		log.Info("relay: closing idle connection", "idleTimeout", c.s.cfg.IdleTimeout)
 		c.closeWith(websocket.StatusGoingAway, "idle timeout", false)
 	})
+	c.handshakeDeadline = time.AfterFunc(c.s.cfg.HandshakeTimeout, func() { c.handshakeTimedOut(log) })
 	go c.writeLoop()
 	c.readLoop()
 	close(c.readerDone)
 	<-c.writerDone
 	c.idle.Stop()
+	c.handshakeDeadline.Stop()
 	c.stopCancel()
 	if c.db != nil {
 		c.db.removeConn(c)
 		c.s.release(c.db)
 	}
 	c.log.Debug("relay: connection ended", "duration", time.Since(c.start))
+}
+
+// frameLimit is the largest frame the connection reads now: MaxMessageSize
+// after the handshake, HandshakeFrameLimit before. Reader goroutine only.
+func (c *conn) frameLimit() int64 {
+	if c.db == nil {
+		return min(HandshakeFrameLimit, c.s.cfg.MaxMessageSize)
+	}
+	return c.s.cfg.MaxMessageSize
+}
+
+// handshakeTimedOut closes a connection that sent no valid handshake within
+// HandshakeTimeout: an error frame if the queue has room (the timer does not
+// wait), then status 1008.
+func (c *conn) handshakeTimedOut(log *slog.Logger) {
+	c.s.metrics.connsRefused.WithLabelValues("handshake_timeout").Inc()
+	log.Info("relay: no valid handshake in time; closing", "handshakeTimeout", c.s.cfg.HandshakeTimeout)
+	e := wire.NewError(wire.CodeNotAuthenticated, "no valid handshake within %v of connecting: closing the connection", c.s.cfg.HandshakeTimeout)
+	if data, err := wire.Encode(e); err == nil {
+		select {
+		case c.out <- outFrame{data: data, typ: wire.TypeError}:
+			c.s.metrics.errors.WithLabelValues(string(e.Code)).Inc()
+		default:
+		}
+	}
+	c.closeWith(websocket.StatusPolicyViolation, "handshake timeout", true)
 }
 
 // touch restarts the idle timer (a ping or pong control frame arrived).
@@ -133,8 +165,8 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // readLoop reads and handles frames until the connection ends or a handler
 // ends the session.
 func (c *conn) readLoop() {
-	limit := c.s.cfg.MaxMessageSize
 	for {
+		limit := c.frameLimit()
 		typ, r, err := c.ws.Reader(context.Background())
 		if err != nil {
 			c.logEnd(err)
@@ -151,7 +183,7 @@ func (c *conn) readLoop() {
 			c.logEnd(err)
 			keep = false
 		case n > limit:
-			keep = c.tooLarge(r)
+			keep = c.tooLarge(r, limit)
 		case typ != websocket.MessageText:
 			c.s.metrics.messagesIn.WithLabelValues("invalid").Inc()
 			c.sendError(wire.CodeMessageError, "", "binary frames are not part of the protocol: send JSON text frames")
@@ -168,15 +200,18 @@ func (c *conn) readLoop() {
 	}
 }
 
-// tooLarge answers a frame above MaxMessageSize with MESSAGE_TOO_LARGE,
+// tooLarge answers a frame above limit (frameLimit) with MESSAGE_TOO_LARGE,
 // written before anything else happens, then discards the rest of the frame
 // so that the connection stays usable. A frame more than twice the limit
 // makes the WebSocket library close the connection with status 1009 while
 // discarding; the client has the error frame by then.
-func (c *conn) tooLarge(r io.Reader) bool {
+func (c *conn) tooLarge(r io.Reader, limit int64) bool {
 	c.s.metrics.messagesIn.WithLabelValues("invalid").Inc()
 	c.s.metrics.errors.WithLabelValues(string(wire.CodeMessageTooLarge)).Inc()
-	e := wire.NewError(wire.CodeMessageTooLarge, "frame larger than this relay's limit of %d bytes: split the work into smaller frames", c.s.cfg.MaxMessageSize)
+	e := wire.NewError(wire.CodeMessageTooLarge, "frame larger than this relay's limit of %d bytes: split the work into smaller frames", limit)
+	if c.db == nil {
+		e = wire.NewError(wire.CodeMessageTooLarge, "frame larger than %d bytes before the handshake: send the handshake first (the limit is then %d bytes)", limit, c.s.cfg.MaxMessageSize)
+	}
 	data, _ := wire.Encode(e)
 	done := make(chan error, 1)
 	select {
@@ -196,7 +231,7 @@ func (c *conn) tooLarge(r io.Reader) bool {
 		// closing handshake discards the rest of the frame and waits
 		// for the client's close, so the client reads the error frame
 		// and the close instead of a connection reset.
-		c.log.Info("relay: frame beyond twice the size limit; closing", "limit", c.s.cfg.MaxMessageSize)
+		c.log.Info("relay: frame beyond twice the size limit; closing", "limit", limit)
 		c.closeWith(websocket.StatusMessageTooBig, "frame too large", true)
 		return false
 	}
@@ -244,6 +279,9 @@ func (c *conn) handle(frame []byte) bool {
 	}
 	c.s.metrics.messagesIn.WithLabelValues(string(msg.Type())).Inc()
 	if h, ok := msg.(*wire.Handshake); ok {
+		if c.db == nil && !c.handshakeDeadline.Stop() {
+			return false // too late: handshakeTimedOut is closing the connection
+		}
 		return c.handshake(h)
 	}
 	if c.db == nil {
@@ -332,6 +370,7 @@ func (c *conn) handshake(m *wire.Handshake) bool {
 		return false
 	}
 	c.db, c.site = d, m.SiteID
+	c.ws.SetReadLimit(2 * c.frameLimit()) // from the next frame on
 	c.log = c.log.With("database", d.id)
 	// The ack is queued before the connection joins the database, so no
 	// push_changes can precede it.

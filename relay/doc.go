@@ -44,6 +44,8 @@
 //	-send-queue            REPLICA_RELAY_SEND_QUEUE            64              frames queued per connection (SendQueue)
 //	-idle-timeout          REPLICA_RELAY_IDLE_TIMEOUT          90s             close silent connections (IdleTimeout)
 //	-write-timeout         REPLICA_RELAY_WRITE_TIMEOUT         10s             close connections that take no frame (WriteTimeout)
+//	-handshake-timeout     REPLICA_RELAY_HANDSHAKE_TIMEOUT     10s             close connections without a valid handshake by then (HandshakeTimeout)
+//	-max-connections       REPLICA_RELAY_MAX_CONNECTIONS       10000           connections open at once; more get HTTP 503 (MaxConnections)
 //	-retention             REPLICA_RELAY_RETENTION             30d             arrival log and tombstone horizon (Retention)
 //	-maintenance-interval  REPLICA_RELAY_MAINTENANCE_INTERVAL  1h              pruning period (MaintenanceInterval)
 //	-db-idle-close         REPLICA_RELAY_DB_IDLE_CLOSE         5m              close unused database files (DatabaseIdleClose)
@@ -215,10 +217,22 @@
 //
 // # Limits and back-pressure
 //
-//   - MaxMessageSize (16 MiB): a larger frame is answered with
-//     MESSAGE_TOO_LARGE (written before anything else) and skipped; the
-//     connection stays usable. A frame more than twice the limit is not read
-//     to its end: after the error frame the connection is closed with 1009.
+//   - Before the handshake: a connection's frames may be HandshakeFrameLimit
+//     (64 KiB) at most (a larger one gets MESSAGE_TOO_LARGE, one more than
+//     twice as large closes the connection with 1009), and it must send a
+//     valid handshake within HandshakeTimeout (10 s) of connecting, pings or
+//     not, else it gets NOT_AUTHENTICATED and is closed with 1008
+//     "handshake timeout" (the time authentication takes does not count).
+//     So a client without credentials holds little memory, and not for
+//     long.
+//   - MaxConnections (10 000): WebSocket connections open at once,
+//     handshake done or not; an upgrade beyond it is answered with HTTP 503
+//     (Retry-After: 10) and the client retries with backoff.
+//   - MaxMessageSize (16 MiB), once the handshake is accepted: a larger
+//     frame is answered with MESSAGE_TOO_LARGE (written before anything
+//     else) and skipped; the connection stays usable. A frame more than
+//     twice the limit is not read to its end: after the error frame the
+//     connection is closed with 1009.
 //     The relay also pages changes and push_changes below the limit; clients
 //     must accept frames that large (coder/websocket: SetReadLimit).
 //   - MaxChangesPerApply (100 000): APPLY_CHANGES_REFUSED naming the limit.
@@ -251,6 +265,8 @@
 //
 //	replica_relay_connections                 gauge    open WebSockets
 //	replica_relay_connections_total           counter  accepted WebSockets
+//	replica_relay_connections_refused_total   counter  connections refused, by reason (limit: HTTP 503 at
+//	                                                   MaxConnections; handshake_timeout: closed, no handshake in time)
 //	replica_relay_databases_open              gauge    open database files
 //	replica_relay_messages_received_total     counter  frames received, by type ("invalid" if undecodable)
 //	replica_relay_messages_sent_total         counter  frames written, by type

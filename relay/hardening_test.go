@@ -3,10 +3,12 @@ package relay
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -332,5 +334,132 @@ func TestMalformedApplyChangesKeepsRequestID(t *testing.T) {
 	d.sendRaw([]byte(`{"type":"apply_changes","requestId":"apply-1","changes":[` + cs("AAAA") + `]}`))
 	if e := d.expectError(wire.CodeMessageError); e.RequestID != "" {
 		t.Fatalf("error before the handshake: %+v", *e)
+	}
+}
+
+// metricsText returns the relay's /metrics page.
+func metricsText(t testing.TB, r *testRelay) string {
+	t.Helper()
+	resp, err := http.Get(r.url("/metrics"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	return readAllBody(t, resp.Body)
+}
+
+// pingFrame returns a ping frame of n bytes (an extra member pads it).
+func pingFrame(n int) []byte {
+	const head, tail = `{"type":"ping","pad":"`, `"}`
+	return []byte(head + strings.Repeat("p", n-len(head)-len(tail)) + tail)
+}
+
+// Before the handshake the relay reads frames of HandshakeFrameLimit bytes
+// at most; after it, MaxMessageSize.
+func TestFrameLimitBeforeHandshake(t *testing.T) {
+	r := startRelay(t, Config{})
+	c := dial(t, r, nil)
+	c.sendRaw(pingFrame(HandshakeFrameLimit + 1))
+	if e := c.expectError(wire.CodeMessageTooLarge); !strings.Contains(e.Message, "65536") || !strings.Contains(e.Message, "before the handshake") {
+		t.Fatalf("message %q does not name the limit before the handshake", e.Message)
+	}
+	c.handshake("acme", "")
+	// Now the configured limit applies: a 1 MiB frame is read (and is not a
+	// valid message).
+	c.sendRaw(pingFrame(1 << 20))
+	c.expectError(wire.CodeMessageError)
+	c.ping()
+
+	// More than twice the limit before the handshake: the error, then 1009.
+	d := dial(t, r, nil)
+	frames := d.readAll()
+	d.sendRaw(pingFrame(3 * HandshakeFrameLimit))
+	f := <-frames
+	if m, err := wire.Decode(f.frame); f.err != nil || err != nil || m.(*wire.Error).Code != wire.CodeMessageTooLarge {
+		t.Fatalf("got %q, %v; want MESSAGE_TOO_LARGE", f.frame, f.err)
+	}
+	if f = <-frames; websocket.CloseStatus(f.err) != websocket.StatusMessageTooBig {
+		t.Fatalf("after the error: %q, %v; want close status 1009", f.frame, f.err)
+	}
+}
+
+// A connection without a valid handshake is closed after HandshakeTimeout,
+// even while it pings.
+func TestHandshakeTimeout(t *testing.T) {
+	r := startRelay(t, Config{HandshakeTimeout: 300 * time.Millisecond})
+	ok := connect(t, r, "acme")
+	c := dial(t, r, nil)
+	frames := c.readAll()
+	start := time.Now()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var last wire.Message
+	for done := false; !done; {
+		select {
+		case <-tick.C:
+			if time.Since(start) > 5*time.Second {
+				t.Fatal("the connection without a handshake is still open after 5 s")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = c.ws.Write(ctx, websocket.MessageText, []byte(`{"type":"ping"}`))
+			cancel()
+		case f := <-frames:
+			if f.err != nil {
+				if st := websocket.CloseStatus(f.err); st != websocket.StatusPolicyViolation {
+					t.Fatalf("connection ended with %v, want close status 1008", f.err)
+				}
+				done = true
+				continue
+			}
+			last, _ = wire.Decode(f.frame)
+		}
+	}
+	if e, isErr := last.(*wire.Error); !isErr || e.Code != wire.CodeNotAuthenticated || !strings.Contains(e.Message, "no valid handshake") {
+		t.Fatalf("last frame before the close: %+v, want NOT_AUTHENTICATED saying no valid handshake", describe(last))
+	}
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Fatalf("closed after %v, before the handshake timeout", d)
+	}
+	ok.ping() // a connection that handshook in time stays
+	if m := metricsText(t, r); !strings.Contains(m, `replica_relay_connections_refused_total{reason="handshake_timeout"} 1`) {
+		t.Fatalf("/metrics does not count the handshake timeout:\n%s", m)
+	}
+}
+
+// Upgrades beyond MaxConnections are answered with HTTP 503.
+func TestConnectionLimit(t *testing.T) {
+	r := startRelay(t, Config{MaxConnections: 2})
+	a := connect(t, r, "acme")
+	b := dial(t, r, nil) // no handshake yet: it counts as well
+	tryDial := func() (*websocket.Conn, *http.Response, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), recvTimeout)
+		defer cancel()
+		return websocket.Dial(ctx, "ws://"+r.addr+"/sync", nil)
+	}
+	ws, resp, err := tryDial()
+	if err == nil {
+		ws.CloseNow()
+		t.Fatal("a third connection was accepted with MaxConnections 2")
+	}
+	if resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("third dial: %v, response %+v; want HTTP 503", err, resp)
+	}
+	a.ping()
+	// A slot frees when a connection ends.
+	b.ws.CloseNow()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ws, _, err = tryDial()
+		if err == nil {
+			ws.CloseNow()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no connection accepted after one closed: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if m := metricsText(t, r); !strings.Contains(m, `replica_relay_connections_refused_total{reason="limit"}`) {
+		t.Fatalf("/metrics does not count refused upgrades:\n%s", m)
 	}
 }

@@ -13,6 +13,7 @@ type metrics struct {
 
 	connections      prometheus.Gauge
 	connectionsTotal prometheus.Counter
+	connsRefused     *prometheus.CounterVec
 	databasesOpen    prometheus.Gauge
 	messagesIn       *prometheus.CounterVec
 	messagesOut      *prometheus.CounterVec
@@ -34,6 +35,8 @@ func newMetrics() *metrics {
 		Help: "WebSocket connections open now (handshake done or not)."})
 	m.connectionsTotal = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "connections_total",
 		Help: "WebSocket connections accepted."})
+	m.connsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "connections_refused_total",
+		Help: "Connections refused: limit (upgrade answered with HTTP 503 at MaxConnections) or handshake_timeout (closed without a valid handshake in time)."}, []string{"reason"})
 	m.databasesOpen = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "databases_open",
 		Help: "Database files open now."})
 	m.messagesIn = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "messages_received_total",
@@ -59,7 +62,7 @@ func newMetrics() *metrics {
 		Help: "push_changes frames not delivered: queue_full (the connection was closed) or snapshot (the connection was streaming a snapshot)."}, []string{"reason"})
 	m.arrivalsPruned = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "arrivals_pruned_total",
 		Help: "Arrival-log entries removed by retention."})
-	m.reg.MustRegister(m.connections, m.connectionsTotal, m.databasesOpen, m.messagesIn, m.messagesOut,
+	m.reg.MustRegister(m.connections, m.connectionsTotal, m.connsRefused, m.databasesOpen, m.messagesIn, m.messagesOut,
 		m.bytesIn, m.bytesOut, m.errors, m.changesApplied, m.changesSkipped, m.changeSetsStored,
 		m.applyDuration, m.pushesDropped, m.arrivalsPruned,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

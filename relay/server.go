@@ -36,6 +36,7 @@ type Server struct {
 	mu      sync.Mutex
 	closed  bool
 	conns   map[*conn]struct{}
+	active  int // /sync requests being served (upgrading or open), at most MaxConnections
 	connsWG sync.WaitGroup
 
 	dbMu sync.Mutex
@@ -242,9 +243,23 @@ func (s *Server) serveSync(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "relay shutting down", http.StatusServiceUnavailable)
 		return
 	}
+	if s.active >= s.cfg.MaxConnections {
+		s.mu.Unlock()
+		s.metrics.connsRefused.WithLabelValues("limit").Inc()
+		s.log.Debug("relay: upgrade refused: connection limit", "remote", r.RemoteAddr, "maxConnections", s.cfg.MaxConnections)
+		w.Header().Set("Retry-After", "10")
+		http.Error(w, fmt.Sprintf("relay at its limit of %d connections: retry later", s.cfg.MaxConnections), http.StatusServiceUnavailable)
+		return
+	}
+	s.active++
 	s.connsWG.Add(1)
 	s.mu.Unlock()
-	defer s.connsWG.Done()
+	defer func() {
+		s.mu.Lock()
+		s.active--
+		s.mu.Unlock()
+		s.connsWG.Done()
+	}()
 
 	opts := &websocket.AcceptOptions{OriginPatterns: s.cfg.OriginPatterns}
 	for _, p := range s.cfg.OriginPatterns {

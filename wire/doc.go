@@ -607,7 +607,13 @@
 //
 //   - Frame size: DefaultMaxMessageSize (16 MiB) unless configured. Senders
 //     page to stay under it; a single ChangeSet larger than the receiver's
-//     limit cannot travel (MESSAGE_TOO_LARGE).
+//     limit cannot travel (MESSAGE_TOO_LARGE). Until it has accepted the
+//     handshake, the relay reads frames of 64 KiB at most.
+//   - Handshake deadline: the relay closes a connection that sent no valid
+//     handshake within its handshake timeout (10 s unless configured),
+//     pings or not: NOT_AUTHENTICATED, then close status 1008.
+//   - Connections: a relay at its connection limit answers the WebSocket
+//     upgrade with HTTP 503; the client retries with backoff.
 //   - Cursors and counts: at most MaxCursor (2^53).
 //   - Nesting: a JSON value at most MaxJSONDepth (256) deep; a frame at
 //     most MaxDepth (512) deep anywhere.

@@ -86,6 +86,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.IntVar(&o.cfg.SendQueue, "send-queue", relay.DefaultSendQueue, "frames queued per connection before a slow connection is closed")
 	fs.DurationVar(&o.cfg.IdleTimeout, "idle-timeout", relay.DefaultIdleTimeout, "close connections silent for this `duration`")
 	fs.DurationVar(&o.cfg.WriteTimeout, "write-timeout", relay.DefaultWriteTimeout, "close connections that cannot take a frame for this `duration`")
+	fs.DurationVar(&o.cfg.HandshakeTimeout, "handshake-timeout", relay.DefaultHandshakeTimeout, "close connections that sent no valid handshake this `duration` after connecting")
+	fs.IntVar(&o.cfg.MaxConnections, "max-connections", relay.DefaultMaxConnections, "most WebSocket connections open at once (handshake done or not); more upgrades get HTTP 503")
 	fs.Var(days{&o.cfg.Retention}, "retention", "keep arrival-log entries and tombstones this `duration` (units h, m, s and d for days; default 30d)")
 	fs.DurationVar(&o.cfg.MaintenanceInterval, "maintenance-interval", relay.DefaultMaintenanceInterval, "run pruning every `duration`")
 	fs.DurationVar(&o.cfg.DatabaseIdleClose, "db-idle-close", relay.DefaultDatabaseIdleClose, "close a database file this `duration` after its last connection left")

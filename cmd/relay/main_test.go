@@ -192,3 +192,20 @@ type fakeAddr string
 
 func (a fakeAddr) Network() string { return "tcp" }
 func (a fakeAddr) String() string  { return string(a) }
+
+func TestConnectionLimitFlags(t *testing.T) {
+	o, err := parseFlags(nil, env(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.cfg.HandshakeTimeout != 10*time.Second || o.cfg.MaxConnections != 10000 {
+		t.Fatalf("defaults: handshake timeout %v, max connections %d", o.cfg.HandshakeTimeout, o.cfg.MaxConnections)
+	}
+	o, err = parseFlags([]string{"-max-connections", "50"}, env(map[string]string{"REPLICA_RELAY_HANDSHAKE_TIMEOUT": "3s"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.cfg.HandshakeTimeout != 3*time.Second || o.cfg.MaxConnections != 50 {
+		t.Fatalf("parsed handshake timeout %v, max connections %d", o.cfg.HandshakeTimeout, o.cfg.MaxConnections)
+	}
+}
