@@ -80,7 +80,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.StringVar(&o.auth, "auth", "none", "authentication `mode`: none (anyone may use any database: local development only) or tokens (a token per database, from -token-file)")
 	fs.StringVar(&o.tokenFile, "token-file", "", "`file` of tokens for -auth tokens: a JSON object {\"<databaseId>\": \"<token>\", …}")
 	fs.StringVar(&o.origins, "allow-origin", "", "comma-separated host `patterns` of other origins whose pages may connect from a browser (\"*\": any)")
-	fs.Var(byteSize{&o.cfg.MaxMessageSize}, "max-frame", "largest frame in `bytes` (suffixes KiB, MiB allowed); larger frames get MESSAGE_TOO_LARGE (default 16MiB)")
+	fs.Var(byteSize{&o.cfg.MaxMessageSize}, "max-frame", "largest frame in `bytes` (suffixes KiB, MiB, GiB allowed); larger frames get MESSAGE_TOO_LARGE")
 	fs.IntVar(&o.cfg.MaxChangesPerApply, "max-apply-changes", relay.DefaultMaxChangesPerApply, "most changes (plus schema migrations) in one apply_changes")
 	fs.IntVar(&o.cfg.PageChanges, "page-changes", relay.DefaultPageChanges, "most changes per changes or push_changes frame (a larger ChangeSet travels alone)")
 	fs.IntVar(&o.cfg.SendQueue, "send-queue", relay.DefaultSendQueue, "frames queued per connection before a slow connection is closed")
@@ -88,7 +88,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.DurationVar(&o.cfg.WriteTimeout, "write-timeout", relay.DefaultWriteTimeout, "close connections that cannot take a frame for this `duration`")
 	fs.DurationVar(&o.cfg.HandshakeTimeout, "handshake-timeout", relay.DefaultHandshakeTimeout, "close connections that sent no valid handshake this `duration` after connecting")
 	fs.IntVar(&o.cfg.MaxConnections, "max-connections", relay.DefaultMaxConnections, "most WebSocket connections open at once (handshake done or not); more upgrades get HTTP 503")
-	fs.Var(days{&o.cfg.Retention}, "retention", "keep arrival-log entries and tombstones this `duration` (units h, m, s and d for days; default 30d)")
+	fs.Var(days{&o.cfg.Retention}, "retention", "keep arrival-log entries and tombstones this `duration` (units h, m, s and d for days)")
 	fs.DurationVar(&o.cfg.MaintenanceInterval, "maintenance-interval", relay.DefaultMaintenanceInterval, "run pruning every `duration`")
 	fs.DurationVar(&o.cfg.DatabaseIdleClose, "db-idle-close", relay.DefaultDatabaseIdleClose, "close a database file this `duration` after its last connection left")
 	fs.DurationVar(&o.cfg.ShutdownTimeout, "shutdown-timeout", relay.DefaultShutdownTimeout, "on SIGINT/SIGTERM, wait this `duration` for connections to close")
@@ -100,7 +100,12 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 			name, usage := flag.UnquoteUsage(f)
 			fmt.Fprintf(fs.Output(), "  -%s %s\n    \t%s", f.Name, name, usage)
 			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" {
-				fmt.Fprintf(fs.Output(), " (default %q)", f.DefValue)
+				// Quoted for string flags only, as package flag does.
+				if fmt.Sprintf("%T", f.Value) == "*flag.stringValue" {
+					fmt.Fprintf(fs.Output(), " (default %q)", f.DefValue)
+				} else {
+					fmt.Fprintf(fs.Output(), " (default %s)", f.DefValue)
+				}
 			}
 			fmt.Fprintf(fs.Output(), "\n    \tenv %s\n", envName(f.Name))
 		})
@@ -216,10 +221,19 @@ func browseURL(a net.Addr) string {
 type byteSize struct{ p *int64 }
 
 func (b byteSize) String() string {
-	if b.p == nil || *b.p == 0 {
-		return strconv.Itoa(wire.DefaultMaxMessageSize)
+	n := int64(wire.DefaultMaxMessageSize)
+	if b.p != nil && *b.p != 0 {
+		n = *b.p
 	}
-	return strconv.FormatInt(*b.p, 10)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n%u.m == 0 {
+			return strconv.FormatInt(n/u.m, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 func (b byteSize) Set(s string) error {
@@ -245,10 +259,14 @@ func (b byteSize) Set(s string) error {
 type days struct{ p *time.Duration }
 
 func (d days) String() string {
-	if d.p == nil || *d.p == 0 {
-		return (engine.DefaultRetention).String()
+	v := engine.DefaultRetention
+	if d.p != nil && *d.p != 0 {
+		v = *d.p
 	}
-	return d.p.String()
+	if v%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(v/(24*time.Hour)), 10) + "d"
+	}
+	return v.String()
 }
 
 func (d days) Set(s string) error {
@@ -268,14 +286,15 @@ func (d days) Set(s string) error {
 	return nil
 }
 
-// levelFlag is a slog level flag.
+// levelFlag is a slog level flag, shown in lower case as -log-level takes
+// it (it takes any case).
 type levelFlag struct{ p *slog.Level }
 
 func (l levelFlag) String() string {
 	if l.p == nil {
-		return "INFO"
+		return "info"
 	}
-	return l.p.String()
+	return strings.ToLower(l.p.String())
 }
 
 func (l levelFlag) Set(s string) error { return l.p.UnmarshalText([]byte(s)) }

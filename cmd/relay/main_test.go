@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -207,5 +208,45 @@ func TestConnectionLimitFlags(t *testing.T) {
 	}
 	if o.cfg.HandshakeTimeout != 3*time.Second || o.cfg.MaxConnections != 50 {
 		t.Fatalf("parsed handshake timeout %v, max connections %d", o.cfg.HandshakeTimeout, o.cfg.MaxConnections)
+	}
+}
+
+// -h shows each flag's default once, in the form the flag takes.
+func TestHelpDefaults(t *testing.T) {
+	var help bytes.Buffer
+	if _, err := parseFlags([]string{"-h"}, env(nil), &help); !errors.Is(err, flag.ErrHelp) {
+		t.Fatal(err)
+	}
+	usage := map[string]string{} // flag → its help text
+	var name string
+	for _, line := range strings.Split(help.String(), "\n") {
+		if f, ok := strings.CutPrefix(line, "  -"); ok {
+			name, _, _ = strings.Cut(f, " ")
+			continue
+		}
+		if name != "" {
+			usage[name] += line
+		}
+	}
+	for f, u := range usage {
+		if n := strings.Count(u, "(default"); n > 1 {
+			t.Errorf("-%s shows %d defaults: %s", f, n, u)
+		}
+	}
+	for f, want := range map[string]string{
+		"max-frame":  "(default 16MiB)",
+		"retention":  "(default 30d)",
+		"log-level":  "(default info)",
+		"addr":       `(default "127.0.0.1:8080")`,
+		"send-queue": "(default 64)",
+	} {
+		if !strings.Contains(usage[f], want) {
+			t.Errorf("-%s: %q lacks %s", f, usage[f], want)
+		}
+	}
+	// The shown forms parse back to the defaults.
+	o, err := parseFlags([]string{"-max-frame", "16MiB", "-retention", "30d", "-log-level", "info"}, env(nil), io.Discard)
+	if err != nil || o.cfg.MaxMessageSize != 16<<20 || o.cfg.Retention != 30*24*time.Hour || o.logLevel != slog.LevelInfo {
+		t.Fatalf("defaults as shown: %v, %+v", err, o)
 	}
 }
