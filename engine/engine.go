@@ -89,6 +89,15 @@ type Options struct {
 	// changes to others: browser clients (the JavaScript API sets it) and
 	// the relay, which serves from its arrival log.
 	LocalChangeLogOnly bool
+	// OmitLocalChanges makes local transactions (Transact, Insert, …,
+	// Staged.Commit) return and announce in LocalChange events a
+	// ChangeSet without its Changes: SiteID, TransactionID, HLC and
+	// Migrations are set, Changes is nil (events still list the tables).
+	// ChangesSince still returns every fact. A transaction's Changes cost
+	// about 230 bytes per fact to build (16 MB for 10,000 rows of 7
+	// columns): for hosts that only need to know a transaction committed,
+	// such as the JavaScript API, which pushes from the change log.
+	OmitLocalChanges bool
 	// Retention is the horizon of Prune; 0 means DefaultRetention.
 	Retention time.Duration
 	// Rand is the source of the site id and of snapshot ids; nil means
@@ -206,7 +215,7 @@ func Open(store kv.Store, opts Options) (*Engine, error) {
 // changes for tables that just appeared.
 func (e *Engine) declareSchema(declared Schema) error {
 	var created []string
-	cs, err := e.write(func(w *writeTx) error {
+	lc, err := e.write(func(w *writeTx) error {
 		migs, err := diffSchema(w.schema, declared)
 		if err != nil {
 			return err
@@ -224,7 +233,7 @@ func (e *Engine) declareSchema(declared Schema) error {
 	if err != nil {
 		return fmt.Errorf("open replica: %w", err)
 	}
-	e.emitLocal(cs)
+	e.emitLocal(lc)
 	if len(created) > 0 {
 		if _, err := e.DrainQuarantine(created...); err != nil {
 			return fmt.Errorf("open replica: replay quarantined changes: %w", err)

@@ -41,7 +41,8 @@ type Event struct {
 	Type   EventType
 	Tables []string
 	// ChangeSet is the transaction (LocalChange, RemoteChange). For a
-	// RemoteChange it holds only the facts that changed local state.
+	// RemoteChange it holds only the facts that changed local state; for
+	// a LocalChange under Options.OmitLocalChanges, no Changes.
 	ChangeSet *ChangeSet
 	// Conflict is set for ConflictResolved.
 	Conflict *Conflict
@@ -146,11 +147,11 @@ func (e *Engine) emit(ev Event) {
 	}
 }
 
-func (e *Engine) emitLocal(cs *ChangeSet) {
-	if cs == nil {
+func (e *Engine) emitLocal(lc *localCommit) {
+	if lc == nil {
 		return
 	}
-	e.emit(Event{Type: LocalChange, Tables: tablesOf(cs), ChangeSet: cs})
+	e.emit(Event{Type: LocalChange, Tables: lc.tables, ChangeSet: lc.cs})
 }
 
 func tablesOf(cs *ChangeSet) []string {

@@ -32,12 +32,12 @@ type Tx struct {
 // but the engine (no timers, no network, no JavaScript promises), or the
 // transaction fails with kv.ErrTxInactive.
 func (e *Engine) Transact(fn func(tx *Tx) error) (*ChangeSet, error) {
-	cs, err := e.write(func(w *writeTx) error { return fn(&Tx{w: w}) })
+	lc, err := e.write(func(w *writeTx) error { return fn(&Tx{w: w}) })
 	if err != nil {
 		return nil, err
 	}
-	e.emitLocal(cs)
-	return cs, nil
+	e.emitLocal(lc)
+	return lc.changeSet(), nil
 }
 
 // Insert inserts one row and returns it as stored (defaults filled, an
@@ -125,7 +125,7 @@ func (e *Engine) Insert(table string, values map[string]any) (row Row, err error
 		return nil, err
 	}
 	hint := []hintRow{{t: vt, pk: pk, fresh: vt.autoID && values["id"] == nil}}
-	cs, err := e.writeHinted(hint, func(w *writeTx) error {
+	lc, err := e.writeHinted(hint, func(w *writeTx) error {
 		st, vt, err := w.tables(table)
 		if err != nil {
 			return err
@@ -136,7 +136,7 @@ func (e *Engine) Insert(table string, values map[string]any) (row Row, err error
 	if err != nil {
 		return nil, err
 	}
-	e.emitLocal(cs)
+	e.emitLocal(lc)
 	return row, nil
 }
 
@@ -157,11 +157,11 @@ func (e *Engine) keyHint(table string, pk Key) []hintRow {
 // Update runs Tx.Update in its own transaction, its reads in one round
 // trip.
 func (e *Engine) Update(table string, pk Key, patch map[string]any) (row Row, err error) {
-	cs, err := e.writeHinted(e.keyHint(table, pk), func(w *writeTx) error { row, err = w.update(table, pk, patch); return err })
+	lc, err := e.writeHinted(e.keyHint(table, pk), func(w *writeTx) error { row, err = w.update(table, pk, patch); return err })
 	if err != nil {
 		return nil, err
 	}
-	e.emitLocal(cs)
+	e.emitLocal(lc)
 	return row, nil
 }
 
@@ -182,22 +182,22 @@ func (e *Engine) Upsert(table string, values map[string]any) (row Row, err error
 			hint = e.keyHint(table, key)
 		}
 	}
-	cs, err := e.writeHinted(hint, func(w *writeTx) error { row, err = w.upsert(table, values); return err })
+	lc, err := e.writeHinted(hint, func(w *writeTx) error { row, err = w.upsert(table, values); return err })
 	if err != nil {
 		return nil, err
 	}
-	e.emitLocal(cs)
+	e.emitLocal(lc)
 	return row, nil
 }
 
 // Delete runs Tx.Delete in its own transaction, its reads in one round
 // trip.
 func (e *Engine) Delete(table string, pk Key) (deleted bool, err error) {
-	cs, err := e.writeHinted(e.keyHint(table, pk), func(w *writeTx) error { deleted, err = w.delete(table, pk); return err })
+	lc, err := e.writeHinted(e.keyHint(table, pk), func(w *writeTx) error { deleted, err = w.delete(table, pk); return err })
 	if err != nil {
 		return false, err
 	}
-	e.emitLocal(cs)
+	e.emitLocal(lc)
 	return deleted, nil
 }
 

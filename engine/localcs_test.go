@@ -128,3 +128,89 @@ func TestInsertStampsDeclarationOrder(t *testing.T) {
 	}
 	check("Staged", cs)
 }
+
+// TestOmitLocalChanges runs the same random transactions on two replicas,
+// one with OmitLocalChanges, and checks the lean ChangeSets and events
+// equal the full ones without their Changes, and both replicas hold the
+// same change log.
+func TestOmitLocalChanges(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	open := func(omit bool) (*Engine, *[]Event) {
+		e, err := Open(memkv.New(Buckets...), Options{Schema: citySchema(), Clock: &benchClock{ms: benchT0 * 8},
+			Rand: rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)}), OmitLocalChanges: omit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var evs []Event
+		e.Subscribe(func(ev Event) {
+			if ev.Type == LocalChange {
+				evs = append(evs, ev)
+			}
+		})
+		return e, &evs
+	}
+	full, fullEvs := open(false)
+	lean, leanEvs := open(true)
+	for _, e := range []*Engine{full, lean} {
+		rng := rand.New(rand.NewPCG(seed, 4))
+		next := 1
+		var live []int
+		for round := 0; round < 40; round++ {
+			s := e.Stage()
+			for op := 0; op < 1+rng.IntN(20); op++ {
+				if len(live) == 0 || rng.IntN(3) > 0 {
+					if _, err := s.Insert("cities", map[string]any{"id": next, "name": "n", "lat": rng.Float64()}); err != nil {
+						t.Fatal(err)
+					}
+					live = append(live, next)
+					next++
+				} else if rng.IntN(2) == 0 {
+					if _, err := s.Update("cities", Key{live[rng.IntN(len(live))]}, map[string]any{"name": "m"}); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					i := rng.IntN(len(live))
+					if _, err := s.Delete("cities", Key{live[i]}); err != nil {
+						t.Fatal(err)
+					}
+					live = append(live[:i], live[i+1:]...)
+				}
+			}
+			cs, err := s.Commit()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e == lean && cs != nil && cs.Changes != nil {
+				t.Fatalf("round %d: OmitLocalChanges returned %d changes", round, len(cs.Changes))
+			}
+		}
+	}
+	if len(*fullEvs) != len(*leanEvs) || len(*fullEvs) < 20 {
+		t.Fatalf("%d events with changes, %d without", len(*fullEvs), len(*leanEvs))
+	}
+	for i, f := range *fullEvs {
+		l := (*leanEvs)[i]
+		want := *f.ChangeSet
+		want.Changes = nil
+		if !reflect.DeepEqual(l.Tables, f.Tables) || !reflect.DeepEqual(*l.ChangeSet, want) {
+			t.Fatalf("event %d: lean %+v %v, full without changes %+v %v", i, *l.ChangeSet, l.Tables, want, f.Tables)
+		}
+	}
+	a, err := full.ChangesSince(HLC{}, 1<<30, ChangesFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := lean.ChangesSince(HLC{}, 1<<30, ChangesFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a) != len(b) || len(a) < 20 {
+		t.Fatalf("change logs of %d and %d transactions", len(a), len(b))
+	}
+	for i := range a {
+		if !reflect.DeepEqual(a[i].Changes, b[i].Changes) || a[i].HLC != b[i].HLC {
+			t.Fatalf("transaction %d differs in the change log", i)
+		}
+	}
+}

@@ -336,12 +336,12 @@ func (s *Staged) Commit() (*ChangeSet, error) {
 	if len(s.stmts) == 0 {
 		return nil, nil
 	}
-	cs, err := s.e.write(s.replay)
+	lc, err := s.e.write(s.replay)
 	if err != nil {
 		return nil, err
 	}
-	s.e.emitLocal(cs)
-	return cs, nil
+	s.e.emitLocal(lc)
+	return lc.changeSet(), nil
 }
 
 // Discard abandons the staged statements.

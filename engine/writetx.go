@@ -131,11 +131,26 @@ func (w *writeTx) freshRow(t *table, pk []Value) {
 	}
 }
 
+// localCommit is a committed local transaction: its ChangeSet (without
+// Changes under Options.OmitLocalChanges) and the tables it wrote.
+type localCommit struct {
+	cs     *ChangeSet
+	tables []string
+}
+
+// changeSet returns the transaction's ChangeSet; nil for a nil lc.
+func (lc *localCommit) changeSet() *ChangeSet {
+	if lc == nil {
+		return nil
+	}
+	return lc.cs
+}
+
 // write runs fn as one local transaction: one HLC tick, facts numbered in
 // write order, everything committed in one kv transaction. It returns the
-// transaction's ChangeSet, or nil when fn recorded nothing (and then nothing,
+// committed transaction, or nil when fn recorded nothing (and then nothing,
 // not even the clock, was written).
-func (e *Engine) write(fn func(*writeTx) error) (*ChangeSet, error) {
+func (e *Engine) write(fn func(*writeTx) error) (*localCommit, error) {
 	return e.writeHinted(nil, fn)
 }
 
@@ -150,13 +165,13 @@ type hintRow struct {
 }
 
 // writeHinted is write with the rows fn will read named up front.
-func (e *Engine) writeHinted(hint []hintRow, fn func(*writeTx) error) (*ChangeSet, error) {
+func (e *Engine) writeHinted(hint []hintRow, fn func(*writeTx) error) (*localCommit, error) {
 	if err := e.checkOpen(); err != nil {
 		return nil, err
 	}
-	var cs *ChangeSet
+	var lc *localCommit
 	err := e.store.Update(func(tx kv.Tx) error {
-		cs = nil
+		lc = nil
 		w, err := e.beginHinted(tx, hint)
 		if err != nil {
 			return err
@@ -173,13 +188,18 @@ func (e *Engine) writeHinted(hint []hintRow, fn func(*writeTx) error) (*ChangeSe
 		if err := w.commit(); err != nil {
 			return err
 		}
-		cs = w.localChangeSet()
+		if e.opts.OmitLocalChanges {
+			lc = w.localCommitLean()
+		} else {
+			cs := w.localChangeSet()
+			lc = &localCommit{cs: cs, tables: tablesOf(cs)}
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return cs, nil
+	return lc, nil
 }
 
 // nextHLC stamps the next fact of a local transaction.
@@ -643,6 +663,57 @@ func appendFacts(out []Change, rec *record, base HLC, table string, pk []Value) 
 		}
 	}
 	return out
+}
+
+// localCommitLean is the localCommit of OmitLocalChanges: the ChangeSet
+// without Changes, its HLC and tables read from the rows without building
+// a Change.
+func (w *writeTx) localCommitLean() *localCommit {
+	cs := &ChangeSet{SiteID: w.e.site, TransactionID: w.base.TransactionID(), Migrations: w.migs}
+	var seen map[string]bool
+	var tables []string
+	for _, m := range w.migs {
+		if !seen[m.TableName] {
+			if seen == nil {
+				seen = map[string]bool{}
+			}
+			seen[m.TableName] = true
+			tables = append(tables, m.TableName)
+		}
+		if cs.HLC.Less(m.HLC) {
+			cs.HLC = m.HLC
+		}
+	}
+	for _, r := range w.rows {
+		rec := r.cur
+		if rec == nil {
+			continue
+		}
+		has := false
+		if rec.hasTomb && rec.tomb.SameTransaction(w.base) {
+			has = true
+			if cs.HLC.Less(rec.tomb) {
+				cs.HLC = rec.tomb
+			}
+		}
+		for i := range rec.cells {
+			if h := rec.cells[i].hlc; h.SameTransaction(w.base) {
+				has = true
+				if cs.HLC.Less(h) {
+					cs.HLC = h
+				}
+			}
+		}
+		if has && !seen[r.table] {
+			if seen == nil {
+				seen = map[string]bool{}
+			}
+			seen[r.table] = true
+			tables = append(tables, r.table)
+		}
+	}
+	sort.Strings(tables)
+	return &localCommit{cs: cs, tables: tables}
 }
 
 // setPrior copies a cell's before-image into its Change.
