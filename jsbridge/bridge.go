@@ -48,6 +48,7 @@ const (
 	opListen
 	opPending
 	opPeer
+	opInsertMany
 )
 
 var opNames = map[string]int{
@@ -59,6 +60,7 @@ var opNames = map[string]int{
 	"syncConnect": opSyncConnect, "syncDisconnect": opSyncDisconnect,
 	"syncSnapshot": opSyncSnapshot, "syncTarget": opSyncTarget,
 	"listen": opListen, "pending": opPending, "peer": opPeer,
+	"insertMany": opInsertMany,
 }
 
 // Result kinds of settle (facade.js reads the same numbers from KINDS).
@@ -68,11 +70,12 @@ const (
 	kindRows      // text is an encoder result; resolve with the rows
 	kindRow       // the same, resolve with the first row or undefined
 	kindError     // text is a jsError
+	kindMany      // text is an encoder result with errors; see insertMany
 )
 
 var kindNames = map[string]int{
 	"undefined": kindUndefined, "json": kindJSON, "rows": kindRows,
-	"row": kindRow, "error": kindError,
+	"row": kindRow, "error": kindError, "many": kindMany,
 }
 
 // bridge is the installed API: the facade's callbacks and the open

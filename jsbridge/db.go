@@ -327,6 +327,8 @@ func (d *db) handle(c *call) {
 		d.run(c, "db.close", "", func() (result, error) { d.close(); return result{}, nil })
 	case opInsert, opUpsert, opUpdate, opDelete:
 		d.write(c)
+	case opInsertMany:
+		d.insertMany(c)
 	case opGet, opQuery, opCount:
 		d.read(c)
 	case opBegin, opCommit, opDiscard:

@@ -474,10 +474,21 @@ func (r *reader) end() error {
 // tagged value. A value no column accepts is a VALIDATION error.
 func decodeRow(table, text string, blobs []byte) (map[string]any, error) {
 	r := &reader{b: []byte(text), blobs: blobs}
+	row, err := r.row(table)
+	if err != nil {
+		return nil, err
+	}
+	return row, r.end()
+}
+
+// row reads one row object (see decodeRow). After a VALIDATION error the
+// reader has still passed over the whole object.
+func (r *reader) row(table string) (map[string]any, error) {
 	if err := r.expect('{'); err != nil {
 		return nil, err
 	}
 	row := make(map[string]any, 8)
+	var bad error
 	for first := true; ; first = false {
 		ok, err := r.more('}', first)
 		if err != nil {
@@ -497,12 +508,18 @@ func decodeRow(table, text string, blobs []byte) (map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if u, bad := v.(unsupported); bad {
-			return nil, unsupportedError(table, col, u)
+		if u, isBad := v.(unsupported); isBad {
+			if bad == nil {
+				bad = unsupportedError(table, col, u)
+			}
+			continue
 		}
 		row[col] = v
 	}
-	return row, r.end()
+	if bad != nil {
+		return nil, bad
+	}
+	return row, nil
 }
 
 // decodeList parses an array of tagged values (a primary key).

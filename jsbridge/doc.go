@@ -34,10 +34,15 @@
 // read issued after a write sees it), started when a call arrives and ended
 // when the queue is empty. The dispatch callback never blocks: it copies the
 // arguments into Go and queues the work. The one exception runs inside the
-// callback: a staged insert (tx.insert) into a table of the declared schema
-// when the worker is idle, which is pure computation (engine.Staged.Insert
+// callback: staged inserts (tx.insert) into tables of the declared schema
+// when the worker is idle, which are pure computation (engine.Staged.Insert
 // reads no store then), so a bulk transaction does not pay a goroutine hop
-// per row.
+// per row. The facade does not send tx.inserts one by one either: it queues
+// those issued in one turn of the event loop and sends them as one
+// insertMany call (before any other call, so call order holds), which Go
+// answers with one result holding every row and the errors of the rows that
+// failed; each tx.insert promise still settles on its own. A bulk
+// transaction thus crosses into Go once per turn, not once per row.
 //
 // The replica's IndexedDB store is opened with idbkv.Speculate: a
 // single-row write (db.insert, update, upsert, delete) reads the clock

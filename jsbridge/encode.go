@@ -70,6 +70,17 @@ func (e *encoder) finish() (string, []byte) {
 	return string(e.b), e.blobs
 }
 
+// finishWith is finish with a third element: errs, the text of a JSON
+// array's members (insertMany's [index, error, ...]).
+func (e *encoder) finishWith(errs []byte) (string, []byte) {
+	e.b = append(e.b, "],["...)
+	e.b = append(e.b, e.fix...)
+	e.b = append(e.b, "],["...)
+	e.b = append(e.b, errs...)
+	e.b = append(e.b, "]]"...)
+	return string(e.b), e.blobs
+}
+
 // value appends v; key is the JSON text of its key in the current holder
 // (a quoted column name, or an array index).
 func (e *encoder) value(key []byte, v engine.Value) {

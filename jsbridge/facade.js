@@ -40,6 +40,7 @@ const pending = new Map(); // call id -> [resolve, reject]
 let nextCall = 1;
 
 function call(op, h, tx, a, b, c, d) {
+	if (batch) flush();
 	return new Promise((resolve, reject) => {
 		const id = nextCall++;
 		pending.set(id, [resolve, reject]);
@@ -52,13 +53,56 @@ function call(op, h, tx, a, b, c, d) {
 	});
 }
 
+// Staged inserts (tx.insert) are queued and sent to Go together, one call
+// per turn of the event loop (or before any other call, which keeps call
+// order): a bulk transaction pays one Go call and one result for all its
+// rows instead of one per row. Each row still succeeds or fails on its own.
+let batch = null; // {h, tx, tables, rows, st, ps: [resolve, reject, ...]}
+
+function queueInsert(s, tx, table, row, method) {
+	if (batch && (batch.h !== s.h || batch.tx !== tx)) flush();
+	const b = batch || { h: s.h, tx, tables: [], rows: [], st: { parts: null, size: 0 }, ps: [] };
+	const text = encRow(row, b.st, method + ": row"); // throws before anything is queued
+	if (!batch) { batch = b; queueMicrotask(flush); }
+	return new Promise((resolve, reject) => {
+		b.tables.push(table);
+		b.rows.push(text);
+		b.ps.push(resolve, reject);
+	});
+}
+
+function flush() {
+	const b = batch;
+	if (!b) return;
+	batch = null;
+	const id = nextCall++;
+	const fail = (e) => { for (let i = 1; i < b.ps.length; i += 2) b.ps[i](e); };
+	pending.set(id, [(r) => {
+		const [hs, errs] = r;
+		const bad = new Map();
+		for (let i = 0; i < errs.length; i += 2) bad.set(errs[i], errs[i + 1]);
+		for (let i = 0; i < hs.length; i++) {
+			const e = bad.get(i);
+			if (e) b.ps[2 * i + 1](new ReplicaError(e.code, e.message, e.table, e.column));
+			else b.ps[2 * i](hs[i]);
+		}
+	}, fail]);
+	try {
+		go(OPS.insertMany, b.h, b.tx, id, JSON.stringify(b.tables), "[" + b.rows.join(",") + "]", pack(b.st));
+	} catch (e) {
+		pending.delete(id);
+		fail(goErr(e));
+	}
+}
+
 function attempt(fn) {
 	try { return fn(); } catch (e) { return Promise.reject(e); }
 }
 
-// holders applies the fixes of an encoded result: [holders, fixes].
-function holders(text, blobs) {
-	const [hs, f] = JSON.parse(text);
+// holders applies the fixes of an encoded result: [holders, fixes] (and,
+// for kind many, errors: returned as [holders, errors]).
+function holders(text, blobs, many) {
+	const [hs, f, errs] = JSON.parse(text);
 	for (let i = 0; i < f.length; i += 5) {
 		const o = hs[f[i]], k = f[i + 1];
 		switch (f[i + 2]) {
@@ -67,7 +111,7 @@ function holders(text, blobs) {
 			case 3: o[k] = blobs.slice(f[i + 3], f[i + 3] + f[i + 4]); break;
 		}
 	}
-	return hs;
+	return many ? [hs, errs] : hs;
 }
 
 function decode(kind, text, blobs) {
@@ -75,6 +119,7 @@ function decode(kind, text, blobs) {
 		case KINDS.undefined: return undefined;
 		case KINDS.json: return JSON.parse(text);
 		case KINDS.rows: return holders(text, blobs);
+		case KINDS.many: return holders(text, blobs, true);
 		case KINDS.row: { const r = holders(text, blobs); return r.length ? r[0] : undefined; }
 		case KINDS.error: {
 			const e = JSON.parse(text);
@@ -289,7 +334,13 @@ function opRead(s, tx, op, method, table, options) {
 class Transaction {
 	#t;
 	constructor(t) { this.#t = t; }
-	insert(table, row) { return attempt(() => { liveTx(this.#t, "tx.insert"); return opInsert(this.#t.s, this.#t.id, OPS.insert, "tx.insert", table, row); }); }
+	insert(table, row) {
+		return attempt(() => {
+			liveTx(this.#t, "tx.insert");
+			needTable(table, "tx.insert");
+			return queueInsert(this.#t.s, this.#t.id, table, row, "tx.insert");
+		});
+	}
 	upsert(table, row) { return attempt(() => { liveTx(this.#t, "tx.upsert"); return opInsert(this.#t.s, this.#t.id, OPS.upsert, "tx.upsert", table, row); }); }
 	update(table, pk, patch) { return attempt(() => { liveTx(this.#t, "tx.update"); return opUpdate(this.#t.s, this.#t.id, "tx.update", table, pk, patch); }); }
 	delete(table, pk) { return attempt(() => { liveTx(this.#t, "tx.delete"); return opKey(this.#t.s, this.#t.id, OPS.delete, "tx.delete", table, pk); }); }
@@ -427,6 +478,7 @@ class Database {
 		const sid = nextSub++;
 		const sub = { cb: callback, onError };
 		s.subs.set(sid, sub);
+		if (batch) flush(); // queued tx.inserts go first, in call order
 		try { go(OPS.subscribe, s.h, 0, 0, sid, table, q, pack(st)); } catch (e) { s.subs.delete(sid); throw goErr(e); }
 		return () => {
 			if (s.subs.get(sid) !== sub) return;

@@ -4,6 +4,8 @@ package jsbridge
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 
 	"github.com/replica-sync/replica/engine"
 )
@@ -234,4 +236,98 @@ func methodName(c *call, op string) string {
 		return "tx." + op
 	}
 	return "db." + op
+}
+
+// insertMany handles a batch of staged inserts (tx.insert calls the facade
+// queued in one turn of the event loop): a = the tables as a JSON array,
+// b = the rows as a JSON array, c = the blob buffer of them all. Each row
+// is inserted as one tx.insert call would be, in order, each failing on its
+// own; the answer is one result of kind many: the inserted rows as holders
+// (null where the insert failed) and the errors as [index, error, ...].
+func (d *db) insertMany(c *call) {
+	tablesText, rowsText, blobs := c.str(0), c.str(1), c.bytes(2)
+	const method = "tx.insert"
+	op := func() (result, error) {
+		st, err := d.staged(c.tx)
+		if err != nil {
+			return result{}, err
+		}
+		tables, err := decodeList("", "tables", tablesText, nil)
+		if err != nil {
+			return result{}, err
+		}
+		r := &reader{b: []byte(rowsText), blobs: blobs}
+		if err := r.expect('['); err != nil {
+			return result{}, err
+		}
+		e := newEncoder()
+		var errs []byte
+		for i, t := range tables {
+			table, _ := t.(string)
+			if ok, err := r.more(']', i == 0); err != nil || !ok {
+				return result{}, fmt.Errorf("%w: %d rows for %d tables", errSyntax, i, len(tables))
+			}
+			vals, rerr := r.row(table)
+			if errors.Is(rerr, errSyntax) {
+				return result{}, rerr
+			}
+			var row engine.Row
+			res := guard(method, table, func() (result, error) {
+				if rerr != nil {
+					return result{}, rerr
+				}
+				var err error
+				row, err = st.Insert(table, vals)
+				return result{}, err
+			})
+			if res.kind == kindError {
+				if len(errs) > 0 {
+					errs = append(errs, ',')
+				}
+				errs = strconv.AppendInt(errs, int64(i), 10)
+				errs = append(errs, ',')
+				errs = append(errs, res.text...)
+				e.beginHolder(i, 'n')
+				e.b = append(e.b, "ull"...)
+				continue
+			}
+			cols := d.columns(table, false)
+			if len(row) > len(cols) {
+				cols = d.columns(table, true)
+			}
+			e.row(i, row, cols)
+		}
+		if ok, err := r.more(']', len(tables) == 0); err != nil || ok {
+			return result{}, fmt.Errorf("%w: more rows than tables", errSyntax)
+		}
+		if err := r.end(); err != nil {
+			return result{}, err
+		}
+		text, rb := e.finishWith(errs)
+		return result{kind: kindMany, text: text, blobs: rb}, nil
+	}
+	if c.tx != 0 && d.allDeclared(tablesText) && d.runNow(c, method, "", op) {
+		return
+	}
+	d.run(c, method, "", op)
+}
+
+// allDeclared reports whether every table named in the JSON array text is
+// of the declared schema with its columns cached: then the inserts read no
+// store and may run inside the dispatch callback (see runNow).
+func (d *db) allDeclared(tablesText string) bool {
+	tables, err := decodeList("", "tables", tablesText, nil)
+	if err != nil {
+		return false
+	}
+	for _, t := range tables {
+		name, ok := t.(string)
+		if !ok || !d.declared[name] {
+			return false
+		}
+		if _, ok := d.cachedColumns(name); !ok {
+			return false
+		}
+	}
+	return true
 }

@@ -143,3 +143,49 @@ func dbOf(t testing.TB, db js.Value) *db {
 	}
 	return d
 }
+
+// TestTransactionInsertBatch: tx.inserts issued without awaiting go to Go
+// together (one call per turn), yet each settles on its own, in call order
+// with the other statements: a failed row rejects only its own promise, the
+// rows around it insert, values round-trip (bytes from the shared buffer,
+// dates, BigInt), and a read issued after them sees them.
+func TestTransactionInsertBatch(t *testing.T) {
+	db := openT(t)
+	run := asyncfn("db", `
+		const seen = {};
+		await db.transaction(async (tx) => {
+			const ps = [
+				tx.insert("items", {id: "a", title: "a", n: 1, data: new Uint8Array([1, 2])}),
+				tx.insert("strict", {id: "s1"}), // name is notNull: VALIDATION
+				tx.insert("items", {id: "b", title: "b", n: 2n ** 60n, at: new Date(5), data: new Uint8Array([3])}),
+				tx.insert("items", {id: "a", title: "again"}), // exists: CONFLICT
+				tx.insert("other", {id: "o", v: () => 1}), // not a value: VALIDATION
+				tx.insert("pair", {a: "x", b: 1, v: "p"}),
+			];
+			const count = tx.count("items");
+			const rs = await Promise.allSettled(ps);
+			seen.status = rs.map((r) => r.status === "fulfilled" ? "ok" : r.reason.code);
+			seen.a = Array.from(rs[0].value.data);
+			seen.bn = rs[2].value.n === 2n ** 60n;
+			seen.bat = rs[2].value.at.getTime();
+			seen.bdata = Array.from(rs[2].value.data);
+			seen.pair = rs[5].value.v;
+			seen.count = await count;
+		});
+		seen.after = (await db.query("items", {orderBy: "id"})).map((r) => r.id + ":" + r.title);
+		seen.strict = await db.count("strict");
+		seen.pairs = await db.count("pair");
+		return seen;
+	`)
+	seen := must(t, run.Invoke(db))
+	for _, c := range []struct{ expr, want string }{
+		{"status", `["ok", "VALIDATION", "ok", "CONFLICT", "VALIDATION", "ok"]`},
+		{"a", "[1, 2]"}, {"bn", "true"}, {"bat", "5"}, {"bdata", "[3]"}, {"pair", `"p"`},
+		{"count", "2"}, {"after", `["a:a", "b:b"]`}, {"strict", "0"}, {"pairs", "1"},
+	} {
+		v := jsfn("s", "return s."+c.expr).Invoke(seen)
+		if got := describe(v); got != c.want {
+			t.Errorf("%s = %s, want %s", c.expr, got, c.want)
+		}
+	}
+}
