@@ -93,8 +93,10 @@
 // the frame's requestId (when it is a string), so that the client's push
 // in flight ends. An unknown type, or one the relay sends but does not
 // take (changes, push_changes, …), gets UNKNOWN_MESSAGE. The connection
-// stays usable. ping gets pong; a client's
-// pong or error needs no answer and gets none.
+// stays usable. ping gets pong; a client's pong or error needs no answer
+// and gets none. A connection must complete its handshake within
+// HandshakeTimeout, with small frames until then: see "Limits and
+// back-pressure".
 //
 // # Delivery: the arrival log
 //
@@ -115,10 +117,10 @@
 // fact the stored copy lacks, or with other content under one of its HLCs,
 // is refused whole (APPLY_CHANGES_REFUSED): the merged replica would take
 // it while the log kept the first copy, and devices that pull and devices
-// that bootstrap would diverge. A
-// transaction carried twice in one apply_changes is merged, stored and
-// counted once (a copy that is a subset of the other is dropped; copies
-// that differ otherwise refuse the batch).
+// that bootstrap would diverge. A transaction carried twice in one
+// apply_changes is merged, stored and counted once (a copy that is a subset
+// of the other is dropped; copies that differ otherwise refuse the batch).
+//
 // Nothing of a batch that fails is stored, and the error echoes requestId:
 //
 //   - refused for its content, so that it would be refused again if resent
@@ -126,12 +128,13 @@
 //     ChangeSet whose siteId is not the one the connection's handshake
 //     declared (a connection pushes its own site's transactions only: one
 //     pushed in another device's name would reach every device but that
-//     one, whose pulls leave its own site out), a ChangeSet the engine
-//     finds malformed (engine.ErrMalformed), a row or
-//     value too large to store (engine.ErrValidation, kv.ErrValueTooLarge,
-//     kv.ErrInvalidKey), a migration contradicting the stored schema
-//     (engine.ErrSchema), a ChangeSet claiming the relay's own site id, or
-//     more than MaxChangesPerApply changes in the frame;
+//     one, whose pulls leave its own site out), a resend with other facts
+//     (above), a frame whose changes do not decode, a ChangeSet the engine
+//     finds malformed (engine.ErrMalformed), a row or value too large to
+//     store (engine.ErrValidation, kv.ErrValueTooLarge, kv.ErrInvalidKey),
+//     a migration contradicting the stored schema (engine.ErrSchema), a
+//     ChangeSet claiming the relay's own site id, or more than
+//     MaxChangesPerApply changes in the frame;
 //   - an HLC more than 60 s ahead of the relay's clock
 //     (engine.ErrClockDrift): APPLY_CHANGES_ERROR saying "clock drift",
 //     logged as a warning; it passes once the clocks agree;
