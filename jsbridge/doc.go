@@ -102,9 +102,11 @@
 //
 // db.subscribe queries run on one refresher goroutine per replica (from
 // open to close). Engine events (local commits, remote applies) and
-// sibling-tab notices only mark the subscribed tables dirty and wake it; it
-// waits for the burst to settle (1 ms, and while the worker still has calls
-// queued, until it drains, at most 16 ms), re-runs the subscriptions of
+// sibling-tab notices only mark the subscribed tables dirty and wake it;
+// when the replica's worker is idle (a remote apply, a sibling tab's notice)
+// it runs at once, and while the worker still runs calls (a burst of
+// writes) it waits for the burst to settle (1 ms, then until the worker
+// drains, at most 16 ms); it re-runs the subscriptions of
 // dirty tables, compares each result with the last delivered one in Go
 // (engine.Value.Equal: blobs byte-wise, reals by bits) and delivers only
 // changed results. A write to another table never re-runs a query.

@@ -11,11 +11,12 @@ import (
 	"github.com/replica-sync/replica/engine"
 )
 
-// coalesce is how long the refresher waits after a change before re-running
-// queries, so that a burst of commits (or of sibling-tab messages) costs one
-// re-run per subscription, not one per commit. While the replica's worker
-// still has calls to run, it waits on, up to maxCoalesce (about one
-// animation frame), so a burst of writes is re-queried about once a frame.
+// When a change wakes the refresher while the replica's worker is idle (a
+// remote apply, a sibling tab's notice, a lone write that has returned), it
+// re-runs the queries at once. While the worker still has calls to run (a
+// burst of writes), it waits coalesce, then on until the worker drains, up
+// to maxCoalesce (about one animation frame), so a burst of writes costs
+// one re-run per subscription about once a frame, not one per commit.
 // Changes that arrive while queries run are coalesced into the next round.
 const (
 	coalesce    = time.Millisecond
@@ -47,6 +48,7 @@ type subscriptions struct {
 
 	queries atomic.Int64 // queries run (tests)
 	rounds  atomic.Int64 // refresh rounds finished (tests)
+	waited  atomic.Int64 // rounds that waited for a burst to settle (tests)
 	idle    atomic.Bool  // the refresher waits for work (tests)
 }
 
@@ -177,10 +179,17 @@ func (s *subscriptions) refresher() {
 	}
 }
 
-// wait lets a burst of changes gather before a round: coalesce, then, while
-// the worker still has calls queued, until it drains or maxCoalesce has
-// passed since the change. It returns false when stopped.
+// wait lets a burst of changes gather before a round. When the worker is
+// idle there is no burst to wait for, and it returns at once (a remote
+// change reaching a subscription pays no timer). Otherwise it waits
+// coalesce, then, while the worker still has calls queued, until it drains
+// or maxCoalesce has passed since the change. It returns false when
+// stopped.
 func (s *subscriptions) wait() bool {
+	if !s.d.busy() {
+		return true
+	}
+	s.waited.Add(1)
 	t := time.NewTimer(coalesce)
 	defer t.Stop()
 	select {

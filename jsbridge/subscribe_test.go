@@ -79,12 +79,16 @@ func TestSubscribe(t *testing.T) {
 	step("a transaction", func() {
 		must(t, asyncfn("db", `await db.transaction(async (tx) => { await tx.insert("items", {n: 6}); await tx.update("items", "b", {n: 7}); })`).Invoke(db))
 	}, 6, `["7:x:13", "6:null:-"]`)
-	// A burst of un-awaited writes is coalesced.
-	n0 := c.n()
+	// A burst of un-awaited writes is coalesced: the refresher, woken
+	// while the worker still has the burst's calls queued, waits for it.
+	n0, w0 := c.n(), d.subs.waited.Load()
 	must(t, asyncfn("db", `const ps = []; for (let i = 0; i < 30; i++) ps.push(db.insert("items", {n: 100 + i})); await Promise.all(ps);`).Invoke(db))
 	settle(t, d)
 	if got := c.n() - n0; got < 1 || got > 15 {
 		t.Errorf("a burst of 30 inserts gave %d deliveries, want 1 to 15", got)
+	}
+	if d.subs.waited.Load() == w0 {
+		t.Error("the burst's rounds never waited for it to settle")
 	}
 	if !jsfn("s", "return s.startsWith('[\"129:')").Invoke(c.last()).Bool() {
 		t.Errorf("after the burst: %s", c.last())
@@ -99,6 +103,35 @@ func TestSubscribe(t *testing.T) {
 	d.subs.mu.Unlock()
 	if left != 0 {
 		t.Errorf("%d subscriptions left after unsubscribe", left)
+	}
+}
+
+// TestSubscribeIdleRunsAtOnce: a change that wakes the refresher while the
+// worker is idle (here a write straight to the engine, as a remote apply or
+// a sibling tab's notice comes) is re-queried at once, with no coalescing
+// timer.
+func TestSubscribeIdleRunsAtOnce(t *testing.T) {
+	db := openT(t)
+	d := dbOf(t, db)
+	c := subscribeT(t, db, "items", `{orderBy: "n"}`, `(r) => r.n`)
+	waitFor(t, "the initial rows", func() bool { return c.n() == 1 })
+	settle(t, d)
+	for i := 1; i <= 3; i++ {
+		w0, r0 := d.subs.waited.Load(), d.subs.rounds.Load()
+		if _, err := d.eng.Insert("items", map[string]any{"n": int64(i)}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the round", func() bool { return d.subs.rounds.Load() > r0 })
+		settle(t, d)
+		if w := d.subs.waited.Load(); w != w0 {
+			t.Errorf("change %d with the worker idle: the round waited for a burst", i)
+		}
+		if c.n() != i+1 {
+			t.Errorf("change %d: %d deliveries (last %s), want %d", i, c.n(), c.last(), i+1)
+		}
+	}
+	if got := c.last(); got != "[1, 2, 3]" {
+		t.Errorf("rows %s", got)
 	}
 }
 
