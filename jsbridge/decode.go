@@ -22,6 +22,8 @@ import (
 //	{"b": [offset, len]}   bytes (Uint8Array, ArrayBuffer, other views) in the call's blob buffer
 //	{"f": "-0"|"NaN"|"Infinity"|"-Infinity"}   numbers JSON cannot write
 //	{"x": "what"}          a value the API does not accept (a function, a Symbol, a Map, ...)
+//	{"i": "NaN at .a[2]"}  an object or array holding NaN or ±Infinity (JSON.stringify
+//	                       would write null): refused, naming the number and where
 //
 // The text is machine-written, so a syntax error is an INTERNAL error; a
 // value the engine cannot take is the engine's VALIDATION error.
@@ -30,8 +32,12 @@ import (
 var errSyntax = errors.New("jsbridge: malformed request from facade.js")
 
 // unsupported is a JS value no column type accepts; the caller turns it into
-// a VALIDATION error naming the table and column.
-type unsupported struct{ what string }
+// a VALIDATION error naming the table and column. nonFinite: an object or
+// array holding NaN or ±Infinity (what says which and where).
+type unsupported struct {
+	what      string
+	nonFinite bool
+}
 
 // reader is a cursor over facade-written JSON.
 type reader struct {
@@ -314,7 +320,7 @@ func (r *reader) tagged() (any, error) {
 			if err := r.lit("null"); err != nil {
 				return nil, err
 			}
-			v = unsupported{"an invalid Date"}
+			v = unsupported{what: "an invalid Date"}
 			break
 		}
 		t, err := r.number()
@@ -370,7 +376,13 @@ func (r *reader) tagged() (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		v = unsupported{s}
+		v = unsupported{what: s}
+	case "i":
+		s, err := r.str()
+		if err != nil {
+			return nil, err
+		}
+		v = unsupported{what: s, nonFinite: true}
 	default:
 		return nil, fmt.Errorf("%w: unknown tag %q", errSyntax, tag)
 	}
@@ -557,6 +569,10 @@ func (r *reader) list(table, what string) ([]any, error) {
 }
 
 func unsupportedError(table, col string, u unsupported) error {
+	if u.nonFinite {
+		return &bridgeError{code: codeValidation, table: table, column: col,
+			msg: fmt.Sprintf("%s.%s: a json value holding %s (JSON has no NaN or ±Infinity, and JSON.stringify would write null)", table, col, u.what)}
+	}
 	return &bridgeError{code: codeValidation, table: table, column: col,
 		msg: fmt.Sprintf("%s.%s: %s is not a value Replica stores (use a string, number, boolean, null, BigInt, Date, Uint8Array, or a plain object or array for json)", table, col, u.what)}
 }

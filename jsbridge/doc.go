@@ -58,7 +58,9 @@
 // numbers, booleans and null; {"n"} BigInt, {"d"} Date, {"b"} bytes (an
 // offset and length into the call's blob buffer), {"j"} json objects and
 // arrays (raw JSON text), {"f"} -0, NaN and ±Infinity, {"x"} values no column
-// takes (a function, a Symbol, a Map). They become the Go values the
+// takes (a function, a Symbol, a Map), {"i"} an object or array holding NaN
+// or ±Infinity (which JSON.stringify would silently write as null: refused
+// with VALIDATION naming the table, column and where the number sits). They become the Go values the
 // engine's coercion takes (float64, json.Number, time.Time, []byte,
 // json.RawMessage), so the engine decides validity and converts per column.
 //

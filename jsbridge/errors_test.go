@@ -41,6 +41,17 @@ func TestErrors(t *testing.T) {
 			"VALIDATION", "items", "meta", []string{"a Map"}},
 		{"BigInt inside json", func() js.Value { return db.Call("insert", "items", jsv(`{meta: {a: 1n}}`)) },
 			"VALIDATION", "items", "meta", []string{"BigInt"}},
+		{"NaN inside json", func() js.Value { return db.Call("insert", "items", jsv(`{meta: {a: [1, {b: NaN}], s: "null"}}`)) },
+			"VALIDATION", "items", "meta", []string{"db.insert", "items.meta", "NaN at .a[1].b"}},
+		{"Infinity inside json, update", func() js.Value { return db.Call("update", "items", id, jsv(`{meta: [null, Infinity]}`)) },
+			"VALIDATION", "items", "meta", []string{"db.update", "Infinity at [1]"}},
+		{"-Infinity inside json, upsert", func() js.Value { return db.Call("upsert", "items", jsv(`{meta: {"a b": {toJSON: () => -Infinity}}}`)) },
+			"VALIDATION", "items", "meta", []string{"db.upsert", `-Infinity at ["a b"]`}},
+		{"Number(NaN) inside json, transaction", func() js.Value {
+			return asyncfn("db", `return db.transaction(async (tx) => { await tx.insert("items", {meta: {n: new Number(NaN)}}); })`).Invoke(db)
+		}, "VALIDATION", "items", "meta", []string{"NaN at .n"}},
+		{"NaN inside json in where", func() js.Value { return db.Call("query", "items", jsv(`{where: {meta: {eq: {a: NaN}}}}`)) },
+			"VALIDATION", "items", "meta", []string{"NaN at .a"}},
 		{"lone surrogate", func() js.Value { return db.Call("insert", "items", jsv(`{title: "\uD800"}`)) },
 			"VALIDATION", "items", "title", []string{"UTF-8"}},
 		{"object for text", func() js.Value { return db.Call("insert", "items", jsv(`{title: {a: 1}}`)) },

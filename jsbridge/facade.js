@@ -198,10 +198,42 @@ function encVal(v, st) {
 			} catch (e) {
 				return '{"x":' + JSON.stringify("an object JSON.stringify rejects (" + e.message + ")") + "}";
 			}
-			return j === undefined ? '{"x":"an object whose toJSON returns undefined"}' : '{"j":' + j + "}";
+			if (j === undefined) return '{"x":"an object whose toJSON returns undefined"}';
+			// JSON.stringify writes NaN and ±Infinity as null: refuse them
+			// (only a text with a null can hide one).
+			if (j.includes("null")) {
+				const bad = nonFinite(v, "");
+				if (bad) return '{"i":' + JSON.stringify(bad) + "}";
+			}
+			return '{"j":' + j + "}";
 		}
 	}
 	return '{"x":' + JSON.stringify("a " + typeof v) + "}";
+}
+
+// nonFinite returns "NaN at .a[2]" for the first NaN or ±Infinity inside
+// v, walked as JSON.stringify walks it (toJSON, own enumerable keys), or
+// "" if there is none. v has no cycles (JSON.stringify took it).
+function nonFinite(v, key) {
+	if (v !== null && (typeof v === "object" || typeof v === "bigint") && typeof v.toJSON === "function") v = v.toJSON(key);
+	if (v instanceof Number) v = Number(v);
+	if (typeof v === "number") return v === v && v !== Infinity && v !== -Infinity ? "" : String(v);
+	if (v === null || typeof v !== "object") return "";
+	if (Array.isArray(v)) {
+		for (let i = 0; i < v.length; i++) {
+			const b = nonFinite(v[i], String(i));
+			if (b) return b.includes(" at ") ? b.replace(" at ", " at [" + i + "]") : b + " at [" + i + "]";
+		}
+		return "";
+	}
+	for (const k of Object.keys(v)) {
+		const b = nonFinite(v[k], k);
+		if (b) {
+			const step = /^[A-Za-z_$][\w$]*$/.test(k) ? "." + k : "[" + JSON.stringify(k) + "]";
+			return b.includes(" at ") ? b.replace(" at ", " at " + step) : b + " at " + step;
+		}
+	}
+	return "";
 }
 
 function pack(st) {

@@ -53,9 +53,11 @@
 // type than the column's is a VALIDATION error unless the column or table
 // declares `coerce: true` (then "42" goes into an integer column, etc.).
 // Functions, Symbols, Maps, Sets, invalid Dates, NaN and ±Infinity are
-// always VALIDATION errors. Inside json values, Dates become ISO strings
-// (JSON.stringify semantics), BigInts are an error, and numbers beyond 2^53
-// lose precision when read back (JSON.parse semantics).
+// always VALIDATION errors, also anywhere inside a json value (where
+// JSON.stringify would silently write null for NaN and ±Infinity; the
+// message says where, e.g. "NaN at .a[2]"). Inside json values, Dates
+// become ISO strings (JSON.stringify semantics), BigInts are an error, and
+// numbers beyond 2^53 lose precision when read back (JSON.parse semantics).
 
 declare namespace Replica {
 	/**
