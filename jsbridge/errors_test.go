@@ -116,6 +116,9 @@ func TestErrors(t *testing.T) {
 		{"open bad schema", func() js.Value {
 			return js.Global().Get("Replica").Call("open", jsv(`{name: "x", schema: {tables: {t: {columns: {a: "varchar"}}}}}`))
 		}, "SCHEMA", "", "", []string{"varchar"}},
+		{"open with no tables", func() js.Value {
+			return js.Global().Get("Replica").Call("open", jsv(`{name: "x", schema: {tables: {}}}`))
+		}, "SCHEMA", "", "", []string{"no tables"}},
 		{"open bad disposition", func() js.Value {
 			return js.Global().Get("Replica").Call("open", jsv(`{name: "x", schema: {tables: {}}, unknownTableDisposition: "drop"}`))
 		}, "INVALID_ARGUMENT", "", "", []string{"drop"}},

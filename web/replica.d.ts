@@ -46,9 +46,9 @@
 //   | timestamp   | Date, or number of ms since the epoch    | Date (ms precision, UTC instant)       |
 //   | blob        | Uint8Array, ArrayBuffer, any TypedArray/DataView (its bytes) | Uint8Array (a fresh copy) |
 //   | json        | plain object, array, string, number, boolean (as JSON.stringify writes it) | the parsed JSON value |
-//   | any         | null: the null value                     | null                                   |
 //
-// undefined means "not given": an omitted column on insert takes its default
+// null is the null value of every column type (it reads back as null; a
+// `notNull` column refuses it). undefined means "not given": an omitted column on insert takes its default
 // (or null); in an update patch it is left unchanged. A value of another JS
 // type than the column's is a VALIDATION error unless the column or table
 // declares `coerce: true` (then "42" goes into an integer column, etc.).
@@ -79,8 +79,10 @@ declare namespace Replica {
 	 *   Nothing of that call was written.
 	 * - `CLOCK_DRIFT`: a remote change stamped more than 60 s ahead of this
 	 *   device's clock was refused (sync).
-	 * - `SCHEMA`: `Replica.open` with an invalid schema, or one that contradicts
-	 *   the schema already stored (e.g. a column's type changed).
+	 * - `SCHEMA`: `Replica.open` with an invalid schema (no tables, an unknown
+	 *   column type, a bad key or index, a default its column refuses), or one
+	 *   that contradicts the schema already stored (e.g. a column's type
+	 *   changed).
 	 * - `STORAGE_FORMAT`: the stored data was written by an incompatible
 	 *   version of Replica.
 	 * - `INVALID_ARGUMENT`: a call of the wrong shape: an argument of the wrong
@@ -189,7 +191,8 @@ declare namespace Replica {
 	}
 
 	/**
-	 * The declared tables. Opening with a schema that adds tables, columns or
+	 * The declared tables: at least one (a schema with no tables is refused
+	 * with SCHEMA). Opening with a schema that adds tables, columns or
 	 * indexes migrates the stored replica (and the migration syncs to peers);
 	 * dropping or retyping is not supported (SCHEMA).
 	 */
@@ -530,7 +533,9 @@ declare namespace Replica {
 		readonly ready: Promise<void>;
 		/**
 		 * Open (creating or migrating it) the replica `options.name`. Rejects:
-		 * INVALID_ARGUMENT (missing name or schema, unknown option), SCHEMA,
+		 * INVALID_ARGUMENT (missing name or schema, unknown option), SCHEMA (an
+		 * invalid schema, e.g. one with no tables — `{tables: {}}` — or an
+		 * unknown column type; or one that contradicts the stored schema),
 		 * STORAGE_FORMAT, QUOTA_EXCEEDED, INTERNAL (IndexedDB unavailable, e.g.
 		 * in some private modes).
 		 */
