@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strconv"
@@ -45,7 +46,8 @@ import (
 //   - json: json.RawMessage and JSON Values (validated and compacted);
 //     strings become JSON strings; numbers and booleans their JSON text;
 //     time.Time its JSON string; anything else json.Marshal's output
-//     (compact, without HTML escaping). Non-finite floats are errors. In
+//     (compact, without HTML escaping). Non-finite floats are errors, and
+//     so is a value nested more than MaxJSONDepth (256) levels deep. In
 //     the browser build, which leaves encoding/json out, a value whose
 //     encoding encoding/json defines by methods or struct fields (a
 //     struct, a MarshalJSON or MarshalText method) is an error (json.go).
@@ -89,7 +91,8 @@ func coerceValue(t *TableDef, c *ColumnDef, in any) (Value, error) {
 		switch {
 		case x.kind != c.Type:
 		case x.kind == KindText && !utf8.ValidString(x.s),
-			x.kind == KindReal && (math.IsNaN(x.f) || math.IsInf(x.f, 0)):
+			x.kind == KindReal && (math.IsNaN(x.f) || math.IsInf(x.f, 0)),
+			x.kind == KindJSON && jsonTooDeep(x.s):
 		default:
 			return x, nil
 		}
@@ -105,6 +108,14 @@ func coerceSlow(t *TableDef, c *ColumnDef, in any) (Value, error) {
 		return Null, nil
 	}
 	v, detail, ok := convertInput(c.Type, &x, co)
+	if ok && v.kind == KindJSON && jsonTooDeep(v.s) {
+		table := ""
+		if t != nil {
+			table = t.Name
+		}
+		return Null, &ValidationError{Table: table, Column: c.Name, Reason: fmt.Sprintf(
+			"json value nested more than %d levels deep (the sync protocol's limit)", MaxJSONDepth)}
+	}
 	if ok {
 		return v, nil
 	}

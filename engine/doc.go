@@ -62,7 +62,9 @@
 //
 // Insert, Update, Upsert and Delete (and Transact for several at once) are
 // validated against the declared schema (a *ValidationError names table,
-// column and reason) and write nothing when invalid. An insert writes every
+// column and reason) and write nothing when invalid. A json value nests at
+// most MaxJSONDepth (256) levels, the sync protocol's limit, so whatever a
+// replica accepts it can push. An insert writes every
 // column, so the row travels whole; an update writes only the columns whose
 // value changes; a delete leaves a tombstone carrying the row's last image;
 // changing a key column moves the row (a tombstone at the old key, a full

@@ -28,8 +28,42 @@ import (
 // JavaScript API never produces such values; it hands objects and arrays
 // over as json.RawMessage.
 
-// maxJSONDepth is encoding/json's nesting limit.
+// maxJSONDepth is encoding/json's nesting limit, which the scanner shares
+// (json_test.go holds it to encoding/json's acceptance).
 const maxJSONDepth = 10000
+
+// MaxJSONDepth is the deepest nesting of arrays and objects a value of a
+// json column may have (1 for [1], 2 for [[1]]). It is the sync protocol's
+// limit (wire.MaxJSONDepth is this constant): a deeper value could be
+// stored but never pushed, so a local write of one is refused with a
+// *ValidationError.
+const MaxJSONDepth = 256
+
+// jsonTooDeep reports whether the valid JSON text s nests arrays and
+// objects deeper than MaxJSONDepth.
+func jsonTooDeep(s string) bool {
+	if len(s) < 2*(MaxJSONDepth+1) { // each level takes two bytes
+		return false
+	}
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			for i++; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' {
+					i++
+				}
+			}
+		case '[', '{':
+			if depth++; depth > MaxJSONDepth {
+				return true
+			}
+		case ']', '}':
+			depth--
+		}
+	}
+	return false
+}
 
 // errJSONMethods is returned by appendJSONOf for a value whose encoding
 // encoding/json defines by methods or struct fields.

@@ -1,6 +1,10 @@
 package wire
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/replica-sync/replica/engine"
+)
 
 // ProtocolVersion is the version of the protocol this package speaks. The
 // handshake and handshake_ack carry it, and both ends require strict
@@ -43,8 +47,10 @@ const MaxCursor = 1 << 53
 
 // MaxJSONDepth is the deepest nesting of arrays and objects inside one
 // JSON-kind value (1 for [1], 2 for [[1]]). Encode refuses a deeper value
-// and Decode rejects one as malformed.
-const MaxJSONDepth = 256
+// and Decode rejects one as malformed. It is the engine's limit
+// (engine.MaxJSONDepth), so a value a replica accepted locally can always
+// be pushed.
+const MaxJSONDepth = engine.MaxJSONDepth
 
 // MaxDepth is the deepest nesting of JSON arrays and objects a frame may
 // contain anywhere, counting the frame's own object: room for the deepest

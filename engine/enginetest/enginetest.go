@@ -64,6 +64,7 @@ func Run(t *testing.T, open Opener, o Options) {
 	t.Run("Concurrency", s.testConcurrency)
 	t.Run("SnapshotChaos", s.testSnapshotChaos)
 	t.Run("Review", s.testReview)
+	t.Run("Hardening", s.testHardening)
 }
 
 type suite struct {
