@@ -64,7 +64,12 @@
 // validated against the declared schema (a *ValidationError names table,
 // column and reason) and write nothing when invalid. A json value nests at
 // most MaxJSONDepth (256) levels, the sync protocol's limit, so whatever a
-// replica accepts it can push. An insert writes every
+// replica accepts it can push. A row a local write leaves is at most
+// MaxLocalRowSize (2 MiB encoded, a quarter of the 8 MiB storage limit):
+// merges of concurrent writes to different columns may grow a row beyond
+// it, up to the storage limit, which applies keep; a local write that does
+// not grow such a row (clearing a column, a delete) is allowed. An insert
+// writes every
 // column, so the row travels whole; an update writes only the columns whose
 // value changes; a delete leaves a tombstone carrying the row's last image;
 // changing a key column moves the row (a tombstone at the old key, a full

@@ -369,6 +369,16 @@ func (w *writeTx) prefetchRange(t *table, keys [][]byte, pks [][]Value) (done bo
 	return true, nil
 }
 
+// MaxLocalRowSize bounds the stored size of a row a local write leaves: a
+// quarter of the storage limit (kv.MaxValueSize, 8 MiB). Merging concurrent
+// writes of different columns can grow a row beyond what any one device
+// wrote, and a merged row over the storage limit could be applied by no
+// replica, cutting sync in both directions; the margin leaves room for
+// that. Applies (changes, snapshots) keep the storage limit. A local write
+// that does not grow a row already above the bound (merged so) is allowed:
+// clearing a column, deleting the row.
+const MaxLocalRowSize = kv.MaxValueSize / 4
+
 // flush writes every dirty row with its change-log and index entries.
 func (w *writeTx) flush() error { return w.flushRows(false) }
 
@@ -376,14 +386,15 @@ func (w *writeTx) flush() error { return w.flushRows(false) }
 // current record as its committed one instead of copying it, as nothing
 // changes the rows afterwards.
 func (w *writeTx) flushRows(final bool) error {
-	var dirty []*txRow
+	dirty := make([]*txRow, 0, len(w.rows))
 	for _, r := range w.rows {
 		if r.dirty {
 			dirty = append(dirty, r)
 		}
 	}
-	sort.Slice(dirty, func(i, j int) bool { return dirty[i].key < dirty[j].key })
+	slices.SortFunc(dirty, func(a, b *txRow) int { return strings.Compare(a.key, b.key) })
 	allow := w.e.opts.AllowResurrection
+	local := !w.base.IsZero() // a local transaction, not an apply
 	var buf []byte
 	var ob, nb []HLC // scratch: the bases of each row's states
 	for _, r := range dirty {
@@ -404,6 +415,17 @@ func (w *writeTx) flushRows(final bool) error {
 			if len(buf) > kv.MaxValueSize {
 				return &ValidationError{Table: r.table, Reason: fmt.Sprintf(
 					"row %s is too large (%d bytes stored, limit %d)", fmtKey(r.pk), len(buf), kv.MaxValueSize)}
+			}
+			if local && len(buf) > MaxLocalRowSize {
+				var was int
+				if r.orig != nil {
+					was = len(encodeRecordBases(nil, r.orig, ob, r.pk, pkCols))
+				}
+				if len(buf) > was {
+					return &ValidationError{Table: r.table, Reason: fmt.Sprintf(
+						"row %s is too large for a local write (%d bytes stored, limit %d: a quarter of the storage limit, so that merges of concurrent writes still fit)",
+						fmtKey(r.pk), len(buf), MaxLocalRowSize)}
+				}
 			}
 			if err := w.kv.Put(bucketRows, rk, buf); err != nil {
 				return err

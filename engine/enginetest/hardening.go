@@ -14,6 +14,7 @@ import (
 // schema.
 func (s *suite) testHardening(t *testing.T) {
 	t.Run("JSONDepth", s.testJSONDepth)
+	t.Run("LocalRowLimit", s.testLocalRowLimit)
 }
 
 // A json value deeper than the wire's limit was accepted locally but could
@@ -51,4 +52,69 @@ func (s *suite) testJSONDepth(t *testing.T) {
 	if d := diffStore(before, DumpStore(t, a.store)); d != "" {
 		t.Fatalf("refused writes wrote: %s", d)
 	}
+}
+
+func filesSchema() *engine.Schema {
+	return &engine.Schema{Tables: []engine.TableDef{{Name: "files", Columns: []engine.ColumnDef{
+		{Name: "id", Type: engine.KindText}, {Name: "a", Type: engine.KindBlob}, {Name: "b", Type: engine.KindBlob}, {Name: "n", Type: engine.KindInteger}}}}}
+}
+
+// A row over the storage limit (8 MiB) is refused on every path, so two
+// devices that each set a different 5 MiB column of one row offline could
+// never exchange them: the relay and the peer both refused the merged
+// row, cutting sync in both directions. Local writes are therefore held to
+// a quarter of it (engine.MaxLocalRowSize); applies keep the storage limit,
+// so the merge of concurrent writes lands.
+func (s *suite) testLocalRowLimit(t *testing.T) {
+	blob := func(n int, b byte) []byte {
+		p := make([]byte, n)
+		p[0] = b
+		return p
+	}
+	const mib = 1 << 20
+	a := s.newReplica(t, "a", filesSchema(), nil)
+	b := s.newReplica(t, "b", filesSchema(), nil)
+	before := DumpStore(t, a.store)
+	_, err := a.Insert("files", map[string]any{"id": "big", "a": blob(engine.MaxLocalRowSize, 1)})
+	var ve *engine.ValidationError
+	if !errors.As(err, &ve) || ve.Table != "files" {
+		t.Fatalf("local insert of a row over %d bytes: %v, want a ValidationError", engine.MaxLocalRowSize, err)
+	}
+	must(a.Insert("files", map[string]any{"id": "r"}))(t)
+	pull(t, b, a)
+	// Offline, a and b each set another column of the row.
+	must(a.Update("files", engine.Key{"r"}, map[string]any{"a": blob(3*mib/2, 2)}))(t)
+	if _, err := a.Update("files", engine.Key{"r"}, map[string]any{"b": blob(mib, 3)}); !errors.As(err, &ve) {
+		t.Fatalf("local update growing a row past the local limit: %v, want a ValidationError", err)
+	}
+	if d := diffStore(before, DumpStore(t, a.store)); !strings.Contains(d, "rows") {
+		t.Fatalf("the fitting insert did not land: %s", d)
+	}
+	must(b.Update("files", engine.Key{"r"}, map[string]any{"b": blob(3*mib/2, 4)}))(t)
+	// Both directions merge into a 3 MiB row: over the local limit, under
+	// the storage limit.
+	pull(t, a, b)
+	pull(t, b, a)
+	for _, r := range []*replica{a, b} {
+		row := must(r.Get("files", engine.Key{"r"}))(t)
+		if len(row["a"].Blob()) != 3*mib/2 || len(row["b"].Blob()) != 3*mib/2 {
+			t.Fatalf("%s: merged row has a %d, b %d bytes", r.name, len(row["a"].Blob()), len(row["b"].Blob()))
+		}
+	}
+	sameVisible(t, a, b, "files")
+	// A peer's single fact may grow a row past the local limit too.
+	peer := engine.SiteID{7}
+	h := engine.HLC{Wall: a.clock.Now(), Site: peer}
+	cs := engine.ChangeSet{SiteID: peer, HLC: h, TransactionID: h.TransactionID(), Changes: []engine.Change{{Type: engine.ColumnChange, Table: "files",
+		PK: []engine.Value{engine.Text("p")}, Column: "a", Value: engine.Blob(blob(5*mib, 5)), HLC: h}}}
+	must(a.ApplyChanges([]engine.ChangeSet{cs}))(t)
+	if len(must(a.Get("files", engine.Key{"p"}))(t)["a"].Blob()) != 5*mib {
+		t.Fatal("a peer's 5 MiB value did not land")
+	}
+	// A local write that does not grow a merged row above the limit is
+	// allowed: clearing a column, deleting the row.
+	must(a.Update("files", engine.Key{"r"}, map[string]any{"b": nil}))(t)
+	must(a.Delete("files", engine.Key{"p"}))(t)
+	pull(t, b, a)
+	sameVisible(t, a, b, "files")
 }

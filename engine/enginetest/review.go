@@ -538,13 +538,13 @@ func (s *suite) testLargeValues(t *testing.T) {
 	for _, allow := range []bool{false, true} {
 		a := s.newReplica(t, "a", TripsSchema(), func(o *engine.Options) { o.AllowResurrection = allow })
 		big := func(b byte) []byte {
-			p := make([]byte, 5<<20)
+			p := make([]byte, 3<<19) // 1.5 MiB: under the local row limit
 			p[0] = b
 			return p
 		}
 		must(a.Insert("trips", map[string]any{"id": "z", "title": "t", "photo": big(1)}))(t)
 		if _, err := a.Update("trips", engine.Key{"z"}, map[string]any{"photo": big(2)}); err != nil {
-			t.Fatalf("allow=%v: update of a 5 MiB value: %v", allow, err)
+			t.Fatalf("allow=%v: update of a 1.5 MiB value: %v", allow, err)
 		}
 		if r := must(a.Get("trips", engine.Key{"z"}))(t); r["photo"].Blob()[0] != 2 {
 			t.Fatal("update not visible")
@@ -552,7 +552,7 @@ func (s *suite) testLargeValues(t *testing.T) {
 		if allow {
 			must(a.Delete("trips", engine.Key{"z"}))(t)
 			if _, err := a.Insert("trips", map[string]any{"id": "z", "title": "t", "photo": big(3)}); err != nil {
-				t.Fatalf("re-insert of a 5 MiB row after its deletion: %v", err)
+				t.Fatalf("re-insert of a 1.5 MiB row after its deletion: %v", err)
 			}
 		}
 		before := DumpStore(t, a.store)
