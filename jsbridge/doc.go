@@ -161,6 +161,17 @@
 // for the count synchronously (the pending operation, the one call that
 // dispatch answers with a return value).
 //
+// The client's transient errors (client.ErrorReported: a relay error frame
+// without the fatal flag, a push the relay refused, a failed local apply, a
+// push that does not encode) become SyncState.lastError {code, message,
+// at}, emitted at once with the state (and so forwarded to the other tabs):
+// code is the relay's error code when there is one (client.RelayError),
+// else TRANSACTION_TOO_LARGE, CLOCK_DRIFT, QUOTA_EXCEEDED or SYNC_ERROR. A
+// push's error is cleared by the next PushAcked; any other also by
+// ChangesApplied or the state becoming synced; all by disconnect, a new
+// target or the loss of leadership (syncStop). SNAPSHOT_REQUIRED, the
+// relay's way of asking for a bootstrap, is not one.
+//
 // Replicas opened from JavaScript set engine.Options.LocalChangeLogOnly:
 // a browser replica never serves its peers' changes (the client pushes only
 // its own), so rows applied from the relay or a snapshot write no

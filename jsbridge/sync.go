@@ -4,10 +4,13 @@ package jsbridge
 
 import (
 	"errors"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -96,6 +99,93 @@ type syncer struct {
 	pcStop    bool   // closing: no more counts
 	pcWG      sync.WaitGroup
 	emitMu    sync.Mutex // serializes syncState emissions
+
+	issue *syncIssue // SyncState.lastError; nil: none
+}
+
+// syncIssue is SyncState.lastError: the most recent transient error the
+// client reported (client.ErrorReported: the session went on), kept until
+// its condition clears (see clearIssue).
+type syncIssue struct {
+	code, msg string
+	at        time.Time
+	// push: the error was a push's (the relay refused or failed it, or it
+	// could not be sent); only an acknowledged push clears it. Others
+	// clear also when changes from the relay apply, or the session
+	// reaches synced.
+	push bool
+}
+
+// issueFor describes a transient error the client reported; nil for
+// reports that are not failures (SNAPSHOT_REQUIRED: the client
+// bootstraps, as designed).
+func issueFor(err error, now time.Time) *syncIssue {
+	is := &syncIssue{code: "SYNC_ERROR", msg: err.Error(), at: now}
+	if we := client.RelayError(err); we != nil {
+		if we.Code == wire.CodeSnapshotRequired {
+			return nil
+		}
+		if we.Code != "" {
+			is.code = string(we.Code)
+		}
+		switch we.Code {
+		case wire.CodeApplyChangesError, wire.CodeApplyChangesRefused, wire.CodeMessageTooLarge:
+			is.push = true
+		}
+		is.push = is.push || we.RequestID != ""
+		return is
+	}
+	switch {
+	case errors.Is(err, client.ErrTooLarge):
+		is.code, is.push = "TRANSACTION_TOO_LARGE", true
+	case errors.Is(err, engine.ErrClockDrift):
+		is.code = codeClockDrift
+	case errors.Is(err, kv.ErrQuotaExceeded):
+		is.code = codeQuota
+	}
+	// A push the client could not encode: it has no sentinel to match
+	// (yet), only its message ("client: encoding a push: ...", or, for a
+	// transaction the client gives up on, "... not synced, refused by the
+	// client: ...").
+	if strings.HasPrefix(is.msg, "client: encoding a push") || strings.Contains(is.msg, " not synced, refused by ") {
+		is.push = true
+	}
+	return is
+}
+
+// setIssue records a transient error as SyncState.lastError and emits the
+// state.
+func (d *db) setIssue(err error) {
+	is := issueFor(err, time.Now())
+	if is == nil {
+		return
+	}
+	d.sy.mu.Lock()
+	d.sy.issue = is
+	d.sy.mu.Unlock()
+	d.emitSyncState(nil)
+}
+
+// clearIssue forgets SyncState.lastError when its condition cleared: any
+// after an acknowledged push (ack true), one that is not a push's after
+// changes from the relay applied or the session reached synced (ack
+// false). It reports whether it cleared one (the caller emits the state).
+func (d *db) clearIssue(ack bool) bool {
+	d.sy.mu.Lock()
+	defer d.sy.mu.Unlock()
+	if d.sy.issue == nil || (d.sy.issue.push && !ack) {
+		return false
+	}
+	d.sy.issue = nil
+	return true
+}
+
+// dropIssue forgets SyncState.lastError (syncing stopped, or its target
+// changed).
+func (d *db) dropIssue() {
+	d.sy.mu.Lock()
+	d.sy.issue = nil
+	d.sy.mu.Unlock()
 }
 
 // sync serves db.sync.connect (a = url, b = options JSON), disconnect,
@@ -110,6 +200,7 @@ func (d *db) sync(c *call) {
 			if err != nil {
 				return result{}, err
 			}
+			d.targetChanging(t)
 			d.sy.target = t
 			d.setPendingTarget(t)
 			return t.result(), d.syncStart()
@@ -124,6 +215,7 @@ func (d *db) sync(c *call) {
 			if t != nil && !wire.ValidDatabaseID(t.Database) {
 				return result{}, argError("invalid database id")
 			}
+			d.targetChanging(t)
 			d.sy.target = t
 			if t == nil {
 				d.syncStop()
@@ -150,6 +242,15 @@ func (d *db) sync(c *call) {
 			}
 			return result{kind: kindUndefined}, nil
 		})
+	}
+}
+
+// targetChanging drops SyncState.lastError when the sync target becomes
+// t and is another relay or database (the error was the old one's). Runs
+// on the worker, before d.sy.target is set.
+func (d *db) targetChanging(t *syncTarget) {
+	if o := d.sy.target; o == nil || t == nil || o.URL != t.URL || o.Database != t.Database {
+		d.dropIssue()
 	}
 }
 
@@ -232,6 +333,7 @@ func (d *db) syncStop() {
 		_ = cl.Close()
 		unsub()
 	}
+	d.dropIssue()
 }
 
 // leaderChanged runs on the worker after facade.js reported the lock.
@@ -279,7 +381,9 @@ func (d *db) peerJoined() {
 // onSyncEvent receives the client's events (on the client's goroutine) and
 // turns state changes into syncState events. An ack, and a new state (a
 // handshake loads the sent watermark), have the unsent count recounted; a
-// changed count is emitted again.
+// changed count is emitted again. A transient error becomes
+// SyncState.lastError (emitted at once), cleared by an ack, applied
+// changes or reaching synced (see clearIssue).
 func (d *db) onSyncEvent(ev client.Event) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -287,9 +391,24 @@ func (d *db) onSyncEvent(ev client.Event) {
 		}
 	}()
 	switch ev.Type {
+	case client.ErrorReported:
+		if ev.Err != nil {
+			d.setIssue(ev.Err)
+		}
+		d.recountPending() // a refused push may have been given up
 	case client.PushAcked:
+		if d.clearIssue(true) {
+			d.emitSyncState(nil)
+		}
 		d.recountPending()
+	case client.ChangesApplied:
+		if d.clearIssue(false) {
+			d.emitSyncState(nil)
+		}
 	case client.StateChanged:
+		if ev.Status.State == client.Synced {
+			d.clearIssue(false)
+		}
 		d.emitSyncState(&ev.Status)
 		d.recountPending()
 	case client.SnapshotProgressed:
@@ -438,8 +557,9 @@ func (d *db) pendingChanged() {
 }
 
 // emitSyncState fires syncState with SyncState of replica.d.ts:
-// {status, error?: {code, message}, retryAt?, progress?: {table,
-// tablesDone, tablesTotal, rowsApplied, rowsTotal}, pending, leader},
+// {status, error?: {code, message}, lastError?: {code, message, at},
+// retryAt?, progress?: {table, tablesDone, tablesTotal, rowsApplied,
+// rowsTotal}, pending, leader},
 // for the new state ns (nil: the last one again, with the current count).
 // Emissions are serialized, each with the latest state and count, so a
 // count emitted late never brings back an older state.
@@ -450,7 +570,7 @@ func (d *db) emitSyncState(ns *client.Status) {
 	if ns != nil {
 		d.sy.status = *ns
 	}
-	st, pending := d.sy.status, d.sy.pending
+	st, pending, issue := d.sy.status, d.sy.pending, d.sy.issue
 	d.sy.mu.Unlock()
 	var o jsonObject
 	o.str("status", st.State.String())
@@ -459,6 +579,13 @@ func (d *db) emitSyncState(ns *client.Status) {
 		e.str("code", syncErrorCode(st.Err))
 		e.str("message", st.Err.Error())
 		o.raw("error", e.done())
+	}
+	if issue != nil {
+		var e jsonObject
+		e.str("code", issue.code)
+		e.str("message", issue.msg)
+		e.int("at", issue.at.UnixMilli())
+		o.raw("lastError", e.done())
 	}
 	if !st.Retry.IsZero() {
 		o.int("retryAt", st.Retry.UnixMilli())

@@ -3,6 +3,8 @@
 package jsbridge
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"syscall/js"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/memkv"
+	"github.com/replica-sync/replica/wire"
 )
 
 // TestSyncArguments: db.sync.connect validates its arguments.
@@ -279,5 +282,85 @@ func TestSiteID(t *testing.T) {
 	}
 	if b.Get("siteId").String() != id {
 		t.Errorf("the other tab's siteId %q, want %q", b.Get("siteId").String(), id)
+	}
+}
+
+// TestSyncLastError: a transient error the client reports (here fed to the
+// leader's handler as the client posts it) shows as db.sync.state.lastError
+// {code, message, at} in this tab and in the others, with a syncState
+// event; a push's error outlives applied changes and clears at the next
+// acknowledged push; another error clears when changes apply; a
+// SNAPSHOT_REQUIRED report is no error; disconnect clears it.
+func TestSyncLastError(t *testing.T) {
+	name := dbName(t)
+	t.Cleanup(func() { deleteIDB(name) })
+	a := openDB(t, name, testSchema)
+	waitFor(t, "leadership", func() bool { return a.Get("isLeader").Bool() })
+	b := openDB(t, name, testSchema)
+	da := dbOf(t, a)
+	events := jsv("[]")
+	a.Call("on", "syncState", jsfn("s", "return (e) => s.push(e.lastError ? e.lastError.code : null)").Invoke(events))
+	lastErr := func(db js.Value) js.Value { return db.Get("sync").Get("state").Get("lastError") }
+	if v := lastErr(a); v.Type() != js.TypeUndefined {
+		t.Fatalf("lastError %s before any error", describe(v))
+	}
+	synced := client.Status{State: client.Synced}
+	da.onSyncEvent(client.Event{Type: client.StateChanged, Status: synced})
+
+	before := time.Now().UnixMilli()
+	refused := &wire.Error{Code: wire.CodeApplyChangesRefused, Message: "held copy differs", RequestID: "apply-3"}
+	da.onSyncEvent(client.Event{Type: client.ErrorReported, Status: synced, Err: refused})
+	waitFor(t, "lastError", func() bool { return lastErr(a).Type() == js.TypeObject })
+	le := lastErr(a)
+	if le.Get("code").String() != "APPLY_CHANGES_REFUSED" || le.Get("message").String() != refused.Error() {
+		t.Errorf("lastError %s", describe(le))
+	}
+	if at := int64(le.Get("at").Float()); at < before || at > time.Now().UnixMilli() {
+		t.Errorf("lastError.at %d, want between %d and now", at, before)
+	}
+	if st := a.Get("sync").Get("state").Get("status").String(); st != "synced" {
+		t.Errorf("status %s beside the transient error, want synced", st)
+	}
+	waitFor(t, "the other tab to show lastError", func() bool {
+		v := lastErr(b)
+		return v.Type() == js.TypeObject && v.Get("code").String() == "APPLY_CHANGES_REFUSED"
+	})
+	// Changes from the relay do not clear a push's error; an ack does.
+	da.onSyncEvent(client.Event{Type: client.ChangesApplied, Status: synced})
+	da.onSyncEvent(client.Event{Type: client.StateChanged, Status: synced})
+	if lastErr(a).Type() != js.TypeObject {
+		t.Fatal("applied changes cleared the refused push's error")
+	}
+	da.onSyncEvent(client.Event{Type: client.PushAcked, Status: synced})
+	waitFor(t, "lastError cleared by the ack", func() bool { return lastErr(a).Type() == js.TypeUndefined })
+	waitFor(t, "lastError cleared in the other tab", func() bool { return lastErr(b).Type() == js.TypeUndefined })
+
+	// A failed apply (not a relay error) has a code of its own and clears
+	// when changes apply.
+	da.onSyncEvent(client.Event{Type: client.ErrorReported, Status: synced, Err: fmt.Errorf("client: applying changes 4..5: %w", engine.ErrClockDrift)})
+	waitFor(t, "the apply error", func() bool { return lastErr(a).Type() == js.TypeObject })
+	if c := lastErr(a).Get("code").String(); c != "CLOCK_DRIFT" {
+		t.Errorf("a failed apply's code %s", c)
+	}
+	da.onSyncEvent(client.Event{Type: client.ChangesApplied, Status: synced})
+	waitFor(t, "lastError cleared by applied changes", func() bool { return lastErr(a).Type() == js.TypeUndefined })
+	da.onSyncEvent(client.Event{Type: client.ErrorReported, Status: synced, Err: errors.New("client: something else")})
+	waitFor(t, "a plain error", func() bool { return lastErr(a).Type() == js.TypeObject })
+	if c := lastErr(a).Get("code").String(); c != "SYNC_ERROR" {
+		t.Errorf("a plain error's code %s", c)
+	}
+	// Not an error: the relay asks for a snapshot.
+	da.onSyncEvent(client.Event{Type: client.ErrorReported, Status: synced, Err: &wire.Error{Code: wire.CodeSnapshotRequired}})
+	if c := lastErr(a).Get("code").String(); c != "SYNC_ERROR" {
+		t.Errorf("after SNAPSHOT_REQUIRED the code is %s", c)
+	}
+	must(t, a.Get("sync").Call("disconnect"))
+	if v := lastErr(a); v.Type() != js.TypeUndefined {
+		t.Errorf("lastError %s after disconnect", describe(v))
+	}
+	// Each change was emitted (a state emitted again repeats its lastError).
+	changes := jsfn("e", "return e.filter((c, i) => i === 0 || c !== e[i - 1])").Invoke(events)
+	if got := describe(changes); got != `[null, "APPLY_CHANGES_REFUSED", null, "CLOCK_DRIFT", null, "SYNC_ERROR", null]` {
+		t.Errorf("syncState events' lastError codes %s", describe(events))
 	}
 }

@@ -258,6 +258,7 @@
 	}
 
 	let lastStatusLogged = "";
+	let lastIssueLogged = "";
 	function renderSync(st) {
 		const bar = $("sync");
 		let label, detail = "", kind = st.status;
@@ -304,9 +305,27 @@
 		setText(btn, st.status === "error" ? "Retry" : isOffline(st) ? "Go online" : "Go offline");
 		btn.setAttribute("aria-pressed", isOffline(st) ? "true" : "false");
 
+		// The last transient sync problem (the session goes on and retries),
+		// beside the status: a short note in the bar, the sentence below it.
+		const le = st.lastError;
+		const note = $("sync-issue"), noteDetail = $("sync-issue-detail");
+		note.hidden = noteDetail.hidden = !le;
+		if (le) {
+			setText(note, "Sync problem at " + clock(new Date(le.at)));
+			note.dataset.code = le.code;
+			note.title = describeError(le);
+			setText(noteDetail, describeIssue(le));
+			// Logged once per problem, not at every retry.
+			if (le.code !== lastIssueLogged) addLog("error", "Sync problem: " + describeError(le));
+			lastIssueLogged = le.code;
+		} else {
+			lastIssueLogged = "";
+			delete note.dataset.code;
+		}
+
 		const box = $("sync-detail");
-		box.hidden = !detail;
-		box.dataset.status = kind;
+		box.hidden = !detail && !le;
+		box.dataset.status = detail ? kind : "issue";
 		setText($("sync-message"), detail);
 		const p = st.status === "syncing" && st.progress;
 		$("sync-progress-wrap").hidden = !p;
@@ -326,6 +345,19 @@
 	function describeError(err) {
 		if (!err) return "syncing stopped";
 		return err.message.includes(err.code) ? err.message : err.code + ": " + err.message;
+	}
+
+	// describeIssue says what SyncState.lastError means for the user.
+	function describeIssue(le) {
+		const at = " at " + clock(new Date(le.at)) + " (" + describeError(le) + "). ";
+		if (/^APPLY_CHANGES_REFUSED$|^MESSAGE_TOO_LARGE$|^TRANSACTION_TOO_LARGE$/.test(le.code)) {
+			return "The relay did not accept changes from this device" + at +
+				"They are kept on this device, but as they are they may never reach your other devices. This note goes away when the relay next accepts changes.";
+		}
+		if (le.code === "APPLY_CHANGES_ERROR") {
+			return "Sending changes failed" + at + "They are kept and sent again; this note goes away when the relay accepts them.";
+		}
+		return "A sync step failed" + at + "Syncing goes on and retries; this note goes away once it succeeds.";
 	}
 
 	// ---- the activity log ---------------------------------------------------------

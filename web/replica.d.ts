@@ -388,6 +388,34 @@ declare namespace Replica {
 		status: "disconnected" | "connecting" | "syncing" | "synced" | "error";
 		/** Why the last session ended (disconnected) or syncing stopped (error). */
 		error?: { code: ErrorCode; message: string };
+		/**
+		 * The most recent transient sync error, while its condition lasts:
+		 * something failed but the session went on (the status does not
+		 * change, it is often "synced"). For example a push the relay refused
+		 * (APPLY_CHANGES_REFUSED: it will not take that transaction as it is)
+		 * or failed (APPLY_CHANGES_ERROR), a local transaction too large to
+		 * push, changes from the relay that could not be applied here, an
+		 * error frame from the relay.
+		 *
+		 * `code` is the relay's error code when the relay sent one (the
+		 * protocol's codes, e.g. "APPLY_CHANGES_REFUSED", "GET_CHANGES_ERROR";
+		 * a newer relay may send others), else "TRANSACTION_TOO_LARGE" (a
+		 * local transaction above the message size limit), "CLOCK_DRIFT",
+		 * "QUOTA_EXCEEDED" or "SYNC_ERROR" (anything else); `message` says
+		 * what failed; `at` is when it last happened, ms since the epoch.
+		 * A SNAPSHOT_REQUIRED answer is not an error (the replica
+		 * bootstraps).
+		 *
+		 * Cleared when its condition clears: an error of a push (the relay's
+		 * answer to one, APPLY_CHANGES_*, MESSAGE_TOO_LARGE,
+		 * TRANSACTION_TOO_LARGE, a push that could not be encoded) when the
+		 * relay next acknowledges a push; any other also when changes from
+		 * the relay are applied or the session reaches "synced"; every one by
+		 * `disconnect`, a connect to another relay or database, or a change
+		 * of leader tab. Each change fires `syncState`, and other tabs see it
+		 * like the rest of the state.
+		 */
+		lastError?: { code: string; message: string; at: number };
 		/** While waiting to reconnect: when the next attempt is due, ms since the epoch. */
 		retryAt?: number;
 		/** While a snapshot is being applied (a new device bootstrapping). */
