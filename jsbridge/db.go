@@ -52,6 +52,7 @@ type db struct {
 
 	leader atomic.Bool // this tab holds the leader lock
 	sy     syncer
+	pr     pruner // retention, in the leader (retention.go)
 
 	// listening is the facade's mask of what it wants emitted (listen*
 	// bits): events with listeners, and whether other tabs are open (they
@@ -208,6 +209,9 @@ func (b *bridge) openDB(text string) (*db, error) {
 			return nil, argError("options.unknownTableDisposition: %v", err)
 		}
 		opts.UnknownTables = disp
+	}
+	if engineOptionsHook != nil {
+		engineOptionsHook(&opts)
 	}
 	store, err := idbkv.Open(context.Background(), IDBPrefix+*o.Name, engine.Buckets, idbkv.Speculate())
 	if err != nil {
@@ -371,6 +375,7 @@ func (d *db) handle(c *call) {
 // transactions finish). Runs on the worker, after every call made before
 // db.close().
 func (d *db) close() {
+	d.stopPruning(true)
 	d.syncStop()
 	d.stopPendingCount()
 	for id, st := range d.txs {

@@ -85,7 +85,7 @@
 //
 // Every path that runs Go for JavaScript recovers panics: the dispatch
 // callback, each queued operation, the subscription refresher, event and
-// sync-event handlers. A panic rejects the call (or reaches the
+// sync-event handlers, the retention loop. A panic rejects the call (or reaches the
 // subscription's onError) with INTERNAL, is logged with its stack to the
 // console, and the module goes on; cmd/wasm's main never returns.
 //
@@ -176,6 +176,18 @@
 // a browser replica never serves its peers' changes (the client pushes only
 // its own), so rows applied from the relay or a snapshot write no
 // change-log entry.
+//
+// # Retention
+//
+// retention.go: the leader tab (and only it: every tab shares the IndexedDB
+// database) runs engine.Prune — tombstones and quarantined changes older
+// than the retention horizon (engine.DefaultRetention, 30 days) dropped,
+// superseded own change-log entries past it tidied, in bounded kv
+// transactions — on a goroutine of its own, never in a js.FuncOf callback:
+// 30 s after becoming leader, then every 6 hours while it leads. Losing
+// leadership and close stop the loop (close waits for a Prune that runs). A
+// failure or a panic is logged to the console (the standard log package,
+// as the engine and the client log) and retried at the next interval.
 //
 // # Testing
 //

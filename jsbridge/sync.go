@@ -339,6 +339,7 @@ func (d *db) syncStop() {
 // leaderChanged runs on the worker after facade.js reported the lock.
 func (d *db) leaderChanged(leader bool) {
 	if leader {
+		d.startPruning()
 		d.sy.mu.Lock()
 		d.sy.pendKnown = false
 		d.sy.mu.Unlock()
@@ -348,6 +349,7 @@ func (d *db) leaderChanged(leader bool) {
 		}
 		return
 	}
+	d.stopPruning(false)
 	d.syncStop()
 }
 

@@ -305,7 +305,8 @@ declare namespace Replica {
 		 */
 		upsert(table: string, row: InputRow): Promise<Row>;
 		/**
-		 * Delete the row with key `pk` (a tombstone that syncs). Resolves with
+		 * Delete the row with key `pk` (a tombstone that syncs, kept for the
+		 * retention horizon: see Replica.open). Resolves with
 		 * undefined, also when there was no such row. Rejects: VALIDATION,
 		 * INVALID_ARGUMENT, CLOSED, QUOTA_EXCEEDED.
 		 */
@@ -566,6 +567,14 @@ declare namespace Replica {
 		 * unknown column type; or one that contradicts the stored schema),
 		 * STORAGE_FORMAT, QUOTA_EXCEEDED, INTERNAL (IndexedDB unavailable, e.g.
 		 * in some private modes).
+		 *
+		 * Retention: while a replica is open, its leader tab (see
+		 * `Database.isLeader`) prunes it about 30 s after becoming leader and
+		 * then every 6 hours: tombstones of deletions older than 30 days, and
+		 * synced changes for unknown tables held longer, are removed, and its
+		 * change log is tidied of entries that later writes superseded. A
+		 * device offline for longer than that re-bootstraps from a snapshot
+		 * when it next syncs (a relay prunes on the same horizon by default).
 		 */
 		open(options: OpenOptions): Promise<Database>;
 		/** The class of every error Replica rejects with. */
