@@ -398,11 +398,15 @@ func (c *Client) setSent(ns string, h engine.HLC) {
 	c.mu.Unlock()
 }
 
-// nextRequestID returns "apply-N", N counting up from 1 over the client's
-// life (across sessions, so an ack from an old connection never matches).
-func (c *Client) nextRequestID() string {
-	return "apply-" + strconv.FormatUint(c.reqSeq.Add(1), 10)
+// peekRequestID returns the next requestId, "apply-N", N counting up from
+// 1 over the client's life (across sessions, so an ack from an old
+// connection never matches); takeRequestID uses it up once the push is
+// sent. Only one session, on one goroutine, pushes at a time.
+func (c *Client) peekRequestID() string {
+	return "apply-" + strconv.FormatUint(c.reqSeq.Load()+1, 10)
 }
+
+func (c *Client) takeRequestID() { c.reqSeq.Add(1) }
 
 // setStatus replaces the status, posting StateChanged unless the state is
 // the same, without an error, with the same retry time.

@@ -114,16 +114,19 @@
 // The sent watermark is an HLC: everything this replica minted up to it is
 // stored on the relay. A push is apply_changes {requestId, changes} with
 // engine.ChangesSince(sent, PushLimit, ChangesFilter{OnlyLocal: true}), whole
-// transactions, halved until the frame fits MaxMessageSize. requestIds are
+// transactions, halved until the frame fits MaxMessageSize (the rest
+// follows in the next push). requestIds are
 // "apply-1", "apply-2", … counting over the Client's life. Only one push is
 // in flight at a time. The watermark moves only on the apply_result whose
 // requestId is the push in flight, only forward, to the highest ChangeSet hlc
 // of that push, and is stored (engine.SetState); a stale, duplicated,
 // unknown or out-of-order ack changes nothing. An error frame answering the
-// push (its requestId, or APPLY_CHANGES_ERROR / MESSAGE_TOO_LARGE while it is
-// in flight) is reported and the push retried after a backoff delay, as for
-// pulls. After a full push (the limit reached) the next batch is read while
-// the relay works, and sent when the ack comes.
+// push (its requestId, or APPLY_CHANGES_ERROR, APPLY_CHANGES_REFUSED or
+// MESSAGE_TOO_LARGE without a requestId while it is in flight) is reported
+// and the push retried after a backoff delay, as for pulls — except
+// APPLY_CHANGES_REFUSED with the push's requestId (see "Transactions that
+// cannot be synced"). After a full push (the limit reached) the next batch
+// is read while the relay works, and sent when the ack comes.
 //
 // Local changes are debounced (sync-protocol.md § Local Change Debouncing):
 // the first change after a quiet period is pushed at once and opens a window
@@ -132,6 +135,42 @@
 // oldest held change has waited MaxWait (250 ms). A push opens a new window.
 // A push that comes due while another is in flight goes out when that one's
 // ack comes.
+//
+// # Transactions that cannot be synced
+//
+// Some local transactions can never be pushed as they are, and retrying
+// them would hold every later push behind them forever:
+//
+//   - the relay refuses them for their content with APPLY_CHANGES_REFUSED
+//     (a malformed ChangeSet, a row or value too large for it to store, more
+//     changes and migrations than it takes in one apply_changes — 100,000
+//     by default —, a schema migration contradicting its schema);
+//   - one transaction alone encodes above Options.MaxMessageSize, or does
+//     not encode at all.
+//
+// On APPLY_CHANGES_REFUSED for a push of several transactions, the client
+// splits it: it pushes the first half, then the rest, and so on until the
+// refused transaction goes alone (no backoff delay: each step is
+// answered at once; only the isolated refusal is reported). A transaction
+// refused alone, too large or not encodable is skipped: the client
+// reports it as an ErrorReported event whose Err is a *RefusedError
+// (TransactionID, HLC, the relay's Code and Message; errors.Is ErrRefused,
+// and ErrTooLarge for the size), moves the sent watermark past it and
+// stores it, exactly as an ack would, and pushes the transactions after
+// it. The skipped transaction stays in this replica — nothing is deleted
+// or rolled back, its rows read as written — but it is not synced: no
+// other replica receives it, and this client will not push it again
+// (Pending no longer counts it). A later write to the same rows is a new
+// transaction and syncs normally.
+//
+// So split bulk imports into transactions that each encode under the
+// relay's frame limit (16 MiB by default, MaxMessageSize here must not
+// exceed it): rows of the GeoNames cities shape (a generated UUIDv7 id
+// and six columns: a name, two reals, three short texts) encode to about
+// 1,180 bytes each as a ChangeSet, so 16 MiB holds about 14,000 of them;
+// transactions of 10,000 rows of that shape, or 1,000 to be comfortable,
+// stay well under both that limit and the relay's 100,000 changes per
+// apply_changes. Wider rows or longer values fit fewer.
 //
 // # Reconnecting
 //
@@ -150,7 +189,8 @@
 // PROTOCOL_VERSION_MISMATCH, ALREADY_AUTHENTICATED), a close status 4001 to
 // 4004 without its error frame, a protocol version mismatch in the ack, an
 // ack for another database, and a closed engine. Every other error frame is
-// transient: reported as an ErrorReported event; the session goes on.
+// transient: reported as an ErrorReported event (a push's refusal as its
+// isolated transaction's *RefusedError); the session goes on.
 // Disconnect stops reconnecting; Connect starts again (leaving Error).
 //
 // # Keepalive and timeouts
@@ -250,6 +290,7 @@
 //
 // Errors of the relay are *wire.Error (RelayError extracts one). The client's
 // own are ErrProtocolVersion, ErrProtocol, ErrTimeout, ErrSnapshotStalled,
-// ErrTooLarge and ErrClosed; engine and network errors are wrapped with what
-// the client was doing.
+// ErrTooLarge, ErrRefused (a *RefusedError: a local transaction skipped,
+// see "Transactions that cannot be synced") and ErrClosed; engine and
+// network errors are wrapped with what the client was doing.
 package client

@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 
+	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -37,11 +38,52 @@ var (
 	// resumes the transfer from the engine's checkpoint.
 	ErrSnapshotStalled = errors.New("client: snapshot transfer stalled")
 
-	// ErrTooLarge is reported when a single local transaction encodes to
-	// more than Options.MaxMessageSize: it cannot be pushed. The push is
-	// retried with backoff (it will keep failing until the limit grows).
+	// ErrTooLarge is the cause of the *RefusedError reported when a single
+	// local transaction encodes to more than Options.MaxMessageSize: it
+	// cannot be pushed, and is skipped (see RefusedError).
 	ErrTooLarge = errors.New("client: transaction larger than the message size limit")
+
+	// ErrRefused matches (errors.Is) every *RefusedError: a local
+	// transaction that will not be synced.
+	ErrRefused = errors.New("client: transaction not synced")
 )
+
+// RefusedError is reported (ErrorReported) for a local transaction the
+// client gave up pushing, because sending it again unchanged would fail
+// the same way: the relay refused it (APPLY_CHANGES_REFUSED: malformed, a
+// row or value too large, more changes than the relay takes in one
+// apply_changes, …), it encodes above Options.MaxMessageSize, or it does
+// not encode at all. The client skips it: the sent watermark moves past
+// it, as for an acknowledged push, and the transactions after it are
+// pushed. The transaction stays in this replica (nothing is deleted or
+// rolled back) but no other replica will receive it.
+//
+// errors.Is(err, ErrRefused) holds for every RefusedError; Unwrap returns
+// the cause: the relay's *wire.Error (RelayError finds it), ErrTooLarge,
+// or the encoding error.
+type RefusedError struct {
+	TransactionID string     // the ChangeSet's transactionId
+	HLC           engine.HLC // the ChangeSet's hlc
+	// Code is the relay's error code (wire.CodeApplyChangesRefused), or
+	// "" when the client refused to send the transaction itself.
+	Code    wire.ErrorCode
+	Message string // why, for humans: the relay's message, or the client's
+	Err     error  // the cause
+}
+
+func (e *RefusedError) Error() string {
+	by := "the client"
+	if e.Code != "" {
+		by = "the relay (" + string(e.Code) + ")"
+	}
+	return "client: transaction " + e.TransactionID + " not synced, refused by " + by + ": " + e.Message
+}
+
+// Unwrap returns the cause.
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrRefused.
+func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 
 // RelayError returns the relay's error frame inside err, or nil.
 func RelayError(err error) *wire.Error {

@@ -3,6 +3,7 @@
 package client
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -199,7 +200,9 @@ func TestPushPaging(t *testing.T) {
 }
 
 // TestPushTooLarge: a batch above MaxMessageSize is split; a single
-// transaction above it is reported and retried with backoff.
+// transaction above it is reported (a *RefusedError caused by
+// ErrTooLarge) and skipped: the sent watermark passes it and the
+// transactions after it go out, without a backoff delay.
 func TestPushTooLarge(t *testing.T) {
 	relay := newScriptRelay(t)
 	clk := newFakeClock()
@@ -222,12 +225,36 @@ func TestPushTooLarge(t *testing.T) {
 	}
 	p.ackPush(t, a)
 	p.ackPush(t, expect[*wire.ApplyChanges](t, p))
+	ev.wait(t, "the acks", func(e Event) bool { return e.Type == PushAcked && pending(t, c) == 0 })
+	clk.Advance(time.Second)
+	// Written while a push is in flight, so that the three go out as one
+	// batch: the first alone, then big alone, skipped, then the last.
+	insert(t, db, "before", "x")
+	first := expect[*wire.ApplyChanges](t, p)
 	insert(t, db, "big", strings.Repeat("x", 6000))
+	insert(t, db, "after", "x")
+	clk.Advance(time.Second) // any debounce is over
+	bigSet := ownSets(t, db, first.ChangeSets[0].HLC)[0]
+	p.ackPush(t, first)
 	e := ev.wait(t, "ErrTooLarge", func(e Event) bool { return e.Type == ErrorReported })
-	if e.Err == nil || !isErr(e.Err, ErrTooLarge) {
+	var re *RefusedError
+	if !isErr(e.Err, ErrTooLarge) || !isErr(e.Err, ErrRefused) || !errors.As(e.Err, &re) || re.TransactionID != bigSet.TransactionID || re.Code != "" {
 		t.Fatalf("reported %v", e.Err)
 	}
-	clk.waitTimer(t, time.Second) // the push retry
+	a = expect[*wire.ApplyChanges](t, p)
+	if len(a.ChangeSets) != 1 || a.ChangeSets[0].Changes[0].PK[0].Text() != "after" {
+		t.Fatalf("push after the skipped transaction %+v", a)
+	}
+	p.ackPush(t, a)
+	waitCond(t, "pending 0", func() bool { return pending(t, c) == 0 })
+	if got := stateOf(t, db, sentKey(testNS)); got != wire.FormatHLC(a.ChangeSets[0].HLC) {
+		t.Fatalf("stored sent watermark %q", got)
+	}
+	for _, d := range clk.activeDurations() {
+		if d >= time.Second && d < time.Hour {
+			t.Fatalf("a retry timer of %v is armed", d)
+		}
+	}
 }
 
 // TestNotify: a change written by another engine over the same store

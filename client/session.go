@@ -72,8 +72,9 @@ type session struct {
 
 type inflight struct {
 	id   string
-	hlc  engine.HLC // the highest ChangeSet hlc of the request
-	full bool       // the request hit a limit: more may be pending
+	hlc  engine.HLC         // the highest ChangeSet hlc of the request
+	sets []engine.ChangeSet // the request's ChangeSets (to split a refused one)
+	full bool               // the request hit a limit: more may be pending
 	at   time.Time
 
 	// ahead is the batch after this one, read while the relay works on
@@ -312,6 +313,10 @@ func (s *session) onError(m *wire.Error) error {
 	if m.Fatal {
 		return &fatalError{m}
 	}
+	if m.Code == wire.CodeApplyChangesRefused && m.RequestID != "" && s.push != nil && m.RequestID == s.push.id {
+		s.pushRefused(m) // reports the refused transaction once isolated
+		return nil
+	}
 	s.c.report(m)
 	switch {
 	case m.RequestID != "":
@@ -332,7 +337,7 @@ func (s *session) onError(m *wire.Error) error {
 		if s.snap != nil {
 			return &snapshotFailure{m}
 		}
-	case m.Code == wire.CodeApplyChangesError, m.Code == wire.CodeMessageTooLarge:
+	case m.Code == wire.CodeApplyChangesError, m.Code == wire.CodeApplyChangesRefused, m.Code == wire.CodeMessageTooLarge:
 		if s.push != nil {
 			s.pushFailed()
 		}
@@ -462,13 +467,7 @@ func (s *session) flush() {
 		return
 	}
 	s.flushDeferred = false
-	sets, full, err := s.readLocal(s.sent)
-	if err != nil {
-		s.c.report(fmt.Errorf("client: reading local changes: %w", err))
-		s.pushFailed()
-		return
-	}
-	s.sendPush(sets, full)
+	s.sendPush(nil, true, 0)
 }
 
 // readLocal reads a push's worth of local ChangeSets above since; full
@@ -486,51 +485,125 @@ func (s *session) readLocal(since engine.HLC) (sets []engine.ChangeSet, full boo
 	return sets, facts >= limit, nil
 }
 
-// sendPush sends sets as the next apply_changes (nothing when empty),
-// halving the batch until it fits MaxMessageSize. When the batch was full,
-// it then reads the next batch ahead, while the relay works on this one.
-func (s *session) sendPush(sets []engine.ChangeSet, full bool) {
-	if len(sets) == 0 {
+// sendPush sends the next apply_changes: sets, whole local transactions
+// in the log's order starting with the oldest above the sent watermark,
+// at most maxSets of them (0: no bound), then the rest; full reports that
+// more may follow sets in the log (nil sets and full: read them now). A
+// batch that does not encode within MaxMessageSize is halved, the rest
+// kept to follow it; a single transaction that does not is skipped (see
+// skip) and the next one tried. When more follows, the next batch is read
+// ahead while the relay works on this one.
+func (s *session) sendPush(sets []engine.ChangeSet, full bool, maxSets int) {
+	for {
+		if len(sets) == 0 {
+			if !full {
+				return
+			}
+			var err error
+			if sets, full, err = s.readLocal(s.sent); err != nil {
+				s.c.report(fmt.Errorf("client: reading local changes: %w", err))
+				s.pushFailed()
+				return
+			}
+			if len(sets) == 0 {
+				return
+			}
+		}
+		id := s.c.peekRequestID()
+		batch := sets
+		if maxSets > 0 && len(batch) > maxSets {
+			batch = batch[:maxSets]
+		}
+		maxSets = 0
+		var b []byte
+		var err error
+		for {
+			b, err = wire.Encode(&wire.ApplyChanges{RequestID: id, ChangeSets: batch})
+			if (err == nil && int64(len(b)) <= s.c.opts.MaxMessageSize) || len(batch) == 1 {
+				break
+			}
+			batch = batch[:len(batch)/2]
+		}
+		if err != nil || int64(len(b)) > s.c.opts.MaxMessageSize {
+			cs := &sets[0]
+			if err != nil {
+				s.skip(cs, "", fmt.Sprintf("it does not encode: %v", err), err)
+			} else {
+				s.skip(cs, "", fmt.Sprintf("it encodes to %d bytes, above the message size limit of %d (Options.MaxMessageSize)", len(b), s.c.opts.MaxMessageSize), ErrTooLarge)
+			}
+			sets = sets[1:]
+			continue
+		}
+		s.c.takeRequestID()
+		rest := sets[len(batch):]
+		var top engine.HLC
+		for i := range batch {
+			if top.Less(batch[i].HLC) {
+				top = batch[i].HLC
+			}
+		}
+		p := &inflight{id: id, hlc: top, sets: batch, full: full || len(rest) > 0, at: s.c.clock.Now()}
+		s.push = p
+		s.sendFrame(b)
+		switch {
+		case len(rest) > 0:
+			p.ahead, p.aheadFull = rest, full
+		case full:
+			// Read ahead: the ChangeSets after this push, used when its
+			// ack comes. Facts overwritten meanwhile are pushed as read:
+			// they lose to the newer write, which goes out later.
+			next, nextFull, err := s.readLocal(top)
+			if err == nil {
+				p.ahead, p.aheadFull = next, nextFull
+			}
+		}
 		return
 	}
-	id := s.c.nextRequestID()
-	var b []byte
-	var err error
-	for {
-		b, err = wire.Encode(&wire.ApplyChanges{RequestID: id, ChangeSets: sets})
-		if err != nil {
-			s.c.report(fmt.Errorf("client: encoding a push: %w", err))
-			s.pushFailed()
+}
+
+// skip gives up pushing cs, which would fail the same way if sent again:
+// it reports why (a *RefusedError with code, msg and the cause) and moves
+// the sent watermark past cs, stored as for an ack, so that the
+// transactions after it are pushed. cs stays in the replica.
+func (s *session) skip(cs *engine.ChangeSet, code wire.ErrorCode, msg string, cause error) {
+	err := &RefusedError{TransactionID: cs.TransactionID, HLC: cs.HLC, Code: code, Message: msg, Err: cause}
+	s.c.log.Warn("replica sync: a local transaction will not be synced", "transaction", cs.TransactionID, "err", err)
+	s.c.report(err)
+	s.advanceSent(cs.HLC)
+}
+
+// advanceSent moves the sent watermark forward to h and stores it.
+func (s *session) advanceSent(h engine.HLC) {
+	if !s.sent.Less(h) {
+		return
+	}
+	s.sent = h
+	s.c.setSent(s.ns, h)
+	if err := s.db.SetState(sentKey(s.ns), encodeHLC(h)); err != nil {
+		s.c.report(fmt.Errorf("client: storing the sent watermark: %w", err))
+	}
+}
+
+// pushRefused handles APPLY_CHANGES_REFUSED for the push in flight: the
+// relay stored none of it and would refuse it again. A batch of several
+// transactions is split, the first half pushed with the rest to follow,
+// until the refused one goes alone; a single refused transaction is
+// skipped.
+func (s *session) pushRefused(m *wire.Error) {
+	p := s.push
+	s.push = nil
+	s.pushFails = 0
+	if len(p.sets) > 1 {
+		s.c.log.Debug("replica sync: push refused; splitting it", "requestId", p.id, "transactions", len(p.sets), "err", m)
+		if s.snap != nil {
+			s.flushDeferred = true
 			return
 		}
-		if int64(len(b)) <= s.c.opts.MaxMessageSize {
-			break
-		}
-		if len(sets) == 1 {
-			s.c.report(fmt.Errorf("%w: transaction %s encodes to %d bytes, the limit is %d", ErrTooLarge, sets[0].TransactionID, len(b), s.c.opts.MaxMessageSize))
-			s.pushFailed()
-			return
-		}
-		sets, full = sets[:len(sets)/2], true
+		s.sendPush(p.sets, p.full, len(p.sets)/2)
+		return
 	}
-	var top engine.HLC
-	for i := range sets {
-		if top.Less(sets[i].HLC) {
-			top = sets[i].HLC
-		}
-	}
-	p := &inflight{id: id, hlc: top, full: full, at: s.c.clock.Now()}
-	s.push = p
-	s.sendFrame(b)
-	if full {
-		// Read ahead: the ChangeSets after this push, used when its ack
-		// comes. Facts overwritten meanwhile are pushed as read: they lose
-		// to the newer write, which goes out later.
-		next, nextFull, err := s.readLocal(top)
-		if err == nil {
-			p.ahead, p.aheadFull = next, nextFull
-		}
-	}
+	s.skip(&p.sets[0], m.Code, m.Message, m)
+	s.pushNext(p)
 }
 
 func (s *session) pushFailed() {
@@ -548,19 +621,19 @@ func (s *session) onApplyResult(m *wire.ApplyResult) {
 	p := s.push
 	s.push = nil
 	s.pushFails = 0
-	if s.sent.Less(p.hlc) {
-		s.sent = p.hlc
-		s.c.setSent(s.ns, p.hlc)
-		if err := s.db.SetState(sentKey(s.ns), encodeHLC(p.hlc)); err != nil {
-			s.c.report(fmt.Errorf("client: storing the sent watermark: %w", err))
-		}
-	}
+	s.advanceSent(p.hlc)
 	s.c.post(Event{Type: PushAcked, Result: m.ApplyResult})
+	s.pushNext(p)
+}
+
+// pushNext sends what follows p, once p is done (acknowledged or
+// skipped).
+func (s *session) pushNext(p *inflight) {
 	switch {
 	case s.snap != nil:
 		s.flushDeferred = true
 	case len(p.ahead) > 0:
-		s.sendPush(p.ahead, p.aheadFull)
+		s.sendPush(p.ahead, p.aheadFull, 0)
 	case p.full || s.flushDeferred:
 		s.flush()
 	}
