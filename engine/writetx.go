@@ -42,6 +42,10 @@ type writeTx struct {
 	opSeq uint32
 
 	rows map[string]*txRow
+	// order lists the rows added to rows, in the order they were added
+	// (rows in key order then need no sort at flush); it is only used
+	// while it holds every row of rows.
+	order []*txRow
 	// own collects, per transaction base of this replica, the rows its
 	// change-log entry lists; ownDirty marks entries to write at the next
 	// flush, ownLoaded those whose stored rows were merged in.
@@ -127,7 +131,9 @@ func (e *Engine) beginHinted(tx kv.Tx, hint []hintRow) (*writeTx, error) {
 func (w *writeTx) freshRow(t *table, pk []Value) {
 	rk := string(rowKey(t.key, pk))
 	if _, ok := w.rows[rk]; !ok {
-		w.rows[rk] = &txRow{key: rk, table: t.def.Name, tbl: t, pk: pk}
+		r := &txRow{key: rk, table: t.def.Name, tbl: t, pk: pk}
+		w.rows[rk] = r
+		w.order = append(w.order, r)
 	}
 }
 
@@ -277,6 +283,7 @@ func (w *writeTx) addRow(t *table, pk []Value, rk string, v []byte) (*txRow, err
 		r.cur = rec.clone()
 	}
 	w.rows[rk] = r
+	w.order = append(w.order, r)
 	return r, nil
 }
 
@@ -387,12 +394,24 @@ func (w *writeTx) flush() error { return w.flushRows(false) }
 // changes the rows afterwards.
 func (w *writeTx) flushRows(final bool) error {
 	dirty := make([]*txRow, 0, len(w.rows))
-	for _, r := range w.rows {
-		if r.dirty {
-			dirty = append(dirty, r)
+	if len(w.order) == len(w.rows) {
+		// Rows are usually added in key order (a snapshot chunk, a bulk
+		// insert of ascending keys): then they need no sort.
+		for _, r := range w.order {
+			if r.dirty {
+				dirty = append(dirty, r)
+			}
+		}
+	} else {
+		for _, r := range w.rows {
+			if r.dirty {
+				dirty = append(dirty, r)
+			}
 		}
 	}
-	slices.SortFunc(dirty, func(a, b *txRow) int { return strings.Compare(a.key, b.key) })
+	if !slices.IsSortedFunc(dirty, compareRowKeys) {
+		slices.SortFunc(dirty, compareRowKeys)
+	}
 	allow := w.e.opts.AllowResurrection
 	local := !w.base.IsZero() // a local transaction, not an apply
 	var buf []byte
@@ -451,6 +470,8 @@ func (w *writeTx) flushRows(final bool) error {
 	}
 	return w.flushOwnLog()
 }
+
+func compareRowKeys(a, b *txRow) int { return strings.Compare(a.key, b.key) }
 
 // diffLog updates the change log for one row: a peer's transactions get a
 // per-row entry while the row holds one of their facts; this replica's own
