@@ -168,9 +168,11 @@
 // code is the relay's error code when there is one (client.RelayError),
 // else TRANSACTION_TOO_LARGE, CLOCK_DRIFT, QUOTA_EXCEEDED or SYNC_ERROR. A
 // push's error is cleared by the next PushAcked; any other also by
-// ChangesApplied or the state becoming synced; all by disconnect, a new
-// target or the loss of leadership (syncStop). SNAPSHOT_REQUIRED, the
-// relay's way of asking for a bootstrap, is not one.
+// ChangesApplied or the state becoming synced; a transaction the client
+// gave up on (client.ErrRefused) by none of these, as it will not sync;
+// all by a newer error, disconnect, a new target or the loss of leadership
+// (syncStop). SNAPSHOT_REQUIRED, the relay's way of asking for a
+// bootstrap, is not one.
 //
 // Replicas opened from JavaScript set engine.Options.LocalChangeLogOnly:
 // a browser replica never serves its peers' changes (the client pushes only

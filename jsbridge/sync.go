@@ -4,7 +4,6 @@ package jsbridge
 
 import (
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -109,18 +108,22 @@ type syncer struct {
 type syncIssue struct {
 	code, msg string
 	at        time.Time
-	// push: the error was a push's (the relay refused or failed it, or it
-	// could not be sent); only an acknowledged push clears it. Others
-	// clear also when changes from the relay apply, or the session
-	// reaches synced.
+	// push: the error was a push's (the relay failed it, or it could not
+	// be sent); only an acknowledged push clears it. Others clear also
+	// when changes from the relay apply, or the session reaches synced.
 	push bool
+	// lasting: a transaction the client gave up on (client.ErrRefused:
+	// refused alone by the relay, too large, not encodable); it will not
+	// sync, so no success clears it: only a newer error, or syncing
+	// stopping or changing target (dropIssue).
+	lasting bool
 }
 
 // issueFor describes a transient error the client reported; nil for
 // reports that are not failures (SNAPSHOT_REQUIRED: the client
 // bootstraps, as designed).
 func issueFor(err error, now time.Time) *syncIssue {
-	is := &syncIssue{code: "SYNC_ERROR", msg: err.Error(), at: now}
+	is := &syncIssue{code: "SYNC_ERROR", msg: err.Error(), at: now, lasting: errors.Is(err, client.ErrRefused)}
 	if we := client.RelayError(err); we != nil {
 		if we.Code == wire.CodeSnapshotRequired {
 			return nil
@@ -143,13 +146,7 @@ func issueFor(err error, now time.Time) *syncIssue {
 	case errors.Is(err, kv.ErrQuotaExceeded):
 		is.code = codeQuota
 	}
-	// A push the client could not encode: it has no sentinel to match
-	// (yet), only its message ("client: encoding a push: ...", or, for a
-	// transaction the client gives up on, "... not synced, refused by the
-	// client: ...").
-	if strings.HasPrefix(is.msg, "client: encoding a push") || strings.Contains(is.msg, " not synced, refused by ") {
-		is.push = true
-	}
+	is.push = is.push || is.lasting
 	return is
 }
 
@@ -167,13 +164,14 @@ func (d *db) setIssue(err error) {
 }
 
 // clearIssue forgets SyncState.lastError when its condition cleared: any
-// after an acknowledged push (ack true), one that is not a push's after
-// changes from the relay applied or the session reached synced (ack
-// false). It reports whether it cleared one (the caller emits the state).
+// but a lasting one after an acknowledged push (ack true), one that is not
+// a push's after changes from the relay applied or the session reached
+// synced (ack false). It reports whether it cleared one (the caller emits
+// the state).
 func (d *db) clearIssue(ack bool) bool {
 	d.sy.mu.Lock()
 	defer d.sy.mu.Unlock()
-	if d.sy.issue == nil || (d.sy.issue.push && !ack) {
+	if is := d.sy.issue; is == nil || is.lasting || (is.push && !ack) {
 		return false
 	}
 	d.sy.issue = nil

@@ -290,7 +290,8 @@ func TestSiteID(t *testing.T) {
 // {code, message, at} in this tab and in the others, with a syncState
 // event; a push's error outlives applied changes and clears at the next
 // acknowledged push; another error clears when changes apply; a
-// SNAPSHOT_REQUIRED report is no error; disconnect clears it.
+// SNAPSHOT_REQUIRED report is no error; a transaction the client gave up on
+// (client.RefusedError) stays until disconnect clears it.
 func TestSyncLastError(t *testing.T) {
 	name := dbName(t)
 	t.Cleanup(func() { deleteIDB(name) })
@@ -354,13 +355,27 @@ func TestSyncLastError(t *testing.T) {
 	if c := lastErr(a).Get("code").String(); c != "SYNC_ERROR" {
 		t.Errorf("after SNAPSHOT_REQUIRED the code is %s", c)
 	}
+	// A transaction the client gave up on will not sync: later successes
+	// do not clear it; disconnect does.
+	big := &client.RefusedError{TransactionID: "1:0:x", Message: "it encodes to 9 bytes", Err: client.ErrTooLarge}
+	da.onSyncEvent(client.Event{Type: client.ErrorReported, Status: synced, Err: big})
+	waitFor(t, "the too-large transaction", func() bool { return lastErr(a).Get("code").String() == "TRANSACTION_TOO_LARGE" })
+	skipped := &client.RefusedError{TransactionID: "1:1:x", Code: wire.CodeApplyChangesRefused, Message: "too many changes", Err: &wire.Error{Code: wire.CodeApplyChangesRefused, Message: "too many changes", RequestID: "apply-9"}}
+	da.onSyncEvent(client.Event{Type: client.ErrorReported, Status: synced, Err: skipped})
+	waitFor(t, "the skipped transaction", func() bool { return lastErr(a).Get("code").String() == "APPLY_CHANGES_REFUSED" })
+	da.onSyncEvent(client.Event{Type: client.PushAcked, Status: synced})
+	da.onSyncEvent(client.Event{Type: client.ChangesApplied, Status: synced})
+	da.onSyncEvent(client.Event{Type: client.StateChanged, Status: synced})
+	if le := lastErr(a); le.Type() != js.TypeObject || le.Get("message").String() != skipped.Error() {
+		t.Errorf("after an ack, applied changes and synced, lastError %s, want the skipped transaction's", describe(le))
+	}
 	must(t, a.Get("sync").Call("disconnect"))
 	if v := lastErr(a); v.Type() != js.TypeUndefined {
 		t.Errorf("lastError %s after disconnect", describe(v))
 	}
 	// Each change was emitted (a state emitted again repeats its lastError).
 	changes := jsfn("e", "return e.filter((c, i) => i === 0 || c !== e[i - 1])").Invoke(events)
-	if got := describe(changes); got != `[null, "APPLY_CHANGES_REFUSED", null, "CLOCK_DRIFT", null, "SYNC_ERROR", null]` {
+	if got := describe(changes); got != `[null, "APPLY_CHANGES_REFUSED", null, "CLOCK_DRIFT", null, "SYNC_ERROR", "TRANSACTION_TOO_LARGE", "APPLY_CHANGES_REFUSED", null]` {
 		t.Errorf("syncState events' lastError codes %s", describe(events))
 	}
 }

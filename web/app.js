@@ -350,11 +350,11 @@
 	// describeIssue says what SyncState.lastError means for the user.
 	function describeIssue(le) {
 		const at = " at " + clock(new Date(le.at)) + " (" + describeError(le) + "). ";
-		if (/^APPLY_CHANGES_REFUSED$|^MESSAGE_TOO_LARGE$|^TRANSACTION_TOO_LARGE$/.test(le.code)) {
-			return "The relay did not accept changes from this device" + at +
-				"They are kept on this device, but as they are they may never reach your other devices. This note goes away when the relay next accepts changes.";
+		if (/^APPLY_CHANGES_REFUSED$|^TRANSACTION_TOO_LARGE$/.test(le.code)) {
+			return "The relay did not accept a change from this device" + at +
+				"It is kept on this device but will not reach your other devices; your other changes sync as usual.";
 		}
-		if (le.code === "APPLY_CHANGES_ERROR") {
+		if (le.code === "APPLY_CHANGES_ERROR" || le.code === "MESSAGE_TOO_LARGE") {
 			return "Sending changes failed" + at + "They are kept and sent again; this note goes away when the relay accepts them.";
 		}
 		return "A sync step failed" + at + "Syncing goes on and retries; this note goes away once it succeeds.";

@@ -393,10 +393,12 @@ declare namespace Replica {
 		 * The most recent transient sync error, while its condition lasts:
 		 * something failed but the session went on (the status does not
 		 * change, it is often "synced"). For example a push the relay refused
-		 * (APPLY_CHANGES_REFUSED: it will not take that transaction as it is)
-		 * or failed (APPLY_CHANGES_ERROR), a local transaction too large to
-		 * push, changes from the relay that could not be applied here, an
-		 * error frame from the relay.
+		 * (APPLY_CHANGES_REFUSED) or failed (APPLY_CHANGES_ERROR, retried), a
+		 * local transaction too large to push, changes from the relay that
+		 * could not be applied here, an error frame from the relay. A
+		 * transaction the relay refuses on its own, or too large to push, is
+		 * given up: it stays on this device, as written, but is not synced
+		 * (and no longer counted in `pending`).
 		 *
 		 * `code` is the relay's error code when the relay sent one (the
 		 * protocol's codes, e.g. "APPLY_CHANGES_REFUSED", "GET_CHANGES_ERROR";
@@ -408,10 +410,11 @@ declare namespace Replica {
 		 * bootstraps).
 		 *
 		 * Cleared when its condition clears: an error of a push (the relay's
-		 * answer to one, APPLY_CHANGES_*, MESSAGE_TOO_LARGE,
-		 * TRANSACTION_TOO_LARGE, a push that could not be encoded) when the
-		 * relay next acknowledges a push; any other also when changes from
-		 * the relay are applied or the session reaches "synced"; every one by
+		 * answer to one, APPLY_CHANGES_*, MESSAGE_TOO_LARGE) when the relay
+		 * next acknowledges a push; any other also when changes from the
+		 * relay are applied or the session reaches "synced". A transaction
+		 * given up on never syncs, so no success clears its error: it stays
+		 * until a newer error replaces it. Every one is cleared by
 		 * `disconnect`, a connect to another relay or database, or a change
 		 * of leader tab. Each change fires `syncState`, and other tabs see it
 		 * like the rest of the state.
