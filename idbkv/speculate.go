@@ -6,7 +6,15 @@ import (
 	"bytes"
 	"errors"
 	"sync"
+	"sync/atomic"
 )
+
+// Counters of speculation outcomes since the program started, read by
+// tests: Updates whose first GetBatch was answered from the cache
+// (statSpec), of those the ones whose commit check found a changed value
+// and reran for real (statStale), and reruns after fn failed on an assumed
+// value (statErrRerun).
+var statSpec, statStale, statErrRerun atomic.Int64
 
 // Speculative first reads (see "Speculative reads" in the package
 // documentation). A Store opened with Speculate keeps a bounded cache of the
@@ -59,6 +67,19 @@ func (c *readCache) setLocked(k string, v cval) {
 	c.bytes += len(k) + len(v.val)
 }
 
+// forget drops the entries for the keys in as.
+func (c *readCache) forget(as []assumed) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, a := range as {
+		k := cacheKey(a.si, a.key)
+		if v, ok := c.m[k]; ok {
+			delete(c.m, k)
+			c.bytes -= len(k) + len(v.val)
+		}
+	}
+}
+
 func (c *readCache) clear() {
 	c.mu.Lock()
 	c.m, c.bytes = map[string]cval{}, 0
@@ -95,6 +116,7 @@ func (t *Tx) speculate(sis []int, keys [][]byte) (vals [][]byte, ok bool) {
 	if !hit {
 		return nil, false
 	}
+	statSpec.Add(1)
 	vals = make([][]byte, len(keys))
 	for i, k := range keys {
 		buf = append(append(buf[:0], byte(sis[i])), k...)

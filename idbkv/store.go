@@ -305,22 +305,44 @@ func (s *Store) isGone() bool {
 // browser closed the connection. If fn panics, nothing is written and the
 // panic propagates.
 func (s *Store) Update(fn func(kv.Tx) error) error {
-	err := s.update(fn, s.cache != nil)
+	if s.cache == nil {
+		return s.update(fn, false, false, nil)
+	}
+	// Hold a place among the running transactions across both attempts,
+	// so that Close waits for the retry too.
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return fmt.Errorf("idbkv: %q: %w", s.name, kv.ErrClosed)
+	}
+	s.active.Add(1)
+	s.mu.Unlock()
+	defer s.active.Done()
+	var assumed []assumed
+	err := s.update(fn, true, false, &assumed)
 	if errors.Is(err, errStale) {
+		statStale.Add(1)
 		// A value assumed from the cache had changed (another tab or
-		// Store wrote it): nothing was written; run fn again for real.
-		s.cache.clear()
-		err = s.update(fn, false)
+		// Store wrote it): nothing was written; forget what this attempt
+		// assumed and run fn again for real. The retry belongs to the
+		// same running Update: a Close called meanwhile waits for it.
+		s.cache.forget(assumed)
+		err = s.update(fn, false, true, nil)
 	}
 	return err
 }
 
 // update is one attempt of Update; spec lets its first GetBatch be answered
-// from the cache.
-func (s *Store) update(fn func(kv.Tx) error, spec bool) error {
-	t, err := s.begin(true)
+// from the cache. retry: the second attempt of an Update whose first one
+// was stale (begins even if Close was called since, which waits for it).
+// If spec, what the attempt assumed is stored in *assumedOut.
+func (s *Store) update(fn func(kv.Tx) error, spec, retry bool, assumedOut *[]assumed) error {
+	t, err := s.begin(true, retry)
 	if err != nil {
 		return err
+	}
+	if assumedOut != nil {
+		defer func() { *assumedOut = t.expects }()
 	}
 	t.spec = spec
 	committing := false
@@ -339,6 +361,7 @@ func (s *Store) update(fn func(kv.Tx) error, spec bool) error {
 		// again in the same IndexedDB transaction (nothing was issued
 		// yet), reading for real.
 		t.reset()
+		statErrRerun.Add(1)
 		if err := fn(t); err != nil {
 			return err
 		}
@@ -362,7 +385,7 @@ func (s *Store) update(fn func(kv.Tx) error, spec bool) error {
 // the connection. Reads after fn waited on something other than the
 // transaction's own requests fail with kv.ErrTxInactive.
 func (s *Store) View(fn func(kv.Tx) error) error {
-	t, err := s.begin(false)
+	t, err := s.begin(false, false)
 	if err != nil {
 		return err
 	}
@@ -375,9 +398,9 @@ func (s *Store) View(fn func(kv.Tx) error) error {
 }
 
 // begin registers a transaction and creates its IndexedDB transaction.
-func (s *Store) begin(writable bool) (*Tx, error) {
+func (s *Store) begin(writable, retry bool) (*Tx, error) {
 	s.mu.Lock()
-	if s.closed {
+	if s.closed && !retry {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("idbkv: %q: %w", s.name, kv.ErrClosed)
 	}
