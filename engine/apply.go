@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"unicode/utf8"
 
 	"github.com/replica-sync/replica/kv"
 )
@@ -43,11 +44,20 @@ type ApplyOptions struct {
 //   - Changes for tables outside the schema are diverted per
 //     Options.UnknownTables and counted in UnknownTable; a schema-less
 //     replica accepts every table.
+//   - Changes that do not fit their table (misfits: a value that is
+//     neither null nor of its column's type, a key of other columns or
+//     types, a column the table does not define) are held the same way,
+//     reported with a Reason, and never replayed — except a change for a
+//     column not defined yet, replayed when a migration adds it. The rest
+//     of the batch applies. NotNull is not enforced on peers' facts:
+//     column-level merges legitimately produce partial rows. A schema-less
+//     replica refuses the batch (ErrMalformed) for a value that does not
+//     fit a column type a migration declared.
 //   - Schema migrations apply first; a duplicate migration is a no-op.
 //
 // Events (RemoteChange, ConflictResolved, UnknownTableSeen) are emitted after
-// the commit. If the batch created tables that had quarantined changes,
-// those are replayed afterwards in a transaction of their own.
+// the commit. If the batch created tables or columns that had quarantined
+// changes, those are replayed afterwards in a transaction of their own.
 func (e *Engine) ApplyChanges(sets []ChangeSet) (ApplyResult, error) {
 	return e.Apply(sets, ApplyOptions{})
 }
@@ -112,7 +122,30 @@ type applyOutcome struct {
 	remote    []*ChangeSet // per applied ChangeSet, the facts that changed state
 	conflicts []Conflict
 	unknown   []UnknownTable
-	created   []string // tables created by this batch
+	created   []string // tables created or given columns by this batch
+}
+
+// columnCounts returns the number of columns of each table of s.
+func columnCounts(s *schemaState) map[string]int {
+	out := make(map[string]int, len(s.tables))
+	for n, t := range s.tables {
+		out[n] = len(t.def.Columns)
+	}
+	return out
+}
+
+// grownTables lists, sorted, the tables of s that are new or have more
+// columns than before (columnCounts): changes held for them (an unknown
+// table, a column not defined yet) may fit now.
+func grownTables(before map[string]int, s *schemaState) []string {
+	var out []string
+	for n, t := range s.tables {
+		if k, ok := before[n]; !ok || len(t.def.Columns) > k {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (e *Engine) emitApplied(out *applyOutcome) {
@@ -286,10 +319,7 @@ func (w *writeTx) applySets(sets []ChangeSet, replay bool) (applyOutcome, error)
 	var out applyOutcome
 	local := w.e.site
 	var maxH HLC
-	before := map[string]bool{}
-	for n := range w.schema.tables {
-		before[n] = true
-	}
+	before := columnCounts(w.schema)
 	// 1. Schema migrations first, in HLC order.
 	type migRef struct {
 		set int
@@ -327,12 +357,7 @@ func (w *writeTx) applySets(sets []ChangeSet, replay bool) (applyOutcome, error)
 		appliedMigs[ref.set] = append(appliedMigs[ref.set], *ref.m)
 	}
 	if w.e.declared != nil {
-		for n := range w.schema.tables {
-			if !before[n] {
-				out.created = append(out.created, n)
-			}
-		}
-		sort.Strings(out.created)
+		out.created = grownTables(before, w.schema)
 	}
 
 	// 2. Bind data changes to rows, diverting unknown tables.
@@ -390,23 +415,39 @@ func (w *writeTx) applySets(sets []ChangeSet, replay bool) (applyOutcome, error)
 				if !errors.As(err, &mf) {
 					return out, err
 				}
-				// The change's key does not fit this replica's definition of
-				// the table (two app versions declared it with different
-				// primary keys). Rejecting the batch would block sync with
-				// that peer forever; dropping it would lose a write. It is
-				// held, like a change for an unknown table, reported, and
-				// never replayed (Quarantined lists it; Prune drops it at
-				// the horizon).
+				// The change does not fit this replica's definition of the
+				// table: its key has other columns or types (two app
+				// versions declared the table differently), or its value is
+				// not of the column's type (a forged or broken peer).
+				// Rejecting the batch would block sync with that peer
+				// forever; storing it would put a value the schema forbids
+				// in front of the app; dropping it would lose a write. It
+				// is held, like a change for an unknown table, reported,
+				// and never replayed (Quarantined lists it; Prune drops it
+				// at the horizon). A change for a column the table does
+				// not define (yet) is held the same way but replayed when
+				// a migration adds the column, so the order in which a
+				// column and its values arrive does not matter.
+				flags := heldMisfit
+				if mf.unknownColumn {
+					flags = 0
+					if w.e.opts.UnknownTables == StoreAndForward {
+						flags = heldForward
+					}
+				}
 				if replay {
 					// Taken out of the hold by this replay: put it back,
 					// marked so it is not replayed again.
-					w.e.log.Warn("replica: held change does not fit its table; it stays held", "table", c.Table, "err", err)
-					if err := w.holdAs(c, heldMisfit); err != nil {
+					if !mf.unknownColumn {
+						w.e.log.Warn("replica: held change does not fit its table; it stays held", "table", c.Table, "err", err)
+					}
+					if err := w.holdAs(c, flags); err != nil {
 						return out, err
 					}
 					continue
 				}
-				if err := divert(mf.msg, heldMisfit); err != nil {
+				w.e.log.Warn("replica: a peer's change does not fit its table; it is held", "table", c.Table, "err", err)
+				if err := divert(mf.msg, flags); err != nil {
 					return out, err
 				}
 				continue
@@ -477,8 +518,15 @@ func (w *writeTx) applySets(sets []ChangeSet, replay bool) (applyOutcome, error)
 // normalizeChange converts a peer's values to the column types of t (an
 // Integer into a real column becomes Real, …), losslessly, so the row key
 // and stored values are the same whatever JSON spelling carried them. A
-// schema-less replica (the relay) stores values exactly as received, so
-// tables without declared columns are only checked, never converted.
+// value that is neither null nor of its column's type after that (misfit),
+// a key of other columns or types, or a column t does not define, is a
+// *misfitError: the caller holds the change instead of applying it.
+//
+// A schema-less replica (the relay) stores values exactly as received, so
+// its tables are only checked, never converted: a value or key value for a
+// column whose type a migration declared must fit it, or the change is
+// malformed (refused whole: the relay would otherwise store and forward
+// it); columns without a declaration are accepted as received.
 func normalizeChange(t *table, c *Change) error {
 	pk, _, err := normalizeKey(t, c.Table, c.PK)
 	if err != nil {
@@ -493,12 +541,21 @@ func normalizeChange(t *table, c *Change) error {
 func normalizeKey(t *table, table string, pk []Value) ([]Value, []byte, error) {
 	if len(t.pkCols) > 0 {
 		if len(pk) != len(t.pkCols) {
-			return nil, nil, &misfitError{fmt.Sprintf("%s: primary key has %d values, the table's key has %d columns (%v)", table, len(pk), len(t.pkCols), t.pkCols)}
+			return nil, nil, &misfitError{msg: fmt.Sprintf("%s: primary key has %d values, the table's key has %d columns (%v)", table, len(pk), len(t.pkCols), t.pkCols)}
 		}
 		npk := make([]Value, len(pk))
 		for i, v := range pk {
-			if d := t.pkDefs[i]; d != nil && !t.asReceived {
-				v = normalizeRemote(d, v)
+			if d := t.pkDefs[i]; d != nil {
+				n := normalizeRemote(d, v)
+				if why := misfitReason(d, n); why != "" {
+					if t.asReceived {
+						return nil, nil, malformed("%s: key column %s: %s", table, d.Name, why)
+					}
+					return nil, nil, &misfitError{msg: fmt.Sprintf("%s: key column %s: %s", table, d.Name, why)}
+				}
+				if !t.asReceived {
+					v = n
+				}
 			}
 			npk[i] = v
 		}
@@ -518,10 +575,27 @@ func normalizeFact(t *table, c *Change) error {
 		c.PriorRow = priorImage(c.PriorRow)
 	}
 	if c.Type == ColumnChange {
-		if d := t.cols[c.Column]; d != nil && !t.asReceived {
+		d := t.cols[c.Column]
+		switch {
+		case d == nil && !t.asReceived:
+			return &misfitError{msg: fmt.Sprintf("%s: column %s is not defined", c.Table, c.Column), unknownColumn: true}
+		case d == nil:
+		case t.asReceived:
+			if why := misfitReason(d, normalizeRemote(d, c.Value)); why != "" {
+				return malformed("%s.%s: %s", c.Table, c.Column, why)
+			}
+		default:
 			c.Value = normalizeRemote(d, c.Value)
+			if why := misfitReason(d, c.Value); why != "" {
+				return &misfitError{msg: fmt.Sprintf("%s.%s: %s", c.Table, c.Column, why)}
+			}
 			if c.HasPrior {
 				c.PriorValue = normalizeRemote(d, c.PriorValue)
+				if misfitReason(d, c.PriorValue) != "" {
+					// A before-image is informational: one that does
+					// not fit is dropped, not the change.
+					c.HasPrior, c.PriorValue, c.PriorHLC = false, Null, HLC{}
+				}
 			}
 		}
 		if c.HasPrior && !priorKept(c.PriorValue) {
@@ -530,22 +604,44 @@ func normalizeFact(t *table, c *Change) error {
 		}
 		for i, n := range t.pkCols {
 			if n == c.Column && !c.Value.Equal(c.PK[i]) {
-				return &misfitError{fmt.Sprintf("%s: key column %s is %s but the change's key says %s", c.Table, n, c.Value, c.PK[i])}
+				return &misfitError{msg: fmt.Sprintf("%s: key column %s is %s but the change's key says %s", c.Table, n, c.Value, c.PK[i])}
 			}
 		}
 	}
 	return nil
 }
 
-// misfitError is a remote change whose primary key does not fit the local
-// definition of its table.
-type misfitError struct{ msg string }
+// misfitError is a remote change that does not fit the local definition
+// of its table: its key (columns or types), its value's type, or its column.
+type misfitError struct {
+	msg string
+	// unknownColumn: the change names a column the table does not define
+	// (yet): it is held until a migration adds the column, then replayed.
+	unknownColumn bool
+}
+
+// misfitReason says why v, a peer's value normalized for column d
+// (normalizeRemote), cannot be stored in it, or returns "". Null always
+// fits: NotNull is not enforced on peers' facts, as merging columns
+// legitimately produces partial rows.
+func misfitReason(d *ColumnDef, v Value) string {
+	switch {
+	case v.kind == KindNull:
+		return ""
+	case v.kind != d.Type:
+		return fmt.Sprintf("%s value %s for a %s column", v.kind, truncateForMessage(v.String()), d.Type)
+	case v.kind == KindText && !utf8.ValidString(v.s):
+		return "text value is not valid UTF-8"
+	case v.kind == KindJSON && jsonTooDeep(v.s):
+		return fmt.Sprintf("json value nested more than %d levels deep", MaxJSONDepth)
+	}
+	return ""
+}
 
 func (e *misfitError) Error() string { return e.msg }
 
-// Is makes a misfit match ErrMalformed where it cannot be diverted (a
-// snapshot carries its sender's whole state; a row that does not fit is
-// malformed there).
+// Is makes a misfit match ErrMalformed, should one ever escape the paths
+// that hold it (ApplyChanges, quarantine replay, snapshot rows).
 func (e *misfitError) Is(target error) bool { return target == ErrMalformed }
 
 // mergeRow joins the facts into the row.

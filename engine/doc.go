@@ -94,7 +94,28 @@
 //
 // Changes for a table outside the schema are quarantined (held durably and
 // replayed when the table appears), ignored, or stored and forwarded, per
-// Options.UnknownTables. Schema migrations (create_table, add_column,
+// Options.UnknownTables.
+//
+// Values from peers are checked against the schema. After the lossless
+// normalization of wire spellings (an integral number into a real or
+// timestamp column, a string into a json column), a value that is neither
+// null nor of its column's type, a key value of another type than its key
+// column, or a column the table does not define is a misfit: the change is
+// held like one for an unknown table (Quarantined lists it with Misfit
+// set), reported by an UnknownTableSeen event with a Reason, never
+// replayed, and dropped by Prune at the horizon; the rest of the batch
+// applies, so a forged or broken peer blocks no one. A change for a column
+// not defined yet is held until a migration adds the column, then
+// replayed, so the order in which a column and its values arrive does not
+// matter. A snapshot applies without its misfit cells and rows (held and
+// reported the same way) rather than being refused. NotNull is not
+// enforced on peers' facts: column-level merges legitimately produce
+// partial rows (a row inserted on one device and updated on another may
+// arrive as the update alone), so a remote row may read null in a notNull
+// column. A schema-less replica (the relay) stores values as received but
+// refuses a batch (ErrMalformed) holding a value that does not fit a
+// column type it knows from a migration; columns and tables it has no
+// migration for are accepted as received. Schema migrations (create_table, add_column,
 // add_index) are stamped and carried in ChangeSets and folded in HLC order,
 // so the first definition of an object wins everywhere. When a migration
 // changes a table's shape, the rows it already holds are brought in line in
@@ -139,7 +160,10 @@
 // keyed a table differently (another primary key) do not fit the winning
 // definition: they are held (Quarantined reports them as misfits, an
 // UnknownTableSeen event says why) instead of blocking sync, and pruned at
-// the retention horizon.
+// the retention horizon; so are, on typed replicas, values written under a
+// declaration whose column type lost the fold. The relay, which knows the
+// winning type from its migration, refuses a push holding such values
+// (ErrMalformed): the device must adopt the winning declaration.
 //
 // # Concurrency and events
 //

@@ -221,8 +221,8 @@ func (e *Engine) declareSchema(declared Schema) error {
 			return err
 		}
 		for i := range migs {
-			if migs[i].Type == CreateTable {
-				created = append(created, migs[i].TableName)
+			if migs[i].Type == CreateTable || migs[i].Type == AddColumn {
+				created = append(created, migs[i].TableName) // held changes may fit now
 			}
 			if err := w.recordMigration(&migs[i]); err != nil {
 				return err

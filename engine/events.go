@@ -77,9 +77,11 @@ type UnknownTable struct {
 	Site        SiteID // origin of the first ChangeSet that named it
 	LatestHLC   HLC    // max HLC among them
 	// Reason is empty for a table outside the schema; otherwise it says why
-	// changes for a known table were diverted (their primary key does not
-	// fit the local definition: two app versions declared the table with
-	// different keys).
+	// (the first of) the changes for a known table were diverted: their
+	// primary key does not fit the local definition (two app versions
+	// declared the table with different keys, or a key value is of another
+	// type), a value is not of its column's type, or the column is not
+	// defined (yet).
 	Reason string
 }
 

@@ -17,7 +17,11 @@ import (
 // horizon passes (sync.md § Unknown-Table Disposition).
 //
 //	flags       1 byte: 1 = forwardable (store-and-forward), 2 = misfit (its
-//	            key does not fit the local table; never replayed)
+//	            key or value does not fit the local table; never replayed)
+//
+// A change for a column its table does not define (yet) is held like one
+// for an unknown table, and replayed when a migration adds the column.
+//
 //	receivedAt  8 bytes, local wall ms
 //	change      encodeChange
 type heldChange struct {
@@ -148,7 +152,7 @@ func decodeChange(v []byte) (Change, error) {
 type HeldChange struct {
 	Change     Change
 	Forward    bool   // re-offered by ChangesSince (store-and-forward)
-	Misfit     bool   // its key does not fit the local table: never replayed
+	Misfit     bool   // its key or value does not fit the local table: never replayed
 	ReceivedAt uint64 // local wall ms when it was held
 }
 
@@ -252,7 +256,8 @@ func (e *Engine) drainSome(name string) (n int, more bool, err error) {
 		if err != nil {
 			return err
 		}
-		if w.effTable(name) == nil {
+		t := w.effTable(name)
+		if t == nil {
 			return nil
 		}
 		var keys [][]byte
@@ -270,6 +275,9 @@ func (e *Engine) drainSome(name string) (n int, more bool, err error) {
 			}
 			if h.misfit {
 				return true // never replayed; stays until pruned
+			}
+			if c := &h.change; c.Type == ColumnChange && !t.asReceived && t.cols[c.Column] == nil {
+				return true // its column is not defined yet: stays held
 			}
 			keys = append(keys, bytes.Clone(k))
 			changes = append(changes, h.change)

@@ -365,10 +365,7 @@ func (e *Engine) applySnapshotChunk(c SnapshotChunk, after *[]func()) (SnapshotP
 			if err != nil {
 				return err
 			}
-			before := map[string]bool{}
-			for n := range w.schema.tables {
-				before[n] = true
-			}
+			before := columnCounts(w.schema)
 			out = applyOutcome{}
 			for i := range c.Migrations {
 				m := c.Migrations[i]
@@ -382,11 +379,7 @@ func (e *Engine) applySnapshotChunk(c SnapshotChunk, after *[]func()) (SnapshotP
 					return err
 				}
 			}
-			for n := range w.schema.tables {
-				if !before[n] {
-					out.created = append(out.created, n)
-				}
-			}
+			out.created = grownTables(before, w.schema)
 			// The clock max-merges every HLC received, migrations too, so
 			// local facts (a local add_column) are stamped above them.
 			if !maxH.IsZero() {
@@ -426,7 +419,8 @@ func (e *Engine) applySnapshotChunk(c SnapshotChunk, after *[]func()) (SnapshotP
 		if (s.stage != ChunkTableStart && s.stage != ChunkRows) || c.Table != s.table {
 			return SnapshotProgress{}, malformed("rows of %q after %s of %q", c.Table, s.stage, s.table)
 		}
-		if err := e.applySnapshotRows(s, c.Rows); err != nil {
+		held, err := e.applySnapshotRows(s, c.Rows)
+		if err != nil {
 			// The stream is broken: accepting what follows could mark a
 			// table whose rows did not land as completed, and a resume
 			// would then skip it for good.
@@ -437,6 +431,10 @@ func (e *Engine) applySnapshotChunk(c SnapshotChunk, after *[]func()) (SnapshotP
 		s.rows += int64(len(c.Rows))
 		ev := Event{Type: RemoteChange, Tables: []string{c.Table}}
 		*after = append(*after, func() { e.emit(ev) })
+		if held != nil {
+			u := *held
+			*after = append(*after, func() { e.emit(Event{Type: UnknownTableSeen, Tables: []string{u.Table}, UnknownTable: &u}) })
+		}
 		return s.progress(), nil
 	case ChunkTableEnd:
 		if (s.stage != ChunkTableStart && s.stage != ChunkRows) || c.Table != s.table {
@@ -489,18 +487,25 @@ func (s *snapApply) progress() SnapshotProgress {
 // (validateChange, normalizeChange), split so that what depends only on a
 // row's key runs once per row, not once per cell: a bootstrap applies
 // hundreds of thousands of rows, and on WebAssembly allocation is dear.
-func (e *Engine) applySnapshotRows(s *snapApply, rows []SnapshotRow) error {
+//
+// A fact that does not fit the local table (a misfit: its key's columns or
+// types, its value's type, its column) is held as ApplyChanges holds it,
+// not applied, and the chunk applies without it: refusing the chunk would
+// keep every new device from bootstrapping off a relay that stores one bad
+// row. held reports the facts held (nil if none), for an UnknownTableSeen
+// event.
+func (e *Engine) applySnapshotRows(s *snapApply, rows []SnapshotRow) (held *UnknownTable, err error) {
 	now := e.clock.Now()
 	var maxH HLC
 	n := 0
 	for i := range rows {
 		r := &rows[i]
 		if len(r.PK) == 0 {
-			return malformed("snapshot row of %s without a key", s.table)
+			return nil, malformed("snapshot row of %s without a key", s.table)
 		}
 		for _, v := range r.PK {
 			if v.IsNull() {
-				return malformed("snapshot row of %s with a null key value", s.table)
+				return nil, malformed("snapshot row of %s with a null key value", s.table)
 			}
 		}
 		n += len(r.Cells)
@@ -533,7 +538,7 @@ func (e *Engine) applySnapshotRows(s *snapApply, rows []SnapshotRow) error {
 	k := 0
 	for i := range rows {
 		if err := validateChangeKey(s.table, rows[i].PK); err != nil {
-			return fmt.Errorf("snapshot row of %s: %w", s.table, err)
+			return nil, fmt.Errorf("snapshot row of %s: %w", s.table, err)
 		}
 		m := len(rows[i].Cells)
 		if rows[i].HasTombstone {
@@ -542,10 +547,10 @@ func (e *Engine) applySnapshotRows(s *snapApply, rows []SnapshotRow) error {
 		for j := k; j < k+m; j++ {
 			f := &facts[j]
 			if err := validateChangeBody(f); err != nil {
-				return fmt.Errorf("snapshot row of %s: %w", s.table, err)
+				return nil, fmt.Errorf("snapshot row of %s: %w", s.table, err)
 			}
 			if f.HLC.Site.IsZero() {
-				return malformed("snapshot fact of %s %s without a site", s.table, fmtKey(f.PK))
+				return nil, malformed("snapshot fact of %s %s without a site", s.table, fmtKey(f.PK))
 			}
 			if maxH.Less(f.HLC) {
 				maxH = f.HLC
@@ -554,11 +559,12 @@ func (e *Engine) applySnapshotRows(s *snapApply, rows []SnapshotRow) error {
 		k += m
 	}
 	if err := checkDrift(maxH, now); err != nil {
-		return err
+		return nil, err
 	}
 	cp := s.cp
 	cp.RowsApplied += int64(len(rows))
-	err := e.store.Update(func(tx kv.Tx) error {
+	err = e.store.Update(func(tx kv.Tx) error {
+		held = nil
 		w, err := e.begin(tx)
 		if err != nil {
 			return err
@@ -579,6 +585,28 @@ func (e *Engine) applySnapshotRows(s *snapApply, rows []SnapshotRow) error {
 		groups := make([]rowFacts, 0, len(rows))
 		keys := make([][]byte, 0, len(rows))
 		pks := make([][]Value, 0, len(rows))
+		// hold holds a fact that does not fit t (see applySets).
+		hold := func(c *Change, mf *misfitError) error {
+			if held == nil {
+				held = &UnknownTable{Table: s.table, Disposition: e.opts.UnknownTables, Site: c.HLC.Site, Reason: mf.msg}
+				e.log.Warn("replica: a snapshot's row does not fit its table; the fact is held", "table", s.table, "err", mf.msg)
+			}
+			held.Changes++
+			if held.LatestHLC.Less(c.HLC) {
+				held.LatestHLC = c.HLC
+			}
+			if e.opts.UnknownTables == Ignore {
+				return nil
+			}
+			flags := heldMisfit
+			if mf.unknownColumn {
+				flags = 0
+				if e.opts.UnknownTables == StoreAndForward {
+					flags = heldForward
+				}
+			}
+			return w.holdAs(c, flags)
+		}
 		// A relay sends rows in key order, so a key above the previous one
 		// is new; a key out of order is looked up (and a row sent twice
 		// merges into one).
@@ -590,17 +618,38 @@ func (e *Engine) applySnapshotRows(s *snapApply, rows []SnapshotRow) error {
 				m++
 			}
 			mine := pending[k : k+m : k+m]
+			k += m
 			pk, rkb, err := normalizeKey(t, s.table, rows[i].PK)
 			if err != nil {
-				return err
+				var mf *misfitError
+				if !errors.As(err, &mf) {
+					return err
+				}
+				for _, p := range mine {
+					if err := hold(p.c, mf); err != nil {
+						return err
+					}
+				}
+				continue
 			}
+			kept := mine[:0]
 			for _, p := range mine {
 				p.c.PK = pk
 				if err := normalizeFact(t, p.c); err != nil {
-					return err
+					var mf *misfitError
+					if !errors.As(err, &mf) {
+						return err
+					}
+					if err := hold(p.c, mf); err != nil {
+						return err
+					}
+					continue
 				}
+				kept = append(kept, p)
 			}
-			k += m
+			if mine = kept; len(mine) == 0 {
+				continue
+			}
 			if len(groups) > 0 && (index != nil || string(rkb) <= groups[len(groups)-1].rk) {
 				if index == nil {
 					index = make(map[string]int, len(rows))
@@ -639,10 +688,10 @@ func (e *Engine) applySnapshotRows(s *snapApply, rows []SnapshotRow) error {
 		return w.commit()
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.cp = cp
-	return nil
+	return held, nil
 }
 
 // The checkpoint is stored as the JSON encoding/json wrote for
