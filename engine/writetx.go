@@ -74,8 +74,11 @@ func (e *Engine) beginHinted(tx kv.Tx, hint []hintRow) (*writeTx, error) {
 	var m metaState
 	var vals [][]byte
 	var keys [][]byte
+	// Through GetBatch even when only the meta record is read (an insert
+	// with a generated key): a store may answer a first GetBatch from what
+	// it committed before (idbkv's speculative reads).
 	bg, batch := tx.(kv.BatchGetter)
-	if batch && len(read) > 0 {
+	if batch && len(hint) > 0 {
 		refs := make([]kv.BucketKey, 0, 1+len(read))
 		refs = append(refs, kv.BucketKey{Bucket: bucketMeta, Key: metaClock})
 		for _, h := range read {
