@@ -634,6 +634,8 @@ func misfitReason(d *ColumnDef, v Value) string {
 		return "text value is not valid UTF-8"
 	case v.kind == KindJSON && jsonTooDeep(v.s):
 		return fmt.Sprintf("json value nested more than %d levels deep", MaxJSONDepth)
+	case v.kind == KindTimestamp && !timestampInRange(v.i):
+		return fmt.Sprintf("timestamp %d ms outside a JavaScript Date's range (±%d)", v.i, int64(MaxTimestampMillis))
 	}
 	return ""
 }

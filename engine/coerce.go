@@ -40,7 +40,8 @@ import (
 //     "false".
 //   - blob: []byte (copied) and Blob Values.
 //   - timestamp: time.Time (truncated to the millisecond, in UTC); integers
-//     and integral floats as milliseconds since the Unix epoch. With coerce:
+//     and integral floats as milliseconds since the Unix epoch; within
+//     ±MaxTimestampMillis (a JavaScript Date's range). With coerce:
 //     RFC 3339 / ISO 8601 text with a time zone ("2024-05-01T12:00:00Z",
 //     "2024-05-01 12:00:00.5+02:00") or a date ("2024-05-01", UTC midnight).
 //   - json: json.RawMessage and JSON Values (validated and compacted);
@@ -71,7 +72,7 @@ func coerceValue(t *TableDef, c *ColumnDef, in any) (Value, error) {
 				return Int(i), nil
 			}
 		case KindTimestamp:
-			if i, ok := realAsInt(x); ok {
+			if i, ok := realAsInt(x); ok && timestampInRange(i) {
 				return TimestampMillis(i), nil
 			}
 		}
@@ -92,7 +93,8 @@ func coerceValue(t *TableDef, c *ColumnDef, in any) (Value, error) {
 		case x.kind != c.Type:
 		case x.kind == KindText && !utf8.ValidString(x.s),
 			x.kind == KindReal && (math.IsNaN(x.f) || math.IsInf(x.f, 0)),
-			x.kind == KindJSON && jsonTooDeep(x.s):
+			x.kind == KindJSON && jsonTooDeep(x.s),
+			x.kind == KindTimestamp && !timestampInRange(x.i):
 		default:
 			return x, nil
 		}
@@ -561,7 +563,23 @@ func toBooleanValue(x *coerceInput, co bool) (Value, string, bool) {
 	return Null, "", false
 }
 
+// MaxTimestampMillis bounds the values of timestamp columns: a JavaScript
+// Date holds ±8.64e15 ms around the epoch (100 million days) and nothing
+// beyond, so a replica stores only what every browser can read back.
+const MaxTimestampMillis = 8_640_000_000_000_000
+
+func timestampInRange(ms int64) bool { return -MaxTimestampMillis <= ms && ms <= MaxTimestampMillis }
+
+// toTimestampValue is toTimestampMillis checked against the Date range.
 func toTimestampValue(x *coerceInput, co bool) (Value, string, bool) {
+	v, detail, ok := toTimestampMillis(x, co)
+	if ok && !timestampInRange(v.i) {
+		return Null, "out of range: a JavaScript Date holds ±8.64e15 ms around the epoch", false
+	}
+	return v, detail, ok
+}
+
+func toTimestampMillis(x *coerceInput, co bool) (Value, string, bool) {
 	switch x.kind {
 	case cinTime:
 		if !x.valid {

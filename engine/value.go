@@ -58,7 +58,10 @@ func ParseKind(name string) (Kind, error) {
 //   - JSON: canonical JSON text (compact, as encoding/json writes it), any
 //     JSON value including strings and numbers.
 //   - Timestamp: int64 milliseconds since the Unix epoch, UTC (the
-//     precision of a JavaScript Date).
+//     precision of a JavaScript Date). A timestamp column holds the range
+//     of a JavaScript Date, ±MaxTimestampMillis (±8.64e15 ms, 100 million
+//     days either side of the epoch): a local write outside it is a
+//     *ValidationError, a peer's value outside it a misfit.
 type Value struct {
 	kind Kind
 	i    int64   // Integer, Timestamp, Boolean (0/1)

@@ -20,6 +20,7 @@ func (s *suite) testHardening(t *testing.T) {
 	t.Run("RemoteMisfits", s.testRemoteMisfits)
 	t.Run("SnapshotMisfits", s.testSnapshotMisfits)
 	t.Run("SchemaLessRefusesMisfits", s.testSchemaLessRefusesMisfits)
+	t.Run("TimestampRange", s.testTimestampRange)
 }
 
 // A json value deeper than the wire's limit was accepted locally but could
@@ -151,6 +152,8 @@ func misfitCases() map[string]engine.Change {
 		"blob into text":         setCell("trips", engine.Text("m"), "title", engine.Blob([]byte("x"))),
 		"invalid UTF-8 text":     setCell("trips", engine.Text("m"), "title", engine.Text("\xff")),
 		"json nested too deeply": setCell("trips", engine.Text("m"), "tags", jsonNest(engine.MaxJSONDepth+1)),
+		"timestamp before Date":  setCell("trips", engine.Text("m"), "starts", engine.Int(-engine.MaxTimestampMillis-1)),
+		"timestamp after Date":   setCell("trips", engine.Text("m"), "starts", engine.TimestampMillis(engine.MaxTimestampMillis+1)),
 	}
 }
 
@@ -356,5 +359,33 @@ func (s *suite) testSchemaLessRefusesMisfits(t *testing.T) {
 	res := must(r.ApplyChanges([]engine.ChangeSet{ok}))(t)
 	if res.Applied != 5 {
 		t.Fatalf("fitting facts: %+v, want 5 applied", res)
+	}
+}
+
+// A timestamp column holds a JavaScript Date's range, ±8.64e15 ms: beyond
+// it a browser reads back an Invalid Date. A local write outside it is a
+// ValidationError whatever its spelling; a peer's value outside it is a
+// misfit (RemoteMisfits, SchemaLessRefusesMisfits).
+func (s *suite) testTimestampRange(t *testing.T) {
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	const max = engine.MaxTimestampMillis
+	for i, v := range []any{int64(max), int64(-max), float64(max), engine.TimestampMillis(-max)} {
+		id := fmt.Sprintf("ok%d", i)
+		must(a.Insert("trips", map[string]any{"id": id, "title": "t", "starts": v}))(t)
+		if got := must(a.Get("trips", engine.Key{id}))(t)["starts"]; got.Int() != max && got.Int() != -max {
+			t.Errorf("%T %v stored as %s", v, v, got)
+		}
+	}
+	before := DumpStore(t, a.store)
+	for _, v := range []any{int64(max + 1), int64(-max - 1), float64(max + 1), 8.64e15 + 2, engine.TimestampMillis(max + 1),
+		time.UnixMilli(max + 1), json.Number("8640000000000001")} {
+		_, err := a.Insert("trips", map[string]any{"id": "bad", "title": "t", "starts": v})
+		var ve *engine.ValidationError
+		if !errors.As(err, &ve) || ve.Column != "starts" {
+			t.Errorf("%T %v: %v, want a ValidationError for starts", v, v, err)
+		}
+	}
+	if d := diffStore(before, DumpStore(t, a.store)); d != "" {
+		t.Fatalf("refused writes wrote: %s", d)
 	}
 }
