@@ -129,6 +129,32 @@ func BenchmarkTransaction1000(b *testing.B) {
 	}
 }
 
+// BenchmarkStaged1000 is Transaction1000 through a Staged transaction, the
+// path of the JavaScript API's db.transaction (W2 in the browser).
+func BenchmarkStaged1000(b *testing.B) {
+	rows := benchRows(b, 1000)
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) {
+			e := openBench(b, be)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				s := e.Stage()
+				for j, r := range rows {
+					r["id"] = i*1000 + j + 1
+					if _, err := s.Insert("cities", r); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, err := s.Commit(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*1000)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
+
 // sourceSets returns ChangeSets holding about facts column changes, in
 // transactions of 100 rows.
 func sourceSets(b testing.TB, facts int) []ChangeSet {
