@@ -715,6 +715,12 @@ func (w *writeTx) mergeRow(r *txRow, facts []pendingFact, out *applyOutcome) {
 		}
 		o := &orig.cells[i]
 		if o.hlc == c.HLC || o.val.Equal(c.Value) {
+			continue // the same fact again, or no disagreement
+		}
+		if o.hlc.Site == c.HLC.Site {
+			// One site's writes are ordered by its own clock: its later
+			// write superseded its earlier one (either may arrive last,
+			// a re-delivery included). Two writers did not disagree.
 			continue
 		}
 		if (c.HasPrior && c.PriorHLC == o.hlc) || (o.prior != nil && o.prior.hlc == c.HLC) {

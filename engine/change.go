@@ -100,11 +100,15 @@ type ApplyResult struct {
 	// equal to it, blocked by a tombstone, or this replica's own echo.
 	Skipped int
 	// Conflicts counts column changes that met a concurrent local version
-	// of the same cell with a different value, whichever won.
+	// of the same cell with a different value, whichever won. Not
+	// concurrent: the same fact again, a version minted by the same site
+	// (its later write superseded its earlier one, in whichever order they
+	// arrive), or one whose before-image is the other.
 	Conflicts int
+	// UnknownTable counts changes for tables outside the local schema,
+	// diverted by the UnknownTableDisposition, and changes held because
+	// they do not fit their table (misfits).
+	UnknownTable int
 	// Transactions counts ChangeSets processed (own echoes excluded).
 	Transactions int
-	// UnknownTable counts changes for tables outside the local schema,
-	// diverted by the UnknownTableDisposition.
-	UnknownTable int
 }

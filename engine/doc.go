@@ -55,6 +55,12 @@
 // batches, and the stored bytes are canonical: replicas that have seen the
 // same facts hold byte-identical rows, change logs and indexes.
 //
+// A conflict (a ConflictResolved event, counted in ApplyResult.Conflicts)
+// is two sites' writes disagreeing about a cell: re-delivered facts, one
+// site's later write superseding its earlier one (whichever arrives
+// first), and a write whose before-image is the local version are not
+// conflicts.
+//
 // A custom ConflictResolver (LocalWins, RemoteWins or your own) can replace
 // LWW for cells with a local version; anything but LWW gives up convergence.
 //

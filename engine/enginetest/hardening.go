@@ -21,6 +21,7 @@ func (s *suite) testHardening(t *testing.T) {
 	t.Run("SnapshotMisfits", s.testSnapshotMisfits)
 	t.Run("SchemaLessRefusesMisfits", s.testSchemaLessRefusesMisfits)
 	t.Run("TimestampRange", s.testTimestampRange)
+	t.Run("NoConflictWithinOneSite", s.testNoConflictWithinOneSite)
 }
 
 // A json value deeper than the wire's limit was accepted locally but could
@@ -388,4 +389,56 @@ func (s *suite) testTimestampRange(t *testing.T) {
 	if d := diffStore(before, DumpStore(t, a.store)); d != "" {
 		t.Fatalf("refused writes wrote: %s", d)
 	}
+}
+
+// A conflict is two writers disagreeing about a cell (sync.md § Conflict
+// Resolution). Re-delivered facts, and one site's later write superseding
+// its earlier one — in either arrival order, with or without a
+// before-image — are not conflicts: no event, not counted; an identical
+// fact again counts as skipped.
+func (s *suite) testNoConflictWithinOneSite(t *testing.T) {
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	var conflicts []engine.Conflict
+	a.Subscribe(func(ev engine.Event) {
+		if ev.Type == engine.ConflictResolved {
+			conflicts = append(conflicts, *ev.Conflict)
+		}
+	})
+	p, q := engine.SiteID{3, 1}, engine.SiteID{3, 2}
+	now := a.clock.Now()
+	f1 := forged(p, now, setCell("trips", engine.Text("c"), "id", engine.Text("c")), setCell("trips", engine.Text("c"), "title", engine.Text("one")))
+	f2 := forged(p, now+1, setCell("trips", engine.Text("c"), "title", engine.Text("two"))) // no priorHlc, as forged
+	check := func(step string, sets []engine.ChangeSet, applied, skipped int) {
+		t.Helper()
+		res := must(a.ApplyChanges(sets))(t)
+		if res.Conflicts != 0 || len(conflicts) != 0 || res.Applied != applied || res.Skipped != skipped {
+			t.Errorf("%s: result %+v, conflicts %+v; want no conflict, %d applied, %d skipped", step, res, conflicts, applied, skipped)
+		}
+		conflicts = nil
+	}
+	check("first write", []engine.ChangeSet{f1}, 2, 0)
+	check("same site's later write", []engine.ChangeSet{f2}, 1, 0)
+	check("earlier write re-delivered", []engine.ChangeSet{f1}, 0, 2)
+	check("later write re-delivered", []engine.ChangeSet{f2}, 0, 1)
+	// Arriving the other way round: the earlier write after the later.
+	b := s.newReplica(t, "b", TripsSchema(), nil)
+	a, conflicts = b, nil
+	a.Subscribe(func(ev engine.Event) {
+		if ev.Type == engine.ConflictResolved {
+			conflicts = append(conflicts, *ev.Conflict)
+		}
+	})
+	check("later write first", []engine.ChangeSet{f2}, 1, 0)
+	check("earlier write after it", []engine.ChangeSet{f1}, 1, 1)
+	if r := must(b.Get("trips", engine.Key{"c"}))(t); r["title"].Text() != "two" {
+		t.Fatalf("title = %s, want two", r["title"])
+	}
+	// Two sites disagreeing is a conflict, reported once.
+	g := forged(q, now+2, setCell("trips", engine.Text("c"), "title", engine.Text("three")))
+	res := must(b.ApplyChanges([]engine.ChangeSet{g}))(t)
+	if res.Conflicts != 1 || len(conflicts) != 1 || !conflicts[0].RemoteWon {
+		t.Fatalf("concurrent write of another site: %+v, %+v", res, conflicts)
+	}
+	conflicts = nil
+	check("conflicting write re-delivered", []engine.ChangeSet{g}, 0, 1)
 }
