@@ -130,7 +130,10 @@
 //     pushed in another device's name would reach every device but that
 //     one, whose pulls leave its own site out), a resend with other facts
 //     (above), a frame whose changes do not decode, a ChangeSet the engine
-//     finds malformed (engine.ErrMalformed), a row or value too large to
+//     finds malformed (engine.ErrMalformed: among others a value or key
+//     value that does not fit a column type the database's migrations
+//     declare, such as text for a real column; columns and tables no
+//     migration declares are stored as received), a row or value too large to
 //     store (engine.ErrValidation, kv.ErrValueTooLarge, kv.ErrInvalidKey),
 //     a migration contradicting the stored schema (engine.ErrSchema), a
 //     ChangeSet claiming the relay's own site id, or more than
