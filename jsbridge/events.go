@@ -37,6 +37,9 @@ func changeResult(ev *engine.Event) result {
 func unknownTableResult(u *engine.UnknownTable) result {
 	var o jsonObject
 	o.str("table", u.Table)
+	if u.Reason != "" {
+		o.str("reason", u.Reason)
+	}
 	o.str("disposition", u.Disposition.String())
 	o.int("changes", int64(u.Changes))
 	o.str("site", u.Site.String())

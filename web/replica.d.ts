@@ -43,9 +43,9 @@
 //   | integer     | number (whole), bigint                   | number within ±(2^53−1), else bigint   |
 //   | real        | number (finite; -0 kept)                 | number                                 |
 //   | boolean     | boolean                                  | boolean                                |
-//   | timestamp   | Date, or number of ms since the epoch    | Date (ms precision, UTC instant)       |
+//   | timestamp   | Date, or number of ms since the epoch (within ±8.64e15, a Date's range) | Date (ms precision, UTC instant) |
 //   | blob        | Uint8Array, ArrayBuffer, any TypedArray/DataView (its bytes) | Uint8Array (a fresh copy) |
-//   | json        | plain object, array, string, number, boolean (as JSON.stringify writes it) | the parsed JSON value |
+//   | json        | plain object, array, string, number, boolean (as JSON.stringify writes it; nested at most 256 levels) | the parsed JSON value |
 //
 // null is the null value of every column type (it reads back as null; a
 // `notNull` column refuses it). undefined means "not given": an omitted column on insert takes its default
@@ -65,8 +65,11 @@ declare namespace Replica {
 	 *
 	 * - `VALIDATION`: a value does not fit its column (wrong type, out of range,
 	 *   invalid text), an unknown column, a missing `notNull` value, an
-	 *   unknown table, a key of the wrong arity. `table` and, when one column is
-	 *   at fault, `column` are set. Nothing was written.
+	 *   unknown table, a key of the wrong arity, a row that a local write
+	 *   would make larger than 2 MiB encoded (merges of other devices' writes
+	 *   may grow a row up to 8 MiB; a write that does not grow such a row is
+	 *   allowed). `table` and, when one column is at fault, `column` are set.
+	 *   Nothing was written.
 	 * - `NOT_FOUND`: `update` of a row that does not exist (or is deleted).
 	 * - `CONFLICT`: `insert` of an existing key; re-inserting a deleted key
 	 *   while `allowResurrection` is off; a transaction whose statement
@@ -161,7 +164,12 @@ declare namespace Replica {
 
 	interface ColumnDef {
 		type: ColumnType;
-		/** Reject null (explicit, or omitted without a default) on insert and update. Default false. */
+		/**
+		 * Reject null (explicit, or omitted without a default) on this tab's
+		 * insert and update. Default false. Not enforced on changes from other
+		 * devices: column-level merging can yield rows that lack a cell (e.g.
+		 * a device running an older schema), so a synced row may read null.
+		 */
 		notNull?: boolean;
 		/**
 		 * Value for an omitted column on insert (a JSON value: timestamps as ms
@@ -359,9 +367,19 @@ declare namespace Replica {
 		winningHlc: string;
 	}
 
-	/** Payload of `unknownTable`: synced changes for a table this schema lacks were diverted. */
+	/**
+	 * Payload of `unknownTable`: synced changes this replica holds back
+	 * instead of applying — for a table its schema lacks (reason absent;
+	 * applied when a schema declaring the table opens), or that do not fit
+	 * the table (reason says why: a value of the wrong type or out of range,
+	 * a column not defined yet — applied when a migration adds it —, a key
+	 * of other columns or types). The rest of the batch applies; held changes
+	 * that never fit are dropped after the retention horizon (30 days).
+	 */
 	interface UnknownTableEvent {
 		table: string;
+		/** Why the changes do not fit a table this replica has; absent for an unknown table. */
+		reason?: string;
 		disposition: "quarantine" | "ignore" | "store-and-forward";
 		/** Number of changes diverted in this batch. */
 		changes: number;
