@@ -28,6 +28,10 @@ func TestDurability(t *testing.T) {
 		t.Errorf("after the reload: %q", got)
 	}
 	a.waitStatus("synced", syncTimeout)
+	// "synced" means caught up with the relay; the trip's push may still be
+	// on its way (under load it was not acknowledged before going offline,
+	// and B below never saw it). The sync bar's unsent count says when.
+	a.waitJS(`"0 unsent": the trip was pushed`, `document.getElementById("sync-pending").dataset.count === "0"`, syncTimeout)
 
 	// Offline: write through the form, close the tab.
 	a.goOffline()
