@@ -198,8 +198,9 @@ func (b *bridge) openDB(text string) (*db, error) {
 	}
 	// A browser replica never serves its peers' changes (only the relay
 	// does; the client pushes only its own, OnlyLocal): no change-log
-	// entry per row applied from the relay or from a snapshot.
-	opts := engine.Options{Schema: &schema, LocalChangeLogOnly: true}
+	// entry per row applied from the relay or from a snapshot. Local
+	// transactions' events carry no facts: nothing here reads them.
+	opts := engine.Options{Schema: &schema, LocalChangeLogOnly: true, OmitLocalChanges: true}
 	if o.AllowResurrection != nil {
 		opts.AllowResurrection = *o.AllowResurrection
 	}

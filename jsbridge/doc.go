@@ -177,7 +177,10 @@
 // Replicas opened from JavaScript set engine.Options.LocalChangeLogOnly:
 // a browser replica never serves its peers' changes (the client pushes only
 // its own), so rows applied from the relay or a snapshot write no
-// change-log entry.
+// change-log entry. They also set engine.Options.OmitLocalChanges: a local
+// transaction's events carry its ids and tables, not its facts, which
+// nothing here reads (pushes are read from the change log); a 10,000-row
+// transaction no longer builds ~16 MB of Changes.
 //
 // # Retention
 //
