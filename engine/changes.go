@@ -48,11 +48,7 @@ func (e *Engine) ChangesSince(since HLC, limit int, f ChangesFilter) ([]ChangeSe
 	var out []ChangeSet
 	err := e.store.View(func(tx kv.Tx) error {
 		out = nil
-		m, err := readMeta(tx)
-		if err != nil {
-			return err
-		}
-		schema, err := e.schemaFor(tx, m.schemaVer)
+		schema, err := e.currentSchema(tx)
 		if err != nil {
 			return err
 		}

@@ -302,6 +302,16 @@ func putMeta(tx kv.Tx, m metaState) error {
 	return tx.Put(bucketMeta, metaClock, b[:])
 }
 
+// currentSchema is schemaFor at the schema version the meta record names:
+// the effective schema as tx sees it.
+func (e *Engine) currentSchema(tx kv.Tx) (*schemaState, error) {
+	m, err := readMeta(tx)
+	if err != nil {
+		return nil, err
+	}
+	return e.schemaFor(tx, m.schemaVer)
+}
+
 // schemaFor returns the effective schema at version ver, reloading it from
 // the migrations bucket when the cache is stale (another Engine over the
 // same store, e.g. another tab, changed it).
@@ -347,11 +357,7 @@ func (e *Engine) Schema() (Schema, error) {
 	}
 	var out Schema
 	err := e.store.View(func(tx kv.Tx) error {
-		m, err := readMeta(tx)
-		if err != nil {
-			return err
-		}
-		s, err := e.schemaFor(tx, m.schemaVer)
+		s, err := e.currentSchema(tx)
 		if err != nil {
 			return err
 		}

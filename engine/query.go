@@ -101,11 +101,7 @@ func (e *Engine) Query(table string, q Query) ([]Row, error) {
 	}
 	var rows []Row
 	err := e.store.View(func(tx kv.Tx) error {
-		m, err := readMeta(tx)
-		if err != nil {
-			return err
-		}
-		s, err := e.schemaFor(tx, m.schemaVer)
+		s, err := e.currentSchema(tx)
 		if err != nil {
 			return err
 		}
@@ -125,11 +121,7 @@ func (e *Engine) Count(table string, where []Filter) (int, error) {
 	}
 	n := 0
 	err := e.store.View(func(tx kv.Tx) error {
-		m, err := readMeta(tx)
-		if err != nil {
-			return err
-		}
-		s, err := e.schemaFor(tx, m.schemaVer)
+		s, err := e.currentSchema(tx)
 		if err != nil {
 			return err
 		}
@@ -140,11 +132,7 @@ func (e *Engine) Count(table string, where []Filter) (int, error) {
 }
 
 func (e *Engine) readTable(tx kv.Tx, name string) (*schemaState, *table, error) {
-	m, err := readMeta(tx)
-	if err != nil {
-		return nil, nil, err
-	}
-	s, err := e.schemaFor(tx, m.schemaVer)
+	s, err := e.currentSchema(tx)
 	if err != nil {
 		return nil, nil, err
 	}
