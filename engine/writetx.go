@@ -950,6 +950,8 @@ func (w *writeTx) rebuildTable(t *table) error {
 	type rewrite struct{ k, v []byte }
 	for {
 		var puts []rewrite
+		var holds []Change
+		var dels [][]byte
 		var idx [][]byte
 		var last []byte
 		n := 0
@@ -968,16 +970,33 @@ func (w *writeTx) rebuildTable(t *table) error {
 				return false
 			}
 			if !t.asReceived {
+				kept := rec.cells[:0]
 				for i := range rec.cells {
-					c := &rec.cells[i]
+					c := rec.cells[i]
 					d := t.cols[c.col]
 					if d == nil || isKey[c.col] {
+						kept = append(kept, c)
 						continue
 					}
 					c.val = normalizeRemote(d, c.val)
+					// A cell that no longer fits its column's type (two
+					// declarations of the column folded to the older
+					// one) is held as a misfit, as it would have been
+					// had it arrived after the fold: the outcome must
+					// not depend on arrival order.
+					if misfitReason(d, c.val) != "" {
+						holds = append(holds, Change{Type: ColumnChange, Table: t.def.Name, PK: slices.Clone(pk), Column: c.col, Value: c.val, HLC: c.hlc})
+						continue
+					}
 					if c.prior != nil {
 						c.prior = &cellPrior{val: normalizeRemote(d, c.prior.val), hlc: c.prior.hlc}
 					}
+					kept = append(kept, c)
+				}
+				rec.cells = kept
+				if len(rec.cells) == 0 && !rec.hasTomb {
+					dels = append(dels, bytes.Clone(k))
+					return true
 				}
 			}
 			// Re-encoded under the table's key: a record written before
@@ -1008,6 +1027,16 @@ func (w *writeTx) rebuildTable(t *table) error {
 		}
 		for _, p := range puts {
 			if err := w.kv.Put(bucketRows, p.k, p.v); err != nil {
+				return err
+			}
+		}
+		for _, k := range dels {
+			if err := w.kv.Delete(bucketRows, k); err != nil {
+				return err
+			}
+		}
+		for i := range holds {
+			if err := w.holdAs(&holds[i], heldMisfit); err != nil {
 				return err
 			}
 		}
