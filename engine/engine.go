@@ -234,10 +234,12 @@ func (e *Engine) declareSchema(declared Schema) error {
 		return fmt.Errorf("open replica: %w", err)
 	}
 	e.emitLocal(lc)
-	if len(created) > 0 {
-		if _, err := e.DrainQuarantine(created...); err != nil {
-			return fmt.Errorf("open replica: replay quarantined changes: %w", err)
-		}
+	// Drain every held table, not only those this declaration grew: an
+	// apply that grew a table commits before its drain, and a crash (a
+	// closed tab) in between left the drain undone. Held changes that
+	// still do not fit stay held.
+	if _, err := e.DrainQuarantine(); err != nil {
+		return fmt.Errorf("open replica: replay quarantined changes: %w", err)
 	}
 	return nil
 }
