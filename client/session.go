@@ -496,9 +496,13 @@ func (s *session) readLocal(since engine.HLC) (sets []engine.ChangeSet, full boo
 func (s *session) sendPush(sets []engine.ChangeSet, full bool, maxSets int) {
 	for {
 		if len(sets) == 0 {
-			if !full {
+			if !full && !s.flushDeferred {
 				return
 			}
+			// Commits deferred while the previous push was in flight are
+			// read now, even when everything kept to follow it was
+			// skipped.
+			s.flushDeferred = false
 			var err error
 			if sets, full, err = s.readLocal(s.sent); err != nil {
 				s.c.report(fmt.Errorf("client: reading local changes: %w", err))
