@@ -121,11 +121,11 @@
 // requestId is the push in flight, only forward, to the highest ChangeSet hlc
 // of that push, and is stored (engine.SetState); a stale, duplicated,
 // unknown or out-of-order ack changes nothing. An error frame answering the
-// push (its requestId, or APPLY_CHANGES_ERROR, APPLY_CHANGES_REFUSED or
-// MESSAGE_TOO_LARGE without a requestId while it is in flight) is reported
-// and the push retried after a backoff delay, as for pulls — except
-// APPLY_CHANGES_REFUSED with the push's requestId (see "Transactions that
-// cannot be synced"). After a full push (the limit reached) the next batch
+// push (its requestId, or APPLY_CHANGES_ERROR or APPLY_CHANGES_REFUSED
+// without a requestId while it is in flight) is reported and the push
+// retried after a backoff delay, as for pulls — except
+// APPLY_CHANGES_REFUSED with the push's requestId, and MESSAGE_TOO_LARGE
+// while a push is in flight (see "Transactions that cannot be synced"). After a full push (the limit reached) the next batch
 // is read while the relay works, and sent when the ack comes.
 //
 // Local changes are debounced (sync-protocol.md § Local Change Debouncing):
@@ -146,9 +146,16 @@
 //     changes and migrations than it takes in one apply_changes — 100,000
 //     by default —, a schema migration contradicting its schema);
 //   - one transaction alone encodes above Options.MaxMessageSize, or does
-//     not encode at all.
+//     not encode at all;
+//   - the relay answers MESSAGE_TOO_LARGE (its frame limit is below
+//     MaxMessageSize; it could not read the frame, so the answer has no
+//     requestId — after the handshake only a push can be that large) for
+//     a push of one transaction. A frame over twice the relay's limit
+//     closes the connection instead, and the push is retried after
+//     reconnecting: keep MaxMessageSize at most the relay's limit.
 //
-// On APPLY_CHANGES_REFUSED for a push of several transactions, the client
+// On APPLY_CHANGES_REFUSED or MESSAGE_TOO_LARGE for a push of several
+// transactions, the client
 // splits it: it pushes the first half, then the rest, and so on until the
 // refused transaction goes alone (no backoff delay: each step is
 // answered at once; only the isolated refusal is reported). A transaction

@@ -127,3 +127,70 @@ func TestPushRefusedWithoutRequestID(t *testing.T) {
 		t.Fatalf("retry carries %v, want %v", txIDs(y), txIDs(x))
 	}
 }
+
+// TestPushMessageTooLargeSplit: a relay whose frame limit is below the
+// client's MaxMessageSize answers a push with MESSAGE_TOO_LARGE, without a
+// requestId (it could not read the frame). The client splits the push like
+// a refusal; a transaction too large alone is skipped and reported as
+// ErrTooLarge, and the rest is pushed, with no backoff. (It used to retry
+// the same frame with backoff, forever.)
+func TestPushMessageTooLargeSplit(t *testing.T) {
+	relay := newScriptRelay(t)
+	clk := newFakeClock()
+	db, _ := newEngine(t)
+	insert(t, db, "a", "1")
+	insert(t, db, "b", "2")
+	all := ownSets(t, db, engine.HLC{}) // migrations, a, b
+	if len(all) != 3 {
+		t.Fatalf("%d local sets", len(all))
+	}
+	mig, a, b := all[0].TransactionID, all[1].TransactionID, all[2].TransactionID
+	cl := newClient(t, db, quietOptions(clk))
+	ev := recordEvents(t, cl)
+	p := connectSynced(t, relay, cl, ev, 0)
+
+	tooLarge := func() { p.send(t, &wire.Error{Code: wire.CodeMessageTooLarge, Message: "frame exceeds 1 KiB"}) }
+	want := []struct {
+		ids      []string
+		tooLarge bool
+	}{
+		{[]string{mig, a, b}, true},
+		{[]string{mig}, false},
+		{[]string{a, b}, true},
+		{[]string{a}, true},
+		{[]string{b}, false},
+	}
+	for i, w := range want {
+		x := expect[*wire.ApplyChanges](t, p)
+		if got := txIDs(x); strings.Join(got, ",") != strings.Join(w.ids, ",") {
+			t.Fatalf("push %d carries %v, want %v", i+1, got, w.ids)
+		}
+		if w.tooLarge {
+			tooLarge()
+		} else {
+			p.ackPush(t, x)
+		}
+	}
+	waitCond(t, "pending 0", func() bool { return pending(t, cl) == 0 })
+	if got := stateOf(t, db, sentKey(testNS)); got != wire.FormatHLC(all[2].HLC) {
+		t.Fatalf("stored sent watermark %q, want b's %s", got, wire.FormatHLC(all[2].HLC))
+	}
+	e := ev.wait(t, "the skip", func(e Event) bool {
+		return e.Type == ErrorReported && errors.Is(e.Err, ErrRefused)
+	})
+	var re *RefusedError
+	if !errors.As(e.Err, &re) || !errors.Is(e.Err, ErrTooLarge) || re.TransactionID != a || re.Code != wire.CodeMessageTooLarge {
+		t.Fatalf("reported %v (%+v), want a's transaction refused as too large", e.Err, re)
+	}
+	if we := RelayError(e.Err); we == nil || we.Code != wire.CodeMessageTooLarge {
+		t.Fatalf("RelayError(%v) = %v", e.Err, we)
+	}
+	for _, d := range clk.activeDurations() {
+		if d >= time.Second && d < time.Hour {
+			t.Fatalf("a retry timer of %v is armed", d)
+		}
+	}
+	if !has(t, db, "a") {
+		t.Fatal("a is gone")
+	}
+}

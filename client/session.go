@@ -317,6 +317,14 @@ func (s *session) onError(m *wire.Error) error {
 		s.pushRefused(m) // reports the refused transaction once isolated
 		return nil
 	}
+	if m.Code == wire.CodeMessageTooLarge && m.RequestID == "" && s.push != nil {
+		// The relay's frame limit is below ours (it could not read the
+		// frame, so no requestId): after the handshake only a push can be
+		// that large. Split it like a refusal; a transaction too large
+		// alone is skipped and reported (ErrTooLarge).
+		s.pushRefused(m)
+		return nil
+	}
 	s.c.report(m)
 	switch {
 	case m.RequestID != "":
@@ -337,7 +345,7 @@ func (s *session) onError(m *wire.Error) error {
 		if s.snap != nil {
 			return &snapshotFailure{m}
 		}
-	case m.Code == wire.CodeApplyChangesError, m.Code == wire.CodeApplyChangesRefused, m.Code == wire.CodeMessageTooLarge:
+	case m.Code == wire.CodeApplyChangesError, m.Code == wire.CodeApplyChangesRefused:
 		if s.push != nil {
 			s.pushFailed()
 		}
@@ -588,8 +596,10 @@ func (s *session) advanceSent(h engine.HLC) {
 	}
 }
 
-// pushRefused handles APPLY_CHANGES_REFUSED for the push in flight: the
-// relay stored none of it and would refuse it again. A batch of several
+// pushRefused handles APPLY_CHANGES_REFUSED for the push in flight, and
+// MESSAGE_TOO_LARGE while a push is in flight (a relay whose frame limit
+// is below the client's MaxMessageSize): the relay stored none of it and
+// would refuse it again. A batch of several
 // transactions is split, the first half pushed with the rest to follow,
 // until the refused one goes alone; a single refused transaction is
 // skipped.
@@ -606,7 +616,11 @@ func (s *session) pushRefused(m *wire.Error) {
 		s.sendPush(p.sets, p.full, len(p.sets)/2)
 		return
 	}
-	s.skip(&p.sets[0], m.Code, m.Message, m)
+	var cause error = m
+	if m.Code == wire.CodeMessageTooLarge {
+		cause = fmt.Errorf("%w: %w", ErrTooLarge, m)
+	}
+	s.skip(&p.sets[0], m.Code, m.Message, cause)
 	s.pushNext(p)
 }
 
