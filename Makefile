@@ -12,12 +12,6 @@ BIN := $(CURDIR)/.bin
 # go test through wasmbrowsertest). Add a directory when it gets browser
 # tests; one without test files yet is skipped.
 BROWSER_TEST_DIRS := idbkv jsbridge
-# Browser-only directories, vetted (tests included) for GOOS=js GOARCH=wasm.
-WASM_VET_DIRS := idbkv jsbridge cmd/wasm
-# Directories DESIGN.md builds for both targets: compiled for GOOS=js
-# GOARCH=wasm as part of vet (not vetted there: their tests may be native-only,
-# e.g. engine's use boltkv). Directories without Go files are skipped.
-WASM_BUILD_DIRS := engine kv kv/kvtest kv/memkv wire client
 
 # The real browser the tests drive. Debian's `chromium` package installs it
 # here; elsewhere install Chromium and pass CHROMIUM=/path/to/chromium.
@@ -26,7 +20,6 @@ CHROMIUM ?= /usr/bin/chromium
 # go.mod: its chromedp version conflicts with ours.
 WASMBROWSERTEST_VERSION := v0.11.0
 
-go_dirs = $(strip $(foreach d,$(1),$(if $(wildcard $(d)/*.go),./$(d))))
 test_dirs = $(strip $(foreach d,$(1),$(if $(wildcard $(d)/*_test.go),./$(d))))
 
 # Environment of every browser run: .bin first on PATH supplies
@@ -43,7 +36,7 @@ help:
 	@echo "make test-browser  - js/wasm tests in headless Chromium: $(BROWSER_TEST_DIRS)"
 	@echo "make test-e2e      - the demo in headless Chromium against in-process relays (./e2e)"
 	@echo "make bench-e2e     - the end-to-end figures (bootstrap, sync latency, first render), logged"
-	@echo "make vet           - go vet natively and for js/wasm; build the shared packages for js/wasm"
+	@echo "make vet           - go vet ./... natively and for js/wasm"
 	@echo "make bench         - Go benchmarks (benchstat) and Replica beside raw IndexedDB, Dexie and TinyBase in Chromium: bench/out/bench.md"
 	@echo "                     (BENCH_QUICK=1: fewer repetitions; make bench-go / bench-page: one half)"
 	@echo "make bench-profile - V8 CPU profile of one browser workload (BENCH_PROFILE=replica:w2), Go names included"
@@ -59,9 +52,10 @@ vet: vet-native vet-wasm
 vet-native:
 	$(GO) vet ./...
 
+# Every package, tests included, as the browser build sees it: native-only
+# ones (boltkv, relay, cmd/relay, bench, e2e) carry //go:build !js.
 vet-wasm:
-	GOOS=js GOARCH=wasm $(GO) vet $(call go_dirs,$(WASM_VET_DIRS))
-	GOOS=js GOARCH=wasm $(GO) build $(call go_dirs,$(WASM_BUILD_DIRS))
+	GOOS=js GOARCH=wasm $(GO) vet ./...
 
 # ./e2e needs Chromium: test-e2e runs it, after browser-deps.
 test-native:

@@ -1,3 +1,5 @@
+//go:build !js
+
 // Command bench is the browser half of `make bench`: it measures Replica in
 // headless Chromium beside raw IndexedDB and peer libraries (Dexie,
 // TinyBase) on the same workloads, and prints one markdown table of medians

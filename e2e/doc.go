@@ -1,3 +1,5 @@
+//go:build !js
+
 // Package e2e holds Replica's end-to-end tests: the demo app of web/ in
 // headless Chromium, driven through github.com/chromedp/chromedp, syncing
 // through a real relay. The package has no code besides its tests.

@@ -108,7 +108,7 @@ func TestRefoldedColumnMisfitIndependentOfArrivalOrder(t *testing.T) {
 	fB.OpSeq = 1
 	mB := engine.ChangeSet{SiteID: siteB, HLC: fB, TransactionID: hB.TransactionID(),
 		Migrations: []engine.SchemaMigration{{Type: engine.AddColumn, TableName: "trips", Column: &engine.ColumnDef{Name: "c", Type: engine.KindText}, HLC: hB}},
-		Changes: []engine.Change{{Type: engine.ColumnChange, Table: "trips", PK: []engine.Value{engine.Text("m")}, Column: "c", Value: engine.Text("hello"), HLC: fB}}}
+		Changes:    []engine.Change{{Type: engine.ColumnChange, Table: "trips", PK: []engine.Value{engine.Text("m")}, Column: "c", Value: engine.Text("hello"), HLC: fB}}}
 	open := func() *engine.Engine {
 		e, err := engine.Open(memkv.New(engine.Buckets...), engine.Options{Schema: heldSchema(), Clock: enginetest.NewManualClock(T0)})
 		if err != nil {

@@ -238,22 +238,7 @@ func TestStoredJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sm := storedMigration{Type: m.Type, Table: m.TableName}
-		if m.Index != nil {
-			sm.Index = &storedIndex{m.Index.Name, m.Index.Columns}
-		}
-		if m.Table != nil {
-			st := &storedTable{Name: m.Table.Name, PrimaryKey: m.Table.PrimaryKey, Indexes: toStoredIndexes(m.Table.Indexes), Coerce: m.Table.Coerce}
-			for _, c := range m.Table.Columns {
-				st.Columns = append(st.Columns, toStoredColumn(c))
-			}
-			sm.Def = st
-		}
-		if m.Column != nil {
-			sc := toStoredColumn(*m.Column)
-			sm.Column = &sc
-		}
-		want, err := json.Marshal(sm)
+		want, err := json.Marshal(toStoredMigration(&m))
 		if err != nil {
 			t.Fatal(err)
 		}

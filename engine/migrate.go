@@ -548,6 +548,12 @@ func fromStoredColumn(sc storedColumn) (ColumnDef, error) {
 }
 
 func encodeMigration(m *SchemaMigration) ([]byte, error) {
+	sm := toStoredMigration(m)
+	return sm.appendJSON(nil), nil
+}
+
+// toStoredMigration is m in its stored form.
+func toStoredMigration(m *SchemaMigration) storedMigration {
 	sm := storedMigration{Type: m.Type, Table: m.TableName}
 	if m.Index != nil {
 		sm.Index = &storedIndex{m.Index.Name, m.Index.Columns}
@@ -563,7 +569,7 @@ func encodeMigration(m *SchemaMigration) ([]byte, error) {
 		sc := toStoredColumn(*m.Column)
 		sm.Column = &sc
 	}
-	return sm.appendJSON(nil), nil
+	return sm
 }
 
 func decodeMigration(key, val []byte) (SchemaMigration, error) {

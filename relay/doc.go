@@ -1,3 +1,5 @@
+//go:build !js
+
 // Package relay is Replica's relay server: the WebSocket endpoint replicas
 // sync through. It keeps, per database (tenant), a merged replica and the
 // arrival log that numbers every accepted ChangeSet with a gap-free cursor;

@@ -1,3 +1,5 @@
+//go:build !js
+
 // Command relay runs a Replica relay: the WebSocket endpoint replicas sync
 // through (/sync), the demo app (/), /healthz and Prometheus /metrics.
 //
