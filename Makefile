@@ -26,13 +26,14 @@ test_dirs = $(strip $(foreach d,$(1),$(if $(wildcard $(d)/*_test.go),./$(d))))
 # go_js_wasm_exec (wasmbrowsertest) and the chromium wrapper it starts.
 BROWSER_ENV = PATH="$(BIN):$$PATH" REPLICA_CHROMIUM="$(CHROMIUM)" GOOS=js GOARCH=wasm
 
-.PHONY: help test test-native test-browser test-e2e vet vet-native vet-wasm \
+.PHONY: help sim test test-native test-browser test-e2e vet vet-native vet-wasm \
 	browser-deps bench-browser bench-e2e bench bench-go bench-page bench-profile wasm run clean-tools
 
 help:
 	@echo "make run           - build replica.wasm, serve the demo and the relay at http://$(RUN_ADDR)/"
 	@echo "make test          - vet (native and js/wasm), native tests, browser tests, end-to-end tests"
-	@echo "make test-native   - go test ./... except ./e2e"
+	@echo "make test-native   - go test ./... except ./e2e (the simulator's budgeted run included: TestSimBudget)"
+	@echo "make sim           - the deterministic simulator for SIM_OPS operations (default 1000000), SIM_PARALLEL seeds at once"
 	@echo "make test-browser  - js/wasm tests in headless Chromium: $(BROWSER_TEST_DIRS)"
 	@echo "make test-e2e      - the demo in headless Chromium against in-process relays (./e2e)"
 	@echo "make bench-e2e     - the end-to-end figures (bootstrap, sync latency, first render), logged"
@@ -60,6 +61,18 @@ vet-wasm:
 # ./e2e needs Chromium: test-e2e runs it, after browser-deps.
 test-native:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v '/e2e$$')
+
+# The deterministic simulator of devices, relay and network (internal/sim)
+# for SIM_OPS driver operations across consecutive seeds from SIM_FIRST,
+# SIM_PARALLEL at once; it prints operations per second and the faults
+# injected by kind, and every failing seed with its shrunk trace. make test
+# runs its fixed budget (100 000 operations) as part of test-native.
+SIM_OPS ?= 1000000
+SIM_PARALLEL ?= 2
+SIM_FIRST ?= 1
+sim:
+	$(GO) test -count=1 -timeout 0 -run '^TestSimBudget$$' -v ./internal/sim \
+		-sim.ops $(SIM_OPS) -sim.parallel $(SIM_PARALLEL) -sim.first $(SIM_FIRST)
 
 test-browser: browser-deps
 	$(BROWSER_ENV) $(GO) test -count=1 $(call test_dirs,$(BROWSER_TEST_DIRS))

@@ -10,6 +10,7 @@ require (
 	github.com/hack-pad/go-indexeddb v0.3.2
 	github.com/prometheus/client_golang v1.25.0
 	go.etcd.io/bbolt v1.5.0
+	golang.org/x/time v0.16.0
 )
 
 require (

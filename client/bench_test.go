@@ -10,12 +10,13 @@ import (
 
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 )
 
 // remoteArrivals returns a channel that receives every RemoteChange
 // ChangeSet applied on db (buffered for n).
-func remoteArrivals(db *engine.Engine, n int) (<-chan *engine.ChangeSet, func()) {
-	ch := make(chan *engine.ChangeSet, n)
+func remoteArrivals(db *engine.Engine, n int) (<-chan *model.ChangeSet, func()) {
+	ch := make(chan *model.ChangeSet, n)
 	unsub := db.Subscribe(func(ev engine.Event) {
 		if ev.Type == engine.RemoteChange && ev.ChangeSet != nil {
 			select {

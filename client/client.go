@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -21,6 +22,10 @@ import (
 type Options struct {
 	// Clock supplies time for every timer; nil means SystemClock.
 	Clock Clock
+	// Dial opens the connection to the relay; nil means the platform's
+	// WebSocket (github.com/coder/websocket natively, the browser's
+	// WebSocket in js/wasm). Connect's URL check applies either way.
+	Dial DialFunc
 	// Rand returns the jitter factor of a reconnect delay, in [0, 1); nil
 	// means math/rand/v2's Float64. It is called from the client's
 	// goroutine only.
@@ -57,6 +62,9 @@ type Options struct {
 func (o *Options) fill() {
 	if o.Clock == nil {
 		o.Clock = SystemClock{}
+	}
+	if o.Dial == nil {
+		o.Dial = dialSocket
 	}
 	if o.Rand == nil {
 		o.Rand = rand.Float64
@@ -102,9 +110,16 @@ type Client struct {
 	unsub   func()
 	reqSeq  atomic.Uint64 // last requestId number used
 
-	// snapFails counts consecutive failed snapshot transfers; only the
-	// run goroutine (one at a time) touches it.
+	// snapFails counts consecutive failed snapshot transfers; snapBest
+	// is the furthest any attempt at the current snapshot got. Only the
+	// run goroutine (one at a time) touches them.
 	snapFails int
+	// pushFailing: the last push failed (refused for a reason that may
+	// pass, CLOCK_DRIFT, APPLY_CHANGES_ERROR, or answered wrongly) and no
+	// push was acknowledged since: no session shows Synced while a push
+	// is in flight or waits for its retry. Run goroutine only.
+	pushFailing bool
+	snapBest    snapMark
 
 	wg       sync.WaitGroup // run goroutines and the dispatcher
 	dispStop chan struct{}
@@ -118,7 +133,8 @@ type Client struct {
 	wantSnap bool               // RequestSnapshot not yet served
 	snapBusy bool               // a snapshot transfer is in flight
 	sentNS   string             // namespace of sent (for Pending)
-	sent     engine.HLC         // the sent watermark of sentNS
+	sent     model.HLC          // the sent watermark of sentNS
+	conn     socket             // the current session's socket; nil when none
 }
 
 type target struct{ url, databaseID, token string }
@@ -365,7 +381,7 @@ func PendingCount(db *engine.Engine, url, databaseID string) (int, error) {
 
 // sentWatermark returns the sent watermark for Pending: the session's, or
 // the stored one of the relay last seen at the Connect target.
-func (c *Client) sentWatermark() (engine.HLC, error) {
+func (c *Client) sentWatermark() (model.HLC, error) {
 	c.mu.Lock()
 	ns, sent, t := c.sentNS, c.sent, c.target
 	c.mu.Unlock()
@@ -373,26 +389,26 @@ func (c *Client) sentWatermark() (engine.HLC, error) {
 		return sent, nil
 	}
 	if t == nil {
-		return engine.HLC{}, nil
+		return model.HLC{}, nil
 	}
 	return storedSent(c.db, t.url, t.databaseID)
 }
 
 // storedSent returns the sent watermark stored for the relay last seen at
 // url and databaseID (zero if none, or url is "").
-func storedSent(db *engine.Engine, url, databaseID string) (engine.HLC, error) {
+func storedSent(db *engine.Engine, url, databaseID string) (model.HLC, error) {
 	if url == "" {
-		return engine.HLC{}, nil
+		return model.HLC{}, nil
 	}
 	b, err := db.State(relayKey(url, databaseID))
 	if err != nil || b == nil {
-		return engine.HLC{}, err
+		return model.HLC{}, err
 	}
 	return loadSent(db, string(b))
 }
 
 // setSent records the session's sent watermark for Pending.
-func (c *Client) setSent(ns string, h engine.HLC) {
+func (c *Client) setSent(ns string, h model.HLC) {
 	c.mu.Lock()
 	c.sentNS, c.sent = ns, h
 	c.mu.Unlock()
@@ -426,6 +442,16 @@ func (c *Client) setStatusLocked(st Status) {
 
 // setState moves to state s, keeping no error, retry or progress.
 func (c *Client) setState(s State) { c.setStatus(Status{State: s}) }
+
+// showState moves a connected session's state to s (Syncing or Synced)
+// unless it is s already.
+func (c *Client) showState(s State) {
+	c.mu.Lock()
+	if c.status.State != s {
+		c.setStatusLocked(Status{State: s})
+	}
+	c.mu.Unlock()
+}
 
 // setProgress records snapshot progress and posts it; nil means no
 // transfer is in flight any more.
@@ -462,6 +488,7 @@ func (c *Client) run(ctx context.Context, t target, prev <-chan struct{}, done c
 		<-prev // the replaced run is cancelled; it ends promptly
 	}
 	attempt := 0
+	protoFails := 0 // consecutive sessions that ended with ErrProtocol
 	for {
 		o := c.session(ctx, t)
 		if ctx.Err() != nil {
@@ -477,8 +504,16 @@ func (c *Client) run(ctx context.Context, t target, prev <-chan struct{}, done c
 			c.setStatus(Status{State: Error, Err: f.err})
 			return
 		}
-		if o.acked {
+		if o.acked && !o.rateLimited {
 			attempt = 0
+		}
+		// A relay that breaks the protocol after every handshake would
+		// otherwise be redialed (and re-pulled from) once a second.
+		if errors.Is(o.err, ErrProtocol) {
+			protoFails++
+			attempt = max(attempt, protoFails)
+		} else {
+			protoFails = 0
 		}
 		if o.snapshotFailed {
 			c.snapFails++

@@ -45,20 +45,25 @@ func (c *fakeClock) NewTimer(d time.Duration) Timer { return c.add(d, nil) }
 func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer { return c.add(d, f) }
 
 func (c *fakeClock) add(d time.Duration, f func()) *fakeTimer {
-	t := &fakeTimer{c: c, d: d, f: f, ch: make(chan time.Time, 1)}
+	t := &fakeTimer{c: c, f: f, ch: make(chan time.Time, 1)}
+	c.arm(t, d)
+	return t
+}
+
+// arm schedules t d after now (firing it at once when d <= 0) and records
+// the duration for waitTimer.
+func (c *fakeClock) arm(t *fakeTimer, d time.Duration) {
 	c.mu.Lock()
-	t.when = c.now.Add(d)
+	t.d, t.when = d, c.now.Add(d)
 	c.created = append(c.created, d)
-	if d <= 0 {
-		c.notifyLocked()
-		c.mu.Unlock()
-		t.fire()
-		return t
+	if d > 0 {
+		c.active = append(c.active, t)
 	}
-	c.active = append(c.active, t)
 	c.notifyLocked()
 	c.mu.Unlock()
-	return t
+	if d <= 0 {
+		t.fire()
+	}
 }
 
 func (c *fakeClock) notifyLocked() {
@@ -79,6 +84,14 @@ func (t *fakeTimer) Stop() bool {
 	c.active = slices.Delete(c.active, i, i+1)
 	c.notifyLocked()
 	return true
+}
+
+// Reset re-arms t d after now (recorded as a new timer of duration d, so
+// waitTimer sees it); false when it had already fired or been stopped.
+func (t *fakeTimer) Reset(d time.Duration) bool {
+	active := t.Stop()
+	t.c.arm(t, d)
+	return active
 }
 
 func (t *fakeTimer) fire() {

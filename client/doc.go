@@ -3,10 +3,9 @@
 // (github.com/coder/websocket) and in the browser (GOOS=js GOARCH=wasm, the
 // browser's own WebSocket). It speaks the protocol of package wire, whose
 // documentation is the reference for every frame named here, and follows
-// the seed sync-protocol.md (connection lifecycle, push/ack correlation,
-// backoff, fatal and transient errors, debouncing, snapshot bootstrap)
-// except where DESIGN.md § Sync improves on it: changes are delivered by the
-// relay's arrival cursor, not by HLC.
+// docs/design.md § Sync (connection lifecycle, push/ack correlation,
+// backoff, fatal and transient errors, debouncing, snapshot bootstrap),
+// where changes are delivered by the relay's arrival cursor, not by HLC.
 //
 // # Usage
 //
@@ -35,26 +34,52 @@
 // waiting to reconnect (Status.Retry is when, Status.Err why the last session
 // ended). Connecting: dialing. Syncing: the socket is open; the handshake,
 // a snapshot bootstrap (Status.Snapshot has its progress) and the first pull
-// are under way. Synced: the first pull returned more = false; live changes
-// flow both ways; the state stays Synced across pushes, acks and later pulls,
-// and goes back to Syncing only while a later snapshot lands. Error: a fatal
-// error (Status.Err) ended the session and the client does not reconnect.
+// are under way, or a request is failing (below). Synced: the first pull
+// returned more = false; live changes flow both ways; the state stays Synced
+// across pushes, acks and later pulls. Error: a fatal error (Status.Err)
+// ended the session and the client does not reconnect.
+//
+// Synced means caught up and nothing failing, so the state goes back from
+// Synced to Syncing (in the same session, with no other change) while a
+// later snapshot lands, and while a pull or a push has failed and waits for
+// its retry: a pull whose changes the engine refuses (model.ErrClockDrift:
+// this device's clock is more than 60 s behind the device that wrote them)
+// or that the relay fails, a push the relay refuses for a reason that may
+// pass (CLOCK_DRIFT: this device's clock is more than 60 s ahead of the
+// relay's; APPLY_CHANGES_ERROR), an answer that breaks the protocol
+// (ErrProtocol, see "Answers that make no progress"), live changes
+// (push_changes) the engine refuses. Each failure is reported as an
+// ErrorReported event (jsbridge shows the latest as SyncState.lastError),
+// after the state moved: the event's Status, and State read after it, are
+// never the Synced the failure left. It is Synced again when the failed pull succeeds,
+// or when a push is acknowledged. A failed push keeps the client from
+// Synced across sessions: after a reconnect, the first pull catching up is
+// not enough, the first push must be acknowledged too. So the state never
+// reads Synced while pushes are being refused, except before the first
+// push of a new Client was answered (it cannot know earlier). A push
+// refused for its content (APPLY_CHANGES_REFUSED, see "Transactions that
+// cannot be synced") does not leave Synced: the transaction is skipped and
+// the pushes after it go on.
 //
 // # A session
 //
 // A session is one WebSocket connection. The client dials, sends handshake
-// {protocolVersion, databaseId, siteId, token} and waits for handshake_ack.
-// An ack whose protocolVersion differs from wire.ProtocolVersion, or has
-// none, is fatal (ErrProtocolVersion), as is one for another database. Then,
-// in this order:
+// {protocolVersion, databaseId, siteId, token} with its position in the
+// relay log last seen at the URL (serverSiteId, cursor, chain: see
+// "Verifying the relay") and waits for handshake_ack. An ack whose
+// protocolVersion differs from wire.ProtocolVersion, or has none, is fatal
+// (ErrProtocolVersion), as is one for another database. The client repairs
+// what the ack's history and siteHlc say the relay lost. Then, in this
+// order:
 //
 //  1. Bootstrap, when needed: if the engine holds a snapshot checkpoint (an
-//     interrupted transfer, engine.SnapshotCheckpoint), resume_snapshot
+//     interrupted transfer, model.SnapshotCheckpoint), resume_snapshot
 //     {checkpoint}; else, if RequestSnapshot was called, or the replica is
 //     brand-new for this relay database — no cursor stored for it and
-//     engine.HasOwnFacts false — get_snapshot.
+//     engine.HasOwnFacts false —, or the relay's log diverged, or the
+//     stored cursor did not decode, get_snapshot.
 //  2. Pull: get_changes {since: cursor} until a changes reply says more =
-//     false. Then the state is Synced.
+//     false. Then the state is Synced (unless a push failed, see "States").
 //  3. Push every local transaction above the sent watermark, then keep
 //     pushing as local changes happen.
 //
@@ -69,9 +94,23 @@
 //
 // # Snapshots
 //
-// Chunks are applied in order with engine.ApplySnapshotChunk (which merges:
-// nothing local is lost), each reported as a SnapshotProgressed event and in
-// Status.Snapshot. The cursor to pull from afterwards is the header's, or,
+// Chunks are applied in order with engine.ApplySnapshotChunkWith, each
+// reported as a SnapshotProgressed event and in Status.Snapshot. A snapshot
+// merges (nothing local is lost), except the one SNAPSHOT_REQUIRED starts
+// for this replica's own cursor in this relay log (stored for it and not
+// voided by the handshake, or taken from a snapshot in this session): that
+// device was offline past the relay's horizon, the relay pruned the
+// tombstones of rows deleted meanwhile, and a merge would keep those rows
+// for good. That snapshot replaces (engine.ApplySnapshotOptions.Replace):
+// rows the device holds that the snapshot lacks disappear (a RemoteChange
+// event names their table; nothing is pushed for them), while its unsent
+// writes — rows holding facts of its own transactions above the sent
+// watermark, after the handshake lowered it — are kept and pushed after the
+// catch-up pull, as are its own tombstones. A first bootstrap, one after a
+// diverged or unverified history, one RequestSnapshot asks for, and a
+// checkpoint of another relay log all merge, since the relay may then lack
+// rows this device holds. The mode is stored in the checkpoint: an
+// interrupted replacing transfer resumes replacing. The cursor to pull from afterwards is the header's, or,
 // when the header resumes the stored checkpoint (same snapshotId), the
 // checkpoint's; it is stored once the footer is applied. While a snapshot
 // lands, pushes are held and changes and push_changes frames are dropped
@@ -79,7 +118,15 @@
 // transfer that receives no chunk for the stall timeout (60 s) closes the
 // socket; the reconnect resumes it from the checkpoint. A failed transfer
 // (SNAPSHOT_ERROR, a chunk the engine refuses, a stall) also counts toward
-// the reconnect backoff (see below). SNAPSHOT_REQUIRED, the relay's answer to
+// the reconnect backoff (see below), and so does a session that ended, for
+// any reason (a frame above MaxMessageSize, a dropped connection), while a
+// transfer was in flight that applied no chunk beyond the furthest any
+// earlier attempt at that snapshot reached (a resume starts its table
+// again): it made no progress, is reported (ErrorReported with
+// ErrSnapshotStalled wrapping the cause; SyncState.lastError in the
+// browser) and the next attempt backs off further, so a transfer that
+// cannot proceed is never retried in a tight loop. An attempt that gets
+// further resets the count. SNAPSHOT_REQUIRED, the relay's answer to
 // a cursor it cannot serve, starts a snapshot in the same session.
 // RequestSnapshot while a transfer is in flight joins it: exactly one
 // get_snapshot goes on the wire.
@@ -100,14 +147,74 @@
 //   - p−n ≤ c < p: it continues the log; applied, and the cursor becomes p
 //     in the same transaction.
 //   - c < p−n: a gap (a frame was dropped, or this client's own push took
-//     the sequences between): applied anyway (applying is idempotent), the
-//     cursor stays, and get_changes {since: c} pulls the gap. A gap seen
-//     while a pull is in flight is pulled once that pull ends.
+//     the sequences between): not applied (a tombstone horizon mark may
+//     lie in the gap, and what follows a mark must be applied after its
+//     pruning: see "The tombstone horizon"), the cursor stays, and
+//     get_changes {since: c} pulls the gap and the push's ChangeSets in
+//     order. A gap seen while a pull is in flight is pulled once that pull
+//     ends.
+//
+// # The tombstone horizon
+//
+// Replicas do not prune tombstones by their own clocks: one that pruned a
+// tombstone would let a late change (an old update from a device that was
+// offline) revive the row, one that kept it would not, and they would
+// disagree for good. The relay prunes at horizon marks of its log (wire's
+// "Tombstone horizon", docs/design.md § Retention), and the client
+// follows them at the same point of the log:
+//
+//   - changes and push_changes carry the marks of their range. Marks at the
+//     position before the message's first ChangeSet (since for changes,
+//     p−n for a push) are applied first; marks at its cursor after its
+//     ChangeSets, once the cursor is stored. A relay ends a changes page
+//     at a mark, so there are no others (a mark between is a protocol
+//     error, the pull retried after a backoff; in a push it makes the push
+//     out of order, pulled instead).
+//   - Applying a mark prunes the tombstones deleted before its wall
+//     (engine.PruneTombstonesWith), except this replica's own deletes the
+//     relay has not acknowledged (above the sent watermark: pruned, they
+//     would never be pushed; a later mark prunes them once they are), then
+//     stores the wall as this relay log's
+//     horizon (sync:<serverSiteId>/<databaseId>:horizon). A mark whose wall
+//     is not above the stored horizon is skipped, so marks carried again
+//     (every page from a mark's cursor repeats it) apply once. A crash
+//     between the steps replays correctly: the cursor stored at a mark
+//     makes the next pull start there, which serves the mark again, and
+//     pruning is idempotent.
+//   - A snapshot bootstrap prunes at the header's horizon and stores it
+//     (replacing any earlier one) when the header arrives, before any of
+//     its rows merge: the rows may carry tombstones below it of late
+//     deletes the relay applied after its mark, which every replica keeps
+//     until the next mark.
+//
+// A change older than the horizon for a deleted row may revive it (a
+// partial row), but alike on every replica. A pull the marks of which fail
+// to apply (a storage failure) is retried like a failed pull.
 //
 // Only one get_changes is in flight at a time. A pull whose changes the
 // engine refuses (clock drift, malformed) or that the relay fails
 // (GET_CHANGES_ERROR) is reported and retried after a backoff delay
 // (min(1 s·2^k, 60 s) plus jitter, k counting consecutive failures).
+//
+// # Answers that make no progress
+//
+// Asking again at once after an answer that does not move the client
+// forward would loop as fast as the relay answers (a proxy echoing since
+// as the cursor made a client send 18,000 get_changes in 3 s). A changes
+// reply to get_changes {since: s} must keep wire's paging rules: cursor ≥
+// s + the number of its ChangeSets; when more is true, cursor > s and at
+// least one ChangeSet; when more is false, cursor at least the highest
+// push_changes cursor the client had seen when it sent the request. A
+// reply breaking them is not applied (the cursor stays) and is reported as
+// ErrProtocol; the pull is retried after the backoff delay above, and the
+// state is Syncing until a pull succeeds. The same holds for pushes: the
+// relay answers requests in order, one frame each, so an apply_result with
+// another requestId than the push in flight answers that push wrongly; it
+// is reported as ErrProtocol (the watermark does not move) and the push is
+// sent again after a backoff delay under the next requestId. A relay that
+// answers nothing is covered by the request timeout (see "Keepalive and
+// timeouts"). The snapshot path has its own stall and failure rules (see
+// "Snapshots").
 //
 // # Pushing: the sent watermark and the debounce
 //
@@ -119,16 +226,19 @@
 // "apply-1", "apply-2", … counting over the Client's life. Only one push is
 // in flight at a time. The watermark moves only on the apply_result whose
 // requestId is the push in flight, only forward, to the highest ChangeSet hlc
-// of that push, and is stored (engine.SetState); a stale, duplicated,
-// unknown or out-of-order ack changes nothing. An error frame answering the
-// push (its requestId, or APPLY_CHANGES_ERROR or APPLY_CHANGES_REFUSED
-// without a requestId while it is in flight) is reported and the push
-// retried after a backoff delay, as for pulls — except
+// of that push, and is stored (engine.SetState); a stale, duplicated or
+// unknown ack while no push is in flight changes nothing, and one with
+// another requestId while a push is in flight is a protocol error (see
+// "Answers that make no progress"). An error frame answering the
+// push (its requestId, or APPLY_CHANGES_ERROR, CLOCK_DRIFT or
+// APPLY_CHANGES_REFUSED without a requestId while it is in flight) is
+// reported and the push retried after a backoff delay, as for pulls, and
+// the state is Syncing until a push is acknowledged — except
 // APPLY_CHANGES_REFUSED with the push's requestId, and MESSAGE_TOO_LARGE
 // while a push is in flight (see "Transactions that cannot be synced"). After a full push (the limit reached) the next batch
 // is read while the relay works, and sent when the ack comes.
 //
-// Local changes are debounced (sync-protocol.md § Local Change Debouncing):
+// Local changes are debounced (docs/design.md § Client behaviour):
 // the first change after a quiet period is pushed at once and opens a window
 // of DebounceWindow (50 ms); changes inside the window are held, each
 // extending it, and go out together when it passes quietly, or when the
@@ -188,7 +298,12 @@
 // the last session whose handshake_ack arrived (a relay that accepts sockets
 // and refuses handshakes sees growing delays); a session that ended with a
 // failed snapshot transfer makes n at least the number of consecutive
-// failed transfers.
+// failed transfers, and one that ended with a protocol violation
+// (ErrProtocol) at least the number of consecutive sessions that did (a
+// relay breaking the protocol after every handshake is redialed after 2 s,
+// 4 s, 8 s …, not every second). A session the relay ends for exceeding its rate limits
+// (RATE_LIMITED, reported, then close status 1008; or 1008 alone) does not
+// reset n, so a client that keeps exceeding them waits longer each time.
 //
 // Fatal errors stop the client in the Error state without reconnecting: an
 // error frame with fatal set (or, from a relay predating the flag, one of
@@ -199,6 +314,44 @@
 // transient: reported as an ErrorReported event (a push's refusal as its
 // isolated transaction's *RefusedError); the session goes on.
 // Disconnect stops reconnecting; Connect starts again (leaving Error).
+//
+// # Verifying the relay
+//
+// The relay may have lost data behind the client's back: restored from an
+// older copy of its data directory (same serverSiteId, an older log that
+// hands out again, for other ChangeSets, cursors this client holds), its
+// log truncated or replaced. The client does not take "synced" on faith
+// (wire's "Verifying the relay's log"):
+//
+//   - It keeps, with its cursor, the relay's chain value at that cursor
+//     (changes.chain, push_changes.chain) and presents both in the
+//     handshake. When the ack says history "diverged", the cursor (and an
+//     interrupted snapshot's checkpoint) is discarded and the client
+//     bootstraps again: the snapshot merges into the replica, so nothing
+//     local is lost, and it pulls from the snapshot's cursor.
+//   - It keeps the highest hlc the relay acknowledged (the acknowledged
+//     watermark; a skipped transaction moves the sent watermark only).
+//     When the ack's siteHlc, the newest transaction of this replica the
+//     relay holds, is below it, the sent watermark and the acknowledged
+//     one drop to siteHlc, and every local transaction above it is pushed
+//     again once the session is synced (the relay deduplicates). Pending
+//     counts them meanwhile.
+//
+// Either finding is reported once per session as an ErrorReported event
+// whose Err matches ErrRelayDiverged, saying what was found. Once every
+// device has reconnected, each has pushed back what only it had and every
+// device, and a fresh one, holds every row. A relay whose data directory
+// was deleted is a new log (a new serverSiteId, so no stored state
+// applies): the client pushes everything and pulls the new log from the
+// start. A relay of protocol version 1 states nothing: the client of
+// version 2 cannot talk to it (PROTOCOL_VERSION_MISMATCH).
+//
+// Two windows remain unchecked: between a snapshot bootstrap and the first
+// pull after it the cursor has no chain value yet (the relay can then tell
+// only a cursor above its head; an interrupted transfer's checkpoint is
+// checked by the relay when it is resumed, relay's "Snapshots"), and a relay restored from a copy older
+// than its retention horizon cannot judge cursors it pruned (those get
+// SNAPSHOT_REQUIRED anyway).
 //
 // # Keepalive and timeouts
 //
@@ -231,15 +384,48 @@
 // a new log, to which this replica pushes everything again.
 //
 //	sync:<serverSiteId>/<databaseId>:cursor  the cursor, decimal ASCII ("4211")
+//	sync:<serverSiteId>/<databaseId>:chain   the relay log's chain value at a
+//	                                         cursor, "<cursor> <chain>" ("4211
+//	                                         I-zgrM9zk1Rcq6zDbIfU6Q"); taken only
+//	                                         when its cursor is the stored one
 //	sync:<serverSiteId>/<databaseId>:sent    the sent watermark, an HLC in
 //	                                         wire's text form (40 characters)
+//	sync:<serverSiteId>/<databaseId>:acked   the highest hlc the relay
+//	                                         acknowledged, same form; only
+//	                                         while it is below the sent
+//	                                         watermark (after a skipped
+//	                                         transaction), else absent
+//	sync:<serverSiteId>/<databaseId>:horizon the tombstone horizon applied: the
+//	                                         wall (ms, decimal) of the last horizon
+//	                                         mark applied or of the bootstrapping
+//	                                         snapshot's header; absent: none. One
+//	                                         that does not decode is discarded (the
+//	                                         marks apply again)
 //	sync:relay:<url>#<databaseId>            "sync:<serverSiteId>/<databaseId>" last
 //	                                         seen at that URL (lets Pending find
 //	                                         the watermark before a handshake)
+//	sync:last#<databaseId>                   "sync:<serverSiteId>/<databaseId>" last
+//	                                         seen for that database at any URL:
+//	                                         at a URL never used, the handshake
+//	                                         presents the position in that log
+//	                                         (a relay moved to a new address)
 //
 // All survive Disconnect, Close and restarts, and are shared by every tab
 // over one IndexedDB database. The snapshot checkpoint is the engine's own
-// (engine.SnapshotCheckpoint).
+// (model.SnapshotCheckpoint).
+//
+// A value that does not decode (a stray write, a partial upgrade, a bug of
+// an older version) never stops syncing: at the handshake_ack it is
+// deleted, reported once as an ErrorReported event whose Err matches
+// ErrSyncStateReset (naming the key and why), and rebuilt. A lost cursor
+// or chain value: the client bootstraps again by snapshot (its own unsent
+// transactions stay: a snapshot merges, and they are above the sent
+// watermark). A lost sent or acknowledged watermark: both are rebuilt from
+// the ack's siteHlc, and every local transaction above it is pushed again.
+// A snapshot checkpoint that does not decode (engine.ErrStorageFormat) is
+// discarded and the snapshot taken again. Pending and PendingCount read an
+// undecodable sent watermark as none (everything counts as pending) until
+// the next handshake repairs it.
 //
 // # Events
 //
@@ -261,7 +447,7 @@
 // Natively the socket is github.com/coder/websocket. In the browser
 // (GOOS=js) the client uses the page's own WebSocket object through
 // syscall/js instead (socket_js.go, behind the small socket interface of
-// socket.go; the native side is socket_notjs.go). DESIGN.md and the issue
+// socket.go; the native side is socket_notjs.go). The design and the issue
 // that introduced this package asked for coder/websocket in both builds,
 // but its browser API links net/http (its Dial returns an *http.Response),
 // which brings crypto/tls, crypto/x509, the elliptic curves, math/big and
@@ -295,9 +481,15 @@
 //
 // # Errors
 //
-// Errors of the relay are *wire.Error (RelayError extracts one). The client's
+// Errors of the relay are *wire.Error (RelayError extracts one). Clock drift
+// is errors.Is(err, model.ErrClockDrift) in both directions: the relay's
+// CLOCK_DRIFT refusing a push (this device is ahead) and the engine's
+// *model.DriftError refusing changes from the relay (this device is
+// behind). The client's
 // own are ErrProtocolVersion, ErrProtocol, ErrTimeout, ErrSnapshotStalled,
 // ErrTooLarge, ErrRefused (a *RefusedError: a local transaction skipped,
-// see "Transactions that cannot be synced") and ErrClosed; engine and
+// see "Transactions that cannot be synced"), ErrSyncStateReset and
+// ErrRelayDiverged (reported, repaired: see "Persisted state" and
+// "Verifying the relay") and ErrClosed; engine and
 // network errors are wrapped with what the client was doing.
 package client

@@ -12,21 +12,22 @@ import (
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/internal/cities"
+	"github.com/replica-sync/replica/model"
 )
 
 // citiesSchema splits the cities in two tables (west and east of
 // Greenwich), so that a snapshot has a finished table to skip on resume.
-func citiesSchema() *engine.Schema {
-	cols := []engine.ColumnDef{
-		{Name: "id", Type: engine.KindText},
-		{Name: "name", Type: engine.KindText},
-		{Name: "lat", Type: engine.KindReal},
-		{Name: "lng", Type: engine.KindReal},
-		{Name: "country", Type: engine.KindText},
-		{Name: "admin1", Type: engine.KindText},
-		{Name: "admin2", Type: engine.KindText},
+func citiesSchema() *model.Schema {
+	cols := []model.ColumnDef{
+		{Name: "id", Type: model.KindText},
+		{Name: "name", Type: model.KindText},
+		{Name: "lat", Type: model.KindReal},
+		{Name: "lng", Type: model.KindReal},
+		{Name: "country", Type: model.KindText},
+		{Name: "admin1", Type: model.KindText},
+		{Name: "admin2", Type: model.KindText},
 	}
-	return &engine.Schema{Tables: []engine.TableDef{{Name: "cities_w", Columns: cols}, {Name: "cities_e", Columns: cols}}}
+	return &model.Schema{Tables: []model.TableDef{{Name: "cities_w", Columns: cols}, {Name: "cities_e", Columns: cols}}}
 }
 
 func cityTable(c cities.City) string {

@@ -23,6 +23,7 @@ import (
 	"github.com/replica-sync/replica/engine/enginetest"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/memkv"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/relay"
 )
 
@@ -84,18 +85,18 @@ type replica struct {
 	ev    *events
 }
 
-func notesSchema() *engine.Schema {
-	return &engine.Schema{Tables: []engine.TableDef{{
+func notesSchema() *model.Schema {
+	return &model.Schema{Tables: []model.TableDef{{
 		Name: "notes",
-		Columns: []engine.ColumnDef{
-			{Name: "id", Type: engine.KindText},
-			{Name: "title", Type: engine.KindText},
-			{Name: "n", Type: engine.KindInteger},
+		Columns: []model.ColumnDef{
+			{Name: "id", Type: model.KindText},
+			{Name: "title", Type: model.KindText},
+			{Name: "n", Type: model.KindInteger},
 		},
 	}}}
 }
 
-func newReplica(t testing.TB, name string, schema *engine.Schema, eopts engine.Options, copts client.Options) *replica {
+func newReplica(t testing.TB, name string, schema *model.Schema, eopts engine.Options, copts client.Options) *replica {
 	t.Helper()
 	st := memkv.New(engine.Buckets...)
 	eopts.Schema = schema

@@ -11,6 +11,7 @@ import (
 
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/relay"
 )
 
@@ -39,7 +40,7 @@ func TestE2ERefusedSkipped(t *testing.T) {
 	if _, err := a.db.Insert("notes", map[string]any{"id": "after", "title": "x"}); err != nil {
 		t.Fatal(err)
 	}
-	sets, err := a.db.ChangesSince(engine.HLC{}, 1<<20, engine.ChangesFilter{OnlyLocal: true})
+	sets, err := a.db.ChangesSince(model.HLC{}, 1<<20, engine.ChangesFilter{OnlyLocal: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,5 +82,42 @@ func TestE2ERefusedSkipped(t *testing.T) {
 	}
 	if n := count(t, a.db, "notes"); n != 22 {
 		t.Fatalf("a holds %d rows, want its 22", n)
+	}
+
+	// A skipped transaction last (nothing acknowledged after it), then
+	// reconnects: the relay's siteHlc is below the sent watermark but not
+	// below what it acknowledged, so nothing is pushed or reported again.
+	if _, err := a.db.Transact(func(tx *engine.Tx) error {
+		for i := range 20 {
+			if _, err := tx.Insert("notes", map[string]any{"id": fmt.Sprintf("tail%02d", i), "title": "x"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	reports := func() int {
+		n := 0
+		for _, ev := range a.ev.list() {
+			if ev.Type == client.ErrorReported {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor(t, "the tail transaction skipped", func() bool { return reports() == 2 && pending(t, a) == 0 })
+	for range 2 {
+		a.c.Disconnect()
+		a.connect(t, url, "trips", "")
+		waitState(t, a, client.Synced)
+	}
+	if n := reports(); n != 2 || pending(t, a) != 0 {
+		for _, ev := range a.ev.list() {
+			if ev.Type == client.ErrorReported {
+				t.Log(ev.Err)
+			}
+		}
+		t.Fatalf("after reconnecting: %d errors reported, %d pending; want the 2 refusals, 0", n, pending(t, a))
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -141,13 +142,13 @@ func TestE2EOfflineOldHLC(t *testing.T) {
 	}
 }
 
-func dataSetsOf(t testing.TB, db *engine.Engine) []engine.ChangeSet {
+func dataSetsOf(t testing.TB, db *engine.Engine) []model.ChangeSet {
 	t.Helper()
-	sets, err := db.ChangesSince(engine.HLC{}, 1<<20, engine.ChangesFilter{OnlyLocal: true})
+	sets, err := db.ChangesSince(model.HLC{}, 1<<20, engine.ChangesFilter{OnlyLocal: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []engine.ChangeSet
+	var out []model.ChangeSet
 	for _, cs := range sets {
 		if len(cs.Changes) > 0 {
 			out = append(out, cs)

@@ -3,7 +3,7 @@ package client
 import (
 	"errors"
 
-	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -16,7 +16,7 @@ var (
 
 	// ErrProtocolVersion is the lasting error of a client whose relay
 	// answered the handshake with another protocolVersion, or none
-	// (sync-protocol.md § Protocol version). It is fatal: the client
+	// (docs/design.md § Client behaviour). It is fatal: the client
 	// does not reconnect.
 	ErrProtocolVersion = errors.New("client: relay speaks another protocol version")
 
@@ -24,7 +24,15 @@ var (
 	// that does not decode, a binary frame, a handshake_ack for another
 	// database, a snapshot stream out of order. The session is closed
 	// and the client reconnects (a handshake_ack for another database is
-	// fatal instead).
+	// fatal instead). An answer that breaks the protocol without making
+	// the session unusable — a changes reply that makes no progress (more
+	// without advancing the cursor, more with no ChangeSet, a cursor that
+	// moves back, more ChangeSets than the cursor advanced, caught up
+	// below a cursor a push_changes announced), an apply_result for
+	// another requestId than the push in flight — is reported
+	// (ErrorReported, wrapping ErrProtocol) and its request retried after
+	// a backoff delay; the session goes on, and the state is Syncing until
+	// the request succeeds.
 	ErrProtocol = errors.New("client: protocol violation by the relay")
 
 	// ErrTimeout is returned when the relay stops answering: no frame for
@@ -46,6 +54,25 @@ var (
 	// ErrRefused matches (errors.Is) every *RefusedError: a local
 	// transaction that will not be synced.
 	ErrRefused = errors.New("client: transaction not synced")
+
+	// ErrSyncStateReset is reported (ErrorReported, once per value) when
+	// a stored cursor, chain value or sent watermark of this replica does
+	// not decode (a stray write, a partial upgrade, a bug of an older
+	// version). The value is deleted and rebuilt: a lost cursor by a
+	// snapshot bootstrap, a lost sent watermark from the relay's
+	// handshake_ack.siteHlc (every local transaction above it is pushed
+	// again). The session goes on. See "Persisted state".
+	ErrSyncStateReset = errors.New("client: stored sync state does not decode; discarded and rebuilt")
+
+	// ErrRelayDiverged is reported (ErrorReported, once per session that
+	// finds it) when the relay's log is not a continuation of the one
+	// this replica synced with: handshake_ack.history is "diverged" (the
+	// relay was restored from an older copy of its data, its log was
+	// truncated or replaced), or the relay no longer holds transactions
+	// of this replica it had acknowledged (siteHlc below them). The client
+	// repairs it: it bootstraps again and pushes its transactions the
+	// relay lacks. See "Verifying the relay".
+	ErrRelayDiverged = errors.New("client: the relay's log is not a continuation of the one this replica synced with")
 )
 
 // RefusedError is reported (ErrorReported) for a local transaction the
@@ -62,8 +89,8 @@ var (
 // the cause: the relay's *wire.Error (RelayError finds it), ErrTooLarge,
 // or the encoding error.
 type RefusedError struct {
-	TransactionID string     // the ChangeSet's transactionId
-	HLC           engine.HLC // the ChangeSet's hlc
+	TransactionID string    // the ChangeSet's transactionId
+	HLC           model.HLC // the ChangeSet's hlc
 	// Code is the relay's error code (wire.CodeApplyChangesRefused), or
 	// "" when the client refused to send the transaction itself.
 	Code    wire.ErrorCode

@@ -23,6 +23,7 @@ import (
 	"github.com/replica-sync/replica/engine/enginetest"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/memkv"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -30,13 +31,13 @@ import (
 // under test is expected to do promptly before failing.
 const waitFor = 10 * time.Second
 
-func notesSchema() *engine.Schema {
-	return &engine.Schema{Tables: []engine.TableDef{{
+func notesSchema() *model.Schema {
+	return &model.Schema{Tables: []model.TableDef{{
 		Name: "notes",
-		Columns: []engine.ColumnDef{
-			{Name: "id", Type: engine.KindText},
-			{Name: "title", Type: engine.KindText},
-			{Name: "n", Type: engine.KindInteger},
+		Columns: []model.ColumnDef{
+			{Name: "id", Type: model.KindText},
+			{Name: "title", Type: model.KindText},
+			{Name: "n", Type: model.KindInteger},
 		},
 	}}}
 }
@@ -61,7 +62,7 @@ func insert(t testing.TB, db *engine.Engine, id, title string) {
 }
 
 // ownSets returns db's own ChangeSets above since.
-func ownSets(t testing.TB, db *engine.Engine, since engine.HLC) []engine.ChangeSet {
+func ownSets(t testing.TB, db *engine.Engine, since model.HLC) []model.ChangeSet {
 	t.Helper()
 	sets, err := db.ChangesSince(since, 1<<20, engine.ChangesFilter{OnlyLocal: true})
 	if err != nil {
@@ -72,10 +73,10 @@ func ownSets(t testing.TB, db *engine.Engine, since engine.HLC) []engine.ChangeS
 
 // dataSets returns db's own ChangeSets that carry row changes (not the
 // schema migrations of Open).
-func dataSets(t testing.TB, db *engine.Engine) []engine.ChangeSet {
+func dataSets(t testing.TB, db *engine.Engine) []model.ChangeSet {
 	t.Helper()
-	var out []engine.ChangeSet
-	for _, cs := range ownSets(t, db, engine.HLC{}) {
+	var out []model.ChangeSet
+	for _, cs := range ownSets(t, db, model.HLC{}) {
 		if len(cs.Changes) > 0 {
 			out = append(out, cs)
 		}
@@ -236,7 +237,7 @@ func newClient(t testing.TB, db *engine.Engine, opts Options) *Client {
 
 // ---- a scripted relay: real WebSocket frames, behaviour written by the test ----
 
-var testServerSite = engine.SiteID{0xAA, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+var testServerSite = model.SiteID{0xAA, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
 
 type scriptRelay struct {
 	url   string
@@ -436,13 +437,13 @@ func (p *peer) syncUp(t testing.TB, cursor uint64) *wire.GetChanges {
 // ackPush answers an apply_changes with a matching apply_result.
 func (p *peer) ackPush(t testing.TB, a *wire.ApplyChanges) {
 	t.Helper()
-	p.send(t, &wire.ApplyResult{RequestID: a.RequestID, ApplyResult: engine.ApplyResult{Applied: len(a.ChangeSets), Transactions: len(a.ChangeSets)}})
+	p.send(t, &wire.ApplyResult{RequestID: a.RequestID, ApplyResult: model.ApplyResult{Applied: len(a.ChangeSets), Transactions: len(a.ChangeSets)}})
 }
 
 // snapshotChunks returns src's snapshot stream, stamped with cursor.
-func snapshotChunks(t testing.TB, src *engine.Engine, opts engine.SnapshotOptions) []engine.SnapshotChunk {
+func snapshotChunks(t testing.TB, src *engine.Engine, opts engine.SnapshotOptions) []model.SnapshotChunk {
 	t.Helper()
-	var out []engine.SnapshotChunk
+	var out []model.SnapshotChunk
 	for c, err := range src.Snapshot(opts) {
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/kv/memkv"
+	"github.com/replica-sync/replica/model"
 )
 
 // TestJSSync runs the client over the JavaScript WebSocket (socket_js.go)
@@ -29,8 +30,8 @@ func TestJSSync(t *testing.T) {
 		t.Skip("REPLICA_TEST_RELAY not set")
 	}
 	open := func() *engine.Engine {
-		db, err := engine.Open(memkv.New(engine.Buckets...), engine.Options{Schema: &engine.Schema{Tables: []engine.TableDef{{
-			Name: "notes", Columns: []engine.ColumnDef{{Name: "id", Type: engine.KindText}, {Name: "title", Type: engine.KindText}},
+		db, err := engine.Open(memkv.New(engine.Buckets...), engine.Options{Schema: &model.Schema{Tables: []model.TableDef{{
+			Name: "notes", Columns: []model.ColumnDef{{Name: "id", Type: model.KindText}, {Name: "title", Type: model.KindText}},
 		}}}})
 		if err != nil {
 			t.Fatal(err)

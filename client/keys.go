@@ -1,10 +1,13 @@
 package client
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -15,17 +18,46 @@ import (
 
 // namespace returns the key prefix of one relay log: the relay's site id
 // (handshake_ack.serverSiteId) and the database id.
-func namespace(server engine.SiteID, databaseID string) string {
+func namespace(server model.SiteID, databaseID string) string {
 	return "sync:" + server.String() + "/" + databaseID
+}
+
+// namespaceServer returns the relay site id of a namespace, or false when
+// ns is not one (a hint that does not decode).
+func namespaceServer(ns, databaseID string) (model.SiteID, bool) {
+	rest, ok := strings.CutPrefix(ns, "sync:")
+	if !ok {
+		return model.SiteID{}, false
+	}
+	site, db, ok := strings.Cut(rest, "/")
+	if !ok || db != databaseID {
+		return model.SiteID{}, false
+	}
+	s, err := model.ParseSiteID(site)
+	return s, err == nil && !s.IsZero()
 }
 
 func cursorKey(ns string) string { return ns + ":cursor" }
 func sentKey(ns string) string   { return ns + ":sent" }
+func chainKey(ns string) string  { return ns + ":chain" }
+func ackedKey(ns string) string  { return ns + ":acked" }
+
+// horizonKey names the tombstone horizon applied for the relay log ns:
+// the wall (ms, decimal) of the last horizon mark applied, or of the
+// bootstrapping snapshot's header (wire's "Tombstone horizon").
+func horizonKey(ns string) string { return ns + ":horizon" }
 
 // relayKey names the hint that maps a relay URL and database to the
 // serverSiteId last seen there, so that Pending can find the sent
 // watermark before the handshake.
 func relayKey(url, databaseID string) string { return "sync:relay:" + url + "#" + databaseID }
+
+// lastLogKey names the hint that maps a database to the relay log (its
+// namespace) this replica last synced it with, at any URL: a relay moved to
+// a new URL is presented the position this replica holds in its log, so it
+// can still say whether its log continues it (a restored copy at a new
+// address is caught as at the old one).
+func lastLogKey(databaseID string) string { return "sync:last#" + databaseID }
 
 func encodeCursor(c uint64) []byte { return strconv.AppendUint(nil, c, 10) }
 
@@ -37,31 +69,151 @@ func decodeCursor(b []byte) (uint64, error) {
 	return c, nil
 }
 
-func encodeHLC(h engine.HLC) []byte { return []byte(wire.FormatHLC(h)) }
+func encodeHLC(h model.HLC) []byte { return []byte(wire.FormatHLC(h)) }
 
-func decodeHLC(b []byte) (engine.HLC, error) {
+func decodeHLC(b []byte) (model.HLC, error) {
 	h, err := wire.ParseHLC(string(b))
 	if err != nil {
-		return engine.HLC{}, fmt.Errorf("client: stored sent watermark: %w", err)
+		return model.HLC{}, fmt.Errorf("client: stored sent watermark: %w", err)
 	}
 	return h, nil
 }
 
-// loadCursor returns the cursor stored for ns and whether there is one.
-func loadCursor(db *engine.Engine, ns string) (uint64, bool, error) {
-	b, err := db.State(cursorKey(ns))
-	if err != nil || b == nil {
-		return 0, false, err
-	}
-	c, err := decodeCursor(b)
-	return c, err == nil, err
+// encodeChain stores the relay log's chain value at cursor c: "<c> <chain>".
+// It names its cursor, so a chain value left behind by a cursor stored
+// without one is never taken for the new cursor's.
+func encodeChain(c uint64, ch wire.Chain) []byte {
+	return append(append(encodeCursor(c), ' '), ch.String()...)
 }
 
-// loadSent returns the sent watermark stored for ns (zero if none).
-func loadSent(db *engine.Engine, ns string) (engine.HLC, error) {
+func decodeChain(b []byte) (uint64, wire.Chain, error) {
+	cs, chs, ok := strings.Cut(string(b), " ")
+	if !ok {
+		return 0, wire.Chain{}, fmt.Errorf("client: stored chain value %q is not \"<cursor> <chain>\"", b)
+	}
+	c, err := decodeCursor([]byte(cs))
+	if err != nil {
+		return 0, wire.Chain{}, fmt.Errorf("client: stored chain value %q: %w", b, err)
+	}
+	ch, err := wire.ParseChain(chs)
+	if err != nil {
+		return 0, wire.Chain{}, fmt.Errorf("client: stored chain value %q: %w", b, err)
+	}
+	return c, ch, nil
+}
+
+// cursorState returns the State entries that store cursor c with the
+// chain value ch there (zero ch: unknown, and any stored one is deleted).
+func cursorState(ns string, c uint64, ch wire.Chain) map[string][]byte {
+	st := map[string][]byte{cursorKey(ns): encodeCursor(c), chainKey(ns): nil}
+	if !ch.IsZero() {
+		st[chainKey(ns)] = encodeChain(c, ch)
+	}
+	return st
+}
+
+// syncState is what the client keeps for one relay log.
+type syncState struct {
+	cursor     uint64
+	haveCursor bool
+	chain      wire.Chain // the log's chain value at cursor; zero: unknown
+	sent       model.HLC
+	sentReset  bool      // the stored sent watermark did not decode
+	acked      model.HLC // the highest hlc the relay acknowledged
+	haveAcked  bool
+	reset      bool // a stored cursor or chain value did not decode
+	// horizon is the tombstone horizon applied (horizonKey); 0: none,
+	// or it did not decode (marks are then applied again: idempotent).
+	horizon uint64
+}
+
+// errDecode marks a stored value that does not decode.
+var errDecode = errors.New("undecodable")
+
+// loadState reads the state kept for ns. A value that does not decode (a
+// stray write, a partial upgrade, a bug of an older version) is deleted
+// when discard is set, and returned in resets as an ErrSyncStateReset
+// error; the state then reads as if it had never been stored. Only a
+// storage failure is an error.
+func loadState(db *engine.Engine, ns string, discard bool) (st syncState, resets []error, err error) {
+	read := func(key string, decode func([]byte) error) (bool, error) {
+		b, err := db.State(key)
+		if err != nil || b == nil {
+			return false, err
+		}
+		derr := decode(b)
+		if derr == nil {
+			return true, nil
+		}
+		if discard {
+			if err := db.SetState(key, nil); err != nil {
+				return false, fmt.Errorf("client: discarding the undecodable %s: %w", key, err)
+			}
+		}
+		resets = append(resets, fmt.Errorf("%w: %s: %w", ErrSyncStateReset, key, derr))
+		return false, nil
+	}
+	st.haveCursor, err = read(cursorKey(ns), func(b []byte) (err error) {
+		st.cursor, err = decodeCursor(b)
+		return err
+	})
+	if err != nil {
+		return st, resets, err
+	}
+	st.reset = len(resets) > 0
+	n := len(resets)
+	if _, err = read(chainKey(ns), func(b []byte) error {
+		c, ch, err := decodeChain(b)
+		if err == nil && st.haveCursor && c == st.cursor {
+			st.chain = ch
+		}
+		return err
+	}); err != nil {
+		return st, resets, err
+	}
+	st.reset = st.reset || len(resets) > n
+	n = len(resets)
+	if _, err = read(sentKey(ns), func(b []byte) (err error) {
+		st.sent, err = decodeHLC(b)
+		return err
+	}); err != nil {
+		return st, resets, err
+	}
+	st.sentReset = len(resets) > n
+	n = len(resets)
+	if st.haveAcked, err = read(ackedKey(ns), func(b []byte) error {
+		h, err := wire.ParseHLC(string(b))
+		if err != nil {
+			return fmt.Errorf("client: stored acknowledged watermark: %w", err)
+		}
+		st.acked = h
+		return nil
+	}); err != nil {
+		return st, resets, err
+	}
+	st.sentReset = st.sentReset || len(resets) > n
+	if _, err = read(horizonKey(ns), func(b []byte) (err error) {
+		st.horizon, err = decodeCursor(b)
+		if err != nil {
+			err = fmt.Errorf("client: stored tombstone horizon %q is not a wall time", b)
+		}
+		return err
+	}); err != nil {
+		return st, resets, err
+	}
+	return st, resets, nil
+}
+
+// loadSent returns the sent watermark stored for ns (zero if none, or if
+// it does not decode: every local transaction then counts as pending).
+func loadSent(db *engine.Engine, ns string) (model.HLC, error) {
 	b, err := db.State(sentKey(ns))
 	if err != nil || b == nil {
-		return engine.HLC{}, err
+		return model.HLC{}, err
 	}
-	return decodeHLC(b)
+	h, err := decodeHLC(b)
+	if err != nil {
+		return model.HLC{}, nil
+	}
+	return h, nil
 }

@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
 // peerSets returns n ChangeSets of another replica, one insert each.
-func peerSets(t *testing.T, n int, prefix string) []engine.ChangeSet {
+func peerSets(t *testing.T, n int, prefix string) []model.ChangeSet {
 	t.Helper()
 	other, _ := newEngine(t)
 	for i := range n {
@@ -27,8 +29,10 @@ func has(t *testing.T, db *engine.Engine, id string) bool {
 }
 
 // TestPushChangesCursor: a push_changes that continues the cursor is
-// applied and moves it, atomically; one with a gap is applied but leaves
-// the cursor, and the gap is pulled; one already covered is ignored.
+// applied and moves it, atomically; one with a gap is not applied (a
+// tombstone horizon mark may lie in the gap: its ChangeSets must follow
+// the mark's pruning), leaves the cursor, and the gap is pulled; one
+// already covered is ignored.
 func TestPushChangesCursor(t *testing.T) {
 	relay := newScriptRelay(t)
 	db, _ := newEngine(t)
@@ -60,13 +64,13 @@ func TestPushChangesCursor(t *testing.T) {
 		t.Fatalf("covered push answered with %v", got)
 	}
 	// 11 alone: 9 and 10 are missing (another client's, or this one's
-	// own push). Applied, cursor kept, gap pulled from 8.
+	// own push). Not applied, cursor kept, gap pulled from 8.
 	p.send(t, &wire.PushChanges{Cursor: 11, ChangeSets: sets[5:6]})
 	g := expect[*wire.GetChanges](t, p)
 	if g.Since != 8 {
 		t.Fatalf("gap pulled since %d, want 8", g.Since)
 	}
-	if !has(t, db, "pf") || stateOf(t, db, cursorKey(testNS)) != "8" {
+	if has(t, db, "pf") || stateOf(t, db, cursorKey(testNS)) != "8" {
 		t.Fatalf("gap push: row %v, cursor %q", has(t, db, "pf"), stateOf(t, db, cursorKey(testNS)))
 	}
 	// A push arriving while the pull is in flight does not start another.
@@ -258,7 +262,7 @@ func TestSnapshotStallResumes(t *testing.T) {
 	}
 	// A second table, so the resume has a finished table to skip.
 	schema2 := notesSchema()
-	schema2.Tables = append(schema2.Tables, engine.TableDef{Name: "tags", Columns: []engine.ColumnDef{{Name: "id", Type: engine.KindText}, {Name: "name", Type: engine.KindText}}})
+	schema2.Tables = append(schema2.Tables, model.TableDef{Name: "tags", Columns: []model.ColumnDef{{Name: "id", Type: model.KindText}, {Name: "name", Type: model.KindText}}})
 	src2, err := engine.Open(srcStore, engine.Options{Schema: schema2})
 	if err != nil {
 		t.Fatal(err)
@@ -279,7 +283,7 @@ func TestSnapshotStallResumes(t *testing.T) {
 	// header, schema, table notes: start, rows…, end; then tags: start, rows.
 	cut := 0
 	for i, ch := range chunks {
-		if ch.Type == engine.ChunkTableStart && ch.Table == "tags" {
+		if ch.Type == model.ChunkTableStart && ch.Table == "tags" {
 			cut = i + 2
 			break
 		}
@@ -326,4 +330,100 @@ func TestSnapshotStallResumes(t *testing.T) {
 		t.Fatalf("checkpoint left: %+v", cp)
 	}
 	sameData(t, srcStore, dbStore)
+}
+
+// TestResumeRefusedBootstrapsAfresh: a snapshot checkpoint the relay cannot
+// resume (SNAPSHOT_ERROR: it comes from another relay log, after the relay
+// was wiped) is discarded and a get_snapshot follows in the same session.
+// Before, the session ended and every reconnect resumed the same checkpoint:
+// the device was locked out for good (found by the simulator, seed 13).
+func TestResumeRefusedBootstrapsAfresh(t *testing.T) {
+	relay := newScriptRelay(t)
+	clk := newFakeClock()
+	src, srcStore, db, dbStore := interruptedBootstrap(t)
+	c := newClient(t, db, quietOptions(clk))
+	ev := recordEvents(t, c)
+	c.Connect(relay.url, "db1", "")
+	p := relay.accept(t)
+	p.ack(t)
+	expect[*wire.ResumeSnapshot](t, p)
+	p.send(t, &wire.Error{Code: wire.CodeSnapshotError, Message: "the checkpoint comes from another relay log: discard it and send get_snapshot"})
+	expect[*wire.GetSnapshot](t, p)
+	if cp, _ := db.SnapshotCheckpoint(); cp != nil {
+		t.Fatalf("checkpoint kept: %+v", cp)
+	}
+	for _, ch := range snapshotChunks(t, src, engine.SnapshotOptions{Cursor: 7, ChunkRows: 3}) {
+		p.send(t, &wire.SnapshotChunk{Chunk: ch})
+	}
+	p.send(t, &wire.SnapshotComplete{})
+	if g := expect[*wire.GetChanges](t, p); g.Since != 7 {
+		t.Fatalf("pull after the fresh snapshot since %d, want 7", g.Since)
+	}
+	p.send(t, &wire.Changes{Cursor: 7})
+	ev.waitState(t, Synced)
+	sameData(t, srcStore, dbStore)
+}
+
+// TestResumeTransientErrorKeepsCheckpoint: a SNAPSHOT_ERROR answering the
+// resume of a checkpoint of this relay log (its site is the handshake's
+// server site id: a storage failure on the relay, "resume later") is
+// transient: the checkpoint is kept and resumed at the next connection,
+// not discarded for a whole new transfer. (Found by review: the fix for
+// a checkpoint of another relay log discarded every checkpoint.)
+func TestResumeTransientErrorKeepsCheckpoint(t *testing.T) {
+	relay := newScriptRelay(t)
+	clk := newFakeClock()
+	src, _, db, _ := interruptedBootstrap(t)
+	c := newClient(t, db, quietOptions(clk))
+	c.Connect(relay.url, "db1", "")
+	ackAs := func(p *peer) {
+		h := expect[*wire.Handshake](t, p)
+		p.send(t, &wire.HandshakeAck{ProtocolVersion: wire.ProtocolVersion, DatabaseID: h.DatabaseID, ServerSiteID: src.SiteID(), ConnectionID: "c-test"})
+	}
+	p := relay.accept(t)
+	ackAs(p)
+	expect[*wire.ResumeSnapshot](t, p)
+	p.send(t, &wire.Error{Code: wire.CodeSnapshotError, Message: "snapshot failed on the relay after 0 chunks: resume later"})
+	p.waitClosed(t)
+	if cp, _ := db.SnapshotCheckpoint(); cp == nil {
+		t.Fatal("the checkpoint was discarded after a transient SNAPSHOT_ERROR")
+	}
+	// The reconnect comes after the backoff (a failed transfer: seconds).
+	p = nil
+	for i := 0; p == nil; i++ {
+		if i == 300 {
+			t.Fatal("no reconnect within 300 s of backoff")
+		}
+		clk.Advance(time.Second)
+		select {
+		case p = <-relay.conns:
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	ackAs(p)
+	if r := expect[*wire.ResumeSnapshot](t, p); r.Checkpoint.SiteID != src.SiteID() {
+		t.Fatalf("resumed checkpoint of site %v, want %v", r.Checkpoint.SiteID, src.SiteID())
+	}
+}
+
+// interruptedBootstrap returns a source replica of 10 notes and a replica
+// that applied the first three chunks of its snapshot (header, schema, table
+// start), so it holds a checkpoint to resume, with their stores.
+func interruptedBootstrap(t *testing.T) (src *engine.Engine, srcStore kv.Store, db *engine.Engine, dbStore kv.Store) {
+	t.Helper()
+	src, srcStore = newEngine(t)
+	for i := range 10 {
+		insert(t, src, string(rune('a'+i)), "s")
+	}
+	db, dbStore = newEngine(t)
+	old := snapshotChunks(t, src, engine.SnapshotOptions{Cursor: 4, ChunkRows: 3})
+	for _, ch := range old[:3] { // header, schema, table start: a checkpoint
+		if _, err := db.ApplySnapshotChunk(ch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cp, _ := db.SnapshotCheckpoint(); cp == nil {
+		t.Fatal("no checkpoint to resume")
+	}
+	return src, srcStore, db, dbStore
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -167,4 +169,40 @@ func TestKeepalive(t *testing.T) {
 	if err := c.State().Err; !errors.Is(err, ErrTimeout) {
 		t.Fatalf("state error %v, want ErrTimeout", err)
 	}
+}
+
+// TestRateLimitedBackoffGrows (issue 10 §10): a relay that closes the
+// connection with RATE_LIMITED (then status 1008) after the handshake sees
+// reconnects after 1 s, 2 s, 4 s: the handshake of a session that ended so
+// does not reset the backoff, so a client that keeps exceeding the relay's
+// rate waits longer each time instead of reconnecting within a second
+// forever. The error is reported.
+func TestRateLimitedBackoffGrows(t *testing.T) {
+	relay := newScriptRelay(t)
+	clk := newFakeClock()
+	db, _ := newEngine(t)
+	insert(t, db, "x", "y")
+	c := newClient(t, db, quietOptions(clk))
+	ev := recordEvents(t, c)
+	c.Connect(relay.url, "db1", "")
+	for _, d := range []time.Duration{1, 2, 4} {
+		p := relay.accept(t)
+		p.syncUp(t, 0)
+		p.send(t, &wire.Error{Code: wire.CodeRateLimited, Message: "slow down"})
+		// In a goroutine: Close waits (up to 5 s) for the client's reply to
+		// the close frame, which a client that already dropped the socket
+		// never sends.
+		go func(c *websocket.Conn) { _ = c.Close(websocket.StatusPolicyViolation, "rate limited") }(p.c)
+		d *= time.Second
+		clk.waitTimer(t, d)
+		if st := c.State(); st.State != Disconnected || !st.Retry.Equal(clk.Now().Add(d)) {
+			t.Fatalf("after RATE_LIMITED: %+v (now %v), want a retry in %v", st, clk.Now(), d)
+		}
+		clk.Advance(d)
+	}
+	ev.wait(t, "RATE_LIMITED reported", func(e Event) bool {
+		var we *wire.Error
+		return e.Type == ErrorReported && errors.As(e.Err, &we) && we.Code == wire.CodeRateLimited
+	})
+	c.Disconnect()
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -33,7 +33,7 @@ func TestPushRefusedSplit(t *testing.T) {
 	insert(t, db, "a", "1")
 	insert(t, db, "b", "2")
 	insert(t, db, "c", "3")
-	all := ownSets(t, db, engine.HLC{}) // migrations, a, b, c
+	all := ownSets(t, db, model.HLC{}) // migrations, a, b, c
 	if len(all) != 4 {
 		t.Fatalf("%d local sets", len(all))
 	}
@@ -140,7 +140,7 @@ func TestPushMessageTooLargeSplit(t *testing.T) {
 	db, _ := newEngine(t)
 	insert(t, db, "a", "1")
 	insert(t, db, "b", "2")
-	all := ownSets(t, db, engine.HLC{}) // migrations, a, b
+	all := ownSets(t, db, model.HLC{}) // migrations, a, b
 	if len(all) != 3 {
 		t.Fatalf("%d local sets", len(all))
 	}

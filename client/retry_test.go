@@ -8,6 +8,7 @@ import (
 
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/kv/memkv"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -37,7 +38,7 @@ func TestPullApplyFails(t *testing.T) {
 	expect[*wire.GetChanges](t, p)
 	p.send(t, &wire.Changes{Cursor: 2, ChangeSets: append(good, bad...)})
 	e := ev.wait(t, "the failure", func(e Event) bool { return e.Type == ErrorReported })
-	if !isErr(e.Err, engine.ErrClockDrift) {
+	if !isErr(e.Err, model.ErrClockDrift) {
 		t.Fatalf("reported %v", e.Err)
 	}
 	if has(t, db, "ga") || stateOf(t, db, cursorKey(testNS)) != "" {

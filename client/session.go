@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -16,6 +18,7 @@ type outcome struct {
 	err            error // why; a *fatalError stops the run
 	acked          bool  // the handshake succeeded (resets the backoff)
 	snapshotFailed bool  // a snapshot transfer failed or stalled
+	rateLimited    bool  // the relay closed the session for its rate: keep the backoff growing
 }
 
 // frame is one frame from the reader goroutine: a decoded message, or the
@@ -43,18 +46,26 @@ type session struct {
 	outQ   [][]byte
 	outSig chan struct{} // cap 1: outQ is not empty
 
-	acked    bool
-	ns       string // key namespace, from handshake_ack
-	cursor   uint64 // received watermark (arrival sequence)
-	sent     engine.HLC
-	synced   bool // the first pull after the handshake (or a snapshot) ended
-	lastRecv time.Time
-	lastSent time.Time // when the last frame was queued
+	acked     bool
+	presented string     // the namespace whose position the handshake presented
+	lastLog   string     // the namespace of the relay log last seen here ("": none recorded)
+	ns        string     // key namespace, from handshake_ack
+	cursor    uint64     // received watermark (arrival sequence)
+	ownCursor bool       // cursor is this replica's position in this relay log (stored, not voided; or a snapshot's), not 0 for want of one
+	chain     wire.Chain // the relay log's chain value at cursor; zero: unknown
+	horizon   uint64     // the tombstone horizon applied (horizonKey); 0: none
+	sent      model.HLC
+	ackedKept bool // the acknowledged watermark is stored apart (below sent)
+	synced    bool // the first pull after the handshake (or a snapshot) ended
+	lastRecv  time.Time
+	lastSent  time.Time // when the last frame was queued
 
 	pulling   bool      // a get_changes is in flight
 	pullAt    time.Time // when it was sent
+	pullSince uint64    // its since
+	pullFor   uint64    // pullWant when it was sent: its answer must reach it
 	pullWant  uint64    // highest cursor seen in a push_changes
-	pullFails int
+	pullFails int       // consecutive failed pulls; > 0: not Synced
 	pullRetry Timer
 
 	push          *inflight // the apply_changes in flight
@@ -72,21 +83,53 @@ type session struct {
 
 type inflight struct {
 	id   string
-	hlc  engine.HLC         // the highest ChangeSet hlc of the request
-	sets []engine.ChangeSet // the request's ChangeSets (to split a refused one)
-	full bool               // the request hit a limit: more may be pending
+	hlc  model.HLC         // the highest ChangeSet hlc of the request
+	sets []model.ChangeSet // the request's ChangeSets (to split a refused one)
+	full bool              // the request hit a limit: more may be pending
 	at   time.Time
 
 	// ahead is the batch after this one, read while the relay works on
 	// this one (full requests only); aheadFull is its full flag.
-	ahead     []engine.ChangeSet
+	ahead     []model.ChangeSet
 	aheadFull bool
 }
 
 type snapTransfer struct {
-	cursor uint64 // the cursor to resume pulling from (valid once started)
-	header bool   // the header chunk was applied
-	done   bool   // the footer was applied
+	cursor  uint64 // the cursor to resume pulling from (valid once started)
+	horizon uint64 // the header's tombstone horizon
+	header  bool   // the header chunk was applied
+	done    bool   // the footer was applied
+	// resumed: the transfer resumes a checkpoint (resume_snapshot).
+	resumed bool
+	// foreign: the resumed checkpoint was taken from another relay log
+	// than this session's (its site is not the handshake's server site
+	// id): the relay refuses it with SNAPSHOT_ERROR, for good.
+	foreign bool
+	// apply is how the header is applied: a replacing apply (see
+	// replaceSnapshot) or a merge. The engine keeps the mode of a
+	// resumed checkpoint whatever apply says.
+	apply engine.ApplySnapshotOptions
+
+	pos      snapMark // how far this stream has come
+	advanced bool     // pos went past every earlier attempt's (Client.snapBest)
+}
+
+// snapMark is a position in a snapshot transfer: tables completed (the
+// checkpoint's, resumed ones included) and rows applied in the table being
+// applied. A resumed transfer starts that table again, so a later attempt
+// progresses only when it gets past the furthest mark of the earlier ones.
+type snapMark struct {
+	id     string
+	tables int
+	rows   int64
+}
+
+// beyond reports whether m is further than o in the same snapshot.
+func (m snapMark) beyond(o snapMark) bool {
+	if m.id != o.id {
+		return false
+	}
+	return m.tables > o.tables || (m.tables == o.tables && m.rows > o.rows)
 }
 
 // session dials t and runs one connection until it ends.
@@ -97,7 +140,7 @@ func (c *Client) session(ctx context.Context, t target) outcome {
 	hsTimer := c.clock.AfterFunc(c.opts.HandshakeTimeout, hsCancel)
 	defer hsTimer.Stop()
 
-	conn, err := dialSocket(hsCtx, t.url, nil, c.opts.MaxMessageSize)
+	conn, err := c.opts.Dial(hsCtx, t.url, nil, c.opts.MaxMessageSize)
 	if err != nil {
 		if ctx.Err() == nil && hsCtx.Err() != nil {
 			err = fmt.Errorf("%w: dialing %s took longer than %v", ErrTimeout, t.url, c.opts.HandshakeTimeout)
@@ -105,6 +148,9 @@ func (c *Client) session(ctx context.Context, t target) outcome {
 		return outcome{err: err}
 	}
 
+	c.mu.Lock()
+	c.conn = conn // for DropConnection
+	c.mu.Unlock()
 	sctx, scancel := context.WithCancel(ctx)
 	s := &session{
 		c: c, db: c.db, t: t, ctx: sctx, conn: conn,
@@ -122,17 +168,23 @@ func (c *Client) session(ctx context.Context, t target) outcome {
 
 	c.setState(Syncing)
 	s.keepTimer = c.clock.NewTimer(c.opts.PingInterval)
-	s.send(&wire.Handshake{ProtocolVersion: wire.ProtocolVersion, DatabaseID: t.databaseID, SiteID: c.db.SiteID(), Token: t.token})
+	hs := &wire.Handshake{ProtocolVersion: wire.ProtocolVersion, DatabaseID: t.databaseID, SiteID: c.db.SiteID(), Token: t.token}
+	s.presentPosition(hs)
+	s.send(hs)
 	o := s.loop(hsCtx.Done(), hsTimer)
 
 	for _, tm := range []Timer{s.keepTimer, s.debTimer, s.pushRetry, s.pullRetry, s.stallTimer} {
 		stopTimer(tm)
 	}
+	c.mu.Lock()
+	c.conn = nil
+	c.mu.Unlock()
 	closeSocket(conn, ctx.Err() != nil)
 	scancel()
 	wg.Wait()
 	if s.snap != nil {
 		c.setProgress(nil)
+		s.snapshotEnded(&o, ctx.Err() != nil)
 	}
 	o.acked = o.acked || s.acked
 	return o
@@ -176,10 +228,21 @@ func (s *session) loop(hsDone <-chan struct{}, hsTimer Timer) outcome {
 			if errors.As(err, &sf) {
 				return outcome{err: sf.err, snapshotFailed: true}
 			}
+			var rl *rateLimited
+			if errors.As(err, &rl) {
+				return outcome{err: rl.err, rateLimited: true}
+			}
 			return outcome{err: err}
 		}
 	}
 }
+
+// rateLimited ends a session the relay closes for exceeding its rate
+// limits (RATE_LIMITED, or close status 1008 without it): the run's backoff
+// is not reset by the session's handshake.
+type rateLimited struct{ err error }
+
+func (r *rateLimited) Error() string { return r.err.Error() }
 
 // snapshotFailure ends a session whose snapshot transfer failed.
 type snapshotFailure struct{ err error }
@@ -232,7 +295,7 @@ func (s *session) handle(f frame) error {
 // closeError maps a read error to the session's end: a fatal close status
 // (4001–4004) without its error frame is fatal as well.
 func closeError(err error) error {
-	st := closeStatus(err)
+	st := peerCloseStatus(err)
 	var code wire.ErrorCode
 	switch st {
 	case wire.CloseAuthFailed:
@@ -243,6 +306,8 @@ func closeError(err error) error {
 		code = wire.CodeProtocolVersionMismatch
 	case wire.CloseAlreadyAuthenticated:
 		code = wire.CodeAlreadyAuthenticated
+	case 1008: // policy violation: rate limited (RATE_LIMITED lost) or no handshake in time
+		return &rateLimited{fmt.Errorf("client: relay closed the connection with status 1008 (policy violation: rate limited, or no handshake in time): %w", err)}
 	default:
 		return fmt.Errorf("client: connection lost: %w", err)
 	}
@@ -250,6 +315,148 @@ func closeError(err error) error {
 }
 
 func (s *session) onHandshakeAck(m *wire.HandshakeAck) error {
+	if err := s.checkAck(m); err != nil {
+		return err
+	}
+	ns := namespace(m.ServerSiteID, s.t.databaseID)
+	st, resets, err := loadState(s.db, ns, true)
+	if err != nil {
+		return err
+	}
+	for _, r := range resets {
+		s.c.log.Warn("replica sync: stored sync state does not decode; discarded and rebuilt", "err", r)
+		s.c.report(r)
+	}
+	cp, err := s.checkpoint()
+	if err != nil {
+		return err
+	}
+	diverged, why, err := s.voidUnverifiedCursor(m, ns, &st, &cp)
+	if err != nil {
+		return err
+	}
+	lowered, err := s.lowerSent(m, ns, &st)
+	if err != nil {
+		return err
+	}
+	why = append(why, lowered...)
+	if len(why) > 0 {
+		err := fmt.Errorf("%w: relay %s, database %q: %s", ErrRelayDiverged, m.ServerSiteID, s.t.databaseID, strings.Join(why, "; "))
+		s.c.log.Warn("replica sync: the relay's log is not a continuation of the one this replica synced with; repairing", "err", err)
+		s.c.report(err)
+	}
+	s.acked = true // only now: a local failure above keeps the backoff growing
+	s.ns, s.cursor, s.chain, s.sent, s.ackedKept = ns, st.cursor, st.chain, st.sent, st.haveAcked
+	s.horizon = st.horizon
+	s.ownCursor = st.haveCursor && !st.reset
+	s.c.setSent(s.ns, st.sent)
+	for _, k := range []string{relayKey(s.t.url, s.t.databaseID), lastLogKey(s.t.databaseID)} {
+		if hint, err := s.db.State(k); err != nil {
+			return err
+		} else if string(hint) != s.ns {
+			if err := s.db.SetState(k, []byte(s.ns)); err != nil {
+				return err
+			}
+		}
+	}
+	s.c.log.Debug("replica sync: handshake done", "url", s.t.url, "database", s.t.databaseID, "connection", m.ConnectionID, "cursor", st.cursor, "history", m.History)
+
+	if cp != nil {
+		s.c.takeSnapshotRequest()
+		s.startSnapshot(cp, false)
+		return nil
+	}
+	bootstrap := s.c.takeSnapshotRequest() || diverged || st.reset
+	if !bootstrap && !st.haveCursor {
+		own, err := s.db.HasOwnFacts()
+		if err != nil {
+			return err
+		}
+		bootstrap = !own
+	}
+	if bootstrap {
+		s.startSnapshot(nil, false)
+		return nil
+	}
+	s.pull()
+	return nil
+}
+
+// voidUnverifiedCursor drops the stored cursor and chain for the relay log ns
+// (and the snapshot checkpoint taken from them) when the handshake_ack says
+// the log diverged from what this replica saw there, or when nobody could
+// check the cursor (below). It reports whether the replica must bootstrap
+// for that reason and why, for the RELAY_DIVERGED report.
+func (s *session) voidUnverifiedCursor(m *wire.HandshakeAck, ns string, st *syncState, cp **model.SnapshotCheckpoint) (diverged bool, why []string, err error) {
+	diverged = m.History == wire.HistoryDiverged && s.presented == ns
+	// A cursor kept for this relay log while the log last seen here was
+	// another one was checked by nobody (the handshake presented the
+	// other log's position, or none): the device synced with this log,
+	// then with another, and now this log is back, possibly restored from
+	// a copy older than the cursor. Pulling from it would skip the entries
+	// the log appends between its head and the cursor, for good. It is
+	// void like a diverged one. (With no log recorded at all, state from
+	// before the record existed, the cursor is trusted as it was.)
+	unverified := st.haveCursor && s.lastLog != "" && s.lastLog != ns
+	if unverified {
+		why = append(why, fmt.Sprintf("this replica's cursor %d in its log was kept from an earlier session and not presented (the last relay log seen was another one): bootstrapping again", st.cursor))
+	} else if diverged {
+		// The cursor names other entries of the relay's log, or none:
+		// it is void, and so is a snapshot checkpoint taken from it.
+		why = append(why, fmt.Sprintf("its log does not hold cursor %d with the chain value this replica saw there (restored from an older copy, truncated or replaced?): bootstrapping again", st.cursor))
+	}
+	diverged = diverged || unverified
+	if diverged {
+		for _, k := range []string{cursorKey(ns), chainKey(ns)} {
+			if err := s.db.SetState(k, nil); err != nil {
+				return false, nil, err
+			}
+		}
+		if *cp != nil {
+			if err := s.db.DiscardSnapshotCheckpoint(); err != nil {
+				return false, nil, err
+			}
+			*cp = nil
+		}
+		st.cursor, st.haveCursor, st.chain = 0, false, wire.Chain{}
+	}
+	return diverged, why, nil
+}
+
+// lowerSent lowers the sent watermark for the relay log ns to the relay's
+// stated siteHlc when the relay holds fewer of this replica's transactions
+// than it acknowledged (restored from an older copy) or the sent state was
+// reset, so the rest is pushed again. It returns why, for the report.
+func (s *session) lowerSent(m *wire.HandshakeAck, ns string, st *syncState) (why []string, err error) {
+	if m.SiteHLCStated {
+		held := m.SiteHLC
+		base := st.sent
+		if st.haveAcked {
+			base = st.acked
+		}
+		lower := st.sentReset
+		if !lower && held.Less(base) {
+			// The relay lost transactions of this replica it had
+			// acknowledged: push everything above what it holds.
+			why = append(why, fmt.Sprintf("it holds this replica's transactions up to %s only, and had acknowledged them up to %s: pushing the rest again", wire.FormatHLC(held), wire.FormatHLC(base)))
+			lower = true
+		}
+		if lower {
+			st.sent, st.acked, st.haveAcked = held, held, false
+			if err := s.db.SetState(sentKey(ns), encodeHLC(held)); err != nil {
+				return nil, err
+			}
+			if err := s.db.SetState(ackedKey(ns), nil); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return why, nil
+}
+
+// checkAck refuses a handshake_ack that is a second one, speaks another
+// protocol version (fatal) or names another database (fatal).
+func (s *session) checkAck(m *wire.HandshakeAck) error {
 	if s.acked {
 		return fmt.Errorf("%w: second handshake_ack", ErrProtocol)
 	}
@@ -263,50 +470,61 @@ func (s *session) onHandshakeAck(m *wire.HandshakeAck) error {
 	if m.DatabaseID != s.t.databaseID {
 		return &fatalError{fmt.Errorf("%w: handshake_ack for database %q, asked for %q", ErrProtocol, m.DatabaseID, s.t.databaseID)}
 	}
-	ns := namespace(m.ServerSiteID, s.t.databaseID)
-	cursor, haveCursor, err := loadCursor(s.db, ns)
-	if err != nil {
-		return err
-	}
-	sent, err := loadSent(s.db, ns)
-	if err != nil {
-		return err
-	}
-	s.acked = true // only now: a local failure above keeps the backoff growing
-	s.ns, s.cursor, s.sent = ns, cursor, sent
-	s.c.setSent(s.ns, sent)
-	if hint, err := s.db.State(relayKey(s.t.url, s.t.databaseID)); err != nil {
-		return err
-	} else if string(hint) != s.ns {
-		if err := s.db.SetState(relayKey(s.t.url, s.t.databaseID), []byte(s.ns)); err != nil {
-			return err
-		}
-	}
-	s.c.log.Debug("replica sync: handshake done", "url", s.t.url, "database", s.t.databaseID, "connection", m.ConnectionID, "cursor", cursor)
-
-	cp, err := s.db.SnapshotCheckpoint()
-	if err != nil {
-		return err
-	}
-	if cp != nil {
-		s.c.takeSnapshotRequest()
-		s.startSnapshot(cp)
-		return nil
-	}
-	bootstrap := s.c.takeSnapshotRequest()
-	if !bootstrap && !haveCursor {
-		own, err := s.db.HasOwnFacts()
-		if err != nil {
-			return err
-		}
-		bootstrap = !own
-	}
-	if bootstrap {
-		s.startSnapshot(nil)
-		return nil
-	}
-	s.pull()
 	return nil
+}
+
+// checkpoint returns the engine's snapshot checkpoint; one that does not
+// decode is discarded and reported (ErrSyncStateReset), and the replica
+// bootstraps again.
+func (s *session) checkpoint() (*model.SnapshotCheckpoint, error) {
+	cp, err := s.db.SnapshotCheckpoint()
+	if errors.Is(err, engine.ErrStorageFormat) {
+		if derr := s.db.DiscardSnapshotCheckpoint(); derr != nil {
+			return nil, derr
+		}
+		r := fmt.Errorf("%w: %w", ErrSyncStateReset, err)
+		s.c.log.Warn("replica sync: stored sync state does not decode; discarded and rebuilt", "err", r)
+		s.c.report(r)
+		s.c.mu.Lock()
+		s.c.wantSnap = true // the partial snapshot must be completed
+		s.c.mu.Unlock()
+		return nil, nil
+	}
+	return cp, err
+}
+
+// presentPosition fills the handshake's position in the relay log last
+// seen at the target (its serverSiteId, the cursor kept there and the
+// chain value at it, or an interrupted snapshot's cursor), for the relay
+// to say whether its log continues it: the log last seen at the target's
+// URL, or, at a URL never used, the one last seen for the database at any
+// URL (a relay moved to a new address). State that does not decode is
+// left out here; the handshake_ack's handling reports and discards it.
+func (s *session) presentPosition(h *wire.Handshake) {
+	hint, err := s.db.State(relayKey(s.t.url, s.t.databaseID))
+	if err == nil && hint == nil {
+		hint, err = s.db.State(lastLogKey(s.t.databaseID))
+	}
+	if err != nil || hint == nil {
+		return
+	}
+	s.lastLog = string(hint)
+	server, ok := namespaceServer(string(hint), s.t.databaseID)
+	if !ok {
+		return
+	}
+	st, _, err := loadState(s.db, string(hint), false)
+	if err != nil {
+		return
+	}
+	if st.haveCursor {
+		h.Log, h.Cursor, h.Chain = server, st.cursor, st.chain
+	} else if cp, err := s.db.SnapshotCheckpoint(); err == nil && cp != nil && cp.SiteID == server {
+		h.Log, h.Cursor = server, cp.Cursor
+	}
+	if !h.Log.IsZero() {
+		s.presented = string(hint)
+	}
 }
 
 func (s *session) onError(m *wire.Error) error {
@@ -325,31 +543,65 @@ func (s *session) onError(m *wire.Error) error {
 		s.pushRefused(m)
 		return nil
 	}
-	s.c.report(m)
+	// A failing request moves the state first and then reports m
+	// (pullFailed, pushFailed), so whoever sees the ErrorReported event
+	// sees the state it left; the other errors are reported here.
 	switch {
+	case m.Code == wire.CodeRateLimited:
+		// The relay closes the connection next (status 1008).
+		s.c.report(m)
+		return &rateLimited{m}
 	case m.RequestID != "":
 		if s.push != nil && m.RequestID == s.push.id {
-			s.pushFailed()
+			s.pushFailed(m)
+			return nil
 		}
 	case m.Code == wire.CodeSnapshotRequired:
+		s.c.report(m)
 		if s.snap == nil {
+			// The relay can no longer serve the cursor pulled from.
+			// When it is this replica's own position in this log, the
+			// relay pruned the entries after it, and the tombstones of
+			// rows deleted meanwhile: the snapshot replaces.
+			replace := s.pulling && s.ownCursor
 			s.pulling = false
-			s.startSnapshot(nil)
+			s.startSnapshot(nil, replace)
 		}
+		return nil
 	case m.Code == wire.CodeGetChangesError:
 		if s.pulling {
 			s.pulling = false
-			s.pullFailed()
+			s.pullFailed(m)
+			return nil
 		}
 	case m.Code == wire.CodeSnapshotError:
+		s.c.report(m)
+		if s.snap != nil && s.snap.foreign && !s.snap.header {
+			// The relay cannot resume the checkpoint: it comes from
+			// another relay log (the relay was wiped or replaced: a new
+			// server site id), which no reconnect changes. As the relay
+			// asks, discard it and bootstrap afresh now; a snapshot
+			// merges, so nothing local is lost. A checkpoint of this
+			// relay log is kept: its SNAPSHOT_ERROR is transient (a
+			// storage failure on the relay), retried from the
+			// checkpoint after the backoff.
+			if err := s.db.DiscardSnapshotCheckpoint(); err != nil {
+				return err
+			}
+			s.startSnapshot(nil, false)
+			return nil
+		}
 		if s.snap != nil {
 			return &snapshotFailure{m}
 		}
-	case m.Code == wire.CodeApplyChangesError, m.Code == wire.CodeApplyChangesRefused:
+		return nil
+	case m.Code == wire.CodeApplyChangesError, m.Code == wire.CodeApplyChangesRefused, m.Code == wire.CodeClockDrift:
 		if s.push != nil {
-			s.pushFailed()
+			s.pushFailed(m)
+			return nil
 		}
 	}
+	s.c.report(m)
 	return nil
 }
 
@@ -359,13 +611,45 @@ func (s *session) pull() {
 	if s.pulling || s.snap != nil || s.pullRetry != nil {
 		return
 	}
-	s.pulling, s.pullAt = true, s.c.clock.Now()
+	s.pulling, s.pullAt, s.pullSince, s.pullFor = true, s.c.clock.Now(), s.cursor, s.pullWant
 	s.send(&wire.GetChanges{Since: s.cursor})
 }
 
-func (s *session) pullFailed() {
+// pullFailed schedules the pull's retry after the backoff delay; the
+// state is not Synced until a pull succeeds. It then reports err, after
+// the state moved: an ErrorReported event never carries, or is followed
+// by a read of, a Synced state the failure has left.
+func (s *session) pullFailed(err error) {
 	s.pullRetry = s.c.clock.NewTimer(backoff(s.pullFails, s.c.opts.BackoffBase, s.c.opts.BackoffMax, s.c.opts.Rand()))
 	s.pullFails++
+	s.showState()
+	s.c.report(err)
+}
+
+// checkChanges returns the ErrProtocol of a changes reply that breaks the
+// paging rules (wire's "Message changes"), nil for one that makes progress
+// or says it is caught up. Asking again at once after a reply that
+// breaks them could loop forever (issue 10 §7: a proxy echoing since as
+// the cursor made the client send a thousand get_changes a second), so
+// the caller treats it as a failed pull.
+func (s *session) checkChanges(m *wire.Changes) error {
+	since, n := s.pullSince, uint64(len(m.ChangeSets))
+	var why string
+	switch {
+	case m.Cursor < since:
+		why = fmt.Sprintf("its cursor %d moves back", m.Cursor)
+	case m.More && m.Cursor == since:
+		why = fmt.Sprintf("it says more but its cursor %d does not advance", m.Cursor)
+	case m.More && n == 0 && !endsAtMark(m.Horizons, m.Cursor):
+		why = fmt.Sprintf("it says more but carries no ChangeSet (cursor %d)", m.Cursor)
+	case m.Cursor-since < n:
+		why = fmt.Sprintf("it carries %d ChangeSets but its cursor %d advances by %d", n, m.Cursor, m.Cursor-since)
+	case !m.More && m.Cursor < s.pullFor:
+		why = fmt.Sprintf("it says caught up at cursor %d, but a push_changes announced %d before the request", m.Cursor, s.pullFor)
+	default:
+		return nil
+	}
+	return fmt.Errorf("%w: the changes reply to get_changes since %d makes no progress: %s; nothing of it applied, the pull is retried after a backoff delay", ErrProtocol, since, why)
 }
 
 func (s *session) onChanges(m *wire.Changes) {
@@ -373,23 +657,58 @@ func (s *session) onChanges(m *wire.Changes) {
 		return // dropped: the pull after the snapshot fetches them again
 	}
 	s.pulling = false
+	if err := s.checkChanges(m); err != nil {
+		s.c.log.Warn("replica sync: the relay broke the protocol", "err", err)
+		s.pullFailed(err)
+		return
+	}
+	before, after, ok := splitMarks(m.Horizons, s.pullSince, m.Cursor)
+	if !ok {
+		err := fmt.Errorf("%w: the changes reply to get_changes since %d carries a tombstone horizon mark at a cursor other than since or its cursor %d (%+v): a page ends at a mark; nothing of it applied, the pull is retried after a backoff delay", ErrProtocol, s.pullSince, m.Cursor, m.Horizons)
+		s.c.log.Warn("replica sync: the relay broke the protocol", "err", err)
+		s.pullFailed(err)
+		return
+	}
+	// Marks at since come before the page's ChangeSets (the cursor
+	// stored is since): prune first.
+	if err := s.applyMarks(before); err != nil {
+		s.pullFailed(err)
+		return
+	}
 	next := max(s.cursor, m.Cursor)
+	chain := m.Chain
+	if next != m.Cursor {
+		chain = wire.Chain{}
+	}
 	if len(m.ChangeSets) > 0 {
-		res, err := s.db.Apply(m.ChangeSets, engine.ApplyOptions{State: map[string][]byte{cursorKey(s.ns): encodeCursor(next)}})
+		res, err := s.db.Apply(m.ChangeSets, engine.ApplyOptions{State: cursorState(s.ns, next, chain)})
 		if err != nil {
-			s.c.report(fmt.Errorf("client: applying changes %d..%d: %w", m.Cursor-uint64(len(m.ChangeSets))+1, m.Cursor, err))
-			s.pullFailed()
+			s.pullFailed(fmt.Errorf("client: applying changes %d..%d: %w", m.Cursor-uint64(len(m.ChangeSets))+1, m.Cursor, err))
 			return
 		}
 		s.c.post(Event{Type: ChangesApplied, Result: res})
-	} else if next != s.cursor {
-		if err := s.db.SetState(cursorKey(s.ns), encodeCursor(next)); err != nil {
-			s.c.report(err)
-			s.pullFailed()
+	} else if next != s.cursor || chain != s.chain {
+		// The chain value names its cursor: stored after it, a failure
+		// between the two leaves the cursor without one, never with
+		// another cursor's.
+		st := cursorState(s.ns, next, chain)
+		for _, k := range []string{cursorKey(s.ns), chainKey(s.ns)} {
+			if err := s.db.SetState(k, st[k]); err != nil {
+				s.pullFailed(err)
+				return
+			}
+		}
+	}
+	s.cursor, s.chain = next, chain
+	// Marks at the page's cursor come after its ChangeSets, once the
+	// cursor is stored: a crash between the two pulls from that cursor,
+	// which serves the marks again.
+	if s.cursor == m.Cursor {
+		if err := s.applyMarks(after); err != nil {
+			s.pullFailed(err)
 			return
 		}
 	}
-	s.cursor = next
 	s.pullFails = 0
 	if m.More || s.pullWant > s.cursor {
 		s.pull()
@@ -397,9 +716,30 @@ func (s *session) onChanges(m *wire.Changes) {
 	}
 	if !s.synced {
 		s.synced = true
-		s.c.setState(Synced)
 		s.flush()
 	}
+	s.showState()
+}
+
+// showState shows Syncing or Synced while no snapshot lands: Synced once
+// the session's first pull caught up, as long as no pull is failing (a
+// retry waits or is in flight: pullFails) and no push is failing
+// (Client.pushFailing, kept across sessions, while a push is in flight or
+// waits for its retry). So the state never reads Synced while pushes are
+// being refused (CLOCK_DRIFT, APPLY_CHANGES_ERROR) or changes from the
+// relay cannot be applied.
+func (s *session) showState() {
+	if s.snap != nil {
+		return
+	}
+	if s.push == nil && s.pushRetry == nil && s.synced {
+		s.c.pushFailing = false // nothing left to push
+	}
+	st := Syncing
+	if s.synced && s.pullFails == 0 && !s.c.pushFailing {
+		st = Synced
+	}
+	s.c.showState(st)
 }
 
 func (s *session) onPushChanges(m *wire.PushChanges) {
@@ -411,23 +751,129 @@ func (s *session) onPushChanges(m *wire.PushChanges) {
 	// continue this replica's log when the first of them is at most one
 	// past the cursor.
 	contiguous := n <= m.Cursor && m.Cursor-n <= s.cursor
-	var opts engine.ApplyOptions
-	if contiguous {
-		opts.State = map[string][]byte{cursorKey(s.ns): encodeCursor(m.Cursor)}
+	if !contiguous {
+		// Not applied: a tombstone horizon mark may lie in the gap
+		// (wire's "Tombstone horizon"), and ChangeSets after a mark must
+		// be applied after its pruning. The pull brings them in order.
+		s.pullWant = max(s.pullWant, m.Cursor)
+		s.pull()
+		return
 	}
+	// Marks before the first ChangeSet (at first-1) are pruned first;
+	// marks at the last one's cursor after. The relay makes marks at its
+	// head, so it sends none between; a push carrying one is treated as
+	// out of order and pulled again.
+	before, after, ok := splitMarks(m.Horizons, m.Cursor-n, m.Cursor)
+	if !ok {
+		s.pullWant = max(s.pullWant, m.Cursor)
+		s.pull()
+		return
+	}
+	if err := s.applyMarks(before); err != nil {
+		s.pullFails++
+		s.showState()
+		s.c.report(err)
+		s.pull()
+		return
+	}
+	opts := engine.ApplyOptions{State: cursorState(s.ns, m.Cursor, m.Chain)}
 	res, err := s.db.Apply(m.ChangeSets, opts)
 	if err != nil {
+		// A failure like a failed pull: not Synced until the pull below
+		// (or its retry) applies them; the state moves before the report.
+		s.pullFails++
+		s.showState()
 		s.c.report(fmt.Errorf("client: applying push_changes up to %d: %w", m.Cursor, err))
 		contiguous = false
 	} else {
 		s.c.post(Event{Type: ChangesApplied, Result: res})
 	}
 	if contiguous {
-		s.cursor = m.Cursor
+		s.cursor, s.chain = m.Cursor, m.Chain
+		if err := s.applyMarks(after); err != nil {
+			s.pullFails++
+			s.showState()
+			s.c.report(err)
+			contiguous = false
+		}
+	}
+	if contiguous {
 		return
 	}
 	s.pullWant = max(s.pullWant, m.Cursor)
 	s.pull()
+}
+
+// splitMarks splits the tombstone horizon marks of a message covering the
+// cursors lo (the position before its first ChangeSet) … hi into those at
+// lo, applied before its ChangeSets, and those at hi, applied after (lo
+// == hi: all before). ok is false when one lies strictly between: the
+// relay ends a changes page at a mark, and makes marks at its head.
+func splitMarks(hs []wire.Horizon, lo, hi uint64) (before, after []wire.Horizon, ok bool) {
+	for i, h := range hs {
+		switch {
+		case h.Cursor == lo:
+			before = hs[:i+1]
+		case h.Cursor == hi:
+			return before, hs[i:], true
+		default:
+			return nil, nil, false
+		}
+	}
+	return before, nil, true
+}
+
+// endsAtMark reports whether the last of hs is at cursor: a changes page
+// ending at a mark, which may carry no ChangeSet (its ChangeSets were all
+// the client's own).
+func endsAtMark(hs []wire.Horizon, cursor uint64) bool {
+	return len(hs) > 0 && hs[len(hs)-1].Cursor == cursor
+}
+
+// applyMarks applies tombstone horizon marks in order at the current
+// position (wire's "Tombstone horizon"): each mark above the horizon
+// applied so far prunes the replica's tombstones deleted before its wall
+// (engine.PruneTombstones, idempotent), then its wall is stored as the
+// horizon; marks not above it (carried again) are skipped. A failure
+// leaves the horizon where the last completed mark put it.
+func (s *session) applyMarks(hs []wire.Horizon) error {
+	for _, h := range hs {
+		if h.Wall <= s.horizon {
+			continue
+		}
+		if err := s.pruneTo(h.Wall); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pruneTo prunes the tombstones deleted before wall and stores wall as the
+// horizon applied for this relay log (0: the key is deleted).
+func (s *session) pruneTo(wall uint64) error {
+	if wall != 0 {
+		// This replica's own deletes the relay has not acknowledged are
+		// kept: pruned, they would never be pushed.
+		res, err := s.db.PruneTombstonesWith(wall, engine.PruneTombstonesOptions{KeepUnsent: true, Sent: s.sent})
+		if err != nil {
+			return fmt.Errorf("client: pruning tombstones at the relay's horizon %d: %w", wall, err)
+		}
+		if res.Tombstones > 0 {
+			s.c.log.Debug("replica sync: pruned tombstones at the relay's horizon", "horizon", wall, "tombstones", res.Tombstones, "rows", res.Rows)
+		}
+	}
+	if wall == s.horizon {
+		return nil // stored already (0: the key is absent, see loadState)
+	}
+	var v []byte
+	if wall != 0 {
+		v = encodeCursor(wall)
+	}
+	if err := s.db.SetState(horizonKey(s.ns), v); err != nil {
+		return fmt.Errorf("client: storing the tombstone horizon: %w", err)
+	}
+	s.horizon = wall
+	return nil
 }
 
 // localChange feeds a local change to the debouncer.
@@ -451,6 +897,7 @@ func (s *session) onDebounceTimer() {
 func (s *session) onPushRetry() {
 	s.pushRetry = nil
 	s.flush()
+	s.showState() // the retry may have found nothing left to push (all skipped)
 }
 
 func (s *session) onPullRetry() {
@@ -480,7 +927,7 @@ func (s *session) flush() {
 
 // readLocal reads a push's worth of local ChangeSets above since; full
 // reports that the push limit was reached (more may follow).
-func (s *session) readLocal(since engine.HLC) (sets []engine.ChangeSet, full bool, err error) {
+func (s *session) readLocal(since model.HLC) (sets []model.ChangeSet, full bool, err error) {
 	limit := s.c.opts.PushLimit
 	sets, err = s.db.ChangesSince(since, limit, engine.ChangesFilter{OnlyLocal: true})
 	if err != nil {
@@ -501,7 +948,7 @@ func (s *session) readLocal(since engine.HLC) (sets []engine.ChangeSet, full boo
 // kept to follow it; a single transaction that does not is skipped (see
 // skip) and the next one tried. When more follows, the next batch is read
 // ahead while the relay works on this one.
-func (s *session) sendPush(sets []engine.ChangeSet, full bool, maxSets int) {
+func (s *session) sendPush(sets []model.ChangeSet, full bool, maxSets int) {
 	for {
 		if len(sets) == 0 {
 			if !full && !s.flushDeferred {
@@ -513,8 +960,7 @@ func (s *session) sendPush(sets []engine.ChangeSet, full bool, maxSets int) {
 			s.flushDeferred = false
 			var err error
 			if sets, full, err = s.readLocal(s.sent); err != nil {
-				s.c.report(fmt.Errorf("client: reading local changes: %w", err))
-				s.pushFailed()
+				s.pushFailed(fmt.Errorf("client: reading local changes: %w", err))
 				return
 			}
 			if len(sets) == 0 {
@@ -548,7 +994,7 @@ func (s *session) sendPush(sets []engine.ChangeSet, full bool, maxSets int) {
 		}
 		s.c.takeRequestID()
 		rest := sets[len(batch):]
-		var top engine.HLC
+		var top model.HLC
 		for i := range batch {
 			if top.Less(batch[i].HLC) {
 				top = batch[i].HLC
@@ -577,22 +1023,42 @@ func (s *session) sendPush(sets []engine.ChangeSet, full bool, maxSets int) {
 // it reports why (a *RefusedError with code, msg and the cause) and moves
 // the sent watermark past cs, stored as for an ack, so that the
 // transactions after it are pushed. cs stays in the replica.
-func (s *session) skip(cs *engine.ChangeSet, code wire.ErrorCode, msg string, cause error) {
+func (s *session) skip(cs *model.ChangeSet, code wire.ErrorCode, msg string, cause error) {
 	err := &RefusedError{TransactionID: cs.TransactionID, HLC: cs.HLC, Code: code, Message: msg, Err: cause}
 	s.c.log.Warn("replica sync: a local transaction will not be synced", "transaction", cs.TransactionID, "err", err)
 	s.c.report(err)
-	s.advanceSent(cs.HLC)
+	s.advanceSent(cs.HLC, false)
 }
 
-// advanceSent moves the sent watermark forward to h and stores it.
-func (s *session) advanceSent(h engine.HLC) {
+// advanceSent moves the sent watermark forward to h and stores it; acked
+// says the relay acknowledged h (an apply_result). The acknowledged
+// watermark, which the handshake compares with siteHlc, equals the sent
+// watermark except after a skip (the relay does not hold a skipped
+// transaction): only then is it stored apart (ackedKey), and the next ack
+// deletes it, so that an ack costs one write.
+func (s *session) advanceSent(h model.HLC, acked bool) {
 	if !s.sent.Less(h) {
 		return
+	}
+	if !acked && !s.ackedKept {
+		if err := s.db.SetState(ackedKey(s.ns), encodeHLC(s.sent)); err != nil {
+			s.c.report(fmt.Errorf("client: storing the acknowledged watermark: %w", err))
+		} else {
+			s.ackedKept = true
+		}
 	}
 	s.sent = h
 	s.c.setSent(s.ns, h)
 	if err := s.db.SetState(sentKey(s.ns), encodeHLC(h)); err != nil {
 		s.c.report(fmt.Errorf("client: storing the sent watermark: %w", err))
+		return
+	}
+	if acked && s.ackedKept {
+		if err := s.db.SetState(ackedKey(s.ns), nil); err != nil {
+			s.c.report(fmt.Errorf("client: storing the acknowledged watermark: %w", err))
+		} else {
+			s.ackedKept = false
+		}
 	}
 }
 
@@ -621,27 +1087,46 @@ func (s *session) pushRefused(m *wire.Error) {
 		cause = fmt.Errorf("%w: %w", ErrTooLarge, m)
 	}
 	s.skip(&p.sets[0], m.Code, m.Message, cause)
+	s.c.pushFailing = false
 	s.pushNext(p)
+	s.showState()
 }
 
-func (s *session) pushFailed() {
+// pushFailed schedules the push's retry after the backoff delay; the state
+// is not Synced until a push is acknowledged, in this session or a later
+// one. It then reports err, after the state moved (as pullFailed).
+func (s *session) pushFailed(err error) {
 	s.push = nil
 	stopTimer(s.pushRetry)
 	s.pushRetry = s.c.clock.NewTimer(backoff(s.pushFails, s.c.opts.BackoffBase, s.c.opts.BackoffMax, s.c.opts.Rand()))
 	s.pushFails++
+	s.c.pushFailing = true
+	s.showState()
+	s.c.report(err)
 }
 
 func (s *session) onApplyResult(m *wire.ApplyResult) {
-	if s.push == nil || m.RequestID != s.push.id {
+	if s.push == nil {
 		s.c.log.Debug("replica sync: ignoring an apply_result that answers no push in flight", "requestId", m.RequestID)
+		return
+	}
+	if m.RequestID != s.push.id {
+		// The relay answers each request with one frame, in order: this
+		// one answers the push in flight, under another id. Waiting for
+		// its ack would wait until the request timeout; resend it.
+		err := fmt.Errorf("%w: apply_result for requestId %q while %s is in flight; the push is retried after a backoff delay", ErrProtocol, m.RequestID, s.push.id)
+		s.c.log.Warn("replica sync: the relay broke the protocol", "err", err)
+		s.pushFailed(err)
 		return
 	}
 	p := s.push
 	s.push = nil
 	s.pushFails = 0
-	s.advanceSent(p.hlc)
+	s.c.pushFailing = false
+	s.advanceSent(p.hlc, true)
 	s.c.post(Event{Type: PushAcked, Result: m.ApplyResult})
 	s.pushNext(p)
+	s.showState()
 }
 
 // pushNext sends what follows p, once p is done (acknowledged or
@@ -668,14 +1153,35 @@ func (s *session) snapshotRequested() {
 	if s.snap != nil {
 		return // joins the transfer in flight
 	}
-	s.startSnapshot(nil)
+	s.startSnapshot(nil, false)
 }
 
-// startSnapshot sends get_snapshot, or resume_snapshot for cp.
-func (s *session) startSnapshot(cp *engine.SnapshotCheckpoint) {
+// startSnapshot sends get_snapshot, or resume_snapshot for cp. replace
+// (with no cp) applies the snapshot replacing the local rows it lacks,
+// keeping the rows with own facts above the sent watermark
+// (engine.ApplySnapshotOptions): for a SNAPSHOT_REQUIRED answer to this
+// replica's own cursor in this relay log, past the relay's horizon, where
+// the rows the snapshot lacks were deleted meanwhile (doc.go,
+// "Bootstrap"). Every other bootstrap merges: a first one, one after a
+// diverged history, one the app asked for, a checkpoint of another relay
+// log, since the relay may have lost rows this replica holds. A resumed
+// checkpoint keeps the mode it was started with.
+func (s *session) startSnapshot(cp *model.SnapshotCheckpoint, replace bool) {
 	s.pulling = false
 	s.synced = false
-	s.snap = &snapTransfer{}
+	s.snap = &snapTransfer{resumed: cp != nil}
+	if replace && cp == nil {
+		s.snap.apply = engine.ApplySnapshotOptions{Replace: true, KeepOwnAfter: s.sent}
+		s.c.log.Debug("replica sync: the relay cannot serve this replica's cursor (past its horizon): bootstrapping from a snapshot that replaces the local rows it lacks, keeping unsent writes",
+			"cursor", s.cursor, "sent", s.sent)
+	}
+	if cp != nil {
+		server, _ := namespaceServer(s.ns, s.t.databaseID)
+		s.snap.foreign = cp.SiteID != server
+		if cp.Replace {
+			s.snap.apply = engine.ApplySnapshotOptions{Replace: true, KeepOwnAfter: cp.KeepOwnAfter}
+		}
+	}
 	s.c.setState(Syncing)
 	s.c.setProgress(&engine.SnapshotProgress{})
 	s.armStall()
@@ -691,6 +1197,56 @@ func (s *session) armStall() {
 	s.stallTimer = s.c.clock.NewTimer(s.c.opts.SnapshotStallTimeout)
 }
 
+// snapshotEnded judges a session that ended with a snapshot transfer in
+// flight: one that applied no chunk beyond the earlier attempts' furthest
+// (a frame above the read limit, a chunk the replica cannot apply, a relay
+// that stops at the same place) made no progress, so the reconnect backs
+// off like a failed transfer (Client.snapFails) and the failure is
+// reported (ErrorReported, ErrSnapshotStalled): it would otherwise repeat
+// the same transfer at the reconnect rate, forever.
+// stopped: the run was cancelled (Disconnect, Close, another Connect),
+// which judges nothing.
+func (s *session) snapshotEnded(o *outcome, stopped bool) {
+	if s.snap.advanced {
+		s.c.snapFails = 0 // this attempt got further: retry promptly
+		return
+	}
+	if stopped {
+		return
+	}
+	o.snapshotFailed = true
+	s.c.report(fmt.Errorf("%w: the transfer applied no new chunk before the session ended (%d failed in a row; the next attempt backs off): %w",
+		ErrSnapshotStalled, s.c.snapFails+1, o.err))
+}
+
+// snapshotAdvanced moves the transfer's position past chunk c (applied).
+func (s *session) snapshotAdvanced(c *model.SnapshotChunk, cp *model.SnapshotCheckpoint) {
+	pos := &s.snap.pos
+	switch c.Type {
+	case model.ChunkHeader:
+		*pos = snapMark{id: c.Header.SnapshotID}
+		if cp != nil && cp.SnapshotID == pos.id {
+			pos.tables = len(cp.CompletedTables)
+		}
+		if s.c.snapBest.id != pos.id {
+			s.c.snapBest = *pos
+		}
+		return
+	case model.ChunkTableStart:
+		pos.rows = 0
+	case model.ChunkRows:
+		pos.rows += int64(len(c.Rows))
+	case model.ChunkTableEnd:
+		pos.tables, pos.rows = pos.tables+1, 0
+	case model.ChunkFooter:
+		pos.tables++ // past every table
+	}
+	if pos.beyond(s.c.snapBest) {
+		s.c.snapBest = *pos
+		s.snap.advanced = true
+	}
+}
+
 func (s *session) onSnapshotChunk(m *wire.SnapshotChunk) error {
 	if s.snap == nil {
 		return fmt.Errorf("%w: snapshot_chunk without a snapshot request", ErrProtocol)
@@ -699,30 +1255,47 @@ func (s *session) onSnapshotChunk(m *wire.SnapshotChunk) error {
 		return &snapshotFailure{fmt.Errorf("%w: snapshot_chunk after the footer", ErrProtocol)}
 	}
 	s.armStall()
-	p, err := s.db.ApplySnapshotChunk(m.Chunk)
+	p, err := s.db.ApplySnapshotChunkWith(m.Chunk, s.snap.apply)
 	if err != nil {
 		err = fmt.Errorf("client: applying a snapshot %s chunk: %w", m.Chunk.Type, err)
 		s.c.report(err)
 		return &snapshotFailure{err}
 	}
-	if m.Chunk.Type == engine.ChunkHeader {
+	var cp *model.SnapshotCheckpoint
+	if m.Chunk.Type == model.ChunkHeader {
 		// The engine keeps the checkpoint's cursor when the header
 		// resumes it, and takes the header's otherwise.
 		s.snap.header = true
 		s.snap.cursor = m.Chunk.Header.Cursor
-		cp, err := s.db.SnapshotCheckpoint()
-		if err != nil {
+		s.snap.horizon = m.Chunk.Header.Horizon
+		// The snapshot's data was read under the header's tombstone
+		// horizon: prune below it now, before any of its rows merge, and
+		// take it as the horizon applied (replacing any earlier one).
+		// Not after the rows: the relay may hold tombstones below it of
+		// late deletes it applied after its mark (up to the snapshot's
+		// cursor), which the rows carry and every replica keeps until
+		// the next mark.
+		if err := s.pruneTo(s.snap.horizon); err != nil {
+			return &snapshotFailure{err}
+		}
+		if cp, err = s.db.SnapshotCheckpoint(); err != nil {
 			return &snapshotFailure{err}
 		}
 		if cp != nil && cp.SnapshotID == m.Chunk.Header.SnapshotID {
 			s.snap.cursor = cp.Cursor
 		}
 	}
+	s.snapshotAdvanced(&m.Chunk, cp)
 	if p.Done {
 		if err := s.db.SetState(cursorKey(s.ns), encodeCursor(s.snap.cursor)); err != nil {
 			return &snapshotFailure{err}
 		}
-		s.cursor = s.snap.cursor
+		// The chain value at the snapshot's cursor comes with the
+		// catch-up pull's changes.
+		if err := s.db.SetState(chainKey(s.ns), nil); err != nil {
+			return &snapshotFailure{err}
+		}
+		s.cursor, s.chain, s.ownCursor = s.snap.cursor, wire.Chain{}, true
 		s.snap.done = true
 	}
 	s.c.setProgress(&p)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/kv/memkv"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -42,7 +43,7 @@ func TestSiblingCommitNotifiedLate(t *testing.T) {
 
 	insert(t, tab, "t2", "from the tab") // its Notify is late
 	insert(t, db, "t3", "from this engine")
-	all := ownSets(t, db, engine.HLC{})
+	all := ownSets(t, db, model.HLC{})
 	t2, t3 := all[len(all)-2], all[len(all)-1]
 	if !t2.HLC.Less(t3.HLC) {
 		t.Fatal("T2's HLC is not below T3's")

@@ -2,12 +2,14 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 )
 
-// socket is one WebSocket connection as a session uses it: text frames in
-// and out, then a close. Natively it is github.com/coder/websocket
+// Socket is one WebSocket connection as a session uses it: text frames in
+// and out, then a close. Options.Dial returns one; by default natively it
+// is github.com/coder/websocket
 // (socket_notjs.go); in the browser it is the page's own WebSocket through
 // syscall/js (socket_js.go), because coder/websocket's browser build links
 // net/http and crypto/tls into replica.wasm (see "The browser" in the
@@ -29,7 +31,10 @@ import (
 //
 // Read is called from one goroutine, Write from another; Close and CloseNow
 // may be called from any goroutine, also while Read and Write wait.
-type socket interface {
+//
+// A Socket of Options.Dial reports the peer's close status by returning,
+// from Read, an error that is or wraps a *CloseError.
+type Socket interface {
 	// Read returns the next message: text reports a text frame (a binary
 	// frame has text false and b nil). It fails when ctx ends, when a
 	// message exceeds the read limit given to dialSocket, and when the
@@ -47,6 +52,38 @@ type socket interface {
 	// browser always performs the closing handshake, so there it is
 	// Close(statusNormalClosure, "").
 	CloseNow() error
+}
+
+// socket is the package's name for Socket.
+type socket = Socket
+
+// DialFunc opens a Socket to url, offering the subprotocols (none when
+// empty), and returns it once open; ctx bounds the dial. A message larger
+// than readLimit bytes makes the Socket's Read fail. Options.Dial takes
+// one: a test or simulator connects the client to a relay without a
+// network that way.
+type DialFunc func(ctx context.Context, url string, subprotocols []string, readLimit int64) (Socket, error)
+
+// CloseError is the error a Socket of Options.Dial returns from Read (as
+// is or wrapped) once the peer closed the connection with status Code
+// (RFC 6455 § 7.4) and Reason.
+type CloseError struct {
+	Code   int
+	Reason string
+}
+
+func (e *CloseError) Error() string {
+	return fmt.Sprintf("client: connection closed with status %d: %q", e.Code, e.Reason)
+}
+
+// peerCloseStatus returns the close status carried by err, a Read error:
+// a *CloseError's, else the platform socket's (closeStatus), else -1.
+func peerCloseStatus(err error) int {
+	var ce *CloseError
+	if errors.As(err, &ce) {
+		return ce.Code
+	}
+	return closeStatus(err)
 }
 
 // badURL is Connect's error for a URL that can never connect.

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 )
 
-// State is where the client's connection stands (sync-protocol.md §
-// Connection Lifecycle).
+// State is where the client's connection stands (docs/design.md §
+// Client behaviour).
 type State int
 
 const (
@@ -24,8 +25,17 @@ const (
 	// first pull are under way.
 	Syncing
 	// Synced: caught up with the relay (the first pull of the session
-	// returned more = false); live updates flow and local changes are
-	// pushed. It stays Synced across pushes, acks and later pulls.
+	// returned more = false) and no request failing; live updates flow
+	// and local changes are pushed. It stays Synced across pushes, acks
+	// and later pulls, but goes back to Syncing while a pull or a push
+	// fails and waits for its retry (see "States" in the package
+	// documentation): changes from the relay this replica cannot apply
+	// (model.ErrClockDrift: this device's clock is behind), a push the
+	// relay refuses for a reason that may pass (CLOCK_DRIFT: this
+	// device's clock is ahead; APPLY_CHANGES_ERROR), a reply that breaks
+	// the protocol (ErrProtocol). It never reads Synced while pushes are
+	// being refused: after a failed push, in this session or an earlier
+	// one, it is Synced again only once a push is acknowledged.
 	Synced
 	// Error: a fatal error (Status.Err) stopped the client; it will not
 	// reconnect until Connect is called again.
@@ -112,7 +122,7 @@ type Event struct {
 	Progress engine.SnapshotProgress
 	// Result is set for PushAcked (the relay's counts) and ChangesApplied
 	// (this replica's).
-	Result engine.ApplyResult
+	Result model.ApplyResult
 }
 
 // dispatcher delivers events to subscribers, in order, on its own

@@ -8,7 +8,7 @@ const (
 	// DefaultDebounceWindow is the push debounce window: the first local
 	// change after a quiet period is pushed at once, and the changes that
 	// follow within this window of each other are coalesced into one
-	// apply_changes (sync-protocol.md § Local Change Debouncing).
+	// apply_changes (docs/design.md § Client behaviour).
 	DefaultDebounceWindow = 50 * time.Millisecond
 	// DefaultMaxWait bounds the debounce under a steady stream of
 	// changes: a change waits at most this long before it is pushed
@@ -17,7 +17,7 @@ const (
 	// BackoffBase and BackoffMax shape the reconnect delay: before the
 	// n-th consecutive reconnect attempt (n from 0) the client waits
 	// min(BackoffBase·2^n, BackoffMax) plus up to BackoffJitter of that
-	// (sync-protocol.md § Reconnection with Exponential Backoff).
+	// (docs/design.md § Client behaviour).
 	BackoffBase = time.Second
 	// BackoffMax caps the reconnect delay before jitter.
 	BackoffMax = 60 * time.Second

@@ -41,10 +41,13 @@ func TestTwoDevices(t *testing.T) {
 	if got := bb.evalString(`const t = tripEl("Lisbon"); return t.querySelector('[data-field="destination"]').value + "|" + t.querySelector('[data-field="budget"]').value;`); got != "Portugal|1200" {
 		t.Errorf("B shows destination|budget %q, want Portugal|1200", got)
 	}
-	// A learned its site id from its own write; B has none yet.
+	// Each shows its own site id (db.siteId) from the start.
 	siteA := a.evalString(`return document.getElementById("info-site").textContent;`)
 	if len(siteA) != 22 {
 		t.Errorf("A's site id %q: want 22 base64url characters", siteA)
+	}
+	if siteB := bb.evalString(`return document.getElementById("info-site").textContent;`); len(siteB) != 22 || siteB == siteA {
+		t.Errorf("B's site id %q (A's %q): want 22 base64url characters, another one", siteB, siteA)
 	}
 
 	// Stops: added on A, reordered on B.

@@ -135,15 +135,18 @@ type relayServer struct {
 // directory, serving the built web copy. It stops when the test ends.
 func startRelay(t *testing.T) *relayServer {
 	t.Helper()
+	return startRelayConfig(t, relay.Config{})
+}
+
+// startRelayConfig is startRelay with cfg's settings (a clock, limits);
+// DataDir, WebDir, Auth, NoSync and Logger are the harness's.
+func startRelayConfig(t *testing.T, cfg relay.Config) *relayServer {
+	t.Helper()
 	requireBrowser(t)
 	logs := &syncBuffer{}
-	srv, err := relay.New(relay.Config{
-		DataDir: t.TempDir(),
-		WebDir:  webDir,
-		Auth:    relay.AllowAll,
-		NoSync:  true,
-		Logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	cfg.DataDir, cfg.WebDir, cfg.Auth, cfg.NoSync = t.TempDir(), webDir, relay.AllowAll, true
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := relay.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,9 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"unicode/utf8"
 
 	"github.com/replica-sync/replica/kv"
+	"github.com/replica-sync/replica/model"
 )
 
 // ApplyOptions tune ApplyChanges.
@@ -24,16 +24,19 @@ type ApplyOptions struct {
 	Extra func(tx kv.Tx, res ApplyResult) error
 }
 
-// ApplyChanges merges ChangeSets from peers into this replica (sync.md §
-// Applying Remote Changes) and returns what it did.
+// ApplyChanges merges ChangeSets from peers into this replica (docs/design.md §
+// Applying changes) and returns what it did.
 //
 //   - Column-level LWW: per cell the higher HLC wins; an equal HLC keeps the
 //     local version and counts as skipped. A ConflictResolver in Options
 //     replaces LWW for cells with a local version.
 //   - Tombstones: the highest deletion wins over every cell at or below it;
-//     cells above it are blocked too unless AllowResurrection is set, in
-//     which case they revive the row. This holds inside one batch as across
-//     batches.
+//     cells above it are kept, and the table's resurrection policy
+//     (TableDef.Resurrection, from the database's migrations) decides
+//     whether they revive the row (ResurrectionAllowed) or the row stays
+//     deleted (delete-wins). So the merged state is the same whatever the
+//     policy and whenever it was learned. This holds inside one batch as
+//     across batches.
 //   - The result is the same for any order and any duplication of the
 //     input: merging is a join (per-cell maximum, maximum tombstone), and
 //     the stored bytes are canonical.
@@ -298,11 +301,11 @@ func validateChangeBody(c *Change) error {
 }
 
 func checkFinite(v Value) error {
-	if v.kind == KindReal && (math.IsNaN(v.f) || math.IsInf(v.f, 0)) {
-		return malformed("non-finite real %v", v.f)
+	if f := v.Real(); v.Kind() == KindReal && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		return malformed("non-finite real %v", f)
 	}
-	if v.kind > KindBlob {
-		return malformed("invalid value kind %d", v.kind)
+	if v.Kind() > KindBlob {
+		return malformed("invalid value kind %d", v.Kind())
 	}
 	return nil
 }
@@ -315,12 +318,41 @@ type pendingFact struct {
 
 // applySets merges sets into the transaction. replay marks a quarantine
 // replay (changes already validated and held; none is diverted again).
+// It works in phases: the migrations first (applySetMigrations), then the
+// data changes bound to their rows (groupSetChanges, diverting those this
+// replica cannot apply), every row loaded with one read per table
+// (prefetchRows), merged (mergeRows), and the events of what landed
+// (emitSets). The maps are made here and passed down so that they stay
+// off the heap while small.
 func (w *writeTx) applySets(sets []ChangeSet, replay bool) (applyOutcome, error) {
 	var out applyOutcome
+	appliedMigs := map[int][]SchemaMigration{}
+	maxH, err := w.applySetMigrations(sets, appliedMigs, &out)
+	if err != nil {
+		return out, err
+	}
+	rows := map[string]*setRowFacts{}
+	rowOrder, err := w.groupSetChanges(sets, replay, rows, &out)
+	if err != nil {
+		return out, err
+	}
+	if err := w.prefetchRows(rows, rowOrder); err != nil {
+		return out, err
+	}
+	appliedFacts := map[int][]Change{}
+	w.mergeRows(rows, rowOrder, appliedFacts, &out)
+	emitSets(sets, w.e.site, appliedFacts, appliedMigs, &out)
+	w.receiveClock(maxH)
+	return out, nil
+}
+
+// applySetMigrations counts the sets (those of this replica are skipped),
+// and stores their schema migrations not stored yet, in HLC order, adding
+// to applied those it stored, per set. It returns the sets' greatest HLC.
+func (w *writeTx) applySetMigrations(sets []ChangeSet, applied map[int][]SchemaMigration, out *applyOutcome) (HLC, error) {
 	local := w.e.site
 	var maxH HLC
 	before := columnCounts(w.schema)
-	// 1. Schema migrations first, in HLC order.
 	type migRef struct {
 		set int
 		m   *SchemaMigration
@@ -341,132 +373,161 @@ func (w *writeTx) applySets(sets []ChangeSet, replay bool) (applyOutcome, error)
 		}
 	}
 	sort.Slice(migs, func(i, j int) bool { return migs[i].m.HLC.Less(migs[j].m.HLC) })
-	appliedMigs := map[int][]SchemaMigration{}
 	for _, ref := range migs {
 		k := migrationKey(classRemote, ref.m.HLC)
 		if _, err := w.kv.Get(bucketMigrations, k); err == nil {
 			out.result.Skipped++
 			continue
 		} else if !errors.Is(err, kv.ErrNotFound) {
-			return out, err
+			return maxH, err
 		}
 		if err := w.storeMigration(ref.m, classRemote); err != nil {
-			return out, err
+			return maxH, err
 		}
 		out.result.Applied++
-		appliedMigs[ref.set] = append(appliedMigs[ref.set], *ref.m)
+		applied[ref.set] = append(applied[ref.set], *ref.m)
 	}
 	if w.e.declared != nil {
 		out.created = grownTables(before, w.schema)
 	}
+	return maxH, nil
+}
 
-	// 2. Bind data changes to rows, diverting unknown tables.
-	type rowFacts struct {
-		t     *table
-		pk    []Value
-		facts []pendingFact
-	}
-	rows := map[string]*rowFacts{}
+// setRowFacts is one row's incoming changes.
+type setRowFacts struct {
+	t     *table
+	pk    []Value
+	facts []pendingFact
+}
+
+// diverted counts the changes of applySets held (or dropped) instead of
+// applied, per table, in the order the tables first appear.
+type diverted struct {
+	tables map[string]*UnknownTable // nil until a change is diverted
+	order  []string
+}
+
+// groupSetChanges binds the data changes of sets (but this replica's own)
+// to their rows in rows (by row key), and reports in out the changes
+// diverted. It returns the row keys in the order rows first appear.
+func (w *writeTx) groupSetChanges(sets []ChangeSet, replay bool, rows map[string]*setRowFacts, out *applyOutcome) ([]string, error) {
 	var rowOrder []string
-	unknown := map[string]*UnknownTable{}
-	var unknownOrder []string
+	var d diverted
 	for i := range sets {
 		cs := &sets[i]
-		if cs.SiteID == local {
+		if cs.SiteID == w.e.site {
 			continue
 		}
 		for j := range cs.Changes {
 			c := &cs.Changes[j] // sets are the caller's copies (cloneSets) or ours
-			t := w.effTable(c.Table)
-			// divert holds (or, with Ignore, drops) a change this replica
-			// cannot apply, and counts and reports it.
-			divert := func(reason string, flags byte) error {
-				u := unknown[c.Table]
-				if u == nil {
-					u = &UnknownTable{Table: c.Table, Disposition: w.e.opts.UnknownTables, Site: cs.SiteID, Reason: reason}
-					unknown[c.Table] = u
-					unknownOrder = append(unknownOrder, c.Table)
-				}
-				u.Changes++
-				if u.LatestHLC.Less(c.HLC) {
-					u.LatestHLC = c.HLC
-				}
-				out.result.UnknownTable++
-				if w.e.opts.UnknownTables == Ignore {
-					return nil
-				}
-				return w.holdAs(c, flags)
+			t, err := w.bindChange(&d, cs, c, replay, out)
+			if err != nil {
+				return nil, err
 			}
 			if t == nil {
-				if replay {
-					continue
-				}
-				var flags byte
-				if w.e.opts.UnknownTables == StoreAndForward {
-					flags = heldForward
-				}
-				if err := divert("", flags); err != nil {
-					return out, err
-				}
-				continue
-			}
-			if err := normalizeChange(t, c); err != nil {
-				var mf *misfitError
-				if !errors.As(err, &mf) {
-					return out, err
-				}
-				// The change does not fit this replica's definition of the
-				// table: its key has other columns or types (two app
-				// versions declared the table differently), or its value is
-				// not of the column's type (a forged or broken peer).
-				// Rejecting the batch would block sync with that peer
-				// forever; storing it would put a value the schema forbids
-				// in front of the app; dropping it would lose a write. It
-				// is held, like a change for an unknown table, reported,
-				// and never replayed (Quarantined lists it; Prune drops it
-				// at the horizon). A change for a column the table does
-				// not define (yet) is held the same way but replayed when
-				// a migration adds the column, so the order in which a
-				// column and its values arrive does not matter.
-				flags := heldMisfit
-				if mf.unknownColumn {
-					flags = 0
-					if w.e.opts.UnknownTables == StoreAndForward {
-						flags = heldForward
-					}
-				}
-				if replay {
-					// Taken out of the hold by this replay: put it back,
-					// marked so it is not replayed again.
-					if !mf.unknownColumn {
-						w.e.log.Warn("replica: held change does not fit its table; it stays held", "table", c.Table, "err", err)
-					}
-					if err := w.holdAs(c, flags); err != nil {
-						return out, err
-					}
-					continue
-				}
-				w.e.log.Warn("replica: a peer's change does not fit its table; it is held", "table", c.Table, "err", err)
-				if err := divert(mf.msg, flags); err != nil {
-					return out, err
-				}
 				continue
 			}
 			rk := string(rowKey(t.key, c.PK))
 			rf := rows[rk]
 			if rf == nil {
-				rf = &rowFacts{t: t, pk: c.PK}
+				rf = &setRowFacts{t: t, pk: c.PK}
 				rows[rk] = rf
 				rowOrder = append(rowOrder, rk)
 			}
 			rf.facts = append(rf.facts, pendingFact{set: i, c: c})
 		}
 	}
-	for _, n := range unknownOrder {
-		out.unknown = append(out.unknown, *unknown[n])
+	for _, n := range d.order {
+		out.unknown = append(out.unknown, *d.tables[n])
 	}
+	return rowOrder, nil
+}
 
-	// 3. Load every row with one read per table.
+// bindChange normalizes c, of cs, for its table and returns the table; a
+// change for an unknown table, or that does not fit its table, is diverted
+// instead (into d) and the table is nil.
+func (w *writeTx) bindChange(d *diverted, cs *ChangeSet, c *Change, replay bool, out *applyOutcome) (*table, error) {
+	t := w.effTable(c.Table)
+	if t == nil {
+		if replay {
+			return nil, nil
+		}
+		var flags byte
+		if w.e.opts.UnknownTables == StoreAndForward {
+			flags = heldForward
+		}
+		return nil, w.divert(d, cs, c, "", flags, out)
+	}
+	if err := normalizeChange(t, c); err != nil {
+		return nil, w.holdMisfit(d, cs, c, err, replay, out)
+	}
+	return t, nil
+}
+
+// holdMisfit holds c, of cs, whose normalizeChange failed with err: a
+// *misfitError; any other error is returned.
+//
+// The change does not fit this replica's definition of the table: its key
+// has other columns or types (two app versions declared the table
+// differently), or its value is not of the column's type (a forged or
+// broken peer). Rejecting the batch would block sync with that peer
+// forever; storing it would put a value the schema forbids in front of the
+// app; dropping it would lose a write. It is held, like a change for an
+// unknown table, reported, and never replayed (Quarantined lists it; Prune
+// drops it at the horizon). A change for a column the table does not
+// define (yet) is held the same way but replayed when a migration adds the
+// column, so the order in which a column and its values arrive does not
+// matter.
+func (w *writeTx) holdMisfit(d *diverted, cs *ChangeSet, c *Change, err error, replay bool, out *applyOutcome) error {
+	var mf *misfitError
+	if !errors.As(err, &mf) {
+		return err
+	}
+	flags := heldMisfit
+	if mf.unknownColumn {
+		flags = 0
+		if w.e.opts.UnknownTables == StoreAndForward {
+			flags = heldForward
+		}
+	}
+	if replay {
+		// Taken out of the hold by this replay: put it back,
+		// marked so it is not replayed again.
+		if !mf.unknownColumn {
+			w.e.log.Warn("replica: held change does not fit its table; it stays held", "table", c.Table, "err", err)
+		}
+		return w.holdAs(c, flags)
+	}
+	w.e.log.Warn("replica: a peer's change does not fit its table; it is held", "table", c.Table, "err", err)
+	return w.divert(d, cs, c, mf.msg, flags, out)
+}
+
+// divert holds (or, with Ignore, drops) c, of cs, a change this replica
+// cannot apply, and counts and reports it in d and out.
+func (w *writeTx) divert(d *diverted, cs *ChangeSet, c *Change, reason string, flags byte, out *applyOutcome) error {
+	u := d.tables[c.Table]
+	if u == nil {
+		if d.tables == nil {
+			d.tables = map[string]*UnknownTable{}
+		}
+		u = &UnknownTable{Table: c.Table, Disposition: w.e.opts.UnknownTables, Site: cs.SiteID, Reason: reason}
+		d.tables[c.Table] = u
+		d.order = append(d.order, c.Table)
+	}
+	u.Changes++
+	if u.LatestHLC.Less(c.HLC) {
+		u.LatestHLC = c.HLC
+	}
+	out.result.UnknownTable++
+	if w.e.opts.UnknownTables == Ignore {
+		return nil
+	}
+	return w.holdAs(c, flags)
+}
+
+// prefetchRows loads every row of rows (listed by rowOrder), with one read
+// per table.
+func (w *writeTx) prefetchRows(rows map[string]*setRowFacts, rowOrder []string) error {
 	byTable := map[*table][][]Value{}
 	for _, rk := range rowOrder {
 		rf := rows[rk]
@@ -474,27 +535,33 @@ func (w *writeTx) applySets(sets []ChangeSet, replay bool) (applyOutcome, error)
 	}
 	for t, pks := range byTable {
 		if err := w.prefetch(t, pks); err != nil {
-			return out, err
+			return err
 		}
 	}
+	return nil
+}
 
-	// 4. Merge.
-	appliedFacts := map[int][]Change{}
+// mergeRows merges each row's changes (mergeRow), in rowOrder, and counts
+// them applied or skipped, adding to applied those that landed, per set.
+func (w *writeTx) mergeRows(rows map[string]*setRowFacts, rowOrder []string, applied map[int][]Change, out *applyOutcome) {
 	for _, rk := range rowOrder {
 		rf := rows[rk]
 		r := w.rows[rk]
-		w.mergeRow(r, rf.facts, &out)
+		w.mergeRow(r, rf.facts, out)
 		for _, f := range rf.facts {
 			if factLanded(r, f.c) {
 				out.result.Applied++
-				appliedFacts[f.set] = append(appliedFacts[f.set], *f.c)
+				applied[f.set] = append(applied[f.set], *f.c)
 			} else {
 				out.result.Skipped++
 			}
 		}
 	}
+}
 
-	// 5. Events per ChangeSet, and the clock.
+// emitSets adds to out.remote, for its event, one ChangeSet per set of
+// another site than local with changes or migrations that landed.
+func emitSets(sets []ChangeSet, local SiteID, appliedFacts map[int][]Change, appliedMigs map[int][]SchemaMigration, out *applyOutcome) {
 	for i := range sets {
 		cs := &sets[i]
 		if cs.SiteID == local {
@@ -507,12 +574,6 @@ func (w *writeTx) applySets(sets []ChangeSet, replay bool) (applyOutcome, error)
 		sortChanges(facts)
 		out.remote = append(out.remote, &ChangeSet{SiteID: cs.SiteID, TransactionID: cs.TransactionID, HLC: cs.HLC, Migrations: ms, Changes: facts})
 	}
-	if !maxH.IsZero() {
-		if c := w.clock.receive(maxH); c != w.clock {
-			w.clock, w.clockDirty = c, true
-		}
-	}
-	return out, nil
 }
 
 // normalizeChange converts a peer's values to the column types of t (an
@@ -547,7 +608,7 @@ func normalizeKey(t *table, table string, pk []Value) ([]Value, []byte, error) {
 		for i, v := range pk {
 			if d := t.pkDefs[i]; d != nil {
 				n := normalizeRemote(d, v)
-				if why := misfitReason(d, n); why != "" {
+				if why := model.Misfit(d, n); why != "" {
 					if t.asReceived {
 						return nil, nil, malformed("%s: key column %s: %s", table, d.Name, why)
 					}
@@ -581,17 +642,17 @@ func normalizeFact(t *table, c *Change) error {
 			return &misfitError{msg: fmt.Sprintf("%s: column %s is not defined", c.Table, c.Column), unknownColumn: true}
 		case d == nil:
 		case t.asReceived:
-			if why := misfitReason(d, normalizeRemote(d, c.Value)); why != "" {
+			if why := model.Misfit(d, normalizeRemote(d, c.Value)); why != "" {
 				return malformed("%s.%s: %s", c.Table, c.Column, why)
 			}
 		default:
 			c.Value = normalizeRemote(d, c.Value)
-			if why := misfitReason(d, c.Value); why != "" {
+			if why := model.Misfit(d, c.Value); why != "" {
 				return &misfitError{msg: fmt.Sprintf("%s.%s: %s", c.Table, c.Column, why)}
 			}
 			if c.HasPrior {
 				c.PriorValue = normalizeRemote(d, c.PriorValue)
-				if misfitReason(d, c.PriorValue) != "" {
+				if model.Misfit(d, c.PriorValue) != "" {
 					// A before-image is informational: one that does
 					// not fit is dropped, not the change.
 					c.HasPrior, c.PriorValue, c.PriorHLC = false, Null, HLC{}
@@ -620,88 +681,91 @@ type misfitError struct {
 	unknownColumn bool
 }
 
-// misfitReason says why v, a peer's value normalized for column d
-// (normalizeRemote), cannot be stored in it, or returns "". Null always
-// fits: NotNull is not enforced on peers' facts, as merging columns
-// legitimately produces partial rows.
-func misfitReason(d *ColumnDef, v Value) string {
-	switch {
-	case v.kind == KindNull:
-		return ""
-	case v.kind != d.Type:
-		return fmt.Sprintf("%s value %s for a %s column", v.kind, truncateForMessage(v.String()), d.Type)
-	case v.kind == KindText && !utf8.ValidString(v.s):
-		return "text value is not valid UTF-8"
-	case v.kind == KindJSON && jsonTooDeep(v.s):
-		return fmt.Sprintf("json value nested more than %d levels deep", MaxJSONDepth)
-	case v.kind == KindTimestamp && !timestampInRange(v.i):
-		return fmt.Sprintf("timestamp %d ms outside a JavaScript Date's range (±%d)", v.i, int64(MaxTimestampMillis))
-	}
-	return ""
-}
-
 func (e *misfitError) Error() string { return e.msg }
 
 // Is makes a misfit match ErrMalformed, should one ever escape the paths
 // that hold it (ApplyChanges, quarantine replay, snapshot rows).
 func (e *misfitError) Is(target error) bool { return target == ErrMalformed }
 
-// mergeRow joins the facts into the row.
+// mergeRow joins the facts into the row: deletions (mergeDeletion) and
+// cells (mergeCell), then the conflicts with the row's state before the
+// batch are reported (rowConflicts).
 func (w *writeTx) mergeRow(r *txRow, facts []pendingFact, out *applyOutcome) {
-	allow := w.e.opts.AllowResurrection
 	resolver := w.e.opts.Resolver
 	if r.cur == nil {
 		r.cur = &record{cells: make([]cell, 0, len(facts))}
 	}
-	orig := r.orig
 	for _, f := range facts {
-		c := f.c
-		switch c.Type {
+		switch f.c.Type {
 		case RowDeletion:
-			if !r.cur.hasTomb || r.cur.tomb.Less(c.HLC) {
-				r.cur.hasTomb, r.cur.tomb, r.cur.priorRow = true, c.HLC, c.PriorRow
-				r.dirty = true
-			} else if r.cur.tomb == c.HLC && r.cur.priorRow == nil && c.PriorRow != nil {
-				r.cur.priorRow = c.PriorRow
-				r.dirty = true
-			}
+			r.mergeDeletion(f.c)
 		case ColumnChange:
-			if r.cur.hasTomb && (!allow || !r.cur.tomb.Less(c.HLC)) {
-				continue // blocked by the tombstone
-			}
-			in := cell{col: c.Column, val: c.Value, hlc: c.HLC}
-			if c.HasPrior {
-				in.prior = &cellPrior{val: c.PriorValue, hlc: c.PriorHLC}
-			}
-			i := r.cur.find(c.Column)
-			if i < 0 {
-				r.cur.set(in)
-				r.dirty = true
-				continue
-			}
-			x := &r.cur.cells[i]
-			if x.hlc == c.HLC {
-				if x.prior == nil && c.HasPrior {
-					x.prior = in.prior
-					r.dirty = true
-				}
-				continue
-			}
-			takeRemote := x.hlc.Less(c.HLC)
-			if resolver != nil {
-				takeRemote = resolver(ConflictContext{Table: r.table, PK: r.pk, Column: c.Column,
-					LocalValue: x.val, LocalHLC: x.hlc, RemoteValue: c.Value, RemoteHLC: c.HLC,
-					HasRemotePrior: c.HasPrior, RemotePriorValue: c.PriorValue, RemotePriorHLC: c.PriorHLC})
-			}
-			if takeRemote {
-				*x = in
-				r.dirty = true
-			}
+			r.mergeCell(f.c, resolver)
 		}
 	}
-	r.cur.dropDead(allow)
-	// Conflicts are judged against the state before the batch.
-	if orig == nil {
+	r.cur.dropDead()
+	r.rowConflicts(facts, out)
+}
+
+// mergeDeletion joins the row deletion c into the row: the later tombstone
+// wins, and a re-delivered one brings its prior row if the row has none.
+func (r *txRow) mergeDeletion(c *Change) {
+	if !r.cur.hasTomb || r.cur.tomb.Less(c.HLC) {
+		r.cur.hasTomb, r.cur.tomb, r.cur.priorRow = true, c.HLC, c.PriorRow
+		r.dirty = true
+	} else if r.cur.tomb == c.HLC && r.cur.priorRow == nil && c.PriorRow != nil {
+		r.cur.priorRow = c.PriorRow
+		r.dirty = true
+	}
+}
+
+// mergeCell joins the column change c into the row: a cell the tombstone
+// killed is dropped, a new column taken, and of two writes of a column the
+// later (LWW, or resolver's choice when set) kept.
+func (r *txRow) mergeCell(c *Change, resolver ConflictResolver) {
+	if r.cur.hasTomb && !r.cur.tomb.Less(c.HLC) {
+		return // killed by the tombstone
+	}
+	in := cell{col: c.Column, val: c.Value, hlc: c.HLC}
+	if c.HasPrior {
+		in.prior = &cellPrior{val: c.PriorValue, hlc: c.PriorHLC}
+	}
+	i := r.cur.find(c.Column)
+	if i < 0 {
+		r.cur.set(in)
+		r.dirty = true
+		return
+	}
+	x := &r.cur.cells[i]
+	if x.hlc == c.HLC {
+		if x.prior == nil && c.HasPrior {
+			x.prior = in.prior
+			r.dirty = true
+		}
+		return
+	}
+	takeRemote := x.hlc.Less(c.HLC)
+	if resolver != nil {
+		takeRemote = resolver(ConflictContext{Table: r.table, PK: r.pk, Column: c.Column,
+			LocalValue: x.val, LocalHLC: x.hlc, RemoteValue: c.Value, RemoteHLC: c.HLC,
+			HasRemotePrior: c.HasPrior, RemotePriorValue: c.PriorValue, RemotePriorHLC: c.PriorHLC})
+	}
+	if takeRemote {
+		*x = in
+		r.dirty = true
+	}
+}
+
+// rowConflicts reports in out the column changes of facts that disagreed
+// with the row's state before the batch (r.orig), once merged.
+//
+// Conflicts are judged against the state before the batch, on rows
+// that are live before or after it: under delete-wins a deleted row's
+// cells written after its tombstone are kept but dead, and writers
+// disagreeing about them disagree about nothing anyone sees.
+func (r *txRow) rowConflicts(facts []pendingFact, out *applyOutcome) {
+	orig := r.orig
+	if orig == nil || (r.tbl != nil && !orig.visible(r.tbl.resurrect) && !r.cur.visible(r.tbl.resurrect)) {
 		return
 	}
 	for _, f := range facts {
@@ -726,20 +790,26 @@ func (w *writeTx) mergeRow(r *txRow, facts []pendingFact, out *applyOutcome) {
 		if (c.HasPrior && c.PriorHLC == o.hlc) || (o.prior != nil && o.prior.hlc == c.HLC) {
 			continue // one write directly replaced the other: no concurrency
 		}
-		j := r.cur.find(c.Column)
-		remoteWon := j >= 0 && r.cur.cells[j].hlc == c.HLC
-		win := o.hlc
-		if remoteWon {
-			win = c.HLC
-		} else if j >= 0 {
-			win = r.cur.cells[j].hlc
-		}
 		out.result.Conflicts++
-		out.conflicts = append(out.conflicts, Conflict{Table: r.table, PK: r.pk, Column: c.Column,
-			LocalValue: o.val, LocalHLC: o.hlc, RemoteValue: c.Value, RemoteHLC: c.HLC,
-			RemoteWon: remoteWon, WinningHLC: win,
-			HasRemotePrior: c.HasPrior, RemotePriorValue: c.PriorValue, RemotePriorHLC: c.PriorHLC})
+		out.conflicts = append(out.conflicts, r.conflict(o, c))
 	}
+}
+
+// conflict describes the disagreement of change c with o, the row's cell
+// before the batch, after the merge.
+func (r *txRow) conflict(o *cell, c *Change) Conflict {
+	j := r.cur.find(c.Column)
+	remoteWon := j >= 0 && r.cur.cells[j].hlc == c.HLC
+	win := o.hlc
+	if remoteWon {
+		win = c.HLC
+	} else if j >= 0 {
+		win = r.cur.cells[j].hlc
+	}
+	return Conflict{Table: r.table, PK: r.pk, Column: c.Column,
+		LocalValue: o.val, LocalHLC: o.hlc, RemoteValue: c.Value, RemoteHLC: c.HLC,
+		RemoteWon: remoteWon, WinningHLC: win,
+		HasRemotePrior: c.HasPrior, RemotePriorValue: c.PriorValue, RemotePriorHLC: c.PriorHLC}
 }
 
 // factLanded reports whether c is part of r's merged state and was not

@@ -23,8 +23,8 @@ type ChangesFilter struct {
 }
 
 // ChangesSince returns, as whole transactions in HLC order, every fact with
-// an HLC above since that is still part of this replica's state (sync.md §
-// Read side: one ChangeSet per transaction). The zero HLC means from the
+// an HLC above since that is still part of this replica's state (docs/design.md §
+// Changes and ChangeSets). The zero HLC means from the
 // beginning.
 //
 // Only live facts come back: a cell overwritten by a newer write, or a row
@@ -108,7 +108,7 @@ const (
 func newLogSource(tx kv.Tx, class byte, since HLC) *changeSource {
 	start := make([]byte, 1+BaseSize)
 	start[0] = class
-	since.Base().putBase(start[1:])
+	since.Base().PutBase(start[1:])
 	if class == classOwn {
 		// One entry per local transaction, listing its rows.
 		return &changeSource{tx: tx, bucket: bucketLog, start: start, end: []byte{class + 1}, parse: func(k, v []byte, out []changeItem) ([]changeItem, error) {
@@ -261,68 +261,21 @@ func (r *changeReader) read(limit int) ([]ChangeSet, error) {
 	const batchEntries = 2048
 	for count < limit {
 		// Gather a batch of groups, then read their rows at once.
-		var groups []*group
-		entries := 0
-		for entries < min(batchEntries, limit-count) {
-			g, err := r.nextGroup()
-			if err != nil {
-				return nil, err
-			}
-			if g == nil {
-				break
-			}
-			if r.filter.ExcludeSite != (SiteID{}) && g.base.Site == r.filter.ExcludeSite {
-				continue
-			}
-			groups = append(groups, g)
-			entries += len(g.items)
+		groups, err := r.nextBatch(min(batchEntries, limit-count))
+		if err != nil {
+			return nil, err
 		}
 		if len(groups) == 0 {
 			break
 		}
-		var keys [][]byte
-		for _, g := range groups {
-			for _, it := range g.items {
-				if it.rk != nil {
-					keys = append(keys, it.rk)
-				}
-			}
-		}
-		vals, err := r.tx.GetMany(bucketRows, keys)
+		vals, err := r.tx.GetMany(bucketRows, groupRowKeys(groups))
 		if err != nil {
 			return nil, err
 		}
-		ki := 0
 		for _, g := range groups {
-			cs := ChangeSet{SiteID: g.base.Site, TransactionID: g.base.TransactionID()}
-			for _, it := range g.items {
-				switch {
-				case it.mig != nil:
-					if r.since.Less(it.mig.HLC) {
-						cs.Migrations = append(cs.Migrations, *it.mig)
-					}
-				case it.held != nil:
-					cs.Changes = append(cs.Changes, *it.held)
-				default:
-					v := vals[ki]
-					ki++
-					if v == nil {
-						continue // log entry without its row: nothing live
-					}
-					table, pk, err := splitRowKey(it.rk)
-					if err != nil {
-						return nil, err
-					}
-					rec, err := decodeRecord(v, pk)
-					if err != nil {
-						return nil, err
-					}
-					for _, c := range factsOf(rec, g.base, table, pk) {
-						if r.since.Less(c.HLC) {
-							cs.Changes = append(cs.Changes, c)
-						}
-					}
-				}
+			cs, err := r.changeSetOf(g, &vals)
+			if err != nil {
+				return nil, err
 			}
 			if count >= limit {
 				break
@@ -344,11 +297,84 @@ func (r *changeReader) read(limit int) ([]ChangeSet, error) {
 	return out, nil
 }
 
+// nextBatch gathers groups (but those of the excluded site) until they hold
+// at least entries items, or the sources end.
+func (r *changeReader) nextBatch(entries int) ([]*group, error) {
+	var groups []*group
+	n := 0
+	for n < entries {
+		g, err := r.nextGroup()
+		if err != nil {
+			return nil, err
+		}
+		if g == nil {
+			break
+		}
+		if r.filter.ExcludeSite != (SiteID{}) && g.base.Site == r.filter.ExcludeSite {
+			continue
+		}
+		groups = append(groups, g)
+		n += len(g.items)
+	}
+	return groups, nil
+}
+
+// groupRowKeys lists the row keys of the groups' row items, in order.
+func groupRowKeys(groups []*group) [][]byte {
+	var keys [][]byte
+	for _, g := range groups {
+		for _, it := range g.items {
+			if it.rk != nil {
+				keys = append(keys, it.rk)
+			}
+		}
+	}
+	return keys
+}
+
+// changeSetOf assembles g's ChangeSet (unsorted, without its HLC): its
+// migrations and held changes, and the facts of its rows after r.since.
+// *vals holds the rows of the row items, in order, from g's on; changeSetOf
+// consumes g's.
+func (r *changeReader) changeSetOf(g *group, vals *[][]byte) (ChangeSet, error) {
+	cs := ChangeSet{SiteID: g.base.Site, TransactionID: g.base.TransactionID()}
+	for _, it := range g.items {
+		switch {
+		case it.mig != nil:
+			if r.since.Less(it.mig.HLC) {
+				cs.Migrations = append(cs.Migrations, *it.mig)
+			}
+		case it.held != nil:
+			cs.Changes = append(cs.Changes, *it.held)
+		default:
+			v := (*vals)[0]
+			*vals = (*vals)[1:]
+			if v == nil {
+				continue // log entry without its row: nothing live
+			}
+			table, pk, err := splitRowKey(it.rk)
+			if err != nil {
+				return cs, err
+			}
+			rec, err := decodeRecord(v, pk)
+			if err != nil {
+				return cs, err
+			}
+			for _, c := range factsOf(rec, g.base, table, pk) {
+				if r.since.Less(c.HLC) {
+					cs.Changes = append(cs.Changes, c)
+				}
+			}
+		}
+	}
+	return cs, nil
+}
+
 // HasOwnFacts reports whether this replica holds any live data fact it
 // minted itself (schema migrations do not count). A sync client bootstraps
 // a replica from a snapshot only when it has none: a replica with its own
-// data must push it, not be bootstrapped over (sync-protocol.md § Client
-// snapshot bootstrap).
+// data must push it, not be bootstrapped over (docs/design.md §
+// Snapshots).
 func (e *Engine) HasOwnFacts() (bool, error) {
 	if err := e.checkOpen(); err != nil {
 		return false, err
@@ -438,7 +464,7 @@ func InspectChangeLog(st kv.Store) (ChangeLogReport, error) {
 				switch {
 				case live:
 					var b [BaseSize]byte
-					it.base.putBase(b[:])
+					it.base.PutBase(b[:])
 					rep.Live = append(rep.Live, fmt.Sprintf("%x/%x", b, it.rk))
 				case class == classOwn:
 					rep.Stale++

@@ -2,8 +2,16 @@
 // CRDT database over an ordered key-value store (package kv). It is
 // platform-neutral — the same code runs in the browser over IndexedDB and
 // natively over bbolt or memory — and never imports syscall/js. Time comes in
-// through a Clock. The design follows the seeds (sync.md, sync-protocol.md,
-// how-it-works) and DESIGN.md; where it differs, this documentation says so.
+// through a Clock. The design is docs/design.md in the repository; where
+// this package departs from the design it grew out of, this documentation
+// says so.
+//
+// The data model — HLC, SiteID, Value, the schema types, Change and
+// ChangeSet, the snapshot chunks and their errors — is package model
+// (github.com/replica-sync/replica/model), which the wire protocol and the
+// relay use without the engine. The engine re-exports those names as type
+// aliases and forwarding functions (engine.HLC is model.HLC, engine.Int
+// calls model.Int) for one release; new code imports model.
 //
 // # Usage
 //
@@ -45,15 +53,53 @@
 // Each cell (table, primary key, column) keeps the value and HLC of the write
 // that set it. Merging takes the higher HLC per cell (last-writer-wins); an
 // equal HLC keeps the local version. A deletion is a tombstone with its own
-// HLC: the highest tombstone kills every cell at or below it. With delete-wins
-// (the default) it also blocks every later cell until pruned; with
-// Options.AllowResurrection a cell above the tombstone revives the row (with
-// only the cells written after the deletion; other columns read as null).
+// HLC: the highest tombstone kills every cell at or below it. Cells written
+// after it are kept, and the table's resurrection policy decides what they
+// mean: with delete-wins (the default) the row stays deleted until the
+// tombstone is pruned (Prune then drops those cells with it); with
+// ResurrectionAllowed a cell above the tombstone revives the row (with only
+// the cells written after the deletion; other columns read as null).
 // Because merging is a join — per-cell maximum, maximum tombstone, cells
 // under the tombstone dropped — the result does not depend on the order or
 // the duplication of the input, inside one ApplyChanges batch or across
-// batches, and the stored bytes are canonical: replicas that have seen the
-// same facts hold byte-identical rows, change logs and indexes.
+// batches, nor on the policy, and the stored bytes are canonical: replicas
+// that have seen the same facts hold byte-identical rows, change logs and
+// indexes.
+//
+// # Resurrection policy
+//
+// The policy is a property of each table of the database
+// (TableDef.Resurrection, ResurrectionPolicy), not of a replica: declared in
+// the schema (or by Options.AllowResurrection for the tables that declare
+// none), recorded as a set_resurrection_policy migration when the database
+// has no policy for the table, and replicated with the migrations, so every
+// device, the relay's schema-less merged replica and its snapshots apply
+// the same rule. Rules:
+//
+//   - Per table, because the migrations are per table and apps differ per
+//     table (a to-do list may revive, an audit log may not); the origin
+//     design's allowResurrection is one switch, which the option still is.
+//   - Default: a table no migration declared is delete-wins, as before.
+//   - Convergence: a table's policy is that of its lowest-HLC
+//     set_resurrection_policy, the rule the fold applies to every other
+//     definition (a column's type, a key, an index): independent of arrival
+//     order, and a policy a device has written under is never changed by a
+//     later app version. The merged state does not depend on the policy, so
+//     replicas that learned it late, or learned two concurrent declarations
+//     in either order, converge byte for byte (enginetest
+//     ResurrectionPolicies).
+//   - Contradiction: Open with a declared policy other than the database's
+//     fails with a *SchemaError naming both (JavaScript: SCHEMA), and
+//     writes nothing. A device whose concurrent declaration lost gets it at
+//     its next open.
+//   - A policy fixed by a later migration (a table that had none) applies to
+//     the rows already there: a deleted row with cells written after its
+//     deletion becomes live under ResurrectionAllowed, on every replica
+//     alike. Rows merged by a version before this one dropped such cells
+//     under delete-wins (the relay's merged replica did, whatever the
+//     clients' option): the relay merges its arrival log again when it
+//     first opens such a database (relay/doc.go); a device's own store
+//     keeps what it lost until it re-bootstraps.
 //
 // A conflict (a ConflictResolved event, counted in ApplyResult.Conflicts)
 // is two sites' writes disagreeing about a cell: re-delivered facts, one
@@ -74,7 +120,10 @@
 // MaxLocalRowSize (2 MiB encoded, a quarter of the 8 MiB storage limit):
 // merges of concurrent writes to different columns may grow a row beyond
 // it, up to the storage limit, which applies keep; a local write that does
-// not grow such a row (clearing a column, a delete) is allowed. An insert
+// not grow such a row (clearing a column, a delete) is allowed. A single
+// value larger than MaxLocalRowSize on its own (text, bytes, a json string)
+// is refused before anything else is done with it, so its cost does not
+// grow with its size. An insert
 // writes every
 // column, so the row travels whole; an update writes only the columns whose
 // value changes; a delete leaves a tombstone carrying the row's last image;
@@ -122,20 +171,24 @@
 // refuses a batch (ErrMalformed) holding a value that does not fit a
 // column type it knows from a migration; columns and tables it has no
 // migration for are accepted as received. Schema migrations (create_table, add_column,
-// add_index) are stamped and carried in ChangeSets and folded in HLC order,
+// add_index, set_resurrection_policy) are stamped and carried in ChangeSets and folded in HLC order,
 // so the first definition of an object wins everywhere. When a migration
 // changes a table's shape, the rows it already holds are brought in line in
 // the same transaction: a new index gets an entry for each of them, and
 // cells stored before their column was known are normalized to its type. Snapshot streams a
 // replica's whole state in chunks; ApplySnapshotChunk merges it (it never
-// clears local data) with a durable checkpoint for resuming. Prune drops
-// tombstones and held changes older than the retention horizon (30 days by
-// default).
+// clears local data) with a durable checkpoint for resuming;
+// ApplySnapshotChunkWith with Replace makes the replica end with the
+// snapshot's rows plus its unsent own writes (a device offline past the
+// relay's horizon). Prune drops held changes older than the retention
+// horizon (30 days by default) and tidies the own change log; tombstones go
+// only through PruneTombstones, at a bound every replica shares (the
+// relay's horizon marks; docs/design.md § Retention).
 //
-// # Where this differs from the seeds
+// # Where this differs from its origins
 //
 //   - One record per row holds the values and the cell versions together
-//     (the seeds keep one key per cell), and the change log has one entry
+//     (the origin design keeps one key per cell), and the change log has one entry
 //     per local transaction: a local write of n rows costs n row puts plus
 //     one change-log entry, which is what IndexedDB's per-request cost
 //     rewards. Storage overhead for a 6-column row is about 1× the row's
@@ -180,5 +233,10 @@
 // # Storage
 //
 // The layout of the kv buckets is documented in layout.go; Buckets lists
-// them and StorageFormat versions them.
+// them and StorageFormat versions them. Format 2 stores each schema
+// migration in its one JSON form, the one the sync protocol carries
+// (model.AppendMigrationJSON); Open upgrades a store of format 1, whose
+// migrations are in a legacy form, by rewriting them and restamping the
+// format in the transaction that opens the store, and refuses any other
+// format with ErrStorageFormat.
 package engine

@@ -16,7 +16,7 @@ import (
 )
 
 // Disposition says what ApplyChanges does with changes for a table outside
-// the local schema (sync.md § Unknown-Table Disposition).
+// the local schema (docs/design.md § Changes that do not fit).
 type Disposition uint8
 
 const (
@@ -56,7 +56,7 @@ func ParseDisposition(s string) (Disposition, error) {
 }
 
 // DefaultRetention is the default retention horizon: tombstones and
-// quarantined changes older than this are pruned (sync.md § Tombstone TTL).
+// quarantined changes older than this are pruned (docs/design.md § Retention).
 const DefaultRetention = 30 * 24 * time.Hour
 
 // Options configure Open. The zero value is a schema-less replica with the
@@ -71,10 +71,15 @@ type Options struct {
 	Schema *Schema
 	// Clock supplies wall time; nil means SystemClock.
 	Clock Clock
-	// AllowResurrection lets a write newer than a row's tombstone revive
-	// the row. Default false: delete wins, and a deleted row stays deleted
-	// until its tombstone is pruned. Every replica of a database must use
-	// the same setting, or they will not converge.
+	// AllowResurrection declares ResurrectionAllowed for every table of
+	// Schema that declares no policy itself (TableDef.Resurrection): the
+	// declaration is recorded as a set_resurrection_policy migration when
+	// the database holds no policy for the table, and is a *SchemaError
+	// naming both policies when the database's is delete-wins. False
+	// declares nothing: such tables follow the database (delete-wins until
+	// some device declares otherwise). The policy is the database's, so
+	// every replica and the relay apply the same one (see
+	// ResurrectionPolicy). Ignored by a schema-less replica.
 	AllowResurrection bool
 	// UnknownTables is the disposition for changes to tables outside the
 	// schema. Ignored in schema-less mode.
@@ -161,13 +166,8 @@ func Open(store kv.Store, opts Options) (*Engine, error) {
 	var declared Schema
 	if opts.Schema != nil {
 		var err error
-		declared, err = opts.Schema.Validate()
-		if err != nil {
+		if declared, e.declared, err = compileDeclared(opts.Schema, opts.AllowResurrection); err != nil {
 			return nil, err
-		}
-		e.declared = make(map[string]*table, len(declared.Tables))
-		for _, t := range declared.Tables {
-			e.declared[t.Name] = compileTable(t)
 		}
 	}
 	var newSite SiteID
@@ -175,29 +175,9 @@ func Open(store kv.Store, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("generate site id: %w", err)
 	}
 	err := store.Update(func(tx kv.Tx) error {
-		f, err := tx.Get(bucketMeta, metaFormat)
-		switch {
-		case errors.Is(err, kv.ErrNotFound):
-			if err := tx.Put(bucketMeta, metaFormat, []byte(strconv.Itoa(StorageFormat))); err != nil {
-				return err
-			}
-			if err := tx.Put(bucketMeta, metaSite, newSite[:]); err != nil {
-				return err
-			}
-		case err != nil:
-			return err
-		case string(f) != strconv.Itoa(StorageFormat):
-			return fmt.Errorf("%w: store has format %q, this version reads %d", ErrStorageFormat, f, StorageFormat)
-		}
-		s, err := tx.Get(bucketMeta, metaSite)
-		if err != nil {
-			return fmt.Errorf("read site id: %w", err)
-		}
-		if len(s) != 16 {
-			return fmt.Errorf("%w: stored site id has %d bytes", ErrStorageFormat, len(s))
-		}
-		copy(e.site[:], s)
-		return nil
+		var err error
+		e.site, err = openSite(tx, newSite)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open replica: %w", err)
@@ -208,6 +188,64 @@ func Open(store kv.Store, opts Options) (*Engine, error) {
 		}
 	}
 	return e, nil
+}
+
+// compileDeclared validates the declared schema and compiles its tables;
+// with allowResurrection, tables that do not declare a resurrection policy
+// allow it.
+func compileDeclared(schema *Schema, allowResurrection bool) (Schema, map[string]*table, error) {
+	declared, err := schema.Validate()
+	if err != nil {
+		return Schema{}, nil, err
+	}
+	if allowResurrection {
+		for i := range declared.Tables {
+			if declared.Tables[i].Resurrection == ResurrectionUndeclared {
+				declared.Tables[i].Resurrection = ResurrectionAllowed
+			}
+		}
+	}
+	tables := make(map[string]*table, len(declared.Tables))
+	for _, t := range declared.Tables {
+		tables[t.Name] = compileTable(t)
+	}
+	return declared, tables, nil
+}
+
+// openSite checks the store's format and returns its site id. A new store
+// is initialized: the format is stored, and newSite as its site id. A
+// store of format 1 is upgraded to StorageFormat in tx (upgradeFormat1);
+// any other format than those two is ErrStorageFormat.
+func openSite(tx kv.Tx, newSite SiteID) (SiteID, error) {
+	f, err := tx.Get(bucketMeta, metaFormat)
+	switch {
+	case errors.Is(err, kv.ErrNotFound):
+		if err := tx.Put(bucketMeta, metaFormat, []byte(strconv.Itoa(StorageFormat))); err != nil {
+			return SiteID{}, err
+		}
+		if err := tx.Put(bucketMeta, metaSite, newSite[:]); err != nil {
+			return SiteID{}, err
+		}
+	case err != nil:
+		return SiteID{}, err
+	case string(f) == strconv.Itoa(StorageFormat):
+	case string(f) == "1":
+		if err := upgradeFormat1(tx); err != nil {
+			return SiteID{}, err
+		}
+	default:
+		return SiteID{}, fmt.Errorf("%w: store has format %q, this version reads 1 and %d", ErrStorageFormat, f, StorageFormat)
+	}
+	s, err := tx.Get(bucketMeta, metaSite)
+	if err != nil {
+		return SiteID{}, fmt.Errorf("read site id: %w", err)
+	}
+	if len(s) != 16 {
+		return SiteID{}, fmt.Errorf("%w: stored site id has %d bytes", ErrStorageFormat, len(s))
+	}
+	var site SiteID
+	copy(site[:], s)
+	return site, nil
 }
 
 // declareSchema records, as one local transaction, the migrations that

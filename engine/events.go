@@ -33,8 +33,8 @@ func (t EventType) String() string {
 	return "invalid"
 }
 
-// Event reports a committed change to the layers above (sync.md § Reactive
-// Hooks). Tables names every table whose rows changed, sorted, so reactive
+// Event reports a committed change to the layers above (docs/design.md §
+// Events). Tables names every table whose rows changed, sorted, so reactive
 // queries re-run only when a table they read changed. Events are delivered
 // after the commit, synchronously, in commit order per Engine.
 type Event struct {
@@ -50,7 +50,7 @@ type Event struct {
 	UnknownTable *UnknownTable
 }
 
-// Conflict describes one resolved column conflict (sync.md § ConflictEvent).
+// Conflict describes one resolved column conflict (docs/design.md § Conflicts and resolvers).
 type Conflict struct {
 	Table       string
 	PK          []Value
@@ -104,7 +104,7 @@ type ConflictContext struct {
 // value, false to keep the local one. It is called only when the cell has a
 // local version with a different HLC. Anything but LWW can make replicas
 // diverge; LocalWins and RemoteWins exist for the cases where that is
-// intended (sync.md § Pluggable Conflict Resolution).
+// intended (docs/design.md § Conflicts and resolvers).
 type ConflictResolver func(ConflictContext) (takeRemote bool)
 
 // LWW is last-writer-wins: the higher HLC wins. It is the default.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -30,7 +31,9 @@ func keysTestSeed(t testing.TB) uint64 {
 	return seed
 }
 
-func jsonV(s string) Value { return Value{kind: KindJSON, s: s} }
+func jsonV(s string) Value { return rawValue(KindJSON, s) }
+
+func cmpInt64(a, b int64) int { return cmp.Compare(a, b) }
 
 // ascendingKeys lists Values in strictly ascending key order.
 var ascendingKeys = []Value{
@@ -171,7 +174,7 @@ var ascendingKeys = []Value{
 }
 
 func sameValue(a, b Value) bool {
-	if a.kind == KindReal && b.kind == KindReal && math.IsNaN(a.f) && math.IsNaN(b.f) {
+	if a.Kind() == KindReal && b.Kind() == KindReal && math.IsNaN(a.Real()) && math.IsNaN(b.Real()) {
 		return true
 	}
 	return a.Equal(b)
@@ -186,11 +189,11 @@ func TestKeyOrderTable(t *testing.T) {
 		for j := range ascendingKeys {
 			want := cmpInt64(int64(i), int64(j))
 			if got := Compare(ascendingKeys[i], ascendingKeys[j]); got != want {
-				t.Errorf("Compare(%v %v, %v %v) = %d, want %d", ascendingKeys[i].kind, ascendingKeys[i], ascendingKeys[j].kind, ascendingKeys[j], got, want)
+				t.Errorf("Compare(%v %v, %v %v) = %d, want %d", ascendingKeys[i].Kind(), ascendingKeys[i], ascendingKeys[j].Kind(), ascendingKeys[j], got, want)
 			}
 			if got := bytes.Compare(enc[i], enc[j]); got != want {
 				t.Errorf("bytes.Compare(enc(%v %v) = %x, enc(%v %v) = %x) = %d, want %d",
-					ascendingKeys[i].kind, ascendingKeys[i], enc[i], ascendingKeys[j].kind, ascendingKeys[j], enc[j], got, want)
+					ascendingKeys[i].Kind(), ascendingKeys[i], enc[i], ascendingKeys[j].Kind(), ascendingKeys[j], enc[j], got, want)
 			}
 		}
 	}
@@ -201,11 +204,11 @@ func TestKeyRoundTrip(t *testing.T) {
 		b := appendKeyValue([]byte("prefix"), v)[len("prefix"):]
 		got, rest, err := decodeKeyValue(append(b, 0x99))
 		if err != nil {
-			t.Errorf("decode(enc(%v %v) = %x): %v", v.kind, v, b, err)
+			t.Errorf("decode(enc(%v %v) = %x): %v", v.Kind(), v, b, err)
 			continue
 		}
 		if !sameValue(got, v) || !bytes.Equal(rest, []byte{0x99}) {
-			t.Errorf("decode(enc(%v %v)) = %v %v, rest %x", v.kind, v, got.kind, got, rest)
+			t.Errorf("decode(enc(%v %v)) = %v %v, rest %x", v.Kind(), v, got.Kind(), got, rest)
 		}
 	}
 }
@@ -248,7 +251,7 @@ func TestKeySizes(t *testing.T) {
 		{Blob([]byte{0, 0}), 7},
 	} {
 		if got := len(appendKeyValue(nil, tc.v)); got != tc.size {
-			t.Errorf("len(enc(%v %v)) = %d, want %d (%x)", tc.v.kind, tc.v, got, tc.size, appendKeyValue(nil, tc.v))
+			t.Errorf("len(enc(%v %v)) = %d, want %d (%x)", tc.v.Kind(), tc.v, got, tc.size, appendKeyValue(nil, tc.v))
 		}
 	}
 }
@@ -284,7 +287,7 @@ func TestKeyEncodingBytes(t *testing.T) {
 		{Blob([]byte{0xff}), "60" + "ff" + "0001"},
 	} {
 		if got := fmt.Sprintf("%x", appendKeyValue(nil, tc.v)); got != tc.want {
-			t.Errorf("enc(%v %v) = %s, want %s", tc.v.kind, tc.v, got, tc.want)
+			t.Errorf("enc(%v %v) = %s, want %s", tc.v.Kind(), tc.v, got, tc.want)
 		}
 	}
 }
@@ -302,7 +305,7 @@ func TestKeyTextPrefix(t *testing.T) {
 		// Other kinds never match a text prefix.
 		for _, v := range []Value{jsonV(`"` + p + `"`), Blob([]byte(p)), Int(1)} {
 			if bytes.HasPrefix(appendKeyValue(nil, v), pre) {
-				t.Errorf("enc(%v %v) matches text prefix %q", v.kind, v, p)
+				t.Errorf("enc(%v %v) matches text prefix %q", v.Kind(), v, p)
 			}
 		}
 	}
@@ -427,7 +430,7 @@ func hexBytes(s string) ([]byte, error) {
 // comparison with math/big, then the tie-breaks.
 func refCompare(a, b Value) int {
 	rank := func(v Value) int {
-		switch v.kind {
+		switch v.Kind() {
 		case KindInteger, KindReal:
 			return 2
 		case KindTimestamp:
@@ -439,33 +442,33 @@ func refCompare(a, b Value) int {
 		case KindBlob:
 			return 6
 		}
-		return int(v.kind)
+		return int(v.Kind())
 	}
 	if ra, rb := rank(a), rank(b); ra != rb {
 		return cmpInt64(int64(ra), int64(rb))
 	}
-	switch a.kind {
+	switch a.Kind() {
 	case KindNull:
 		return 0
 	case KindBoolean, KindTimestamp:
-		return cmpInt64(a.i, b.i)
+		return cmpInt64(a.Int(), b.Int())
 	case KindText, KindJSON, KindBlob:
-		return bytes.Compare([]byte(a.s), []byte(b.s))
+		return bytes.Compare([]byte(rawString(a)), []byte(rawString(b)))
 	}
 	num := func(v Value) *big.Float {
-		if v.kind == KindInteger {
-			return new(big.Float).SetInt64(v.i)
+		if v.Kind() == KindInteger {
+			return new(big.Float).SetInt64(v.Int())
 		}
-		return new(big.Float).SetFloat64(v.f)
+		return new(big.Float).SetFloat64(v.Real())
 	}
 	if c := num(a).Cmp(num(b)); c != 0 {
 		return c
 	}
 	tie := func(v Value) int {
 		switch {
-		case v.kind == KindInteger:
+		case v.Kind() == KindInteger:
 			return 0
-		case v.f == 0 && math.Signbit(v.f):
+		case v.Real() == 0 && math.Signbit(v.Real()):
 			return 1
 		}
 		return 2
@@ -527,7 +530,7 @@ func randKeyValue(r *rand.Rand) Value {
 		for n := r.IntN(5); n > 0; n-- {
 			sb.WriteString(alphabet[r.IntN(len(alphabet))])
 		}
-		return Value{kind: [...]Kind{KindText, KindText, KindJSON, KindBlob}[r.IntN(4)], s: sb.String()}
+		return rawValue([...]Kind{KindText, KindText, KindJSON, KindBlob}[r.IntN(4)], sb.String())
 	}
 }
 
@@ -545,15 +548,15 @@ func TestKeyOrderProperty(t *testing.T) {
 		}
 		want := refCompare(a, b)
 		if got := Compare(a, b); got != want {
-			t.Fatalf("Compare(%v %v, %v %v) = %d, want %d", a.kind, a, b.kind, b, got, want)
+			t.Fatalf("Compare(%v %v, %v %v) = %d, want %d", a.Kind(), a, b.Kind(), b, got, want)
 		}
 		ea, eb = appendKeyValue(ea[:0], a), appendKeyValue(eb[:0], b)
 		if got := bytes.Compare(ea, eb); got != want {
-			t.Fatalf("bytes.Compare(enc(%v %v) = %x, enc(%v %v) = %x) = %d, want %d", a.kind, a, ea, b.kind, b, eb, got, want)
+			t.Fatalf("bytes.Compare(enc(%v %v) = %x, enc(%v %v) = %x) = %d, want %d", a.Kind(), a, ea, b.Kind(), b, eb, got, want)
 		}
 		dec, rest, err := decodeKeyValue(ea)
 		if err != nil || len(rest) != 0 || !sameValue(dec, a) {
-			t.Fatalf("decode(enc(%v %v) = %x) = %v %v, %x, %v", a.kind, a, ea, dec.kind, dec, rest, err)
+			t.Fatalf("decode(enc(%v %v) = %x) = %v %v, %x, %v", a.Kind(), a, ea, dec.Kind(), dec, rest, err)
 		}
 		// Tuples order lexicographically.
 		ta := []Value{a, randKeyValue(r)}
@@ -616,7 +619,7 @@ func TestKeyAppendDoesNotAllocate(t *testing.T) {
 
 func BenchmarkAppendKeyValue(b *testing.B) {
 	for _, v := range []Value{Int(42), Int(1_700_000_000_000), Real(3.14159), Text("01890f3a-7c2b-7d4e-9b1a-3f5e6d7c8b9a"), TimestampMillis(1_700_000_000_000)} {
-		b.Run(v.kind.String()+"/"+v.String(), func(b *testing.B) {
+		b.Run(v.Kind().String()+"/"+v.String(), func(b *testing.B) {
 			buf := make([]byte, 0, 64)
 			for b.Loop() {
 				buf = appendKeyValue(buf[:0], v)
@@ -628,7 +631,7 @@ func BenchmarkAppendKeyValue(b *testing.B) {
 func BenchmarkDecodeKeyValue(b *testing.B) {
 	for _, v := range []Value{Int(42), Real(3.14159), Text("01890f3a-7c2b-7d4e-9b1a-3f5e6d7c8b9a")} {
 		enc := appendKeyValue(nil, v)
-		b.Run(v.kind.String(), func(b *testing.B) {
+		b.Run(v.Kind().String(), func(b *testing.B) {
 			for b.Loop() {
 				if _, _, err := decodeKeyValue(enc); err != nil {
 					b.Fatal(err)

@@ -2,8 +2,8 @@ package engine
 
 import "encoding/binary"
 
-// Storage layout: the kv buckets and their keys (DESIGN.md § The data model;
-// sync.md § Storage Layout, adapted to one record per row).
+// Storage layout: the kv buckets and their keys (docs/design.md § Data model;
+// docs/design.md § Storage layout).
 //
 //	meta        "format" → storage format version (decimal text)
 //	            "site" → 16-byte site id
@@ -25,7 +25,8 @@ import "encoding/binary"
 //	tombs       base ‖ table ‖ pk → empty: one entry per tombstoned row,
 //	            ordered by the deletion's HLC, for Prune
 //	index       table ‖ index name ‖ column values ‖ pk → empty
-//	migrations  class ‖ HLC → schema migration
+//	migrations  class ‖ HLC → schema migration: its JSON form
+//	            (model.AppendMigrationJSON; migrate.go), hlc included
 //	quarantine  table ‖ HLC → held change for an unknown table
 //
 // table, index name and column values use the order-preserving key encoding
@@ -57,9 +58,16 @@ const (
 // Open must have been opened with all of them.
 var Buckets = []string{bucketMeta, bucketRows, bucketLog, bucketIndex, bucketMigrations, bucketQuarantine, bucketTombs}
 
-// StorageFormat is the version of this layout, stored under meta "format".
-// Open refuses a store with another version (ErrStorageFormat).
-const StorageFormat = 1
+// StorageFormat is the version of this layout, stored under meta "format"
+// (decimal text). Open accepts StorageFormat and 1, and refuses a store
+// with any other version (ErrStorageFormat).
+//
+//	1  migrations stored in the legacy "def" form (defaults in the row
+//	   record's value encoding)
+//	2  migrations stored in model's JSON form, the wire's
+//	   (model.AppendMigrationJSON); Open rewrites a format-1 store's
+//	   migrations and restamps it 2 in the transaction that opens it
+const StorageFormat = 2
 
 const (
 	classOwn    byte = 1
@@ -94,7 +102,7 @@ func appendRowKey(dst, tk []byte, pk []Value) []byte {
 func logKey(class byte, base HLC, rk []byte) []byte {
 	k := make([]byte, 1+BaseSize+len(rk))
 	k[0] = class
-	base.putBase(k[1:])
+	base.PutBase(k[1:])
 	copy(k[1+BaseSize:], rk)
 	return k
 }
@@ -151,7 +159,7 @@ func quarantineKey(tk []byte, h HLC) []byte {
 func ownLogKey(base HLC) []byte {
 	k := make([]byte, 1+BaseSize)
 	k[0] = classOwn
-	base.putBase(k[1:])
+	base.PutBase(k[1:])
 	return k
 }
 
@@ -194,7 +202,7 @@ func decodeRowList(v []byte) ([][]byte, error) {
 // tombKey returns base ‖ rowKey: the prune index entry of a tombstone.
 func tombKey(base HLC, rk []byte) []byte {
 	k := make([]byte, BaseSize+len(rk))
-	base.putBase(k)
+	base.PutBase(k)
 	copy(k[BaseSize:], rk)
 	return k
 }

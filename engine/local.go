@@ -93,7 +93,7 @@ func (tx *Tx) Get(table string, pk Key) (Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !r.cur.visible(tx.w.e.opts.AllowResurrection) {
+	if !r.cur.visible(t.resurrect) {
 		return nil, fmt.Errorf("%w: %s %s", ErrNotFound, table, fmtKey(key))
 	}
 	return t.rowOf(r.cur, key), nil
@@ -261,6 +261,41 @@ func (t *table) coerceKey(pk Key) ([]Value, error) {
 	return out, nil
 }
 
+// coerceLocal is coerceValue for a value a local write stores: one whose
+// size alone (inputBytes) is above MaxLocalRowSize is refused first, before
+// any conversion, validation or encoding, whose cost grows with it (a
+// 200 MB string took 8.8 s natively to be refused by the row size check).
+func (t *table) coerceLocal(c *ColumnDef, x any) (Value, error) {
+	if n := inputBytes(c.Type, x); n > MaxLocalRowSize {
+		return Null, &ValidationError{Table: t.def.Name, Column: c.Name, Reason: fmt.Sprintf(
+			"a value of %d bytes is too large for a local write (a row a local write leaves is at most %d bytes: MaxLocalRowSize)", n, MaxLocalRowSize)}
+	}
+	return coerceValue(&t.def, c, x)
+}
+
+// inputBytes returns a lower bound of the bytes x takes stored in a column
+// of kind k: the length of text for a text or json column (a json string
+// is longer than its text), of bytes for a blob column, of a Value's
+// payload of the column's kind; 0 when the conversion could shrink it
+// (json text, which is compacted; numbers parsed from text).
+func inputBytes(k Kind, x any) int {
+	switch v := x.(type) {
+	case string:
+		if k == KindText || k == KindJSON {
+			return len(v)
+		}
+	case []byte:
+		if k == KindBlob {
+			return len(v)
+		}
+	case Value:
+		if v.Kind() == k && (k == KindText || k == KindBlob || k == KindJSON) {
+			return v.Len()
+		}
+	}
+	return 0
+}
+
 // coerceRow validates values against t. With insert set, omitted columns
 // take their defaults (or null), and an omitted auto id is generated.
 func (t *table) coerceRow(values map[string]any, insert bool) (Row, error) {
@@ -270,7 +305,7 @@ func (t *table) coerceRow(values map[string]any, insert bool) (Row, error) {
 		if c == nil {
 			return nil, t.firstValueError(values)
 		}
-		v, err := coerceValue(&t.def, c, x)
+		v, err := t.coerceLocal(c, x)
 		if err != nil {
 			return nil, t.firstValueError(values)
 		}
@@ -324,7 +359,7 @@ func (t *table) firstValueError(values map[string]any) error {
 		if c == nil {
 			return &ValidationError{Table: t.def.Name, Column: n, Reason: "unknown column"}
 		}
-		if _, err := coerceValue(&t.def, c, values[n]); err != nil {
+		if _, err := t.coerceLocal(c, values[n]); err != nil {
 			return err
 		}
 	}
@@ -381,12 +416,12 @@ func (w *writeTx) insertCells(st, vt *table, row Row, pk []Value) (*txRow, []Val
 	if err != nil {
 		return nil, nil, err
 	}
-	allow := w.e.opts.AllowResurrection
+	allow := st.resurrect
 	if r.cur.visible(allow) {
 		return nil, nil, fmt.Errorf("%w: %s %s already exists (use upsert or update)", ErrConflict, st.def.Name, fmtKey(pk))
 	}
 	if r.cur != nil && r.cur.hasTomb && !allow {
-		return nil, nil, fmt.Errorf("%w: %s %s was deleted and deleted rows stay deleted (allowResurrection is off); use a new key", ErrConflict, st.def.Name, fmtKey(pk))
+		return nil, nil, fmt.Errorf("%w: %s %s was deleted and deleted rows stay deleted (the table's resurrection policy is delete-wins); use a new key", ErrConflict, st.def.Name, fmtKey(pk))
 	}
 	if err := st.checkIndexKeys(row, pk); err != nil {
 		return nil, nil, err
@@ -453,7 +488,7 @@ func (w *writeTx) update(name string, pkArg Key, patch map[string]any) (Row, err
 	if err != nil {
 		return nil, err
 	}
-	if !r.cur.visible(w.e.opts.AllowResurrection) {
+	if !r.cur.visible(st.resurrect) {
 		return nil, fmt.Errorf("%w: %s %s", ErrNotFound, name, fmtKey(pk))
 	}
 	return w.patchRow(st, vt, r, p)
@@ -469,8 +504,8 @@ func (w *writeTx) patchRow(st, vt *table, r *txRow, p Row) (Row, error) {
 	}
 	if moved {
 		// A key change is a delete of the old key plus a full insert of
-		// the new one (sync.md § A primary-key change tombstones the old
-		// identity).
+		// the new one (docs/design.md §
+		// Primary-key changes).
 		next := make(Row, len(vt.def.Columns))
 		for i := range vt.def.Columns {
 			c := vt.def.Columns[i].Name
@@ -492,10 +527,10 @@ func (w *writeTx) patchRow(st, vt *table, r *txRow, p Row) (Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		if nr.cur.visible(w.e.opts.AllowResurrection) {
+		if nr.cur.visible(st.resurrect) {
 			return nil, fmt.Errorf("%w: cannot move %s %s to %s: a row with that key exists", ErrConflict, st.def.Name, fmtKey(r.pk), fmtKey(newPK))
 		}
-		if nr.cur != nil && nr.cur.hasTomb && !w.e.opts.AllowResurrection {
+		if nr.cur != nil && nr.cur.hasTomb && !st.resurrect {
 			return nil, fmt.Errorf("%w: cannot move %s %s to %s: that key was deleted and deleted rows stay deleted", ErrConflict, st.def.Name, fmtKey(r.pk), fmtKey(newPK))
 		}
 		w.tombstone(r)
@@ -549,7 +584,7 @@ func (w *writeTx) upsert(name string, values map[string]any) (Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.cur.visible(w.e.opts.AllowResurrection) {
+	if r.cur.visible(st.resurrect) {
 		return w.patchRow(st, vt, r, p)
 	}
 	row, err := vt.coerceRow(values, true)
@@ -572,7 +607,7 @@ func (w *writeTx) delete(name string, pkArg Key) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if !r.cur.visible(w.e.opts.AllowResurrection) {
+	if !r.cur.visible(st.resurrect) {
 		return false, nil
 	}
 	w.tombstone(r)
@@ -585,7 +620,7 @@ func (w *writeTx) tombstone(r *txRow) {
 	r.cur.hasTomb = true
 	r.cur.tomb = w.nextHLC()
 	r.cur.priorRow = prior
-	r.cur.dropDead(w.e.opts.AllowResurrection)
+	r.cur.dropDead()
 	r.dirty = true
 }
 

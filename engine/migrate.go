@@ -4,6 +4,11 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
+
+	"github.com/replica-sync/replica/internal/jsontext"
+	"github.com/replica-sync/replica/kv"
+	"github.com/replica-sync/replica/model"
 )
 
 // table is the compiled form of one table of the effective schema.
@@ -24,6 +29,13 @@ type table struct {
 	// asReceived: values from peers are stored exactly as received (the
 	// schema-less relay), not normalized to the column types.
 	asReceived bool
+	// resurrect: the table's resurrection policy (def.Resurrection, folded
+	// from set_resurrection_policy migrations) is ResurrectionAllowed: a
+	// row with cells written after its tombstone is live.
+	resurrect bool
+	// policyHLC is the HLC of the migration that fixed the policy (zero
+	// when undeclared), for error messages.
+	policyHLC HLC
 }
 
 type compiledIndex struct {
@@ -53,6 +65,7 @@ func compileTable(def TableDef) *table {
 	for _, n := range t.pkCols {
 		t.pkDefs = append(t.pkDefs, t.cols[n])
 	}
+	t.resurrect = def.Resurrection == ResurrectionAllowed
 	t.autoID = len(t.pkCols) == 1 && t.pkCols[0] == "id" && t.pkDefs[0] != nil && t.pkDefs[0].Type == KindText
 	for _, ix := range t.def.Indexes {
 		p := append(slices.Clone(t.key), appendKeyValue(nil, Text(ix.Name))...)
@@ -123,10 +136,27 @@ func foldSchema(version uint64, migs []SchemaMigration, asReceived bool) *schema
 			}
 		}
 	}
+	// Resurrection policies, after every table exists: a table's first
+	// declaration (lowest HLC) is its policy, whatever the order in which
+	// the migrations arrived; later ones (another app version's
+	// contradicting declaration) have no effect. The lowest HLC, as for
+	// every other definition the fold keeps: a policy, once a device has
+	// declared it and written under it, is never changed behind its back.
+	policyHLC := map[string]HLC{}
+	for _, m := range migs {
+		if m.Type != SetResurrectionPolicy {
+			continue
+		}
+		if cur, ok := defs[m.TableName]; ok && cur.Resurrection == ResurrectionUndeclared {
+			cur.Resurrection = m.Resurrection
+			policyHLC[m.TableName] = m.HLC
+		}
+	}
 	st := &schemaState{version: version, migrations: migs, tables: make(map[string]*table, len(defs))}
 	for _, n := range order {
 		st.tables[n] = compileTable(*defs[n])
 		st.tables[n].asReceived = asReceived
+		st.tables[n].policyHLC = policyHLC[n]
 	}
 	return st
 }
@@ -180,8 +210,21 @@ func diffSchema(cur *schemaState, declared Schema) ([]SchemaMigration, error) {
 		t := cur.table(d.Name)
 		if t == nil {
 			def := cloneTableDef(d)
+			def.Resurrection = ResurrectionUndeclared // it travels in its own migration
 			out = append(out, SchemaMigration{Type: CreateTable, TableName: d.Name, Table: &def})
+			if d.Resurrection != ResurrectionUndeclared {
+				out = append(out, SchemaMigration{Type: SetResurrectionPolicy, TableName: d.Name, Resurrection: d.Resurrection})
+			}
 			continue
+		}
+		switch have := t.def.Resurrection; {
+		case d.Resurrection == ResurrectionUndeclared || d.Resurrection == have:
+		case have == ResurrectionUndeclared:
+			out = append(out, SchemaMigration{Type: SetResurrectionPolicy, TableName: d.Name, Resurrection: d.Resurrection})
+		default:
+			return nil, &SchemaError{Table: d.Name, Reason: fmt.Sprintf(
+				"resurrection policy is declared %s but the database's policy for this table is %s (declared at %s); a table's resurrection policy cannot change once declared — open with the database's policy, or use a new table",
+				describePolicy(d.Resurrection), describePolicy(have), t.policyHLC)}
 		}
 		if !slices.Equal(t.pkCols, d.PrimaryKey) {
 			return nil, &SchemaError{Table: d.Name, Reason: fmt.Sprintf(
@@ -227,10 +270,23 @@ func validateMigration(m *SchemaMigration) error {
 	if !ValidName(m.TableName) {
 		return malformed("schema migration for invalid table name %q", m.TableName)
 	}
+	if m.Type != SetResurrectionPolicy && m.Resurrection != ResurrectionUndeclared {
+		return malformed("%s migration for %q carries a resurrection policy", m.Type, m.TableName)
+	}
 	switch m.Type {
+	case SetResurrectionPolicy:
+		if m.Table != nil || m.Column != nil || m.Index != nil {
+			return malformed("set_resurrection_policy migration for %q carries a table, column or index definition", m.TableName)
+		}
+		if m.Resurrection != DeleteWins && m.Resurrection != ResurrectionAllowed {
+			return malformed("set_resurrection_policy migration for %q declares policy %s (want delete-wins or allow-resurrection)", m.TableName, m.Resurrection)
+		}
 	case CreateTable:
 		if m.Table == nil || m.Column != nil || m.Index != nil {
 			return malformed("create_table migration for %q without exactly a table definition", m.TableName)
+		}
+		if m.Table.Resurrection != ResurrectionUndeclared {
+			return malformed("create_table migration for %q carries a resurrection policy (it travels as set_resurrection_policy)", m.TableName)
 		}
 		if m.Table.Name != m.TableName {
 			return malformed("create_table migration names table %q but defines %q", m.TableName, m.Table.Name)
@@ -275,26 +331,149 @@ func validateMigration(m *SchemaMigration) error {
 	return nil
 }
 
-// Migrations are stored as JSON of these private shapes (defaults in the
-// record value encoding) so the storage format does not depend on the wire
-// package. The JSON is what encoding/json wrote for the field tags below
-// (json.go writes and reads it; json_test.go checks the bytes against
-// encoding/json), in field order:
+// Stored migrations (bucket migrations, key class ‖ HLC). Storage format 2
+// stores a migration in its one JSON form, model's (model.AppendMigrationJSON,
+// the form the sync protocol carries it in), hlc included: the stored hlc
+// must equal the key's.
+//
+//	{"type":"create_table","table":"trips","ddl":{"name":"trips","columns":[…],
+//	  "primaryKey":["id"]},"hlc":"<40 base64 characters>"}
+//
+// Format 1 stored the legacy "def" form (storedMigration below, with
+// defaults in the row record's value encoding). Open rewrites a format-1
+// store's migrations to the format-2 form (upgradeFormat1); only that
+// upgrade reads the legacy form.
+
+// storedJSONErrors makes the errors of a stored migration's Reader: they
+// carry the JSON path (jsontext.PathError), and decodeMigration wraps them
+// in ErrMalformed.
+var storedJSONErrors jsontext.ErrorMaker = jsontext.PathErrors{}
+
+// encodeMigration returns the stored form of m (format 2). Errors match
+// model.ErrUnencodable: a migration the JSON form cannot carry, which
+// validateMigration and diffSchema never let through.
+func encodeMigration(m *SchemaMigration) ([]byte, error) {
+	b, err := model.AppendMigrationJSON(nil, m)
+	if err != nil {
+		return nil, fmt.Errorf("store schema migration for %q: %w", m.TableName, err)
+	}
+	return b, nil
+}
+
+// migrationKeyHLC returns the HLC of a migrations-bucket key.
+func migrationKeyHLC(key []byte) (HLC, error) {
+	if len(key) != 1+HLCSize {
+		return HLC{}, malformed("migration key length %d", len(key))
+	}
+	return HLCFromBytes(key[1:])
+}
+
+// decodeMigration decodes a stored migration (format 2). Errors match
+// ErrMalformed.
+func decodeMigration(key, val []byte) (SchemaMigration, error) {
+	h, err := migrationKeyHLC(key)
+	if err != nil {
+		return SchemaMigration{}, err
+	}
+	// Nesting as the wire allows it: a migration's structure plus a
+	// default of at most MaxJSONDepth.
+	r := jsontext.Reader{Data: val, MaxDepth: 2 * MaxJSONDepth, Errors: storedJSONErrors}
+	err = r.CheckUTF8()
+	var m SchemaMigration
+	if err == nil {
+		m, err = model.ReadMigrationJSON(&r)
+	}
+	if err == nil {
+		err = r.End()
+	}
+	if err != nil {
+		return SchemaMigration{}, fmt.Errorf("%w: stored migration: %v", ErrMalformed, err)
+	}
+	if m.HLC != h {
+		return SchemaMigration{}, malformed("stored migration's hlc %s differs from its key's %s", m.HLC, h)
+	}
+	normalizeDefaults(&m)
+	return m, nil
+}
+
+// normalizeDefaults gives the defaults of a decoded migration their
+// column's kind: the JSON form writes a timestamp as a number, which
+// reads back as an integer (model.NormalizeRemote, as for a value from a
+// peer; every other kind reads back as itself).
+func normalizeDefaults(m *SchemaMigration) {
+	if m.Column != nil && m.Column.HasDefault {
+		m.Column.Default = model.NormalizeRemote(m.Column, m.Column.Default)
+	}
+	if m.Table != nil {
+		for i := range m.Table.Columns {
+			if c := &m.Table.Columns[i]; c.HasDefault {
+				c.Default = model.NormalizeRemote(c, c.Default)
+			}
+		}
+	}
+}
+
+// upgradeFormat1 rewrites every stored migration of a format-1 store from
+// the legacy "def" form to the format-2 form and stamps the store format
+// 2, in tx (the Update that opens the store: the upgrade is all or
+// nothing). Migrations are few (one per table, column, index and policy
+// ever declared), so they are rewritten at once.
+func upgradeFormat1(tx kv.Tx) error {
+	type entry struct {
+		key []byte
+		m   SchemaMigration
+	}
+	var all []entry
+	var derr error
+	err := tx.Scan(bucketMigrations, kv.Range{}, func(k, v []byte) bool {
+		m, err := decodeLegacyMigration(k, v)
+		if err != nil {
+			derr = err
+			return false
+		}
+		all = append(all, entry{k, m})
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	for i := 0; err == nil && i < len(all); i++ {
+		var b []byte
+		if b, err = encodeMigration(&all[i].m); err == nil {
+			err = tx.Put(bucketMigrations, all[i].key, b)
+		}
+	}
+	if err == nil {
+		err = tx.Put(bucketMeta, metaFormat, []byte(strconv.Itoa(StorageFormat)))
+	}
+	if err != nil {
+		return fmt.Errorf("upgrade storage format 1 to %d: %w", StorageFormat, err)
+	}
+	return nil
+}
+
+// storedMigration is the legacy stored form of a migration (storage
+// format 1), which encoding/json wrote for these field tags, in field
+// order, defaults in the row record's value encoding:
 //
 //	{"type":"create_table","table":"trips",
 //	 "def":{"name":"trips","columns":[{"name":"id","type":"text","notNull":true,
 //	   "hasDefault":true,"default":"<base64>","coerce":true}],"pk":["id"],
 //	   "indexes":[{"name":"by_day","columns":["day"]}],"coerce":true},
 //	 "column":{…},"index":{…}}
+//	{"type":"set_resurrection_policy","table":"trips","policy":"allow-resurrection"}
 //
-// Members tagged omitempty are left out when false, empty or nil; a nil
-// slice without omitempty is null.
+// Members tagged omitempty were left out when false, empty or nil; a nil
+// slice without omitempty was null. Only upgradeFormat1 reads it
+// (decodeLegacyMigration; json.go's jsonObject reads members as
+// encoding/json did).
 type storedMigration struct {
 	Type   MigrationType `json:"type"`
 	Table  string        `json:"table"`
 	Def    *storedTable  `json:"def,omitempty"`
 	Column *storedColumn `json:"column,omitempty"`
 	Index  *storedIndex  `json:"index,omitempty"`
+	Policy string        `json:"policy,omitempty"` // ResurrectionPolicy.String
 }
 
 type storedIndex struct {
@@ -302,87 +481,21 @@ type storedIndex struct {
 	Columns []string `json:"columns"`
 }
 
-func (m *storedMigration) appendJSON(b []byte) []byte {
-	b = append(b, `{"type":`...)
-	b = appendJSONString(b, string(m.Type), true)
-	b = append(b, `,"table":`...)
-	b = appendJSONString(b, m.Table, true)
-	if m.Def != nil {
-		b = append(b, `,"def":`...)
-		b = m.Def.appendJSON(b)
-	}
-	if m.Column != nil {
-		b = append(b, `,"column":`...)
-		b = m.Column.appendJSON(b)
-	}
-	if m.Index != nil {
-		b = append(b, `,"index":`...)
-		b = m.Index.appendJSON(b)
-	}
-	return append(b, '}')
+type storedTable struct {
+	Name       string         `json:"name"`
+	Columns    []storedColumn `json:"columns"`
+	PrimaryKey []string       `json:"pk"`
+	Indexes    []storedIndex  `json:"indexes,omitempty"`
+	Coerce     bool           `json:"coerce,omitempty"`
 }
 
-func (x *storedIndex) appendJSON(b []byte) []byte {
-	b = append(b, `{"name":`...)
-	b = appendJSONString(b, x.Name, true)
-	b = append(b, `,"columns":`...)
-	b = appendJSONStrings(b, x.Columns)
-	return append(b, '}')
-}
-
-func (t *storedTable) appendJSON(b []byte) []byte {
-	b = append(b, `{"name":`...)
-	b = appendJSONString(b, t.Name, true)
-	b = append(b, `,"columns":`...)
-	if t.Columns == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range t.Columns {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = t.Columns[i].appendJSON(b)
-		}
-		b = append(b, ']')
-	}
-	b = append(b, `,"pk":`...)
-	b = appendJSONStrings(b, t.PrimaryKey)
-	if len(t.Indexes) > 0 {
-		b = append(b, `,"indexes":[`...)
-		for i := range t.Indexes {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = t.Indexes[i].appendJSON(b)
-		}
-		b = append(b, ']')
-	}
-	if t.Coerce {
-		b = append(b, `,"coerce":true`...)
-	}
-	return append(b, '}')
-}
-
-func (c *storedColumn) appendJSON(b []byte) []byte {
-	b = append(b, `{"name":`...)
-	b = appendJSONString(b, c.Name, true)
-	b = append(b, `,"type":`...)
-	b = appendJSONString(b, c.Type, true)
-	if c.NotNull {
-		b = append(b, `,"notNull":true`...)
-	}
-	if c.HasDefault {
-		b = append(b, `,"hasDefault":true`...)
-	}
-	if len(c.Default) > 0 {
-		b = append(b, `,"default":`...)
-		b = appendJSONBytes(b, c.Default)
-	}
-	if c.Coerce {
-		b = append(b, `,"coerce":true`...)
-	}
-	return append(b, '}')
+type storedColumn struct {
+	Name       string `json:"name"`
+	Type       string `json:"type"`
+	NotNull    bool   `json:"notNull,omitempty"`
+	HasDefault bool   `json:"hasDefault,omitempty"`
+	Default    []byte `json:"default,omitempty"`
+	Coerce     bool   `json:"coerce,omitempty"`
 }
 
 func readStoredMigration(o jsonObject) (sm storedMigration, err error) {
@@ -419,7 +532,8 @@ func readStoredMigration(o jsonObject) (sm storedMigration, err error) {
 		}
 		sm.Index = &x
 	}
-	return sm, nil
+	sm.Policy, err = o.str("policy")
+	return sm, err
 }
 
 func readStoredIndex(o jsonObject) (x storedIndex, err error) {
@@ -487,48 +601,15 @@ func readStoredColumn(o jsonObject) (c storedColumn, err error) {
 	return c, err
 }
 
-func toStoredIndexes(ix []IndexDef) []storedIndex {
-	out := make([]storedIndex, len(ix))
-	for i, x := range ix {
-		out[i] = storedIndex{x.Name, x.Columns}
-	}
-	return out
-}
-
 func fromStoredIndexes(ix []storedIndex) []IndexDef {
 	if ix == nil {
 		return nil
 	}
 	out := make([]IndexDef, len(ix))
 	for i, x := range ix {
-		out[i] = IndexDef{x.Name, x.Columns}
+		out[i] = IndexDef{Name: x.Name, Columns: x.Columns}
 	}
 	return out
-}
-
-type storedTable struct {
-	Name       string         `json:"name"`
-	Columns    []storedColumn `json:"columns"`
-	PrimaryKey []string       `json:"pk"`
-	Indexes    []storedIndex  `json:"indexes,omitempty"`
-	Coerce     bool           `json:"coerce,omitempty"`
-}
-
-type storedColumn struct {
-	Name       string `json:"name"`
-	Type       string `json:"type"`
-	NotNull    bool   `json:"notNull,omitempty"`
-	HasDefault bool   `json:"hasDefault,omitempty"`
-	Default    []byte `json:"default,omitempty"`
-	Coerce     bool   `json:"coerce,omitempty"`
-}
-
-func toStoredColumn(c ColumnDef) storedColumn {
-	sc := storedColumn{Name: c.Name, Type: c.Type.String(), NotNull: c.NotNull, HasDefault: c.HasDefault, Coerce: c.Coerce}
-	if c.HasDefault {
-		sc.Default = appendRecValue(nil, c.Default)
-	}
-	return sc
 }
 
 func fromStoredColumn(sc storedColumn) (ColumnDef, error) {
@@ -547,36 +628,13 @@ func fromStoredColumn(sc storedColumn) (ColumnDef, error) {
 	return c, nil
 }
 
-func encodeMigration(m *SchemaMigration) ([]byte, error) {
-	sm := toStoredMigration(m)
-	return sm.appendJSON(nil), nil
-}
-
-// toStoredMigration is m in its stored form.
-func toStoredMigration(m *SchemaMigration) storedMigration {
-	sm := storedMigration{Type: m.Type, Table: m.TableName}
-	if m.Index != nil {
-		sm.Index = &storedIndex{m.Index.Name, m.Index.Columns}
+// decodeLegacyMigration decodes a migration stored in the legacy form
+// (storage format 1). Errors match ErrMalformed.
+func decodeLegacyMigration(key, val []byte) (SchemaMigration, error) {
+	h, err := migrationKeyHLC(key)
+	if err != nil {
+		return SchemaMigration{}, err
 	}
-	if m.Table != nil {
-		st := &storedTable{Name: m.Table.Name, PrimaryKey: m.Table.PrimaryKey, Indexes: toStoredIndexes(m.Table.Indexes), Coerce: m.Table.Coerce}
-		for _, c := range m.Table.Columns {
-			st.Columns = append(st.Columns, toStoredColumn(c))
-		}
-		sm.Def = st
-	}
-	if m.Column != nil {
-		sc := toStoredColumn(*m.Column)
-		sm.Column = &sc
-	}
-	return sm
-}
-
-func decodeMigration(key, val []byte) (SchemaMigration, error) {
-	if len(key) != 1+HLCSize {
-		return SchemaMigration{}, malformed("migration key length %d", len(key))
-	}
-	h, _ := HLCFromBytes(key[1:])
 	o, err := decodeJSONObject(val)
 	if err != nil {
 		return SchemaMigration{}, fmt.Errorf("%w: stored migration: %v", ErrMalformed, err)
@@ -586,8 +644,15 @@ func decodeMigration(key, val []byte) (SchemaMigration, error) {
 		return SchemaMigration{}, fmt.Errorf("%w: stored migration: %v", ErrMalformed, err)
 	}
 	m := SchemaMigration{Type: sm.Type, TableName: sm.Table, HLC: h}
+	if sm.Policy != "" {
+		p, err := ParseResurrectionPolicy(sm.Policy)
+		if err != nil {
+			return m, fmt.Errorf("%w: stored migration: %v", ErrMalformed, err)
+		}
+		m.Resurrection = p
+	}
 	if sm.Index != nil {
-		m.Index = &IndexDef{sm.Index.Name, sm.Index.Columns}
+		m.Index = &IndexDef{Name: sm.Index.Name, Columns: sm.Index.Columns}
 	}
 	if sm.Def != nil {
 		td := &TableDef{Name: sm.Def.Name, PrimaryKey: sm.Def.PrimaryKey, Indexes: fromStoredIndexes(sm.Def.Indexes), Coerce: sm.Def.Coerce}
@@ -608,12 +673,4 @@ func decodeMigration(key, val []byte) (SchemaMigration, error) {
 		m.Column = &c
 	}
 	return m, nil
-}
-
-// migrationsEqual reports whether two migrations define the same thing
-// (ignoring their HLCs).
-func migrationsEqual(a, b *SchemaMigration) bool {
-	ea, err1 := encodeMigration(a)
-	eb, err2 := encodeMigration(b)
-	return err1 == nil && err2 == nil && string(ea) == string(eb)
 }

@@ -31,7 +31,7 @@ func (e *Engine) CountLocalTransactions(since HLC) (int, error) {
 		migs := map[HLC]bool{}
 		start := make([]byte, 1+BaseSize, 1+BaseSize+1)
 		start[0] = classOwn
-		base.putBase(start[1:])
+		base.PutBase(start[1:])
 		var perr error
 		err := tx.Scan(bucketMigrations, kv.Range{Start: start, End: []byte{classOwn + 1}, KeysOnly: true}, func(k, _ []byte) bool {
 			if len(k) < 1+BaseSize {

@@ -14,7 +14,7 @@ import (
 // Held changes: changes for tables outside the schema, kept in the
 // quarantine bucket under table ‖ HLC (one entry per change, so holding the
 // same change twice is a no-op) until the table appears or the retention
-// horizon passes (sync.md § Unknown-Table Disposition).
+// horizon passes (docs/design.md § Changes that do not fit).
 //
 //	flags       1 byte: 1 = forwardable (store-and-forward), 2 = misfit (its
 //	            key or value does not fit the local table; never replayed)
@@ -193,7 +193,7 @@ const drainBatch = 5000
 // held table when none is listed) that now exist in the schema, exactly as
 // fresh remote changes (LWW, tombstones), and removes them from the hold
 // whether they won or not; changes for tables still missing stay held
-// (sync.md § Revival / drain). It returns the number of changes replayed.
+// (docs/design.md § Changes that do not fit). It returns the number of changes replayed.
 // Open and ApplyChanges call it when they create a table.
 func (e *Engine) DrainQuarantine(tables ...string) (int, error) {
 	if err := e.checkOpen(); err != nil {

@@ -85,7 +85,7 @@ func (e *Engine) Get(table string, pk Key) (Row, error) {
 		if err != nil {
 			return err
 		}
-		if !rec.visible(e.opts.AllowResurrection) {
+		if !rec.visible(t.resurrect) {
 			return fmt.Errorf("%w: %s %s", ErrNotFound, table, fmtKey(key))
 		}
 		row = t.rowOf(rec, key)
@@ -304,117 +304,146 @@ type plan struct {
 	ties bool
 }
 
+// planQuery chooses the access path for conds and order: the primary key or
+// the index that scores best (4 per leading column fixed by equality, 2 for
+// a range or prefix on the next, 1 when the scan yields order); on a tie
+// the primary key wins, then the index declared first. Without a primary
+// key or index, a scan of the whole table.
 func (e *Engine) planQuery(t *table, conds []cond, order []Order) plan {
 	best := plan{ranges: []kv.Range{kv.Prefix(t.key)}}
 	bestScore := -1
-	try := func(ix *compiledIndex, cols []string, prefix []byte) {
-		score := 0
-		prefixes := [][]byte{prefix}
-		used := 0
-		for used < len(cols) {
-			col := cols[used]
-			var eq *cond
-			for i := range conds {
-				if conds[i].col == col && (conds[i].op == Eq || (conds[i].op == In && len(prefixes) == 1 && len(conds[i].vals) <= 64)) {
-					if eq == nil || conds[i].op == Eq {
-						eq = &conds[i]
-					}
-				}
-			}
-			if eq == nil {
-				break
-			}
-			var next [][]byte
-			vals := []Value{eq.val}
-			if eq.op == In {
-				vals = eq.vals
-			}
-			seen := map[string]bool{}
-			for _, p := range prefixes {
-				for _, v := range vals {
-					k := appendKeyValue(bytes.Clone(p), v)
-					if !seen[string(k)] { // In may repeat a value
-						seen[string(k)] = true
-						next = append(next, k)
-					}
-				}
-			}
-			sort.Slice(next, func(i, j int) bool { return bytes.Compare(next[i], next[j]) < 0 })
-			prefixes = next
-			used++
-			score += 4
-		}
-		ranges := make([]kv.Range, 0, len(prefixes))
-		rangeUsed := false
-		if used < len(cols) {
-			col := cols[used]
-			for _, p := range prefixes {
-				r := kv.Prefix(p)
-				for i := range conds {
-					c := &conds[i]
-					if c.col != col {
-						continue
-					}
-					switch c.op {
-					case Gt, Ge:
-						k := appendKeyValue(bytes.Clone(p), c.val)
-						if c.op == Gt {
-							k = kv.PrefixEnd(k)
-						}
-						if bytes.Compare(k, r.Start) > 0 {
-							r.Start, rangeUsed = k, true
-						}
-					case Lt, Le:
-						k := appendKeyValue(bytes.Clone(p), c.val)
-						if c.op == Le {
-							k = kv.PrefixEnd(k)
-						}
-						if r.End == nil || bytes.Compare(k, r.End) < 0 {
-							r.End, rangeUsed = k, true
-						}
-					case Prefix:
-						k := appendKeyTextPrefix(bytes.Clone(p), c.prefix)
-						if bytes.Compare(k, r.Start) > 0 {
-							r.Start, rangeUsed = k, true
-						}
-						if end := kv.PrefixEnd(k); r.End == nil || bytes.Compare(end, r.End) < 0 {
-							r.End = end
-						}
-					}
-				}
-				ranges = append(ranges, r)
-			}
-		} else {
-			for _, p := range prefixes {
-				ranges = append(ranges, kv.Prefix(p))
-			}
-		}
-		if rangeUsed {
-			score += 2
-		}
-		ordered, reverse := false, false
-		if len(ranges) == 1 {
-			ordered, reverse = orderFits(cols[used:], order)
-		}
-		if ordered && len(order) > 0 {
-			score++
-		}
-		ties := ordered && len(order) > 0 && (reverse || (ix != nil && len(cols)-used > len(order)))
-		if score > bestScore || (score == bestScore && ix == nil) {
-			bestScore = score
-			best = plan{index: ix, ranges: ranges, ordered: ordered, reverse: reverse, ties: ties}
-		}
-	}
 	if len(t.pkCols) > 0 {
-		try(nil, t.pkCols, t.key)
+		best, bestScore = planPath(nil, t.pkCols, t.key, conds, order)
 	}
 	for _, ix := range t.indexes {
-		try(ix, ix.def.Columns, ix.prefix)
+		if p, score := planPath(ix, ix.def.Columns, ix.prefix, conds, order); score > bestScore {
+			best, bestScore = p, score
+		}
 	}
 	if bestScore < 0 {
 		best.ordered = len(order) == 0
 	}
 	return best
+}
+
+// planPath plans a scan of the keys starting with prefix, whose next
+// columns are cols (then the primary key): index ix, or the primary key
+// when ix is nil. It returns the plan and its score (see planQuery).
+func planPath(ix *compiledIndex, cols []string, prefix []byte, conds []cond, order []Order) (plan, int) {
+	prefixes, used := eqPrefixes(cols, conds, prefix)
+	score := 4 * used
+	ranges := make([]kv.Range, 0, len(prefixes))
+	rangeUsed := false
+	if used < len(cols) {
+		for _, p := range prefixes {
+			r, bounded := boundRange(p, cols[used], conds)
+			ranges = append(ranges, r)
+			rangeUsed = rangeUsed || bounded
+		}
+	} else {
+		for _, p := range prefixes {
+			ranges = append(ranges, kv.Prefix(p))
+		}
+	}
+	if rangeUsed {
+		score += 2
+	}
+	ordered, reverse := false, false
+	if len(ranges) == 1 {
+		ordered, reverse = orderFits(cols[used:], order)
+	}
+	if ordered && len(order) > 0 {
+		score++
+	}
+	ties := ordered && len(order) > 0 && (reverse || (ix != nil && len(cols)-used > len(order)))
+	return plan{index: ix, ranges: ranges, ordered: ordered, reverse: reverse, ties: ties}, score
+}
+
+// eqPrefixes extends prefix by the values of the equality conditions (or
+// one In, of at most 64 values) on the leading columns of cols. It returns
+// the key prefixes, sorted and distinct, and how many columns they fix.
+func eqPrefixes(cols []string, conds []cond, prefix []byte) ([][]byte, int) {
+	prefixes := [][]byte{prefix}
+	used := 0
+	for used < len(cols) {
+		eq := eqCond(cols[used], conds, len(prefixes) == 1)
+		if eq == nil {
+			break
+		}
+		var next [][]byte
+		vals := []Value{eq.val}
+		if eq.op == In {
+			vals = eq.vals
+		}
+		seen := map[string]bool{}
+		for _, p := range prefixes {
+			for _, v := range vals {
+				k := appendKeyValue(bytes.Clone(p), v)
+				if !seen[string(k)] { // In may repeat a value
+					seen[string(k)] = true
+					next = append(next, k)
+				}
+			}
+		}
+		sort.Slice(next, func(i, j int) bool { return bytes.Compare(next[i], next[j]) < 0 })
+		prefixes = next
+		used++
+	}
+	return prefixes, used
+}
+
+// eqCond returns the condition fixing col to values: an Eq, else (when
+// inOK) an In of at most 64 values; nil if there is none.
+func eqCond(col string, conds []cond, inOK bool) *cond {
+	var eq *cond
+	for i := range conds {
+		if conds[i].col == col && (conds[i].op == Eq || (conds[i].op == In && inOK && len(conds[i].vals) <= 64)) {
+			if eq == nil || conds[i].op == Eq {
+				eq = &conds[i]
+			}
+		}
+	}
+	return eq
+}
+
+// boundRange returns the range of the keys starting with p that the range
+// and prefix conditions on col, the column after p, allow, and whether
+// any condition narrowed its start or end.
+func boundRange(p []byte, col string, conds []cond) (r kv.Range, bounded bool) {
+	r = kv.Prefix(p)
+	for i := range conds {
+		c := &conds[i]
+		if c.col != col {
+			continue
+		}
+		switch c.op {
+		case Gt, Ge:
+			k := appendKeyValue(bytes.Clone(p), c.val)
+			if c.op == Gt {
+				k = kv.PrefixEnd(k)
+			}
+			if bytes.Compare(k, r.Start) > 0 {
+				r.Start, bounded = k, true
+			}
+		case Lt, Le:
+			k := appendKeyValue(bytes.Clone(p), c.val)
+			if c.op == Le {
+				k = kv.PrefixEnd(k)
+			}
+			if r.End == nil || bytes.Compare(k, r.End) < 0 {
+				r.End, bounded = k, true
+			}
+		case Prefix:
+			k := appendKeyTextPrefix(bytes.Clone(p), c.prefix)
+			if bytes.Compare(k, r.Start) > 0 {
+				r.Start, bounded = k, true
+			}
+			if end := kv.PrefixEnd(k); r.End == nil || bytes.Compare(end, r.End) < 0 {
+				r.End = end
+			}
+		}
+	}
+	return r, bounded
 }
 
 // orderFits reports whether scanning columns cols (then the primary key)
@@ -456,6 +485,36 @@ func (e *Engine) scanRows(tx kv.Tx, s *schemaState, name string, q Query, counte
 		}
 		t = &table{def: TableDef{Name: name}, key: tableKey(name)}
 	}
+	conds, err := e.compileQuery(t, name, q)
+	if err != nil {
+		return nil, err
+	}
+	sc := rowScan{tx: tx, t: t, conds: conds, order: q.OrderBy, p: e.planQuery(t, conds, q.OrderBy), stopAt: -1, counted: counted}
+	if sc.p.ordered && q.Limit > 0 {
+		sc.stopAt = q.Offset + q.Limit
+	}
+	// Counting without filters needs only each record's head.
+	sc.headOnly = counted != nil && len(conds) == 0
+	for _, r := range sc.p.ranges {
+		if sc.full() {
+			break
+		}
+		r.Reverse = sc.p.reverse
+		if sc.p.index == nil {
+			err = sc.tableScan(r)
+		} else {
+			err = sc.indexScan(r)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return sc.result(q), nil
+}
+
+// compileQuery checks q's limit, offset and order columns for t, and
+// compiles its filters.
+func (e *Engine) compileQuery(t *table, name string, q Query) ([]cond, error) {
 	if q.Limit < 0 || q.Offset < 0 {
 		return nil, &ValidationError{Table: name, Reason: "limit and offset must not be negative"}
 	}
@@ -464,173 +523,201 @@ func (e *Engine) scanRows(tx kv.Tx, s *schemaState, name string, q Query, counte
 			return nil, &ValidationError{Table: name, Column: o.Column, Reason: "unknown column in orderBy"}
 		}
 	}
-	conds, err := compileFilters(t, e.declared[name], q.Where)
+	return compileFilters(t, e.declared[name], q.Where)
+}
+
+// rowScan is one run of scanRows over the ranges of its plan: the rows
+// accepted so far, or their count.
+type rowScan struct {
+	tx       kv.Tx
+	t        *table
+	conds    []cond
+	order    []Order
+	p        plan
+	stopAt   int  // with an ordered scan and a limit, the rows wanted (Offset+Limit); else -1
+	counted  *int // count only, into *counted
+	headOnly bool // counting without filters: read only each record's head
+	rows     []Row
+	pks      [][]Value // scratch of indexKeys: the keys' primary keys
+}
+
+// full reports whether the scan has the rows it needs. An ordered scan
+// yields rows tied on the order in the order of what follows the order
+// columns in its key (see result); then an early stop completes the tie
+// group at the cut, so a limit keeps the same rows whatever the access
+// path.
+func (s *rowScan) full() bool {
+	if s.stopAt < 0 || len(s.rows) < s.stopAt {
+		return false
+	}
+	if !s.p.ties {
+		return true
+	}
+	return len(s.rows) > s.stopAt && !sameOrderKey(s.rows[len(s.rows)-1], s.rows[s.stopAt-1], s.order)
+}
+
+// accept adds the row of rec (key pk) if it is live and matches every
+// condition.
+func (s *rowScan) accept(rec *record, pk []Value) {
+	if !rec.visible(s.t.resurrect) {
+		return
+	}
+	row := s.t.rowOf(rec, pk)
+	for i := range s.conds {
+		if !s.conds[i].match(row) {
+			return
+		}
+	}
+	if s.counted != nil {
+		*s.counted++
+		return
+	}
+	s.rows = append(s.rows, row)
+}
+
+// tableScan scans range r of the rows bucket.
+func (s *rowScan) tableScan(r kv.Range) error {
+	var derr error
+	err := s.tx.Scan(bucketRows, r, func(k, v []byte) bool {
+		if s.headOnly {
+			live, err := recordLive(v, s.t.resurrect)
+			if err != nil {
+				derr = err
+				return false
+			}
+			if live {
+				*s.counted++
+			}
+			return true
+		}
+		_, pk, err := splitRowKey(k)
+		if err == nil {
+			var rec *record
+			rec, err = decodeRecord(v, pk)
+			if err == nil {
+				s.accept(rec, pk)
+			}
+		}
+		if err != nil {
+			derr = err
+			return false
+		}
+		return !s.full()
+	})
+	if err == nil {
+		err = derr
+	}
+	return err
+}
+
+// indexPage is the number of index keys an index scan reads at a time.
+const indexPage = 256
+
+// indexScan scans range r of the index bucket: it collects keys a page at
+// a time and reads their rows at once. With a limit, a page holds only the
+// keys still wanted (plus one, for a tie at the cut): reading 256 rows for
+// a limit of 50 cost 2.3 row reads per row returned.
+func (s *rowScan) indexScan(r kv.Range) error {
+	r.KeysOnly = true
+	for {
+		lim := indexPage
+		if s.stopAt >= 0 {
+			lim = min(indexPage, max(s.stopAt-len(s.rows), 0)+1)
+		}
+		r.Limit = lim
+		keys, last, err := s.indexKeys(r)
+		if err != nil {
+			return err
+		}
+		if len(keys) > 0 {
+			if err := s.readIndexed(keys); err != nil {
+				return err
+			}
+		}
+		if len(keys) < lim || s.full() {
+			return nil
+		}
+		if r.Reverse {
+			r.End = bytes.Clone(last)
+		} else {
+			r.Start = append(bytes.Clone(last), 0)
+		}
+	}
+}
+
+// indexKeys reads the index keys of r: it returns their rows' keys (their
+// primary keys in s.pks) and the last index key read.
+func (s *rowScan) indexKeys(r kv.Range) (keys [][]byte, last []byte, err error) {
+	s.pks = s.pks[:0]
+	ix := s.p.index
+	var derr error
+	err = s.tx.Scan(bucketIndex, r, func(k, _ []byte) bool {
+		last = k
+		rest := k[len(ix.prefix):]
+		_, rest, err := decodeKeyTuple(rest, len(ix.def.Columns))
+		if err != nil {
+			derr = err
+			return false
+		}
+		pk, _, err := decodeKeyTuple(rest, -1)
+		if err != nil {
+			derr = err
+			return false
+		}
+		s.pks = append(s.pks, pk)
+		keys = append(keys, rowKey(s.t.key, pk))
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	return keys, last, err
+}
+
+// readIndexed reads the rows of keys (indexKeys) and accepts them, until
+// the scan is full.
+func (s *rowScan) readIndexed(keys [][]byte) error {
+	vals, err := s.tx.GetMany(bucketRows, keys)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	p := e.planQuery(t, conds, q.OrderBy)
-	stopAt := -1
-	if p.ordered && q.Limit > 0 {
-		stopAt = q.Offset + q.Limit
+	for i, v := range vals {
+		if v == nil {
+			continue
+		}
+		rec, err := decodeRecord(v, s.pks[i])
+		if err != nil {
+			return err
+		}
+		s.accept(rec, s.pks[i])
+		if s.full() {
+			break
+		}
 	}
-	allow := e.opts.AllowResurrection
-	var rows []Row
-	var pks [][]Value
+	return nil
+}
+
+// result sorts the rows when the scan did not yield q's order, and applies
+// q's offset and limit.
+func (s *rowScan) result(q Query) []Row {
 	// An ordered scan yields rows tied on OrderBy in the order of what
 	// follows the order columns in its key: the primary key when scanning
 	// forward right after them, but descending on a reverse scan, and by
 	// other index columns when the order covers only a prefix of them
 	// (p.ties). Then the rows are sorted afterwards (ties by primary key,
-	// as documented), and an early stop completes the tie group at the
-	// cut, so a limit keeps the same rows whatever the access path.
-	sortAfter := !p.ordered || len(p.ranges) > 1 || p.ties
-	full := func() bool {
-		if stopAt < 0 || len(rows) < stopAt {
-			return false
-		}
-		if !p.ties {
-			return true
-		}
-		return len(rows) > stopAt && !sameOrderKey(rows[len(rows)-1], rows[stopAt-1], q.OrderBy)
-	}
-	accept := func(rec *record, pk []Value) {
-		if !rec.visible(allow) {
-			return
-		}
-		row := t.rowOf(rec, pk)
-		for i := range conds {
-			if !conds[i].match(row) {
-				return
-			}
-		}
-		if counted != nil {
-			*counted++
-			return
-		}
-		rows = append(rows, row)
-	}
-	// Counting without filters needs only each record's head.
-	headOnly := counted != nil && len(conds) == 0
-	const page = 256
-	for _, r := range p.ranges {
-		if full() {
-			break
-		}
-		r.Reverse = p.reverse
-		if p.index == nil {
-			var derr error
-			err := tx.Scan(bucketRows, r, func(k, v []byte) bool {
-				if headOnly {
-					live, err := recordLive(v, allow)
-					if err != nil {
-						derr = err
-						return false
-					}
-					if live {
-						*counted++
-					}
-					return true
-				}
-				_, pk, err := splitRowKey(k)
-				if err == nil {
-					var rec *record
-					rec, err = decodeRecord(v, pk)
-					if err == nil {
-						accept(rec, pk)
-					}
-				}
-				if err != nil {
-					derr = err
-					return false
-				}
-				return !full()
-			})
-			if err == nil {
-				err = derr
-			}
-			if err != nil {
-				return nil, err
-			}
-			continue
-		}
-		// Index scan: collect keys a page at a time, read their rows at once.
-		// With a limit, a page holds only the keys still wanted (plus one,
-		// for a tie at the cut): reading 256 rows for a limit of 50 cost
-		// 2.3 row reads per row returned.
-		r.KeysOnly = true
-		for {
-			var keys [][]byte
-			pks = pks[:0]
-			lim := page
-			if stopAt >= 0 {
-				lim = min(page, max(stopAt-len(rows), 0)+1)
-			}
-			r.Limit = lim
-			var last []byte
-			var derr error
-			err := tx.Scan(bucketIndex, r, func(k, _ []byte) bool {
-				last = k
-				rest := k[len(p.index.prefix):]
-				_, rest, err := decodeKeyTuple(rest, len(p.index.def.Columns))
-				if err != nil {
-					derr = err
-					return false
-				}
-				pk, _, err := decodeKeyTuple(rest, -1)
-				if err != nil {
-					derr = err
-					return false
-				}
-				pks = append(pks, pk)
-				keys = append(keys, rowKey(t.key, pk))
-				return true
-			})
-			if err == nil {
-				err = derr
-			}
-			if err != nil {
-				return nil, err
-			}
-			if len(keys) > 0 {
-				vals, err := tx.GetMany(bucketRows, keys)
-				if err != nil {
-					return nil, err
-				}
-				for i, v := range vals {
-					if v == nil {
-						continue
-					}
-					rec, err := decodeRecord(v, pks[i])
-					if err != nil {
-						return nil, err
-					}
-					accept(rec, pks[i])
-					if full() {
-						break
-					}
-				}
-			}
-			if len(keys) < lim || full() {
-				break
-			}
-			if r.Reverse {
-				r.End = bytes.Clone(last)
-			} else {
-				r.Start = append(bytes.Clone(last), 0)
-			}
-		}
-	}
-	if sortAfter {
-		sortRows(rows, q.OrderBy, t)
+	// as documented).
+	rows := s.rows
+	if !s.p.ordered || len(s.p.ranges) > 1 || s.p.ties {
+		sortRows(rows, q.OrderBy, s.t)
 	}
 	if q.Offset >= len(rows) {
-		return []Row{}, nil
+		return []Row{}
 	}
 	rows = rows[q.Offset:]
 	if q.Limit > 0 && len(rows) > q.Limit {
 		rows = rows[:q.Limit]
 	}
-	return rows, nil
+	return rows
 }
 
 // sameOrderKey reports whether a and b tie on every column of order.

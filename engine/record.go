@@ -99,11 +99,12 @@ func (r *record) set(c cell) {
 	r.cells = slices.Insert(r.cells, i, c)
 }
 
-// visible reports whether the row is live under the resurrection policy. A
-// tombstone blocks every cell at or below it; with resurrection allowed,
-// cells above it revive the row. Cells at or below the tombstone are never
-// kept (see dropDead), so a row is visible iff it has a cell and, under
-// delete-wins, no tombstone.
+// visible reports whether the row is live under its table's resurrection
+// policy. A tombstone kills every cell at or below it (see dropDead); cells
+// above it are kept under either policy, so merged state does not depend on
+// the policy: with resurrection allowed they revive the row, under
+// delete-wins the row stays deleted. So a row is visible iff it has a cell
+// and, under delete-wins, no tombstone.
 func (r *record) visible(allowResurrection bool) bool {
 	if r == nil || len(r.cells) == 0 {
 		return false
@@ -111,14 +112,10 @@ func (r *record) visible(allowResurrection bool) bool {
 	return !r.hasTomb || allowResurrection
 }
 
-// dropDead removes cells the tombstone has killed: all of them under
-// delete-wins, those at or below the tombstone with resurrection allowed.
-func (r *record) dropDead(allowResurrection bool) {
+// dropDead removes the cells the tombstone has killed: those at or below
+// it. Cells written after it stay under either policy (see visible).
+func (r *record) dropDead() {
 	if !r.hasTomb {
-		return
-	}
-	if !allowResurrection {
-		r.cells = r.cells[:0]
 		return
 	}
 	r.cells = slices.DeleteFunc(r.cells, func(c cell) bool { return !r.tomb.Less(c.hlc) })
@@ -172,7 +169,7 @@ func (r *record) appendBases(out []HLC) []HLC {
 // resurrection, re-created after a delete.
 const maxPriorValue = 4096
 
-func priorKept(v Value) bool { return len(v.s) <= maxPriorValue }
+func priorKept(v Value) bool { return v.Len() <= maxPriorValue }
 
 // priorImage returns row without the values too large to keep as a
 // before-image (row itself when it has none).
@@ -225,7 +222,7 @@ func encodeRecordBases(dst []byte, r *record, bases []HLC, pk []Value, pkCols []
 	dst = binary.AppendUvarint(dst, uint64(len(bases)))
 	var tmp [BaseSize]byte
 	for _, b := range bases {
-		b.putBase(tmp[:])
+		b.PutBase(tmp[:])
 		dst = append(dst, tmp[:]...)
 	}
 	baseIndex := func(h HLC) uint64 {
@@ -306,28 +303,28 @@ const (
 )
 
 func appendRecValue(dst []byte, v Value) []byte {
-	switch v.kind {
+	switch v.Kind() {
 	case KindNull:
 		return append(dst, recNull)
 	case KindBoolean:
-		if v.i != 0 {
+		if v.Int() != 0 {
 			return append(dst, recTrue)
 		}
 		return append(dst, recFalse)
 	case KindInteger:
-		return binary.AppendVarint(append(dst, recInt), v.i)
+		return binary.AppendVarint(append(dst, recInt), v.Int())
 	case KindReal:
-		return binary.LittleEndian.AppendUint64(append(dst, recReal), math.Float64bits(v.f))
+		return binary.LittleEndian.AppendUint64(append(dst, recReal), math.Float64bits(v.Real()))
 	case KindTimestamp:
-		return binary.AppendVarint(append(dst, recTimestamp), v.i)
+		return binary.AppendVarint(append(dst, recTimestamp), v.Int())
 	case KindText:
-		return appendString(append(dst, recText), v.s)
+		return appendString(append(dst, recText), v.Text())
 	case KindJSON:
-		return appendString(append(dst, recJSON), v.s)
+		return appendString(append(dst, recJSON), v.Text())
 	case KindBlob:
-		return appendString(append(dst, recBlob), v.s)
+		return appendString(append(dst, recBlob), rawString(v))
 	}
-	panic(fmt.Sprintf("engine: unknown value kind %d", v.kind))
+	panic(fmt.Sprintf("engine: unknown value kind %d", v.Kind()))
 }
 
 // recReader decodes a record; the first error sticks.
@@ -447,9 +444,9 @@ func (r *recReader) value() Value {
 	case recText:
 		return Text(r.string())
 	case recJSON:
-		return Value{kind: KindJSON, s: r.string()}
+		return rawValue(KindJSON, r.string())
 	case recBlob:
-		return Value{kind: KindBlob, s: r.string()}
+		return rawValue(KindBlob, r.string())
 	default:
 		r.fail(fmt.Sprintf("value tag %d", tag))
 		return Null

@@ -7,10 +7,11 @@ import (
 	"github.com/replica-sync/replica/kv"
 )
 
-// PruneResult counts what Prune removed.
+// PruneResult counts what Prune or PruneTombstones removed.
 type PruneResult struct {
-	// Tombstones removed; Rows counts the rows that disappeared with them
-	// (deleted rows with no cell written after the deletion).
+	// Tombstones removed (PruneTombstones only); Rows counts the rows that
+	// disappeared with them (deleted rows of a delete-wins table, and
+	// deleted rows with no cell written after the deletion).
 	Tombstones, Rows int
 	// Held counts quarantined changes dropped.
 	Held int
@@ -22,15 +23,17 @@ type PruneResult struct {
 // pruneBatch bounds the entries pruned per kv transaction.
 const pruneBatch = 1000
 
-// Prune removes tombstones whose deletion is older than the retention
-// horizon (Options.Retention, by the tombstone's HLC wall time), and
-// quarantined changes held longer than it (sync.md § Tombstone TTL), and
-// tidies the change-log entries of local transactions older than it that
-// list rows no longer holding their facts. After that a change older than
-// the horizon can revive a deleted row: peers offline longer than the
-// horizon must re-bootstrap from a snapshot (the relay enforces this by
-// answering SNAPSHOT_REQUIRED). Run it from a maintenance loop; it works in
-// bounded transactions.
+// Prune removes the quarantined changes held longer than the retention
+// horizon (Options.Retention, by the local clock) and tidies the
+// change-log entries of local transactions older than it that list rows no
+// longer holding their facts (docs/design.md § Retention). It does not
+// remove tombstones: those go only through PruneTombstones, at a bound
+// every replica shares (a replica that syncs calls it at its relay's
+// horizon marks), since a replica pruning by its own clock decides a late
+// change for a deleted row unlike its peers. A replica that never syncs
+// keeps its tombstones unless the app calls PruneTombstones. Run it from a
+// maintenance loop; it works in bounded transactions. Tombstones and Rows
+// of the result are always 0.
 func (e *Engine) Prune() (PruneResult, error) {
 	var res PruneResult
 	if err := e.checkOpen(); err != nil {
@@ -42,158 +45,263 @@ func (e *Engine) Prune() (PruneResult, error) {
 		return res, nil
 	}
 	cutoff := now - horizon
-	var wallEnd [8]byte
-	binary.BigEndian.PutUint64(wallEnd[:], cutoff)
+	if err := e.pruneOwnLog(cutoff, &res); err != nil {
+		return res, err
+	}
+	err := e.pruneHeld(cutoff, &res)
+	return res, err
+}
 
-	// Tombstones, through their index (ordered by the deletion's HLC).
+// PruneTombstones removes the tombstones whose deletion's wall time (the
+// tombstone's HLC, ms since the Unix epoch) is before before, the rows
+// that disappear with them (PruneResult.Rows), and nothing else: the same
+// tombstones on every replica given the same before, whatever its clock.
+// It is how a replica that syncs follows its relay's tombstone horizon
+// (docs/design.md § Retention): the relay prunes at a point of its log and
+// says so there, and each replica prunes with the same bound at the same
+// point, so a late change for a deleted row is decided alike everywhere.
+// After it a change older than before can revive a deleted row: a peer
+// whose cursor is older than the relay's horizon re-bootstraps from a
+// snapshot (the relay answers SNAPSHOT_REQUIRED) that replaces its rows
+// (ApplySnapshotOptions.Replace). Idempotent; it works in bounded transactions, so a crash leaves a prefix
+// pruned and a second call finishes it.
+func (e *Engine) PruneTombstones(before uint64) (PruneResult, error) {
+	return e.PruneTombstonesWith(before, PruneTombstonesOptions{})
+}
+
+// PruneTombstonesOptions choose what PruneTombstonesWith keeps.
+type PruneTombstonesOptions struct {
+	// KeepUnsent keeps this replica's own tombstones whose HLC is above
+	// Sent: deletes the relay has not acknowledged yet (the sync client's
+	// sent watermark). Pruned, such a delete would never be pushed: a
+	// change set carries only the facts the replica still holds
+	// (ChangesSince), so the row would stay alive everywhere else.
+	KeepUnsent bool
+	Sent       HLC
+}
+
+// PruneTombstonesWith is PruneTombstones keeping what o says. A kept
+// tombstone is pruned by a later call once it no longer qualifies.
+func (e *Engine) PruneTombstonesWith(before uint64, o PruneTombstonesOptions) (PruneResult, error) {
+	var res PruneResult
+	if err := e.checkOpen(); err != nil {
+		return res, err
+	}
+	if before == 0 {
+		return res, nil
+	}
+	var keep func(base HLC) bool
+	if o.KeepUnsent {
+		keep = func(base HLC) bool { return base.Site == e.site && o.Sent.Less(base) }
+	}
+	err := e.pruneTombstones(before, keep, &res)
+	return res, err
+}
+
+// wallKey is the 8-byte big-endian key prefix of wall time ms: the end of
+// a key range of the HLCs older than ms.
+func wallKey(ms uint64) []byte {
+	return binary.BigEndian.AppendUint64(nil, ms)
+}
+
+// pruneTombstones removes the tombstones whose deletion's wall time is
+// before cutoff, through their index (ordered by the deletion's HLC), in
+// transactions of pruneBatch entries.
+func (e *Engine) pruneTombstones(cutoff uint64, keep func(HLC) bool, res *PruneResult) error {
+	wallEnd := wallKey(cutoff)
 	start := []byte(nil)
 	for {
 		var n int
 		var last []byte
 		err := e.store.Update(func(tx kv.Tx) error {
-			n, last = 0, nil
-			w, err := e.begin(tx)
-			if err != nil {
-				return err
-			}
-			type ent struct {
-				base HLC
-				rk   []byte
-			}
-			var ents []ent
-			err = tx.Scan(bucketTombs, kv.Range{Start: start, End: wallEnd[:], Limit: pruneBatch, KeysOnly: true}, func(k, _ []byte) bool {
-				last = bytes.Clone(k)
-				if len(k) > BaseSize {
-					ents = append(ents, ent{baseFromBytes(k), bytes.Clone(k[BaseSize:])})
-				}
-				return true
-			})
-			if err != nil {
-				return err
-			}
-			n = len(ents)
-			for _, en := range ents {
-				name, pk, err := splitRowKey(en.rk)
-				if err != nil {
-					return err
-				}
-				t := w.effTable(name)
-				if t == nil {
-					t = &table{def: TableDef{Name: name}, key: tableKey(name)}
-				}
-				r, err := w.load(t, pk)
-				if err != nil {
-					return err
-				}
-				if r.cur == nil || !r.cur.hasTomb || r.cur.tomb.Base() != en.base || r.cur.tomb.Wall >= cutoff {
-					// A stale index entry (should not happen): drop it.
-					if err := tx.Delete(bucketTombs, tombKey(en.base, en.rk)); err != nil {
-						return err
-					}
-					continue
-				}
-				r.cur.hasTomb, r.cur.tomb, r.cur.priorRow = false, HLC{}, nil
-				r.dirty = true
-				res.Tombstones++
-				if len(r.cur.cells) == 0 {
-					res.Rows++
-				}
-			}
-			return w.commit()
+			var err error
+			n, last, err = e.pruneTombstoneBatch(tx, start, wallEnd, cutoff, keep, res)
+			return err
 		})
 		if err != nil {
-			return res, err
+			return err
 		}
 		if n < pruneBatch {
-			break
+			return nil
 		}
 		start = append(last, 0)
 	}
+}
 
-	// Own change-log entries past the horizon: keep only the rows that
-	// still hold the transaction's facts.
-	ownEnd := append([]byte{classOwn}, wallEnd[:]...)
-	start = []byte{classOwn}
+// pruneTombstoneBatch prunes the tombstones of up to pruneBatch index
+// entries from start (before wallEnd) in tx, and commits. It returns the
+// entries read and the last one's key.
+func (e *Engine) pruneTombstoneBatch(tx kv.Tx, start, wallEnd []byte, cutoff uint64, keep func(HLC) bool, res *PruneResult) (n int, last []byte, err error) {
+	w, err := e.begin(tx)
+	if err != nil {
+		return 0, nil, err
+	}
+	type ent struct {
+		base HLC
+		rk   []byte
+	}
+	var ents []ent
+	err = tx.Scan(bucketTombs, kv.Range{Start: start, End: wallEnd, Limit: pruneBatch, KeysOnly: true}, func(k, _ []byte) bool {
+		last = bytes.Clone(k)
+		if len(k) > BaseSize {
+			ents = append(ents, ent{baseFromBytes(k), bytes.Clone(k[BaseSize:])})
+		}
+		return true
+	})
+	if err != nil {
+		return 0, last, err
+	}
+	for _, en := range ents {
+		if keep != nil && keep(en.base) {
+			continue
+		}
+		if err := w.pruneTombstone(en.base, en.rk, cutoff, res); err != nil {
+			return len(ents), last, err
+		}
+	}
+	return len(ents), last, w.commit()
+}
+
+// pruneTombstone removes the tombstone of row rk, deleted at base, unless
+// the row no longer holds it or it is not past cutoff: then the index
+// entry is stale (it should not happen) and only it goes.
+func (w *writeTx) pruneTombstone(base HLC, rk []byte, cutoff uint64, res *PruneResult) error {
+	name, pk, err := splitRowKey(rk)
+	if err != nil {
+		return err
+	}
+	t := w.effTable(name)
+	if t == nil {
+		t = &table{def: TableDef{Name: name}, key: tableKey(name)}
+	}
+	r, err := w.load(t, pk)
+	if err != nil {
+		return err
+	}
+	if r.cur == nil || !r.cur.hasTomb || r.cur.tomb.Base() != base || r.cur.tomb.Wall >= cutoff {
+		return w.kv.Delete(bucketTombs, tombKey(base, rk))
+	}
+	r.cur.hasTomb, r.cur.tomb, r.cur.priorRow = false, HLC{}, nil
+	if !t.resurrect {
+		// Delete-wins: the cells written after the deletion
+		// were kept but dead (record.visible); without the
+		// tombstone they would revive the row. The row goes.
+		r.cur.cells = r.cur.cells[:0]
+	}
+	r.dirty = true
+	res.Tombstones++
+	if len(r.cur.cells) == 0 {
+		res.Rows++
+	}
+	return nil
+}
+
+// pruneOwnLog tidies the own change-log entries older than cutoff: each
+// keeps only the rows that still hold its transaction's facts, and goes
+// when none does. It works in transactions of pruneBatch/10 entries.
+func (e *Engine) pruneOwnLog(cutoff uint64, res *PruneResult) error {
+	ownEnd := append([]byte{classOwn}, wallKey(cutoff)...)
+	start := []byte{classOwn}
 	for {
 		var n int
 		var last []byte
 		err := e.store.Update(func(tx kv.Tx) error {
-			n, last = 0, nil
-			type ent struct {
-				key  []byte
-				base HLC
-				rks  [][]byte
-			}
-			var ents []ent
-			var derr error
-			err := tx.Scan(bucketLog, kv.Range{Start: start, End: ownEnd, Limit: pruneBatch / 10}, func(k, v []byte) bool {
-				n++
-				last = bytes.Clone(k)
-				rks, err := decodeRowList(v)
-				if err != nil {
-					derr = err
-					return false
-				}
-				for i := range rks {
-					rks[i] = bytes.Clone(rks[i])
-				}
-				ents = append(ents, ent{bytes.Clone(k), baseFromBytes(k[1:]), rks})
-				return true
-			})
-			if err == nil {
-				err = derr
-			}
-			if err != nil {
-				return err
-			}
-			for _, en := range ents {
-				vals, err := tx.GetMany(bucketRows, en.rks)
-				if err != nil {
-					return err
-				}
-				var keep []string
-				for i, v := range vals {
-					if v == nil {
-						continue
-					}
-					table, pk, err := splitRowKey(en.rks[i])
-					if err != nil {
-						return err
-					}
-					rec, err := decodeRecord(v, pk)
-					if err != nil {
-						return err
-					}
-					if len(factsOf(rec, en.base, table, pk)) > 0 {
-						keep = append(keep, string(en.rks[i]))
-					}
-				}
-				switch {
-				case len(keep) == len(en.rks):
-				case len(keep) == 0:
-					res.LogEntries++
-					if err := tx.Delete(bucketLog, en.key); err != nil {
-						return err
-					}
-				default:
-					res.LogEntries++
-					if err := tx.Put(bucketLog, en.key, encodeRowList(keep)); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
+			var err error
+			n, last, err = pruneOwnLogBatch(tx, start, ownEnd, res)
+			return err
 		})
 		if err != nil {
-			return res, err
+			return err
 		}
 		if n < pruneBatch/10 {
-			break
+			return nil
 		}
 		start = append(last, 0)
 	}
+}
 
-	err := e.store.Update(func(tx kv.Tx) error {
+// ownLogEntry is a change-log entry read by pruneOwnLogBatch: its key, its
+// transaction's base HLC and the row keys it lists.
+type ownLogEntry struct {
+	key  []byte
+	base HLC
+	rks  [][]byte
+}
+
+// pruneOwnLogBatch tidies up to pruneBatch/10 own change-log entries from
+// start (before end) in tx. It returns the entries read and the last one's
+// key.
+func pruneOwnLogBatch(tx kv.Tx, start, end []byte, res *PruneResult) (n int, last []byte, err error) {
+	var ents []ownLogEntry
+	var derr error
+	err = tx.Scan(bucketLog, kv.Range{Start: start, End: end, Limit: pruneBatch / 10}, func(k, v []byte) bool {
+		n++
+		last = bytes.Clone(k)
+		rks, err := decodeRowList(v)
+		if err != nil {
+			derr = err
+			return false
+		}
+		for i := range rks {
+			rks[i] = bytes.Clone(rks[i])
+		}
+		ents = append(ents, ownLogEntry{bytes.Clone(k), baseFromBytes(k[1:]), rks})
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	if err != nil {
+		return n, last, err
+	}
+	for _, en := range ents {
+		if err := tidyOwnLogEntry(tx, en, res); err != nil {
+			return n, last, err
+		}
+	}
+	return n, last, nil
+}
+
+// tidyOwnLogEntry rewrites en to list only the rows still holding facts of
+// its transaction, or deletes it when none does.
+func tidyOwnLogEntry(tx kv.Tx, en ownLogEntry, res *PruneResult) error {
+	vals, err := tx.GetMany(bucketRows, en.rks)
+	if err != nil {
+		return err
+	}
+	var keep []string
+	for i, v := range vals {
+		if v == nil {
+			continue
+		}
+		table, pk, err := splitRowKey(en.rks[i])
+		if err != nil {
+			return err
+		}
+		rec, err := decodeRecord(v, pk)
+		if err != nil {
+			return err
+		}
+		if len(factsOf(rec, en.base, table, pk)) > 0 {
+			keep = append(keep, string(en.rks[i]))
+		}
+	}
+	switch {
+	case len(keep) == len(en.rks):
+		return nil
+	case len(keep) == 0:
+		res.LogEntries++
+		return tx.Delete(bucketLog, en.key)
+	default:
+		res.LogEntries++
+		return tx.Put(bucketLog, en.key, encodeRowList(keep))
+	}
+}
+
+// pruneHeld drops the quarantined changes received before cutoff, in one
+// transaction.
+func (e *Engine) pruneHeld(cutoff uint64, res *PruneResult) error {
+	return e.store.Update(func(tx kv.Tx) error {
 		var dead [][]byte
 		var derr error
 		err := tx.Scan(bucketQuarantine, kv.Range{}, func(k, v []byte) bool {
@@ -221,5 +329,4 @@ func (e *Engine) Prune() (PruneResult, error) {
 		res.Held = len(dead)
 		return nil
 	})
-	return res, err
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/replica-sync/replica/kv"
 )
@@ -100,17 +101,9 @@ func (s *Staged) Insert(table string, values map[string]any) (Row, error) {
 	if err := s.e.checkOpen(); err != nil {
 		return nil, err
 	}
-	vt := s.e.declared[table]
-	if vt == nil {
-		// Not declared locally: validate against the effective schema.
-		err := s.preview(func(w *writeTx) error {
-			var err error
-			_, vt, err = w.tables(table)
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
+	vt, err := s.insertTable(table)
+	if err != nil {
+		return nil, err
 	}
 	row, err := vt.coerceRow(values, true)
 	if err != nil {
@@ -122,8 +115,40 @@ func (s *Staged) Insert(table string, values map[string]any) (Row, error) {
 	}
 	var buf [128]byte
 	rk := string(appendRowKey(buf[:0], vt.key, pk))
-	allow := s.e.opts.AllowResurrection
+	r, err := s.insertRow(rk, table, vt, pk)
+	if err != nil {
+		return nil, err
+	}
+	s.setInsertCells(r, vt, row)
+	s.stmts = append(s.stmts, s.insertStmt(table, vt, values, row, pk))
+	return vt.rowOf(r.cur, pk), nil
+}
+
+// insertTable returns the definition an insert into table name is checked
+// against: the local declaration, else the effective schema's.
+func (s *Staged) insertTable(name string) (*table, error) {
+	if vt := s.e.declared[name]; vt != nil {
+		return vt, nil
+	}
+	// Not declared locally: validate against the effective schema.
+	var vt *table
+	err := s.preview(func(w *writeTx) error {
+		var err error
+		_, vt, err = w.tables(name)
+		return err
+	})
+	return vt, err
+}
+
+// insertRow returns the staged row of key rk (primary key pk) an insert
+// writes, staging it if new, with an empty record. A row already inserted
+// in this transaction, or deleted in a delete-wins table, is ErrConflict.
+func (s *Staged) insertRow(rk, table string, vt *table, pk []Value) (*txRow, error) {
 	r := s.rows[rk]
+	allow := vt.resurrect // the declared policy; Commit applies the database's
+	if r != nil && r.tbl != nil {
+		allow = r.tbl.resurrect // previewed against the effective schema
+	}
 	if r != nil && r.cur.visible(allow) {
 		return nil, fmt.Errorf("%w: %s %s is already inserted in this transaction", ErrConflict, table, fmtKey(pk))
 	}
@@ -135,39 +160,48 @@ func (s *Staged) Insert(table string, values map[string]any) (Row, error) {
 		r.cur = &record{cells: make([]cell, 0, len(vt.def.Columns))}
 	}
 	if r.cur.hasTomb && !allow {
-		return nil, fmt.Errorf("%w: %s %s was deleted and deleted rows stay deleted (allowResurrection is off); use a new key", ErrConflict, table, fmtKey(pk))
+		return nil, fmt.Errorf("%w: %s %s was deleted and deleted rows stay deleted (the table's resurrection policy is delete-wins); use a new key", ErrConflict, table, fmtKey(pk))
 	}
+	return r, nil
+}
+
+// setInsertCells writes every column of row into r, each cell stamped with
+// the next opSeq.
+func (s *Staged) setInsertCells(r *txRow, vt *table, row Row) {
 	if len(r.cur.cells) == 0 && vt.byName != nil {
 		for _, i := range vt.byName {
 			c := vt.def.Columns[i].Name
 			r.cur.cells = append(r.cur.cells, cell{col: c, val: row[c], hlc: HLC{Site: s.e.site, OpSeq: s.opSeq + uint32(i)}})
 		}
 		s.opSeq += uint32(len(vt.def.Columns))
-	} else {
-		for i := range vt.def.Columns {
-			c := vt.def.Columns[i].Name
-			r.cur.set(cell{col: c, val: row[c], hlc: HLC{Site: s.e.site, OpSeq: s.opSeq}})
-			s.opSeq++
-		}
+		return
 	}
+	for i := range vt.def.Columns {
+		c := vt.def.Columns[i].Name
+		r.cur.set(cell{col: c, val: row[c], hlc: HLC{Site: s.e.site, OpSeq: s.opSeq}})
+		s.opSeq++
+	}
+}
+
+// insertStmt is the statement Commit replays for the insert: the coerced
+// row when vt is the local declaration, else the values (validated again
+// at Commit) with the generated id fixed.
+func (s *Staged) insertStmt(table string, vt *table, values map[string]any, row Row, pk []Value) stagedStmt {
 	fresh := vt.autoID && values["id"] == nil
 	st := stagedStmt{kind: stmtInsert, table: table}
 	if s.e.declared[table] == vt {
 		st.row, st.rowPK, st.fresh = row, pk, fresh
-	} else {
-		// Replayed from its values (validated again at Commit), with
-		// the generated id fixed.
-		fixed := make(map[string]any, len(values)+1)
-		for k, v := range values {
-			fixed[k] = v
-		}
-		if fresh {
-			fixed["id"] = row["id"]
-		}
-		st.values = fixed
+		return st
 	}
-	s.stmts = append(s.stmts, st)
-	return vt.rowOf(r.cur, pk), nil
+	fixed := make(map[string]any, len(values)+1)
+	for k, v := range values {
+		fixed[k] = v
+	}
+	if fresh {
+		fixed["id"] = row["id"]
+	}
+	st.values = fixed
+	return st
 }
 
 // Update stages an update and returns the row as it will be.
@@ -255,43 +289,35 @@ func (s *Staged) Query(table string, q Query) ([]Row, error) {
 
 // replay executes the staged statements in w, prefetching their rows.
 func (s *Staged) replay(w *writeTx) error {
+	if err := s.prefetchStmts(w); err != nil {
+		return err
+	}
+	for i, st := range s.stmts {
+		if err := s.replayStmt(w, st); err != nil {
+			return fmt.Errorf("statement %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+// prefetchStmts loads the rows the statements write, with one read per
+// table. A fresh insert (a generated id) reads nothing: freshRow stages it.
+func (s *Staged) prefetchStmts(w *writeTx) error {
 	byTable := map[string][][]Value{}
 	for _, st := range s.stmts {
 		t, _, err := w.tables(st.table)
 		if err != nil {
 			return err
 		}
-		var pk []Value
-		switch {
-		case st.row != nil:
-			if st.fresh {
-				w.freshRow(t, st.rowPK)
-				continue
-			}
-			pk = st.rowPK
-		case st.kind == stmtInsert || st.kind == stmtUpsert:
-			vt := t
-			if d := s.e.declared[st.table]; d != nil {
-				vt = d
-			}
-			row, err := vt.coerceRow(st.values, false)
-			if err != nil {
-				return err
-			}
-			pk = t.keyOf(row)
-		default:
-			pk, err = t.coerceKey(st.pk)
-			if err != nil {
-				return err
-			}
+		if st.row != nil && st.fresh {
+			w.freshRow(t, st.rowPK)
+			continue
 		}
-		ok := true
-		for _, v := range pk {
-			if v.IsNull() {
-				ok = false
-			}
+		pk, err := s.stmtKey(t, st)
+		if err != nil {
+			return err
 		}
-		if ok {
+		if !slices.ContainsFunc(pk, Value.IsNull) {
 			byTable[st.table] = append(byTable[st.table], pk)
 		}
 	}
@@ -301,33 +327,55 @@ func (s *Staged) replay(w *writeTx) error {
 			return err
 		}
 	}
-	for i, st := range s.stmts {
-		var err error
-		switch {
-		case st.row != nil:
-			var t, vt *table
-			if t, vt, err = w.tables(st.table); err == nil {
-				_, _, err = w.insertCells(t, vt, st.row, st.rowPK)
-			}
-		case st.kind == stmtInsert:
-			_, err = w.insert(st.table, st.values)
-		case st.kind == stmtUpdate:
-			_, err = w.update(st.table, st.pk, st.values)
-		case st.kind == stmtUpsert:
-			_, err = w.upsert(st.table, st.values)
-		case st.kind == stmtDelete:
-			_, err = w.delete(st.table, st.pk)
-		}
-		if err != nil {
-			return fmt.Errorf("statement %d: %w", i+1, err)
-		}
-	}
 	return nil
 }
 
+// stmtKey returns the primary key of the row st writes in t (it may hold
+// nulls: an insert that will fail).
+func (s *Staged) stmtKey(t *table, st stagedStmt) ([]Value, error) {
+	switch {
+	case st.row != nil:
+		return st.rowPK, nil
+	case st.kind == stmtInsert || st.kind == stmtUpsert:
+		vt := t
+		if d := s.e.declared[st.table]; d != nil {
+			vt = d
+		}
+		row, err := vt.coerceRow(st.values, false)
+		if err != nil {
+			return nil, err
+		}
+		return t.keyOf(row), nil
+	}
+	return t.coerceKey(st.pk)
+}
+
+// replayStmt runs st in w.
+func (s *Staged) replayStmt(w *writeTx, st stagedStmt) error {
+	var err error
+	switch {
+	case st.row != nil:
+		var t, vt *table
+		if t, vt, err = w.tables(st.table); err == nil {
+			_, _, err = w.insertCells(t, vt, st.row, st.rowPK)
+		}
+	case st.kind == stmtInsert:
+		_, err = w.insert(st.table, st.values)
+	case st.kind == stmtUpdate:
+		_, err = w.update(st.table, st.pk, st.values)
+	case st.kind == stmtUpsert:
+		_, err = w.upsert(st.table, st.values)
+	case st.kind == stmtDelete:
+		_, err = w.delete(st.table, st.pk)
+	}
+	return err
+}
+
 // Commit executes the staged statements as one local transaction and
-// returns its ChangeSet (nil if they changed nothing). On error nothing is
-// written. The Staged is finished either way.
+// returns its ChangeSet (nil if they changed nothing), which finishes the
+// Staged. On error nothing is written, and the Staged may be committed
+// again (after a transient store failure, such as a transaction the page
+// freeze aborted) or discarded.
 func (s *Staged) Commit() (*ChangeSet, error) {
 	if s.done {
 		return nil, ErrClosed
@@ -338,6 +386,10 @@ func (s *Staged) Commit() (*ChangeSet, error) {
 	}
 	lc, err := s.e.write(s.replay)
 	if err != nil {
+		// Nothing was written: the statements may be committed again
+		// (a transaction the store aborted, e.g. idbkv.ErrSuspended) or
+		// discarded.
+		s.done = false
 		return nil, err
 	}
 	s.e.emitLocal(lc)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/replica-sync/replica/kv"
+	"github.com/replica-sync/replica/model"
 )
 
 // txRow is one row touched by a write transaction: its committed record
@@ -219,6 +220,17 @@ func (w *writeTx) nextHLC() HLC {
 	return h
 }
 
+// receiveClock max-merges h, an HLC received from a peer, into the
+// transaction's clock (a zero h changes nothing).
+func (w *writeTx) receiveClock(h HLC) {
+	if h.IsZero() {
+		return
+	}
+	if c := w.clock.receive(h); c != w.clock {
+		w.clock, w.clockDirty = c, true
+	}
+}
+
 // commit flushes rows and writes the clock and schema version. It ends the
 // transaction's writes: rows must not change after it (their committed and
 // current states may then be one record).
@@ -396,6 +408,39 @@ func (w *writeTx) flush() error { return w.flushRows(false) }
 // current record as its committed one instead of copying it, as nothing
 // changes the rows afterwards.
 func (w *writeTx) flushRows(final bool) error {
+	local := !w.base.IsZero() // a local transaction, not an apply
+	var buf []byte
+	var ob, nb []HLC // scratch: the bases of each row's states
+	for _, r := range w.dirtyRows() {
+		rk := []byte(r.key)
+		ob, nb = r.orig.appendBases(ob), r.cur.appendBases(nb)
+		var err error
+		if buf, err = w.writeRecord(r, rk, buf, ob, nb, local); err != nil {
+			return err
+		}
+		if err := w.diffLog(r, rk, ob, nb); err != nil {
+			return err
+		}
+		if err := w.diffTomb(r, rk); err != nil {
+			return err
+		}
+		if r.tbl != nil && len(r.tbl.indexes) > 0 {
+			if err := w.diffIndexes(r, r.tbl.resurrect); err != nil {
+				return err
+			}
+		}
+		if final {
+			r.orig = r.cur
+		} else {
+			r.orig = r.cur.clone()
+		}
+		r.dirty = false
+	}
+	return w.flushOwnLog()
+}
+
+// dirtyRows returns the dirty rows, in key order.
+func (w *writeTx) dirtyRows() []*txRow {
 	dirty := make([]*txRow, 0, len(w.rows))
 	if len(w.order) == len(w.rows) {
 		// Rows are usually added in key order (a snapshot chunk, a bulk
@@ -415,63 +460,43 @@ func (w *writeTx) flushRows(final bool) error {
 	if !slices.IsSortedFunc(dirty, compareRowKeys) {
 		slices.SortFunc(dirty, compareRowKeys)
 	}
-	allow := w.e.opts.AllowResurrection
-	local := !w.base.IsZero() // a local transaction, not an apply
-	var buf []byte
-	var ob, nb []HLC // scratch: the bases of each row's states
-	for _, r := range dirty {
-		rk := []byte(r.key)
-		ob, nb = r.orig.appendBases(ob), r.cur.appendBases(nb)
-		var pkCols []string
-		if r.tbl != nil {
-			pkCols = r.tbl.pkCols
+	return dirty
+}
+
+// writeRecord stores r's current record under rk (ob and nb: the bases of
+// its committed and current states), or deletes the stored one when the
+// row has no cell and no tombstone left. A record over kv.MaxValueSize, or
+// in a local transaction over MaxLocalRowSize and larger than before, is a
+// *ValidationError. buf is scratch for the encoding; writeRecord returns
+// it, grown.
+func (w *writeTx) writeRecord(r *txRow, rk, buf []byte, ob, nb []HLC, local bool) ([]byte, error) {
+	if r.cur == nil || (len(r.cur.cells) == 0 && !r.cur.hasTomb) {
+		if r.orig != nil {
+			return buf, w.kv.Delete(bucketRows, rk)
 		}
-		if r.cur == nil || (len(r.cur.cells) == 0 && !r.cur.hasTomb) {
-			if r.orig != nil {
-				if err := w.kv.Delete(bucketRows, rk); err != nil {
-					return err
-				}
-			}
-		} else {
-			buf = encodeRecordBases(buf[:0], r.cur, nb, r.pk, pkCols)
-			if len(buf) > kv.MaxValueSize {
-				return &ValidationError{Table: r.table, Reason: fmt.Sprintf(
-					"row %s is too large (%d bytes stored, limit %d)", fmtKey(r.pk), len(buf), kv.MaxValueSize)}
-			}
-			if local && len(buf) > MaxLocalRowSize {
-				var was int
-				if r.orig != nil {
-					was = len(encodeRecordBases(nil, r.orig, ob, r.pk, pkCols))
-				}
-				if len(buf) > was {
-					return &ValidationError{Table: r.table, Reason: fmt.Sprintf(
-						"row %s is too large for a local write (%d bytes stored, limit %d: a quarter of the storage limit, so that merges of concurrent writes still fit)",
-						fmtKey(r.pk), len(buf), MaxLocalRowSize)}
-				}
-			}
-			if err := w.kv.Put(bucketRows, rk, buf); err != nil {
-				return err
-			}
-		}
-		if err := w.diffLog(r, rk, ob, nb); err != nil {
-			return err
-		}
-		if err := w.diffTomb(r, rk); err != nil {
-			return err
-		}
-		if r.tbl != nil && len(r.tbl.indexes) > 0 {
-			if err := w.diffIndexes(r, allow); err != nil {
-				return err
-			}
-		}
-		if final {
-			r.orig = r.cur
-		} else {
-			r.orig = r.cur.clone()
-		}
-		r.dirty = false
+		return buf, nil
 	}
-	return w.flushOwnLog()
+	var pkCols []string
+	if r.tbl != nil {
+		pkCols = r.tbl.pkCols
+	}
+	buf = encodeRecordBases(buf[:0], r.cur, nb, r.pk, pkCols)
+	if len(buf) > kv.MaxValueSize {
+		return buf, &ValidationError{Table: r.table, Reason: fmt.Sprintf(
+			"row %s is too large (%d bytes stored, limit %d)", fmtKey(r.pk), len(buf), kv.MaxValueSize)}
+	}
+	if local && len(buf) > MaxLocalRowSize {
+		var was int
+		if r.orig != nil {
+			was = len(encodeRecordBases(nil, r.orig, ob, r.pk, pkCols))
+		}
+		if len(buf) > was {
+			return buf, &ValidationError{Table: r.table, Reason: fmt.Sprintf(
+				"row %s is too large for a local write (%d bytes stored, limit %d: a quarter of the storage limit, so that merges of concurrent writes still fit)",
+				fmtKey(r.pk), len(buf), MaxLocalRowSize)}
+		}
+	}
+	return buf, w.kv.Put(bucketRows, rk, buf)
 }
 
 func compareRowKeys(a, b *txRow) int { return strings.Compare(a.key, b.key) }
@@ -892,10 +917,11 @@ func (w *writeTx) storeMigration(m *SchemaMigration, class byte) error {
 }
 
 // tableShape is what stored rows and index entries depend on: the key, the
-// column types and the indexes.
+// column types, the indexes and the resurrection policy (which rows are live,
+// so indexed).
 func tableShape(t *table) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%q|", t.pkCols)
+	fmt.Fprintf(&b, "%t|%q|", t.resurrect, t.pkCols)
 	for _, c := range t.def.Columns {
 		fmt.Fprintf(&b, "%q:%d,", c.Name, c.Type)
 	}
@@ -936,6 +962,10 @@ func (w *writeTx) reconcileTables() error {
 	return nil
 }
 
+// rebuildTable rewrites t's rows and index entries for its current shape,
+// a page (sourcePage rows) at a time: the index entries are dropped and
+// written anew, each record re-encoded under the table's key, and, unless
+// t keeps values as received, its cells normalized (refitCells).
 func (w *writeTx) rebuildTable(t *table) error {
 	tk := t.key
 	if err := w.kv.DeleteRange(bucketIndex, tk, kv.PrefixEnd(tk)); err != nil {
@@ -945,77 +975,13 @@ func (w *writeTx) rebuildTable(t *table) error {
 	for _, n := range t.pkCols {
 		isKey[n] = true
 	}
-	allow := w.e.opts.AllowResurrection
 	start, end := tk, kv.PrefixEnd(tk)
-	type rewrite struct{ k, v []byte }
 	for {
-		var puts []rewrite
-		var holds []Change
-		var dels [][]byte
-		var idx [][]byte
-		var last []byte
-		n := 0
+		p := rebuildPage{t: t, isKey: isKey}
 		var derr error
 		err := w.kv.Scan(bucketRows, kv.Range{Start: start, End: end, Limit: sourcePage}, func(k, v []byte) bool {
-			n++
-			last = bytes.Clone(k)
-			_, pk, err := splitRowKey(k)
-			if err != nil {
-				derr = err
+			if derr = p.add(k, v); derr != nil {
 				return false
-			}
-			rec, err := decodeRecord(v, pk)
-			if err != nil {
-				derr = err
-				return false
-			}
-			if !t.asReceived {
-				kept := rec.cells[:0]
-				for i := range rec.cells {
-					c := rec.cells[i]
-					d := t.cols[c.col]
-					if d == nil || isKey[c.col] {
-						kept = append(kept, c)
-						continue
-					}
-					c.val = normalizeRemote(d, c.val)
-					// A cell that no longer fits its column's type (two
-					// declarations of the column folded to the older
-					// one) is held as a misfit, as it would have been
-					// had it arrived after the fold: the outcome must
-					// not depend on arrival order.
-					if misfitReason(d, c.val) != "" {
-						holds = append(holds, Change{Type: ColumnChange, Table: t.def.Name, PK: slices.Clone(pk), Column: c.col, Value: c.val, HLC: c.hlc})
-						continue
-					}
-					if c.prior != nil {
-						c.prior = &cellPrior{val: normalizeRemote(d, c.prior.val), hlc: c.prior.hlc}
-					}
-					kept = append(kept, c)
-				}
-				rec.cells = kept
-				if len(rec.cells) == 0 && !rec.hasTomb {
-					dels = append(dels, bytes.Clone(k))
-					return true
-				}
-			}
-			// Re-encoded under the table's key: a record written before
-			// the key columns were known (schema-less) holds its key
-			// cells as values, not as references to the key.
-			if nb := encodeRecord(nil, rec, pk, t.pkCols); !bytes.Equal(nb, v) {
-				puts = append(puts, rewrite{bytes.Clone(k), nb})
-			}
-			if rec.visible(allow) && len(t.indexes) > 0 {
-				row := t.rowOf(rec, pk)
-				for _, ix := range t.indexes {
-					ik := indexKey(ix, row, pk)
-					if len(ik) > kv.MaxKeySize {
-						derr = &ValidationError{Table: t.def.Name, Column: ix.def.Columns[0], Reason: fmt.Sprintf(
-							"value too long for index %s (%d bytes encoded, limit %d)", ix.def.Name, len(ik), kv.MaxKeySize)}
-						return false
-					}
-					idx = append(idx, ik)
-				}
 			}
 			return true
 		})
@@ -1025,29 +991,123 @@ func (w *writeTx) rebuildTable(t *table) error {
 		if err != nil {
 			return err
 		}
-		for _, p := range puts {
-			if err := w.kv.Put(bucketRows, p.k, p.v); err != nil {
-				return err
-			}
+		if err := p.write(w); err != nil {
+			return err
 		}
-		for _, k := range dels {
-			if err := w.kv.Delete(bucketRows, k); err != nil {
-				return err
-			}
-		}
-		for i := range holds {
-			if err := w.holdAs(&holds[i], heldMisfit); err != nil {
-				return err
-			}
-		}
-		for _, k := range idx {
-			if err := w.kv.Put(bucketIndex, k, nil); err != nil {
-				return err
-			}
-		}
-		if n < sourcePage {
+		if p.n < sourcePage {
 			return nil
 		}
-		start = append(last, 0)
+		start = append(p.last, 0)
 	}
+}
+
+// rebuildPage collects the writes of one page of rebuildTable: they are
+// made after the scan.
+type rebuildPage struct {
+	t     *table
+	isKey map[string]bool // t's key columns
+	n     int             // rows read
+	last  []byte          // key of the last row read
+	puts  []rowRewrite    // records re-encoded
+	dels  [][]byte        // rows left without cells or tombstone
+	holds []Change        // cells that no longer fit their column
+	idx   [][]byte        // index keys
+}
+
+type rowRewrite struct{ k, v []byte }
+
+// add reads the row stored under k (record v).
+func (p *rebuildPage) add(k, v []byte) error {
+	t := p.t
+	p.n++
+	p.last = bytes.Clone(k)
+	_, pk, err := splitRowKey(k)
+	if err != nil {
+		return err
+	}
+	rec, err := decodeRecord(v, pk)
+	if err != nil {
+		return err
+	}
+	if !t.asReceived {
+		p.refitCells(rec, pk)
+		if len(rec.cells) == 0 && !rec.hasTomb {
+			p.dels = append(p.dels, bytes.Clone(k))
+			return nil
+		}
+	}
+	// Re-encoded under the table's key: a record written before
+	// the key columns were known (schema-less) holds its key
+	// cells as values, not as references to the key.
+	if nb := encodeRecord(nil, rec, pk, t.pkCols); !bytes.Equal(nb, v) {
+		p.puts = append(p.puts, rowRewrite{bytes.Clone(k), nb})
+	}
+	if rec.visible(t.resurrect) && len(t.indexes) > 0 {
+		row := t.rowOf(rec, pk)
+		for _, ix := range t.indexes {
+			ik := indexKey(ix, row, pk)
+			if len(ik) > kv.MaxKeySize {
+				return &ValidationError{Table: t.def.Name, Column: ix.def.Columns[0], Reason: fmt.Sprintf(
+					"value too long for index %s (%d bytes encoded, limit %d)", ix.def.Name, len(ik), kv.MaxKeySize)}
+			}
+			p.idx = append(p.idx, ik)
+		}
+	}
+	return nil
+}
+
+// refitCells normalizes the value cells of rec (key pk) to their columns'
+// types, keeping the cells of key or undeclared columns as they are.
+func (p *rebuildPage) refitCells(rec *record, pk []Value) {
+	t := p.t
+	kept := rec.cells[:0]
+	for i := range rec.cells {
+		c := rec.cells[i]
+		d := t.cols[c.col]
+		if d == nil || p.isKey[c.col] {
+			kept = append(kept, c)
+			continue
+		}
+		c.val = normalizeRemote(d, c.val)
+		// A cell that no longer fits its column's type (two
+		// declarations of the column folded to the older
+		// one) is held as a misfit, as it would have been
+		// had it arrived after the fold: the outcome must
+		// not depend on arrival order.
+		if model.Misfit(d, c.val) != "" {
+			p.holds = append(p.holds, Change{Type: ColumnChange, Table: t.def.Name, PK: slices.Clone(pk), Column: c.col, Value: c.val, HLC: c.hlc})
+			continue
+		}
+		if c.prior != nil {
+			c.prior = &cellPrior{val: normalizeRemote(d, c.prior.val), hlc: c.prior.hlc}
+		}
+		kept = append(kept, c)
+	}
+	rec.cells = kept
+}
+
+// write makes the page's writes in w: records, deletions, held cells,
+// index entries.
+func (p *rebuildPage) write(w *writeTx) error {
+	for _, r := range p.puts {
+		if err := w.kv.Put(bucketRows, r.k, r.v); err != nil {
+			return err
+		}
+	}
+	for _, k := range p.dels {
+		if err := w.kv.Delete(bucketRows, k); err != nil {
+			return err
+		}
+	}
+	for i := range p.holds {
+		if err := w.holdAs(&p.holds[i], heldMisfit); err != nil {
+			return err
+		}
+	}
+	for _, k := range p.idx {
+		if err := w.kv.Put(bucketIndex, k, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -11,38 +11,24 @@ import (
 	"syscall/js"
 )
 
-// driver issues a transaction's IndexedDB requests. Two implement it: the
-// helper driver (batches go through a small JS helper, one Go->JS call and
-// one callback per batch) and the plain driver (the same requests made from
-// Go through syscall/js, for pages that forbid compiling the helper).
-//
-// The methods that read or commit wait for the browser: they set t.waiting,
-// issue the requests and receive the reply that a JS callback delivers.
-type driver interface {
-	// begin creates the IndexedDB transaction of t over every object store
-	// of the Store, in mode ("readwrite" or "readonly").
-	begin(t *Tx, mode js.Value) error
-	// getMany returns the stored values of keys, key i in bucket si[i] (nil where
-	// absent), reading them all with one await.
-	getMany(t *Tx, si []int, keys [][]byte, op string) ([][]byte, error)
-	// scan returns one page: at most q.count entries, in q's order.
-	scan(t *Tx, si int, q pageQuery) ([]entry, error)
-	// commit issues every buffered write of t at once and returns when the
-	// transaction completed or failed. If the first request throws (the
-	// transaction has finished), nothing was written.
-	commit(t *Tx) error
-	// abort rolls t back; a no-op once it finished.
-	abort(t *Tx)
-	// finish ends a read-only transaction.
-	finish(t *Tx)
-	// release frees what begin allocated for t.
-	release(t *Tx)
-	// close frees what the driver holds for the Store.
-	close()
-}
-
 //go:embed helper.js
 var helperJS string
+
+// HelperSource returns the source of helper.js, the body of the function
+// (cb, opts) that runs idbkv's IndexedDB batches. A page whose
+// Content-Security-Policy forbids 'unsafe-eval' carries a copy of it as a
+// function in its own scripts and passes that function to Open with Helper
+// (web/replica.js carries one for the Replica API).
+func HelperSource() string { return helperJS }
+
+// Helper makes the Store use fn, helper.js compiled by the page: a function
+// (cb, opts) whose body is HelperSource(), verbatim. Without it the Store
+// compiles HelperSource with new Function, which a Content-Security-Policy
+// without 'unsafe-eval' forbids (Open then fails). A value that is not a
+// function is ignored.
+func Helper(fn js.Value) Option { return func(o *openOptions) { o.helper = fn } }
+
+var jsObject = js.Global().Get("Object")
 
 // none marks an absent key bound or value in packed buffers.
 const none = 0xFFFFFFFF
@@ -57,8 +43,11 @@ const (
 
 var uint8Array = js.Global().Get("Uint8Array")
 
-// helperDriver hands each batch of requests to helper.js as one packed
-// Uint8Array and gets each result back as one packed Uint8Array.
+// helperDriver issues a Store's IndexedDB requests: it hands each batch to
+// helper.js as one packed Uint8Array (one Go->JS call) and gets each result
+// back as one packed Uint8Array (one callback). The methods that read or
+// commit wait for the browser: they set t.waiting, issue the requests and
+// receive the reply that the JS callback delivers.
 type helperDriver struct {
 	s                                    *Store
 	cb                                   js.Func // cb(id, status, payload, n), called by the helper
@@ -69,9 +58,9 @@ type helperDriver struct {
 	scratchCap                           int
 }
 
-// newHelperDriver compiles helper.js with new Function. That throws (an
-// EvalError) on pages whose Content-Security-Policy lacks 'unsafe-eval';
-// the caller then uses the plain driver.
+// newHelperDriver calls the page's copy of helper.js (o.helper), or else
+// compiles helper.js with new Function. That throws (an EvalError) on pages
+// whose Content-Security-Policy lacks 'unsafe-eval'.
 func newHelperDriver(s *Store, o openOptions) (*helperDriver, error) {
 	d := &helperDriver{s: s}
 	d.cb = js.FuncOf(d.onReply)
@@ -79,11 +68,15 @@ func newHelperDriver(s *Store, o openOptions) (*helperDriver, error) {
 	thrown, ok := catch(func() {
 		opts := jsObject.New()
 		opts.Set("noGetAllRecords", o.noGetAllRecords)
-		h = js.Global().Get("Function").New("cb", "opts", helperJS).Invoke(d.cb, opts)
+		factory := o.helper
+		if factory.Type() != js.TypeFunction {
+			factory = js.Global().Get("Function").New("cb", "opts", helperJS)
+		}
+		h = factory.Invoke(d.cb, opts)
 	})
 	if !ok {
 		d.cb.Release()
-		return nil, domError("compile helper", thrown, false)
+		return nil, domError("compile helper", thrown, nil)
 	}
 	d.beginFn, d.getManyFn, d.scanFn = h.Get("begin"), h.Get("getMany"), h.Get("scan")
 	d.commitFn, d.abortFn, d.finishFn = h.Get("commit"), h.Get("abort"), h.Get("finish")
@@ -130,14 +123,18 @@ func (d *helperDriver) call(t *Tx, op string, fn js.Value, req []byte, args func
 	return t.issue(op, func() { fn.Invoke(args(buf)...) })
 }
 
+// begin creates the IndexedDB transaction of t over every object store
+// of the Store, in mode ("readwrite" or "readonly").
 func (d *helperDriver) begin(t *Tx, mode js.Value) error {
 	thrown, ok := catch(func() { t.js = d.beginFn.Invoke(d.s.db, d.s.jsNames, mode, t.id) })
 	if !ok {
-		return domError("begin", thrown, d.s.isGone())
+		return domError("begin", thrown, d.s.goneError())
 	}
 	return nil
 }
 
+// getMany returns the stored values of keys, key i in bucket si[i] (nil
+// where absent), reading them all with one await.
 func (d *helperDriver) getMany(t *Tx, si []int, keys [][]byte, op string) ([][]byte, error) {
 	n := 4
 	for _, k := range keys {
@@ -168,6 +165,7 @@ func (d *helperDriver) getMany(t *Tx, si []int, keys [][]byte, op string) ([][]b
 	return vals, nil
 }
 
+// scan returns one page: at most q.count entries, in q's order.
 func (d *helperDriver) scan(t *Tx, si int, q pageQuery) ([]entry, error) {
 	req := appendRange(nil, q.lo, q.hi)
 	flags := 0
@@ -207,6 +205,9 @@ func (d *helperDriver) scan(t *Tx, si int, q pageQuery) ([]entry, error) {
 	return page, nil
 }
 
+// commit issues every buffered write of t at once and returns when the
+// transaction completed or failed. If the first request throws (the
+// transaction has finished), nothing was written.
 func (d *helperDriver) commit(t *Tx) error {
 	size := 0
 	for _, e := range t.expects {
@@ -258,18 +259,19 @@ func (d *helperDriver) commit(t *Tx) error {
 	return err
 }
 
+// abort rolls t back; a no-op once it finished.
 func (d *helperDriver) abort(t *Tx) {
 	t.waiting.Store(false)
 	catch(func() { d.abortFn.Invoke(t.js) })
 }
 
+// finish ends a read-only transaction.
 func (d *helperDriver) finish(t *Tx) {
 	t.waiting.Store(false)
 	catch(func() { d.finishFn.Invoke(t.js) })
 }
 
-func (d *helperDriver) release(*Tx) {}
-
+// close frees what the driver holds for the Store.
 func (d *helperDriver) close() { d.cb.Release() }
 
 // receive waits for the reply to op and copies its payload into Go.

@@ -10,7 +10,7 @@ import (
 	"github.com/replica-sync/replica/kv"
 )
 
-// TestEngine runs the engine's behavioural suite — seed behaviours, bad
+// TestEngine runs the engine's behavioural suite — merge rules, bad
 // input, snapshots, queries, and the convergence property test (fewer cases
 // than natively; the seed is printed) — over real IndexedDB.
 func TestEngine(t *testing.T) {

@@ -18,9 +18,14 @@ import (
 // Mapping, by Name:
 //   - QuotaExceededError: kv.ErrQuotaExceeded.
 //   - TransactionInactiveError: kv.ErrTxInactive.
-//   - InvalidStateError: kv.ErrClosed once the browser closed the connection,
-//     kv.ErrTxInactive otherwise (the transaction had finished).
-//   - AbortError, UnknownError: kv.ErrClosed once the browser closed the
+//   - InvalidStateError: kv.ErrClosed once the browser closed the connection
+//     (joined with ErrStorage when it closed it on its own, not for a
+//     versionchange), kv.ErrTxInactive otherwise (the transaction had
+//     finished).
+//   - UnknownError, and any error whose message names an IO error
+//     ("IO error: ... FILE_ERROR_NO_SPACE"): ErrStorage (the Store then
+//     closes itself; see ErrStorage).
+//   - AbortError: as InvalidStateError once the browser closed the
 //     connection; otherwise no sentinel.
 //   - anything else: no sentinel.
 type DOMError struct {
@@ -46,8 +51,10 @@ func (e *DOMError) Error() string {
 func (e *DOMError) Unwrap() error { return e.Err }
 
 // domError converts the JS error value v, thrown or reported while doing op,
-// into a *DOMError. gone tells whether the browser has closed the connection.
-func domError(op string, v js.Value, gone bool) error {
+// into a *DOMError. gone is nil while the connection is open, else what the
+// Store fails with once gone (Store.goneError: kv.ErrClosed, possibly joined
+// with ErrStorage).
+func domError(op string, v js.Value, gone error) error {
 	name, msg := "Error", ""
 	if v.Type() == js.TypeObject {
 		if n := v.Get("name"); n.Type() == js.TypeString {
@@ -66,15 +73,18 @@ func domError(op string, v js.Value, gone bool) error {
 	case "TransactionInactiveError":
 		e.Err = kv.ErrTxInactive
 	case "InvalidStateError":
-		if gone {
-			e.Err = kv.ErrClosed
+		if gone != nil {
+			e.Err = gone
 		} else {
 			e.Err = kv.ErrTxInactive
 		}
 	case "AbortError", "UnknownError":
-		if gone {
-			e.Err = kv.ErrClosed
+		if gone != nil {
+			e.Err = gone
 		}
+	}
+	if name != "QuotaExceededError" && isIOError(name, msg) {
+		e.Err = ErrStorage
 	}
 	return e
 }

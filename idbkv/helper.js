@@ -1,8 +1,9 @@
-// idbkv's JavaScript helper. idbkv compiles this body once per Store with
-// new Function("cb", "opts", body) and calls the returned functions from Go,
-// so that
-// each batch of IndexedDB requests costs one Go->JS call and at most one
-// JS->Go callback instead of several crossings per request. opts.noGetAllRecords
+// idbkv's JavaScript helper: the body of a function (cb, opts) that idbkv
+// calls once per Store (compiled with new Function, or the page's verbatim
+// copy given with idbkv.Helper, as web/replica.js carries one) and whose
+// returned functions it calls from Go, so that each batch of IndexedDB
+// requests costs one Go->JS call and at most one JS->Go callback instead of
+// several crossings per request. opts.noGetAllRecords
 // (tests) makes it use the paths for browsers without getAllRecords.
 //
 // Buffers are Uint8Arrays with little-endian uint32 lengths; NONE (0xFFFFFFFF)

@@ -16,8 +16,7 @@ import (
 )
 
 // TestEngineSpeculating runs the engine suite over a speculating Store, as
-// jsbridge opens replicas (TestEngine runs it without Speculate, as the
-// plain driver does).
+// jsbridge opens replicas (TestEngine runs it without Speculate).
 func TestEngineSpeculating(t *testing.T) {
 	enginetest.Run(t, func(t testing.TB) kv.Store {
 		s, _ := openT(t, openOptions{speculate: true}, engine.Buckets...)

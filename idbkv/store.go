@@ -29,20 +29,29 @@ type Store struct {
 	name    string
 	buckets map[string]int // bucket name -> index into names
 	names   []string
-	jsNames js.Value // JS array of names, handed to IDBDatabase.transaction
-	modeRW  js.Value // "readwrite", created once
-	modeRO  js.Value // "readonly"
-	db      js.Value // the IDBDatabase connection
-	drv     driver
-	onGone  js.Func    // versionchange and close listener
-	cache   *readCache // speculative reads (Speculate), nil without
+	jsNames js.Value      // JS array of names, handed to IDBDatabase.transaction
+	modeRW  js.Value      // "readwrite", created once
+	modeRO  js.Value      // "readonly"
+	db      js.Value      // the IDBDatabase connection
+	drv     *helperDriver // issues the IndexedDB requests, through helper.js
+	onGone  js.Func       // versionchange and close listener
+	cache   *readCache    // speculative reads (Speculate), nil without
+	budget  *budget       // storage margin (storage.go)
 
 	mu     sync.Mutex
 	closed bool   // Close was called
 	gone   string // why the browser closed the connection; "" while it is open
-	txs    map[int]*Tx
-	nextID int
-	active sync.WaitGroup // running transactions, awaited by Close
+	// goneErr is what later calls fail with once gone is set: kv.ErrClosed,
+	// joined with ErrStorage when the browser closed the connection on its
+	// own (an IO error, a full disk, storage cleared) rather than for a
+	// versionchange.
+	goneErr error
+	txs     map[int]*Tx
+	nextID  int
+	active  sync.WaitGroup // running transactions, awaited by Close
+	// resumed is non-nil while the Store is suspended (Suspend), and
+	// closed by Resume: new transactions wait for it.
+	resumed chan struct{}
 }
 
 // Open opens (creating or upgrading it if needed) the IndexedDB database
@@ -81,14 +90,15 @@ func Speculate() Option { return func(o *openOptions) { o.speculate = true } }
 
 // openOptions exist for tests.
 type openOptions struct {
-	// noHelper forces the plain syscall/js driver, as on a page whose
-	// Content-Security-Policy forbids compiling the JS helper.
-	noHelper bool
-	// noGetAllRecords makes both drivers take the paths for browsers
-	// without IDBObjectStore.getAllRecords.
+	// helper: see Helper.
+	helper js.Value
+	// noGetAllRecords makes the helper take the paths for browsers
+	// without IDBObjectStore.getAllRecords (tests).
 	noGetAllRecords bool
 	// speculate: see Speculate.
 	speculate bool
+	// quota: see Quota.
+	quota int64
 }
 
 func open(ctx context.Context, name string, buckets []string, o openOptions) (*Store, error) {
@@ -100,6 +110,7 @@ func open(ctx context.Context, name string, buckets []string, o openOptions) (*S
 		buckets: make(map[string]int, len(buckets)),
 		names:   slices.Clone(buckets),
 		txs:     make(map[int]*Tx),
+		budget:  &budget{cap: max(o.quota, 0)},
 	}
 	for i, b := range buckets {
 		if b == "" {
@@ -121,20 +132,33 @@ func open(ctx context.Context, name string, buckets []string, o openOptions) (*S
 	}
 	s.modeRW = js.ValueOf("readwrite")
 	s.modeRO = js.ValueOf("readonly")
-	if !o.noHelper {
-		if h, err := newHelperDriver(s, o); err == nil {
-			s.drv = h
-		}
+	h, err := newHelperDriver(s, o)
+	if err != nil {
+		db.Call("close")
+		return nil, fmt.Errorf("idbkv: open %q (a Content-Security-Policy without 'unsafe-eval' needs the Helper option: see HelperSource): %w", name, err)
 	}
-	if s.drv == nil {
-		s.drv = &plainDriver{s: s, records: hasGetAllRecs && !o.noGetAllRecords}
-	} else if o.speculate {
+	s.drv = h
+	if o.speculate {
 		s.cache = newReadCache() // the helper checks the assumed values
 	}
 	s.onGone = js.FuncOf(s.handleGone)
 	db.Call("addEventListener", "versionchange", s.onGone)
 	db.Call("addEventListener", "close", s.onGone)
 	return s, nil
+}
+
+// openError wraps err, the failure of IDBFactory.open, with the sentinel
+// its DOMException name maps to: QuotaExceededError (Chromium's "Encountered
+// full disk while opening backing store") is kv.ErrQuotaExceeded, an IO
+// error is ErrStorage; others are wrapped as they are.
+func openError(name string, err error) error {
+	switch msg := err.Error(); {
+	case isDOMName(err, "QuotaExceededError") || strings.Contains(msg, "QuotaExceededError"):
+		return fmt.Errorf("idbkv: open %q: %w: %w", name, kv.ErrQuotaExceeded, err)
+	case isDOMName(err, "UnknownError") || isIOError("", msg):
+		return fmt.Errorf("idbkv: open %q: %w: %w", name, ErrStorage, err)
+	}
+	return fmt.Errorf("idbkv: open %q: %w", name, err)
 }
 
 // openDB opens the database, upgrading it until it holds every bucket, and
@@ -184,7 +208,7 @@ func openDB(ctx context.Context, name string, buckets []string) (db js.Value, er
 				version = 0 // another tab upgraded past us meanwhile: look again
 				continue
 			}
-			return js.Value{}, fmt.Errorf("idbkv: open %q: %w", name, err)
+			return js.Value{}, openError(name, err)
 		}
 		if upgradeErr != nil {
 			_ = conn.Close()
@@ -252,17 +276,44 @@ func isDOMName(err error, name string) bool {
 // normally after a versionchange, and fail with kv.ErrClosed after a close.
 func (s *Store) handleGone(_ js.Value, args []js.Value) any {
 	defer func() { _ = recover() }() // a panic here would kill the Go runtime
-	reason := "the browser closed the connection"
-	if len(args) > 0 && args[0].Get("type").String() == "versionchange" {
-		reason = "another connection is deleting or upgrading the database (versionchange)"
+	if len(args) == 0 || args[0].Get("type").String() != "versionchange" {
+		// A close event: the browser lost the backing store (an IO
+		// error, a full disk, storage cleared). Transactions waiting on
+		// it fail now.
+		s.fail(closedByBrowser, ErrStorage)
+		return nil
 	}
+	s.markGone("another connection is deleting or upgrading the database (versionchange)", nil)
+	catch(func() { s.db.Call("close") })
+	return nil
+}
+
+// closedByBrowser is the reason a Store is gone after the browser closed its
+// connection on its own (its close event, or a closing connection found
+// before that event arrived).
+const closedByBrowser = "the browser closed the connection (its storage failed or was cleared)"
+
+// markGone records, unless the Store is gone already, that it is gone for
+// reason; later calls fail with kv.ErrClosed joined with cause (nil for a
+// versionchange, ErrStorage when the browser closed the connection).
+func (s *Store) markGone(reason string, cause error) {
 	s.mu.Lock()
 	if s.gone == "" {
 		s.gone = reason
+		s.goneErr = kv.ErrClosed
+		if cause != nil {
+			s.goneErr = errors.Join(cause, kv.ErrClosed)
+		}
 	}
 	s.mu.Unlock()
-	catch(func() { s.db.Call("close") })
-	return nil
+}
+
+// goneError returns what an operation fails with once the Store is gone (see
+// goneErr), or nil while the connection is open.
+func (s *Store) goneError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.goneErr
 }
 
 // closedUnderneath reports whether the error e that aborted a transaction we
@@ -278,33 +329,29 @@ func (s *Store) closedUnderneath(e js.Value) bool {
 	if ok || thrown.Type() != js.TypeObject || thrown.Get("name").String() != "InvalidStateError" {
 		return false
 	}
-	s.mu.Lock()
-	if s.gone == "" {
-		s.gone = "the browser closed the connection"
-	}
-	s.mu.Unlock()
+	s.markGone(closedByBrowser, ErrStorage)
 	return true
 }
 
-// isGone reports whether the browser closed the connection.
-func (s *Store) isGone() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.gone != ""
-}
-
 // Update runs fn in a read-write IndexedDB transaction over every bucket and
-// commits its writes if fn returns nil. Writes are buffered in Go and issued
+// commits its writes if fn returns nil. Before it begins it may refresh the
+// Store's storage estimate (see "Storage margin" in the package
+// documentation); a commit that would take storage use past the margin is
+// not issued and returns kv.ErrQuotaExceeded. Writes are buffered in Go and issued
 // all at once at commit; Update returns after the browser reports the
 // transaction complete (durability as the browser's default, which is
 // "relaxed" in Chromium).
 //
 // Errors: fn's own error, unchanged (nothing is written); kv.ErrTxInactive if
 // fn waited on something other than the transaction's own requests (nothing
-// is written); kv.ErrQuotaExceeded; kv.ErrClosed after Close or once the
-// browser closed the connection. If fn panics, nothing is written and the
-// panic propagates.
+// is written); kv.ErrQuotaExceeded (nothing is written); ErrStorage when
+// the browser's storage failed (the Store is closed then); kv.ErrClosed
+// after Close or once the browser closed the connection. If fn panics,
+// nothing is written and the panic propagates.
 func (s *Store) Update(fn func(kv.Tx) error) error {
+	if s.budget.stale() {
+		s.budget.refresh() // outside any transaction: it awaits a Promise
+	}
 	if s.cache == nil {
 		return s.update(fn, false, false, nil)
 	}
@@ -370,10 +417,15 @@ func (s *Store) update(fn func(kv.Tx) error, spec, retry bool, assumedOut *[]ass
 	if t.failed != nil {
 		return t.failed
 	}
+	grow := t.putBytes()
+	if err := s.budget.admit(grow); err != nil {
+		return err // the deferred abort writes nothing
+	}
 	committing = true
 	if err := s.drv.commit(t); err != nil {
 		return err
 	}
+	s.budget.committed(grow)
 	if s.cache != nil {
 		s.cache.committed(t)
 	}
@@ -400,14 +452,15 @@ func (s *Store) View(fn func(kv.Tx) error) error {
 // begin registers a transaction and creates its IndexedDB transaction.
 func (s *Store) begin(writable, retry bool) (*Tx, error) {
 	s.mu.Lock()
+	s.waitResumedLocked()
 	if s.closed && !retry {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("idbkv: %q: %w", s.name, kv.ErrClosed)
 	}
 	if s.gone != "" {
-		gone := s.gone
+		gone, goneErr := s.gone, s.goneErr
 		s.mu.Unlock()
-		return nil, fmt.Errorf("idbkv: %q: %s: %w", s.name, gone, kv.ErrClosed)
+		return nil, fmt.Errorf("idbkv: %q: %s: %w", s.name, gone, goneErr)
 	}
 	s.nextID++
 	t := &Tx{s: s, id: s.nextID, writable: writable, reply: make(chan reply, 1), ov: make([]*overlay, len(s.names)), scanning: make([]int, len(s.names))}
@@ -423,13 +476,10 @@ func (s *Store) begin(writable, retry bool) (*Tx, error) {
 		var de *DOMError
 		if errors.As(err, &de) && de.Name == "InvalidStateError" {
 			// The connection is closing: closed by the browser, whose close
-			// or versionchange event has not reached us yet.
-			de.Err = kv.ErrClosed
-			s.mu.Lock()
-			if s.gone == "" {
-				s.gone = "the browser closed the connection"
-			}
-			s.mu.Unlock()
+			// event has not reached us yet (a versionchange marks the
+			// Store gone before it closes the connection).
+			s.markGone(closedByBrowser, ErrStorage)
+			de.Err = s.goneError()
 		}
 		return nil, err
 	}
@@ -438,7 +488,6 @@ func (s *Store) begin(writable, retry bool) (*Tx, error) {
 
 // end unregisters t.
 func (s *Store) end(t *Tx) {
-	s.drv.release(t)
 	s.mu.Lock()
 	delete(s.txs, t.id)
 	s.mu.Unlock()
@@ -464,6 +513,10 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.resumed != nil { // transactions waiting to begin fail with ErrClosed
+		close(s.resumed)
+		s.resumed = nil
+	}
 	s.mu.Unlock()
 	s.active.Wait()
 	catch(func() {

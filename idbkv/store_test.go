@@ -25,10 +25,10 @@ type driverCase struct {
 	opts openOptions
 }
 
-// drivers are the two drivers; most tests run with both.
+// drivers are the helper driver without and with speculation; most tests
+// run with both.
 var drivers = []driverCase{
 	{"helper", openOptions{}},
-	{"plain", openOptions{noHelper: true}},
 	{"helper-speculate", openOptions{speculate: true}},
 }
 
@@ -36,7 +36,6 @@ var drivers = []driverCase{
 // (getAllKeys+getAll ascending, a cursor descending).
 var allDrivers = append(slices.Clip(drivers),
 	driverCase{"helper-noGetAllRecords", openOptions{noGetAllRecords: true}},
-	driverCase{"plain-noGetAllRecords", openOptions{noHelper: true, noGetAllRecords: true}},
 )
 
 var dbSeq atomic.Int64
@@ -78,9 +77,9 @@ func deleteDB(t testing.TB, name string) {
 }
 
 func TestConformance(t *testing.T) {
-	// plain-noGetAllRecords differs from plain only in how Scan reads
+	// helper-noGetAllRecords differs from helper only in how Scan reads
 	// pages, which TestRandomAgainstModel covers; it is left out for time.
-	for _, d := range allDrivers[:3] {
+	for _, d := range drivers {
 		t.Run(d.name, func(t *testing.T) {
 			kvtest.RunWith(t, func(t testing.TB, buckets []string) kv.Store {
 				s, _ := openT(t, d.opts, buckets...)
@@ -106,27 +105,32 @@ func TestConformanceSmallPages(t *testing.T) {
 	}
 }
 
-func TestDriverChoice(t *testing.T) {
-	s, _ := openT(t, openOptions{}, "a")
-	defer s.Close()
-	if _, ok := s.drv.(*helperDriver); !ok {
-		t.Errorf("default driver is %T, want the JS helper", s.drv)
-	}
-
-	// A Content-Security-Policy without 'unsafe-eval' makes new Function
-	// throw an EvalError; simulate it by replacing the global Function.
+// TestHelperWithoutEval: a Content-Security-Policy without 'unsafe-eval'
+// makes new Function throw an EvalError (simulated here by replacing the
+// global Function). Open then fails, unless the page passes its own copy of
+// helper.js with Helper, as web/replica.js does; that Store works.
+func TestHelperWithoutEval(t *testing.T) {
 	global := js.Global()
 	orig := global.Get("Function")
+	copied := orig.New("cb", "opts", HelperSource()) // the page's copy
 	refuse := orig.New("throw new EvalError(\"Refused to evaluate a string as JavaScript because 'unsafe-eval' is not an allowed source\")")
 	global.Set("Function", refuse)
-	p, name := openT(t, openOptions{}, "a")
-	global.Set("Function", orig)
-	defer p.Close()
-	if _, ok := p.drv.(*plainDriver); !ok {
-		t.Fatalf("driver without eval is %T, want the plain driver", p.drv)
+	name := dbName(t)
+	t.Cleanup(func() { deleteDB(t, name) })
+	_, err := open(context.Background(), name, []string{"a"}, openOptions{})
+	var dom *DOMError
+	if !errors.As(err, &dom) || dom.Name != "EvalError" {
+		global.Set("Function", orig)
+		t.Fatalf("open without eval and without Helper: %v, want an EvalError", err)
 	}
+	p, err := open(context.Background(), name, []string{"a"}, openOptions{helper: copied})
+	global.Set("Function", orig)
+	if err != nil {
+		t.Fatalf("open with Helper: %v", err)
+	}
+	defer p.Close()
 	if err := p.Update(func(tx kv.Tx) error { return tx.Put("a", []byte("k"), []byte("v")) }); err != nil {
-		t.Fatalf("Update with the plain driver: %v", err)
+		t.Fatalf("Update with the page's helper: %v", err)
 	}
 	p.Close()
 	q := openNamed(t, name, openOptions{}, "a")
@@ -407,8 +411,8 @@ func TestClosedElsewhere(t *testing.T) {
 			}
 			deleteDB(t, name) // would block forever if s kept its connection
 			fn := func(tx kv.Tx) error { return tx.Put("a", []byte("k2"), []byte("v")) }
-			if err := s.Update(fn); !errors.Is(err, kv.ErrClosed) {
-				t.Errorf("Update after deleteDatabase = %v, want ErrClosed", err)
+			if err := s.Update(fn); !errors.Is(err, kv.ErrClosed) || errors.Is(err, ErrStorage) {
+				t.Errorf("Update after deleteDatabase = %v, want ErrClosed (and not ErrStorage: nothing failed)", err)
 			}
 			if err := s.View(func(kv.Tx) error { return nil }); !errors.Is(err, kv.ErrClosed) {
 				t.Errorf("View after deleteDatabase = %v, want ErrClosed", err)
@@ -430,6 +434,37 @@ func TestClosedElsewhere(t *testing.T) {
 				t.Errorf("View after an upgrade elsewhere = %v, want ErrClosed", err)
 			}
 			expect(t, s2, "a", "k", "v")
+		})
+	}
+}
+
+// TestClosedByBrowser: a close event (the browser closed the connection on
+// its own: an IO error, a full disk, storage cleared) fails every later call
+// with ErrStorage as well as kv.ErrClosed, so the page learns its storage
+// failed, not only that the Store is closed. (Before, a transaction begun
+// after Chromium closed the connection on a full disk failed with a bare
+// kv.ErrClosed: CLOSED in JS.)
+func TestClosedByBrowser(t *testing.T) {
+	for _, d := range drivers {
+		t.Run(d.name, func(t *testing.T) {
+			s, _ := openT(t, d.opts, "a")
+			defer s.Close()
+			if err := s.Update(func(tx kv.Tx) error { return tx.Put("a", []byte("k"), []byte("v")) }); err != nil {
+				t.Fatal(err)
+			}
+			// The event Chromium fires after an IO error; a real forced
+			// close needs a failing disk (e2e TestFullDiskUnguarded).
+			s.db.Call("dispatchEvent", js.Global().Get("Event").New("close"))
+			err := s.Update(func(tx kv.Tx) error { return tx.Put("a", []byte("k2"), []byte("v")) })
+			if !errors.Is(err, ErrStorage) || !errors.Is(err, kv.ErrClosed) {
+				t.Errorf("Update after the close event = %v, want ErrStorage and kv.ErrClosed", err)
+			}
+			if err := s.View(func(kv.Tx) error { return nil }); !errors.Is(err, ErrStorage) {
+				t.Errorf("View after the close event = %v, want ErrStorage", err)
+			}
+			if err := s.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
 		})
 	}
 }
@@ -557,16 +592,17 @@ func TestDOMErrorMapping(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		gone bool
+		gone error
 		want error
 	}{
-		{"QuotaExceededError", false, kv.ErrQuotaExceeded},
-		{"TransactionInactiveError", false, kv.ErrTxInactive},
-		{"InvalidStateError", false, kv.ErrTxInactive},
-		{"InvalidStateError", true, kv.ErrClosed},
-		{"AbortError", true, kv.ErrClosed},
-		{"AbortError", false, nil},
-		{"DataError", false, nil},
+		{"QuotaExceededError", nil, kv.ErrQuotaExceeded},
+		{"TransactionInactiveError", nil, kv.ErrTxInactive},
+		{"InvalidStateError", nil, kv.ErrTxInactive},
+		{"InvalidStateError", kv.ErrClosed, kv.ErrClosed},
+		{"AbortError", kv.ErrClosed, kv.ErrClosed},
+		{"AbortError", errors.Join(ErrStorage, kv.ErrClosed), ErrStorage},
+		{"AbortError", nil, nil},
+		{"DataError", nil, nil},
 	}
 	for _, c := range cases {
 		err := domError("commit", newDOM(c.name), c.gone)

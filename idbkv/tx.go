@@ -4,6 +4,7 @@ package idbkv
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -38,8 +39,9 @@ type Tx struct {
 	// JS callback delivers one reply when waiting is set.
 	waiting atomic.Bool
 	reply   chan reply
-
-	plain *plainTx // state of the plain driver, nil with the helper
+	// suspended: Suspend aborted the IndexedDB transaction; its failure
+	// is ErrSuspended.
+	suspended atomic.Bool
 
 	// Speculation (speculate.go): spec is set while the first operation
 	// of a speculating Update may still come; expects holds what a
@@ -73,12 +75,24 @@ func (t *Tx) deliver(r reply) {
 func (t *Tx) wait(op string) (js.Value, int, error) {
 	r := <-t.reply
 	switch {
+	case !r.ok && t.suspended.Load():
+		t.failed = fmt.Errorf("idbkv: %s: %w", op, ErrSuspended)
 	case r.err != nil:
 		t.failed = r.err
 	case r.stale:
 		t.failed = errStale
 	case !r.ok:
-		t.failed = domError(op, r.val, t.s.isGone() || t.s.closedUnderneath(r.val))
+		gone := t.s.goneError()
+		if gone == nil && t.s.closedUnderneath(r.val) {
+			gone = t.s.goneError()
+		}
+		t.failed = domError(op, r.val, gone)
+		if errors.Is(t.failed, ErrStorage) {
+			// The browser closes the connection after an IO error, and
+			// may never answer the transactions still waiting: fail them
+			// now, and every later one.
+			t.s.fail("the browser's storage failed ("+t.failed.Error()+")", ErrStorage)
+		}
 	default:
 		return r.val, r.n, nil
 	}
@@ -91,7 +105,7 @@ func (t *Tx) issue(op string, fn func()) error {
 	t.waiting.Store(true)
 	if thrown, ok := catch(fn); !ok {
 		t.waiting.Store(false)
-		t.failed = domError(op, thrown, t.s.isGone())
+		t.failed = domError(op, thrown, t.s.goneError())
 		return t.failed
 	}
 	return nil

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"syscall/js"
+
+	"github.com/replica-sync/replica/engine"
 )
 
 //go:embed facade.js
@@ -21,47 +23,6 @@ var facadeJS string
 // verbatim copy so that pages whose Content-Security-Policy forbids
 // 'unsafe-eval' need not compile it with new Function.
 func FacadeSource() string { return facadeJS }
-
-// Operation numbers of the single Go entry point. facade.js receives them
-// as its OPS argument, so the two sides cannot disagree.
-const (
-	opOpen = iota + 1
-	opClose
-	opInsert
-	opUpdate
-	opUpsert
-	opDelete
-	opGet
-	opQuery
-	opCount
-	opBegin
-	opCommit
-	opDiscard
-	opSubscribe
-	opUnsubscribe
-	opTablesChanged
-	opLeader
-	opSyncConnect
-	opSyncDisconnect
-	opSyncSnapshot
-	opSyncTarget
-	opListen
-	opPending
-	opPeer
-	opInsertMany
-)
-
-var opNames = map[string]int{
-	"open": opOpen, "close": opClose, "insert": opInsert, "update": opUpdate,
-	"upsert": opUpsert, "delete": opDelete, "get": opGet, "query": opQuery,
-	"count": opCount, "begin": opBegin, "commit": opCommit, "discard": opDiscard,
-	"subscribe": opSubscribe, "unsubscribe": opUnsubscribe,
-	"tablesChanged": opTablesChanged, "leader": opLeader,
-	"syncConnect": opSyncConnect, "syncDisconnect": opSyncDisconnect,
-	"syncSnapshot": opSyncSnapshot, "syncTarget": opSyncTarget,
-	"listen": opListen, "pending": opPending, "peer": opPeer,
-	"insertMany": opInsertMany,
-}
 
 // Result kinds of settle (facade.js reads the same numbers from KINDS).
 const (
@@ -87,6 +48,7 @@ type bridge struct {
 	emitFn     js.Value // emit(handle, event, kind, text, blobs)
 	deliverFn  js.Value // deliver(handle, sid, kind, text, blobs)
 	handleOf   js.Value // handleOf(db object) -> handle (tests)
+	idbHelper  js.Value // the loader's copy of idbkv's helper.js, or undefined
 
 	mu     sync.Mutex
 	dbs    map[int]*db
@@ -106,13 +68,14 @@ var (
 // Install builds the JavaScript API and makes it available:
 //
 //   - If globalThis.Replica is the loader of web/replica.js (it has an
-//     _install function), the loader's verbatim copy of facade.js
-//     (Replica._facade) is used, and the API is handed to
-//     Replica._install, which resolves Replica.ready.
-//   - Otherwise facade.js is compiled with new Function and the API is
-//     installed as globalThis.Replica (tests, or a page that runs
-//     replica.wasm itself). A page whose Content-Security-Policy forbids
-//     'unsafe-eval' must use replica.js.
+//     _install function), the loader's verbatim copies of facade.js
+//     (Replica._facade) and of idbkv's helper.js (Replica._idbHelper,
+//     handed to every Store with idbkv.Helper) are used, and the API is
+//     handed to Replica._install, which resolves Replica.ready.
+//   - Otherwise facade.js and helper.js are compiled with new Function and
+//     the API is installed as globalThis.Replica (tests, or a page that
+//     runs replica.wasm itself). A page whose Content-Security-Policy
+//     forbids 'unsafe-eval' must use replica.js.
 //
 // It returns a function that uninstalls the API (tests); cmd/wasm never
 // calls it. Errors: the facade could not be compiled.
@@ -120,14 +83,16 @@ func Install() (uninstall func(), err error) {
 	b := &bridge{dbs: map[int]*db{}}
 	b.dispatchFn = js.FuncOf(b.dispatch)
 	ops := jsObject.New()
-	for n, v := range opNames {
-		ops.Set(n, v)
+	for i, op := range operations {
+		ops.Set(op.name, i+1)
 	}
 	listen := jsObject.New()
 	for n, v := range listenNames {
 		listen.Set(n, v)
 	}
 	ops.Set("listenBits", listen) // the listen operation's mask bits
+	// A row's value above it is refused in JavaScript (sent as {"o": n}).
+	ops.Set("maxValueBytes", engine.MaxLocalRowSize)
 	kinds := jsObject.New()
 	for n, v := range kindNames {
 		kinds.Set(n, v)
@@ -154,6 +119,7 @@ func Install() (uninstall func(), err error) {
 	b.deliverFn = built.Get("deliver")
 	b.handleOf = built.Get("handleOf")
 	if fromLoader {
+		b.idbHelper = loader.Get("_idbHelper")
 		loader.Call("_install", b.api)
 	} else {
 		js.Global().Set("Replica", b.api)
@@ -189,36 +155,44 @@ func catchJS(fn func()) (err error) {
 	return nil
 }
 
-// call is one request from facade.js.
+// call is one request from facade.js, its arguments copied into Go.
 type call struct {
-	op, handle, tx, id int
-	args               []js.Value // a, b, c, d
+	b              *bridge
+	op             *operation
+	handle, tx, id int
+	args           [4]arg // a, b, c, d
 }
 
-func (c *call) str(i int) string {
-	if i >= len(c.args) || c.args[i].Type() != js.TypeString {
-		return ""
-	}
-	return c.args[i].String()
+// arg is one argument: a string, a number or a Uint8Array (bytes); the
+// accessors of another type read the zero value.
+type arg struct {
+	s     string
+	n     int
+	bytes []byte
 }
 
-func (c *call) int(i int) int {
-	if i >= len(c.args) || c.args[i].Type() != js.TypeNumber {
-		return 0
+// setArgs copies the arguments a, b, c, d into Go.
+func (c *call) setArgs(args []js.Value) {
+	for i, v := range args[:min(len(args), len(c.args))] {
+		a := &c.args[i]
+		switch v.Type() {
+		case js.TypeString:
+			a.s = v.String()
+		case js.TypeNumber:
+			a.n = v.Int()
+		case js.TypeObject:
+			a.bytes = make([]byte, v.Get("length").Int())
+			js.CopyBytesToGo(a.bytes, v)
+		}
 	}
-	return c.args[i].Int()
 }
 
-// bytes copies the Uint8Array argument i into Go (nil if absent).
-func (c *call) bytes(i int) []byte {
-	if i >= len(c.args) || c.args[i].Type() != js.TypeObject {
-		return nil
-	}
-	v := c.args[i]
-	out := make([]byte, v.Get("length").Int())
-	js.CopyBytesToGo(out, v)
-	return out
-}
+func (c *call) str(i int) string { return c.args[i].s }
+
+func (c *call) int(i int) int { return c.args[i].n }
+
+// bytes returns the Uint8Array argument i (nil if absent).
+func (c *call) bytes(i int) []byte { return c.args[i].bytes }
 
 // dispatch is the single JS->Go entry point: go(op, handle, tx, id, a, b,
 // c, d). It never blocks: it copies the arguments into Go and either
@@ -226,7 +200,7 @@ func (c *call) bytes(i int) []byte {
 // answer comes back through settle(id, ...). A panic rejects the call with
 // INTERNAL.
 func (b *bridge) dispatch(_ js.Value, args []js.Value) (ret any) {
-	c := &call{}
+	c := &call{b: b}
 	defer func() {
 		if r := recover(); r != nil {
 			b.reply(c.id, fail(panicError("dispatch", r), "", ""))
@@ -235,11 +209,16 @@ func (b *bridge) dispatch(_ js.Value, args []js.Value) (ret any) {
 	if len(args) < 4 {
 		return nil
 	}
-	c.op, c.handle, c.tx, c.id = args[0].Int(), args[1].Int(), args[2].Int(), args[3].Int()
-	c.args = args[4:]
-	if c.op == opOpen {
-		b.open(c)
+	n := args[0].Int()
+	c.handle, c.tx, c.id = args[1].Int(), args[2].Int(), args[3].Int()
+	c.setArgs(args[4:])
+	if n < 1 || n > len(operations) {
+		b.reply(c.id, fail(fmt.Errorf("unknown operation %d", n), "", ""))
 		return nil
+	}
+	c.op = &operations[n-1]
+	if c.op.queue == noReplica {
+		return c.op.now(nil, c)
 	}
 	b.mu.Lock()
 	d := b.dbs[c.handle]
@@ -248,13 +227,10 @@ func (b *bridge) dispatch(_ js.Value, args []js.Value) (ret any) {
 		b.reply(c.id, fail(closedError(), "", ""))
 		return nil
 	}
-	if c.op == opPending {
-		// Answered synchronously: db.sync.state's getter in the leader
-		// tab, so the count is current without an event per commit.
-		return d.pendingNow()
+	if c.op.queue == answered {
+		return c.op.now(d, c)
 	}
-	d.handle(c)
-	return nil
+	return d.handle(c)
 }
 
 // result is the answer to one call.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/idbkv"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -129,11 +130,12 @@ type openOptions struct {
 	Schema                  []byte // raw JSON, for wire.ParseSchema
 	AllowResurrection       *bool
 	UnknownTableDisposition *string
+	StorageQuota            *float64 // bytes, idbkv.Quota
 }
 
 func parseOpenOptions(text string) (openOptions, error) {
 	var o openOptions
-	r := &reader{b: []byte(text)}
+	r := newReader([]byte(text), nil)
 	err := r.object(func(key string) (err error) {
 		switch key {
 		case "name":
@@ -145,11 +147,13 @@ func parseOpenOptions(text string) (openOptions, error) {
 			return r.optBool(&o.AllowResurrection, "options.allowResurrection")
 		case "unknownTableDisposition":
 			return r.optString(&o.UnknownTableDisposition, "options.unknownTableDisposition")
+		case "storageQuota":
+			return r.optNumber(&o.StorageQuota, "options.storageQuota")
 		}
-		return argError("unknown option %q (known: name, schema, allowResurrection, unknownTableDisposition)", key)
+		return argError("unknown option %q (known: name, schema, allowResurrection, unknownTableDisposition, storageQuota)", key)
 	})
 	if err == nil {
-		err = r.end()
+		err = r.End()
 	}
 	if errors.Is(err, errSyntax) {
 		return o, argError("options must be an object")
@@ -202,7 +206,18 @@ func (b *bridge) openDB(text string) (*db, error) {
 	// transactions' events carry no facts: nothing here reads them.
 	opts := engine.Options{Schema: &schema, LocalChangeLogOnly: true, OmitLocalChanges: true}
 	if o.AllowResurrection != nil {
+		// The option declares the resurrection policy of every table
+		// whose schema entry does not (model.ResurrectionPolicy): the
+		// database's, replicated as a migration; a contradiction with
+		// the database's policy is a SCHEMA error naming both.
 		opts.AllowResurrection = *o.AllowResurrection
+		if !*o.AllowResurrection {
+			for i := range schema.Tables {
+				if schema.Tables[i].Resurrection == model.ResurrectionUndeclared {
+					schema.Tables[i].Resurrection = model.DeleteWins
+				}
+			}
+		}
 	}
 	if o.UnknownTableDisposition != nil {
 		disp, err := engine.ParseDisposition(*o.UnknownTableDisposition)
@@ -214,7 +229,14 @@ func (b *bridge) openDB(text string) (*db, error) {
 	if engineOptionsHook != nil {
 		engineOptionsHook(&opts)
 	}
-	store, err := idbkv.Open(context.Background(), IDBPrefix+*o.Name, engine.Buckets, idbkv.Speculate())
+	idbOpts := []idbkv.Option{idbkv.Speculate(), idbkv.Helper(b.idbHelper)}
+	if q := o.StorageQuota; q != nil {
+		if !(*q > 0) || *q > 1<<53 {
+			return nil, argError("options.storageQuota must be a positive number of bytes, got %v", *q)
+		}
+		idbOpts = append(idbOpts, idbkv.Quota(int64(*q)))
+	}
+	store, err := idbkv.Open(context.Background(), IDBPrefix+*o.Name, engine.Buckets, idbOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +301,25 @@ func (d *db) busy() bool {
 
 // run queues op on the worker and settles call c with its result.
 func (d *db) run(c *call, method, table string, op func() (result, error)) {
-	d.enqueue(func() { d.b.reply(c.id, guard(method, table, op)) })
+	d.enqueue(func() { d.b.reply(c.id, guard(method, table, d.resumable(op))) })
+}
+
+// resumable runs op again, once the page runs again, while it fails with
+// idbkv.ErrSuspended: the page was frozen while op's IndexedDB
+// transaction ran, and freeze aborted it (nothing of it was written; see
+// suspend). Every operation run through run is one engine call (or a
+// staged transaction's commit), which writes nothing when its transaction
+// aborts, so running it again is safe.
+func (d *db) resumable(op func() (result, error)) func() (result, error) {
+	return func() (result, error) {
+		for {
+			r, err := op()
+			if !errors.Is(err, idbkv.ErrSuspended) {
+				return r, err
+			}
+			<-d.store.Resumed()
+		}
+	}
 }
 
 // runNow runs op at once, inside the dispatch callback, when the worker is
@@ -315,59 +355,58 @@ func guard(method, table string, op func() (result, error)) (r result) {
 	return res
 }
 
-// handle routes one call for this replica.
-func (d *db) handle(c *call) {
+// handle runs one call of this replica (queue worker or inDispatch),
+// unless the replica is closing; the result is dispatch's.
+func (d *db) handle(c *call) any {
 	d.qmu.Lock()
 	closing := d.closing
-	if c.op == opClose {
+	if c.op.closes {
 		d.closing = true
 	}
 	d.qmu.Unlock()
 	if closing {
 		d.b.reply(c.id, fail(closedError(), "", ""))
-		return
+		return nil
 	}
-	switch c.op {
-	case opClose:
-		d.run(c, "db.close", "", func() (result, error) { d.close(); return result{}, nil })
-	case opInsert, opUpsert, opUpdate, opDelete:
-		d.write(c)
-	case opInsertMany:
-		d.insertMany(c)
-	case opGet, opQuery, opCount:
-		d.read(c)
-	case opBegin, opCommit, opDiscard:
-		d.txControl(c)
-	case opSubscribe, opUnsubscribe:
-		d.subs.handle(c)
-	case opTablesChanged: // a = tables JSON, b = 1 if remote changes, c = commits (0: 1)
-		d.subs.handle(c)
-		if c.int(1) == 0 {
-			d.notifyOtherTabWrite(max(c.int(2), 1))
+	if c.op.queue != worker {
+		return c.op.now(d, c)
+	}
+	if c.op.inline != nil && c.op.inline(d, c) {
+		return nil
+	}
+	d.run(c, c.methodName(), c.tableName(), func() (result, error) { return c.op.work(d, c) })
+	return nil
+}
+
+// suspend serves the facade's freeze and pagehide handlers, inside the
+// event's dispatch (so before the page stops running): the store aborts
+// every IndexedDB transaction this tab has running and holds new ones
+// until resume, so a frozen tab holds no lock another tab's transaction
+// would wait for; a leader also closes its socket at once (before the
+// page freezes: Chromium keeps a frozen page's connection open, and the
+// relay would count it for the whole freeze) and then its sync client (no
+// session to resume, no reconnect when it wakes). The facade then reports the loss of
+// leadership (leaderChanged, on the worker) and releases the lock.
+// Nothing here blocks.
+func (d *db) suspend() {
+	d.store.Suspend()
+	if d.leader.Swap(false) {
+		d.sy.mu.Lock()
+		cl := d.sy.cl
+		d.sy.mu.Unlock()
+		if cl != nil {
+			// Its session may wait on a transaction just aborted:
+			// close the socket without waiting for it.
+			cl.DropConnection()
 		}
-	case opLeader:
-		leader := c.int(0) != 0
-		d.leader.Store(leader)
-		d.enqueue(func() {
+		go func() {
 			defer func() {
 				if p := recover(); p != nil {
-					_ = panicError("leader change", p)
+					_ = panicError("closing the sync client on freeze", p)
 				}
 			}()
-			d.leaderChanged(leader)
-		})
-	case opSyncConnect, opSyncDisconnect, opSyncSnapshot, opSyncTarget:
-		d.sync(c)
-	case opListen: // a = mask of listen* bits
-		mask := uint32(c.int(0))
-		if old := d.listening.Swap(mask); old&listenPeers == 0 && mask&listenPeers != 0 {
-			d.announce()
-		}
-	case opPeer: // another tab made itself known
-		d.subs.markAll()
-		d.peerJoined()
-	default:
-		d.b.reply(c.id, fail(fmt.Errorf("unknown operation %d", c.op), "", ""))
+			d.syncStop()
+		}()
 	}
 }
 
@@ -429,7 +468,7 @@ func (d *db) cachedColumns(table string) ([]string, bool) {
 }
 
 // rowsResult encodes rows of table for the facade.
-func (d *db) rowsResult(kind int, table string, rows []engine.Row) result {
+func (d *db) rowsResult(kind int, table string, rows []model.Row) result {
 	cols := d.columns(table, false)
 	for _, r := range rows {
 		if len(r) > len(cols) {

@@ -9,7 +9,9 @@ import (
 	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/internal/jsontext"
 )
 
 // Input values arrive from facade.js as JSON text in which every value is a
@@ -24,6 +26,8 @@ import (
 //	{"x": "what"}          a value the API does not accept (a function, a Symbol, a Map, ...)
 //	{"i": "NaN at .a[2]"}  an object or array holding NaN or ±Infinity (JSON.stringify
 //	                       would write null): refused, naming the number and where
+//	{"o": n}               a row's value of at least n bytes, above engine.MaxLocalRowSize,
+//	                       left in JavaScript: refused (VALIDATION) without crossing
 //
 // The text is machine-written, so a syntax error is an INTERNAL error; a
 // value the engine cannot take is the engine's VALIDATION error.
@@ -34,363 +38,213 @@ var errSyntax = errors.New("jsbridge: malformed request from facade.js")
 // unsupported is a JS value no column type accepts; the caller turns it into
 // a VALIDATION error naming the table and column. nonFinite: an object or
 // array holding NaN or ±Infinity (what says which and where).
+// tooLarge: a row's value of at least tooLarge bytes, above
+// engine.MaxLocalRowSize, that facade.js kept back ({"o": n}).
 type unsupported struct {
 	what      string
 	nonFinite bool
+	tooLarge  int
 }
 
-// reader is a cursor over facade-written JSON.
+// reader reads facade-written JSON: a jsontext.Reader whose errors wrap
+// errSyntax, reading an escaped lone surrogate (JSON.stringify writes one
+// as \udXXX) as its 3-byte WTF-8 form, which is not valid UTF-8, so the
+// engine rejects the text instead of storing a changed string.
 type reader struct {
-	b     []byte
-	i     int
+	jsontext.Reader
 	blobs []byte // the call's blob buffer
 }
 
-func (r *reader) ws() {
-	for r.i < len(r.b) {
-		switch r.b[r.i] {
-		case ' ', '\t', '\n', '\r':
-			r.i++
-		default:
-			return
-		}
-	}
+// maxDepth bounds the reader's nesting. The engine limits json values to
+// model.MaxJSONDepth; this only keeps a runaway text from recursing
+// without end, with room for the row and tag objects around a json value
+// as deep as encoding/json reads.
+const maxDepth = jsontext.DefaultMaxDepth + 8
+
+// newReader returns a reader of text; blobs is the call's blob buffer.
+func newReader(text, blobs []byte) *reader {
+	r := &reader{blobs: blobs}
+	r.Data, r.MaxDepth, r.Surrogates, r.Errors = text, maxDepth, jsontext.SurrogateWTF8, syntaxErrors{}
+	return r
 }
 
-func (r *reader) peek() byte {
-	r.ws()
-	if r.i >= len(r.b) {
-		return 0
-	}
-	return r.b[r.i]
+// syntaxErrors makes the reader's errors: errSyntax with the message and
+// the byte offset.
+type syntaxErrors struct{}
+
+func (syntaxErrors) NewError(msg string, off int) error {
+	return fmt.Errorf("%w: %s at offset %d", errSyntax, msg, off)
 }
 
-func (r *reader) expect(c byte) error {
-	if r.peek() != c {
-		return fmt.Errorf("%w: want %q at offset %d", errSyntax, c, r.i)
+// null consumes null.
+func (r *reader) null() error {
+	if !r.Null() {
+		return r.Want("null")
 	}
-	r.i++
 	return nil
 }
 
-// more reports whether a list continues: it consumes a ',' or the closing
-// byte end (returning false).
-func (r *reader) more(end byte, first bool) (bool, error) {
-	c := r.peek()
-	if c == end {
-		r.i++
-		return false, nil
+// element moves to element i of an array opened with OpenArray; an array
+// that ends before it is an error.
+func (r *reader) element(i int) error {
+	more, err := r.ArrayNext(i)
+	if err == nil && !more {
+		err = r.Fail("want element %d of a shorter array", i)
 	}
-	if !first {
-		if c != ',' {
-			return false, fmt.Errorf("%w: want ',' or %q at offset %d", errSyntax, end, r.i)
-		}
-		r.i++
-	}
-	return true, nil
+	return err
 }
 
-// str reads a JSON string. Escaped lone surrogates (JSON.stringify writes
-// them as \udXXX) are kept as their 3-byte WTF-8 form, which is not valid
-// UTF-8: the engine then rejects the text instead of silently changing it.
-func (r *reader) str() (string, error) {
-	if err := r.expect('"'); err != nil {
-		return "", err
+// closeArray consumes the ']' of an array opened with OpenArray after its
+// n elements were read.
+func (r *reader) closeArray(n int) error {
+	more, err := r.ArrayNext(n)
+	if err == nil && more {
+		err = r.Fail("want ']' after %d elements", n)
 	}
-	start := r.i
-	for r.i < len(r.b) {
-		c := r.b[r.i]
-		if c == '"' {
-			s := string(r.b[start:r.i])
-			r.i++
-			return s, nil
-		}
-		if c == '\\' {
-			return r.strSlow(start)
-		}
-		r.i++
-	}
-	return "", fmt.Errorf("%w: unterminated string", errSyntax)
-}
-
-func (r *reader) strSlow(start int) (string, error) {
-	out := append([]byte(nil), r.b[start:r.i]...)
-	for r.i < len(r.b) {
-		c := r.b[r.i]
-		switch {
-		case c == '"':
-			r.i++
-			return string(out), nil
-		case c != '\\':
-			out = append(out, c)
-			r.i++
-			continue
-		}
-		if r.i+1 >= len(r.b) {
-			break
-		}
-		e := r.b[r.i+1]
-		r.i += 2
-		switch e {
-		case '"', '\\', '/':
-			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			u, ok := r.hex4()
-			if !ok {
-				return "", fmt.Errorf("%w: bad \\u escape", errSyntax)
-			}
-			if u >= 0xD800 && u < 0xDC00 && r.i+1 < len(r.b) && r.b[r.i] == '\\' && r.b[r.i+1] == 'u' {
-				save := r.i
-				r.i += 2
-				if lo, ok := r.hex4(); ok && lo >= 0xDC00 && lo < 0xE000 {
-					out = utf8.AppendRune(out, 0x10000+(u-0xD800)<<10+(lo-0xDC00))
-					continue
-				}
-				r.i = save
-			}
-			if u >= 0xD800 && u < 0xE000 { // lone surrogate: WTF-8
-				out = append(out, 0xE0|byte(u>>12), 0x80|byte(u>>6)&0x3F, 0x80|byte(u)&0x3F)
-				continue
-			}
-			out = utf8.AppendRune(out, u)
-		default:
-			return "", fmt.Errorf("%w: bad escape", errSyntax)
-		}
-	}
-	return "", fmt.Errorf("%w: unterminated string", errSyntax)
-}
-
-func (r *reader) hex4() (rune, bool) {
-	if r.i+4 > len(r.b) {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(string(r.b[r.i:r.i+4]), 16, 32)
-	if err != nil {
-		return 0, false
-	}
-	r.i += 4
-	return rune(v), true
-}
-
-// number reads a JSON number as text.
-func (r *reader) number() ([]byte, error) {
-	r.ws()
-	start := r.i
-	for r.i < len(r.b) {
-		switch c := r.b[r.i]; {
-		case c >= '0' && c <= '9', c == '-', c == '+', c == '.', c == 'e', c == 'E':
-			r.i++
-			continue
-		}
-		break
-	}
-	if r.i == start {
-		return nil, fmt.Errorf("%w: want a value at offset %d", errSyntax, start)
-	}
-	return r.b[start:r.i], nil
-}
-
-func (r *reader) lit(word string) error {
-	r.ws()
-	if len(r.b)-r.i < len(word) || string(r.b[r.i:r.i+len(word)]) != word {
-		return fmt.Errorf("%w: want %s at offset %d", errSyntax, word, r.i)
-	}
-	r.i += len(word)
-	return nil
+	return err
 }
 
 // skip passes over one JSON value and returns its raw text.
 func (r *reader) skip() ([]byte, error) {
-	r.ws()
-	start := r.i
-	if err := r.skipValue(0); err != nil {
+	start, end, err := r.Skip()
+	if err != nil {
 		return nil, err
 	}
-	return r.b[start:r.i], nil
-}
-
-func (r *reader) skipValue(depth int) error {
-	if depth > 10000 {
-		return fmt.Errorf("%w: json nested too deeply", errSyntax)
-	}
-	switch c := r.peek(); c {
-	case '"':
-		_, err := r.str()
-		return err
-	case '{', '[':
-		end := byte('}')
-		if c == '[' {
-			end = ']'
-		}
-		r.i++
-		for first := true; ; first = false {
-			ok, err := r.more(end, first)
-			if err != nil || !ok {
-				return err
-			}
-			if c == '{' {
-				if _, err := r.str(); err != nil {
-					return err
-				}
-				if err := r.expect(':'); err != nil {
-					return err
-				}
-			}
-			if err := r.skipValue(depth + 1); err != nil {
-				return err
-			}
-		}
-	case 't':
-		return r.lit("true")
-	case 'f':
-		return r.lit("false")
-	case 'n':
-		return r.lit("null")
-	}
-	_, err := r.number()
-	return err
+	return r.Data[start:end], nil
 }
 
 // value reads one tagged input value and returns it in a form the engine's
 // coercion accepts: nil, string, float64, bool, json.Number (BigInt),
 // time.Time (Date), []byte, json.RawMessage, or unsupported.
 func (r *reader) value() (any, error) {
-	switch c := r.peek(); {
+	switch c := r.Peek(); {
 	case c == '"':
-		return r.str()
-	case c == 't':
-		return true, r.lit("true")
-	case c == 'f':
-		return false, r.lit("false")
+		return r.Str()
+	case c == 't' || c == 'f':
+		return r.Boolean()
 	case c == 'n':
-		return nil, r.lit("null")
-	case c == '-' || c >= '0' && c <= '9':
-		t, err := r.number()
-		if err != nil {
-			return nil, err
-		}
-		f, err := strconv.ParseFloat(string(t), 64)
-		if err != nil {
-			return nil, fmt.Errorf("%w: number %q", errSyntax, t)
-		}
-		return f, nil
+		return nil, r.null()
 	case c == '{':
 		return r.tagged()
 	}
-	return nil, fmt.Errorf("%w: unexpected byte at offset %d", errSyntax, r.i)
+	return r.float()
 }
 
-func (r *reader) tagged() (any, error) {
-	if err := r.expect('{'); err != nil {
-		return nil, err
-	}
-	tag, err := r.str()
+// float reads a number.
+func (r *reader) float() (float64, error) {
+	t, _, err := r.Number()
 	if err != nil {
+		return 0, err
+	}
+	f, err := strconv.ParseFloat(string(t), 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: number %q", errSyntax, t)
+	}
+	return f, nil
+}
+
+// tagged reads a one-key tag object (see the top of this file).
+func (r *reader) tagged() (any, error) {
+	if err := r.OpenObject(); err != nil {
 		return nil, err
 	}
-	if err := r.expect(':'); err != nil {
-		return nil, err
+	tag, more, err := r.FirstKey()
+	if err != nil || !more {
+		return nil, fmt.Errorf("%w: empty tag object (%v)", errSyntax, err)
 	}
 	var v any
-	switch tag {
+	switch string(tag) {
 	case "j":
-		raw, err := r.skip()
-		if err != nil {
-			return nil, err
-		}
+		var raw []byte
+		raw, err = r.skip()
 		v = json.RawMessage(raw)
 	case "n":
-		s, err := r.str()
-		if err != nil {
-			return nil, err
-		}
+		var s string
+		s, err = r.Str()
 		v = json.Number(s)
 	case "d":
-		if r.peek() == 'n' {
-			if err := r.lit("null"); err != nil {
-				return nil, err
-			}
-			v = unsupported{what: "an invalid Date"}
-			break
-		}
-		t, err := r.number()
-		if err != nil {
-			return nil, err
-		}
-		ms, err := strconv.ParseInt(string(t), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%w: Date %q", errSyntax, t)
-		}
-		v = time.UnixMilli(ms).UTC()
+		v, err = r.date()
 	case "b":
-		if err := r.expect('['); err != nil {
-			return nil, err
-		}
-		off, err := r.int()
-		if err != nil {
-			return nil, err
-		}
-		if err := r.expect(','); err != nil {
-			return nil, err
-		}
-		n, err := r.int()
-		if err != nil {
-			return nil, err
-		}
-		if err := r.expect(']'); err != nil {
-			return nil, err
-		}
-		if off < 0 || n < 0 || off+n > len(r.blobs) {
-			return nil, fmt.Errorf("%w: blob [%d,%d] outside a %d-byte buffer", errSyntax, off, n, len(r.blobs))
-		}
-		v = r.blobs[off : off+n : off+n]
+		v, err = r.blob()
 	case "f":
-		s, err := r.str()
-		if err != nil {
-			return nil, err
-		}
-		switch s {
-		case "-0":
-			v = math.Copysign(0, -1)
-		case "NaN":
-			v = math.NaN()
-		case "Infinity":
-			v = math.Inf(1)
-		case "-Infinity":
-			v = math.Inf(-1)
-		default:
-			return nil, fmt.Errorf("%w: number tag %q", errSyntax, s)
-		}
-	case "x":
-		s, err := r.str()
-		if err != nil {
-			return nil, err
-		}
-		v = unsupported{what: s}
-	case "i":
-		s, err := r.str()
-		if err != nil {
-			return nil, err
-		}
-		v = unsupported{what: s, nonFinite: true}
+		v, err = r.special()
+	case "x", "i":
+		var s string
+		s, err = r.Str()
+		v = unsupported{what: s, nonFinite: tag[0] == 'i'}
+	case "o":
+		var n int
+		n, err = r.int()
+		v = unsupported{what: "a value too large", tooLarge: n}
 	default:
 		return nil, fmt.Errorf("%w: unknown tag %q", errSyntax, tag)
 	}
-	return v, r.expect('}')
+	if err != nil {
+		return nil, err
+	}
+	if _, more, err = r.ObjectMore(); err != nil || more {
+		return nil, fmt.Errorf("%w: a tag object has one key (%v)", errSyntax, err)
+	}
+	return v, nil
+}
+
+// date reads {"d": ms} or {"d": null} (an invalid Date).
+func (r *reader) date() (any, error) {
+	if r.Null() {
+		return unsupported{what: "an invalid Date"}, nil
+	}
+	t, _, err := r.Number()
+	if err != nil {
+		return nil, err
+	}
+	ms, err := strconv.ParseInt(string(t), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Date %q", errSyntax, t)
+	}
+	return time.UnixMilli(ms).UTC(), nil
+}
+
+// blob reads {"b": [offset, len]}: bytes of the call's blob buffer.
+func (r *reader) blob() ([]byte, error) {
+	var span [2]int
+	err := r.Elements(func(i int) (err error) {
+		if i < 2 {
+			span[i], err = r.int()
+			return err
+		}
+		return fmt.Errorf("%w: a blob is [offset, len]", errSyntax)
+	})
+	if err != nil {
+		return nil, err
+	}
+	off, n := span[0], span[1]
+	if off < 0 || n < 0 || off+n > len(r.blobs) {
+		return nil, fmt.Errorf("%w: blob [%d,%d] outside a %d-byte buffer", errSyntax, off, n, len(r.blobs))
+	}
+	return r.blobs[off : off+n : off+n], nil
+}
+
+// special reads {"f": "-0"|"NaN"|"Infinity"|"-Infinity"}.
+func (r *reader) special() (float64, error) {
+	s, err := r.Str()
+	if err != nil {
+		return 0, err
+	}
+	switch s {
+	case "-0":
+		return math.Copysign(0, -1), nil
+	case "NaN":
+		return math.NaN(), nil
+	case "Infinity":
+		return math.Inf(1), nil
+	case "-Infinity":
+		return math.Inf(-1), nil
+	}
+	return 0, fmt.Errorf("%w: number tag %q", errSyntax, s)
 }
 
 func (r *reader) int() (int, error) {
-	t, err := r.number()
+	t, _, err := r.Number()
 	if err != nil {
 		return 0, err
 	}
@@ -405,39 +259,21 @@ func (r *reader) int() (int, error) {
 // encoding/json read it into a map), calling fn with each key positioned at
 // its value; fn must consume the value (r.skip() ignores it).
 func (r *reader) object(fn func(key string) error) error {
-	if r.peek() == 'n' {
-		return r.lit("null")
+	if r.Null() {
+		return nil
 	}
-	if err := r.expect('{'); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		ok, err := r.more('}', first)
-		if err != nil || !ok {
-			return err
-		}
-		key, err := r.str()
-		if err != nil {
-			return err
-		}
-		if err := r.expect(':'); err != nil {
-			return err
-		}
-		if err := fn(key); err != nil {
-			return err
-		}
-	}
+	return r.Members(func(key []byte) error { return fn(string(key)) })
 }
 
 // optString reads a string into *dst, or null (leaving *dst nil); any
 // other value is an INVALID_ARGUMENT error naming what.
 func (r *reader) optString(dst **string, what string) error {
-	switch r.peek() {
+	switch r.Peek() {
 	case 'n':
 		*dst = nil
-		return r.lit("null")
+		return r.null()
 	case '"':
-		s, err := r.str()
+		s, err := r.Str()
 		*dst = &s
 		return err
 	}
@@ -450,83 +286,80 @@ func (r *reader) optString(dst **string, what string) error {
 
 // optBool reads a boolean into *dst, or null (leaving *dst nil).
 func (r *reader) optBool(dst **bool, what string) error {
-	var b bool
-	switch r.peek() {
+	switch r.Peek() {
 	case 'n':
 		*dst = nil
-		return r.lit("null")
-	case 't':
-		b = true
-		if err := r.lit("true"); err != nil {
-			return err
-		}
-	case 'f':
-		if err := r.lit("false"); err != nil {
-			return err
-		}
-	default:
-		raw, err := r.skip()
+		return r.null()
+	case 't', 'f':
+		b, err := r.Boolean()
+		*dst = &b
+		return err
+	}
+	raw, err := r.skip()
+	if err != nil {
+		return err
+	}
+	return argError("%s must be a boolean, got %s", what, raw)
+}
+
+// optNumber reads a number into *dst, or null (leaving *dst nil).
+func (r *reader) optNumber(dst **float64, what string) error {
+	switch c := r.Peek(); {
+	case c == 'n':
+		*dst = nil
+		return r.null()
+	case c == '-' || (c >= '0' && c <= '9'):
+		t, _, err := r.Number()
 		if err != nil {
 			return err
 		}
-		return argError("%s must be a boolean, got %s", what, raw)
+		f, err := strconv.ParseFloat(string(t), 64)
+		if err != nil {
+			return argError("%s must be a number, got %s", what, t)
+		}
+		*dst = &f
+		return nil
 	}
-	*dst = &b
-	return nil
-}
-
-func (r *reader) end() error {
-	if r.peek() != 0 {
-		return fmt.Errorf("%w: trailing data at offset %d", errSyntax, r.i)
+	raw, err := r.skip()
+	if err != nil {
+		return err
 	}
-	return nil
+	return argError("%s must be a number, got %s", what, raw)
 }
 
 // decodeRow parses a row object written by facade.js: column name to
 // tagged value. A value no column accepts is a VALIDATION error.
 func decodeRow(table, text string, blobs []byte) (map[string]any, error) {
-	r := &reader{b: []byte(text), blobs: blobs}
+	r := newReader([]byte(text), blobs)
 	row, err := r.row(table)
 	if err != nil {
 		return nil, err
 	}
-	return row, r.end()
+	return row, r.End()
 }
 
 // row reads one row object (see decodeRow). After a VALIDATION error the
 // reader has still passed over the whole object.
 func (r *reader) row(table string) (map[string]any, error) {
-	if err := r.expect('{'); err != nil {
-		return nil, err
-	}
 	row := make(map[string]any, 8)
 	var bad error
-	for first := true; ; first = false {
-		ok, err := r.more('}', first)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
-		col, err := r.str()
-		if err != nil {
-			return nil, err
-		}
-		if err := r.expect(':'); err != nil {
-			return nil, err
-		}
+	err := r.Members(func(key []byte) error {
 		v, err := r.value()
 		if err != nil {
-			return nil, err
+			return err
 		}
+		col := string(key)
 		if u, isBad := v.(unsupported); isBad {
 			if bad == nil {
 				bad = unsupportedError(table, col, u)
 			}
-			continue
+			return nil
 		}
 		row[col] = v
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if bad != nil {
 		return nil, bad
@@ -536,39 +369,38 @@ func (r *reader) row(table string) (map[string]any, error) {
 
 // decodeList parses an array of tagged values (a primary key).
 func decodeList(table, what, text string, blobs []byte) ([]any, error) {
-	r := &reader{b: []byte(text), blobs: blobs}
+	r := newReader([]byte(text), blobs)
 	out, err := r.list(table, what)
 	if err != nil {
 		return nil, err
 	}
-	return out, r.end()
+	return out, r.End()
 }
 
 func (r *reader) list(table, what string) ([]any, error) {
-	if err := r.expect('['); err != nil {
-		return nil, err
-	}
 	var out []any
-	for first := true; ; first = false {
-		ok, err := r.more(']', first)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return out, nil
-		}
+	err := r.Elements(func(int) error {
 		v, err := r.value()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if u, bad := v.(unsupported); bad {
-			return nil, unsupportedError(table, what, u)
+			return unsupportedError(table, what, u)
 		}
 		out = append(out, v)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }
 
 func unsupportedError(table, col string, u unsupported) error {
+	if u.tooLarge > 0 {
+		return &bridgeError{code: codeValidation, table: table, column: col,
+			msg: fmt.Sprintf("%s.%s: a value of at least %d bytes is too large for a local write (a row a local write leaves is at most %d bytes: MaxLocalRowSize)", table, col, u.tooLarge, engine.MaxLocalRowSize)}
+	}
 	if u.nonFinite {
 		return &bridgeError{code: codeValidation, table: table, column: col,
 			msg: fmt.Sprintf("%s.%s: a json value holding %s (JSON has no NaN or ±Infinity, and JSON.stringify would write null)", table, col, u.what)}

@@ -13,7 +13,8 @@
 // from Go, ~10 µs per JS->Go callback), so the API objects themselves are
 // JavaScript: facade.js, embedded here and compiled once with new Function
 // (or taken from web/replica.js, which carries a verbatim copy, on pages
-// whose Content-Security-Policy forbids 'unsafe-eval'). The facade checks
+// whose Content-Security-Policy forbids 'unsafe-eval'; it carries idbkv's
+// helper.js too, handed to every Store with idbkv.Helper). The facade checks
 // argument types, turns each call's values into one JSON text (plus one
 // Uint8Array for all its bytes), creates the Promise, and calls Go through a
 // single js.Func:
@@ -22,7 +23,9 @@
 //
 // Go answers later with settle(id, kind, text, blobs), one Go->JS call per
 // call, whatever the number of rows. The operation and result-kind numbers
-// are passed to the facade at install, so the two sides cannot disagree.
+// are passed to the facade at install, so the two sides cannot disagree;
+// the table operations (ops.go) lists each operation once: its name, the
+// JavaScript method its errors name, where it runs and its handler.
 // There is no js.Func per call or per listener: the only one is the entry
 // point, released by the uninstall function of Install. Promises hold no Go
 // state; listeners and subscription callbacks live in the facade.
@@ -110,7 +113,7 @@
 // writes) it waits for the burst to settle (1 ms, then until the worker
 // drains, at most 16 ms); it re-runs the subscriptions of
 // dirty tables, compares each result with the last delivered one in Go
-// (engine.Value.Equal: blobs byte-wise, reals by bits) and delivers only
+// (model.Value.Equal: blobs byte-wise, reals by bits) and delivers only
 // changed results. A write to another table never re-runs a query.
 //
 // Engine events become change, remoteChange, conflict and unknownTable
@@ -140,6 +143,42 @@
 // it for the replica's life; the holder is the leader (db.isLeader,
 // leaderChange), and Go learns it through the leader operation.
 //
+// # Frozen and hidden tabs
+//
+// A frozen page (Chromium freezes background tabs; the back/forward cache
+// freezes hidden pages) runs nothing: no timers, no message handlers, no
+// IndexedDB callbacks. An IndexedDB transaction it had running then stays
+// open — its requests' results wait in the frozen task queue, and the Go
+// code that would go on and commit never runs — and holds the lock of
+// every object store (each transaction spans them all), so every other
+// tab's reads and writes wait for the whole freeze (Chromium aborts such
+// a transaction after 60 s of inactivity). A frozen leader also kept the
+// leader lock with a dead socket: no tab synced, and the others went on
+// showing its last state ("synced"). So on the freeze and pagehide events
+// every tab suspends, inside the event's dispatch (the freeze operation):
+// idbkv.Store.Suspend aborts every running transaction of the tab's
+// store and holds new ones until resume; an operation whose transaction
+// was aborted (idbkv.ErrSuspended: nothing of it was written) runs again
+// once the page runs (db.resumable; a staged transaction's commit too,
+// and subscription queries), so a call made just before the freeze
+// settles after it as if nothing happened. A leader drops its socket at
+// once (client.DropConnection: Chromium keeps a frozen page's connection
+// open otherwise, and the relay counts it) and closes its client, then
+// the facade reports the loss of leadership, releases the lock (the next
+// tab in the lock's queue leads within milliseconds, connects and resumes
+// from the persisted cursors), withdraws a queued lock request (a lock
+// granted to a frozen tab would make a frozen leader) and posts bye, with
+// resign when it led: the other tabs show "connecting" (leader: false;
+// the last known pending count) until the new leader's state arrives.
+// Tabs ignore their own Go's sync state while they do not lead. On resume
+// (or pageshow from the back/forward cache) the tab lets its transactions
+// run, re-runs its subscriptions (it missed the other tabs' notices),
+// says hello — the leader answers with its target and state — and queues
+// for the lock again: it rejoins as a follower, with no connection of its
+// own. A tab that stops answering without a freeze event (a page stuck in
+// a long task) is not detected: it keeps the lock, and any transaction it
+// holds, until it runs again.
+//
 // # Sync
 //
 // sync.go: only the leader runs a client.Client. db.sync.connect in any tab
@@ -166,7 +205,14 @@
 // push that does not encode) become SyncState.lastError {code, message,
 // at}, emitted at once with the state (and so forwarded to the other tabs):
 // code is the relay's error code when there is one (client.RelayError),
-// else TRANSACTION_TOO_LARGE, CLOCK_DRIFT, QUOTA_EXCEEDED or SYNC_ERROR. A
+// else TRANSACTION_TOO_LARGE, CLOCK_DRIFT, QUOTA_EXCEEDED, SYNC_STATE_RESET
+// (client.ErrSyncStateReset), RELAY_DIVERGED (client.ErrRelayDiverged) or
+// SYNC_ERROR.
+// CLOCK_DRIFT comes both ways: the relay's code refusing a push (this
+// device ahead, with the push's requestId, so a push's error) and the
+// engine's model.ErrClockDrift refusing changes from the relay (this
+// device behind); while either lasts the client's state, and so the
+// status, is "syncing". A
 // push's error is cleared by the next PushAcked; any other also by
 // ChangesApplied or the state becoming synced; a transaction the client
 // gave up on (client.ErrRefused) by none of these, as it will not sync;

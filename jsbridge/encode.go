@@ -6,10 +6,9 @@ import (
 	"math"
 	"sort"
 	"strconv"
-	"strings"
-	"unicode/utf8"
 
-	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/internal/jsontext"
+	"github.com/replica-sync/replica/model"
 )
 
 // Output values go to JavaScript as one JSON text per result, `[holders,
@@ -83,13 +82,13 @@ func (e *encoder) finishWith(errs []byte) (string, []byte) {
 
 // value appends v; key is the JSON text of its key in the current holder
 // (a quoted column name, or an array index).
-func (e *encoder) value(key []byte, v engine.Value) {
+func (e *encoder) value(key []byte, v model.Value) {
 	switch v.Kind() {
-	case engine.KindNull:
+	case model.KindNull:
 		e.b = append(e.b, "null"...)
-	case engine.KindBoolean:
+	case model.KindBoolean:
 		e.b = strconv.AppendBool(e.b, v.Bool())
-	case engine.KindInteger:
+	case model.KindInteger:
 		i := v.Int()
 		if i >= -maxSafe && i <= maxSafe {
 			e.b = strconv.AppendInt(e.b, i, 10)
@@ -99,21 +98,21 @@ func (e *encoder) value(key []byte, v engine.Value) {
 		e.b = strconv.AppendInt(e.b, i, 10)
 		e.b = append(e.b, '"')
 		e.addFix(key, fixBigInt, 0, 0)
-	case engine.KindReal:
+	case model.KindReal:
 		f := v.Real()
 		if math.IsNaN(f) || math.IsInf(f, 0) { // never stored; be safe
 			e.b = append(e.b, "null"...)
 			return
 		}
-		e.b = strconv.AppendFloat(e.b, f, 'g', -1, 64)
-	case engine.KindTimestamp:
+		e.b = jsontext.AppendFloat(e.b, f, 64)
+	case model.KindTimestamp:
 		e.b = strconv.AppendInt(e.b, v.Int(), 10)
 		e.addFix(key, fixDate, 0, 0)
-	case engine.KindText:
+	case model.KindText:
 		e.b = appendString(e.b, v.Text())
-	case engine.KindJSON:
+	case model.KindJSON:
 		e.b = append(e.b, v.Text()...)
-	case engine.KindBlob:
+	case model.KindBlob:
 		s := v.Blob()
 		if e.blobs == nil { // an empty blob still needs a buffer to slice
 			e.blobs = make([]byte, 0, len(s))
@@ -144,10 +143,10 @@ func (e *encoder) addFix(key []byte, kind, a, b int) {
 
 // row appends one row as a holder, its columns in the order of cols (the
 // table's columns), then any others sorted by name.
-func (e *encoder) row(n int, row engine.Row, cols []string) {
+func (e *encoder) row(n int, row model.Row, cols []string) {
 	e.beginHolder(n, '{')
 	first := true
-	put := func(c string, v engine.Value) {
+	put := func(c string, v model.Value) {
 		if !first {
 			e.b = append(e.b, ',')
 		}
@@ -181,7 +180,7 @@ func (e *encoder) row(n int, row engine.Row, cols []string) {
 }
 
 // list appends vals as an array holder.
-func (e *encoder) list(n int, vals []engine.Value) {
+func (e *encoder) list(n int, vals []model.Value) {
 	e.beginHolder(n, '[')
 	for i, v := range vals {
 		if i > 0 {
@@ -202,7 +201,7 @@ func contains(list []string, s string) bool {
 }
 
 // encodeRows returns rows as facade.js's decode reads them.
-func encodeRows(rows []engine.Row, cols []string) (string, []byte) {
+func encodeRows(rows []model.Row, cols []string) (string, []byte) {
 	e := newEncoder()
 	for i, r := range rows {
 		e.row(i, r, cols)
@@ -257,36 +256,7 @@ func (o *jsonObject) done() string {
 // result resolves a call (or fires an event) with the object.
 func (o *jsonObject) result() result { return result{kind: kindJSON, text: o.done()} }
 
-// appendString appends s (valid UTF-8, as every engine text is) as a JSON
-// string. Only what JSON requires is escaped; JSON.parse reads the rest.
-func appendString(b []byte, s string) []byte {
-	if !utf8.ValidString(s) { // not for engine text; keeps the JSON valid
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigit[c>>4], hexDigit[c&0xF])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-const hexDigit = "0123456789abcdef"
+// appendString appends s as a JSON string for JSON.parse: only what JSON
+// requires is escaped (jsontext.AppendString without options); a byte
+// that is not UTF-8, which engine text never holds, becomes U+FFFD.
+func appendString(b []byte, s string) []byte { return jsontext.AppendString(b, s, 0) }

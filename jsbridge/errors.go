@@ -7,20 +7,23 @@ import (
 	"fmt"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/idbkv"
 	"github.com/replica-sync/replica/kv"
+	"github.com/replica-sync/replica/model"
 )
 
 // The stable error codes of the JavaScript API (web/replica.d.ts,
 // ErrorCode). Every rejection is a JS Error (a ReplicaError) with one of
 // them in its code property.
 const (
-	codeValidation      = "VALIDATION"                // engine.ErrValidation, engine.ErrUnknownTable, kv.ErrValueTooLarge, unsupported JS values
+	codeValidation      = "VALIDATION"                // model.ErrValidation, engine.ErrUnknownTable, kv.ErrValueTooLarge, unsupported JS values
 	codeNotFound        = "NOT_FOUND"                 // engine.ErrNotFound
 	codeConflict        = "CONFLICT"                  // engine.ErrConflict
 	codeClosed          = "CLOSED"                    // engine.ErrClosed, kv.ErrClosed, calls after db.close()
-	codeQuota           = "QUOTA_EXCEEDED"            // kv.ErrQuotaExceeded
-	codeClockDrift      = "CLOCK_DRIFT"               // engine.ErrClockDrift
-	codeSchema          = "SCHEMA"                    // engine.ErrSchema: an invalid schema, or one contradicting the stored one
+	codeQuota           = "QUOTA_EXCEEDED"            // kv.ErrQuotaExceeded (the browser's quota, or idbkv's storage margin)
+	codeStorage         = "STORAGE_ERROR"             // idbkv.ErrStorage: the browser's storage failed (IO error); the replica is closed
+	codeClockDrift      = "CLOCK_DRIFT"               // model.ErrClockDrift
+	codeSchema          = "SCHEMA"                    // model.ErrSchema: an invalid schema, or one contradicting the stored one
 	codeStorageFormat   = "STORAGE_FORMAT"            // engine.ErrStorageFormat
 	codeInvalidArgument = "INVALID_ARGUMENT"          // bad call shapes: wrong argument types, unknown options
 	codeProtocolVersion = "PROTOCOL_VERSION_MISMATCH" // sync: the relay speaks another protocol version (in SyncState.error)
@@ -69,7 +72,7 @@ func (e jsError) json() string {
 func classify(err error, method, table string) jsError {
 	out := jsError{Code: codeInternal, Message: err.Error()}
 	var be *bridgeError
-	var ve *engine.ValidationError
+	var ve *model.ValidationError
 	switch {
 	case errors.As(err, &be):
 		out.Code, out.Table, out.Column = be.code, be.table, be.column
@@ -83,13 +86,15 @@ func classify(err error, method, table string) jsError {
 		out.Code = codeNotFound
 	case errors.Is(err, engine.ErrConflict):
 		out.Code = codeConflict
+	case errors.Is(err, idbkv.ErrStorage):
+		out.Code = codeStorage
 	case errors.Is(err, engine.ErrClosed), errors.Is(err, kv.ErrClosed):
 		out.Code = codeClosed
 	case errors.Is(err, kv.ErrQuotaExceeded):
 		out.Code = codeQuota
-	case errors.Is(err, engine.ErrClockDrift):
+	case errors.Is(err, model.ErrClockDrift):
 		out.Code = codeClockDrift
-	case errors.Is(err, engine.ErrSchema):
+	case errors.Is(err, model.ErrSchema):
 		out.Code = codeSchema
 	case errors.Is(err, engine.ErrStorageFormat):
 		out.Code = codeStorageFormat

@@ -119,6 +119,12 @@ func TestErrors(t *testing.T) {
 		{"open with no tables", func() js.Value {
 			return js.Global().Get("Replica").Call("open", jsv(`{name: "x", schema: {tables: {}}}`))
 		}, "SCHEMA", "", "", []string{"no tables"}},
+		{"open negative storageQuota", func() js.Value {
+			return js.Global().Get("Replica").Call("open", jsv(`{name: "x", schema: {tables: {t: {columns: {a: "text"}}}}, storageQuota: -1}`))
+		}, "INVALID_ARGUMENT", "", "", []string{"storageQuota", "positive"}},
+		{"open storageQuota not a number", func() js.Value {
+			return js.Global().Get("Replica").Call("open", jsv(`{name: "x", schema: {tables: {t: {columns: {a: "text"}}}}, storageQuota: "1GB"}`))
+		}, "INVALID_ARGUMENT", "", "", []string{"storageQuota", "number"}},
 		{"open bad disposition", func() js.Value {
 			return js.Global().Get("Replica").Call("open", jsv(`{name: "x", schema: {tables: {}}, unknownTableDisposition: "drop"}`))
 		}, "INVALID_ARGUMENT", "", "", []string{"drop"}},

@@ -10,7 +10,7 @@ import (
 
 // changeResult is the payload of the change and remoteChange events
 // (ChangeEvent in replica.d.ts): {tables, remote, fromOtherTab: false,
-// transactionId: string or null}.
+// transactionId, siteId}, the last two strings or null (no ChangeSet).
 func changeResult(ev *engine.Event) result {
 	var o jsonObject
 	o.key("tables")
@@ -26,8 +26,10 @@ func changeResult(ev *engine.Event) result {
 	o.bool("fromOtherTab", false)
 	if ev.ChangeSet != nil {
 		o.str("transactionId", ev.ChangeSet.TransactionID)
+		o.str("siteId", ev.ChangeSet.SiteID.String())
 	} else {
 		o.raw("transactionId", "null")
+		o.raw("siteId", "null")
 	}
 	return o.result()
 }
@@ -107,9 +109,13 @@ func conflictResult(c *engine.Conflict) result {
 	e.value(field(false, "localValue"), c.LocalValue)
 	field(false, "localHlc")
 	e.b = appendString(e.b, c.LocalHLC.String())
+	field(false, "localSiteId")
+	e.b = appendString(e.b, c.LocalHLC.Site.String())
 	e.value(field(false, "remoteValue"), c.RemoteValue)
 	field(false, "remoteHlc")
 	e.b = appendString(e.b, c.RemoteHLC.String())
+	field(false, "remoteSiteId")
+	e.b = appendString(e.b, c.RemoteHLC.Site.String())
 	field(false, "remoteWon")
 	if c.RemoteWon {
 		e.b = append(e.b, "true"...)

@@ -162,11 +162,20 @@ function isPlain(v) {
 	return p === Object.prototype || p === null;
 }
 
+// MAX_VALUE is the largest value a local write stores (engine.MaxLocalRowSize,
+// in bytes). A row's value above it is sent as {"o": size} instead, which Go
+// refuses with VALIDATION, before the value is copied, escaped, carried into
+// WebAssembly and parsed there (a 200 MB string took 52 s to be refused).
+// A string's UTF-8 form has at least as many bytes as it has UTF-16 units.
+const MAX_VALUE = OPS.maxValueBytes;
+const oversized = (n) => '{"o":' + n + "}";
+
 // encVal returns the tagged JSON text of one value, or undefined for
-// undefined. st collects bytes: {parts, size}.
-function encVal(v, st) {
+// undefined. st collects bytes: {parts, size}. stored: the value is a row's
+// (insert, update, upsert), held to MAX_VALUE.
+function encVal(v, st, stored) {
 	switch (typeof v) {
-		case "string": return JSON.stringify(v);
+		case "string": return stored && v.length > MAX_VALUE ? oversized(v.length) : JSON.stringify(v);
 		case "number":
 			if (v === 0 && 1 / v < 0) return '{"f":"-0"}';
 			if (v !== v || v === Infinity || v === -Infinity) return '{"f":"' + v + '"}';
@@ -184,6 +193,7 @@ function encVal(v, st) {
 				const u = v instanceof Uint8Array ? v
 					: v instanceof ArrayBuffer ? new Uint8Array(v)
 						: new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+				if (stored && u.byteLength > MAX_VALUE) return oversized(u.byteLength);
 				(st.parts || (st.parts = [])).push(u);
 				const off = st.size;
 				st.size += u.byteLength;
@@ -192,6 +202,10 @@ function encVal(v, st) {
 			if (v instanceof Map || v instanceof Set || v instanceof WeakMap || v instanceof Promise) {
 				return '{"x":' + JSON.stringify("a " + v.constructor.name) + "}";
 			}
+			if (stored) {
+				const n = stringBytes(v, 0, 0);
+				if (n > MAX_VALUE) return oversized(n);
+			}
 			let j;
 			try {
 				j = JSON.stringify(v);
@@ -199,6 +213,7 @@ function encVal(v, st) {
 				return '{"x":' + JSON.stringify("an object JSON.stringify rejects (" + e.message + ")") + "}";
 			}
 			if (j === undefined) return '{"x":"an object whose toJSON returns undefined"}';
+			if (stored && j.length > MAX_VALUE) return oversized(j.length);
 			// JSON.stringify writes NaN and ±Infinity as null: refuse them
 			// (only a text with a null can hide one).
 			if (j.includes("null")) {
@@ -209,6 +224,22 @@ function encVal(v, st) {
 		}
 	}
 	return '{"x":' + JSON.stringify("a " + typeof v) + "}";
+}
+
+// stringBytes adds to n the lengths of the strings inside v (plain objects
+// and arrays without toJSON, at most 256 levels deep), stopping once the sum
+// passes MAX_VALUE: a lower bound of JSON.stringify(v).length, found without
+// building that text (stringify of an object holding a 200 MB string took
+// 9 s).
+function stringBytes(v, n, depth) {
+	if (typeof v === "string") return n + v.length;
+	if (v === null || typeof v !== "object" || depth > 256 || typeof v.toJSON === "function") return n;
+	if (!Array.isArray(v) && !isPlain(v)) return n;
+	for (const k of Object.keys(v)) {
+		n = stringBytes(v[k], n + k.length, depth + 1);
+		if (n > MAX_VALUE) break;
+	}
+	return n;
 }
 
 // nonFinite returns "NaN at .a[2]" for the first NaN or ±Infinity inside
@@ -249,7 +280,7 @@ function encRow(row, st, what) {
 	if (!isRecord(row)) throw argErr(what + " must be an object mapping columns to values, got " + describe(row));
 	let s = "{", first = true;
 	for (const k of Object.keys(row)) {
-		const e = encVal(row[k], st);
+		const e = encVal(row[k], st, true);
 		if (e === undefined) continue; // undefined: not given
 		s += (first ? "" : ",") + JSON.stringify(k) + ":" + e;
 		first = false;
@@ -471,6 +502,7 @@ class Database {
 	get name() { return this.#s.name; }
 	get siteId() { return this.#s.siteId; }
 	get isLeader() { return this.#s.isLeader; }
+	get persisted() { return this.#s.persisted; }
 	get sync() { return this.#s.sync; }
 	insert(table, row) { return attempt(() => { live(this.#s, "db.insert"); return opInsert(this.#s, 0, OPS.insert, "db.insert", table, row); }); }
 	upsert(table, row) { return attempt(() => { live(this.#s, "db.upsert"); return opInsert(this.#s, 0, OPS.upsert, "db.upsert", table, row); }); }
@@ -538,6 +570,7 @@ class Database {
 		for (const ls of s.listeners.values()) ls.clear();
 		s.closing = call(OPS.close, s.h, 0).finally(() => {
 			dbs.delete(s.h);
+			if (s.unwatch) s.unwatch();
 			if (s.channel) { post(s, { bye: true }); s.channel.close(); }
 			if (s.lockAbort) s.lockAbort.abort();
 			if (s.lockRelease) s.lockRelease();
@@ -553,24 +586,95 @@ function elect(s) {
 	const ac = typeof AbortController === "function" ? new AbortController() : null;
 	s.lockAbort = ac;
 	locks.request("replica-leader:" + s.name, ac ? { signal: ac.signal } : {}, () => {
-		if (s.closed) return undefined;
+		if (s.closed || s.suspended || s.lockAbort !== ac) return undefined;
+		// The release is in place before Go hears of the lock (Go may run
+		// code that suspends or closes this tab before setLeader returns).
+		const held = new Promise((resolve) => { s.lockRelease = resolve; });
 		setLeader(s, true);
-		return new Promise((resolve) => { s.lockRelease = resolve; });
+		return held;
 	}).catch(() => { });
+}
+
+// waitingState is the sync state a tab shows while no tab is known to
+// sync: the leader gave up (froze, or closed) and the next one has not
+// reported yet. "connecting" when a target is known (a tab will lead and
+// connect), else "disconnected"; the last known count of unsent changes.
+function waitingState(s, leader) {
+	return { status: s.syncTarget ? "connecting" : "disconnected", pending: s.syncState.pending || 0, leader };
 }
 
 function setLeader(s, v) {
 	if (s.isLeader === v || s.closed) return;
 	s.isLeader = v;
-	s.syncState = Object.assign({}, s.syncState, { leader: v });
+	// The previous leader's state (error, lastError, progress) was its
+	// session's; this tab's own comes from Go once it connects.
+	s.syncState = waitingState(s, v);
 	try { go(OPS.leader, s.h, 0, 0, v ? 1 : 0); } catch (_) { }
 	fire(s, "leaderChange", { isLeader: v });
+	fire(s, "syncState", s.syncState);
+}
+
+// ---- page lifecycle ---------------------------------------------------------------
+//
+// A frozen page (Chromium freezes background tabs; a page in the
+// back/forward cache is frozen too) runs nothing: no timers, no message
+// handlers, no IndexedDB callbacks. Left as it was, a frozen leader would
+// keep the leader lock with a dead socket (no tab syncs), and an IndexedDB
+// transaction it had running would keep every other tab's writes waiting.
+// So on freeze and on pagehide each tab suspends: Go aborts its running
+// IndexedDB transactions (they run again on resume; nothing of them was
+// written) and holds new ones, a leader closes its relay connection and
+// releases the lock (the next tab in the lock's queue leads at once), the
+// tab says bye (and, if it led, resign: the others show no tab syncing
+// until the new leader reports), and a queued lock request is withdrawn
+// (a lock granted to a frozen tab would make a frozen leader). On resume
+// (or pageshow from the back/forward cache) the tab runs its transactions
+// again, says hello (the leader answers with its state) and queues for the
+// lock again: it rejoins as a follower, with no connection of its own.
+
+function watchLifecycle(s) {
+	if (typeof addEventListener !== "function" || typeof removeEventListener !== "function") return;
+	const doc = typeof document === "object" && document && typeof document.addEventListener === "function" ? document : null;
+	const off = () => suspend(s);
+	const on = () => resume(s);
+	const show = (e) => { if (e && e.persisted) resume(s); };
+	if (doc) { doc.addEventListener("freeze", off); doc.addEventListener("resume", on); }
+	addEventListener("pagehide", off);
+	addEventListener("pageshow", show);
+	s.unwatch = () => {
+		if (doc) { doc.removeEventListener("freeze", off); doc.removeEventListener("resume", on); }
+		removeEventListener("pagehide", off);
+		removeEventListener("pageshow", show);
+	};
+}
+
+function suspend(s) {
+	if (s.closed || s.suspended) return;
+	s.suspended = true;
+	try { go(OPS.freeze, s.h, 0, 0); } catch (_) { }
+	const led = s.isLeader;
+	if (s.lockAbort) { s.lockAbort.abort(); s.lockAbort = null; }
+	setLeader(s, false);
+	if (s.lockRelease) { s.lockRelease(); s.lockRelease = null; }
+	post(s, led ? { bye: true, resign: true } : { bye: true });
+	if (s.peers.size) { s.peers.clear(); listen(s); }
+}
+
+function resume(s) {
+	if (s.closed || !s.suspended) return;
+	s.suspended = false;
+	try { go(OPS.resume, s.h, 0, 0); } catch (_) { }
+	s.syncState = waitingState(s, false);
+	fire(s, "syncState", s.syncState);
+	post(s, { hello: true });
+	elect(s);
 }
 
 // onTabMessage handles a sibling tab's message, each tagged {from: tab id}:
-// {hello: true} from a tab that just opened (every tab answers {here:
-// true}, the leader with its target and sync state too); {bye: true} from
-// a tab that closes; {tables, remote, transactionId, commits?} after a
+// {hello: true} from a tab that just opened or resumed (every tab answers
+// {here: true}, the leader with its target and sync state too); {bye:
+// true} from a tab that closes, freezes or is hidden (resign: true too
+// when it led: no tab syncs until the next leader's state arrives); {tables, remote, transactionId, siteId, commits?} after a
 // commit (commits: how many it stands for, when more than one); {sync:
 // target|null} after db.sync.connect or disconnect; {requestSnapshot: true}
 // for the leader; {syncState} from the leader.
@@ -583,9 +687,13 @@ function setLeader(s, v) {
 // their tables and number, which the leader adds to its unsent count), and
 // the leader wakes its sync client.
 function onTabMessage(s, m) {
-	if (s.closed || !m || typeof m !== "object") return;
+	if (s.closed || s.suspended || !m || typeof m !== "object") return;
 	if (m.bye) {
 		if (s.peers.delete(m.from)) listen(s);
+		if (m.resign && !s.isLeader) {
+			s.syncState = waitingState(s, false);
+			fire(s, "syncState", s.syncState);
+		}
 		return;
 	}
 	if (m.from && !s.peers.has(m.from)) {
@@ -604,7 +712,9 @@ function onTabMessage(s, m) {
 	if (Array.isArray(m.tables)) {
 		try { go(OPS.tablesChanged, s.h, 0, 0, JSON.stringify(m.tables), m.remote ? 1 : 0, m.commits || 1); } catch (_) { }
 		if (m.tables.length) {
-			const p = { tables: m.tables, remote: !!m.remote, fromOtherTab: true, transactionId: m.transactionId == null ? null : m.transactionId };
+			const p = { tables: m.tables, remote: !!m.remote, fromOtherTab: true, transactionId: m.transactionId == null ? null : m.transactionId,
+				// A local commit of another tab is this replica's (one IndexedDB database, one site id).
+				siteId: m.siteId != null ? m.siteId : m.remote ? null : s.siteId };
 			fire(s, "change", p);
 			if (p.remote) fire(s, "remoteChange", p);
 		}
@@ -620,16 +730,31 @@ function onTabMessage(s, m) {
 	}
 }
 
+// askPersist asks the browser to keep this origin's storage under storage
+// pressure (navigator.storage.persist(), once per replica; never awaited: a
+// browser may ask the user) and records the answer in s.persisted.
+function askPersist(s) {
+	const st = typeof navigator === "object" && navigator && navigator.storage;
+	if (!st || typeof st.persist !== "function") return;
+	const done = (v) => { s.persisted = v === true; };
+	const ask = () => st.persist().then(done, () => done(false));
+	try {
+		if (typeof st.persisted === "function") st.persisted().then((v) => (v ? done(true) : ask()), ask);
+		else ask();
+	} catch (_) { }
+}
+
 let tabSeq = 0;
 const tabBase = Math.random().toString(36).slice(2) + Date.now().toString(36);
 
 function makeDb(h, name, siteId) {
 	const s = {
 		h, name, siteId, closed: false, closing: null, subs: new Map(), listeners: new Map(),
-		channel: null, lockAbort: null, lockRelease: null, isLeader: false,
+		channel: null, lockAbort: null, lockRelease: null, isLeader: false, suspended: false, unwatch: null,
 		syncState: { status: "disconnected", pending: 0, leader: false }, syncTarget: null, sync: null,
-		tabId: tabBase + "." + (++tabSeq), peers: new Set(), mask: 0,
+		tabId: tabBase + "." + (++tabSeq), peers: new Set(), mask: 0, persisted: null,
 	};
+	askPersist(s);
 	for (const e of EVENTS) s.listeners.set(e, new Set());
 	s.sync = new Sync(s);
 	dbs.set(h, s);
@@ -638,6 +763,7 @@ function makeDb(h, name, siteId) {
 		s.channel.onmessage = (ev) => onTabMessage(s, ev.data);
 		post(s, { hello: true });
 	}
+	watchLifecycle(s);
 	elect(s);
 	const db = new Database(s);
 	handles.set(db, h);
@@ -656,10 +782,13 @@ function emit(h, name, kind, text, blobs) {
 	}
 	if (name === "conflict") { const [ev, pk] = p; ev.pk = pk; p = ev; }
 	if (name === "syncState") {
+		// Only the leader's own state counts: a tab that no longer leads
+		// (its client closing after a freeze) shows the leader's.
+		if (!s.isLeader) return;
 		s.syncState = p;
-		if (s.isLeader) postPeers(s, { syncState: p });
+		postPeers(s, { syncState: p });
 	}
-	if (name === "change" && !p.fromOtherTab) postPeers(s, { tables: p.tables, remote: p.remote, transactionId: p.transactionId });
+	if (name === "change" && !p.fromOtherTab) postPeers(s, { tables: p.tables, remote: p.remote, transactionId: p.transactionId, siteId: p.siteId });
 	fire(s, name, p);
 	if (name === "change" && p.remote) fire(s, "remoteChange", p);
 }

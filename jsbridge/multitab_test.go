@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 )
 
 // TestTwoTabs opens one replica name twice in one page — two engines over
@@ -35,6 +36,9 @@ func TestTwoTabs(t *testing.T) {
 	if !ev.Get("fromOtherTab").Bool() || ev.Get("remote").Bool() || describe(ev.Get("tables")) != `["items"]` || ev.Get("transactionId").Type() != js.TypeString {
 		t.Errorf("b's change event: %s", describe(ev))
 	}
+	if got := ev.Get("siteId"); got.Type() != js.TypeString || got.String() != b.Get("siteId").String() {
+		t.Errorf("b's change event from a has siteId %s, want the replica's %s", describe(got), b.Get("siteId").String())
+	}
 	// A write to another table through a does not re-run b's query.
 	settle(t, dbb)
 	q := dbb.subs.queries.Load()
@@ -55,7 +59,7 @@ func TestTwoTabs(t *testing.T) {
 		}
 		await Promise.all(ps);
 	`).Invoke(a, b))
-	sets, err := da.eng.ChangesSince(engine.HLC{}, 0, engine.ChangesFilter{})
+	sets, err := da.eng.ChangesSince(model.HLC{}, 0, engine.ChangesFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

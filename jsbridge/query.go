@@ -31,121 +31,106 @@ const opList = "eq, ne, gt, gte, lt, lte, in, prefix"
 // parseQuery parses query (or, with countOnly, count) options for table.
 func parseQuery(table, text string, blobs []byte, countOnly bool) (engine.Query, error) {
 	var q engine.Query
-	r := &reader{b: []byte(text), blobs: blobs}
-	if err := r.expect('{'); err != nil {
-		return q, err
-	}
-	for first := true; ; first = false {
-		ok, err := r.more('}', first)
-		if err != nil {
-			return q, err
-		}
-		if !ok {
-			break
-		}
-		key, err := r.str()
-		if err != nil {
-			return q, err
-		}
-		if err := r.expect(':'); err != nil {
-			return q, err
-		}
-		switch key {
+	r := newReader([]byte(text), blobs)
+	err := r.Members(func(key []byte) error {
+		switch string(key) {
 		case "where":
-			if q.Where, err = r.where(table); err != nil {
-				return q, err
-			}
+			var err error
+			q.Where, err = r.where(table)
+			return err
 		case "opts":
 			raw, err := r.skip()
 			if err != nil {
-				return q, err
+				return err
 			}
-			if err := parseOpts(&q, raw, countOnly); err != nil {
-				return q, err
-			}
-		default:
-			return q, errSyntax
+			return parseOpts(&q, raw, countOnly)
 		}
+		return errSyntax
+	})
+	if err != nil {
+		return q, err
 	}
-	return q, r.end()
+	return q, r.End()
 }
 
 func (r *reader) where(table string) ([]engine.Filter, error) {
-	if r.peek() == 'n' {
-		return nil, r.lit("null")
-	}
-	if err := r.expect('['); err != nil {
-		return nil, err
+	if r.Peek() == 'n' {
+		return nil, r.null()
 	}
 	var out []engine.Filter
-	for first := true; ; first = false {
-		ok, err := r.more(']', first)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return out, nil
-		}
-		if err := r.expect('['); err != nil {
-			return nil, err
-		}
-		col, err := r.str()
-		if err != nil {
-			return nil, err
-		}
-		if err := r.expect(','); err != nil {
-			return nil, err
-		}
-		opName, err := r.str()
-		if err != nil {
-			return nil, err
-		}
-		op, known := whereOps[opName]
-		if !known {
-			return nil, argError("where.%s: unknown operator %q (operators: %s; to compare a json column with an object, use {eq: value})", col, opName, opList)
-		}
-		if err := r.expect(','); err != nil {
-			return nil, err
-		}
-		f := engine.Filter{Column: col, Op: op}
-		if op == engine.In {
-			if r.peek() != '[' {
-				if _, err := r.value(); err != nil {
-					return nil, err
-				}
-				return nil, argError("where.%s.in must be an array of values", col)
-			}
-			if f.Values, err = r.list(table, col); err != nil {
-				return nil, err
-			}
-			if f.Values == nil {
-				f.Values = []any{}
-			}
-		} else {
-			v, err := r.value()
-			if err != nil {
-				return nil, err
-			}
-			if u, bad := v.(unsupported); bad {
-				return nil, unsupportedError(table, col, u)
-			}
-			if op == engine.Prefix {
-				if _, isStr := v.(string); !isStr {
-					return nil, &bridgeError{code: codeValidation, table: table, column: col, msg: table + "." + col + ": where prefix needs a string"}
-				}
-			}
-			f.Value = v
-		}
-		if err := r.expect(']'); err != nil {
-			return nil, err
-		}
+	err := r.Elements(func(int) error {
+		f, err := r.filter(table)
 		out = append(out, f)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
+}
+
+// filter reads one where entry: [column, operator, value].
+func (r *reader) filter(table string) (engine.Filter, error) {
+	var f engine.Filter
+	if err := r.OpenArray(); err != nil {
+		return f, err
+	}
+	if err := r.element(0); err != nil {
+		return f, err
+	}
+	col, err := r.Str()
+	if err != nil {
+		return f, err
+	}
+	if err := r.element(1); err != nil {
+		return f, err
+	}
+	opName, err := r.Str()
+	if err != nil {
+		return f, err
+	}
+	op, known := whereOps[opName]
+	if !known {
+		return f, argError("where.%s: unknown operator %q (operators: %s; to compare a json column with an object, use {eq: value})", col, opName, opList)
+	}
+	if err := r.element(2); err != nil {
+		return f, err
+	}
+	f = engine.Filter{Column: col, Op: op}
+	if op == engine.In {
+		if r.Peek() != '[' {
+			if _, err := r.value(); err != nil {
+				return f, err
+			}
+			return f, argError("where.%s.in must be an array of values", col)
+		}
+		if f.Values, err = r.list(table, col); err != nil {
+			return f, err
+		}
+		if f.Values == nil {
+			f.Values = []any{}
+		}
+	} else {
+		v, err := r.value()
+		if err != nil {
+			return f, err
+		}
+		if u, bad := v.(unsupported); bad {
+			return f, unsupportedError(table, col, u)
+		}
+		if op == engine.Prefix {
+			if _, isStr := v.(string); !isStr {
+				return f, &bridgeError{code: codeValidation, table: table, column: col, msg: table + "." + col + ": where prefix needs a string"}
+			}
+		}
+		f.Value = v
+	}
+	return f, r.closeArray(3)
 }
 
 // parseOpts reads orderBy, limit and offset. Every other key is an error.
 func parseOpts(q *engine.Query, raw []byte, countOnly bool) error {
-	r := &reader{b: raw}
+	r := newReader(raw, nil)
 	err := r.object(func(key string) (err error) {
 		switch {
 		case countOnly:
@@ -162,7 +147,7 @@ func parseOpts(q *engine.Query, raw []byte, countOnly bool) error {
 		return err
 	})
 	if err == nil {
-		err = r.end()
+		err = r.End()
 	}
 	if errors.Is(err, errSyntax) {
 		return argError("query options must be an object")
@@ -172,8 +157,8 @@ func parseOpts(q *engine.Query, raw []byte, countOnly bool) error {
 
 // count reads a whole number >= min, or null (0).
 func (r *reader) count(name string, min int) (int, error) {
-	if r.peek() == 'n' {
-		return 0, r.lit("null")
+	if r.Peek() == 'n' {
+		return 0, r.null()
 	}
 	raw, err := r.skip()
 	if err != nil {
@@ -192,23 +177,20 @@ func (r *reader) count(name string, min int) (int, error) {
 // order reads orderBy: "col", "-col", or an array of those and {column,
 // desc} objects; null is no order.
 func (r *reader) order() ([]engine.Order, error) {
-	switch r.peek() {
+	switch r.Peek() {
 	case 'n':
-		return nil, r.lit("null")
+		return nil, r.null()
 	case '[':
-		r.i++
 		var out []engine.Order
-		for first := true; ; first = false {
-			ok, err := r.more(']', first)
-			if err != nil || !ok {
-				return out, err
-			}
+		err := r.Elements(func(int) error {
 			o, err := r.orderItem()
-			if err != nil {
-				return nil, err
-			}
 			out = append(out, o)
+			return err
+		})
+		if err != nil {
+			return nil, err
 		}
+		return out, nil
 	}
 	o, err := r.orderItem()
 	if err != nil {
@@ -219,9 +201,9 @@ func (r *reader) order() ([]engine.Order, error) {
 
 func (r *reader) orderItem() (engine.Order, error) {
 	var o engine.Order
-	switch r.peek() {
+	switch r.Peek() {
 	case '"':
-		s, err := r.str()
+		s, err := r.Str()
 		if err != nil {
 			return o, err
 		}
@@ -241,7 +223,7 @@ func (r *reader) orderItem() (engine.Order, error) {
 				if err != nil {
 					return err
 				}
-				s, err := (&reader{b: raw}).str()
+				s, err := newReader(raw, nil).Str()
 				if err != nil || s == "" {
 					return argError("orderBy: column must be a non-empty string, got %s", raw)
 				}

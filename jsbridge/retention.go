@@ -11,9 +11,12 @@ import (
 	"github.com/replica-sync/replica/engine"
 )
 
-// Retention. engine.Prune drops tombstones and quarantined changes older
-// than the retention horizon (engine.DefaultRetention, 30 days) and tidies
+// Retention. engine.Prune drops quarantined changes older than the
+// retention horizon (engine.DefaultRetention, 30 days) and tidies
 // superseded own change-log entries past it, in bounded kv transactions.
+// It does not drop tombstones (docs/design.md § Retention): those go only
+// through engine.PruneTombstones, which the sync client calls at its
+// relay's horizon marks; a replica that never syncs keeps them.
 // Every tab shares one IndexedDB database, so one tab is enough: the
 // leader runs it, on a goroutine of its own (never in a js.FuncOf
 // callback), pruneFirst after it becomes leader, then every pruneEvery
@@ -90,7 +93,7 @@ func (d *db) pruneOnce() {
 			err = panicError("retention (engine.Prune)", p)
 		}
 		if err != nil {
-			logWarn("replica: retention (pruning tombstones and old changes) failed; retrying in "+pruneEvery.String(), "replica", d.name, "err", err)
+			logWarn("replica: retention (pruning held changes and the change log) failed; retrying in "+pruneEvery.String(), "replica", d.name, "err", err)
 		}
 		if pruneHook != nil {
 			pruneHook(d, res, err)

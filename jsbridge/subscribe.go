@@ -3,12 +3,15 @@
 package jsbridge
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"syscall/js"
 	"time"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/idbkv"
+	"github.com/replica-sync/replica/model"
 )
 
 // When a change wakes the refresher while the replica's worker is idle (a
@@ -29,7 +32,7 @@ type subscription struct {
 	table string
 	q     engine.Query
 	// Touched only by the refresher goroutine.
-	last []engine.Row
+	last []model.Row
 	ran  bool
 }
 
@@ -59,34 +62,29 @@ func newSubscriptions(d *db) *subscriptions {
 	return s
 }
 
-// handle serves subscribe (a = sid, b = table, c = query JSON, d = blobs),
-// unsubscribe (a = sid) and tablesChanged (a = JSON array of table names,
-// from a sibling tab). None has a promise; errors of subscribe go to the
-// subscription's error callback.
-func (s *subscriptions) handle(c *call) {
-	switch c.op {
-	case opSubscribe:
-		sid, table := c.int(0), c.str(1)
-		q, err := parseQuery(table, c.str(2), c.bytes(3), false)
-		if err != nil {
-			s.deliver(sid, fail(err, "db.subscribe", table))
-			return
-		}
-		sub := &subscription{id: sid, table: table, q: q}
-		s.mu.Lock()
-		s.subs[sid] = sub
-		s.fresh = append(s.fresh, sub)
-		s.mu.Unlock()
-		s.signal()
-	case opUnsubscribe:
-		s.mu.Lock()
-		delete(s.subs, c.int(0))
-		s.mu.Unlock()
-	case opTablesChanged:
-		if tables, err := parseTables(c.str(0)); err == nil {
-			s.markDirty(tables)
-		}
+// subscribe serves db.subscribe: a = sid, b = table, c = query JSON,
+// d = blobs. It has no promise: its errors go to the subscription's error
+// callback.
+func (s *subscriptions) subscribe(c *call) {
+	sid, table := c.int(0), c.str(1)
+	q, err := parseQuery(table, c.str(2), c.bytes(3), false)
+	if err != nil {
+		s.deliver(sid, fail(err, c.methodName(), table))
+		return
 	}
+	sub := &subscription{id: sid, table: table, q: q}
+	s.mu.Lock()
+	s.subs[sid] = sub
+	s.fresh = append(s.fresh, sub)
+	s.mu.Unlock()
+	s.signal()
+}
+
+// unsubscribe ends the subscription sid.
+func (s *subscriptions) unsubscribe(sid int) {
+	s.mu.Lock()
+	delete(s.subs, sid)
+	s.mu.Unlock()
 }
 
 // markDirty records that tables changed; only tables some subscription
@@ -218,7 +216,7 @@ func (s *subscriptions) wait() bool {
 }
 
 // refresh re-runs sub and delivers its rows if they differ from the last
-// delivered ones (compared in Go, values with engine.Value.Equal: blobs
+// delivered ones (compared in Go, values with model.Value.Equal: blobs
 // byte-wise, reals by bits).
 func (s *subscriptions) refresh(sub *subscription) {
 	defer func() {
@@ -230,6 +228,16 @@ func (s *subscriptions) refresh(sub *subscription) {
 		testHook("db.subscribe")
 	}
 	rows, err := s.d.eng.Query(sub.table, sub.q)
+	for errors.Is(err, idbkv.ErrSuspended) {
+		// The page was frozen during the query (see db.suspend): query
+		// again once it runs.
+		select {
+		case <-s.d.store.Resumed():
+		case <-s.stopc:
+			return
+		}
+		rows, err = s.d.eng.Query(sub.table, sub.q)
+	}
 	s.queries.Add(1)
 	s.mu.Lock()
 	alive := s.subs[sub.id] == sub
@@ -262,7 +270,7 @@ func (s *subscriptions) deliver(sid int, r result) {
 }
 
 // equalRows compares two query results structurally.
-func equalRows(a, b []engine.Row) bool {
+func equalRows(a, b []model.Row) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -282,23 +290,15 @@ func equalRows(a, b []engine.Row) bool {
 
 // parseTables reads a sibling tab's JSON array of table names.
 func parseTables(text string) ([]string, error) {
-	r := &reader{b: []byte(text)}
-	if err := r.expect('['); err != nil {
+	r := newReader([]byte(text), nil)
+	var tables []string
+	err := r.Elements(func(int) error {
+		t, err := r.Str()
+		tables = append(tables, t)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
-	var tables []string
-	for first := true; ; first = false {
-		ok, err := r.more(']', first)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return tables, r.end()
-		}
-		t, err := r.str()
-		if err != nil {
-			return nil, err
-		}
-		tables = append(tables, t)
-	}
+	return tables, r.End()
 }

@@ -166,12 +166,19 @@ func TestEvents(t *testing.T) {
 	off := db.Call("on", "change", jsfn("got, describe", "return (e) => got.push(describe(e))").Invoke(got, testHelpers.Get("describe")))
 	remote := jsv("[]")
 	db.Call("on", "remoteChange", jsfn("r", "return (e) => r.push(e)").Invoke(remote))
+	sites := jsv("[]")
+	db.Call("on", "change", jsfn("s", "return (e) => s.push(e.siteId)").Invoke(sites))
 	must(t, db.Call("insert", "items", jsv(`{n: 1}`)))
 	must(t, asyncfn("db", `await db.transaction(async (tx) => { await tx.insert("other", {v: 1}); await tx.insert("items", {n: 2}); })`).Invoke(db))
 	waitFor(t, "two change events", func() bool { return got.Length() == 2 })
 	for i, want := range []string{`{tables: ["items"], remote: false, fromOtherTab: false, transactionId: `, `{tables: ["items", "other"], remote: false, fromOtherTab: false, transactionId: `} {
 		if s := got.Index(i).String(); len(s) < len(want) || s[:len(want)] != want {
 			t.Errorf("event %d: %s", i, s)
+		}
+	}
+	for i := range 2 {
+		if s := sites.Index(i); s.Type() != js.TypeString || s.String() != db.Get("siteId").String() {
+			t.Errorf("event %d: siteId %s, want db.siteId %s", i, describe(s), db.Get("siteId").String())
 		}
 	}
 	off.Invoke()

@@ -10,6 +10,7 @@ import (
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/kv"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -49,26 +50,26 @@ func (t *syncTarget) result() result {
 // syncTarget, or null (nil: no target). Unknown members are ignored (a
 // newer tab may send more).
 func parseSyncTarget(text string) (*syncTarget, error) {
-	r := &reader{b: []byte(text)}
-	if r.peek() == 'n' {
-		return nil, r.lit("null")
+	r := newReader([]byte(text), nil)
+	if r.Peek() == 'n' {
+		return nil, r.null()
 	}
 	t := &syncTarget{}
 	err := r.object(func(key string) (err error) {
 		switch key {
 		case "url":
-			t.URL, err = r.str()
+			t.URL, err = r.Str()
 		case "database":
-			t.Database, err = r.str()
+			t.Database, err = r.Str()
 		case "token":
-			t.Token, err = r.str()
+			t.Token, err = r.Str()
 		default:
 			_, err = r.skip()
 		}
 		return err
 	})
 	if err == nil {
-		err = r.end()
+		err = r.End()
 	}
 	return t, err
 }
@@ -119,6 +120,13 @@ type syncIssue struct {
 	lasting bool
 }
 
+// Codes of SyncState.lastError only (not ErrorCode: nothing rejects with
+// them).
+const (
+	codeSyncStateReset = "SYNC_STATE_RESET" // client.ErrSyncStateReset: stored sync state did not decode; discarded and rebuilt
+	codeRelayDiverged  = "RELAY_DIVERGED"   // client.ErrRelayDiverged: the relay's log is not a continuation (restored, truncated, replaced); repaired
+)
+
 // issueFor describes a transient error the client reported; nil for
 // reports that are not failures (SNAPSHOT_REQUIRED: the client
 // bootstraps, as designed).
@@ -139,9 +147,13 @@ func issueFor(err error, now time.Time) *syncIssue {
 		return is
 	}
 	switch {
+	case errors.Is(err, client.ErrSyncStateReset):
+		is.code = codeSyncStateReset
+	case errors.Is(err, client.ErrRelayDiverged):
+		is.code = codeRelayDiverged
 	case errors.Is(err, client.ErrTooLarge):
 		is.code, is.push = "TRANSACTION_TOO_LARGE", true
-	case errors.Is(err, engine.ErrClockDrift):
+	case errors.Is(err, model.ErrClockDrift):
 		is.code = codeClockDrift
 	case errors.Is(err, kv.ErrQuotaExceeded):
 		is.code = codeQuota
@@ -186,61 +198,56 @@ func (d *db) dropIssue() {
 	d.sy.mu.Unlock()
 }
 
-// sync serves db.sync.connect (a = url, b = options JSON), disconnect,
-// requestSnapshot and syncTarget (a = target JSON or "null", from another
-// tab; no promise).
-func (d *db) sync(c *call) {
-	switch c.op {
-	case opSyncConnect:
-		url, opts := c.str(0), c.str(1)
-		d.run(c, "db.sync.connect", "", func() (result, error) {
-			t, err := parseTarget(url, opts)
-			if err != nil {
-				return result{}, err
-			}
-			d.targetChanging(t)
-			d.sy.target = t
-			d.setPendingTarget(t)
-			return t.result(), d.syncStart()
-		})
-	case opSyncTarget:
-		text := c.str(0)
-		d.run(c, "db.sync", "", func() (result, error) {
-			t, err := parseSyncTarget(text)
-			if err != nil {
-				return result{}, err
-			}
-			if t != nil && !wire.ValidDatabaseID(t.Database) {
-				return result{}, argError("invalid database id")
-			}
-			d.targetChanging(t)
-			d.sy.target = t
-			if t == nil {
-				d.syncStop()
-				return result{}, nil
-			}
-			d.setPendingTarget(t)
-			return result{}, d.syncStart()
-		})
-	case opSyncDisconnect:
-		d.run(c, "db.sync.disconnect", "", func() (result, error) {
-			d.sy.target = nil
-			d.syncStop()
-			d.emitSyncState(&client.Status{State: client.Disconnected})
-			return result{kind: kindUndefined}, nil
-		})
-	case opSyncSnapshot:
-		d.run(c, "db.sync.requestSnapshot", "", func() (result, error) {
-			d.sy.mu.Lock()
-			cl := d.sy.cl
-			d.sy.wantSnap = cl == nil
-			d.sy.mu.Unlock()
-			if cl != nil {
-				cl.RequestSnapshot()
-			}
-			return result{kind: kindUndefined}, nil
-		})
+// syncConnect serves db.sync.connect: a = url, b = options JSON.
+func (d *db) syncConnect(c *call) (result, error) {
+	t, err := parseTarget(c.str(0), c.str(1))
+	if err != nil {
+		return result{}, err
 	}
+	d.targetChanging(t)
+	d.sy.target = t
+	d.setPendingTarget(t)
+	return t.result(), d.syncStart()
+}
+
+// syncTarget serves another tab's sync target: a = target JSON or "null"
+// (no promise).
+func (d *db) syncTarget(c *call) (result, error) {
+	t, err := parseSyncTarget(c.str(0))
+	if err != nil {
+		return result{}, err
+	}
+	if t != nil && !wire.ValidDatabaseID(t.Database) {
+		return result{}, argError("invalid database id")
+	}
+	d.targetChanging(t)
+	d.sy.target = t
+	if t == nil {
+		d.syncStop()
+		return result{}, nil
+	}
+	d.setPendingTarget(t)
+	return result{}, d.syncStart()
+}
+
+// syncDisconnect serves db.sync.disconnect.
+func (d *db) syncDisconnect(*call) (result, error) {
+	d.sy.target = nil
+	d.syncStop()
+	d.emitSyncState(&client.Status{State: client.Disconnected})
+	return result{kind: kindUndefined}, nil
+}
+
+// syncSnapshot serves db.sync.requestSnapshot.
+func (d *db) syncSnapshot(*call) (result, error) {
+	d.sy.mu.Lock()
+	cl := d.sy.cl
+	d.sy.wantSnap = cl == nil
+	d.sy.mu.Unlock()
+	if cl != nil {
+		cl.RequestSnapshot()
+	}
+	return result{kind: kindUndefined}, nil
 }
 
 // targetChanging drops SyncState.lastError when the sync target becomes
@@ -258,7 +265,7 @@ func parseTarget(url, opts string) (*syncTarget, error) {
 		return nil, argError("url must be a non-empty ws://, wss://, http:// or https:// URL")
 	}
 	t := &syncTarget{URL: url}
-	r := &reader{b: []byte(opts)}
+	r := newReader([]byte(opts), nil)
 	err := r.object(func(key string) error {
 		var dst *string
 		switch key {
@@ -269,7 +276,7 @@ func parseTarget(url, opts string) (*syncTarget, error) {
 		default:
 			return argError("unknown option %q (known: database, token)", key)
 		}
-		if r.peek() != '"' {
+		if r.Peek() != '"' {
 			raw, err := r.skip()
 			if err != nil {
 				return err
@@ -277,11 +284,11 @@ func parseTarget(url, opts string) (*syncTarget, error) {
 			return argError("options.%s must be a string, got %s", key, raw)
 		}
 		var err error
-		*dst, err = r.str()
+		*dst, err = r.Str()
 		return err
 	})
 	if err == nil {
-		err = r.end()
+		err = r.End()
 	}
 	if errors.Is(err, errSyntax) {
 		return nil, argError("options must be an object {database, token?}")
@@ -609,7 +616,7 @@ func syncErrorCode(err error) string {
 	switch {
 	case errors.Is(err, client.ErrProtocolVersion):
 		return codeProtocolVersion
-	case errors.Is(err, engine.ErrClockDrift):
+	case errors.Is(err, model.ErrClockDrift):
 		return codeClockDrift
 	case errors.Is(err, engine.ErrClosed):
 		return codeClosed

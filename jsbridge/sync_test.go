@@ -14,6 +14,7 @@ import (
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/memkv"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -241,7 +242,7 @@ func TestLocalChangeLogOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sets, err := peer.ChangesSince(engine.HLC{}, 0, engine.ChangesFilter{})
+	sets, err := peer.ChangesSince(model.HLC{}, 0, engine.ChangesFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +278,7 @@ func TestSiteID(t *testing.T) {
 	a := openDB(t, name, testSchema)
 	b := openDB(t, name, testSchema)
 	id := a.Get("siteId").String()
-	if _, err := engine.ParseSiteID(id); err != nil || len(id) != 22 || id != dbOf(t, a).eng.SiteID().String() {
+	if _, err := model.ParseSiteID(id); err != nil || len(id) != 22 || id != dbOf(t, a).eng.SiteID().String() {
 		t.Errorf("siteId %q (%v), engine's %s", id, err, dbOf(t, a).eng.SiteID())
 	}
 	if b.Get("siteId").String() != id {
@@ -338,7 +339,7 @@ func TestSyncLastError(t *testing.T) {
 
 	// A failed apply (not a relay error) has a code of its own and clears
 	// when changes apply.
-	da.onSyncEvent(client.Event{Type: client.ErrorReported, Status: synced, Err: fmt.Errorf("client: applying changes 4..5: %w", engine.ErrClockDrift)})
+	da.onSyncEvent(client.Event{Type: client.ErrorReported, Status: synced, Err: fmt.Errorf("client: applying changes 4..5: %w", model.ErrClockDrift)})
 	waitFor(t, "the apply error", func() bool { return lastErr(a).Type() == js.TypeObject })
 	if c := lastErr(a).Get("code").String(); c != "CLOCK_DRIFT" {
 		t.Errorf("a failed apply's code %s", c)
@@ -377,5 +378,49 @@ func TestSyncLastError(t *testing.T) {
 	changes := jsfn("e", "return e.filter((c, i) => i === 0 || c !== e[i - 1])").Invoke(events)
 	if got := describe(changes); got != `[null, "APPLY_CHANGES_REFUSED", null, "CLOCK_DRIFT", null, "SYNC_ERROR", "TRANSACTION_TOO_LARGE", "APPLY_CHANGES_REFUSED", null]` {
 		t.Errorf("syncState events' lastError codes %s", describe(events))
+	}
+}
+
+// TestSyncLastErrorClockDrift: the relay's CLOCK_DRIFT refusing a push
+// (this device's clock ahead) shows as lastError.code CLOCK_DRIFT beside
+// the client's "syncing" state, is a push's error (applied changes do not
+// clear it) and clears at the next acknowledged push; the engine's drift
+// refusing changes from the relay (this device behind) has the same code.
+func TestSyncLastErrorClockDrift(t *testing.T) {
+	name := dbName(t)
+	t.Cleanup(func() { deleteIDB(name) })
+	a := openDB(t, name, testSchema)
+	waitFor(t, "leadership", func() bool { return a.Get("isLeader").Bool() })
+	da := dbOf(t, a)
+	lastErr := func() js.Value { return a.Get("sync").Get("state").Get("lastError") }
+	status := func() string { return a.Get("sync").Get("state").Get("status").String() }
+	syncing := client.Status{State: client.Syncing}
+	drift := &wire.Error{Code: wire.CodeClockDrift, RequestID: "apply-4",
+		Message: "clock drift: remote time 1764374861234 ms is 356341 ms ahead of local time 1764374504893 ms (limit 60000 ms)"}
+	da.onSyncEvent(client.Event{Type: client.ErrorReported, Status: syncing, Err: drift})
+	da.onSyncEvent(client.Event{Type: client.StateChanged, Status: syncing})
+	waitFor(t, "lastError", func() bool { return lastErr().Type() == js.TypeObject })
+	if c := lastErr().Get("code").String(); c != "CLOCK_DRIFT" {
+		t.Errorf("lastError.code %s for the relay's CLOCK_DRIFT", c)
+	}
+	if st := status(); st != "syncing" {
+		t.Errorf("status %s while pushes are refused", st)
+	}
+	da.onSyncEvent(client.Event{Type: client.ChangesApplied, Status: syncing})
+	if lastErr().Type() != js.TypeObject {
+		t.Fatal("applied changes cleared the refused push's CLOCK_DRIFT")
+	}
+	synced := client.Status{State: client.Synced}
+	da.onSyncEvent(client.Event{Type: client.PushAcked, Status: syncing})
+	da.onSyncEvent(client.Event{Type: client.StateChanged, Status: synced})
+	waitFor(t, "lastError cleared by the ack", func() bool { return lastErr().Type() == js.TypeUndefined })
+	if st := status(); st != "synced" {
+		t.Errorf("status %s after the ack", st)
+	}
+	behind := fmt.Errorf("client: applying changes 4..5: %w", &model.DriftError{Remote: model.HLC{Wall: 1764374861234}, Now: 1764374504893})
+	da.onSyncEvent(client.Event{Type: client.ErrorReported, Status: syncing, Err: behind})
+	waitFor(t, "the pull's drift", func() bool { return lastErr().Type() == js.TypeObject })
+	if c := lastErr().Get("code").String(); c != "CLOCK_DRIFT" {
+		t.Errorf("lastError.code %s for changes from the relay ahead of this device", c)
 	}
 }

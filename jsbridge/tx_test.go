@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 )
 
 // TestTransactionCommit: statements preview at once (an insert's generated
@@ -48,7 +49,7 @@ func TestTransactionCommit(t *testing.T) {
 	// One transaction: the insert, the other insert, the update and the
 	// delete share one HLC tick.
 	d := dbOf(t, db)
-	sets, err := d.eng.ChangesSince(engine.HLC{}, 0, engine.ChangesFilter{})
+	sets, err := d.eng.ChangesSince(model.HLC{}, 0, engine.ChangesFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

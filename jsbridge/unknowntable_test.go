@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 )
 
 // TestUnknownTableEvent: synced changes this replica holds back reach
@@ -20,21 +20,21 @@ func TestUnknownTableEvent(t *testing.T) {
 	events := jsv("[]")
 	db.Call("on", "unknownTable", jsfn("s", "return (e) => s.push(e)").Invoke(events))
 
-	site := engine.SiteID{7, 7}
-	base := engine.HLC{Wall: uint64(time.Now().UnixMilli()), Site: site}
-	cell := func(i int, table, pk, col string, v engine.Value) engine.Change {
+	site := model.SiteID{7, 7}
+	base := model.HLC{Wall: uint64(time.Now().UnixMilli()), Site: site}
+	cell := func(i int, table, pk, col string, v model.Value) model.Change {
 		h := base
 		h.OpSeq = uint32(i)
-		return engine.Change{Type: engine.ColumnChange, Table: table, PK: []engine.Value{engine.Text(pk)}, Column: col, Value: v, HLC: h}
+		return model.Change{Type: model.ColumnChange, Table: table, PK: []model.Value{model.Text(pk)}, Column: col, Value: v, HLC: h}
 	}
-	changes := []engine.Change{
-		cell(0, "items", "fits", "id", engine.Text("fits")),
-		cell(1, "items", "fits", "title", engine.Text("kept")),
-		cell(2, "items", "fits", "n", engine.Text("not a number")),
-		cell(3, "ghosts", "g", "id", engine.Text("g")),
+	changes := []model.Change{
+		cell(0, "items", "fits", "id", model.Text("fits")),
+		cell(1, "items", "fits", "title", model.Text("kept")),
+		cell(2, "items", "fits", "n", model.Text("not a number")),
+		cell(3, "ghosts", "g", "id", model.Text("g")),
 	}
-	cs := engine.ChangeSet{SiteID: site, TransactionID: base.TransactionID(), HLC: changes[len(changes)-1].HLC, Changes: changes}
-	if _, err := d.eng.ApplyChanges([]engine.ChangeSet{cs}); err != nil {
+	cs := model.ChangeSet{SiteID: site, TransactionID: base.TransactionID(), HLC: changes[len(changes)-1].HLC, Changes: changes}
+	if _, err := d.eng.ApplyChanges([]model.ChangeSet{cs}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "two unknownTable events", func() bool { return events.Length() == 2 })

@@ -12,7 +12,7 @@ import (
 	"net/http"
 	"os"
 
-	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -30,7 +30,7 @@ type AuthRequest struct {
 	// Token is the handshake's token, "" when it had none.
 	Token string
 	// SiteID is the client replica's site id (as the client claims it).
-	SiteID engine.SiteID
+	SiteID model.SiteID
 	// RemoteAddr is the client's address as the HTTP server saw it.
 	RemoteAddr string
 	// Header is the header of the WebSocket upgrade request (cookies,

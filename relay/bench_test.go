@@ -5,6 +5,7 @@ package relay
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -22,6 +23,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -45,14 +47,29 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(childEnv); dir != "" {
 		os.Exit(benchChild(dir))
 	}
+	if addr := os.Getenv(floodEnv); addr != "" {
+		os.Exit(floodChild(addr))
+	}
 	os.Exit(m.Run())
 }
 
-// benchChild runs a relay on a loopback port for a parent benchmark: it
-// prints "ADDR host:port" and serves until its stdin closes.
+// childConfigEnv passes the child relay Config fields as JSON (numbers,
+// durations in ns).
+const childConfigEnv = "RELAY_BENCH_CONFIG"
+
+// benchChild runs a relay on a loopback port for a parent benchmark or
+// test: it prints "ADDR host:port" and serves until its stdin closes.
 func benchChild(dir string) int {
-	srv, err := New(Config{DataDir: dir, Auth: AllowAll, NoSync: os.Getenv("RELAY_BENCH_NOSYNC") != "",
-		Logger: discardLogger, IdleTimeout: time.Hour})
+	var cfg Config
+	if js := os.Getenv(childConfigEnv); js != "" {
+		if err := json.Unmarshal([]byte(js), &cfg); err != nil {
+			fmt.Fprintln(os.Stderr, childConfigEnv, err)
+			return 1
+		}
+	}
+	cfg.DataDir, cfg.Auth, cfg.NoSync = dir, AllowAll, os.Getenv("RELAY_BENCH_NOSYNC") != ""
+	cfg.Logger, cfg.IdleTimeout = discardLogger, time.Hour
+	srv, err := New(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -74,11 +91,11 @@ type childRelay struct {
 	stdin io.Closer
 }
 
-func startChildRelay(b *testing.B, nosync bool) *childRelay {
+func startChildRelay(b testing.TB, nosync bool, env ...string) *childRelay {
 	b.Helper()
 	dir := b.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+dir)
+	cmd.Env = append(append(os.Environ(), childEnv+"="+dir), env...)
 	if nosync {
 		cmd.Env = append(cmd.Env, "RELAY_BENCH_NOSYNC=1")
 	}
@@ -150,9 +167,15 @@ func BenchmarkPushThrough(b *testing.B) {
 	}
 }
 
+// benchConfig is the in-process benchmarks' relay: the per-connection rate
+// limits are lifted, so that the figures are the relay's own cost, not the
+// limits (a single connection pushing one-ChangeSet frames back to back
+// would pass FrameRate).
+var benchConfig = Config{Logger: discardLogger, FrameRate: 1 << 30, FrameBurst: 1 << 30}
+
 func benchPushThrough(b *testing.B, fsync bool) {
 	const perBatch = 100 // one-row ChangeSets (4 changes each) per apply_changes
-	r := startRelaySync(b, Config{Logger: discardLogger}, fsync)
+	r := startRelaySync(b, benchConfig, fsync)
 	db := "bench"
 	rep := newReplica(b, nil)
 	pusher := connectAs(b, r, db, rep)
@@ -160,7 +183,7 @@ func benchPushThrough(b *testing.B, fsync bool) {
 	pusher.apply("apply-0", localSets(b, rep))
 	recvType[*wire.PushChanges](recv)
 
-	batches := make([][]engine.ChangeSet, b.N)
+	batches := make([][]model.ChangeSet, b.N)
 	for i := range batches {
 		batches[i] = insertStops(b, rep, "t", perBatch)
 	}
@@ -205,14 +228,14 @@ func BenchmarkPushLatency(b *testing.B) {
 			name = "nosync"
 		}
 		b.Run(name, func(b *testing.B) {
-			r := startRelaySync(b, Config{Logger: discardLogger}, fsync)
+			r := startRelaySync(b, benchConfig, fsync)
 			rep := newReplica(b, nil)
 			db := "latency"
 			pusher := connectAs(b, r, db, rep)
 			recv := connect(b, r, db)
 			pusher.apply("apply-0", localSets(b, rep))
 			recvType[*wire.PushChanges](recv)
-			sets := make([][]engine.ChangeSet, b.N)
+			sets := make([][]model.ChangeSet, b.N)
 			for i := range sets {
 				sets[i] = insertStops(b, rep, "t", 1)
 			}
@@ -332,7 +355,7 @@ func BenchmarkSteadyLoad(b *testing.B) {
 						return
 					}
 					wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
-					frame, _ := wire.Encode(&wire.ApplyChanges{RequestID: "apply", ChangeSets: []engine.ChangeSet{*cs}})
+					frame, _ := wire.Encode(&wire.ApplyChanges{RequestID: "apply", ChangeSets: []model.ChangeSet{*cs}})
 					err = p.c.ws.Write(wctx, websocket.MessageText, frame)
 					wcancel()
 					if err != nil {

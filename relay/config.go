@@ -5,10 +5,12 @@ package relay
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -28,6 +30,11 @@ const (
 	DefaultAuthTimeout         = 10 * time.Second
 	DefaultHandshakeTimeout    = 10 * time.Second
 	DefaultMaxConnections      = 10_000
+	DefaultFrameRate           = 500
+	DefaultFrameBurst          = 1000
+	DefaultByteRate            = 64 << 20
+	DefaultByteBurst           = 128 << 20
+	DefaultRateLimitGrace      = 10 * time.Second
 )
 
 // HandshakeFrameLimit is the largest frame, in bytes, the relay reads on a
@@ -43,7 +50,8 @@ const HandshakeFrameLimit = 64 << 10
 // use AllowAll for local development.
 type Config struct {
 	// DataDir is the directory holding one bbolt file per database
-	// (created with mode 0700 if missing). Default "data".
+	// (created with mode 0700 if missing). Default "data". Unused when
+	// OpenStore is set.
 	DataDir string
 	// WebDir is served at "/" (the demo app); "" serves nothing there.
 	// Default: none (cmd/relay passes "web").
@@ -85,6 +93,40 @@ type Config struct {
 	// SnapshotChunkRows bounds the rows of one snapshot rows chunk.
 	// Default engine.DefaultSnapshotChunkRows (1000).
 	SnapshotChunkRows int
+	// SnapshotChunkBytes bounds the encoded size, in bytes, of the rows of
+	// one snapshot rows chunk (wire.SnapshotRowSize); a row larger on its
+	// own travels in parts, down to one cell a frame (see "Snapshots" in
+	// the package documentation). At most MaxMessageSize minus
+	// wire.MaxRowsChunkOverhead. Default engine.DefaultSnapshotChunkBytes
+	// (4 MiB), or that maximum when MaxMessageSize is below 4 MiB.
+	SnapshotChunkBytes int
+
+	// FrameRate is the sustained number of frames per second a connection
+	// may send (WebSocket pings included), with bursts of FrameBurst
+	// frames: a token bucket (golang.org/x/time/rate). A connection over
+	// its rate is slowed: the relay stops reading it until the bucket
+	// allows the next frame, so TCP pushes back on the sender and it costs
+	// the relay nothing meanwhile. One that stays over its rate (or
+	// ByteRate) for RateLimitGrace is sent RATE_LIMITED and closed with
+	// status 1008. The Replica client keeps one pull and one push in
+	// flight, so it stays far below the default. Default 500 frames/s,
+	// burst 1000.
+	FrameRate  int
+	FrameBurst int
+	// ByteRate is the sustained number of frame payload bytes per second a
+	// connection may send, with bursts of ByteBurst bytes; slowed and
+	// closed as FrameRate. ByteBurst must be at least MaxMessageSize (a
+	// frame's bytes are taken at once). Default 64 MiB/s, burst 128 MiB or
+	// twice MaxMessageSize, whichever is larger.
+	ByteRate  int64
+	ByteBurst int64
+	// RateLimitGrace is how long a connection may stay over its rate
+	// before it is closed with RATE_LIMITED: the count starts at the first
+	// frame that has to wait for a bucket and ends when the connection
+	// sends slowly enough for both buckets to refill to half their burst;
+	// a frame that has to wait after RateLimitGrace of it closes the
+	// connection. Default 10 s.
+	RateLimitGrace time.Duration
 
 	// IdleTimeout closes a connection (status 1001, "idle timeout") that
 	// sent nothing, not even a ping, for this long while no request of it
@@ -122,6 +164,27 @@ type Config struct {
 	// Clock supplies wall time in ms (arrival times, retention, the
 	// engines' clocks and drift checks). Default engine.SystemClock.
 	Clock engine.Clock
+	// Timers supplies the connections' timers (idle timeout, handshake
+	// deadline, rate-limit waits, the shutdown deadline), the background
+	// loop's (MaintenanceInterval, the idle-database sweep) and the times
+	// they are measured from. Default SystemTimers.
+	Timers Timers
+	// OpenStore opens the store of database id (it must hold
+	// StoreBuckets); the relay closes it when it closes the database,
+	// also when the database has been idle for DatabaseIdleClose, and
+	// calls OpenStore again at the database's next connection. Each call
+	// must therefore return a store that holds what the last one did: a
+	// memkv.Store loses its data on Close, so an OpenStore keeping stores
+	// in memory must hand out a store whose Close keeps them, or disable
+	// the idle close (the simulator sets DatabaseIdleClose beyond its
+	// run). Default: the bbolt
+	// file of id under DataDir (NoSync applies). With OpenStore set,
+	// DataDir is neither created nor locked: the caller keeps two relays
+	// off one store. (Not encoded as JSON: a func has no JSON form.)
+	OpenStore func(id string) (kv.Store, error) `json:"-"`
+	// Rand is the source of the databases' server site ids and snapshot
+	// ids (engine.Options.Rand); nil means crypto/rand.
+	Rand io.Reader
 	// Logger receives the relay's logs. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -135,15 +198,27 @@ func (c Config) withDefaults() (Config, error) {
 	if c.DataDir == "" {
 		c.DataDir = DefaultDataDir
 	}
-	def := func(v *time.Duration, d time.Duration, name string) error {
-		if *v < 0 {
-			return fmt.Errorf("relay: Config.%s is negative (%v)", name, *v)
-		}
-		if *v == 0 {
-			*v = d
-		}
-		return nil
+	if err := c.defaultCounts(); err != nil {
+		return c, err
 	}
+	if err := c.defaultSizes(); err != nil {
+		return c, err
+	}
+	if c.Clock == nil {
+		c.Clock = engine.SystemClock{}
+	}
+	if c.Timers == nil {
+		c.Timers = SystemTimers{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}
+
+// defaultCounts fills the zero durations and counts of c with their
+// defaults; a negative one is an error naming the field.
+func (c *Config) defaultCounts() error {
 	for _, f := range []struct {
 		v    *time.Duration
 		d    time.Duration
@@ -157,12 +232,16 @@ func (c Config) withDefaults() (Config, error) {
 		{&c.MaintenanceInterval, DefaultMaintenanceInterval, "MaintenanceInterval"},
 		{&c.DatabaseIdleClose, DefaultDatabaseIdleClose, "DatabaseIdleClose"},
 		{&c.ShutdownTimeout, DefaultShutdownTimeout, "ShutdownTimeout"},
+		{&c.RateLimitGrace, DefaultRateLimitGrace, "RateLimitGrace"},
 	} {
-		if err := def(f.v, f.d, f.name); err != nil {
-			return c, err
+		if *f.v < 0 {
+			return fmt.Errorf("relay: Config.%s is negative (%v)", f.name, *f.v)
+		}
+		if *f.v == 0 {
+			*f.v = f.d
 		}
 	}
-	ints := []struct {
+	for _, f := range []struct {
 		v    *int
 		d    int
 		name string
@@ -172,32 +251,58 @@ func (c Config) withDefaults() (Config, error) {
 		{&c.SnapshotChunkRows, engine.DefaultSnapshotChunkRows, "SnapshotChunkRows"},
 		{&c.SendQueue, DefaultSendQueue, "SendQueue"},
 		{&c.MaxConnections, DefaultMaxConnections, "MaxConnections"},
-	}
-	for _, f := range ints {
+		{&c.FrameRate, DefaultFrameRate, "FrameRate"},
+		{&c.FrameBurst, DefaultFrameBurst, "FrameBurst"},
+	} {
 		if *f.v < 0 {
-			return c, fmt.Errorf("relay: Config.%s is negative (%d)", f.name, *f.v)
+			return fmt.Errorf("relay: Config.%s is negative (%d)", f.name, *f.v)
 		}
 		if *f.v == 0 {
 			*f.v = f.d
 		}
 	}
+	return nil
+}
+
+// defaultSizes fills and checks the byte sizes of c, which depend on each
+// other: MaxMessageSize first, then ByteBurst and SnapshotChunkBytes, which
+// must let a frame of that size through.
+func (c *Config) defaultSizes() error {
 	switch {
 	case c.MaxMessageSize < 0:
-		return c, fmt.Errorf("relay: Config.MaxMessageSize is negative (%d)", c.MaxMessageSize)
+		return fmt.Errorf("relay: Config.MaxMessageSize is negative (%d)", c.MaxMessageSize)
 	case c.MaxMessageSize == 0:
 		c.MaxMessageSize = wire.DefaultMaxMessageSize
 	case c.MaxMessageSize < minMessageSize:
-		return c, fmt.Errorf("relay: Config.MaxMessageSize %d is below the minimum %d bytes", c.MaxMessageSize, minMessageSize)
+		return fmt.Errorf("relay: Config.MaxMessageSize %d is below the minimum %d bytes", c.MaxMessageSize, minMessageSize)
 	case c.MaxMessageSize > maxMessageSize:
-		return c, fmt.Errorf("relay: Config.MaxMessageSize %d is above the maximum %d bytes", c.MaxMessageSize, maxMessageSize)
+		return fmt.Errorf("relay: Config.MaxMessageSize %d is above the maximum %d bytes", c.MaxMessageSize, maxMessageSize)
 	}
-	if c.Clock == nil {
-		c.Clock = engine.SystemClock{}
+	switch {
+	case c.ByteRate < 0:
+		return fmt.Errorf("relay: Config.ByteRate is negative (%d)", c.ByteRate)
+	case c.ByteRate == 0:
+		c.ByteRate = DefaultByteRate
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
+	switch {
+	case c.ByteBurst < 0:
+		return fmt.Errorf("relay: Config.ByteBurst is negative (%d)", c.ByteBurst)
+	case c.ByteBurst == 0:
+		c.ByteBurst = max(DefaultByteBurst, 2*c.MaxMessageSize)
+	case c.ByteBurst < c.MaxMessageSize:
+		return fmt.Errorf("relay: Config.ByteBurst %d is below MaxMessageSize %d: a frame of the largest size could never be read", c.ByteBurst, c.MaxMessageSize)
 	}
-	return c, nil
+	maxChunk := int(c.MaxMessageSize) - wire.MaxRowsChunkOverhead
+	switch {
+	case c.SnapshotChunkBytes < 0:
+		return fmt.Errorf("relay: Config.SnapshotChunkBytes is negative (%d)", c.SnapshotChunkBytes)
+	case c.SnapshotChunkBytes == 0:
+		c.SnapshotChunkBytes = min(engine.DefaultSnapshotChunkBytes, maxChunk)
+	case c.SnapshotChunkBytes > maxChunk:
+		return fmt.Errorf("relay: Config.SnapshotChunkBytes %d is above MaxMessageSize %d minus the rows chunk overhead (%d bytes): chunks would not fit a frame",
+			c.SnapshotChunkBytes, c.MaxMessageSize, wire.MaxRowsChunkOverhead)
+	}
+	return nil
 }
 
 // Bounds of Config.MaxMessageSize: a frame must hold a handshake and an

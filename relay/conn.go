@@ -16,9 +16,11 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"golang.org/x/time/rate"
 
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/kv"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -36,6 +38,28 @@ type outFrame struct {
 	done chan error // if not nil (buffered, 1), receives the write's result
 }
 
+// Conn is one established WebSocket connection as the relay uses it: a
+// *websocket.Conn of github.com/coder/websocket implements it (the /sync
+// handler's), and ServeConn serves any other. Reader, Write and Close
+// report the peer's close status with a websocket.CloseError, and a
+// message beyond the read limit with websocket.ErrMessageTooBig (the
+// library's conventions, which the relay reads). Reader is called from
+// one goroutine, Write from another; Close and CloseNow from any.
+type Conn interface {
+	// Reader returns the next message's type and a reader of its payload.
+	Reader(ctx context.Context) (websocket.MessageType, io.Reader, error)
+	// Write sends p as one message of type typ.
+	Write(ctx context.Context, typ websocket.MessageType, p []byte) error
+	// Close performs the closing handshake with code and reason.
+	Close(code websocket.StatusCode, reason string) error
+	// CloseNow drops the connection without a closing handshake.
+	CloseNow() error
+	// SetReadLimit bounds the size of the next messages read, in bytes.
+	SetReadLimit(n int64)
+}
+
+var _ Conn = (*websocket.Conn)(nil)
+
 // conn is one WebSocket session. Two goroutines serve it: the reader (the
 // HTTP handler's goroutine), which reads frames and handles them one at a
 // time in order, and the writer, which drains the bounded send queue. Replies
@@ -43,7 +67,7 @@ type outFrame struct {
 // push).
 type conn struct {
 	s      *Server
-	ws     *websocket.Conn
+	ws     Conn
 	id     string
 	remote string
 	header http.Header // the upgrade request's, for the Authenticator
@@ -72,10 +96,18 @@ type conn struct {
 	handleMu sync.Mutex
 	stopping bool // guarded by handleMu
 
-	idle *time.Timer
+	// frames and bytes are the connection's rate limits (FrameRate,
+	// ByteRate); see throttle. throttledSince, guarded by throttleMu, is
+	// when the connection's frames started waiting for them (zero: not
+	// throttled).
+	frames, bytes  *rate.Limiter
+	throttleMu     sync.Mutex
+	throttledSince time.Time
+
+	idle Timer
 	// handshakeDeadline closes the connection when no valid handshake came
 	// within HandshakeTimeout; the handshake stops it.
-	handshakeDeadline *time.Timer
+	handshakeDeadline Timer
 
 	// pushMu orders pushes against the start and end of a snapshot
 	// stream, so that no push_changes lands inside one.
@@ -84,22 +116,24 @@ type conn struct {
 
 	// Set by the handshake, on the reader goroutine.
 	db   *database
-	site engine.SiteID
+	site model.SiteID
 }
 
-func newConn(s *Server, r *http.Request) *conn {
+func newConn(s *Server, remote string, header http.Header) *conn {
 	id := "c-" + strconv.FormatUint(s.nextConn.Add(1), 10)
 	c := &conn{
 		s:          s,
 		id:         id,
-		remote:     r.RemoteAddr,
-		header:     r.Header.Clone(),
-		log:        s.log.With("conn", id, "remote", r.RemoteAddr),
-		start:      time.Now(),
+		remote:     remote,
+		header:     header.Clone(),
+		log:        s.log.With("conn", id, "remote", remote),
+		start:      s.cfg.Timers.Now(),
 		out:        make(chan outFrame, s.cfg.SendQueue),
 		writerDone: make(chan struct{}),
 		readerDone: make(chan struct{}),
 		kill:       make(chan struct{}),
+		frames:     rate.NewLimiter(rate.Limit(s.cfg.FrameRate), s.cfg.FrameBurst),
+		bytes:      rate.NewLimiter(rate.Limit(s.cfg.ByteRate), int(s.cfg.ByteBurst)),
 	}
 	c.stopCtx, c.stopCancel = context.WithCancel(context.Background())
 	return c
@@ -110,11 +144,11 @@ func (c *conn) run() {
 	// Until the handshake is accepted, frames are small (frameLimit).
 	c.ws.SetReadLimit(2 * c.frameLimit())
 	log := c.log // the handshake replaces c.log; the timers may fire meanwhile
-	c.idle = time.AfterFunc(c.s.cfg.IdleTimeout, func() {
+	c.idle = c.s.cfg.Timers.AfterFunc(c.s.cfg.IdleTimeout, func() {
 		log.Info("relay: closing idle connection", "idleTimeout", c.s.cfg.IdleTimeout)
 		c.closeWith(websocket.StatusGoingAway, "idle timeout", false)
 	})
-	c.handshakeDeadline = time.AfterFunc(c.s.cfg.HandshakeTimeout, func() { c.handshakeTimedOut(log) })
+	c.handshakeDeadline = c.s.cfg.Timers.AfterFunc(c.s.cfg.HandshakeTimeout, func() { c.handshakeTimedOut(log) })
 	go c.writeLoop()
 	c.readLoop()
 	close(c.readerDone)
@@ -126,7 +160,7 @@ func (c *conn) run() {
 		c.db.removeConn(c)
 		c.s.release(c.db)
 	}
-	c.log.Debug("relay: connection ended", "duration", time.Since(c.start))
+	c.log.Debug("relay: connection ended", "duration", c.s.cfg.Timers.Now().Sub(c.start))
 }
 
 // frameLimit is the largest frame the connection reads now: MaxMessageSize
@@ -155,6 +189,70 @@ func (c *conn) handshakeTimedOut(log *slog.Logger) {
 	c.closeWith(websocket.StatusPolicyViolation, "handshake timeout", true)
 }
 
+// throttle takes frames (1, or 0 for more bytes of a frame already counted)
+// of n payload bytes from the connection's rate
+// limits (FrameRate, ByteRate). Within them it returns true at once. Over
+// them it waits until they allow the frame, without reading: the frames
+// behind it stay in the socket, and TCP pushes back on the sender. The
+// connection counts as over its rate from the first frame that had to wait
+// until a frame finds both buckets refilled to half their burst (it sent
+// less than its rate for a while); a frame that has to wait RateLimitGrace
+// or more after the count started gets RATE_LIMITED and closes the
+// connection with status 1008, and throttle returns false, as it does when
+// the connection is closing meanwhile. It runs on whatever goroutine reads
+// the connection (the reader, or the WebSocket library's ping callback).
+func (c *conn) throttle(frames int, n int64) bool {
+	now := c.s.cfg.Timers.Now()
+	// A frame's bytes are taken at once; ByteBurst is at least
+	// MaxMessageSize, so only the rest of an oversized frame being
+	// discarded can be larger.
+	n = min(n, int64(c.bytes.Burst()))
+	rested := c.frames.TokensAt(now) >= float64(c.frames.Burst())/2 && c.bytes.TokensAt(now) >= float64(c.bytes.Burst())/2
+	delay := max(c.frames.ReserveN(now, frames).DelayFrom(now), c.bytes.ReserveN(now, int(n)).DelayFrom(now))
+	c.throttleMu.Lock()
+	if delay == 0 {
+		if rested {
+			c.throttledSince = time.Time{}
+		}
+		c.throttleMu.Unlock()
+		return true
+	}
+	since := c.throttledSince
+	if since.IsZero() {
+		c.throttledSince = now
+		since = now
+	}
+	c.throttleMu.Unlock()
+	if since == now {
+		c.s.metrics.rateLimited.WithLabelValues("slowed").Inc()
+		c.log.Debug("relay: connection over its rate; reading it more slowly", "frameRate", c.s.cfg.FrameRate, "byteRate", c.s.cfg.ByteRate)
+	}
+	if over := now.Sub(since); over >= c.s.cfg.RateLimitGrace {
+		c.s.metrics.rateLimited.WithLabelValues("closed").Inc()
+		c.log.Warn("relay: connection stayed over its rate; closing it", "over", over.Round(time.Millisecond),
+			"frameRate", c.s.cfg.FrameRate, "frameBurst", c.s.cfg.FrameBurst, "byteRate", c.s.cfg.ByteRate, "byteBurst", c.s.cfg.ByteBurst)
+		e := wire.NewError(wire.CodeRateLimited, "this connection sent more than %d frames or %d bytes a second for %v: closing it; reconnect after a backoff and send less",
+			c.s.cfg.FrameRate, c.s.cfg.ByteRate, c.s.cfg.RateLimitGrace)
+		if data, err := wire.Encode(e); err == nil {
+			select { // the queue may be full of answers the client does not read
+			case c.out <- outFrame{data: data, typ: wire.TypeError}:
+				c.s.metrics.errors.WithLabelValues(string(e.Code)).Inc()
+			default:
+			}
+		}
+		c.closeWith(websocket.StatusPolicyViolation, "rate limited", true)
+		return false
+	}
+	t := c.s.cfg.Timers.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-c.stopCtx.Done():
+		return false
+	}
+}
+
 // touch restarts the idle timer (a ping or pong control frame arrived).
 func (c *conn) touch() {
 	if c.idle != nil {
@@ -181,6 +279,8 @@ func (c *conn) readLoop() {
 		c.s.metrics.bytesIn.Add(float64(n))
 		keep := true
 		switch {
+		case err == nil && !c.throttle(1, n):
+			keep = false
 		case err != nil:
 			c.logEnd(err)
 			keep = false
@@ -228,6 +328,9 @@ func (c *conn) tooLarge(r io.Reader, limit int64) bool {
 	}
 	n, err := io.Copy(io.Discard, r)
 	c.s.metrics.bytesIn.Add(float64(n))
+	if err == nil && !c.throttle(0, n) { // the rest of the frame's bytes
+		return false
+	}
 	if errors.Is(err, websocket.ErrMessageTooBig) {
 		// The library sent a close frame (1009). Close gracefully: the
 		// closing handshake discards the rest of the frame and waits
@@ -371,12 +474,25 @@ func (c *conn) handshake(m *wire.Handshake) bool {
 		c.closeWith(websocket.StatusInternalError, "database unavailable", true)
 		return false
 	}
+	pos, err := d.checkPosition(m.SiteID, m.Log, m.Cursor, m.Chain)
+	if err != nil {
+		c.s.release(d)
+		c.log.Error("relay: cannot read the arrival log", "database", m.DatabaseID, "err", err)
+		c.sendError(codeInternal, "", "the relay cannot read database %q now; retry later", m.DatabaseID)
+		c.closeWith(websocket.StatusInternalError, "database unavailable", true)
+		return false
+	}
 	c.db, c.site = d, m.SiteID
 	c.ws.SetReadLimit(2 * c.frameLimit()) // from the next frame on
 	c.log = c.log.With("database", d.id)
+	if pos.history == wire.HistoryDiverged {
+		c.log.Warn("relay: a client's position is not in this log's history (restored from an older copy, truncated or replaced?); it bootstraps again",
+			"site", m.SiteID, "cursor", m.Cursor)
+	}
 	// The ack is queued before the connection joins the database, so no
 	// push_changes can precede it.
-	c.send(&wire.HandshakeAck{ProtocolVersion: wire.ProtocolVersion, DatabaseID: d.id, ServerSiteID: d.site, ConnectionID: c.id})
+	c.send(&wire.HandshakeAck{ProtocolVersion: wire.ProtocolVersion, DatabaseID: d.id, ServerSiteID: d.site, ConnectionID: c.id,
+		SiteHLC: pos.siteHLC, SiteHLCStated: true, History: pos.history})
 	d.addConn(c)
 	c.log.Info("relay: session started", "site", m.SiteID)
 	return true
@@ -410,8 +526,10 @@ func (c *conn) getChanges(m *wire.GetChanges) {
 		c.sendError(wire.CodeSnapshotRequired, "", "%v", sr)
 	case err != nil:
 		c.log.Error("relay: reading the arrival log failed", "since", m.Since, "err", err)
+		c.s.storageFailed(c.db.id, opRead, err)
 		c.sendError(wire.CodeGetChangesError, "", "reading changes since %d failed on the relay", m.Since)
 	default:
+		c.s.storageOK(c.db.id, opRead)
 		c.sendFrame(wire.TypeChanges, frame)
 	}
 }
@@ -440,6 +558,7 @@ func (c *conn) applyChanges(m *wire.ApplyChanges) {
 		c.applyFailed(m.RequestID, err)
 		return
 	}
+	c.s.storageOK(c.db.id, opWrite)
 	c.s.metrics.changesApplied.Add(float64(res.Applied))
 	c.s.metrics.changesSkipped.Add(float64(res.Skipped))
 	c.s.metrics.changeSetsStored.Add(float64(added))
@@ -448,20 +567,23 @@ func (c *conn) applyChanges(m *wire.ApplyChanges) {
 
 // applyFailed answers an apply_changes that stored nothing. A refusal for
 // the batch's content (refused: it would be refused again, unchanged) is
-// APPLY_CHANGES_REFUSED and logged as a warning, like clock drift (the
-// client's clock, transient: APPLY_CHANGES_ERROR); anything else is the
-// relay's failure (storage), logged as an error and answered with
-// APPLY_CHANGES_ERROR, retry later.
+// APPLY_CHANGES_REFUSED and logged as a warning, like clock drift (an HLC
+// of the client's too far ahead of the relay's clock, the engine's
+// *model.DriftError: CLOCK_DRIFT, transient, it passes once the clocks
+// agree); anything else is the relay's failure (storage), logged as an
+// error and answered with APPLY_CHANGES_ERROR, retry later.
 func (c *conn) applyFailed(requestID string, err error) {
+	var drift *model.DriftError
 	switch {
 	case refused(err):
 		c.log.Warn("relay: apply_changes refused", "requestId", requestID, "err", err)
 		c.sendError(wire.CodeApplyChangesRefused, requestID, "%v (nothing was stored; the same ChangeSets would be refused again)", err)
-	case errors.Is(err, engine.ErrClockDrift):
-		c.log.Warn("relay: apply_changes rejected: clock drift", "requestId", requestID, "err", err)
-		c.sendError(wire.CodeApplyChangesError, requestID, "%v (nothing was stored; retry once the clocks agree)", err)
+	case errors.As(err, &drift):
+		c.log.Warn("relay: apply_changes rejected: clock drift", "requestId", requestID, "aheadMs", drift.Remote.Wall-drift.Now, "err", err)
+		c.sendError(wire.CodeClockDrift, requestID, "%v: the device's clock is ahead of the relay's (nothing was stored; retry once the clocks agree)", drift)
 	default:
 		c.log.Error("relay: apply_changes failed", "requestId", requestID, "err", err)
+		c.s.storageFailed(c.db.id, opWrite, err)
 		c.sendError(wire.CodeApplyChangesError, requestID, "the relay could not store the changes (nothing was stored): retry later")
 	}
 }
@@ -469,11 +591,11 @@ func (c *conn) applyFailed(requestID string, err error) {
 // refused reports whether an apply failed for the content of the batch, so
 // that sending the same ChangeSets again would fail the same way: a relay
 // refusal (errRefused), a ChangeSet the engine finds malformed, a value
-// or row too large to store (engine.ErrValidation, kv limits), a schema
+// or row too large to store (model.ErrValidation, kv limits), a schema
 // migration contradicting the stored schema. Clock drift is not (clocks
 // move), nor is a storage failure.
 func refused(err error) bool {
-	for _, target := range []error{errRefused, engine.ErrMalformed, engine.ErrValidation, engine.ErrSchema, kv.ErrValueTooLarge, kv.ErrInvalidKey} {
+	for _, target := range []error{errRefused, model.ErrMalformed, model.ErrValidation, model.ErrSchema, kv.ErrValueTooLarge, kv.ErrInvalidKey} {
 		if errors.Is(err, target) {
 			return true
 		}
@@ -487,26 +609,92 @@ func refused(err error) bool {
 // database's cursor read before the data, so the client pulls from it
 // afterwards. Pushes to this connection are dropped while it streams; the
 // client's catch-up from the header cursor fetches them.
-func (c *conn) snapshot(resume *engine.SnapshotCheckpoint) {
+//
+// The header carries the newest tombstone horizon mark's wall (wire's
+// "Tombstone horizon"), read with the cursor; no mark is made while the
+// stream runs. A resume whose checkpoint's cursor is not below the newest
+// mark's cursor is served as a new snapshot instead (a new snapshotId:
+// the client's engine starts a new checkpoint): the mark may have been
+// made after the interrupted stream read its data, and the resumed tables
+// would be read past a pruning that the changes after the checkpoint's
+// cursor precede.
+//
+// A new snapshot's id binds the log's chain value at its cursor
+// (bindSnapshotID). A checkpoint is resumed only while the log still holds
+// that position with that chain value; otherwise (the relay was restored
+// from an older copy, which keeps the server site id and hands out the
+// cursor again for other entries, or retention pruned past it) a fresh
+// snapshot is streamed instead, under a new id and the current cursor: a
+// resumed stream's client pulls from the checkpoint's cursor, and would
+// skip for good the entries the log holds below it.
+func (c *conn) snapshot(resume *model.SnapshotCheckpoint) {
 	d := c.db
 	if resume != nil && resume.SiteID != d.site {
 		c.sendError(wire.CodeSnapshotError, "",
 			"the checkpoint comes from another relay log (site %s; this database's is %s): discard it and send get_snapshot", resume.SiteID, d.site)
 		return
 	}
-	opts := engine.SnapshotOptions{Cursor: d.cursor.Load(), ChunkRows: c.s.cfg.SnapshotChunkRows, Resume: resume}
+	cursor, horizon, markCursor := d.snapshotStarted()
+	defer d.snapshotEnded()
+	if resume != nil && horizon != 0 && markCursor >= resume.Cursor {
+		c.log.Info("relay: a tombstone horizon mark is not older than the checkpoint; sending a new snapshot instead of resuming", "checkpointCursor", resume.Cursor, "markCursor", markCursor)
+		resume = nil
+	}
+	if resume != nil {
+		held, err := d.holdsSnapshotPosition(resume)
+		if err != nil {
+			c.log.Error("relay: snapshot failed", "chunks", 0, "err", err)
+			c.s.storageFailed(d.id, opRead, err)
+			c.sendError(wire.CodeSnapshotError, "", "snapshot failed on the relay after 0 chunks: resume later")
+			return
+		}
+		if !held {
+			// Restored from an older copy, or pruned past the
+			// checkpoint's cursor: pulling from that cursor would skip
+			// what the log holds below it. A fresh snapshot instead (a
+			// new id: the client's engine starts a new checkpoint).
+			c.log.Info("relay: checkpoint's log position not held; sending a fresh snapshot", "snapshotId", resume.SnapshotID, "cursor", resume.Cursor)
+			resume = nil
+		}
+	}
+	var bind wire.Chain // the chain value at cursor, bound into a new snapshot's id
+	if resume == nil {
+		ch, ok, err := d.chainAt(cursor)
+		if err != nil {
+			c.log.Error("relay: snapshot failed", "chunks", 0, "err", err)
+			c.s.storageFailed(d.id, opRead, err)
+			c.sendError(wire.CodeSnapshotError, "", "snapshot failed on the relay after 0 chunks: resume later")
+			return
+		}
+		if ok {
+			bind = ch
+		}
+	}
+	opts := engine.SnapshotOptions{Cursor: cursor, ChunkRows: c.s.cfg.SnapshotChunkRows,
+		ChunkBytes: c.s.cfg.SnapshotChunkBytes, RowBytes: wire.SnapshotRowSize, Resume: resume}
 	c.setSnapshot(true)
 	defer c.setSnapshot(false)
 	chunks := 0
 	for ch, err := range d.eng.Snapshot(opts) {
+		if err == nil && ch.Type == model.ChunkHeader && ch.Header != nil {
+			h := *ch.Header
+			h.Horizon = horizon
+			ch.Header = &h
+		}
 		if c.stopCtx.Err() != nil {
 			c.log.Info("relay: snapshot abandoned: connection closing", "chunks", chunks)
 			return
 		}
 		if err != nil {
 			c.log.Error("relay: snapshot failed", "chunks", chunks, "err", err)
+			c.s.storageFailed(d.id, opRead, err)
 			c.sendError(wire.CodeSnapshotError, "", "snapshot failed on the relay after %d chunks: resume later", chunks)
 			return
+		}
+		if ch.Type == model.ChunkHeader && ch.Header != nil && !bind.IsZero() {
+			h := *ch.Header
+			h.SnapshotID = bindSnapshotID(h.SnapshotID, bind)
+			ch.Header = &h
 		}
 		data, err := wire.Encode(&wire.SnapshotChunk{Chunk: ch})
 		if err != nil {
@@ -514,11 +702,21 @@ func (c *conn) snapshot(resume *engine.SnapshotCheckpoint) {
 			c.sendError(wire.CodeSnapshotError, "", "snapshot chunk %d cannot be encoded: %v", chunks, err)
 			return
 		}
+		if int64(len(data)) > c.s.cfg.MaxMessageSize {
+			// Only a single cell larger than the frame limit (stored
+			// while the limit was higher) makes such a chunk: no client
+			// with this limit could read it.
+			c.log.Error("relay: snapshot chunk larger than the frame limit", "chunk", ch.Type, "table", ch.Table, "bytes", len(data), "limit", c.s.cfg.MaxMessageSize)
+			c.sendError(wire.CodeSnapshotError, "", "snapshot chunk %d (%s of %q) encodes to %d bytes, above the frame limit of %d: a single cell this large cannot be sent; the relay's MaxMessageSize was lowered after it was stored",
+				chunks, ch.Type, ch.Table, len(data), c.s.cfg.MaxMessageSize)
+			return
+		}
 		if !c.sendFrame(wire.TypeSnapshotChunk, data) {
 			return
 		}
 		chunks++
 	}
+	c.s.storageOK(d.id, opRead)
 	c.send(&wire.SnapshotComplete{})
 	c.log.Info("relay: snapshot sent", "chunks", chunks, "cursor", opts.Cursor, "resumed", resume != nil)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/boltkv"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -29,9 +30,9 @@ type database struct {
 	log  *slog.Logger
 
 	// Set by open; read-only afterwards.
-	store *boltkv.Store
+	store kv.Store
 	eng   *engine.Engine
-	site  engine.SiteID
+	site  model.SiteID
 
 	// applyMu serializes apply: the merge, the arrival-log append and the
 	// fan-out, so that pushes leave in cursor order.
@@ -39,6 +40,14 @@ type database struct {
 	// cursor is the last cursor committed (stored after each commit, under
 	// applyMu); everything up to it is in the merged replica.
 	cursor atomic.Uint64
+
+	// horizonMu guards horizon (the newest tombstone horizon mark, zero
+	// Wall: none; written under applyMu too) and snapshots (the snapshot
+	// streams of the database in progress: no mark is made while one
+	// streams). See horizon.go.
+	horizonMu sync.Mutex
+	horizon   wire.Horizon
+	snapshots int
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
@@ -70,7 +79,7 @@ func (e *errSnapshotRequired) Error() string {
 
 // open opens (creating if needed) the database file and its replica.
 func (d *database) open() error {
-	st, err := boltkv.Open(d.path, storeBuckets, &boltkv.Options{NoSync: d.s.cfg.NoSync, Mode: 0o600})
+	st, err := d.openStore()
 	if err != nil {
 		return fmt.Errorf("open database %q: %w", d.id, err)
 	}
@@ -84,6 +93,11 @@ func (d *database) open() error {
 			}
 		case err != nil:
 			return err
+		case string(f) == "1":
+			d.log.Info("relay: upgrading the database file to format 2 (arrival log chain values)")
+			if err := upgradeFormat1(tx); err != nil {
+				return fmt.Errorf("upgrading format 1: %w", err)
+			}
 		case string(f) != relayFormat:
 			return fmt.Errorf("%w: relay format %q, this version reads %s", errCorrupt, f, relayFormat)
 		}
@@ -94,14 +108,33 @@ func (d *database) open() error {
 		_ = st.Close()
 		return fmt.Errorf("open database %q: %w", d.id, err)
 	}
-	eng, err := engine.Open(st, engine.Options{Clock: d.s.cfg.Clock, Retention: d.s.cfg.Retention, Logger: d.log})
+	eng, err := engine.Open(st, engine.Options{Clock: d.s.cfg.Clock, Retention: d.s.cfg.Retention, Logger: d.log, Rand: d.s.cfg.Rand})
 	if err != nil {
 		_ = st.Close()
 		return fmt.Errorf("open database %q: %w", d.id, err)
 	}
 	d.store, d.eng, d.site = st, eng, eng.SiteID()
 	d.cursor.Store(cur)
+	if err := d.remerge(); err != nil {
+		_ = eng.Close()
+		_ = st.Close()
+		return fmt.Errorf("open database %q: %w", d.id, err)
+	}
+	if err := d.loadHorizon(); err != nil {
+		_ = eng.Close()
+		_ = st.Close()
+		return fmt.Errorf("open database %q: %w", d.id, err)
+	}
 	return nil
+}
+
+// openStore opens the database's store: Config.OpenStore's, or its bbolt
+// file.
+func (d *database) openStore() (kv.Store, error) {
+	if d.s.cfg.OpenStore != nil {
+		return d.s.cfg.OpenStore(d.id)
+	}
+	return boltkv.Open(d.path, storeBuckets, &boltkv.Options{NoSync: d.s.cfg.NoSync, Mode: 0o600})
 }
 
 // close closes the replica and the file.
@@ -128,6 +161,7 @@ func getCounter(tx kv.Tx, key []byte) (uint64, error) {
 // arrival is a ChangeSet just appended to the log.
 type arrival struct {
 	cursor uint64
+	chain  wire.Chain // the log's chain value at cursor
 	facts  int
 	json   []byte
 }
@@ -137,47 +171,60 @@ type arrival struct {
 // every other connection of the database. It returns the engine's result
 // and the number of ChangeSets appended. Nothing is stored when it fails:
 // errors satisfy refused for a batch refused for its content,
-// engine.ErrClockDrift for one too far ahead, or are storage errors.
-func (d *database) apply(sender *conn, sets []engine.ChangeSet) (engine.ApplyResult, int, error) {
+// model.ErrClockDrift for one too far ahead, or are storage errors.
+func (d *database) apply(sender *conn, sets []model.ChangeSet) (model.ApplyResult, int, error) {
 	type pending struct {
 		key   []byte
 		json  []byte
 		facts int
+		site  model.SiteID
+		hlc   model.HLC
 	}
 	// A connection pushes its own site's transactions only: a ChangeSet of
 	// another site would reach every device but that one (its pulls leave
 	// its own site out), and they would diverge for good.
 	for i := range sets {
 		if cs := &sets[i]; cs.SiteID != sender.site {
-			return engine.ApplyResult{}, 0, fmt.Errorf("%w: ChangeSet %d (%s) is of site %s, but this connection's handshake declared site %s: a client pushes only its own transactions",
+			return model.ApplyResult{}, 0, fmt.Errorf("%w: ChangeSet %d (%s) is of site %s, but this connection's handshake declared site %s: a client pushes only its own transactions",
 				errRefused, i, cs.TransactionID, cs.SiteID, sender.site)
 		}
 	}
 	sets, err := dedupBatch(sets)
 	if err != nil {
-		return engine.ApplyResult{}, 0, err
+		return model.ApplyResult{}, 0, err
 	}
 	pend := make([]pending, len(sets))
 	for i := range sets {
 		cs := &sets[i]
 		if cs.SiteID == d.site {
-			return engine.ApplyResult{}, 0, fmt.Errorf("%w: ChangeSet %d (%s) claims the relay's own site id %s", errRefused, i, cs.TransactionID, d.site)
+			return model.ApplyResult{}, 0, fmt.Errorf("%w: ChangeSet %d (%s) claims the relay's own site id %s", errRefused, i, cs.TransactionID, d.site)
 		}
 		js, err := wire.MarshalChangeSet(cs)
 		if err != nil {
-			return engine.ApplyResult{}, 0, fmt.Errorf("%w: ChangeSet %d: %w", engine.ErrMalformed, i, err)
+			return model.ApplyResult{}, 0, fmt.Errorf("%w: ChangeSet %d: %w", model.ErrMalformed, i, err)
 		}
-		pend[i] = pending{key: dedupKey(cs), json: js, facts: facts(cs)}
+		pend[i] = pending{key: dedupKey(cs), json: js, facts: facts(cs), site: cs.SiteID, hlc: cs.HLC}
 	}
 	now := d.s.cfg.Clock.Now()
 
 	d.applyMu.Lock()
 	defer d.applyMu.Unlock()
 	var added []arrival
+	var marks []wire.Horizon
 	var last uint64
-	res, err := d.eng.Apply(sets, engine.ApplyOptions{Extra: func(tx kv.Tx, _ engine.ApplyResult) error {
+	res, err := d.eng.Apply(sets, engine.ApplyOptions{Extra: func(tx kv.Tx, _ model.ApplyResult) error {
 		added = added[:0]
 		cur, err := getCounter(tx, keyCursor)
+		if err != nil {
+			return err
+		}
+		// Marks are made at the head under applyMu: only one at cur,
+		// before the first ChangeSet appended here, can fall in the
+		// push's range (wire's push_changes: first-1 … last).
+		if marks, err = marksIn(tx, cur, cur); err != nil {
+			return err
+		}
+		chain, _, err := getChain(tx, bucketRelay, keyChain, wire.GenesisChain)
 		if err != nil {
 			return err
 		}
@@ -205,19 +252,29 @@ func (d *database) apply(sender *conn, sets []engine.ChangeSet) (engine.ApplyRes
 			if err := tx.Put(bucketArrivalsTx, p.key, idx); err != nil {
 				return err
 			}
-			added = append(added, arrival{cursor: cur, facts: p.facts, json: p.json})
+			chain = nextChain(chain, p.key)
+			if err := tx.Put(bucketChain, cursorKey(cur), chain[:]); err != nil {
+				return err
+			}
+			if err := raiseSiteHLC(tx, p.site, p.hlc); err != nil {
+				return err
+			}
+			added = append(added, arrival{cursor: cur, chain: chain, facts: p.facts, json: p.json})
 		}
 		last = cur
 		if len(added) == 0 {
 			return nil
 		}
+		if err := tx.Put(bucketRelay, keyChain, chain[:]); err != nil {
+			return err
+		}
 		return tx.Put(bucketRelay, keyCursor, cursorKey(cur))
 	}})
 	if err != nil {
-		return engine.ApplyResult{}, 0, err
+		return model.ApplyResult{}, 0, err
 	}
 	d.cursor.Store(last)
-	d.broadcast(sender, added)
+	d.broadcast(sender, added, marks)
 	return res, len(added), nil
 }
 
@@ -267,7 +324,7 @@ func checkResend(tx kv.Tx, idx, js []byte, i int) error {
 
 // broadcast queues push_changes frames carrying added to every connection of
 // the database but sender. It never blocks: see conn.push.
-func (d *database) broadcast(sender *conn, added []arrival) {
+func (d *database) broadcast(sender *conn, added []arrival, marks []wire.Horizon) {
 	if len(added) == 0 {
 		return
 	}
@@ -282,7 +339,7 @@ func (d *database) broadcast(sender *conn, added []arrival) {
 	if len(targets) == 0 {
 		return
 	}
-	frames := d.pushFrames(added)
+	frames := d.pushFrames(added, marks)
 	for _, c := range targets {
 		for _, f := range frames {
 			if !c.push(f) {
@@ -293,8 +350,10 @@ func (d *database) broadcast(sender *conn, added []arrival) {
 }
 
 // pushFrames splits added into push_changes frames bounded by PageChanges
-// and the frame size, each carrying consecutive cursors ending at its own.
-func (d *database) pushFrames(added []arrival) [][]byte {
+// and the frame size, each carrying consecutive cursors ending at its own
+// and the marks (ascending) with first-1 ≤ cursor ≤ last of its
+// sequences first … last.
+func (d *database) pushFrames(added []arrival, marks []wire.Horizon) [][]byte {
 	var frames [][]byte
 	limit := int(d.s.cfg.MaxMessageSize) - frameOverhead
 	for start := 0; start < len(added); {
@@ -312,17 +371,24 @@ func (d *database) pushFrames(added []arrival) [][]byte {
 		for _, a := range added[start:end] {
 			page = append(page, a.json)
 		}
-		frames = append(frames, changeSetsFrame(wire.TypePushChanges, added[end-1].cursor, false, page))
+		lo, hi := added[start].cursor-1, added[end-1].cursor
+		var hs []wire.Horizon
+		for _, h := range marks {
+			if h.Cursor >= lo && h.Cursor <= hi {
+				hs = append(hs, h)
+			}
+		}
+		frames = append(frames, changeSetsFrame(wire.TypePushChanges, hi, added[end-1].chain, false, hs, page))
 		start = end
 	}
 	return frames
 }
 
 // changeSetsFrame assembles a changes or push_changes frame from stored
-// ChangeSet JSON, as wire.Encode would write it (type, cursor, more for
-// changes, changeSets).
-func changeSetsFrame(t wire.MessageType, cursor uint64, more bool, sets [][]byte) []byte {
-	n := 64
+// ChangeSet JSON, as wire.Encode would write it (type, cursor, chain, more
+// for changes, horizons when any, changeSets).
+func changeSetsFrame(t wire.MessageType, cursor uint64, chain wire.Chain, more bool, marks []wire.Horizon, sets [][]byte) []byte {
+	n := 64 + 80*len(marks)
 	for _, s := range sets {
 		n += len(s) + 1
 	}
@@ -331,9 +397,16 @@ func changeSetsFrame(t wire.MessageType, cursor uint64, more bool, sets [][]byte
 	b = append(b, t...)
 	b = append(b, `","cursor":`...)
 	b = strconv.AppendUint(b, cursor, 10)
+	b = append(b, `,"chain":"`...)
+	b = append(b, chain.String()...)
+	b = append(b, '"')
 	if t == wire.TypeChanges {
 		b = append(b, `,"more":`...)
 		b = strconv.AppendBool(b, more)
+	}
+	if len(marks) > 0 {
+		b = append(b, `,"horizons":`...)
+		b = wire.AppendHorizons(b, marks)
 	}
 	b = append(b, `,"changeSets":[`...)
 	for i, s := range sets {
@@ -352,7 +425,7 @@ func changeSetsFrame(t wire.MessageType, cursor uint64, more bool, sets [][]byte
 // granularity (a larger ChangeSet goes alone). It returns
 // *errSnapshotRequired when since is older than the retained log or ahead
 // of it.
-func (d *database) readChanges(since uint64, own engine.SiteID) ([]byte, error) {
+func (d *database) readChanges(since uint64, own model.SiteID) ([]byte, error) {
 	var frame []byte
 	pageChanges := d.s.cfg.PageChanges
 	limit := int(d.s.cfg.MaxMessageSize) - frameOverhead
@@ -368,19 +441,29 @@ func (d *database) readChanges(since uint64, own engine.SiteID) ([]byte, error) 
 		if since > cur || since < pruned {
 			return &errSnapshotRequired{since: since, pruned: pruned, current: cur}
 		}
+		// A page ends at the first horizon mark after since (wire's
+		// "Tombstone horizon"): its ChangeSets are applied before the
+		// mark's pruning, the next page's after it.
+		end := cur
+		if ms, err := marksIn(tx, since+1, cur); err != nil {
+			return err
+		} else if len(ms) > 0 {
+			end = ms[0].Cursor
+		}
 		var page [][]byte
 		n, size := 0, 0
 		last, more := since, false
+		var lastKey []byte // the record key at last, when last < cur
 		var derr error
-		if since < cur {
-			err = tx.Scan(bucketArrivals, kv.Range{Start: cursorKey(since + 1)}, func(k, v []byte) bool {
+		if since < end {
+			err = tx.Scan(bucketArrivals, kv.Range{Start: cursorKey(since + 1), End: cursorKey(end + 1)}, func(k, v []byte) bool {
 				c, err := parseUint64(k)
 				if err == nil {
 					var r record
 					r, err = decodeRecord(v)
 					if err == nil {
 						if s, ok := r.site(); ok && s == own {
-							last = c
+							last, lastKey = c, k
 							return true
 						}
 						if len(page) > 0 && (n+r.facts > pageChanges || size+len(r.json)+1 > limit) {
@@ -390,7 +473,7 @@ func (d *database) readChanges(since uint64, own engine.SiteID) ([]byte, error) 
 						page = append(page, r.json)
 						n += r.facts
 						size += len(r.json) + 1
-						last = c
+						last, lastKey = c, k
 						return true
 					}
 				}
@@ -404,11 +487,37 @@ func (d *database) readChanges(since uint64, own engine.SiteID) ([]byte, error) 
 				return err
 			}
 		}
-		if !more {
+		switch {
+		case more:
+		case end < cur:
+			// Stopped at a mark: the page covers up to it.
+			last, more = end, true
+			if lastKey != nil && !bytes.Equal(lastKey, cursorKey(end)) {
+				lastKey = nil
+			}
+		default:
 			last = cur
 		}
+		var chain wire.Chain
+		var ok bool
+		if last == cur || lastKey == nil {
+			chain, ok, err = chainAt(tx, last)
+		} else {
+			chain, ok, err = getChain(tx, bucketChain, lastKey, wire.Chain{})
+		}
+		if err == nil && !ok {
+			err = fmt.Errorf("%w: no chain value for cursor %d", errCorrupt, last)
+		}
+		if err != nil {
+			return err
+		}
+		// Every mark with since ≤ cursor ≤ last (wire's changes).
+		marks, err := marksIn(tx, since, last)
+		if err != nil {
+			return err
+		}
 		// The page aliases the transaction's memory: assemble it here.
-		frame = changeSetsFrame(wire.TypeChanges, last, more, page)
+		frame = changeSetsFrame(wire.TypeChanges, last, chain, more, marks, page)
 		return nil
 	})
 	return frame, err
@@ -462,8 +571,26 @@ func (d *database) pruneArrivals(cutoffMs uint64) (int, error) {
 			if len(vs) < pruneBatch {
 				done = true
 			}
+			if len(vs) > 0 {
+				// The compaction point keeps its chain value, so that a
+				// client at it can still be checked.
+				last := cursorKey(vs[len(vs)-1].cursor)
+				ch, ok, err := getChain(tx, bucketChain, last, wire.Chain{})
+				if err == nil && !ok {
+					err = fmt.Errorf("%w: no chain value for cursor %d", errCorrupt, vs[len(vs)-1].cursor)
+				}
+				if err != nil {
+					return err
+				}
+				if err := tx.Put(bucketRelay, keyPrunedChain, ch[:]); err != nil {
+					return err
+				}
+			}
 			for _, v := range vs {
 				if err := tx.Delete(bucketArrivals, cursorKey(v.cursor)); err != nil {
+					return err
+				}
+				if err := tx.Delete(bucketChain, cursorKey(v.cursor)); err != nil {
 					return err
 				}
 				idx, err := tx.Get(bucketArrivalsTx, v.key)
@@ -515,3 +642,55 @@ func (d *database) removeConn(c *conn) {
 
 // dbPath returns the file of database id in dir.
 func dbPath(dir, id string) string { return filepath.Join(dir, dbFileName(id)) }
+
+// logPosition is the relay's answer to the log position a handshake
+// presented, and what it holds of the handshaking site.
+type logPosition struct {
+	history wire.History
+	siteHLC model.HLC // zero: the log never appended a ChangeSet of the site
+}
+
+// checkPosition answers a handshake of site that presented cursor and
+// chain in the log named by logSite (zero: none presented): whether this
+// log continues that history (wire.HistoryContinues), is not a
+// continuation of it (wire.HistoryDiverged: its head is below cursor, or
+// its chain value at cursor differs), or cannot tell (""), and the
+// highest hlc of the site's appended ChangeSets.
+func (d *database) checkPosition(site, logSite model.SiteID, cursor uint64, chain wire.Chain) (logPosition, error) {
+	var p logPosition
+	err := d.store.View(func(tx kv.Tx) error {
+		h, _, err := siteHLC(tx, site)
+		if err != nil {
+			return err
+		}
+		p.siteHLC = h
+		if logSite != d.site {
+			return nil // another log's position, or none
+		}
+		cur, err := getCounter(tx, keyCursor)
+		if err != nil {
+			return err
+		}
+		if cursor > cur {
+			p.history = wire.HistoryDiverged
+			return nil
+		}
+		if chain.IsZero() {
+			return nil
+		}
+		held, ok, err := chainAt(tx, cursor)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			// Below the retained log: get_changes answers
+			// SNAPSHOT_REQUIRED.
+		case held == chain:
+			p.history = wire.HistoryContinues
+		default:
+			p.history = wire.HistoryDiverged
+		}
+		return nil
+	})
+	return p, err
+}

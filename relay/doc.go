@@ -6,7 +6,7 @@
 // it answers pulls from that log, fans pushes out to the database's other
 // connections, streams snapshots to new devices, and prunes what is older
 // than the retention horizon. The protocol it speaks is package wire's (its
-// package documentation is the reference); DESIGN.md § Sync and § The relay
+// package documentation is the reference); docs/design.md § Sync and § The relay
 // say why it works this way.
 //
 // # Running
@@ -48,6 +48,11 @@
 //	-write-timeout         REPLICA_RELAY_WRITE_TIMEOUT         10s             close connections that take no frame (WriteTimeout)
 //	-handshake-timeout     REPLICA_RELAY_HANDSHAKE_TIMEOUT     10s             close connections without a valid handshake by then (HandshakeTimeout)
 //	-max-connections       REPLICA_RELAY_MAX_CONNECTIONS       10000           connections open at once; more get HTTP 503 (MaxConnections)
+//	-frame-rate            REPLICA_RELAY_FRAME_RATE            500             frames/s per connection, sustained (FrameRate)
+//	-frame-burst           REPLICA_RELAY_FRAME_BURST           1000            frames per connection at once above it (FrameBurst)
+//	-byte-rate             REPLICA_RELAY_BYTE_RATE             64MiB           frame bytes/s per connection, sustained (ByteRate)
+//	-byte-burst            REPLICA_RELAY_BYTE_BURST            128MiB          bytes at once above it; at least -max-frame (ByteBurst)
+//	-rate-limit-grace      REPLICA_RELAY_RATE_LIMIT_GRACE      10s             close a connection over its rate this long (RateLimitGrace)
 //	-retention             REPLICA_RELAY_RETENTION             30d             arrival log and tombstone horizon (Retention)
 //	-maintenance-interval  REPLICA_RELAY_MAINTENANCE_INTERVAL  1h              pruning period (MaintenanceInterval)
 //	-db-idle-close         REPLICA_RELAY_DB_IDLE_CLOSE         5m              close unused database files (DatabaseIdleClose)
@@ -61,7 +66,9 @@
 // # Endpoints
 //
 //	GET /sync      the WebSocket endpoint (JSON text frames of package wire)
-//	GET /healthz   200 "ok" while serving, 503 once shutting down
+//	GET /healthz   200 "ok" while serving and storage works; 503 "shutting
+//	               down" once shutting down; 503 with one line per failing
+//	               operation while storage fails (see "Storage failures")
 //	GET /metrics   Prometheus metrics (see "Metrics")
 //	GET /          the files of the web directory; .wasm as application/wasm,
 //	               a precompressed sibling (replica.wasm.gz, not older than
@@ -87,7 +94,15 @@
 // Authenticator grants it (else AUTH_FAILED, close 4001). Then the database
 // is opened if it is not already and handshake_ack names it, the relay's
 // site id for it (serverSiteId: the database's merged replica's site id,
-// stable for the life of its file) and the connection (connectionId "c-N").
+// stable for the life of its file), the connection (connectionId "c-N"),
+// siteHlc (the highest hlc among the ChangeSets of the handshake's site
+// the log ever stored, zero for none) and history, the verdict on the
+// position the handshake presented (serverSiteId, cursor, chain):
+// "continues" when this database's log holds cursor with that chain value,
+// "diverged" when its cursor is below the presented one or its chain value
+// there differs (logged as a warning: the file was restored from an older
+// copy, or the client synced with another log of the same id), nothing
+// when there is nothing to judge (see wire's "Verifying the relay's log").
 // Frames other than handshake before that get NOT_AUTHENTICATED; a second
 // handshake gets ALREADY_AUTHENTICATED (close 4004). A frame that is not a
 // valid message gets MESSAGE_ERROR (binary frames too), except, after the
@@ -132,17 +147,18 @@
 //     pushed in another device's name would reach every device but that
 //     one, whose pulls leave its own site out), a resend with other facts
 //     (above), a frame whose changes do not decode, a ChangeSet the engine
-//     finds malformed (engine.ErrMalformed: among others a value or key
+//     finds malformed (model.ErrMalformed: among others a value or key
 //     value that does not fit a column type the database's migrations
 //     declare, such as text for a real column; columns and tables no
 //     migration declares are stored as received), a row or value too large to
-//     store (engine.ErrValidation, kv.ErrValueTooLarge, kv.ErrInvalidKey),
-//     a migration contradicting the stored schema (engine.ErrSchema), a
+//     store (model.ErrValidation, kv.ErrValueTooLarge, kv.ErrInvalidKey),
+//     a migration contradicting the stored schema (model.ErrSchema), a
 //     ChangeSet claiming the relay's own site id, or more than
 //     MaxChangesPerApply changes in the frame;
-//   - an HLC more than 60 s ahead of the relay's clock
-//     (engine.ErrClockDrift): APPLY_CHANGES_ERROR saying "clock drift",
-//     logged as a warning; it passes once the clocks agree;
+//   - an HLC more than 60 s ahead of the relay's clock (the engine's
+//     *model.DriftError): CLOCK_DRIFT, its message saying by how many ms
+//     the device is ahead, logged as a warning; it passes once the clocks
+//     agree (APPLY_CHANGES_ERROR saying "clock drift" before 2026-12-01);
 //   - a storage failure on the relay: APPLY_CHANGES_ERROR, "retry later",
 //     logged as an error.
 //
@@ -152,6 +168,11 @@
 // the database as push_changes {cursor, changeSets}, paged like changes, in
 // cursor order (applies to one database are serialized, fan-out included).
 // The sender gets no push of its own ChangeSets.
+//
+// Every changes and push_changes frame carries the log's chain value at its
+// cursor (chain): the first 16 bytes of SHA-256 of the previous value, the
+// entry's site id and its transactionId, from wire.GenesisChain at cursor
+// 0, computed in the apply's transaction and stored with the entry.
 //
 // get_changes {since} returns the ChangeSets with a cursor above since in
 // cursor order, whole, at most PageChanges changes and MaxMessageSize bytes a
@@ -170,18 +191,46 @@
 //
 // get_snapshot streams engine.Snapshot of the merged replica as
 // snapshot_chunk frames (header, schema, per table table_start, rows
-// chunks of at most SnapshotChunkRows rows, table_end, footer), then
-// snapshot_complete. The header's cursor is the database's cursor read
+// chunks of at most SnapshotChunkRows rows and SnapshotChunkBytes bytes
+// encoded, table_end, footer), then snapshot_complete. A row larger than
+// SnapshotChunkBytes on its own (a merge of several devices' columns may
+// reach the 8 MiB storage limit) travels in parts, one row a chunk, each
+// with as many of its cells as fit; a single cell always fits a frame, as
+// it reached the relay in an apply_changes frame no larger than
+// MaxMessageSize. (Were MaxMessageSize lowered below a stored cell's size,
+// its chunk is refused with SNAPSHOT_ERROR rather than sent.) The header's cursor is the database's cursor read
 // before any data, so everything up to it is in the snapshot and the client
 // pulls from it afterwards. resume_snapshot {checkpoint} streams only the
 // tables the checkpoint has not completed, under its snapshotId and cursor; a
 // checkpoint of another relay log (its siteId is not this database's) is
-// refused with SNAPSHOT_ERROR. Chunks are read one transaction at a time and
+// refused with SNAPSHOT_ERROR. A new snapshot's id binds the log's chain
+// value at its cursor, and a checkpoint resumes only while the log holds
+// that cursor with that chain value: after a restore from an older copy
+// (same siteId, the cursor handed out again for other entries), a prune
+// past it, or for an id that binds none, the relay streams a fresh
+// snapshot instead (new id, current cursor, every table), since the
+// client pulls from a resumed stream's cursor and would skip what the log
+// holds below it. Chunks are read one transaction at a time and
 // queued as the connection takes them, so a snapshot of any size needs at
-// most SendQueue chunks of memory; the connection's other frames wait until
+// most SendQueue chunks of memory (SendQueue × SnapshotChunkBytes, 256 MiB
+// by default, per connection that bootstraps at once; a chunk is usually
+// far smaller); the connection's other frames wait until
 // the stream ends, and pushes to it are dropped meanwhile (its catch-up from
 // the header's cursor fetches them). A failure ends the stream with
 // SNAPSHOT_ERROR; the client resumes later from its checkpoint.
+//
+// The merged replica has no resurrection setting of its own (Config has
+// none): the policy is the database's, per table, learned from the
+// set_resurrection_policy migrations its clients push (a client opened
+// with allowResurrection declares it). The merged replica keeps the cells
+// written after a tombstone whatever the policy, and a snapshot carries
+// them with the tombstone and the migrations, so a device bootstrapping
+// from it shows a row that was deleted and written again exactly when the
+// database's policy is allow-resurrection, as live devices do. A database
+// file written by an earlier version (which dropped those cells) is merged
+// again from its arrival log when first opened ("merged" in the relay
+// bucket; arrivals pruned by retention are gone), and logs how many
+// arrivals it merged.
 //
 // # Storage layout
 //
@@ -194,11 +243,28 @@
 // that differ only in case stay apart on case-insensitive file systems).
 // Inside, next to the engine's buckets (engine.Buckets, engine/layout.go):
 //
-//	relay        "format" → "1"; "cursor" → last cursor (8-byte big-endian);
-//	             "pruned" → last cursor removed by retention (8-byte big-endian)
-//	arrivals     cursor (8-byte big-endian) → version 1 ‖ arrival time ms (8)
-//	             ‖ fact count (4) ‖ uvarint length ‖ dedup key ‖ ChangeSet wire JSON
-//	arrivals_tx  site id (16 bytes) ‖ transactionId → cursor (8) ‖ fact count (4)
+//	relay          "format" → "2"; "cursor" → last cursor (8-byte big-endian);
+//	               "pruned" → last cursor removed by retention (8-byte big-endian);
+//	               "chain" → chain value at "cursor" (16 bytes);
+//	               "prunedChain" → chain value at "pruned" (16 bytes);
+//	               "merged" → "2" once the merged replica holds every retained
+//	               arrival merged by this version's rules (absent: merged again at open)
+//	arrivals       cursor (8-byte big-endian) → version 1 ‖ arrival time ms (8)
+//	               ‖ fact count (4) ‖ uvarint length ‖ dedup key ‖ ChangeSet wire JSON
+//	arrivals_tx    site id (16 bytes) ‖ transactionId → cursor (8) ‖ fact count (4)
+//	arrivals_chain cursor (8-byte big-endian) → chain value there (16 bytes)
+//	arrivals_site  site id (16 bytes) → highest hlc of its stored ChangeSets
+//	               (30 bytes, model.HLC.Bytes); never pruned
+//	arrivals_horizon cursor (8-byte big-endian) → wall ms (8) ‖ chain value at
+//	               cursor (16): the tombstone horizon marks (one per cursor;
+//	               see "Retention and maintenance")
+//
+// A file of format 1 (relays before 2026-12-01) is upgraded when opened, in
+// one transaction: chain values from wire.GenesisChain at its compaction
+// point over the retained entries, and arrivals_site from them (a site all
+// of whose entries were pruned gets none, so its clients push their
+// transactions again once; the merged replica skips them as held). A relay
+// of format 1 refuses a file of format 2 ("relay format").
 //
 // The ChangeSet is kept as wire JSON as received (wire.MarshalChangeSet of
 // the decoded frame), so pages and pushes are assembled from stored bytes
@@ -233,6 +299,24 @@
 //     "handshake timeout" (the time authentication takes does not count).
 //     So a client without credentials holds little memory, and not for
 //     long.
+//   - FrameRate and FrameBurst (500 frames/s, bursts of 1000), ByteRate
+//     and ByteBurst (64 MiB/s, bursts of 128 MiB or twice MaxMessageSize),
+//     per connection, from its first frame on; WebSocket pings count as
+//     frames. Each is a token bucket (golang.org/x/time/rate). A
+//     connection over either is slowed, not refused: the relay stops
+//     reading it until the bucket allows its next frame, so its frames
+//     wait in the socket, TCP pushes back on the sender, and it costs the
+//     relay nothing meanwhile (8 connections flooding pings cannot slow
+//     another database's connections). A connection that stays over its
+//     rate for RateLimitGrace (10 s; the count ends once it sends slowly
+//     enough for both buckets to refill to half their burst) gets
+//     RATE_LIMITED (transient) and is closed with status 1008 "rate
+//     limited". The Replica client keeps at most one pull and one push in
+//     flight and pings every 30 s, so it stays far below the defaults; on
+//     RATE_LIMITED it reconnects after a backoff that grows with each
+//     such close. replica_relay_rate_limited_total counts connections
+//     slowed and closed. The limits are per connection: MaxConnections
+//     bounds how many a client can open.
 //   - MaxConnections (10 000): WebSocket connections open at once,
 //     handshake done or not; an upgrade beyond it is answered with HTTP 503
 //     (Retry-After: 10) and the client retries with backoff.
@@ -256,16 +340,65 @@
 //     WebSocket ping) for that long while none of its requests was being
 //     served is closed with 1001 "idle timeout". Clients ping every 30 s.
 //
+// # Storage failures
+//
+// The relay tracks, per database, whether its last open, write
+// (apply_changes), prune (retention) and read (get_changes, snapshot)
+// failed on the relay's side (a full disk, kv.ErrQuotaExceeded; an I/O
+// error; a file that will not open), not for the client's content. While one does, /healthz
+// answers 503 with a line per failing operation,
+//
+//	storage failing: database "acme": write failed 3 times since 2026-12-01T20:59:49Z: boltkv: commit: kv: storage quota exceeded: ... no space left on device
+//
+// replica_relay_storage_failing counts them and
+// replica_relay_storage_errors_total{op} counts every failure. The clients
+// get APPLY_CHANGES_ERROR ("retry later") and retry with backoff: nothing
+// they sent is lost, it stays pending on the devices. A failure clears
+// when the same kind of operation next succeeds on that database (a
+// client's retried push, once space is free), so /healthz turns 200 again
+// without a restart. The data directory is one file system: a full disk
+// fails every database's writes, and a load balancer that takes the relay
+// out of service on 503 sends clients elsewhere only if there is
+// elsewhere. A failure of a database no client writes to any more stays
+// reported until one does, or the relay restarts.
+//
 // # Retention and maintenance
 //
 // Every MaintenanceInterval (1 h) and on Maintain, for each open database:
-// engine.Prune drops tombstones and held changes older than Retention (30
-// days), and arrival-log entries that arrived more than Retention ago are
-// removed, oldest first, with their dedup entries; "pruned" remembers the
-// last removed cursor, so get_changes from before it gets SNAPSHOT_REQUIRED
-// (a client offline longer than the horizon re-bootstraps instead of
-// missing deletions). A database that is not open is pruned when it next
-// is and the loop runs.
+//
+//   - The tombstone horizon (wire's "Tombstone horizon", docs/design.md §
+//     Retention). When cutoff = now − Retention (30 days, by Config.Clock)
+//     is above the newest horizon mark's wall, the relay, holding the
+//     database's apply lock (no apply_changes is merged or appended
+//     meanwhile), first stores the mark {cursor: the head, wall: cutoff,
+//     chain: the chain value at the head} in arrivals_horizon, then prunes
+//     the merged replica's tombstones deleted before cutoff
+//     (engine.PruneTombstones). Every client prunes the same tombstones at
+//     the same point of the log, so a late change for a deleted row is
+//     decided alike by every replica. While a snapshot of the database is
+//     streaming the step is skipped and tried again at the next pass (a
+//     snapshot's data and its header's horizon must agree). A resume of a
+//     checkpoint whose cursor is not below the newest mark's is served as
+//     a new snapshot. At open, before serving, the relay prunes at the
+//     newest mark's wall again, finishing a pruning a crash interrupted.
+//     Clients already connected when a mark is made get it with their next
+//     push_changes or changes, whichever comes first; a client that
+//     reconnects gets it from its pull (marks at since are served): the
+//     order in the log is what matters, not when it arrives.
+//   - engine.Prune, in the same critical section after the mark, drops
+//     held changes older than Retention and tidies the own change log.
+//   - Arrival-log entries that arrived more than Retention ago are
+//     removed, oldest first, with their dedup entries and chain values;
+//     "pruned" remembers the last removed cursor and "prunedChain" its
+//     chain value (so a client at the compaction point can still be
+//     checked), so get_changes from before it gets SNAPSHOT_REQUIRED (a
+//     client offline longer than the horizon re-bootstraps instead of
+//     missing deletions). Horizon marks below "pruned" go with them; the
+//     newest is always kept.
+//
+// A database that is not open is pruned when it next is and the loop runs.
+// The log line "relay: pruned" reports the horizon, whether a mark was
+// made and the counts; replica_relay_horizon_marks_total counts marks.
 //
 // # Metrics
 //
@@ -287,6 +420,11 @@
 //	replica_relay_apply_duration_seconds      histogram  merge + append + commit of one apply_changes
 //	replica_relay_pushes_dropped_total        counter  push_changes not delivered, by reason (queue_full, snapshot)
 //	replica_relay_arrivals_pruned_total       counter  arrival-log entries removed by retention
+//	replica_relay_horizon_marks_total         counter  tombstone horizon marks made
+//	replica_relay_rate_limited_total          counter  connections over their rate, by action (slowed: its frames
+//	                                                   started waiting; closed: RATE_LIMITED after RateLimitGrace)
+//	replica_relay_storage_errors_total        counter  storage operations that failed, by op (open, write, read)
+//	replica_relay_storage_failing             gauge    operations of databases whose last attempt failed (/healthz 503)
 //
 // # Shutdown
 //
@@ -305,22 +443,30 @@
 //     DatabaseIdleClose after its last connection left). There is no hot
 //     backup endpoint yet.
 //   - Restoring: a restored copy has the same serverSiteId but an older
-//     log, and it will hand out again, for other ChangeSets, cursors that
-//     clients which synced after the copy already hold; those clients
-//     would skip them. Restore a copy only where no client synced after it
-//     was taken. After losing a database otherwise, delete its file: the
-//     next handshake creates it anew with a new serverSiteId, every client
-//     treats its old cursor as void, bootstraps from the (empty) snapshot
-//     and pushes its own changes again, and the database refills from the
-//     clients.
+//     log. Its clients detect it at their next handshake (their cursor is
+//     ahead of its log, or its chain value there differs: history
+//     "diverged", logged as a warning here) and repair it: each one
+//     bootstraps again and pushes back its transactions the copy lacks
+//     (siteHlc says what the copy holds of each site). Once every device
+//     that wrote after the copy was taken has reconnected, the database
+//     holds every row again, and new devices bootstrap with all of them;
+//     a device that never comes back takes its later writes with it.
+//     After losing a database otherwise, delete its file: the next
+//     handshake creates it anew with a new serverSiteId, every client
+//     treats its old cursor as void and pushes its own changes again, and
+//     the database refills from the clients.
 //   - Deleting a database: stop the relay (or wait until it is closed) and
 //     delete its file. The next handshake creates an empty one with a new
 //     serverSiteId, so clients know their cursors are void.
 //   - Behind a reverse proxy or TLS terminator: forward /sync as a WebSocket
 //     upgrade, and keep the proxy's idle timeout above IdleTimeout.
 //   - Several relays may not share a data directory (relay.lock). Scaling
-//     beyond one process is DESIGN.md's next step (a shared store and
+//     beyond one process is the design's next step (a shared store and
 //     pub/sub), not this package's.
-//   - Logs are log/slog records; every connection's carry conn (its
-//     connectionId), remote and, after the handshake, database.
+//   - Logs are log/slog records (-log-format json for JSON lines); every
+//     connection's carry conn (its connectionId), remote and, after the
+//     handshake, database. Ids are text in both formats: site ids
+//     (site, serverSiteId) as their 22 base64url characters, HLCs as
+//     "wall.counter@site/opSeq", transactionIds and database ids as
+//     sent (model.SiteID and model.HLC implement encoding.TextMarshaler).
 package relay

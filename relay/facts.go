@@ -6,7 +6,7 @@ import (
 	"bytes"
 	"fmt"
 
-	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -24,11 +24,11 @@ import (
 // priorHlc, priorRow: best-effort, replica-local lineage). ok is false when
 // two facts share an HLC (the ChangeSet is malformed; the engine refuses
 // it).
-func factPrints(cs *engine.ChangeSet) (prints map[engine.HLC][]byte, ok bool, err error) {
-	prints = make(map[engine.HLC][]byte, len(cs.Migrations)+len(cs.Changes))
-	one := engine.ChangeSet{SiteID: cs.SiteID, TransactionID: cs.TransactionID}
+func factPrints(cs *model.ChangeSet) (prints map[model.HLC][]byte, ok bool, err error) {
+	prints = make(map[model.HLC][]byte, len(cs.Migrations)+len(cs.Changes))
+	one := model.ChangeSet{SiteID: cs.SiteID, TransactionID: cs.TransactionID}
 	ok = true
-	add := func(h engine.HLC) error {
+	add := func(h model.HLC) error {
 		one.HLC = h
 		b, err := wire.MarshalChangeSet(&one)
 		if err != nil {
@@ -49,8 +49,8 @@ func factPrints(cs *engine.ChangeSet) (prints map[engine.HLC][]byte, ok bool, er
 	one.Migrations = nil
 	for i := range cs.Changes {
 		c := cs.Changes[i]
-		c.HasPrior, c.PriorValue, c.PriorHLC, c.PriorRow = false, engine.Value{}, engine.HLC{}, nil
-		one.Changes = []engine.Change{c}
+		c.HasPrior, c.PriorValue, c.PriorHLC, c.PriorRow = false, model.Value{}, model.HLC{}, nil
+		one.Changes = []model.Change{c}
 		if err := add(c.HLC); err != nil {
 			return nil, false, err
 		}
@@ -61,7 +61,7 @@ func factPrints(cs *engine.ChangeSet) (prints map[engine.HLC][]byte, ok bool, er
 // coveredBy returns "" when every fact of cs is a fact of held (same HLC,
 // same content), else what differs first, for an error message. Facts are
 // compared in cs's order so the message is stable.
-func coveredBy(cs, held *engine.ChangeSet) (string, error) {
+func coveredBy(cs, held *model.ChangeSet) (string, error) {
 	mine, ok, err := factPrints(cs)
 	if err != nil {
 		return "", err
@@ -73,7 +73,7 @@ func coveredBy(cs, held *engine.ChangeSet) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	check := func(h engine.HLC, what string) string {
+	check := func(h model.HLC, what string) string {
 		t, found := theirs[h]
 		switch {
 		case !found:
@@ -102,7 +102,7 @@ func coveredBy(cs, held *engine.ChangeSet) (string, error) {
 // (the superset is kept, in its place), so the transaction is merged and
 // counted once. Copies that are not subsets of one another refuse the
 // batch (errRefused). sets is returned as is when nothing repeats.
-func dedupBatch(sets []engine.ChangeSet) ([]engine.ChangeSet, error) {
+func dedupBatch(sets []model.ChangeSet) ([]model.ChangeSet, error) {
 	if len(sets) < 2 {
 		return sets, nil
 	}
@@ -120,7 +120,7 @@ func dedupBatch(sets []engine.ChangeSet) ([]engine.ChangeSet, error) {
 		}
 		d, err := coveredBy(&sets[i], &sets[j])
 		if err != nil {
-			return nil, fmt.Errorf("%w: ChangeSet %d: %w", engine.ErrMalformed, i, err)
+			return nil, fmt.Errorf("%w: ChangeSet %d: %w", model.ErrMalformed, i, err)
 		}
 		if d == "" {
 			drop[i] = true
@@ -137,7 +137,7 @@ func dedupBatch(sets []engine.ChangeSet) ([]engine.ChangeSet, error) {
 	if drop == nil {
 		return sets, nil
 	}
-	out := make([]engine.ChangeSet, 0, len(sets))
+	out := make([]model.ChangeSet, 0, len(sets))
 	for i := range sets {
 		if !drop[i] {
 			out = append(out, sets[i])

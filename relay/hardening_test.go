@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -90,14 +91,14 @@ func TestPermanentRefusalIsNotRetryLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	big := strings.Repeat("x", 5<<20)
-	for _, cs := range []*engine.ChangeSet{&ins, upd} {
+	for _, cs := range []*model.ChangeSet{&ins, upd} {
 		for i := range cs.Changes {
 			if c := &cs.Changes[i]; c.Column == "name" || c.Column == "trip" && cs == upd {
-				c.Value = engine.Text(big)
+				c.Value = model.Text(big)
 			}
 		}
 	}
-	a.send(&wire.ApplyChanges{RequestID: "apply-2", ChangeSets: []engine.ChangeSet{ins, *upd}})
+	a.send(&wire.ApplyChanges{RequestID: "apply-2", ChangeSets: []model.ChangeSet{ins, *upd}})
 	e := a.expectError(wire.CodeApplyChangesRefused)
 	if e.RequestID != "apply-2" || !strings.Contains(e.Message, "too large") || strings.Contains(e.Message, "retry later") {
 		t.Fatalf("error %+v, want requestId apply-2 and a message saying the row is too large, not retry later", *e)
@@ -119,7 +120,7 @@ func TestPermanentRefusalIsNotRetryLater(t *testing.T) {
 func TestZeroSiteIDHandshake(t *testing.T) {
 	r := startRelay(t, Config{})
 	c := dial(t, r, nil)
-	c.send(&wire.Handshake{ProtocolVersion: wire.ProtocolVersion, DatabaseID: "acme", SiteID: engine.SiteID{}})
+	c.send(&wire.Handshake{ProtocolVersion: wire.ProtocolVersion, DatabaseID: "acme", SiteID: model.SiteID{}})
 	e := recvType[*wire.Error](c)
 	if e.Code != wire.CodeMessageError || !e.Fatal || !strings.Contains(e.Message, "siteId") {
 		t.Fatalf("error %+v, want a fatal MESSAGE_ERROR about the siteId", *e)
@@ -152,7 +153,7 @@ func TestDuplicateInOneBatchCountedOnce(t *testing.T) {
 	cs2 := insertStops(t, rep, "t", 1)[0]
 	sub := cs2
 	sub.Changes = cs2.Changes[1:]
-	res = a.apply("apply-2", []engine.ChangeSet{sub, cs2, sub})
+	res = a.apply("apply-2", []model.ChangeSet{sub, cs2, sub})
 	if res.Transactions != 1 || res.Applied != len(cs2.Changes) {
 		t.Fatalf("apply_result %+v, want 1 transaction, %d applied", res.ApplyResult, len(cs2.Changes))
 	}
@@ -172,7 +173,7 @@ func TestChangeSetOfAnotherSiteRefused(t *testing.T) {
 	a := connectAs(t, r, "acme", attacker)
 	forged := insertStops(t, victim, "forged", 1) // site ids are public
 	own := localSets(t, attacker)
-	for i, batch := range [][]engine.ChangeSet{forged, append(slices.Clone(own), forged...)} {
+	for i, batch := range [][]model.ChangeSet{forged, append(slices.Clone(own), forged...)} {
 		a.send(&wire.ApplyChanges{RequestID: "apply-1", ChangeSets: batch})
 		e := a.expectError(wire.CodeApplyChangesRefused)
 		if e.RequestID != "apply-1" || !strings.Contains(e.Message, victim.SiteID().String()) || !strings.Contains(e.Message, attacker.SiteID().String()) {
@@ -192,15 +193,15 @@ func TestChangeSetOfAnotherSiteRefused(t *testing.T) {
 }
 
 // snapshotCell returns the value of one cell in a relay snapshot.
-func snapshotCell(t testing.TB, c *client, table, pk, column string) (engine.Value, bool) {
+func snapshotCell(t testing.TB, c *client, table, pk, column string) (model.Value, bool) {
 	t.Helper()
 	s := collectSnapshot(t, c, &wire.GetSnapshot{})
 	for _, ch := range s.chunks {
-		if ch.Type != engine.ChunkRows || ch.Table != table {
+		if ch.Type != model.ChunkRows || ch.Table != table {
 			continue
 		}
 		for _, row := range ch.Rows {
-			if len(row.PK) == 1 && row.PK[0].Equal(engine.Text(pk)) {
+			if len(row.PK) == 1 && row.PK[0].Equal(model.Text(pk)) {
 				for _, cell := range row.Cells {
 					if cell.Column == column {
 						return cell.Value, true
@@ -209,7 +210,7 @@ func snapshotCell(t testing.TB, c *client, table, pk, column string) (engine.Val
 			}
 		}
 	}
-	return engine.Value{}, false
+	return model.Value{}, false
 }
 
 // A transactionId the log holds, resent with facts the held copy does not
@@ -237,27 +238,27 @@ func TestResendWithOtherFactsRefused(t *testing.T) {
 	if len(cs.Changes) != 2 {
 		t.Fatalf("the update made %d changes, want 2", len(cs.Changes))
 	}
-	title := slices.IndexFunc(cs.Changes, func(c engine.Change) bool { return c.Column == "title" })
+	title := slices.IndexFunc(cs.Changes, func(c model.Change) bool { return c.Column == "title" })
 	orig := *cs
-	orig.Changes = []engine.Change{cs.Changes[title]}
+	orig.Changes = []model.Change{cs.Changes[title]}
 	orig.HLC = cs.Changes[title].HLC
-	a.apply("apply-2", []engine.ChangeSet{orig})
+	a.apply("apply-2", []model.ChangeSet{orig})
 	recvType[*wire.PushChanges](b)
 	const cursor = 3
 
 	// T again with one fact, title "B", at another opSeq; then at the same
 	// opSeq; then with the original fact and one more.
 	other := orig
-	other.Changes = []engine.Change{orig.Changes[0]}
-	other.Changes[0].Value = engine.Text("B")
+	other.Changes = []model.Change{orig.Changes[0]}
+	other.Changes[0].Value = model.Text("B")
 	other.Changes[0].HLC.OpSeq++
 	other.HLC = other.Changes[0].HLC
 	sameHLC := orig
-	sameHLC.Changes = []engine.Change{orig.Changes[0]}
-	sameHLC.Changes[0].Value = engine.Text("B")
+	sameHLC.Changes = []model.Change{orig.Changes[0]}
+	sameHLC.Changes[0].Value = model.Text("B")
 	more := *cs
-	for i, forged := range []engine.ChangeSet{other, sameHLC, more} {
-		a.send(&wire.ApplyChanges{RequestID: "apply-3", ChangeSets: []engine.ChangeSet{forged}})
+	for i, forged := range []model.ChangeSet{other, sameHLC, more} {
+		a.send(&wire.ApplyChanges{RequestID: "apply-3", ChangeSets: []model.ChangeSet{forged}})
 		e := a.expectError(wire.CodeApplyChangesRefused)
 		if e.RequestID != "apply-3" || !strings.Contains(e.Message, cs.TransactionID) || !strings.Contains(e.Message, "other facts") {
 			t.Fatalf("resend %d: error %+v, want requestId apply-3 and a message naming the transaction", i, *e)
@@ -269,17 +270,17 @@ func TestResendWithOtherFactsRefused(t *testing.T) {
 	}
 	// The merged replica (what bootstrapping devices get) and the log
 	// (what pulling devices get) agree: title "A".
-	if v, ok := snapshotCell(t, b, "trips", "t1", "title"); !ok || !v.Equal(engine.Text("A")) {
+	if v, ok := snapshotCell(t, b, "trips", "t1", "title"); !ok || !v.Equal(model.Text("A")) {
 		t.Fatalf("the relay's merged replica has title %v (found %v), want \"A\"", v, ok)
 	}
 	all, _, _ := b.pullAll(0)
-	if last := all[len(all)-1]; last.TransactionID != cs.TransactionID || len(last.Changes) != 1 || !last.Changes[0].Value.Equal(engine.Text("A")) {
+	if last := all[len(all)-1]; last.TransactionID != cs.TransactionID || len(last.Changes) != 1 || !last.Changes[0].Value.Equal(model.Text("A")) {
 		t.Fatalf("the log's copy of T: %+v", last)
 	}
 
 	// Legitimate resends: the same ChangeSet, and (a later write
 	// superseded a fact) a subset, in a batch with a new transaction.
-	if res := a.apply("apply-4", []engine.ChangeSet{orig}); res.Applied != 0 || res.Skipped != 1 {
+	if res := a.apply("apply-4", []model.ChangeSet{orig}); res.Applied != 0 || res.Skipped != 1 {
 		t.Fatalf("exact resend: %+v, want 1 skipped", res.ApplyResult)
 	}
 	next := insertStops(t, rep, "n", 1)
@@ -289,7 +290,7 @@ func TestResendWithOtherFactsRefused(t *testing.T) {
 	recvType[*wire.PushChanges](b)
 	sub := next[0]
 	sub.Changes = sub.Changes[len(sub.Changes)-1:]
-	if res := a.apply("apply-6", []engine.ChangeSet{sub}); res.Applied != 0 || res.Skipped != 1 {
+	if res := a.apply("apply-6", []model.ChangeSet{sub}); res.Applied != 0 || res.Skipped != 1 {
 		t.Fatalf("subset resend: %+v, want 1 skipped", res.ApplyResult)
 	}
 	b.ping()

@@ -23,6 +23,7 @@ import (
 
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/kv/memkv"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -134,7 +135,8 @@ func (r *testRelay) dbFiles() []string {
 type client struct {
 	t    testing.TB
 	ws   *websocket.Conn
-	site engine.SiteID
+	site model.SiteID
+	ack  *wire.HandshakeAck // the handshake's answer
 }
 
 const recvTimeout = 10 * time.Second
@@ -296,6 +298,7 @@ func (c *client) handshake(db, token string) *wire.HandshakeAck {
 	if ack.DatabaseID != db || ack.ProtocolVersion != wire.ProtocolVersion || ack.ConnectionID == "" || ack.ServerSiteID.IsZero() {
 		c.t.Fatalf("bad handshake_ack %+v", ack)
 	}
+	c.ack = ack
 	return ack
 }
 
@@ -318,7 +321,7 @@ func connectAs(t testing.TB, r *testRelay, db string, e *engine.Engine) *client 
 }
 
 // apply pushes sets and returns the apply_result.
-func (c *client) apply(requestID string, sets []engine.ChangeSet) *wire.ApplyResult {
+func (c *client) apply(requestID string, sets []model.ChangeSet) *wire.ApplyResult {
 	c.t.Helper()
 	c.send(&wire.ApplyChanges{RequestID: requestID, ChangeSets: sets})
 	res := recvType[*wire.ApplyResult](c)
@@ -337,9 +340,9 @@ func (c *client) getChanges(since uint64) *wire.Changes {
 
 // pullAll pages from since until more is false, checking that each page's
 // cursor moves forward, and returns the ChangeSets and the final cursor.
-func (c *client) pullAll(since uint64) ([]engine.ChangeSet, uint64, int) {
+func (c *client) pullAll(since uint64) ([]model.ChangeSet, uint64, int) {
 	c.t.Helper()
-	var all []engine.ChangeSet
+	var all []model.ChangeSet
 	pages := 0
 	for {
 		ch := c.getChanges(since)
@@ -356,18 +359,18 @@ func (c *client) pullAll(since uint64) ([]engine.ChangeSet, uint64, int) {
 }
 
 // The schema of the test replicas.
-func testSchema() *engine.Schema {
-	return &engine.Schema{Tables: []engine.TableDef{
-		{Name: "trips", Columns: []engine.ColumnDef{
-			{Name: "id", Type: engine.KindText, NotNull: true},
-			{Name: "title", Type: engine.KindText, NotNull: true},
-			{Name: "budget", Type: engine.KindReal},
+func testSchema() *model.Schema {
+	return &model.Schema{Tables: []model.TableDef{
+		{Name: "trips", Columns: []model.ColumnDef{
+			{Name: "id", Type: model.KindText, NotNull: true},
+			{Name: "title", Type: model.KindText, NotNull: true},
+			{Name: "budget", Type: model.KindReal},
 		}},
-		{Name: "stops", Columns: []engine.ColumnDef{
-			{Name: "id", Type: engine.KindText, NotNull: true},
-			{Name: "trip", Type: engine.KindText},
-			{Name: "pos", Type: engine.KindInteger},
-			{Name: "name", Type: engine.KindText},
+		{Name: "stops", Columns: []model.ColumnDef{
+			{Name: "id", Type: model.KindText, NotNull: true},
+			{Name: "trip", Type: model.KindText},
+			{Name: "pos", Type: model.KindInteger},
+			{Name: "name", Type: model.KindText},
 		}},
 	}}
 }
@@ -384,9 +387,9 @@ func newReplica(t testing.TB, clock engine.Clock) *engine.Engine {
 
 // insertStops inserts n stops, one transaction each, and returns their
 // ChangeSets (4 changes each).
-func insertStops(t testing.TB, e *engine.Engine, trip string, n int) []engine.ChangeSet {
+func insertStops(t testing.TB, e *engine.Engine, trip string, n int) []model.ChangeSet {
 	t.Helper()
-	out := make([]engine.ChangeSet, 0, n)
+	out := make([]model.ChangeSet, 0, n)
 	for i := 0; i < n; i++ {
 		cs, err := e.Transact(func(tx *engine.Tx) error {
 			_, err := tx.Insert("stops", map[string]any{"trip": trip, "pos": i, "name": fmt.Sprintf("stop %d", i)})
@@ -402,9 +405,9 @@ func insertStops(t testing.TB, e *engine.Engine, trip string, n int) []engine.Ch
 
 // localSets returns every ChangeSet the replica minted, in HLC order (the
 // schema's DDL transaction first).
-func localSets(t testing.TB, e *engine.Engine) []engine.ChangeSet {
+func localSets(t testing.TB, e *engine.Engine) []model.ChangeSet {
 	t.Helper()
-	sets, err := e.ChangesSince(engine.HLC{}, 1<<30, engine.ChangesFilter{OnlyLocal: true})
+	sets, err := e.ChangesSince(model.HLC{}, 1<<30, engine.ChangesFilter{OnlyLocal: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +415,7 @@ func localSets(t testing.TB, e *engine.Engine) []engine.ChangeSet {
 }
 
 // txIDs lists the transactionIds of sets.
-func txIDs(sets []engine.ChangeSet) []string {
+func txIDs(sets []model.ChangeSet) []string {
 	out := make([]string, len(sets))
 	for i := range sets {
 		out[i] = sets[i].TransactionID

@@ -28,6 +28,10 @@ type metrics struct {
 	applyDuration    prometheus.Histogram
 	pushesDropped    *prometheus.CounterVec
 	arrivalsPruned   prometheus.Counter
+	horizonMarks     prometheus.Counter
+	rateLimited      *prometheus.CounterVec
+	storageErrors    *prometheus.CounterVec
+	storageFailing   prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -64,9 +68,17 @@ func newMetrics() *metrics {
 		Help: "push_changes frames not delivered: queue_full (the connection was closed) or snapshot (the connection was streaming a snapshot)."}, []string{"reason"})
 	m.arrivalsPruned = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "arrivals_pruned_total",
 		Help: "Arrival-log entries removed by retention."})
-	m.reg.MustRegister(m.connections, m.connectionsTotal, m.connsRefused, m.databasesOpen, m.messagesIn, m.messagesOut,
+	m.horizonMarks = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "horizon_marks_total",
+		Help: "Tombstone horizon marks made (each followed by pruning the merged replica's tombstones deleted before it)."})
+	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rate_limited_total",
+		Help: "Connections over their rate limit (FrameRate, ByteRate): slowed (a connection's frames started waiting for the limit) or closed (with RATE_LIMITED, after RateLimitGrace over it)."}, []string{"action"})
+	m.storageErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "storage_errors_total",
+		Help: "Storage operations that failed on the relay (a full disk, an I/O error), by op: open, write (apply_changes), prune (retention), read (get_changes, snapshots)."}, []string{"op"})
+	m.storageFailing = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "storage_failing",
+		Help: "Operations (open, write, read) of databases whose last attempt failed; /healthz answers 503 while it is above 0."})
+	m.reg.MustRegister(m.rateLimited, m.storageErrors, m.storageFailing, m.connections, m.connectionsTotal, m.connsRefused, m.databasesOpen, m.messagesIn, m.messagesOut,
 		m.bytesIn, m.bytesOut, m.errors, m.changesApplied, m.changesSkipped, m.changeSetsStored,
-		m.applyDuration, m.pushesDropped, m.arrivalsPruned,
+		m.applyDuration, m.pushesDropped, m.arrivalsPruned, m.horizonMarks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

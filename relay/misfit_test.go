@@ -5,7 +5,7 @@ package relay
 import (
 	"testing"
 
-	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -19,10 +19,10 @@ func TestMisfitPushRefused(t *testing.T) {
 	rep := newReplica(t, nil)
 	a := connectAs(t, r, "acme", rep)
 	a.apply("apply-1", localSets(t, rep)) // the DDL: cursor 1
-	for i, mut := range []func(c *engine.Change){
-		func(c *engine.Change) { c.Column, c.Value = "budget", engine.Text("lots") },
-		func(c *engine.Change) { c.Column, c.Value = "pos", engine.Real(1.5) },
-		func(c *engine.Change) { c.PK = []engine.Value{engine.Int(5)} },
+	for i, mut := range []func(c *model.Change){
+		func(c *model.Change) { c.Column, c.Value = "budget", model.Text("lots") },
+		func(c *model.Change) { c.Column, c.Value = "pos", model.Real(1.5) },
+		func(c *model.Change) { c.PK = []model.Value{model.Int(5)} },
 	} {
 		cs := insertStops(t, rep, "t", 1)[0]
 		for j := range cs.Changes {
@@ -35,12 +35,12 @@ func TestMisfitPushRefused(t *testing.T) {
 		}
 		if i == 2 {
 			for j := range cs.Changes {
-				cs.Changes[j].PK = []engine.Value{engine.Int(5)}
+				cs.Changes[j].PK = []model.Value{model.Int(5)}
 			}
 			cs.Changes = cs.Changes[1:] // not the id cell, which must equal the key
 		}
 		id := "bad"
-		a.send(&wire.ApplyChanges{RequestID: id, ChangeSets: []engine.ChangeSet{cs}})
+		a.send(&wire.ApplyChanges{RequestID: id, ChangeSets: []model.ChangeSet{cs}})
 		if e := a.expectError(wire.CodeApplyChangesRefused); e.RequestID != id {
 			t.Fatalf("case %d: error %+v", i, *e)
 		}

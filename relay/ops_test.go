@@ -18,6 +18,7 @@ import (
 
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/kv/boltkv"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -396,7 +397,7 @@ func TestSlowReaderDoesNotStallOthers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pusher.apply("apply", []engine.ChangeSet{*cs})
+		pusher.apply("apply", []model.ChangeSet{*cs})
 		if time.Now().After(deadline) {
 			t.Fatalf("pushing stalled: %d of %d batches in 30 s", i, batches)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/replica-sync/replica/engine"
 )
 
 // ErrServerClosed is returned by Serve after Close, and by operations on a
@@ -44,6 +45,12 @@ type Server struct {
 	dbMu sync.Mutex
 	dbs  map[string]*database
 
+	// storageFails holds the storage operations failing now, by database
+	// (see health.go).
+	healthMu     sync.Mutex
+	storageFails map[storageKey]storageFailure
+	failing      atomic.Int32 // len(storageFails)
+
 	bgCancel context.CancelFunc
 	bgDone   chan struct{}
 
@@ -61,12 +68,14 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("relay: data directory: %w", err)
-	}
-	unlock, err := lockDir(cfg.DataDir)
-	if err != nil {
-		return nil, err
+	unlock := func() error { return nil }
+	if cfg.OpenStore == nil {
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("relay: data directory: %w", err)
+		}
+		if unlock, err = lockDir(cfg.DataDir); err != nil {
+			return nil, err
+		}
 	}
 	s := &Server{
 		cfg:     cfg,
@@ -76,6 +85,8 @@ func New(cfg Config) (*Server, error) {
 		conns:   map[*conn]struct{}{},
 		dbs:     map[string]*database{},
 		bgDone:  make(chan struct{}),
+
+		storageFails: map[storageKey]storageFailure{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /sync", s.serveSync)
@@ -189,11 +200,11 @@ func (s *Server) close() error {
 		s.connsWG.Wait()
 		close(waited)
 	}()
-	t := time.NewTimer(s.cfg.ShutdownTimeout)
+	t := s.cfg.Timers.NewTimer(s.cfg.ShutdownTimeout)
 	select {
 	case <-waited:
 		t.Stop()
-	case <-t.C:
+	case <-t.C():
 		s.log.Warn("relay: connections did not close in time; cutting them", "timeout", s.cfg.ShutdownTimeout)
 		for _, c := range conns {
 			_ = c.ws.CloseNow()
@@ -221,8 +232,11 @@ func (s *Server) close() error {
 	return errors.Join(errs...)
 }
 
-// serveHealth answers 200 "ok" while the relay accepts connections and 503
-// once it is shutting down.
+// serveHealth answers 200 "ok" while the relay accepts connections and its
+// storage works; 503 "shutting down" once it is shutting down, and 503 with
+// a line per failing operation ("storage failing: database ...") while the
+// last open, write or read of some database failed (a full disk, an I/O
+// error), until that operation next succeeds there.
 func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	closed := s.closed
@@ -232,6 +246,11 @@ func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
 	if closed {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write([]byte("shutting down\n"))
+		return
+	}
+	if report := s.storageReport(); report != "" {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(report))
 		return
 	}
 	_, _ = w.Write([]byte("ok\n"))
@@ -256,12 +275,7 @@ func (s *Server) serveSync(w http.ResponseWriter, r *http.Request) {
 	s.active++
 	s.connsWG.Add(1)
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.active--
-		s.mu.Unlock()
-		s.connsWG.Done()
-	}()
+	defer s.leave()
 
 	opts := &websocket.AcceptOptions{OriginPatterns: s.cfg.OriginPatterns}
 	for _, p := range s.cfg.OriginPatterns {
@@ -269,14 +283,61 @@ func (s *Server) serveSync(w http.ResponseWriter, r *http.Request) {
 			opts = &websocket.AcceptOptions{InsecureSkipVerify: true}
 		}
 	}
-	c := newConn(s, r)
-	opts.OnPingReceived = func(context.Context, []byte) bool { c.touch(); return true }
+	c := newConn(s, r.RemoteAddr, r.Header)
+	opts.OnPingReceived = func(_ context.Context, payload []byte) bool {
+		// WebSocket pings count against the frame rate like any frame.
+		c.touch()
+		return c.throttle(1, int64(len(payload)))
+	}
 	opts.OnPongReceived = func(context.Context, []byte) { c.touch() }
 	ws, err := websocket.Accept(w, r, opts)
 	if err != nil {
 		s.log.Debug("relay: upgrade refused", "remote", r.RemoteAddr, "err", err)
 		return
 	}
+	s.serve(c, ws)
+}
+
+// leave ends the count of one connection being served (serveSync,
+// ServeConn).
+func (s *Server) leave() {
+	s.mu.Lock()
+	s.active--
+	s.mu.Unlock()
+	s.connsWG.Done()
+}
+
+// ServeConn runs the session of ws, a connection established elsewhere (a
+// test's or a simulator's transport, or a WebSocket upgraded by another
+// HTTP server), as /sync would after its upgrade, and returns when the
+// connection has ended. remote and header stand for the upgrade request's
+// RemoteAddr and headers (AuthRequest); header may be nil. Beyond
+// MaxConnections, or once the relay is closing, ws is closed with status
+// 1013 or 1001 and ServeConn returns at once. WebSocket ping and pong
+// frames are ws's business: they neither count against the rate limits
+// nor restart the idle timer here.
+func (s *Server) ServeConn(ws Conn, remote string, header http.Header) {
+	s.mu.Lock()
+	if s.closed || s.active >= s.cfg.MaxConnections {
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			_ = ws.Close(websocket.StatusGoingAway, "relay shutting down")
+		} else {
+			s.metrics.connsRefused.WithLabelValues("limit").Inc()
+			_ = ws.Close(websocket.StatusTryAgainLater, "relay at its connection limit")
+		}
+		return
+	}
+	s.active++
+	s.connsWG.Add(1)
+	s.mu.Unlock()
+	defer s.leave()
+	s.serve(newConn(s, remote, header), ws)
+}
+
+// serve registers c over ws and runs it until it ends.
+func (s *Server) serve(c *conn, ws Conn) {
 	c.ws = ws
 	s.mu.Lock()
 	if s.closed {
@@ -317,11 +378,13 @@ func (s *Server) acquire(id string) (*database, error) {
 			s.dbMu.Unlock()
 			d.openErr = d.open()
 			if d.openErr != nil {
+				s.storageFailed(id, opOpen, d.openErr)
 				s.dbMu.Lock()
 				delete(s.dbs, id)
 				s.dbMu.Unlock()
 				close(d.done)
 			} else {
+				s.storageOK(id, opOpen)
 				s.metrics.databasesOpen.Inc()
 				d.log.Info("relay: database opened", "file", d.path, "cursor", d.cursor.Load(), "serverSiteId", d.site)
 			}
@@ -351,7 +414,7 @@ func (s *Server) release(d *database) {
 	s.dbMu.Lock()
 	d.refs--
 	if d.refs == 0 {
-		d.lastUsed = time.Now()
+		d.lastUsed = s.cfg.Timers.Now()
 	}
 	s.dbMu.Unlock()
 }
@@ -381,23 +444,29 @@ func (s *Server) closeDatabase(d *database, force bool) error {
 }
 
 // background runs the maintenance loop (Maintain every
-// MaintenanceInterval) and closes databases idle for DatabaseIdleClose.
+// MaintenanceInterval, measured from the end of the last pass) and closes
+// databases idle for DatabaseIdleClose. Its timers are Config.Timers', so a
+// simulator's clock drives them as it drives the connections'.
 func (s *Server) background(ctx context.Context) {
 	defer close(s.bgDone)
-	maint := time.NewTicker(s.cfg.MaintenanceInterval)
+	maintEvery := s.cfg.MaintenanceInterval
+	sweepEvery := min(max(s.cfg.DatabaseIdleClose/4, 100*time.Millisecond), time.Minute)
+	maint := s.cfg.Timers.NewTimer(maintEvery)
 	defer maint.Stop()
-	sweep := time.NewTicker(min(max(s.cfg.DatabaseIdleClose/4, 100*time.Millisecond), time.Minute))
+	sweep := s.cfg.Timers.NewTimer(sweepEvery)
 	defer sweep.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-maint.C:
+		case <-maint.C():
 			if err := s.Maintain(ctx); err != nil && ctx.Err() == nil {
 				s.log.Error("relay: maintenance failed", "err", err)
 			}
-		case <-sweep.C:
-			s.closeIdle(time.Now())
+			maint.Reset(maintEvery)
+		case <-sweep.C():
+			s.closeIdle(s.cfg.Timers.Now())
+			sweep.Reset(sweepEvery)
 		}
 	}
 }
@@ -419,10 +488,15 @@ func (s *Server) closeIdle(now time.Time) {
 }
 
 // Maintain runs one maintenance pass over every open database now: the
-// engine's Prune (tombstones and quarantined changes past Retention) and
-// the removal of arrival-log entries that arrived more than Retention ago
-// (after which a get_changes from before them is answered with
-// SNAPSHOT_REQUIRED). The maintenance loop calls it every
+// tombstone horizon (when now − Retention is above the newest mark's wall,
+// a horizon mark at the log's head is stored, then the merged replica's
+// tombstones deleted before it are pruned: wire's "Tombstone horizon";
+// skipped, and tried again at the next pass, while a snapshot of the
+// database streams), the engine's Prune (quarantined changes and own log
+// entries past Retention), the removal of arrival-log entries that arrived
+// more than Retention ago (after which a get_changes from before them is
+// answered with SNAPSHOT_REQUIRED) and of the horizon marks below them
+// (the newest is kept). The maintenance loop calls it every
 // MaintenanceInterval. It stops early when ctx is done and returns the
 // errors it met, joined.
 func (s *Server) Maintain(ctx context.Context) error {
@@ -452,22 +526,53 @@ func (s *Server) Maintain(ctx context.Context) error {
 
 func (s *Server) maintain(d *database) error {
 	start := time.Now()
-	pr, err := d.eng.Prune()
-	if err != nil {
-		return fmt.Errorf("prune database %q: %w", d.id, err)
-	}
 	now := s.cfg.Clock.Now()
 	horizon := uint64(s.cfg.Retention.Milliseconds())
+	var pr engine.PruneResult
+	var tr engine.PruneResult
+	made := false
+	if now > horizon {
+		// The engine's Prune runs in the same critical section, after
+		// the mark: while it still prunes tombstones by its own clock
+		// (the same Config.Clock and Retention), that pruning is then
+		// covered by the mark just made, and no ChangeSet is decided
+		// between the two.
+		var err error
+		made, tr, err = d.advanceHorizon(now-horizon, func() error {
+			var err error
+			pr, err = d.eng.Prune()
+			return err
+		})
+		switch {
+		case errors.Is(err, errSnapshotStreaming):
+			d.log.Info("relay: tombstone horizon not advanced: a snapshot is streaming; retrying at the next maintenance pass")
+		case err != nil:
+			s.storageFailed(d.id, opPrune, err)
+			return fmt.Errorf("prune database %q: %w", d.id, err)
+		}
+		if made {
+			s.metrics.horizonMarks.Inc()
+		}
+	}
 	n := 0
+	var err error
 	if now > horizon {
 		n, err = d.pruneArrivals(now - horizon)
 		s.metrics.arrivalsPruned.Add(float64(n))
 		if err != nil {
+			s.storageFailed(d.id, opPrune, err)
 			return fmt.Errorf("prune arrival log of %q: %w", d.id, err)
 		}
 	}
-	if pr.Tombstones+pr.Held+n > 0 {
-		d.log.Info("relay: pruned", "tombstones", pr.Tombstones, "rows", pr.Rows, "held", pr.Held, "arrivals", n, "took", time.Since(start))
+	marks, err := d.pruneMarks()
+	if err != nil {
+		s.storageFailed(d.id, opPrune, err)
+		return fmt.Errorf("prune horizon marks of %q: %w", d.id, err)
+	}
+	s.storageOK(d.id, opPrune)
+	if made || tr.Tombstones+pr.Tombstones+pr.Held+n+marks > 0 {
+		d.log.Info("relay: pruned", "horizon", d.horizonWall(), "markMade", made, "tombstones", tr.Tombstones+pr.Tombstones, "rows", tr.Rows+pr.Rows,
+			"held", pr.Held, "arrivals", n, "marksDropped", marks, "took", time.Since(start))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -41,7 +42,8 @@ func TestHandshake(t *testing.T) {
 func TestProtocolVersionMismatch(t *testing.T) {
 	r := startRelay(t, Config{})
 	for name, frame := range map[string]string{
-		"newer":   `{"type":"handshake","protocolVersion":2,"databaseId":"acme","siteId":"AAAAAAAAAAAAAAAAAAAAAA","future":{"x":1}}`,
+		"older":   `{"type":"handshake","protocolVersion":1,"databaseId":"acme","siteId":"AY86XH4RQpugDcRVbiGQ_g"}`,
+		"newer":   `{"type":"handshake","protocolVersion":4,"databaseId":"acme","siteId":"AAAAAAAAAAAAAAAAAAAAAA","future":{"x":1}}`,
 		"missing": `{"type":"handshake","databaseId":"acme","siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
 		"zero":    `{"type":"handshake","protocolVersion":0,"databaseId":"acme","siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
 	} {
@@ -49,7 +51,7 @@ func TestProtocolVersionMismatch(t *testing.T) {
 			c := dial(t, r, nil)
 			c.sendRaw([]byte(frame))
 			e := c.expectError(wire.CodeProtocolVersionMismatch)
-			if !strings.Contains(e.Message, "1") {
+			if !strings.Contains(e.Message, strconv.Itoa(wire.ProtocolVersion)) {
 				t.Errorf("message %q does not name the relay's version", e.Message)
 			}
 			c.expectClose(wire.CloseProtocolVersionMismatch)
@@ -63,10 +65,10 @@ func TestProtocolVersionMismatch(t *testing.T) {
 func TestMissingDatabaseID(t *testing.T) {
 	r := startRelay(t, Config{})
 	for name, frame := range map[string]string{
-		"absent":  `{"type":"handshake","protocolVersion":1,"siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
-		"empty":   `{"type":"handshake","protocolVersion":1,"databaseId":"","siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
-		"slash":   `{"type":"handshake","protocolVersion":1,"databaseId":"../etc","siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
-		"toolong": `{"type":"handshake","protocolVersion":1,"databaseId":"` + strings.Repeat("a", 129) + `","siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
+		"absent":  `{"type":"handshake","protocolVersion":3,"siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
+		"empty":   `{"type":"handshake","protocolVersion":3,"databaseId":"","siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
+		"slash":   `{"type":"handshake","protocolVersion":3,"databaseId":"../etc","siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
+		"toolong": `{"type":"handshake","protocolVersion":3,"databaseId":"` + strings.Repeat("a", 129) + `","siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := dial(t, r, nil)
@@ -185,7 +187,7 @@ func TestMalformedFrames(t *testing.T) {
 		{"\xff\xfe", wire.CodeMessageError},
 		{`{"type":"teleport"}`, wire.CodeUnknownMessage},
 		{`{"type":"changes","cursor":1,"more":false,"changeSets":[]}`, wire.CodeUnknownMessage},
-		{`{"type":"handshake_ack","protocolVersion":1,"databaseId":"x","serverSiteId":"AAAAAAAAAAAAAAAAAAAAAA","connectionId":"c"}`, wire.CodeUnknownMessage},
+		{`{"type":"handshake_ack","protocolVersion":3,"databaseId":"x","serverSiteId":"AAAAAAAAAAAAAAAAAAAAAA","connectionId":"c"}`, wire.CodeUnknownMessage},
 	} {
 		c.sendRaw([]byte(tc.frame))
 		c.expectError(tc.code)

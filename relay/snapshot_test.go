@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
 // snapStream is a received snapshot stream.
 type snapStream struct {
-	header *engine.SnapshotHeader
-	chunks []engine.SnapshotChunk
+	header *model.SnapshotHeader
+	chunks []model.SnapshotChunk
 	tables []string       // in table_start order
 	rows   map[string]int // row entries per table
 }
@@ -46,36 +47,36 @@ func collectSnapshot(t testing.TB, c *client, req wire.Message) snapStream {
 		s.chunks = append(s.chunks, ch)
 		bad := func() { t.Fatalf("chunk %d is %s while expecting %s", len(s.chunks)-1, ch.Type, state) }
 		switch ch.Type {
-		case engine.ChunkHeader:
+		case model.ChunkHeader:
 			if state != "header" {
 				bad()
 			}
 			s.header = ch.Header
 			state = "schema"
-		case engine.ChunkSchema:
+		case model.ChunkSchema:
 			if state != "schema" {
 				bad()
 			}
 			state = "table_start or footer"
-		case engine.ChunkTableStart:
+		case model.ChunkTableStart:
 			if state != "table_start or footer" {
 				bad()
 			}
 			table = ch.Table
 			s.tables = append(s.tables, table)
 			state = "rows or table_end"
-		case engine.ChunkRows:
+		case model.ChunkRows:
 			if state != "rows or table_end" || ch.Table != table {
 				bad()
 			}
 			s.rows[table] += len(ch.Rows)
 			total += int64(len(ch.Rows))
-		case engine.ChunkTableEnd:
+		case model.ChunkTableEnd:
 			if state != "rows or table_end" || ch.Table != table {
 				bad()
 			}
 			state = "table_start or footer"
-		case engine.ChunkFooter:
+		case model.ChunkFooter:
 			if state != "table_start or footer" {
 				bad()
 			}
@@ -127,7 +128,7 @@ func TestSnapshotAndResume(t *testing.T) {
 	}
 	rowsChunks := 0
 	for _, ch := range s.chunks {
-		if ch.Type == engine.ChunkRows {
+		if ch.Type == model.ChunkRows {
 			rowsChunks++
 			if len(ch.Rows) > 1000 {
 				t.Fatalf("rows chunk of %d rows above the 1000-row bound", len(ch.Rows))
@@ -163,7 +164,7 @@ func TestSnapshotAndResume(t *testing.T) {
 	// and with the original cursor, even though the log moved on.
 	a.apply("apply-2", insertStops(t, src, "late", 1))
 	recvType[*wire.PushChanges](b)
-	cp := engine.SnapshotCheckpoint{SnapshotID: s.header.SnapshotID, SiteID: s.header.SiteID, HLC: s.header.HLC,
+	cp := model.SnapshotCheckpoint{SnapshotID: s.header.SnapshotID, SiteID: s.header.SiteID, HLC: s.header.HLC,
 		Cursor: s.header.Cursor, CompletedTables: []string{"trips"}, RowsApplied: 30, CreatedAt: 1}
 	res := collectSnapshot(t, b, &wire.ResumeSnapshot{Checkpoint: cp})
 	if res.header.SnapshotID != cp.SnapshotID || res.header.Cursor != cp.Cursor {
@@ -184,7 +185,7 @@ func TestSnapshotAndResume(t *testing.T) {
 
 // ackSite handshakes a throwaway connection to learn the relay's site id of
 // the client's database.
-func (c *client) ackSite(r *testRelay) engine.SiteID {
+func (c *client) ackSite(r *testRelay) model.SiteID {
 	c.t.Helper()
 	return dial(c.t, r, nil).handshake("acme", "").ServerSiteID
 }

@@ -3,12 +3,14 @@
 package relay
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -46,7 +48,7 @@ func TestApplyThenPagedGetChanges(t *testing.T) {
 	b := connectAs(t, r, "acme", other) // after the push: it gets no push_changes
 	// b pages through the log: whole ChangeSets, at most 10 changes a page
 	// unless one ChangeSet alone is larger, cursors gap-free.
-	var got []engine.ChangeSet
+	var got []model.ChangeSet
 	since := uint64(0)
 	for page := 0; ; page++ {
 		ch := b.getChanges(since)
@@ -151,7 +153,7 @@ func TestPushIsPaged(t *testing.T) {
 	b := connect(t, r, "acme")
 	sets := insertStops(t, rep, "t", 5) // 4 changes each: 2 per frame
 	a.apply("apply-1", sets)
-	var got []engine.ChangeSet
+	var got []model.ChangeSet
 	for _, want := range []uint64{2, 4, 5} {
 		p := recvType[*wire.PushChanges](b)
 		if p.Cursor != want {
@@ -177,11 +179,14 @@ func TestClockDriftStoresNothing(t *testing.T) {
 
 	// A batch whose every ChangeSet is ahead, and one mixing good and
 	// ahead ChangeSets: both rejected whole.
-	for i, batch := range [][]engine.ChangeSet{ahead, append(slices.Clone(good), ahead...)} {
+	for i, batch := range [][]model.ChangeSet{ahead, append(slices.Clone(good), ahead...)} {
 		a.send(&wire.ApplyChanges{RequestID: "apply-9", ChangeSets: batch})
-		e := a.expectError(wire.CodeApplyChangesError)
-		if e.RequestID != "apply-9" || !strings.Contains(e.Message, "clock drift") {
-			t.Fatalf("batch %d: error %+v, want requestId apply-9 and a message saying clock drift", i, *e)
+		e := a.expectError(wire.CodeClockDrift)
+		if e.RequestID != "apply-9" || !strings.Contains(e.Message, "clock drift") || !strings.Contains(e.Message, "(limit 60000 ms)") {
+			t.Fatalf("batch %d: error %+v, want CLOCK_DRIFT with requestId apply-9 and a message saying clock drift and the limit", i, *e)
+		}
+		if !errors.Is(e, model.ErrClockDrift) {
+			t.Fatalf("batch %d: %v does not match model.ErrClockDrift", i, e)
 		}
 	}
 	b.ping() // no push

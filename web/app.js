@@ -27,7 +27,6 @@
 	if (badDatabase) database = "demo";
 	const replicaName = "trip-planner/" + database;
 	const relayURL = params.get("relay") || new URL("sync", location.href).href;
-	const SITE_KEY = "replica-demo:site:" + replicaName; // localStorage: this replica's site id
 
 	// The schema, declared as plain data. trips and stops use the default
 	// key (a text id, a UUIDv7 generated on insert); a stop points at its
@@ -124,13 +123,6 @@
 
 	function shortId(s) { return s ? s.slice(0, 8) : "?"; }
 
-	// Site ids appear inside transaction ids ("wallMs:counter:siteId") and
-	// HLCs ("wallMs.counter@siteId/opSeq").
-	function siteOfTx(txId) { return txId ? txId.slice(txId.lastIndexOf(":") + 1) : null; }
-	function siteOfHlc(hlc) {
-		const at = hlc ? hlc.indexOf("@") : -1;
-		return at < 0 ? null : hlc.slice(at + 1, hlc.indexOf("/", at) < 0 ? undefined : hlc.indexOf("/", at));
-	}
 
 	// ---- errors: shown on the page, never thrown at the console ----------------
 
@@ -194,7 +186,7 @@
 		}
 		app.db = db;
 		app.timing.opened = performance.now();
-		app.siteId = localStorage.getItem(SITE_KEY);
+		app.siteId = db.siteId;
 		watchSync(db);
 		watchActivity(db);
 		startTrips(db);
@@ -354,6 +346,10 @@
 			return "The relay did not accept a change from this device" + at +
 				"It is kept on this device but will not reach your other devices; your other changes sync as usual.";
 		}
+		if (le.code === "CLOCK_DRIFT") {
+			return "Changes could not sync because this device's clock and the relay's or another device's disagree by more than a minute" + at +
+				"They are kept and sync once the clocks agree; check this device's date and time.";
+		}
 		if (le.code === "APPLY_CHANGES_ERROR" || le.code === "MESSAGE_TOO_LARGE") {
 			return "Sending changes failed" + at + "They are kept and sent again; this note goes away when the relay accepts them.";
 		}
@@ -391,21 +387,8 @@
 		return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" });
 	}
 
-	function learnSite(txId) {
-		const site = siteOfTx(txId);
-		if (!site || site === app.siteId) return;
-		app.siteId = site;
-		try { localStorage.setItem(SITE_KEY, site); } catch (_) { /* private mode */ }
-		renderSite();
-	}
-
 	function renderSite() {
-		const e = $("info-site");
-		if (app.siteId) {
-			e.replaceChildren(h("code", { text: app.siteId, title: "This browser's replica id: every change made here carries it" }));
-		} else {
-			e.replaceChildren(h("span", { class: "muted", text: "shown after this device's first edit", title: "Replica tells a page its site id only with its first local write" }));
-		}
+		$("info-site").replaceChildren(h("code", { text: app.siteId, title: "This browser's replica id: every change made here carries it" }));
 	}
 
 	function show(v) {
@@ -418,15 +401,13 @@
 	function watchActivity(db) {
 		renderSite();
 		db.on("change", (e) => {
-			if (!e.remote) learnSite(e.transactionId);
 			if (e.fromOtherTab && !e.remote) addLog("tab", "Another tab changed " + e.tables.join(", "));
 		});
 		db.on("remoteChange", (e) => {
-			const site = siteOfTx(e.transactionId);
-			addLog("remote", "Changes to " + e.tables.join(", ") + (site ? " from device " + shortId(site) : " from the relay"));
+			addLog("remote", "Changes to " + e.tables.join(", ") + (e.siteId ? " from device " + shortId(e.siteId) : " from the relay"));
 		});
 		db.on("conflict", (c) => {
-			const other = "device " + shortId(siteOfHlc(c.remoteHlc));
+			const other = "device " + shortId(c.remoteSiteId);
 			addLog("conflict", "Conflict in " + c.table + "." + c.column + ": this device wrote " + show(c.localValue) + ", " + other + " wrote " +
 				show(c.remoteValue) + " — " + (c.remoteWon ? other + "'s edit won (it is newer)" : "this device's edit was kept (it is newer)"));
 		});

@@ -68,24 +68,60 @@ declare namespace Replica {
 	 *   unknown table, a key of the wrong arity, a row that a local write
 	 *   would make larger than 2 MiB encoded (merges of other devices' writes
 	 *   may grow a row up to 8 MiB; a write that does not grow such a row is
-	 *   allowed). `table` and, when one column is at fault, `column` are set.
+	 *   allowed). A single value larger than 2 MiB on its own (a string's
+	 *   length, a Uint8Array's byteLength, the strings inside a json object)
+	 *   is refused at once, whatever its size, before it is copied or
+	 *   converted. `table` and, when one column is at fault, `column` are set.
 	 *   Nothing was written.
 	 * - `NOT_FOUND`: `update` of a row that does not exist (or is deleted).
 	 * - `CONFLICT`: `insert` of an existing key; re-inserting a deleted key
-	 *   while `allowResurrection` is off; a transaction whose statement
+	 *   of a delete-wins table (see `allowResurrection`); a transaction whose statement
 	 *   previewed fine but conflicts with a write that committed meanwhile.
 	 *   Nothing was written.
 	 * - `CLOSED`: the replica was closed (`db.close()`, or the browser closed
 	 *   the IndexedDB connection, e.g. because the database was deleted in
 	 *   another tab); also a `tx` used after its transaction callback settled.
-	 * - `QUOTA_EXCEEDED`: the browser refused to store more (storage quota).
-	 *   Nothing of that call was written.
-	 * - `CLOCK_DRIFT`: a remote change stamped more than 60 s ahead of this
-	 *   device's clock was refused (sync).
+	 * - `QUOTA_EXCEEDED`: the browser refused to store more (storage quota),
+	 *   or Replica did, to keep a margin when the replica was opened with
+	 *   `storageQuota`: a write that would take the
+	 *   origin's storage use (`navigator.storage.estimate().usage`, refreshed
+	 *   every MiB written and every 5 s of writing) past half of
+	 *   min(`estimate().quota`, `storageQuota`) is refused, because the
+	 *   browser's storage engine (LevelDB in Chromium) needs up to the
+	 *   database's size again while it compacts, and a disk that fills up
+	 *   then fails with an IO error after which Chromium may discard the
+	 *   whole database. Nothing of that call was written; reads, deletes and
+	 *   smaller writes still work. Chromium reports `estimate().quota` as
+	 *   usage + 1 GiB whatever the disk's size (a 40 MiB disk: enforced quota
+	 *   25 MB, reported 1.07 GB), so without `storageQuota` there is no
+	 *   margin (half of that would refuse every growing write once the
+	 *   origin uses 1 GiB, whatever the disk) and on a small disk only
+	 *   `storageQuota` protects the replica.
+	 * - `STORAGE_ERROR`: the browser's storage failed (an IO error, such as
+	 *   a full disk: "FILE_ERROR_NO_SPACE"). The replica closes itself: every
+	 *   pending and later call rejects at once (STORAGE_ERROR or CLOSED).
+	 *   The same code when the browser closed the database's connection on
+	 *   its own (storage failed or was cleared). Chromium may discard the
+	 *   database after such an error; open the replica again (after a
+	 *   reload) to see what is still stored. `Replica.open` on a disk still
+	 *   too full for the browser to open the database rejects with
+	 *   QUOTA_EXCEEDED; it opens once space is freed.
+	 * - `CLOCK_DRIFT`: (sync, in `SyncState.lastError`) this device's clock
+	 *   and another's disagree by more than 60 s: changes from the relay
+	 *   stamped more than 60 s ahead of this device's clock are refused here
+	 *   (this device is behind), or the relay refuses this device's pushes,
+	 *   stamped more than 60 s ahead of its own clock (this device is ahead;
+	 *   the relay's code CLOCK_DRIFT). Nothing is lost: both are retried with
+	 *   backoff and sync once the clocks agree; meanwhile the status is
+	 *   "syncing", not "synced".
 	 * - `SCHEMA`: `Replica.open` with an invalid schema (no tables, an unknown
 	 *   column type, a bad key or index, a default its column refuses), or one
 	 *   that contradicts the schema already stored (e.g. a column's type
-	 *   changed).
+	 *   changed, or a resurrection policy other than the database's: the
+	 *   message names both, e.g. `table "notes": resurrection policy is
+	 *   declared delete-wins (allowResurrection: false) but the database's
+	 *   policy for this table is allow-resurrection (allowResurrection:
+	 *   true)`).
 	 * - `STORAGE_FORMAT`: the stored data was written by an incompatible
 	 *   version of Replica.
 	 * - `INVALID_ARGUMENT`: a call of the wrong shape: an argument of the wrong
@@ -107,6 +143,7 @@ declare namespace Replica {
 		| "CONFLICT"
 		| "CLOSED"
 		| "QUOTA_EXCEEDED"
+		| "STORAGE_ERROR"
 		| "CLOCK_DRIFT"
 		| "SCHEMA"
 		| "STORAGE_FORMAT"
@@ -196,6 +233,16 @@ declare namespace Replica {
 		indexes?: { [name: string]: string[] } | Array<{ name: string; columns: string[] }>;
 		/** `coerce` for every column of the table. */
 		coerce?: boolean;
+		/**
+		 * The table's resurrection policy, a property of the database: true,
+		 * a write newer than a row's deletion revives the row with the cells
+		 * written after the deletion ("allow-resurrection"); false, a deleted
+		 * row stays deleted whatever later writes say ("delete-wins").
+		 * Omitted: `OpenOptions.allowResurrection` decides, else the table
+		 * follows the database (delete-wins while no device declared
+		 * anything). See `OpenOptions.allowResurrection`.
+		 */
+		allowResurrection?: boolean;
 	}
 
 	/**
@@ -219,8 +266,25 @@ declare namespace Replica {
 		/** Required. See Schema. */
 		schema: Schema;
 		/**
-		 * Let a write newer than a row's deletion revive it. Default false
-		 * (delete wins). Every replica of a database must use the same setting.
+		 * Declares the resurrection policy of every table whose `TableDef`
+		 * does not: true, a write newer than a row's deletion revives it;
+		 * false, delete wins. Omitted: nothing is declared, and such tables
+		 * follow the database (delete-wins while no device declared anything).
+		 *
+		 * The policy belongs to the database, not to this device: the first
+		 * declaration of a table is stored as a migration and syncs to every
+		 * device and to the relay, whose merged replica and snapshots apply
+		 * it (a new device bootstrapping from the relay sees revived rows).
+		 * Once a table has a policy it cannot change: opening with the other
+		 * one rejects with SCHEMA naming both policies, and nothing is
+		 * written. When two app versions declare different policies
+		 * concurrently (offline), every device ends with the one declared
+		 * first (lowest HLC) and the other version's next open rejects with
+		 * SCHEMA. Declaring a policy for a table that had none applies to
+		 * its existing rows: a row deleted and written again afterwards by
+		 * another device becomes live under allow-resurrection (devices of
+		 * this version keep those later cells under delete-wins too; rows
+		 * merged by older versions lost them and stay deleted).
 		 */
 		allowResurrection?: boolean;
 		/**
@@ -230,6 +294,16 @@ declare namespace Replica {
 		 * Each such batch fires an `unknownTable` event.
 		 */
 		unknownTableDisposition?: "quarantine" | "ignore" | "store-and-forward";
+		/**
+		 * Bytes this origin's storage may use (a share of the disk the app
+		 * knows it may take). Replica refuses writes that would take the
+		 * origin's usage past half of min(storageQuota, the quota
+		 * `navigator.storage.estimate()` reports) with QUOTA_EXCEEDED (see
+		 * ErrorCode). Default: none, no margin (Chromium's reported quota
+		 * is not derived from the disk's size); the browser's own quota
+		 * errors still reject with QUOTA_EXCEEDED. A positive number.
+		 */
+		storageQuota?: number;
 	}
 
 	/**
@@ -349,6 +423,13 @@ declare namespace Replica {
 		fromOtherTab: boolean;
 		/** The committed transaction's id, "wallMs:counter:siteId" (the same on every peer); null if unknown. */
 		transactionId: string | null;
+		/**
+		 * Site id of the replica that made the transaction: `db.siteId` for a
+		 * local write (this tab's or another tab's), the writing device's for
+		 * a remote one; null if unknown (a remote change without its
+		 * transaction). Compare it with `db.siteId` rather than parsing ids.
+		 */
+		siteId: string | null;
 	}
 
 	/** Payload of `conflict`: a synced change met a concurrent local version of the same cell. */
@@ -360,8 +441,12 @@ declare namespace Replica {
 		localValue: Value;
 		/** HLCs as "wallMs.counter@siteId/opSeq". */
 		localHlc: string;
+		/** Site id of the replica that wrote the local value (this one's, `db.siteId`, unless it came from another device earlier). */
+		localSiteId: string;
 		remoteValue: Value;
 		remoteHlc: string;
+		/** Site id of the device that wrote the remote value. */
+		remoteSiteId: string;
 		/** Whether the remote value won (last writer wins by HLC). */
 		remoteWon: boolean;
 		winningHlc: string;
@@ -400,20 +485,32 @@ declare namespace Replica {
 		/**
 		 * "disconnected": not connected (never connected, disconnected, not the
 		 * leader tab, or waiting to reconnect: see retryAt); "connecting":
-		 * dialing the relay; "syncing": connected, catching up (snapshot, first
-		 * pull); "synced": caught up, live; "error": a fatal error stopped
-		 * syncing (see error) until connect is called again.
+		 * dialing the relay, or (in any tab) the leader tab closed, froze or
+		 * was hidden and the next leader has not reported its state yet (no
+		 * tab is syncing; `pending` is the last count known); "syncing":
+		 * connected, catching up (snapshot, first pull), or a pull or push
+		 * failing and waiting for its retry (see lastError); "synced": caught
+		 * up, live, nothing failing; "error": a fatal error stopped syncing
+		 * (see error) until connect is called again. The status never reads
+		 * "synced" while pushes are being refused (CLOCK_DRIFT,
+		 * APPLY_CHANGES_ERROR): after a refused push it is "synced" again only
+		 * once the relay acknowledges a push, also after a reconnect; nor
+		 * while changes from the relay cannot be applied here, or while the
+		 * relay's answers break the protocol.
 		 */
 		status: "disconnected" | "connecting" | "syncing" | "synced" | "error";
 		/** Why the last session ended (disconnected) or syncing stopped (error). */
 		error?: { code: ErrorCode; message: string };
 		/**
 		 * The most recent transient sync error, while its condition lasts:
-		 * something failed but the session went on (the status does not
-		 * change, it is often "synced"). For example a push the relay refused
-		 * (APPLY_CHANGES_REFUSED) or failed (APPLY_CHANGES_ERROR, retried), a
-		 * local transaction too large to push, changes from the relay that
-		 * could not be applied here, an error frame from the relay. A
+		 * something failed but the session went on. For example a push the
+		 * relay refused (APPLY_CHANGES_REFUSED) or failed (APPLY_CHANGES_ERROR
+		 * or CLOCK_DRIFT, retried), a local transaction too large to push,
+		 * changes from the relay that could not be applied here, an answer
+		 * of the relay that breaks the protocol (SYNC_ERROR, retried), an
+		 * error frame from the relay. While a failed push or pull waits for
+		 * its retry the status is "syncing"; a transaction given up on (below)
+		 * leaves it "synced". A
 		 * transaction the relay refuses on its own, or too large to push, is
 		 * given up: it stays on this device, as written, but is not synced
 		 * (and no longer counted in `pending`).
@@ -421,11 +518,23 @@ declare namespace Replica {
 		 * `code` is the relay's error code when the relay sent one (the
 		 * protocol's codes, e.g. "APPLY_CHANGES_REFUSED", "GET_CHANGES_ERROR";
 		 * a newer relay may send others), else "TRANSACTION_TOO_LARGE" (a
-		 * local transaction above the message size limit), "CLOCK_DRIFT",
-		 * "QUOTA_EXCEEDED" or "SYNC_ERROR" (anything else); `message` says
-		 * what failed; `at` is when it last happened, ms since the epoch.
+		 * local transaction above the message size limit), "CLOCK_DRIFT"
+		 * (changes from the relay stamped more than 60 s ahead of this
+		 * device's clock; the relay's own CLOCK_DRIFT refuses pushes stamped
+		 * more than 60 s ahead of its clock), "QUOTA_EXCEEDED",
+		 * "SYNC_STATE_RESET" (sync state this device stored, a cursor or
+		 * watermark, did not decode: it was discarded, reported once, and is
+		 * being rebuilt by a new bootstrap and by pushing this device's
+		 * writes again; nothing is lost), "RELAY_DIVERGED" (the relay's log
+		 * is not the one this device synced with: the relay was restored
+		 * from an older backup, its log truncated or replaced; this device
+		 * bootstraps again and pushes the writes the relay lost) or
+		 * "SYNC_ERROR" (anything else); `message` says what failed; `at` is
+		 * when it last happened, ms since the epoch.
 		 * A SNAPSHOT_REQUIRED answer is not an error (the replica
-		 * bootstraps).
+		 * bootstraps); a bootstrap attempt that applied nothing new before
+		 * its connection ended is (SYNC_ERROR, "snapshot transfer
+		 * stalled: …" with the cause), and the next attempt waits longer.
 		 *
 		 * Cleared when its condition clears: an error of a push (the relay's
 		 * answer to one, APPLY_CHANGES_*, MESSAGE_TOO_LARGE) when the relay
@@ -524,10 +633,27 @@ declare namespace Replica {
 		/**
 		 * Whether this tab holds the replica's Web Locks leader lock
 		 * ("replica-leader:" + name). Exactly one open replica of a name per
-		 * browser profile does; when it closes, another takes over within a
-		 * second. false until the lock is granted; true without Web Locks.
+		 * browser profile does; when it closes, or the browser freezes or
+		 * hides it (a background tab, the back/forward cache: the freeze and
+		 * pagehide events), it gives the lock and its relay connection up and
+		 * another tab takes over within a second. A frozen tab holds no
+		 * IndexedDB transaction (one running at the freeze is run again when
+		 * the tab resumes: its call settles then, as if nothing happened), so
+		 * no tab's call waits on a frozen one. Resumed, the tab leads again
+		 * only if no other does (it queues for the lock; until then it shows
+		 * the leader's sync state). false until the lock is granted; true
+		 * without Web Locks. A tab that stops running without a freeze event
+		 * (stuck in a long task) keeps the lock until it runs again.
 		 */
 		readonly isLeader: boolean;
+		/**
+		 * The browser's answer to `navigator.storage.persist()`, which
+		 * Replica asks once when the replica opens (never awaited: a browser
+		 * may ask the user): true if the origin's storage is kept under
+		 * storage pressure, false if it may be evicted, null until the
+		 * browser answers (or without the Storage API).
+		 */
+		readonly persisted: boolean | null;
 		/** Syncing with a relay. */
 		readonly sync: Sync;
 		/**

@@ -13,10 +13,12 @@
 // replica.d.ts beside this file.
 //
 // The Go side (package jsbridge) builds the API from the function
-// replicaFacade below, a verbatim copy of jsbridge/facade.js, so pages whose
-// Content-Security-Policy forbids 'unsafe-eval' work (they still need
-// 'wasm-unsafe-eval' for WebAssembly). Do not edit it here: edit
-// jsbridge/facade.js and run `go test ./cmd/wasm -run TestReplicaJSCarriesFacade -update`.
+// replicaFacade below, a verbatim copy of jsbridge/facade.js, and runs its
+// IndexedDB batches through replicaIDBHelper, a verbatim copy of
+// idbkv/helper.js, so pages whose Content-Security-Policy forbids
+// 'unsafe-eval' work (they still need 'wasm-unsafe-eval' for WebAssembly).
+// Do not edit them here: edit jsbridge/facade.js or idbkv/helper.js and run
+// `go test ./cmd/wasm -run TestReplicaJSCarriesFacade -update`.
 (function (global) {
 	"use strict";
 	if (global.Replica && global.Replica.ready) return; // loaded twice
@@ -47,10 +49,12 @@
 		ReplicaError: Error,
 		// Used once by replica.wasm, then removed.
 		_facade: replicaFacade,
+		_idbHelper: replicaIDBHelper,
 		_install(api) {
 			loader.open = api.open;
 			loader.ReplicaError = api.ReplicaError;
 			delete loader._facade;
+			delete loader._idbHelper;
 			delete loader._install;
 			delete loader._fail;
 			installed();
@@ -265,11 +269,20 @@ function isPlain(v) {
 	return p === Object.prototype || p === null;
 }
 
+// MAX_VALUE is the largest value a local write stores (engine.MaxLocalRowSize,
+// in bytes). A row's value above it is sent as {"o": size} instead, which Go
+// refuses with VALIDATION, before the value is copied, escaped, carried into
+// WebAssembly and parsed there (a 200 MB string took 52 s to be refused).
+// A string's UTF-8 form has at least as many bytes as it has UTF-16 units.
+const MAX_VALUE = OPS.maxValueBytes;
+const oversized = (n) => '{"o":' + n + "}";
+
 // encVal returns the tagged JSON text of one value, or undefined for
-// undefined. st collects bytes: {parts, size}.
-function encVal(v, st) {
+// undefined. st collects bytes: {parts, size}. stored: the value is a row's
+// (insert, update, upsert), held to MAX_VALUE.
+function encVal(v, st, stored) {
 	switch (typeof v) {
-		case "string": return JSON.stringify(v);
+		case "string": return stored && v.length > MAX_VALUE ? oversized(v.length) : JSON.stringify(v);
 		case "number":
 			if (v === 0 && 1 / v < 0) return '{"f":"-0"}';
 			if (v !== v || v === Infinity || v === -Infinity) return '{"f":"' + v + '"}';
@@ -287,6 +300,7 @@ function encVal(v, st) {
 				const u = v instanceof Uint8Array ? v
 					: v instanceof ArrayBuffer ? new Uint8Array(v)
 						: new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+				if (stored && u.byteLength > MAX_VALUE) return oversized(u.byteLength);
 				(st.parts || (st.parts = [])).push(u);
 				const off = st.size;
 				st.size += u.byteLength;
@@ -295,6 +309,10 @@ function encVal(v, st) {
 			if (v instanceof Map || v instanceof Set || v instanceof WeakMap || v instanceof Promise) {
 				return '{"x":' + JSON.stringify("a " + v.constructor.name) + "}";
 			}
+			if (stored) {
+				const n = stringBytes(v, 0, 0);
+				if (n > MAX_VALUE) return oversized(n);
+			}
 			let j;
 			try {
 				j = JSON.stringify(v);
@@ -302,6 +320,7 @@ function encVal(v, st) {
 				return '{"x":' + JSON.stringify("an object JSON.stringify rejects (" + e.message + ")") + "}";
 			}
 			if (j === undefined) return '{"x":"an object whose toJSON returns undefined"}';
+			if (stored && j.length > MAX_VALUE) return oversized(j.length);
 			// JSON.stringify writes NaN and ±Infinity as null: refuse them
 			// (only a text with a null can hide one).
 			if (j.includes("null")) {
@@ -312,6 +331,22 @@ function encVal(v, st) {
 		}
 	}
 	return '{"x":' + JSON.stringify("a " + typeof v) + "}";
+}
+
+// stringBytes adds to n the lengths of the strings inside v (plain objects
+// and arrays without toJSON, at most 256 levels deep), stopping once the sum
+// passes MAX_VALUE: a lower bound of JSON.stringify(v).length, found without
+// building that text (stringify of an object holding a 200 MB string took
+// 9 s).
+function stringBytes(v, n, depth) {
+	if (typeof v === "string") return n + v.length;
+	if (v === null || typeof v !== "object" || depth > 256 || typeof v.toJSON === "function") return n;
+	if (!Array.isArray(v) && !isPlain(v)) return n;
+	for (const k of Object.keys(v)) {
+		n = stringBytes(v[k], n + k.length, depth + 1);
+		if (n > MAX_VALUE) break;
+	}
+	return n;
 }
 
 // nonFinite returns "NaN at .a[2]" for the first NaN or ±Infinity inside
@@ -352,7 +387,7 @@ function encRow(row, st, what) {
 	if (!isRecord(row)) throw argErr(what + " must be an object mapping columns to values, got " + describe(row));
 	let s = "{", first = true;
 	for (const k of Object.keys(row)) {
-		const e = encVal(row[k], st);
+		const e = encVal(row[k], st, true);
 		if (e === undefined) continue; // undefined: not given
 		s += (first ? "" : ",") + JSON.stringify(k) + ":" + e;
 		first = false;
@@ -574,6 +609,7 @@ class Database {
 	get name() { return this.#s.name; }
 	get siteId() { return this.#s.siteId; }
 	get isLeader() { return this.#s.isLeader; }
+	get persisted() { return this.#s.persisted; }
 	get sync() { return this.#s.sync; }
 	insert(table, row) { return attempt(() => { live(this.#s, "db.insert"); return opInsert(this.#s, 0, OPS.insert, "db.insert", table, row); }); }
 	upsert(table, row) { return attempt(() => { live(this.#s, "db.upsert"); return opInsert(this.#s, 0, OPS.upsert, "db.upsert", table, row); }); }
@@ -641,6 +677,7 @@ class Database {
 		for (const ls of s.listeners.values()) ls.clear();
 		s.closing = call(OPS.close, s.h, 0).finally(() => {
 			dbs.delete(s.h);
+			if (s.unwatch) s.unwatch();
 			if (s.channel) { post(s, { bye: true }); s.channel.close(); }
 			if (s.lockAbort) s.lockAbort.abort();
 			if (s.lockRelease) s.lockRelease();
@@ -656,24 +693,95 @@ function elect(s) {
 	const ac = typeof AbortController === "function" ? new AbortController() : null;
 	s.lockAbort = ac;
 	locks.request("replica-leader:" + s.name, ac ? { signal: ac.signal } : {}, () => {
-		if (s.closed) return undefined;
+		if (s.closed || s.suspended || s.lockAbort !== ac) return undefined;
+		// The release is in place before Go hears of the lock (Go may run
+		// code that suspends or closes this tab before setLeader returns).
+		const held = new Promise((resolve) => { s.lockRelease = resolve; });
 		setLeader(s, true);
-		return new Promise((resolve) => { s.lockRelease = resolve; });
+		return held;
 	}).catch(() => { });
+}
+
+// waitingState is the sync state a tab shows while no tab is known to
+// sync: the leader gave up (froze, or closed) and the next one has not
+// reported yet. "connecting" when a target is known (a tab will lead and
+// connect), else "disconnected"; the last known count of unsent changes.
+function waitingState(s, leader) {
+	return { status: s.syncTarget ? "connecting" : "disconnected", pending: s.syncState.pending || 0, leader };
 }
 
 function setLeader(s, v) {
 	if (s.isLeader === v || s.closed) return;
 	s.isLeader = v;
-	s.syncState = Object.assign({}, s.syncState, { leader: v });
+	// The previous leader's state (error, lastError, progress) was its
+	// session's; this tab's own comes from Go once it connects.
+	s.syncState = waitingState(s, v);
 	try { go(OPS.leader, s.h, 0, 0, v ? 1 : 0); } catch (_) { }
 	fire(s, "leaderChange", { isLeader: v });
+	fire(s, "syncState", s.syncState);
+}
+
+// ---- page lifecycle ---------------------------------------------------------------
+//
+// A frozen page (Chromium freezes background tabs; a page in the
+// back/forward cache is frozen too) runs nothing: no timers, no message
+// handlers, no IndexedDB callbacks. Left as it was, a frozen leader would
+// keep the leader lock with a dead socket (no tab syncs), and an IndexedDB
+// transaction it had running would keep every other tab's writes waiting.
+// So on freeze and on pagehide each tab suspends: Go aborts its running
+// IndexedDB transactions (they run again on resume; nothing of them was
+// written) and holds new ones, a leader closes its relay connection and
+// releases the lock (the next tab in the lock's queue leads at once), the
+// tab says bye (and, if it led, resign: the others show no tab syncing
+// until the new leader reports), and a queued lock request is withdrawn
+// (a lock granted to a frozen tab would make a frozen leader). On resume
+// (or pageshow from the back/forward cache) the tab runs its transactions
+// again, says hello (the leader answers with its state) and queues for the
+// lock again: it rejoins as a follower, with no connection of its own.
+
+function watchLifecycle(s) {
+	if (typeof addEventListener !== "function" || typeof removeEventListener !== "function") return;
+	const doc = typeof document === "object" && document && typeof document.addEventListener === "function" ? document : null;
+	const off = () => suspend(s);
+	const on = () => resume(s);
+	const show = (e) => { if (e && e.persisted) resume(s); };
+	if (doc) { doc.addEventListener("freeze", off); doc.addEventListener("resume", on); }
+	addEventListener("pagehide", off);
+	addEventListener("pageshow", show);
+	s.unwatch = () => {
+		if (doc) { doc.removeEventListener("freeze", off); doc.removeEventListener("resume", on); }
+		removeEventListener("pagehide", off);
+		removeEventListener("pageshow", show);
+	};
+}
+
+function suspend(s) {
+	if (s.closed || s.suspended) return;
+	s.suspended = true;
+	try { go(OPS.freeze, s.h, 0, 0); } catch (_) { }
+	const led = s.isLeader;
+	if (s.lockAbort) { s.lockAbort.abort(); s.lockAbort = null; }
+	setLeader(s, false);
+	if (s.lockRelease) { s.lockRelease(); s.lockRelease = null; }
+	post(s, led ? { bye: true, resign: true } : { bye: true });
+	if (s.peers.size) { s.peers.clear(); listen(s); }
+}
+
+function resume(s) {
+	if (s.closed || !s.suspended) return;
+	s.suspended = false;
+	try { go(OPS.resume, s.h, 0, 0); } catch (_) { }
+	s.syncState = waitingState(s, false);
+	fire(s, "syncState", s.syncState);
+	post(s, { hello: true });
+	elect(s);
 }
 
 // onTabMessage handles a sibling tab's message, each tagged {from: tab id}:
-// {hello: true} from a tab that just opened (every tab answers {here:
-// true}, the leader with its target and sync state too); {bye: true} from
-// a tab that closes; {tables, remote, transactionId, commits?} after a
+// {hello: true} from a tab that just opened or resumed (every tab answers
+// {here: true}, the leader with its target and sync state too); {bye:
+// true} from a tab that closes, freezes or is hidden (resign: true too
+// when it led: no tab syncs until the next leader's state arrives); {tables, remote, transactionId, siteId, commits?} after a
 // commit (commits: how many it stands for, when more than one); {sync:
 // target|null} after db.sync.connect or disconnect; {requestSnapshot: true}
 // for the leader; {syncState} from the leader.
@@ -686,9 +794,13 @@ function setLeader(s, v) {
 // their tables and number, which the leader adds to its unsent count), and
 // the leader wakes its sync client.
 function onTabMessage(s, m) {
-	if (s.closed || !m || typeof m !== "object") return;
+	if (s.closed || s.suspended || !m || typeof m !== "object") return;
 	if (m.bye) {
 		if (s.peers.delete(m.from)) listen(s);
+		if (m.resign && !s.isLeader) {
+			s.syncState = waitingState(s, false);
+			fire(s, "syncState", s.syncState);
+		}
 		return;
 	}
 	if (m.from && !s.peers.has(m.from)) {
@@ -707,7 +819,9 @@ function onTabMessage(s, m) {
 	if (Array.isArray(m.tables)) {
 		try { go(OPS.tablesChanged, s.h, 0, 0, JSON.stringify(m.tables), m.remote ? 1 : 0, m.commits || 1); } catch (_) { }
 		if (m.tables.length) {
-			const p = { tables: m.tables, remote: !!m.remote, fromOtherTab: true, transactionId: m.transactionId == null ? null : m.transactionId };
+			const p = { tables: m.tables, remote: !!m.remote, fromOtherTab: true, transactionId: m.transactionId == null ? null : m.transactionId,
+				// A local commit of another tab is this replica's (one IndexedDB database, one site id).
+				siteId: m.siteId != null ? m.siteId : m.remote ? null : s.siteId };
 			fire(s, "change", p);
 			if (p.remote) fire(s, "remoteChange", p);
 		}
@@ -723,16 +837,31 @@ function onTabMessage(s, m) {
 	}
 }
 
+// askPersist asks the browser to keep this origin's storage under storage
+// pressure (navigator.storage.persist(), once per replica; never awaited: a
+// browser may ask the user) and records the answer in s.persisted.
+function askPersist(s) {
+	const st = typeof navigator === "object" && navigator && navigator.storage;
+	if (!st || typeof st.persist !== "function") return;
+	const done = (v) => { s.persisted = v === true; };
+	const ask = () => st.persist().then(done, () => done(false));
+	try {
+		if (typeof st.persisted === "function") st.persisted().then((v) => (v ? done(true) : ask()), ask);
+		else ask();
+	} catch (_) { }
+}
+
 let tabSeq = 0;
 const tabBase = Math.random().toString(36).slice(2) + Date.now().toString(36);
 
 function makeDb(h, name, siteId) {
 	const s = {
 		h, name, siteId, closed: false, closing: null, subs: new Map(), listeners: new Map(),
-		channel: null, lockAbort: null, lockRelease: null, isLeader: false,
+		channel: null, lockAbort: null, lockRelease: null, isLeader: false, suspended: false, unwatch: null,
 		syncState: { status: "disconnected", pending: 0, leader: false }, syncTarget: null, sync: null,
-		tabId: tabBase + "." + (++tabSeq), peers: new Set(), mask: 0,
+		tabId: tabBase + "." + (++tabSeq), peers: new Set(), mask: 0, persisted: null,
 	};
+	askPersist(s);
 	for (const e of EVENTS) s.listeners.set(e, new Set());
 	s.sync = new Sync(s);
 	dbs.set(h, s);
@@ -741,6 +870,7 @@ function makeDb(h, name, siteId) {
 		s.channel.onmessage = (ev) => onTabMessage(s, ev.data);
 		post(s, { hello: true });
 	}
+	watchLifecycle(s);
 	elect(s);
 	const db = new Database(s);
 	handles.set(db, h);
@@ -759,10 +889,13 @@ function emit(h, name, kind, text, blobs) {
 	}
 	if (name === "conflict") { const [ev, pk] = p; ev.pk = pk; p = ev; }
 	if (name === "syncState") {
+		// Only the leader's own state counts: a tab that no longer leads
+		// (its client closing after a freeze) shows the leader's.
+		if (!s.isLeader) return;
 		s.syncState = p;
-		if (s.isLeader) postPeers(s, { syncState: p });
+		postPeers(s, { syncState: p });
 	}
-	if (name === "change" && !p.fromOtherTab) postPeers(s, { tables: p.tables, remote: p.remote, transactionId: p.transactionId });
+	if (name === "change" && !p.fromOtherTab) postPeers(s, { tables: p.tables, remote: p.remote, transactionId: p.transactionId, siteId: p.siteId });
 	fire(s, name, p);
 	if (name === "change" && p.remote) fire(s, "remoteChange", p);
 }
@@ -802,4 +935,290 @@ const api = {
 return { api, settle, emit, deliver, handleOf: (db) => handles.get(db) };
 }
 // END jsbridge/facade.js
+
+// BEGIN idbkv/helper.js (verbatim; see above)
+function replicaIDBHelper(cb, opts) {
+// idbkv's JavaScript helper: the body of a function (cb, opts) that idbkv
+// calls once per Store (compiled with new Function, or the page's verbatim
+// copy given with idbkv.Helper, as web/replica.js carries one) and whose
+// returned functions it calls from Go, so that each batch of IndexedDB
+// requests costs one Go->JS call and at most one JS->Go callback instead of
+// several crossings per request. opts.noGetAllRecords
+// (tests) makes it use the paths for browsers without getAllRecords.
+//
+// Buffers are Uint8Arrays with little-endian uint32 lengths; NONE (0xFFFFFFFF)
+// marks an absent key bound or value.
+//
+// cb(id, status, payload, length) reports the end of the one asynchronous
+// operation a transaction has pending: status 0 with payload a Uint8Array of
+// length bytes (or null), status 1 with payload the error, status 2 (commit
+// only) when a value a speculative read assumed was not the stored one and
+// the transaction was aborted. A transaction
+// state t.p is true only while Go waits, so cb is never called otherwise.
+"use strict";
+const NONE = 0xFFFFFFFF;
+const hasRecords = !opts.noGetAllRecords && typeof IDBObjectStore === "function" &&
+	typeof IDBObjectStore.prototype.getAllRecords === "function";
+const hasCommit = typeof IDBTransaction === "function" &&
+	typeof IDBTransaction.prototype.commit === "function";
+const probeKey = new Uint8Array(0);
+
+function u32(b, o) {
+	return (b[o] | (b[o + 1] << 8) | (b[o + 2] << 16) | (b[o + 3] << 24)) >>> 0;
+}
+function put32(b, o, v) {
+	b[o] = v; b[o + 1] = v >>> 8; b[o + 2] = v >>> 16; b[o + 3] = v >>> 24;
+}
+function bytes(v) {
+	if (v instanceof Uint8Array) return v;
+	if (v instanceof ArrayBuffer) return new Uint8Array(v);
+	if (ArrayBuffer.isView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+	throw new DOMException("idbkv: stored value or key is not binary", "DataError");
+}
+function store(t, i) {
+	return t.st[i] || (t.st[i] = t.tx.objectStore(t.names[i]));
+}
+function done(t, status, payload, n) {
+	if (!t.p) return;
+	t.p = false;
+	cb(t.id, status, payload, n);
+}
+function fail(t, e) {
+	try { t.tx.abort(); } catch (_) { }
+	done(t, 1, e, 0);
+}
+// same reports whether the stored value v (undefined: absent) is want
+// (null: absent).
+function same(v, want) {
+	if (v === undefined || want === null) return v === undefined && want === null;
+	const a = bytes(v);
+	if (a.byteLength !== want.byteLength) return false;
+	for (let i = 0; i < a.byteLength; i++) if (a[i] !== want[i]) return false;
+	return true;
+}
+// range decodes [u32 lolen][lo][u32 hilen][hi] at o into an IDBKeyRange
+// (lower bound open if loOpen, upper bound always open) or undefined.
+function range(b, o, loOpen) {
+	let lo = null, hi = null;
+	const ll = u32(b, o); o += 4;
+	if (ll !== NONE) { lo = b.subarray(o, o + ll); o += ll; }
+	const hl = u32(b, o); o += 4;
+	if (hl !== NONE) { hi = b.subarray(o, o + hl); o += hl; }
+	let r;
+	if (lo && hi) r = IDBKeyRange.bound(lo, hi, loOpen, true);
+	else if (lo) r = IDBKeyRange.lowerBound(lo, loOpen);
+	else if (hi) r = IDBKeyRange.upperBound(hi, true);
+	return [r, o];
+}
+// pack encodes entries as [u32 n]([u32 klen][key][u32 vlen|NONE][value])*.
+function pack(ks, vs) {
+	const n = ks.length;
+	let total = 4 + 8 * n;
+	const kb = new Array(n), vb = vs ? new Array(n) : null;
+	for (let i = 0; i < n; i++) {
+		kb[i] = bytes(ks[i]); total += kb[i].byteLength;
+		if (vb) { vb[i] = bytes(vs[i]); total += vb[i].byteLength; }
+	}
+	const out = new Uint8Array(total);
+	put32(out, 0, n);
+	let o = 4;
+	for (let i = 0; i < n; i++) {
+		put32(out, o, kb[i].byteLength); o += 4;
+		out.set(kb[i], o); o += kb[i].byteLength;
+		if (vb) {
+			put32(out, o, vb[i].byteLength); o += 4;
+			out.set(vb[i], o); o += vb[i].byteLength;
+		} else {
+			put32(out, o, NONE); o += 4;
+		}
+	}
+	return out;
+}
+
+return {
+	hasRecords,
+
+	// begin starts a transaction over every store in names (a JS array) and
+	// returns its state. Throws what IDBDatabase.transaction throws.
+	begin(db, names, mode, id) {
+		const tx = db.transaction(names, mode);
+		const t = { id, tx, names, st: new Array(names.length), p: false };
+		tx.oncomplete = () => done(t, 0, null, 0);
+		tx.onabort = () => {
+			if (t.stale) done(t, 2, null, 0);
+			else done(t, 1, tx.error || new DOMException("idbkv: transaction aborted", "AbortError"), 0);
+		};
+		return t;
+	},
+
+	// getMany reads [u32 count]([u32 store][u32 klen][key])* from b and
+	// issues one get per key in its store; cb gets ([u32 vlen|NONE][value])*
+	// in key order.
+	getMany(t, b) {
+		const count = u32(b, 0);
+		const reqs = new Array(count);
+		let o = 4;
+		for (let i = 0; i < count; i++) {
+			const si = u32(b, o); o += 4;
+			const kl = u32(b, o); o += 4;
+			reqs[i] = store(t, si).get(b.subarray(o, o + kl)); o += kl;
+		}
+		t.p = true;
+		// Requests of a transaction complete in order, and a failed one
+		// aborts the transaction (tx.onabort reports it).
+		reqs[count - 1].onsuccess = () => {
+			try {
+				let total = 4 * count;
+				const vals = new Array(count);
+				for (let i = 0; i < count; i++) {
+					const v = reqs[i].result;
+					if (v !== undefined) { vals[i] = bytes(v); total += vals[i].byteLength; }
+				}
+				const out = new Uint8Array(total);
+				let p = 0;
+				for (let i = 0; i < count; i++) {
+					const v = vals[i];
+					if (v === undefined) { put32(out, p, NONE); p += 4; continue; }
+					put32(out, p, v.byteLength); p += 4;
+					out.set(v, p); p += v.byteLength;
+				}
+				done(t, 0, out, total);
+			} catch (e) { fail(t, e); }
+		};
+	},
+
+	// scan reads one page of at most count entries of store si within the
+	// range encoded in b; flags: 1 lower bound open, 2 descending, 4 keys
+	// only. cb gets the page packed as by pack. Never reads past count.
+	scan(t, si, b, count, flags) {
+		const s = store(t, si);
+		const [r] = range(b, 0, (flags & 1) !== 0);
+		const rev = (flags & 2) !== 0, keysOnly = (flags & 4) !== 0;
+		const dir = rev ? "prev" : "next";
+		if (hasRecords && !keysOnly) {
+			const q = { count, direction: dir };
+			if (r) q.query = r;
+			const req = s.getAllRecords(q);
+			t.p = true;
+			req.onsuccess = () => {
+				try {
+					const recs = req.result, ks = new Array(recs.length), vs = new Array(recs.length);
+					for (let i = 0; i < recs.length; i++) { ks[i] = recs[i].key; vs[i] = recs[i].value; }
+					const out = pack(ks, vs);
+					done(t, 0, out, out.byteLength);
+				} catch (e) { fail(t, e); }
+			};
+		} else if (!rev) {
+			const kreq = s.getAllKeys(r, count);
+			const vreq = keysOnly ? null : s.getAll(r, count);
+			t.p = true;
+			(vreq || kreq).onsuccess = () => {
+				try {
+					const out = pack(kreq.result, vreq ? vreq.result : null);
+					done(t, 0, out, out.byteLength);
+				} catch (e) { fail(t, e); }
+			};
+		} else {
+			// Descending without getAllRecords: a cursor, iterated here in JS.
+			const req = keysOnly ? s.openKeyCursor(r, "prev") : s.openCursor(r, "prev");
+			const ks = [], vs = keysOnly ? null : [];
+			t.p = true;
+			req.onsuccess = () => {
+				try {
+					const c = req.result;
+					if (c) {
+						ks.push(c.key);
+						if (vs) vs.push(c.value);
+						if (ks.length < count) { c.continue(); return; }
+					}
+					const out = pack(ks, vs);
+					done(t, 0, out, out.byteLength);
+				} catch (e) { fail(t, e); }
+			};
+		}
+	},
+
+	// commit issues every request encoded in b[0:n] —
+	//   4 expect:      [u8 4][u32 si][u32 klen][key][u32 vlen|NONE][value]
+	//   1 put:         [u8 1][u32 si][u32 klen][key][u32 vlen][value]
+	//   2 delete:      [u8 2][u32 si][u32 klen][key]
+	//   3 deleteRange: [u8 3][u32 si][range as in scan, lower bound closed]
+	// — in order, then commits; cb reports the transaction's completion.
+	// The expects (values speculative reads assumed) come first: each is a
+	// get, and the last one's success handler compares them all with what
+	// they assumed, aborting the transaction (status 2: nothing written) on
+	// any difference and committing otherwise. With no requests it issues
+	// one get to learn whether the transaction is still active. The first
+	// request throws TransactionInactiveError if the transaction has
+	// finished, and then nothing was issued. A throw after some requests
+	// aborts the transaction before rethrowing.
+	commit(t, b, n) {
+		let o = 0, issued = false;
+		const exp = [];
+		try {
+			if (n === 0) store(t, 0).get(probeKey);
+			while (o < n) {
+				const op = b[o], s = store(t, u32(b, o + 1));
+				o += 5;
+				if (op === 4) {
+					const kl = u32(b, o); o += 4;
+					const req = s.get(b.subarray(o, o + kl)); o += kl;
+					const vl = u32(b, o); o += 4;
+					let want = null;
+					if (vl !== NONE) { want = b.slice(o, o + vl); o += vl; }
+					exp.push(req, want);
+				} else if (op === 1) {
+					const kl = u32(b, o); o += 4;
+					const key = b.subarray(o, o + kl); o += kl;
+					const vl = u32(b, o); o += 4;
+					// slice, not subarray: the structured clone of a view
+					// stores its whole underlying buffer.
+					s.put(b.slice(o, o + vl), key); o += vl;
+				} else if (op === 2) {
+					const kl = u32(b, o); o += 4;
+					s.delete(b.subarray(o, o + kl)); o += kl;
+				} else if (op === 3) {
+					const [r, next] = range(b, o, false);
+					o = next;
+					if (r) s.delete(r); else s.clear();
+				} else {
+					throw new DOMException("idbkv: bad write op " + op, "DataError");
+				}
+				issued = true;
+			}
+			if (exp.length) {
+				// Requests complete in order: when the last expect's get
+				// succeeds, all of them have, and no write has yet.
+				exp[exp.length - 2].onsuccess = () => {
+					for (let i = 0; i < exp.length; i += 2) {
+						if (!same(exp[i].result, exp[i + 1])) {
+							t.stale = true;
+							try { t.tx.abort(); } catch (_) { }
+							return;
+						}
+					}
+					if (hasCommit) { try { t.tx.commit(); } catch (_) { } }
+				};
+			} else if (hasCommit) t.tx.commit();
+		} catch (e) {
+			if (issued) { try { t.tx.abort(); } catch (_) { } }
+			throw e;
+		}
+		t.p = true;
+	},
+
+	// abort rolls the transaction back; it is a no-op once it has finished.
+	abort(t) {
+		t.p = false;
+		try { t.tx.abort(); } catch (_) { }
+	},
+
+	// finish ends a read-only transaction early; errors are irrelevant then.
+	finish(t) {
+		t.p = false;
+		try { if (hasCommit) t.tx.commit(); } catch (_) { }
+	},
+};
+}
+// END idbkv/helper.js
 })(typeof globalThis !== "undefined" ? globalThis : self);

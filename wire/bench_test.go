@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 )
 
 // citiesPath is the GeoNames cities file of the shared data folder, beside
@@ -72,24 +72,24 @@ var cityColumns = []string{"id", "name", "lat", "lng", "country", "admin1", "adm
 // seven cells each. txRows is how many rows one import transaction wrote:
 // their cells share one HLC base with consecutive opSeqs (1 = a
 // transaction per row).
-func cityRows(cities []city, from, to, txRows int) []engine.SnapshotRow {
-	rows := make([]engine.SnapshotRow, 0, to-from)
+func cityRows(cities []city, from, to, txRows int) []model.SnapshotRow {
+	rows := make([]model.SnapshotRow, 0, to-from)
 	const wall = 1764374400000
 	for i := from; i < to; i++ {
 		c := cities[i]
 		tx := i / txRows
-		base := engine.HLC{Wall: wall + uint64(tx), Site: siteA}
+		base := model.HLC{Wall: wall + uint64(tx), Site: siteA}
 		op := uint32((i % txRows) * len(cityColumns))
-		id := engine.Text(uuidv7(wall, i))
-		vals := []engine.Value{id, engine.Text(c.Name), engine.Text(c.Lat), engine.Text(c.Lng),
-			engine.Text(c.Country), engine.Text(c.Admin1), engine.Text(c.Admin2)}
-		cells := make([]engine.SnapshotCell, len(vals))
+		id := model.Text(uuidv7(wall, i))
+		vals := []model.Value{id, model.Text(c.Name), model.Text(c.Lat), model.Text(c.Lng),
+			model.Text(c.Country), model.Text(c.Admin1), model.Text(c.Admin2)}
+		cells := make([]model.SnapshotCell, len(vals))
 		for j, v := range vals {
 			h := base
 			h.OpSeq = op + uint32(j)
-			cells[j] = engine.SnapshotCell{Column: cityColumns[j], Value: v, HLC: h}
+			cells[j] = model.SnapshotCell{Column: cityColumns[j], Value: v, HLC: h}
 		}
-		rows = append(rows, engine.SnapshotRow{PK: []engine.Value{id}, Cells: cells})
+		rows = append(rows, model.SnapshotRow{PK: []model.Value{id}, Cells: cells})
 	}
 	return rows
 }
@@ -104,7 +104,7 @@ func TestCitiesSnapshotRoundTrip(t *testing.T) {
 	total := 0
 	for from := 0; from < len(cities); from += 1000 {
 		to := min(from+1000, len(cities))
-		m := &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkRows, Table: "cities", Rows: cityRows(cities, from, to, 500)}}
+		m := &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkRows, Table: "cities", Rows: cityRows(cities, from, to, 500)}}
 		b := mustEncode(t, m)
 		got, err := Decode(b)
 		if err != nil {
@@ -133,7 +133,7 @@ func BenchmarkRowsChunk(b *testing.B) {
 		var frames [][]byte
 		size := 0
 		for k := range chunks {
-			m := &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkRows, Table: "cities",
+			m := &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkRows, Table: "cities",
 				Rows: cityRows(cities, k*chunkRows, (k+1)*chunkRows, sc.txRows)}}
 			msgs = append(msgs, m)
 			f := mustEncode(b, m)
@@ -171,11 +171,11 @@ func BenchmarkChangeSetRows(b *testing.B) {
 	cities := loadCities(b)
 	const n = 1000
 	rows := cityRows(cities, 0, n, 1)
-	var css []engine.ChangeSet
+	var css []model.ChangeSet
 	for _, r := range rows {
-		cs := engine.ChangeSet{SiteID: siteA, TransactionID: r.Cells[0].HLC.TransactionID(), HLC: r.Cells[len(r.Cells)-1].HLC}
+		cs := model.ChangeSet{SiteID: siteA, TransactionID: r.Cells[0].HLC.TransactionID(), HLC: r.Cells[len(r.Cells)-1].HLC}
 		for _, c := range r.Cells {
-			cs.Changes = append(cs.Changes, engine.Change{Type: engine.ColumnChange, Table: "cities", PK: r.PK, Column: c.Column, Value: c.Value, HLC: c.HLC})
+			cs.Changes = append(cs.Changes, model.Change{Type: model.ColumnChange, Table: "cities", PK: r.PK, Column: c.Column, Value: c.Value, HLC: c.HLC})
 		}
 		css = append(css, cs)
 	}

@@ -4,9 +4,9 @@
 // and uses only the standard library. This comment is the protocol's
 // reference: a compatible client can be written from it alone.
 //
-// The protocol follows the seed document sync-protocol.md (message names,
+// The protocol follows the one Replica's design grew out of (message names,
 // requestId acknowledgements, fatal and transient errors, snapshot
-// bootstrap and resume) and departs from it where DESIGN.md § Sync says so,
+// bootstrap and resume) and departs from it where docs/design.md § Sync says so,
 // chiefly in delivering changes by the relay's arrival cursor instead of by
 // HLC (see "Delivery by cursor" below).
 //
@@ -56,7 +56,10 @@
 //     that is answered with NOT_AUTHENTICATED; a second handshake with
 //     ALREADY_AUTHENTICATED (close 4004). The client checks the ack's
 //     protocolVersion the same way and stops, without reconnecting, when it
-//     differs or is absent.
+//     differs or is absent. A returning client presents its position in
+//     the relay's log (serverSiteId, cursor, chain) and repairs what the
+//     ack's history and siteHlc say is missing: see "Verifying the relay's
+//     log".
 //
 //  2. Bootstrap, when needed. A client that has never synced with this
 //     relay and database (no cursor kept for the ack's serverSiteId and
@@ -104,7 +107,8 @@
 //
 // Client → relay, first frame of a session (type Handshake).
 //
-//	{"type":"handshake","protocolVersion":1,"databaseId":"acme:trips","siteId":"AY86XH4RQpugDcRVbiGQ_g","token":"tok-3f9a"}
+//	{"type":"handshake","protocolVersion":3,"databaseId":"acme:trips","siteId":"AY86XH4RQpugDcRVbiGQ_g","token":"tok-3f9a",
+//	 "serverSiteId":"-_-_ABCDEFGHIJKLMNOPQQ","cursor":41,"chain":"I-zgrM9zk1Rcq6zDbIfU6Q"}
 //
 // Members:
 //
@@ -118,12 +122,25 @@
 //     site only.
 //   - token (string, optional): the credential for databaseId; how it is
 //     checked is the relay's configuration.
+//   - serverSiteId (site id, optional; with cursor): the relay log the
+//     client synced with last (the serverSiteId of the handshake_ack it
+//     got then).
+//   - cursor (cursor, optional; with serverSiteId): the client's cursor in
+//     that log (or, with no cursor kept, an interrupted snapshot's
+//     checkpoint cursor).
+//   - chain (chain value, optional; needs cursor): the log's chain value at
+//     cursor, as the relay sent it with the changes or push_changes that
+//     brought the client there. Absent when the client does not know it
+//     (after a snapshot, before the first pull; state of an older version).
+//
+// The position is what the relay judges in handshake_ack.history.
 //
 // # Message handshake_ack
 //
 // Relay → client, accepting a handshake (type HandshakeAck).
 //
-//	{"type":"handshake_ack","protocolVersion":1,"databaseId":"acme:trips","serverSiteId":"-_-_ABCDEFGHIJKLMNOPQQ","connectionId":"c-17"}
+//	{"type":"handshake_ack","protocolVersion":3,"databaseId":"acme:trips","serverSiteId":"-_-_ABCDEFGHIJKLMNOPQQ","connectionId":"c-17",
+//	 "siteHlc":"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE","history":"continues"}
 //
 // Members:
 //
@@ -135,6 +152,20 @@
 //     old cursor is meaningless there.
 //   - connectionId (string, required): names the connection in the
 //     relay's logs.
+//   - siteHlc (HLC, written by relays of version 2): the highest hlc among
+//     the ChangeSets of the handshake's siteId the relay's log ever stored
+//     (kept when retention prunes them); the zero HLC
+//     ("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA") when it stored none. A
+//     client whose relay acknowledged more than that (a restored relay)
+//     lowers its sent watermark to it and pushes the rest again.
+//   - history (string, optional): the relay's verdict on the handshake's
+//     position: "continues" (its log holds cursor with that chain value:
+//     pull from cursor), "diverged" (its head is below cursor, or its chain
+//     value at cursor differs: the cursor names other entries or none, so
+//     the client bootstraps again); absent when the handshake presented no
+//     position, one of another log (another serverSiteId), a cursor below
+//     the retained log (get_changes answers SNAPSHOT_REQUIRED), or a cursor
+//     within the log without a chain value.
 //
 // # Message get_changes
 //
@@ -156,7 +187,7 @@
 //
 // Relay → client, answering get_changes (type Changes).
 //
-//	{"type":"changes","cursor":43,"more":false,"changeSets":[ChangeSet…]}
+//	{"type":"changes","cursor":43,"chain":"7qRX3-C5OH0YePni69iW0w","more":false,"changeSets":[ChangeSet…]}
 //
 // Members:
 //
@@ -175,7 +206,25 @@
 //     has them, and its engine would skip them as its own echo. Their
 //     sequences still count, so the carried sequences are consecutive
 //     only when none was left out. A page with more true carries at least
-//     one ChangeSet.
+//     one ChangeSet, unless it ends at a tombstone horizon mark (version
+//     3: a page ends at the first mark after since, see "Tombstone
+//     horizon"; its ChangeSets may all have been the client's own).
+//   - chain (chain value, written by relays of version 2): the log's chain
+//     value at cursor. The client keeps it with its cursor and presents
+//     both at its next handshake.
+//   - horizons (array of horizon marks, version 3, optional, omitted when
+//     empty): every tombstone horizon mark of the log with since ≤
+//     mark cursor ≤ cursor, ascending by cursor and wall (see "Tombstone
+//     horizon"). A mark at since repeats across pages and pulls; the
+//     client skips one it applied already.
+//
+// So every answer makes progress or says it is caught up: cursor is at
+// least since plus the number of ChangeSets (never below since), above
+// since when more is true, and, when more is false, at least the cursor of
+// every push_changes the relay sent before it read the request. A client
+// treats an answer breaking these rules as a protocol error: it applies
+// none of it, keeps its cursor, reports it and retries the pull after a
+// backoff delay (asking again at once would loop).
 //
 // # Message apply_changes
 //
@@ -189,8 +238,11 @@
 //   - requestId (string, optional): echoed verbatim in the apply_result
 //     (and in an error answering this frame). A client numbers its pushes
 //     ("apply-1", "apply-2", …) and promotes its sent watermark only for
-//     the ack whose id matches, and only forward; an unknown, stale or
-//     duplicate id is ignored.
+//     the ack whose id matches, and only forward. Since the relay answers
+//     in request order, an apply_result arriving while a push is in
+//     flight answers that push: one with another id is a protocol error
+//     (the client retries the push after a backoff delay); one arriving
+//     while no push is in flight (stale, duplicate) is ignored.
 //   - changes (array of ChangeSet, required): the ChangeSets to store,
 //     every one of the site the handshake declared (siteId): a client
 //     pushes its own transactions only. A batch with a ChangeSet of
@@ -201,10 +253,11 @@
 //
 // The relay validates and stores every ChangeSet or none. A batch refused
 // for its content, which would be refused again if resent unchanged, is
-// answered with APPLY_CHANGES_REFUSED (see "Error codes"); one that failed
-// for a reason that may pass later, with APPLY_CHANGES_ERROR: an HLC more
-// than 60 s (engine.MaxDrift) ahead of the relay's clock ("clock drift" in
-// the message), or a storage failure. Both echo requestId. Each newly
+// answered with APPLY_CHANGES_REFUSED (see "Error codes"); one with an HLC
+// more than 60 s (model.MaxDrift) ahead of the relay's clock, with
+// CLOCK_DRIFT (it passes once the clocks agree); one that failed for
+// another reason that may pass later (a storage failure), with
+// APPLY_CHANGES_ERROR. All three echo requestId. Each newly
 // stored ChangeSet gets the next arrival sequence; a ChangeSet the relay
 // already holds (same siteId and transactionId, as after a client resent a
 // push whose ack it lost) need not be stored again. A transaction's facts
@@ -217,7 +270,7 @@
 // # Message apply_result
 //
 // Relay → client, answering apply_changes (type ApplyResult). The counts
-// are the relay's merge of the request (engine.ApplyResult); each is a
+// are the relay's merge of the request (model.ApplyResult); each is a
 // non-negative integer.
 //
 //	{"type":"apply_result","requestId":"apply-3","applied":2,"skipped":1,"conflicts":1,"transactions":1}
@@ -240,19 +293,30 @@
 //
 // Relay → client, unsolicited (type PushChanges).
 //
-//	{"type":"push_changes","cursor":44,"changeSets":[ChangeSet…]}
+//	{"type":"push_changes","cursor":44,"chain":"xxD0AY1lfyiAW1jQpbFJgg","changeSets":[ChangeSet…]}
 //
 // Members:
 //
 //   - cursor (cursor, required): the arrival sequence of the last ChangeSet.
 //   - changeSets (array of ChangeSet, required): ChangeSets another
 //     connection just pushed, with consecutive sequences ending at cursor.
+//   - chain (chain value, written by relays of version 2): the log's chain
+//     value at cursor, kept with the cursor when the client moves to it.
+//   - horizons (array of horizon marks, version 3, optional, omitted when
+//     empty): the tombstone horizon marks at cursors first−1 … cursor,
+//     first being the sequence of the first ChangeSet carried (see
+//     "Tombstone horizon"). A relay making a mark while a client is
+//     connected sends it with that client's next push_changes or changes,
+//     whichever comes first; a push_changes may carry marks and no
+//     ChangeSet (its marks are then at cursor).
 //
 // The client applies them. It may store cursor as its cursor only when the
 // push continues exactly where it stands (its cursor equals cursor minus
 // the number of ChangeSets); otherwise (a frame was missed, or its own
 // push came between) it keeps its cursor and the next get_changes
-// re-delivers, which is harmless because applying is idempotent.
+// re-delivers, which is harmless because applying is idempotent. The
+// marks of a push it does not apply in order are ignored: the pull brings
+// them again, in order.
 //
 // # Message get_snapshot
 //
@@ -267,7 +331,7 @@
 //
 //	{"type":"resume_snapshot","checkpoint":{"snapshotId":"snap-0193a1b2","siteId":"-_-_ABCDEFGHIJKLMNOPQQ","hlc":"AAABmszqUqAAAPv/vwAQgxBRhyCSizDTj0EAAAAA","cursor":4211,"completedTables":["trips"],"rowsApplied":1200,"createdAt":1764374501234}}
 //
-// checkpoint (object, required) is engine.SnapshotCheckpoint, every member
+// checkpoint (object, required) is model.SnapshotCheckpoint, every member
 // required:
 //
 //   - snapshotId (string, non-empty): the interrupted stream's.
@@ -282,7 +346,14 @@
 // The relay streams the tables not yet completed, reading them live, under
 // the same snapshotId. Because the data is read at or after the original
 // cursor, the client resumes pulling from checkpoint.cursor (never the new
-// header's), which may re-fetch a little: applying is idempotent.
+// header's), which may re-fetch a little: applying is idempotent. A relay
+// that cannot confirm its log still holds the checkpoint's position
+// (restored from an older copy, which keeps its serverSiteId and hands out
+// that cursor again for other entries; pruned past it) streams a fresh
+// snapshot instead: another snapshotId, its current cursor, every table.
+// The client takes it as a new transfer and pulls from its header's
+// cursor. (The relay binds the chain value at a new snapshot's cursor
+// into its snapshotId; clients treat the id as opaque.)
 //
 // # Message snapshot_chunk
 //
@@ -290,7 +361,7 @@
 //
 //	{"type":"snapshot_chunk","chunk":{"type":"table_start","table":"trips"}}
 //
-// chunk (object, required) is an engine.SnapshotChunk; see "Snapshot
+// chunk (object, required) is a model.SnapshotChunk; see "Snapshot
 // chunks".
 //
 // # Message snapshot_complete
@@ -333,13 +404,17 @@
 //
 // HLC: the standard base64 (RFC 4648 § 4, "+/" alphabet; padded, though
 // 30 bytes need no padding) of the 30-byte big-endian encoding of
-// engine.HLC (wall ms uint64, counter uint16, site 16 bytes, opSeq
+// model.HLC (wall ms uint64, counter uint16, site 16 bytes, opSeq
 // uint32): exactly 40 characters, e.g. "AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE".
 // Byte order equals HLC order. FormatHLC and ParseHLC convert it.
 //
 // Site id: the base64url of the 16 bytes without padding (RFC 4648 § 5,
 // "-_" alphabet), exactly 22 characters, e.g. "AY86XH4RQpugDcRVbiGQ_g"
-// (engine.SiteID.String). Padding or the standard alphabet is an error.
+// (model.SiteID.String). Padding or the standard alphabet is an error.
+//
+// Chain value: the base64url of 16 bytes without padding, 22 characters,
+// like a site id (Chain.String, ParseChain); all zeros is not a chain
+// value. See "Verifying the relay's log".
 //
 // Names (tables, columns, indexes) and ids (transactionId, snapshotId,
 // connectionId) are non-empty strings. Strings are UTF-8; an encoder
@@ -348,7 +423,7 @@
 //
 // # Values
 //
-// A value (engine.Value: a cell, a primary-key component, a default) is
+// A value (model.Value: a cell, a primary-key component, a default) is
 // written by kind:
 //
 //	null       null
@@ -397,7 +472,7 @@
 //
 // # ChangeSet
 //
-// One transaction of one site (engine.ChangeSet), never split or merged:
+// One transaction of one site (model.ChangeSet), never split or merged:
 //
 //	{"siteId":"AY86XH4RQpugDcRVbiGQ_g","transactionId":"1764374400000:0:AY86XH4RQpugDcRVbiGQ_g",
 //	 "hlc":"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE","changes":[Change…],"schemaMigrations":[SchemaMigration…]}
@@ -406,7 +481,7 @@
 //
 //   - siteId (site id, required): the origin replica.
 //   - transactionId (string, required, non-empty): "wall:counter:site" of
-//     the transaction's base HLC (engine.HLC.TransactionID).
+//     the transaction's base HLC (model.HLC.TransactionID).
 //   - hlc (HLC, required): the highest fact HLC of the transaction.
 //   - changes (array of Change, required, may be empty).
 //   - schemaMigrations (array of SchemaMigration, optional, omitted when
@@ -439,24 +514,40 @@
 //
 // # Schema migrations
 //
-// A SchemaMigration (engine.SchemaMigration) carries its DDL as JSON, not
+// A SchemaMigration (model.SchemaMigration) carries its DDL as JSON, not
 // SQL:
 //
 //	{"type":"create_table","table":"trips","ddl":TableDef,"hlc":"…"}
 //	{"type":"add_column","table":"trips","ddl":ColumnDef,"hlc":"…"}
 //	{"type":"add_index","table":"trips","ddl":IndexDef,"hlc":"…"}
+//	{"type":"set_resurrection_policy","table":"trips","ddl":{"policy":"allow-resurrection"},"hlc":"…"}
 //
 // all members required; for create_table, ddl.name equals table. The
 // definitions, as MarshalSchema also writes them:
 //
 //	TableDef   {"name":"trips","columns":[ColumnDef…],"primaryKey":["id"],"indexes":[IndexDef…],"coerce":true}
-//	           (indexes omitted when none, coerce when false; primaryKey always written)
+//	           (indexes omitted when none, coerce when false; primaryKey always written;
+//	           in a schema, not in a create_table ddl, "allowResurrection": bool
+//	           declares the table's policy, omitted when undeclared)
 //	ColumnDef  {"name":"budget","type":"real","notNull":true,"default":0.0,"coerce":true}
 //	           (type one of text, integer, real, boolean, blob, json, timestamp;
 //	           notNull and coerce omitted when false, false accepted on input;
 //	           "default" present exactly when the column has a default, even
 //	           a null one)
 //	IndexDef   {"name":"by_title","columns":["title"]}
+//
+// set_resurrection_policy declares a table's resurrection policy
+// (model.ResurrectionPolicy): ddl.policy is "delete-wins" (a deleted row
+// stays deleted) or "allow-resurrection" (a write with an HLC above the
+// row's tombstone revives it), nothing else, and ddl has no other member.
+// The policy is data of the database, not of a device: every replica,
+// the relay's merged replica included, folds these migrations, and a
+// table's policy is that of its lowest-HLC set_resurrection_policy, so
+// concurrent contradicting declarations converge whatever order they
+// arrive in; a table with none is delete-wins. A create_table's ddl never
+// carries the policy. Snapshots carry the migrations in their schema chunk
+// and, per row, the tombstone with the cells written after it under either
+// policy, so a device bootstrapping from the relay shows a revived row.
 //
 // ParseSchema reads these and the friendlier form a web page passes to
 // Replica.open.
@@ -467,14 +558,14 @@
 //
 //	header → schema → (table_start → rows* → table_end)* → footer
 //
-// each chunk the "chunk" of one snapshot_chunk frame (engine.SnapshotChunk),
-// followed by snapshot_complete. All members are required. The header:
+// each chunk the "chunk" of one snapshot_chunk frame (model.SnapshotChunk),
+// followed by snapshot_complete. The header:
 //
 //	{"type":"header","format":1,"snapshotId":"snap-0193a1b2","siteId":"…","hlc":"…","tables":["trips"],"rowCount":3,"cursor":4211}
 //
 // Members:
 //
-//   - format (integer): engine.SnapshotFormat (1); a receiver refuses
+//   - format (integer): model.SnapshotFormat (1); a receiver refuses
 //     another before touching anything.
 //   - snapshotId (string): names the transfer; a resumed stream keeps it.
 //   - siteId (site id), hlc (HLC): the sender's site and clock; the
@@ -483,6 +574,12 @@
 //   - rowCount (count): row entries to come, for progress; 0 if unknown.
 //   - cursor (cursor): the relay's cursor before it read the data; the
 //     client pulls changes after it once the snapshot is applied.
+//   - horizon (wall time ms, version 3, optional, omitted when 0): the
+//     wall of the relay's newest tombstone horizon mark when cursor was
+//     taken. Once the snapshot is applied the client prunes its
+//     tombstones deleted before it (as for a mark) before its first pull.
+//
+// All members but horizon are required.
 //
 // The other chunks but rows:
 //
@@ -493,7 +590,11 @@
 //
 // A rows chunk carries up to a few thousand rows of one table in a compact
 // form: per-chunk tables of column names and of HLC bases, cells as small
-// arrays referring to them.
+// arrays referring to them. Its frame must fit the receiver's frame limit
+// (see "Snapshot chunk sizes" under Limits). Consecutive rows chunks may
+// carry the same row (same pk), each with some of its cells: a receiver
+// merges every row entry into its row (a join), so parts of one row add up
+// to the row; the footer's rowCount counts row entries as sent.
 //
 //	{"type":"rows","table":"trips","columns":["id","title","budget"],"key":[0],
 //	 "bases":["AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4=", …],
@@ -509,7 +610,7 @@
 //   - bases (array of strings): distinct HLC bases, each the standard
 //     base64 (padded, 36 characters) of the first 26 bytes of an HLC
 //     (wall, counter, site; no opSeq).
-//   - rows (array): the rows (engine.SnapshotRow), each [pk, cells] or
+//   - rows (array): the rows (model.SnapshotRow), each [pk, cells] or
 //     [pk, cells, tombstone], described below.
 //
 // In a row, pk is the array of primary-key values, or null when key is not
@@ -546,7 +647,11 @@
 //
 //	NOT_AUTHENTICATED      a request before the handshake completed
 //	APPLY_CHANGES_ERROR    apply_changes failed as a whole, may pass when resent
-//	                       later (clock drift, a storage failure on the relay)
+//	                       later (a storage failure on the relay)
+//	CLOCK_DRIFT            apply_changes refused as a whole: an HLC more than
+//	                       60 s ahead of the relay's clock (the device's clock
+//	                       is ahead); passes once the clocks agree (since
+//	                       2026-12-01; APPLY_CHANGES_ERROR before)
 //	APPLY_CHANGES_REFUSED  apply_changes refused as a whole for its content; the
 //	                       same ChangeSets would be refused again (malformed,
 //	                       too large to store, above the relay's per-frame
@@ -560,6 +665,9 @@
 //	MESSAGE_TOO_LARGE      a frame above the size limit (a WebSocket library may
 //	                       close with status 1009 instead)
 //	SNAPSHOT_REQUIRED      get_changes cannot be served from the log: bootstrap
+//	RATE_LIMITED           the connection stayed above the relay's frame or byte
+//	                       rate; the relay closes it next (status 1008): reconnect
+//	                       after a growing backoff (since 2026-12-01)
 //
 // Codes this list lacks are transient unless their frame says fatal. The
 // ErrorCode constants, ErrorCode.CloseStatus, IsFatal and DecodeErrorCode
@@ -568,7 +676,11 @@
 // # Protocol version
 //
 // ProtocolVersion is an integer, compared for equality at the handshake;
-// its changelog sits above the constant. Every version must be able to read
+// its changelog sits above the constant. This package speaks version 3
+// (2026-12-02: tombstone horizon marks, see "Tombstone horizon"; version 2,
+// 2026-12-01, verified the relay's log, see "Verifying the relay's log");
+// a peer of version 1 or 2 is answered with PROTOCOL_VERSION_MISMATCH and
+// stops, keeping its data, until it is updated. Every version must be able to read
 // the version of a peer of any other version, so the handshake and
 // handshake_ack are decoded version first: when protocolVersion is absent
 // (read as 0) or not this package's ProtocolVersion, Decode checks only that
@@ -579,12 +691,12 @@
 //
 // # Delivery by cursor
 //
-// The seed protocol pulls "changes since my HLC watermark". That loses data:
+// The origin protocol pulls "changes since my HLC watermark". That loses data:
 // a device that was offline for a day reconnects and pushes edits stamped
 // with day-old HLCs, below the watermark of every client that synced in the
 // meantime, so those clients only see the edits if they happen to be
 // connected for the broadcast. Replica separates the two jobs of a
-// timestamp (DESIGN.md § Sync):
+// timestamp (docs/design.md § Delivery by cursor):
 //
 //   - The HLC decides conflicts: per cell, the higher HLC wins.
 //   - The relay's arrival sequence decides delivery. The relay numbers the
@@ -600,8 +712,101 @@
 //   - Pulls are paged (more) until the client is caught up.
 //
 // Cursors are meaningful only for the log that issued them (serverSiteId
-// and databaseId), and they never exceed 2^53, so JavaScript numbers hold
-// them exactly.
+// and databaseId, and the history the chain value at the cursor names: see
+// "Verifying the relay's log"), and they never exceed 2^53, so JavaScript
+// numbers hold them exactly.
+//
+// # Tombstone horizon
+//
+// Tombstones cannot be kept for ever, and a replica that prunes one
+// decides a late change for that row (an update with an old HLC, from a
+// device that was offline) otherwise than one that still holds it: without
+// the tombstone the change revives the row (a partial row), with it the
+// deletion wins. Replicas that prune by their own clocks would therefore
+// disagree for good. So pruning is an event of the relay's log
+// (docs/design.md § Retention): in its maintenance pass the relay stores a
+// horizon mark {cursor, wall, chain} — cursor the log's head, wall its
+// clock minus the retention period (30 days by default), chain the chain
+// value at cursor — and prunes its merged replica's tombstones deleted
+// before wall, with no ChangeSet appended in between. Every replica does
+// the same at the same point of the log. A mark (type Horizon) is
+//
+//	{"cursor":41,"wall":1764633600000,"chain":"I-zgrM9zk1Rcq6zDbIfU6Q"}
+//
+// Members, all required:
+//
+//   - cursor (cursor): the mark follows the ChangeSet at cursor and
+//     precedes the one at cursor+1 (0: before the first).
+//   - wall (wall time ms since the Unix epoch, not 0, at most 2^53): the
+//     tombstones whose deletion's HLC wall time is before it are pruned
+//     (engine.PruneTombstones(wall)).
+//   - chain (chain value): the log's chain value at cursor.
+//
+// A changes page ends at the first mark after since (more true), so the
+// marks of a message are at the position before its first ChangeSet
+// (since, or first−1 for push_changes: applied before them) or at its
+// cursor (applied after them); ChangeSets carry no cursor of their own. A
+// receiver applies the ChangeSets up to a mark's cursor (storing that
+// cursor), prunes at the mark's wall, records the wall as its horizon for
+// the relay log, then goes on; it skips a mark whose wall is not above the
+// horizon it recorded, so marks carried again (pages, pulls after a
+// reconnect, a crash between the steps) apply once. Marks are ascending by
+// cursor and strictly by wall; several may share a cursor. A receiver
+// refuses, as a protocol error, marks out of order, a wall of 0, a cursor
+// above 2^53 or outside the message's range. A snapshot's header carries
+// the horizon its data was read under, and the bootstrapped replica prunes
+// at it before its first pull.
+//
+// The relay keeps its marks with its arrival log, pruned with it (always
+// keeping the newest), and makes none while a snapshot of the database is
+// streaming (it tries again at its next pass), so that a snapshot's data
+// and its header's horizon agree. A change older than the horizon for a
+// deleted row may revive it (a partial row), but alike on every replica.
+//
+// # Verifying the relay's log
+//
+// A relay can lose data behind its clients' backs: its data restored from
+// an older copy, its log truncated or replaced (docs/design.md §
+// Clients verify the relay). A restored copy keeps its serverSiteId, and hands out again,
+// for other ChangeSets, cursors its clients already hold. So the relay
+// keeps a hash chain over its arrival log, and clients check it.
+//
+// The chain value at cursor 0 is GenesisChain (the first 16 bytes of
+// SHA-256("replica arrival log")); at cursor n it is the first 16 bytes of
+// SHA-256(chain(n−1) ‖ siteId (16 bytes) ‖ transactionId (UTF-8)) of the
+// ChangeSet stored at n (Chain.Next). It depends on the entries' identity,
+// not their content: a transaction pushed again with fewer facts (newer
+// writes superseded some) is the same entry. The relay keeps the value of
+// every retained cursor and of its compaction point (the last cursor
+// retention removed), so a position there can still be checked; a log of
+// an older relay format takes GenesisChain at its compaction point.
+//
+// A client keeps the chain value that came with its cursor (changes.chain,
+// push_changes.chain) and presents both in its next handshake. The relay
+// answers in handshake_ack:
+//
+//   - history "continues": the same history; the client pulls from its
+//     cursor.
+//   - history "diverged": the relay's head is below the cursor, or its
+//     chain value there differs. The cursor is void, and so is a snapshot
+//     checkpoint taken from it: the client bootstraps again (get_snapshot,
+//     which merges: nothing local is lost) and pulls from the snapshot's
+//     cursor.
+//   - no history: nothing to judge (see handshake_ack); a cursor ahead of
+//     the log still gets SNAPSHOT_REQUIRED from get_changes.
+//
+// Independently, siteHlc says what the relay holds of the client's own
+// transactions: when it is below the highest hlc the relay had
+// acknowledged to this client, the relay lost some, and the client lowers
+// its sent watermark to siteHlc and pushes everything above it again (the
+// relay deduplicates by site id and transactionId, so pushing what it
+// still holds is harmless). A client that lost its sent watermark rebuilds
+// it from siteHlc. After the repair every device, and a fresh one, holds
+// every row: each device pushes back what only it had, and devices whose
+// cursor pointed into the lost history bootstrap from the relay's merged
+// replica. A relay whose storage was deleted is a new log (a new
+// serverSiteId): clients treat their old cursor as void and push
+// everything again, as before.
 //
 // # Limits
 //
@@ -614,7 +819,32 @@
 //     pings or not: NOT_AUTHENTICATED, then close status 1008.
 //   - Connections: a relay at its connection limit answers the WebSocket
 //     upgrade with HTTP 503; the client retries with backoff.
+//   - Rate: a relay limits the frames and bytes per second of each
+//     connection (500 frames/s and 64 MiB/s sustained unless configured):
+//     over them it reads the connection more slowly, and one that stays
+//     over them for its grace (10 s) gets RATE_LIMITED and is closed with
+//     status 1008.
 //   - Cursors and counts: at most MaxCursor (2^53).
+//   - Snapshot chunk sizes: a rows chunk's frame is at most
+//     MaxRowsChunkOverhead (512) bytes plus SnapshotRowSize of each of
+//     its rows, an upper bound of what a row adds, escapes included. The
+//     relay fills a chunk up to its SnapshotChunkBytes (4 MiB by default,
+//     never above the frame limit minus MaxRowsChunkOverhead) and up to
+//     1000 rows. A row stored up to the 8 MiB storage limit can encode
+//     far larger: a blob in base64 takes 4/3 of its bytes, text takes 2
+//     bytes for each '"', backslash, newline, tab, CR, BS or FF and 6 (\u00XX)
+//     for each other control character, so an 8 MiB row of control
+//     characters would be a 48 MiB frame. Such a row (only merges of
+//     several devices' columns make one: a local write leaves at most
+//     engine.MaxLocalRowSize, 2 MiB) travels in parts, a rows chunk of one
+//     row each with as many of its cells as fit, down to one cell. One
+//     cell always fits: it reached the relay in an apply_changes frame
+//     within the same limit, and its rows-chunk form is smaller than its
+//     ChangeSet form. (At most 2 MiB of control characters, 12 MiB
+//     escaped, fits 16 MiB; a cell above a relay's frame limit, left by
+//     a higher limit since lowered, is refused with SNAPSHOT_ERROR, as
+//     no client with that limit could read it.) Hence the rule: a client's
+//     frame limit must be at least the relay's.
 //   - Nesting: a JSON value at most MaxJSONDepth (256) deep; a frame at
 //     most MaxDepth (512) deep anywhere.
 //   - databaseId: 1 to 128 characters of [A-Za-z0-9_.:-].
@@ -630,7 +860,7 @@
 // UnmarshalChangeSet, FormatHLC and ParseHLC expose the pieces;
 // ParseSchema and MarshalSchema read and write schema declarations. Errors
 // match ErrMalformed (decoding), ErrUnknownType (decoding, unknown type),
-// ErrInvalidMessage (encoding) or engine.ErrSchema (ParseSchema), and name
+// ErrInvalidMessage (encoding) or model.ErrSchema (ParseSchema), and name
 // the offending member by its path, as in
 // "wire: malformed input: changeSets[2].changes[0].pk: primary key must not be empty (at byte 912)".
 package wire

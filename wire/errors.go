@@ -3,10 +3,9 @@ package wire
 import (
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
-	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/internal/jsontext"
+	"github.com/replica-sync/replica/model"
 )
 
 // Sentinel errors. Every error Decode, ParseSchema and the Unmarshal
@@ -17,10 +16,10 @@ var (
 	// protocol: bad JSON, invalid UTF-8, a missing required field, an
 	// unknown field, a duplicate key, a wrong type, null where a value is
 	// required, or an encoding that does not parse (an HLC of the wrong
-	// length, a site id in the wrong alphabet). It is engine.ErrMalformed,
-	// so errors.Is(err, engine.ErrMalformed) holds as well. The relay
+	// length, a site id in the wrong alphabet). It is model.ErrMalformed,
+	// so errors.Is(err, model.ErrMalformed) holds as well. The relay
 	// answers MESSAGE_ERROR.
-	ErrMalformed = engine.ErrMalformed
+	ErrMalformed = model.ErrMalformed
 
 	// ErrUnknownType is returned by Decode for a well-formed frame whose
 	// "type" this version of the protocol does not know. Such errors also
@@ -32,7 +31,9 @@ var (
 	// real, text that is not valid UTF-8, an empty primary key, a cursor
 	// above MaxCursor, an unknown change type, a required field left
 	// empty. Nothing is written.
-	ErrInvalidMessage = errors.New("message cannot be encoded")
+	// It is model.ErrUnencodable, the error of model's JSON codec, which
+	// writes the values and migrations of frames.
+	ErrInvalidMessage = model.ErrUnencodable
 )
 
 // DecodeErrorCode returns the error code a receiver answers a frame with when
@@ -48,7 +49,7 @@ func DecodeErrorCode(err error) ErrorCode {
 // pathError is a decode or encode failure at a JSON path. The path is built
 // while the error bubbles up, so building it costs nothing on success.
 type pathError struct {
-	sentinel error    // ErrMalformed, ErrInvalidMessage, engine.ErrSchema
+	sentinel error    // ErrMalformed, ErrInvalidMessage, model.ErrSchema
 	unknown  bool     // also ErrUnknownType
 	rev      []string // path segments, innermost first: "pk", "[3]", "changes"
 	msg      string
@@ -56,33 +57,22 @@ type pathError struct {
 }
 
 func (e *pathError) Error() string {
-	var b strings.Builder
-	b.WriteString("wire: ")
-	b.WriteString(e.sentinel.Error())
-	b.WriteString(": ")
-	if p := e.path(); p != "" {
-		b.WriteString(p)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.msg)
-	if e.offset >= 0 {
-		b.WriteString(" (at byte ")
-		b.WriteString(strconv.Itoa(e.offset))
-		b.WriteString(")")
-	}
-	return b.String()
+	// jsontext.PathError's text: "<sentinel>: <path>: <msg> (at byte N)".
+	return "wire: " + (&jsontext.PathError{Sentinel: e.sentinel, Rev: e.rev, Msg: e.msg, Offset: e.offset}).Error()
 }
 
-func (e *pathError) path() string {
-	var b strings.Builder
-	for i := len(e.rev) - 1; i >= 0; i-- {
-		s := e.rev[i]
-		if b.Len() > 0 && s[0] != '[' {
-			b.WriteByte('.')
-		}
-		b.WriteString(s)
+// PrependPath implements jsontext.PathPrepender: model's JSON codec, which
+// reads the values and migrations of frames, names the path below them.
+func (e *pathError) PrependPath(segment string) { e.rev = append(e.rev, segment) }
+
+// wireErr makes an encode error of model's JSON codec (a
+// *jsontext.PathError matching ErrInvalidMessage) a *pathError; other
+// errors (and nil) are returned unchanged.
+func wireErr(err error) error {
+	if pe, ok := err.(*jsontext.PathError); ok {
+		return &pathError{sentinel: pe.Sentinel, rev: pe.Rev, msg: pe.Msg, offset: pe.Offset}
 	}
-	return b.String()
+	return err
 }
 
 func (e *pathError) Unwrap() []error {
@@ -96,42 +86,16 @@ func (e *pathError) Unwrap() []error {
 // out of line (//go:noinline): inlined, each of their hundreds of call
 // sites carried a copy, about 85 KB of the browser build.
 
-// at prefixes err's path with the field name; err must come from this
-// package (anything else is returned unchanged). A nil err stays nil.
-func at(err error, field string) error {
-	if err == nil {
-		return nil
-	}
-	return atPath(err, field)
-}
-
-//go:noinline
-func atPath(err error, field string) error {
-	if pe, ok := err.(*pathError); ok && field != "" {
-		pe.rev = append(pe.rev, field)
-	}
-	return err
-}
+// at prefixes err's path with the field name (jsontext.At); err must carry
+// a path (this package's errors, and those model's JSON codec makes with
+// them; anything else is returned unchanged). A nil err stays nil.
+func at(err error, field string) error { return jsontext.At(err, field) }
 
 // atIndex prefixes err's path with an array index.
-//
-//go:noinline
-func atIndex(err error, i int) error {
-	if pe, ok := err.(*pathError); ok {
-		pe.rev = append(pe.rev, "["+strconv.Itoa(i)+"]")
-	}
-	return err
-}
+func atIndex(err error, i int) error { return jsontext.AtIndex(err, i) }
 
 // atKey prefixes err's path with an object key of a map-like object.
-//
-//go:noinline
-func atKey(err error, key string) error {
-	if pe, ok := err.(*pathError); ok {
-		pe.rev = append(pe.rev, "["+strconv.Quote(key)+"]")
-	}
-	return err
-}
+func atKey(err error, key string) error { return jsontext.AtKey(err, key) }
 
 // invalid returns an ErrInvalidMessage for Encode.
 //

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 )
 
 // addGoldenSeeds adds every golden frame and every transcript frame.
@@ -47,7 +47,7 @@ func FuzzDecode(f *testing.F) {
 	addGoldenSeeds(f)
 	for _, s := range []string{
 		`{"type":"handshake"}`,
-		`{"protocolVersion":2,"type":"handshake","x":[1,{"y":null}]}`,
+		`{"protocolVersion":4,"type":"handshake","x":[1,{"y":null}]}`,
 		`{"type":"get_changes","since":9007199254740992}`,
 		`{"chunk":{"rows":[[null,[[0,"x",0,7],[1,2.5]]],[[2],[]]],"bases":["AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4="],"key":[0],"columns":["a","b"],"table":"t","type":"rows"},"type":"snapshot_chunk"}`,
 		`{"type":"error","code":"AUTH_FAILED","message":"\ud83d\ude8b"}`,
@@ -121,8 +121,8 @@ func FuzzParseSchema(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseSchema(data)
 		if err != nil {
-			if !errors.Is(err, engine.ErrSchema) {
-				t.Fatalf("error %v does not match engine.ErrSchema", err)
+			if !errors.Is(err, model.ErrSchema) {
+				t.Fatalf("error %v does not match model.ErrSchema", err)
 			}
 			return
 		}

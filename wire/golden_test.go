@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden and testdata/transcripts from the samples")
@@ -90,10 +90,10 @@ func sampleTranscripts(t testing.TB) []transcript {
 	r(&sync, "handshake_ack")
 	sync.note("The client's cursor for this relay is 41: ask for what arrived after it.")
 	c(&sync, "get_changes")
-	sync.frame(t, "<", &Changes{Cursor: 42, More: true, ChangeSets: css[:1]})
+	sync.frame(t, "<", &Changes{Cursor: 42, More: true, ChangeSets: css[:1], Chain: sampleChain(42)})
 	sync.note("more was true: ask again from the cursor just received.")
 	sync.frame(t, ">", &GetChanges{Since: 42})
-	sync.frame(t, "<", &Changes{Cursor: 43, More: false, ChangeSets: css[1:2]})
+	sync.frame(t, "<", &Changes{Cursor: 43, More: false, ChangeSets: css[1:2], Chain: sampleChain(43)})
 	sync.note("Caught up. Push local work; the sent watermark moves only on the matching apply_result.")
 	c(&sync, "apply_changes")
 	r(&sync, "apply_result")
@@ -107,7 +107,7 @@ func sampleTranscripts(t testing.TB) []transcript {
 	boot := transcript{name: "bootstrap"}
 	boot.note("A new device: handshake, then a snapshot, then changes after the snapshot's cursor.")
 	c(&boot, "handshake_no_token")
-	r(&boot, "handshake_ack")
+	r(&boot, "handshake_ack_new")
 	c(&boot, "get_snapshot")
 	for _, n := range []string{"header", "schema", "table_start", "rows", "table_end", "footer"} {
 		r(&boot, "snapshot_chunk_"+n)
@@ -115,29 +115,46 @@ func sampleTranscripts(t testing.TB) []transcript {
 	r(&boot, "snapshot_complete")
 	boot.note("The header's cursor was 4211.")
 	boot.frame(t, ">", &GetChanges{Since: 4211})
-	boot.frame(t, "<", &Changes{Cursor: 4211})
+	boot.frame(t, "<", &Changes{Cursor: 4211, Chain: sampleChain(4211)})
+
+	restored := transcript{name: "restored"}
+	restored.note("The relay was restored from an older copy: its log no longer holds this client's cursor 41 with that chain value.")
+	c(&restored, "handshake")
+	restored.note("history diverged: the cursor is void; siteHlc is the newest transaction of this site the relay holds.")
+	r(&restored, "handshake_ack_diverged")
+	restored.note("The client lowers its sent watermark to siteHlc and bootstraps again; nothing local is lost.")
+	c(&restored, "get_snapshot")
+	for _, n := range []string{"header", "schema", "table_start", "rows", "table_end", "footer"} {
+		r(&restored, "snapshot_chunk_"+n)
+	}
+	r(&restored, "snapshot_complete")
+	restored.frame(t, ">", &GetChanges{Since: 4211})
+	restored.frame(t, "<", &Changes{Cursor: 4211, Chain: sampleChain(4211)})
+	restored.note("Caught up: it pushes its transactions above siteHlc again; the relay stores those it lacks.")
+	c(&restored, "apply_changes")
+	r(&restored, "apply_result")
 
 	resume := transcript{name: "resume"}
 	resume.note("A device whose snapshot apply was interrupted: it sends its checkpoint back.")
 	c(&resume, "handshake")
 	r(&resume, "handshake_ack")
 	c(&resume, "resume_snapshot")
-	resume.frame(t, "<", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkHeader, Header: &engine.SnapshotHeader{
-		Format: engine.SnapshotFormat, SnapshotID: "snap-0193a1b2", SiteID: siteB, HLC: engine.HLC{Wall: 1764374500000, Site: siteB},
+	resume.frame(t, "<", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkHeader, Header: &model.SnapshotHeader{
+		Format: model.SnapshotFormat, SnapshotID: "snap-0193a1b2", SiteID: siteB, HLC: model.HLC{Wall: 1764374500000, Site: siteB},
 		Tables: []string{"places"}, Rows: 0, Cursor: 4211}}})
-	resume.frame(t, "<", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkSchema}})
-	resume.frame(t, "<", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkTableStart, Table: "places"}})
-	resume.frame(t, "<", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkRows, Table: "places"}})
-	resume.frame(t, "<", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkTableEnd, Table: "places"}})
-	resume.frame(t, "<", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkFooter, Footer: &engine.SnapshotFooter{Tables: 1}}})
+	resume.frame(t, "<", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkSchema}})
+	resume.frame(t, "<", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkTableStart, Table: "places"}})
+	resume.frame(t, "<", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkRows, Table: "places"}})
+	resume.frame(t, "<", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkTableEnd, Table: "places"}})
+	resume.frame(t, "<", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkFooter, Footer: &model.SnapshotFooter{Tables: 1}}})
 	r(&resume, "snapshot_complete")
 
 	mismatch := transcript{name: "version_mismatch"}
 	mismatch.note("A client of another protocol version: the relay answers before reading anything else, then closes with 4003.")
-	mismatch.frame(t, ">", &Handshake{ProtocolVersion: 2})
+	mismatch.frame(t, ">", &Handshake{ProtocolVersion: 4})
 	r(&mismatch, "error_fatal")
 
-	return []transcript{sync, boot, resume, mismatch}
+	return []transcript{sync, boot, resume, restored, mismatch}
 }
 
 // relayToClient lists the types the relay sends; clientToRelay those the

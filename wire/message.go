@@ -3,7 +3,7 @@ package wire
 import (
 	"math"
 
-	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 )
 
 // MessageType is the "type" of a frame.
@@ -40,7 +40,7 @@ type Message interface {
 // Handshake (client → relay) opens a session. It must be the first frame
 // on a connection.
 //
-//	{"type":"handshake","protocolVersion":1,"databaseId":"trips","siteId":"<22>","token":"…"}
+//	{"type":"handshake","protocolVersion":3,"databaseId":"trips","siteId":"<22>","token":"…","serverSiteId":"<22>","cursor":41,"chain":"<22>"}
 type Handshake struct {
 	// ProtocolVersion is the client's ProtocolVersion; 0 means the frame
 	// had none. When it is not this package's ProtocolVersion, Decode
@@ -50,14 +50,23 @@ type Handshake struct {
 	// The relay checks it with ValidDatabaseID.
 	DatabaseID string
 	// SiteID is the client replica's site id.
-	SiteID engine.SiteID
+	SiteID model.SiteID
 	// Token is the credential for DatabaseID; "" (omitted) for none.
 	Token string
+	// Log, Cursor and Chain are the client's position in the relay log it
+	// synced with last (version 2, optional, all or none; Chain may be
+	// absent alone): Log that log's serverSiteId (JSON "serverSiteId"),
+	// Cursor its cursor there, Chain the log's chain value at Cursor as
+	// the relay sent it. The relay answers with HandshakeAck.History. A
+	// zero Log means none.
+	Log    model.SiteID
+	Cursor uint64
+	Chain  Chain
 }
 
 // HandshakeAck (relay → client) accepts a handshake.
 //
-//	{"type":"handshake_ack","protocolVersion":1,"databaseId":"trips","serverSiteId":"<22>","connectionId":"c-17"}
+//	{"type":"handshake_ack","protocolVersion":3,"databaseId":"trips","serverSiteId":"<22>","connectionId":"c-17","siteHlc":"<40>","history":"continues"}
 type HandshakeAck struct {
 	// ProtocolVersion is the relay's ProtocolVersion, decoded as for
 	// Handshake: when it differs, every other field is left zero.
@@ -66,9 +75,24 @@ type HandshakeAck struct {
 	DatabaseID string
 	// ServerSiteID is the relay's site id: the key under which a client
 	// keeps its cursor and sent watermark for this relay.
-	ServerSiteID engine.SiteID
+	ServerSiteID model.SiteID
 	// ConnectionID identifies the connection in the relay's logs.
 	ConnectionID string
+	// SiteHLC is the highest hlc among the ChangeSets of the handshake's
+	// site the relay's log ever stored (version 2; zero, omitted: none).
+	// A client lowers its sent watermark to it when it is lower.
+	// SiteHLCStated reports that the member is present: a relay of
+	// version 2 always states it, the zero HLC ("AAAA…A") meaning that it
+	// holds no ChangeSet of the site; a relay that does not state it
+	// leaves the client's watermark alone.
+	SiteHLC       model.HLC
+	SiteHLCStated bool
+	// History is the relay's verdict on the handshake's Log, Cursor and
+	// Chain (version 2): HistoryContinues, HistoryDiverged, or "" (omitted)
+	// when the handshake presented none, named another log, or a cursor
+	// the relay can no longer check (below its retained log, or without a
+	// chain value while within the log).
+	History History
 }
 
 // GetChanges (client → relay) asks for the ChangeSets that arrived after a
@@ -95,7 +119,17 @@ type Changes struct {
 	// get_changes{since: Cursor} again.
 	More bool
 	// ChangeSets in arrival order.
-	ChangeSets []engine.ChangeSet
+	ChangeSets []model.ChangeSet
+	// Chain is the log's chain value at Cursor (version 2, required).
+	Chain Chain
+	// Horizons are the relay's tombstone horizon marks (version 3;
+	// "Tombstone horizon" in the package documentation) with since ≤
+	// cursor ≤ Cursor, ascending by cursor and wall; JSON "horizons",
+	// omitted when empty. The receiver applies the ChangeSets up to each
+	// mark's cursor, then prunes at its wall. Decode refuses marks out of
+	// order or above Cursor; the receiver, which knows since, checks the
+	// lower bound.
+	Horizons []Horizon
 }
 
 // ApplyChanges (client → relay) pushes the client's own ChangeSets.
@@ -105,18 +139,18 @@ type ApplyChanges struct {
 	// RequestID is echoed in the apply_result; "" (omitted) for none.
 	RequestID string
 	// ChangeSets to store, in any order; JSON field "changes".
-	ChangeSets []engine.ChangeSet
+	ChangeSets []model.ChangeSet
 }
 
 // ApplyResult (relay → client) answers an apply_changes that the relay
-// stored. The counts are the relay's engine.ApplyResult.
+// stored. The counts are the relay's model.ApplyResult.
 //
 //	{"type":"apply_result","requestId":"apply-3","applied":12,"skipped":0,"conflicts":1,"transactions":3}
 type ApplyResult struct {
 	// RequestID echoes the apply_changes' requestId verbatim; "" when it
 	// had none.
 	RequestID string
-	engine.ApplyResult
+	model.ApplyResult
 }
 
 // PushChanges (relay → client) forwards ChangeSets another connection
@@ -127,7 +161,17 @@ type PushChanges struct {
 	// Cursor is the arrival sequence of the last ChangeSet carried.
 	Cursor uint64
 	// ChangeSets in arrival order.
-	ChangeSets []engine.ChangeSet
+	ChangeSets []model.ChangeSet
+	// Chain is the log's chain value at Cursor (version 2; the zero
+	// Chain, omitted, when unknown).
+	Chain Chain
+	// Horizons are the tombstone horizon marks (version 3) at cursors
+	// first-1 … Cursor, where first = Cursor-len(ChangeSets)+1 is the
+	// sequence of the first ChangeSet carried; ascending by cursor and
+	// wall; JSON "horizons", omitted when empty. A push_changes may carry
+	// marks and no ChangeSet (then its marks are at Cursor). Decode refuses
+	// marks out of order or outside that range.
+	Horizons []Horizon
 }
 
 // GetSnapshot (client → relay) asks for a full snapshot.
@@ -139,14 +183,14 @@ type GetSnapshot struct{}
 //
 //	{"type":"resume_snapshot","checkpoint":{…}}
 type ResumeSnapshot struct {
-	Checkpoint engine.SnapshotCheckpoint
+	Checkpoint model.SnapshotCheckpoint
 }
 
 // SnapshotChunk (relay → client) carries one chunk of a snapshot stream.
 //
 //	{"type":"snapshot_chunk","chunk":{"type":"rows",…}}
 type SnapshotChunk struct {
-	Chunk engine.SnapshotChunk
+	Chunk model.SnapshotChunk
 }
 
 // SnapshotComplete (relay → client) ends a snapshot stream after its
@@ -188,6 +232,13 @@ func (e *Error) Error() string {
 		return "relay error " + string(e.Code)
 	}
 	return "relay error " + string(e.Code) + ": " + e.Message
+}
+
+// Is makes errors.Is(e, model.ErrClockDrift) true for CodeClockDrift, so
+// that a device ahead (the relay's CLOCK_DRIFT) and a device behind (its
+// own engine's *model.DriftError) are both found by one test.
+func (e *Error) Is(target error) bool {
+	return target == model.ErrClockDrift && e.Code == CodeClockDrift
 }
 
 // Type returns TypeHandshake.
@@ -297,17 +348,17 @@ func Decode(frame []byte) (Message, error) {
 	case TypePong:
 		m, err = &Pong{}, r.emptyMessage()
 	default:
-		if _, _, err := r.skip(); err != nil {
+		if _, _, err := r.Skip(); err != nil {
 			return nil, err
 		}
-		if err := r.end(); err != nil {
+		if err := r.End(); err != nil {
 			return nil, err
 		}
 		return nil, &pathError{sentinel: ErrMalformed, unknown: true, rev: []string{"type"},
 			msg: "unknown message type " + quote(t), offset: 0}
 	}
 	if err == nil {
-		err = r.end()
+		err = r.End()
 	}
 	if err != nil {
 		return nil, err
@@ -360,6 +411,19 @@ func (m *Handshake) appendTo(b []byte) ([]byte, error) {
 			return b, at(err, "token")
 		}
 	}
+	if !m.Log.IsZero() {
+		b = append(b, `,"serverSiteId":`...)
+		b = appendSiteID(b, m.Log)
+		if b, err = appendCursor(b, "cursor", m.Cursor); err != nil {
+			return b, err
+		}
+		if !m.Chain.IsZero() {
+			b = append(b, `,"chain":`...)
+			b = appendChain(b, m.Chain)
+		}
+	} else if m.Cursor != 0 || !m.Chain.IsZero() {
+		return b, at(invalid("a cursor or chain value without serverSiteId"), "cursor")
+	}
 	return append(b, '}'), nil
 }
 
@@ -395,6 +459,19 @@ func (m *HandshakeAck) appendTo(b []byte) ([]byte, error) {
 			return b, at(err, "connectionId")
 		}
 	}
+	if m.SiteHLCStated {
+		b = append(b, `,"siteHlc":`...)
+		b = appendHLC(b, m.SiteHLC)
+	}
+	switch m.History {
+	case "":
+	case HistoryContinues, HistoryDiverged:
+		b = append(b, `,"history":"`...)
+		b = append(b, m.History...)
+		b = append(b, '"')
+	default:
+		return b, at(invalid("%q is not a history verdict", m.History), "history")
+	}
 	return append(b, '}'), nil
 }
 
@@ -425,10 +502,17 @@ func (m *Changes) appendTo(b []byte) ([]byte, error) {
 	if b, err = appendCursor(b, "cursor", m.Cursor); err != nil {
 		return b, err
 	}
+	if !m.Chain.IsZero() {
+		b = append(b, `,"chain":`...)
+		b = appendChain(b, m.Chain)
+	}
 	if m.More {
 		b = append(b, `,"more":true`...)
 	} else {
 		b = append(b, `,"more":false`...)
+	}
+	if b, err = appendHorizons(b, m.Horizons, 0, m.Cursor); err != nil {
+		return b, err
 	}
 	b = append(b, `,"changeSets":`...)
 	if b, err = appendChangeSets(b, m.ChangeSets); err != nil {
@@ -488,6 +572,13 @@ func (m *PushChanges) appendTo(b []byte) ([]byte, error) {
 	var err error
 	b = header(b, TypePushChanges)
 	if b, err = appendCursor(b, "cursor", m.Cursor); err != nil {
+		return b, err
+	}
+	if !m.Chain.IsZero() {
+		b = append(b, `,"chain":`...)
+		b = appendChain(b, m.Chain)
+	}
+	if b, err = appendHorizons(b, m.Horizons, pushFirst(m.Cursor, len(m.ChangeSets)), m.Cursor); err != nil {
 		return b, err
 	}
 	b = append(b, `,"changeSets":`...)
@@ -561,27 +652,27 @@ func (*Pong) appendTo(b []byte) ([]byte, error) { return append(header(b, TypePo
 // emptyMessage reads a frame with no member but "type".
 func (r *reader) emptyMessage() error {
 	var seen fields
-	return r.members(func(key []byte) error {
+	return r.Members(func(key []byte) error {
 		if string(key) == "type" {
 			return r.typeField(&seen, key)
 		}
-		return r.unknownKey(key)
+		return r.UnknownKey(key)
 	})
 }
 
 // peekVersion scans the frame's object for protocolVersion without
 // consuming anything: 0 when absent. The object's syntax is checked.
 func (r *reader) peekVersion() (int, error) {
-	pos, depth := r.pos, r.depth
-	defer func() { r.pos, r.depth = pos, depth }()
+	pos, depth := r.Pos, r.Depth
+	defer func() { r.Pos, r.Depth = pos, depth }()
 	v, found := 0, false
-	err := r.members(func(key []byte) error {
+	err := r.Members(func(key []byte) error {
 		if string(key) != "protocolVersion" {
-			_, _, err := r.skip()
+			_, _, err := r.Skip()
 			return err
 		}
 		if found {
-			return r.fail("duplicate key %q", key)
+			return r.Fail("duplicate key %q", key)
 		}
 		found = true
 		n, err := r.uint(math.MaxInt32)
@@ -597,7 +688,7 @@ func (r *reader) handshake() (Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		_, _, err = r.skip()
+		_, _, err = r.Skip()
 		return &Handshake{ProtocolVersion: v}, err
 	}
 	m := &Handshake{}
@@ -608,37 +699,58 @@ func (r *reader) handshake() (Message, error) {
 		fDB
 		fSite
 		fToken
+		fLog
+		fCursor
+		fChain
 	)
-	err = r.members(func(key []byte) error {
+	err = r.Members(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "type":
 			return r.typeField(&seen, key)
 		case "protocolVersion":
-			if err = seen.see(r, fVersion, key); err == nil {
+			if err = seen.See(&r.Reader, fVersion, key); err == nil {
 				var n uint64
 				n, err = r.uint(math.MaxInt32)
 				m.ProtocolVersion = int(n)
 			}
 		case "databaseId":
-			if err = seen.see(r, fDB, key); err == nil {
-				m.DatabaseID, err = r.str()
+			if err = seen.See(&r.Reader, fDB, key); err == nil {
+				m.DatabaseID, err = r.Str()
 			}
 		case "siteId":
-			if err = seen.see(r, fSite, key); err == nil {
+			if err = seen.See(&r.Reader, fSite, key); err == nil {
 				m.SiteID, err = r.siteID()
 			}
 		case "token":
-			if err = seen.see(r, fToken, key); err == nil {
-				m.Token, err = r.str()
+			if err = seen.See(&r.Reader, fToken, key); err == nil {
+				m.Token, err = r.Str()
+			}
+		case "serverSiteId":
+			if err = seen.See(&r.Reader, fLog, key); err == nil {
+				m.Log, err = r.siteID()
+			}
+		case "cursor":
+			if err = seen.See(&r.Reader, fCursor, key); err == nil {
+				m.Cursor, err = r.uint(MaxCursor)
+			}
+		case "chain":
+			if err = seen.See(&r.Reader, fChain, key); err == nil {
+				m.Chain, err = r.chain()
 			}
 		default:
-			return r.unknownKey(key)
+			return r.UnknownKey(key)
 		}
 		return at(err, string(key))
 	})
 	if err == nil {
-		err = seen.require(r, fSite, "type", "protocolVersion", "databaseId", "siteId")
+		err = seen.Require(&r.Reader, fSite, "type", "protocolVersion", "databaseId", "siteId")
+	}
+	if err == nil && seen&(fCursor|fChain) != 0 {
+		err = seen.Require(&r.Reader, fLog|fCursor, "type", "protocolVersion", "databaseId", "siteId", "token", "serverSiteId", "cursor")
+	}
+	if err == nil && seen&fLog != 0 {
+		err = seen.Require(&r.Reader, fCursor, "type", "protocolVersion", "databaseId", "siteId", "token", "serverSiteId", "cursor")
 	}
 	return m, err
 }
@@ -649,7 +761,7 @@ func (r *reader) handshakeAck() (Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		_, _, err = r.skip()
+		_, _, err = r.Skip()
 		return &HandshakeAck{ProtocolVersion: v}, err
 	}
 	m := &HandshakeAck{}
@@ -660,37 +772,55 @@ func (r *reader) handshakeAck() (Message, error) {
 		fDB
 		fSite
 		fConn
+		fSiteHLC
+		fHistory
 	)
-	err = r.members(func(key []byte) error {
+	err = r.Members(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "type":
 			return r.typeField(&seen, key)
 		case "protocolVersion":
-			if err = seen.see(r, fVersion, key); err == nil {
+			if err = seen.See(&r.Reader, fVersion, key); err == nil {
 				var n uint64
 				n, err = r.uint(math.MaxInt32)
 				m.ProtocolVersion = int(n)
 			}
 		case "databaseId":
-			if err = seen.see(r, fDB, key); err == nil {
-				m.DatabaseID, err = r.nonEmptyStr()
+			if err = seen.See(&r.Reader, fDB, key); err == nil {
+				m.DatabaseID, err = r.NonEmptyStr()
 			}
 		case "serverSiteId":
-			if err = seen.see(r, fSite, key); err == nil {
+			if err = seen.See(&r.Reader, fSite, key); err == nil {
 				m.ServerSiteID, err = r.siteID()
 			}
 		case "connectionId":
-			if err = seen.see(r, fConn, key); err == nil {
-				m.ConnectionID, err = r.nonEmptyStr()
+			if err = seen.See(&r.Reader, fConn, key); err == nil {
+				m.ConnectionID, err = r.NonEmptyStr()
+			}
+		case "siteHlc":
+			if err = seen.See(&r.Reader, fSiteHLC, key); err == nil {
+				m.SiteHLC, err = r.hlc()
+				m.SiteHLCStated = err == nil
+			}
+		case "history":
+			if err = seen.See(&r.Reader, fHistory, key); err == nil {
+				start := r.Pos
+				var h string
+				if h, err = r.Str(); err == nil {
+					m.History = History(h)
+					if m.History != HistoryContinues && m.History != HistoryDiverged {
+						err = r.FailAt(start, "history %q: want %q or %q", h, HistoryContinues, HistoryDiverged)
+					}
+				}
 			}
 		default:
-			return r.unknownKey(key)
+			return r.UnknownKey(key)
 		}
 		return at(err, string(key))
 	})
 	if err == nil {
-		err = seen.require(r, fDB|fSite|fConn, "type", "protocolVersion", "databaseId", "serverSiteId", "connectionId")
+		err = seen.Require(&r.Reader, fDB|fSite|fConn, "type", "protocolVersion", "databaseId", "serverSiteId", "connectionId")
 	}
 	return m, err
 }
@@ -698,18 +828,18 @@ func (r *reader) handshakeAck() (Message, error) {
 func (r *reader) getChanges() (Message, error) {
 	m := &GetChanges{}
 	var seen fields
-	err := r.members(func(key []byte) error {
+	err := r.Members(func(key []byte) error {
 		switch string(key) {
 		case "type":
 			return r.typeField(&seen, key)
 		case "since":
-			err := seen.see(r, 2, key)
+			err := seen.See(&r.Reader, 2, key)
 			if err == nil {
 				m.Since, err = r.uint(MaxCursor)
 			}
 			return at(err, "since")
 		}
-		return r.unknownKey(key)
+		return r.UnknownKey(key)
 	})
 	return m, err
 }
@@ -717,36 +847,51 @@ func (r *reader) getChanges() (Message, error) {
 func (r *reader) changes() (Message, error) {
 	m := &Changes{}
 	var seen fields
+	hpos := 0
 	const (
 		fType fields = 1 << iota
 		fCursor
 		fMore
 		fSets
+		fChain
+		fHorizons
 	)
-	err := r.members(func(key []byte) error {
+	err := r.Members(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "type":
 			return r.typeField(&seen, key)
 		case "cursor":
-			if err = seen.see(r, fCursor, key); err == nil {
+			if err = seen.See(&r.Reader, fCursor, key); err == nil {
 				m.Cursor, err = r.uint(MaxCursor)
 			}
 		case "more":
-			if err = seen.see(r, fMore, key); err == nil {
-				m.More, err = r.boolean()
+			if err = seen.See(&r.Reader, fMore, key); err == nil {
+				m.More, err = r.Boolean()
+			}
+		case "chain":
+			if err = seen.See(&r.Reader, fChain, key); err == nil {
+				m.Chain, err = r.chain()
 			}
 		case "changeSets":
-			if err = seen.see(r, fSets, key); err == nil {
+			if err = seen.See(&r.Reader, fSets, key); err == nil {
 				m.ChangeSets, err = r.changeSets()
 			}
+		case "horizons":
+			if err = seen.See(&r.Reader, fHorizons, key); err == nil {
+				hpos = r.Pos
+				m.Horizons, err = r.horizons()
+			}
 		default:
-			return r.unknownKey(key)
+			return r.UnknownKey(key)
 		}
 		return at(err, string(key))
 	})
 	if err == nil {
-		err = seen.require(r, fCursor|fMore|fSets, "type", "cursor", "more", "changeSets")
+		err = seen.Require(&r.Reader, fCursor|fMore|fSets, "type", "cursor", "more", "changeSets")
+	}
+	if err == nil {
+		err = r.checkDecodedHorizons(m.Horizons, 0, m.Cursor, hpos)
 	}
 	return m, err
 }
@@ -759,26 +904,26 @@ func (r *reader) applyChanges() (Message, error) {
 		fRequest
 		fSets
 	)
-	err := r.members(func(key []byte) error {
+	err := r.Members(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "type":
 			return r.typeField(&seen, key)
 		case "requestId":
-			if err = seen.see(r, fRequest, key); err == nil {
-				m.RequestID, err = r.str()
+			if err = seen.See(&r.Reader, fRequest, key); err == nil {
+				m.RequestID, err = r.Str()
 			}
 		case "changes":
-			if err = seen.see(r, fSets, key); err == nil {
+			if err = seen.See(&r.Reader, fSets, key); err == nil {
 				m.ChangeSets, err = r.changeSets()
 			}
 		default:
-			return r.unknownKey(key)
+			return r.UnknownKey(key)
 		}
 		return at(err, string(key))
 	})
 	if err == nil {
-		err = seen.require(r, fSets, "type", "requestId", "changes")
+		err = seen.Require(&r.Reader, fSets, "type", "requestId", "changes")
 	}
 	return m, err
 }
@@ -796,7 +941,7 @@ func (r *reader) applyResult() (Message, error) {
 		fUnknown
 	)
 	count := func(bit fields, key []byte, dst *int) error {
-		err := seen.see(r, bit, key)
+		err := seen.See(&r.Reader, bit, key)
 		if err == nil {
 			var n uint64
 			n, err = r.uint(MaxCursor)
@@ -804,14 +949,14 @@ func (r *reader) applyResult() (Message, error) {
 		}
 		return err
 	}
-	err := r.members(func(key []byte) error {
+	err := r.Members(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "type":
 			return r.typeField(&seen, key)
 		case "requestId":
-			if err = seen.see(r, fRequest, key); err == nil {
-				m.RequestID, err = r.str()
+			if err = seen.See(&r.Reader, fRequest, key); err == nil {
+				m.RequestID, err = r.Str()
 			}
 		case "applied":
 			err = count(fApplied, key, &m.Applied)
@@ -824,12 +969,12 @@ func (r *reader) applyResult() (Message, error) {
 		case "unknownTable":
 			err = count(fUnknown, key, &m.UnknownTable)
 		default:
-			return r.unknownKey(key)
+			return r.UnknownKey(key)
 		}
 		return at(err, string(key))
 	})
 	if err == nil {
-		err = seen.require(r, fApplied|fSkipped|fConflicts|fTransactions,
+		err = seen.Require(&r.Reader, fApplied|fSkipped|fConflicts|fTransactions,
 			"type", "requestId", "applied", "skipped", "conflicts", "transactions")
 	}
 	return m, err
@@ -838,53 +983,79 @@ func (r *reader) applyResult() (Message, error) {
 func (r *reader) pushChanges() (Message, error) {
 	m := &PushChanges{}
 	var seen fields
+	hpos := 0
 	const (
 		fType fields = 1 << iota
 		fCursor
 		fSets
+		fChain
+		fHorizons
 	)
-	err := r.members(func(key []byte) error {
+	err := r.Members(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "type":
 			return r.typeField(&seen, key)
 		case "cursor":
-			if err = seen.see(r, fCursor, key); err == nil {
+			if err = seen.See(&r.Reader, fCursor, key); err == nil {
 				m.Cursor, err = r.uint(MaxCursor)
 			}
+		case "chain":
+			if err = seen.See(&r.Reader, fChain, key); err == nil {
+				m.Chain, err = r.chain()
+			}
 		case "changeSets":
-			if err = seen.see(r, fSets, key); err == nil {
+			if err = seen.See(&r.Reader, fSets, key); err == nil {
 				m.ChangeSets, err = r.changeSets()
 			}
+		case "horizons":
+			if err = seen.See(&r.Reader, fHorizons, key); err == nil {
+				hpos = r.Pos
+				m.Horizons, err = r.horizons()
+			}
 		default:
-			return r.unknownKey(key)
+			return r.UnknownKey(key)
 		}
 		return at(err, string(key))
 	})
 	if err == nil {
-		err = seen.require(r, fCursor|fSets, "type", "cursor", "changeSets")
+		err = seen.Require(&r.Reader, fCursor|fSets, "type", "cursor", "changeSets")
+	}
+	if err == nil {
+		err = r.checkDecodedHorizons(m.Horizons, pushFirst(m.Cursor, len(m.ChangeSets)), m.Cursor, hpos)
 	}
 	return m, err
+}
+
+// pushFirst is the lowest cursor a horizon mark of a push_changes at
+// cursor carrying n ChangeSets may have: the sequence before its first
+// ChangeSet (0 when n exceeds cursor, which the receiver treats as not
+// contiguous anyway).
+func pushFirst(cursor uint64, n int) uint64 {
+	if uint64(n) > cursor {
+		return 0
+	}
+	return cursor - uint64(n)
 }
 
 func (r *reader) resumeSnapshot() (Message, error) {
 	m := &ResumeSnapshot{}
 	var seen fields
-	err := r.members(func(key []byte) error {
+	err := r.Members(func(key []byte) error {
 		switch string(key) {
 		case "type":
 			return r.typeField(&seen, key)
 		case "checkpoint":
-			err := seen.see(r, 2, key)
+			err := seen.See(&r.Reader, 2, key)
 			if err == nil {
 				m.Checkpoint, err = r.checkpoint()
 			}
 			return at(err, "checkpoint")
 		}
-		return r.unknownKey(key)
+		return r.UnknownKey(key)
 	})
 	if err == nil {
-		err = seen.require(r, 2, "type", "checkpoint")
+		err = seen.Require(&r.Reader, 2, "type", "checkpoint")
 	}
 	return m, err
 }
@@ -892,21 +1063,21 @@ func (r *reader) resumeSnapshot() (Message, error) {
 func (r *reader) snapshotChunk() (Message, error) {
 	m := &SnapshotChunk{}
 	var seen fields
-	err := r.members(func(key []byte) error {
+	err := r.Members(func(key []byte) error {
 		switch string(key) {
 		case "type":
 			return r.typeField(&seen, key)
 		case "chunk":
-			err := seen.see(r, 2, key)
+			err := seen.See(&r.Reader, 2, key)
 			if err == nil {
 				m.Chunk, err = r.chunk()
 			}
 			return at(err, "chunk")
 		}
-		return r.unknownKey(key)
+		return r.UnknownKey(key)
 	})
 	if err == nil {
-		err = seen.require(r, 2, "type", "chunk")
+		err = seen.Require(&r.Reader, 2, "type", "chunk")
 	}
 	return m, err
 }
@@ -921,36 +1092,36 @@ func (r *reader) errorMessage() (Message, error) {
 		fFatal
 		fRequest
 	)
-	err := r.members(func(key []byte) error {
+	err := r.Members(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "type":
 			return r.typeField(&seen, key)
 		case "code":
-			if err = seen.see(r, fCode, key); err == nil {
+			if err = seen.See(&r.Reader, fCode, key); err == nil {
 				var c string
-				c, err = r.nonEmptyStr()
+				c, err = r.NonEmptyStr()
 				m.Code = ErrorCode(c)
 			}
 		case "message":
-			if err = seen.see(r, fMessage, key); err == nil {
-				m.Message, err = r.str()
+			if err = seen.See(&r.Reader, fMessage, key); err == nil {
+				m.Message, err = r.Str()
 			}
 		case "fatal":
-			if err = seen.see(r, fFatal, key); err == nil {
-				m.Fatal, err = r.boolean()
+			if err = seen.See(&r.Reader, fFatal, key); err == nil {
+				m.Fatal, err = r.Boolean()
 			}
 		case "requestId":
-			if err = seen.see(r, fRequest, key); err == nil {
-				m.RequestID, err = r.str()
+			if err = seen.See(&r.Reader, fRequest, key); err == nil {
+				m.RequestID, err = r.Str()
 			}
 		default:
-			return r.unknownKey(key)
+			return r.UnknownKey(key)
 		}
 		return at(err, string(key))
 	})
 	if err == nil {
-		err = seen.require(r, fCode|fMessage, "type", "code", "message")
+		err = seen.Require(&r.Reader, fCode|fMessage, "type", "code", "message")
 	}
 	if err == nil && seen&fFatal == 0 {
 		m.Fatal = IsFatal(string(m.Code))

@@ -2,11 +2,12 @@ package wire
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 
-	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 )
 
 func TestRoundTripEveryMessage(t *testing.T) {
@@ -34,14 +35,14 @@ func TestRoundTripEveryMessage(t *testing.T) {
 func TestDecodeAnyMemberOrder(t *testing.T) {
 	site := siteA.String()
 	for _, frame := range []string{
-		`{"siteId":"` + site + `","databaseId":"db","protocolVersion":1,"type":"handshake"}`,
-		" {\n\t\"databaseId\" : \"db\" ,\r\n \"type\" : \"handshake\", \"siteId\":\"" + site + "\",\"protocolVersion\":1 } \n",
+		`{"siteId":"` + site + `","databaseId":"db","protocolVersion":3,"type":"handshake"}`,
+		" {\n\t\"databaseId\" : \"db\" ,\r\n \"type\" : \"handshake\", \"siteId\":\"" + site + "\",\"protocolVersion\":3 } \n",
 	} {
 		m, err := Decode([]byte(frame))
 		if err != nil {
 			t.Fatalf("Decode(%s): %v", frame, err)
 		}
-		if want := (&Handshake{ProtocolVersion: 1, DatabaseID: "db", SiteID: siteA}); *m.(*Handshake) != *want {
+		if want := (&Handshake{ProtocolVersion: 3, DatabaseID: "db", SiteID: siteA}); *m.(*Handshake) != *want {
 			t.Fatalf("got %+v", m)
 		}
 	}
@@ -52,7 +53,7 @@ func TestDecodeAnyMemberOrder(t *testing.T) {
 		t.Fatalf("Decode: %v", err)
 	}
 	rows := m.(*SnapshotChunk).Chunk.Rows
-	if len(rows) != 1 || rows[0].Cells[1].Column != "b" || rows[0].Cells[1].HLC != hlcAt(0, 0, 8) || !rows[0].PK[0].Equal(engine.Text("x")) {
+	if len(rows) != 1 || rows[0].Cells[1].Column != "b" || rows[0].Cells[1].HLC != hlcAt(0, 0, 8) || !rows[0].PK[0].Equal(model.Text("x")) {
 		t.Fatalf("rows %+v", rows)
 	}
 }
@@ -119,13 +120,13 @@ func TestDecodeStrict(t *testing.T) {
 		{"handshake version string", `{"type":"handshake","protocolVersion":"1"}`, []string{"protocolVersion: want a number"}},
 		{"handshake version negative", `{"type":"handshake","protocolVersion":-1}`, []string{"protocolVersion"}},
 		{"handshake version fraction", `{"type":"handshake","protocolVersion":1.5}`, []string{"protocolVersion"}},
-		{"handshake duplicate version", `{"type":"handshake","protocolVersion":2,"protocolVersion":1}`, []string{"duplicate"}},
-		{"handshake bad JSON past the version", `{"type":"handshake","protocolVersion":2,"x":[}`, nil},
-		{"handshake missing site", `{"type":"handshake","protocolVersion":1,"databaseId":"d"}`, []string{`missing required field "siteId"`}},
-		{"handshake token null", `{"type":"handshake","protocolVersion":1,"siteId":"` + site + `","token":null}`, []string{"token: want a string, got null"}},
-		{"handshake unknown field", `{"type":"handshake","protocolVersion":1,"siteId":"` + site + `","caps":[]}`, []string{`unknown field "caps"`}},
-		{"handshake_ack missing connection", `{"type":"handshake_ack","protocolVersion":1,"databaseId":"d","serverSiteId":"` + site + `"}`, []string{`"connectionId"`}},
-		{"handshake_ack empty database", `{"type":"handshake_ack","protocolVersion":1,"databaseId":"","serverSiteId":"` + site + `","connectionId":"c"}`, []string{"databaseId: must not be empty"}},
+		{"handshake duplicate version", `{"type":"handshake","protocolVersion":4,"protocolVersion":3}`, []string{"duplicate"}},
+		{"handshake bad JSON past the version", `{"type":"handshake","protocolVersion":4,"x":[}`, nil},
+		{"handshake missing site", `{"type":"handshake","protocolVersion":3,"databaseId":"d"}`, []string{`missing required field "siteId"`}},
+		{"handshake token null", `{"type":"handshake","protocolVersion":3,"siteId":"` + site + `","token":null}`, []string{"token: want a string, got null"}},
+		{"handshake unknown field", `{"type":"handshake","protocolVersion":3,"siteId":"` + site + `","caps":[]}`, []string{`unknown field "caps"`}},
+		{"handshake_ack missing connection", `{"type":"handshake_ack","protocolVersion":3,"databaseId":"d","serverSiteId":"` + site + `"}`, []string{`"connectionId"`}},
+		{"handshake_ack empty database", `{"type":"handshake_ack","protocolVersion":3,"databaseId":"","serverSiteId":"` + site + `","connectionId":"c"}`, []string{"databaseId: must not be empty"}},
 		// Error.
 		{"error missing message", `{"type":"error","code":"X"}`, []string{`"message"`}},
 		{"error empty code", `{"type":"error","code":"","message":""}`, []string{"code: must not be empty"}},
@@ -247,7 +248,7 @@ func TestHandshakeVersionFirst(t *testing.T) {
 		{`{"type":"handshake"}`, 0},
 		{`{"type":"handshake","sinceHLC":"x","siteId":"not a site id"}`, 0},
 		// Another version: its other fields follow its own rules.
-		{`{"type":"handshake","protocolVersion":2,"databaseId":"d","siteId":"` + site + `","capabilities":["zstd"]}`, 2},
+		{`{"type":"handshake","protocolVersion":4,"databaseId":"d","siteId":"` + site + `","capabilities":["zstd"]}`, 4},
 		{`{"capabilities":{"a":[1]},"protocolVersion":0,"type":"handshake"}`, 0},
 	}
 	for _, tt := range tests {
@@ -270,13 +271,13 @@ func TestHandshakeVersionFirst(t *testing.T) {
 	}
 	// The current version without a databaseId decodes, so the relay can
 	// answer MISSING_DATABASE_ID.
-	m, err = Decode([]byte(`{"type":"handshake","protocolVersion":1,"siteId":"` + site + `"}`))
-	if err != nil || *m.(*Handshake) != (Handshake{ProtocolVersion: 1, SiteID: siteA}) {
+	m, err = Decode([]byte(`{"type":"handshake","protocolVersion":3,"siteId":"` + site + `"}`))
+	if err != nil || *m.(*Handshake) != (Handshake{ProtocolVersion: 3, SiteID: siteA}) {
 		t.Fatalf("handshake without databaseId: %+v, %v", m, err)
 	}
-	roundTrip(t, &Handshake{ProtocolVersion: 1, SiteID: siteA})
-	roundTrip(t, &Handshake{ProtocolVersion: 3})
-	roundTrip(t, &HandshakeAck{ProtocolVersion: 3})
+	roundTrip(t, &Handshake{ProtocolVersion: 3, SiteID: siteA})
+	roundTrip(t, &Handshake{ProtocolVersion: 4})
+	roundTrip(t, &HandshakeAck{ProtocolVersion: 4})
 }
 
 func TestErrorFrameFatalFallback(t *testing.T) {
@@ -318,7 +319,7 @@ func TestErrorCodes(t *testing.T) {
 		CodeAlreadyAuthenticated:    4004,
 	}
 	all := []ErrorCode{CodeProtocolVersionMismatch, CodeAuthFailed, CodeMissingDatabaseID, CodeAlreadyAuthenticated,
-		CodeNotAuthenticated, CodeApplyChangesError, CodeGetChangesError, CodeSnapshotError, CodeUnknownMessage,
+		CodeNotAuthenticated, CodeApplyChangesError, CodeApplyChangesRefused, CodeClockDrift, CodeGetChangesError, CodeSnapshotError, CodeUnknownMessage,
 		CodeMessageError, CodeMessageTooLarge, CodeSnapshotRequired, "FUTURE_CODE"}
 	for _, c := range all {
 		wantClose, wantFatal := fatal[c]
@@ -331,6 +332,17 @@ func TestErrorCodes(t *testing.T) {
 	}
 	if DecodeErrorCode(errors.New("other")) != CodeMessageError {
 		t.Error("DecodeErrorCode of a plain error")
+	}
+	// CLOCK_DRIFT, and only it, matches model.ErrClockDrift, also when
+	// decoded and wrapped.
+	for _, c := range all {
+		m, err := Decode([]byte(`{"type":"error","code":"` + string(c) + `","message":"m","requestId":"apply-1"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := errors.Is(fmt.Errorf("wrapped: %w", m.(*Error)), model.ErrClockDrift); got != (c == CodeClockDrift) {
+			t.Errorf("%s: errors.Is(model.ErrClockDrift) = %v", c, got)
+		}
 	}
 }
 
@@ -349,10 +361,10 @@ func TestValidDatabaseID(t *testing.T) {
 
 func TestEncodeErrors(t *testing.T) {
 	css := sampleChangeSets(t)
-	withChange := func(c engine.Change) Message {
+	withChange := func(c model.Change) Message {
 		cs := css[1]
-		cs.Changes = []engine.Change{c}
-		return &ApplyChanges{ChangeSets: []engine.ChangeSet{cs}}
+		cs.Changes = []model.Change{c}
+		return &ApplyChanges{ChangeSets: []model.ChangeSet{cs}}
 	}
 	good := css[1].Changes[0]
 	table := tripsTable()
@@ -364,34 +376,34 @@ func TestEncodeErrors(t *testing.T) {
 		{"nil", nil, "nil message"},
 		{"cursor above 2^53", &Changes{Cursor: MaxCursor + 1}, "cursor"},
 		{"since above 2^53", &GetChanges{Since: math.MaxUint64}, "since"},
-		{"negative count", &ApplyResult{ApplyResult: engine.ApplyResult{Applied: -1}}, "applied"},
-		{"empty pk", withChange(engine.Change{Type: engine.ColumnChange, Table: "t", Column: "c", HLC: good.HLC}), "changes[0].changes[0].pk"},
-		{"empty table", withChange(engine.Change{Type: engine.ColumnChange, PK: good.PK, Column: "c", HLC: good.HLC}), "changes[0].changes[0].table"},
-		{"empty column", withChange(engine.Change{Type: engine.ColumnChange, Table: "t", PK: good.PK, HLC: good.HLC}), "column"},
-		{"unknown change type", withChange(engine.Change{Table: "t", PK: good.PK}), "unknown change type"},
-		{"NaN value", withChange(engine.Change{Type: engine.ColumnChange, Table: "t", PK: good.PK, Column: "c", Value: engine.Real(math.NaN())}), "changes[0].changes[0].value"},
-		{"NaN in pk", withChange(engine.Change{Type: engine.ColumnChange, Table: "t", PK: []engine.Value{engine.Real(math.Inf(1))}, Column: "c"}), "pk[0]"},
-		{"delete with value", withChange(engine.Change{Type: engine.RowDeletion, Table: "t", PK: good.PK, Value: engine.Int(1)}), "delete carries no"},
-		{"column change with row", withChange(engine.Change{Type: engine.ColumnChange, Table: "t", PK: good.PK, Column: "c", PriorRow: engine.Row{}}), "priorRow"},
-		{"bad text in row", withChange(engine.Change{Type: engine.RowDeletion, Table: "t", PK: good.PK, PriorRow: engine.Row{"a": engine.Text("\xff")}}), `priorRow["a"]`},
-		{"empty transaction id", &ApplyChanges{ChangeSets: []engine.ChangeSet{{SiteID: siteA}}}, "transactionId"},
-		{"migration mismatch", &ApplyChanges{ChangeSets: []engine.ChangeSet{{TransactionID: "t", Migrations: []engine.SchemaMigration{{Type: engine.AddColumn, TableName: "t", Table: &table}}}}}, "does not match"},
-		{"migration two definitions", &ApplyChanges{ChangeSets: []engine.ChangeSet{{TransactionID: "t", Migrations: []engine.SchemaMigration{{Type: engine.CreateTable, TableName: "trips", Table: &table, Index: &engine.IndexDef{}}}}}}, "exactly one"},
-		{"create_table name", &ApplyChanges{ChangeSets: []engine.ChangeSet{{TransactionID: "t", Migrations: []engine.SchemaMigration{{Type: engine.CreateTable, TableName: "x", Table: &table}}}}}, "differs"},
-		{"column of null type", &ApplyChanges{ChangeSets: []engine.ChangeSet{{TransactionID: "t", Migrations: []engine.SchemaMigration{{Type: engine.AddColumn, TableName: "t", Column: &engine.ColumnDef{Name: "c"}}}}}}, "type"},
-		{"default without HasDefault", &ApplyChanges{ChangeSets: []engine.ChangeSet{{TransactionID: "t", Migrations: []engine.SchemaMigration{{Type: engine.AddColumn, TableName: "t", Column: &engine.ColumnDef{Name: "c", Type: engine.KindInteger, Default: engine.Int(1)}}}}}}, "HasDefault"},
-		{"header chunk without header", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkHeader}}, "chunk.header"},
-		{"rows chunk with footer", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkRows, Table: "t", Footer: &engine.SnapshotFooter{}}}, "footer"},
-		{"table_start without table", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkTableStart}}, "table"},
-		{"unknown chunk", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: "tombstone"}}, "unknown chunk type"},
-		{"rows with empty pk", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkRows, Table: "t", Rows: []engine.SnapshotRow{{}}}}, "chunk.rows[0].pk"},
-		{"rows with stray tombstone", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkRows, Table: "t", Rows: []engine.SnapshotRow{{PK: good.PK, Tombstone: good.HLC}}}}, "HasTombstone"},
-		{"header empty id", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkHeader, Header: &engine.SnapshotHeader{}}}, "snapshotId"},
-		{"checkpoint cursor", &ResumeSnapshot{Checkpoint: engine.SnapshotCheckpoint{SnapshotID: "s", Cursor: MaxCursor + 1}}, "checkpoint.cursor"},
+		{"negative count", &ApplyResult{ApplyResult: model.ApplyResult{Applied: -1}}, "applied"},
+		{"empty pk", withChange(model.Change{Type: model.ColumnChange, Table: "t", Column: "c", HLC: good.HLC}), "changes[0].changes[0].pk"},
+		{"empty table", withChange(model.Change{Type: model.ColumnChange, PK: good.PK, Column: "c", HLC: good.HLC}), "changes[0].changes[0].table"},
+		{"empty column", withChange(model.Change{Type: model.ColumnChange, Table: "t", PK: good.PK, HLC: good.HLC}), "column"},
+		{"unknown change type", withChange(model.Change{Table: "t", PK: good.PK}), "unknown change type"},
+		{"NaN value", withChange(model.Change{Type: model.ColumnChange, Table: "t", PK: good.PK, Column: "c", Value: model.Real(math.NaN())}), "changes[0].changes[0].value"},
+		{"NaN in pk", withChange(model.Change{Type: model.ColumnChange, Table: "t", PK: []model.Value{model.Real(math.Inf(1))}, Column: "c"}), "pk[0]"},
+		{"delete with value", withChange(model.Change{Type: model.RowDeletion, Table: "t", PK: good.PK, Value: model.Int(1)}), "delete carries no"},
+		{"column change with row", withChange(model.Change{Type: model.ColumnChange, Table: "t", PK: good.PK, Column: "c", PriorRow: model.Row{}}), "priorRow"},
+		{"bad text in row", withChange(model.Change{Type: model.RowDeletion, Table: "t", PK: good.PK, PriorRow: model.Row{"a": model.Text("\xff")}}), `priorRow["a"]`},
+		{"empty transaction id", &ApplyChanges{ChangeSets: []model.ChangeSet{{SiteID: siteA}}}, "transactionId"},
+		{"migration mismatch", &ApplyChanges{ChangeSets: []model.ChangeSet{{TransactionID: "t", Migrations: []model.SchemaMigration{{Type: model.AddColumn, TableName: "t", Table: &table}}}}}, "does not match"},
+		{"migration two definitions", &ApplyChanges{ChangeSets: []model.ChangeSet{{TransactionID: "t", Migrations: []model.SchemaMigration{{Type: model.CreateTable, TableName: "trips", Table: &table, Index: &model.IndexDef{}}}}}}, "exactly one"},
+		{"create_table name", &ApplyChanges{ChangeSets: []model.ChangeSet{{TransactionID: "t", Migrations: []model.SchemaMigration{{Type: model.CreateTable, TableName: "x", Table: &table}}}}}, "differs"},
+		{"column of null type", &ApplyChanges{ChangeSets: []model.ChangeSet{{TransactionID: "t", Migrations: []model.SchemaMigration{{Type: model.AddColumn, TableName: "t", Column: &model.ColumnDef{Name: "c"}}}}}}, "type"},
+		{"default without HasDefault", &ApplyChanges{ChangeSets: []model.ChangeSet{{TransactionID: "t", Migrations: []model.SchemaMigration{{Type: model.AddColumn, TableName: "t", Column: &model.ColumnDef{Name: "c", Type: model.KindInteger, Default: model.Int(1)}}}}}}, "HasDefault"},
+		{"header chunk without header", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkHeader}}, "chunk.header"},
+		{"rows chunk with footer", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkRows, Table: "t", Footer: &model.SnapshotFooter{}}}, "footer"},
+		{"table_start without table", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkTableStart}}, "table"},
+		{"unknown chunk", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: "tombstone"}}, "unknown chunk type"},
+		{"rows with empty pk", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkRows, Table: "t", Rows: []model.SnapshotRow{{}}}}, "chunk.rows[0].pk"},
+		{"rows with stray tombstone", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkRows, Table: "t", Rows: []model.SnapshotRow{{PK: good.PK, Tombstone: good.HLC}}}}, "HasTombstone"},
+		{"header empty id", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkHeader, Header: &model.SnapshotHeader{}}}, "snapshotId"},
+		{"checkpoint cursor", &ResumeSnapshot{Checkpoint: model.SnapshotCheckpoint{SnapshotID: "s", Cursor: MaxCursor + 1}}, "checkpoint.cursor"},
 		{"error without code", &Error{Message: "x"}, "code"},
 		{"ack without connection", &HandshakeAck{ProtocolVersion: ProtocolVersion, DatabaseID: "d"}, "connectionId"},
 		{"negative version", &Handshake{ProtocolVersion: -1}, "protocolVersion"},
-		{"bad UTF-8 token", &Handshake{ProtocolVersion: 1, Token: "\xff"}, "token"},
+		{"bad UTF-8 token", &Handshake{ProtocolVersion: 3, Token: "\xff"}, "token"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -431,25 +443,25 @@ func TestChangeSetMarshal(t *testing.T) {
 
 // TestRowsChunkShape pins the compact rows encoding on a small example.
 func TestRowsChunkShape(t *testing.T) {
-	b1 := engine.HLC{Wall: 1000, Site: siteA}
-	b2 := engine.HLC{Wall: 2000, Counter: 1, Site: siteB}
-	at := func(b engine.HLC, op uint32) engine.HLC { b.OpSeq = op; return b }
-	rows := []engine.SnapshotRow{
-		{PK: []engine.Value{engine.Int(1)}, Cells: []engine.SnapshotCell{
-			{Column: "id", Value: engine.Int(1), HLC: at(b1, 0)},
-			{Column: "name", Value: engine.Text("Vila"), HLC: at(b1, 1)},
+	b1 := model.HLC{Wall: 1000, Site: siteA}
+	b2 := model.HLC{Wall: 2000, Counter: 1, Site: siteB}
+	at := func(b model.HLC, op uint32) model.HLC { b.OpSeq = op; return b }
+	rows := []model.SnapshotRow{
+		{PK: []model.Value{model.Int(1)}, Cells: []model.SnapshotCell{
+			{Column: "id", Value: model.Int(1), HLC: at(b1, 0)},
+			{Column: "name", Value: model.Text("Vila"), HLC: at(b1, 1)},
 		}},
-		{PK: []engine.Value{engine.Int(2)}, Cells: []engine.SnapshotCell{
-			{Column: "id", Value: engine.Int(2), HLC: at(b1, 2)},           // continues the previous row's run
-			{Column: "name", Value: engine.Text("Encamp"), HLC: at(b2, 7)}, // another base
-			{Column: "lat", Value: engine.Text("42.53474"), HLC: at(b2, 8)},
+		{PK: []model.Value{model.Int(2)}, Cells: []model.SnapshotCell{
+			{Column: "id", Value: model.Int(2), HLC: at(b1, 2)},           // continues the previous row's run
+			{Column: "name", Value: model.Text("Encamp"), HLC: at(b2, 7)}, // another base
+			{Column: "lat", Value: model.Text("42.53474"), HLC: at(b2, 8)},
 		}},
-		{PK: []engine.Value{engine.Int(3)}, HasTombstone: true, Tombstone: at(b2, 9)},
-		{PK: []engine.Value{engine.Int(4), engine.Text("x")}, Cells: []engine.SnapshotCell{
-			{Column: "name", Value: engine.Null, HLC: at(b1, 5)},
+		{PK: []model.Value{model.Int(3)}, HasTombstone: true, Tombstone: at(b2, 9)},
+		{PK: []model.Value{model.Int(4), model.Text("x")}, Cells: []model.SnapshotCell{
+			{Column: "name", Value: model.Null, HLC: at(b1, 5)},
 		}, HasTombstone: true, Tombstone: at(b1, 3)},
 	}
-	m := &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkRows, Table: "cities", Rows: rows}}
+	m := &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkRows, Table: "cities", Rows: rows}}
 	frame := roundTrip(t, m)
 	// The key is the "id" column (index 0): rows whose pk is their id
 	// cell's value write null instead.
@@ -463,20 +475,20 @@ func TestRowsChunkShape(t *testing.T) {
 		t.Fatalf("rows chunk\n got %s\nwant %s", frame, want)
 	}
 	// No key when the first row with cells does not hold its pk.
-	rows[0].Cells[0].Value = engine.Int(100)
+	rows[0].Cells[0].Value = model.Int(100)
 	frame = roundTrip(t, m)
 	if !strings.Contains(string(frame), `"key":[],`) || !strings.Contains(string(frame), `[[1],[[0,100,0,0]`) {
 		t.Fatalf("rows chunk without a key: %s", frame)
 	}
 	// A composite key, in pk order, not column order.
-	comp := []engine.SnapshotRow{{PK: []engine.Value{engine.Text("FR"), engine.Int(7)}, Cells: []engine.SnapshotCell{
-		{Column: "n", Value: engine.Int(7), HLC: at(b1, 0)}, {Column: "cc", Value: engine.Text("FR"), HLC: at(b1, 1)}}}}
-	frame = roundTrip(t, &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkRows, Table: "t", Rows: comp}})
+	comp := []model.SnapshotRow{{PK: []model.Value{model.Text("FR"), model.Int(7)}, Cells: []model.SnapshotCell{
+		{Column: "n", Value: model.Int(7), HLC: at(b1, 0)}, {Column: "cc", Value: model.Text("FR"), HLC: at(b1, 1)}}}}
+	frame = roundTrip(t, &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkRows, Table: "t", Rows: comp}})
 	if !strings.Contains(string(frame), `"key":[1,0],`) || !strings.Contains(string(frame), `[null,[[0,7,0,0],[1,"FR"]]]`) {
 		t.Fatalf("rows chunk with a composite key: %s", frame)
 	}
 	// An empty rows chunk.
-	roundTrip(t, &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkRows, Table: "cities"}})
+	roundTrip(t, &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkRows, Table: "cities"}})
 }
 
-func baseText(h engine.HLC) string { return string(appendBaseText(nil, h)) }
+func baseText(h model.HLC) string { return string(appendBaseText(nil, h)) }

@@ -2,100 +2,101 @@ package wire
 
 import (
 	"math"
+	"strconv"
 	"testing"
 
-	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 )
 
 // tripsTable is the table of the samples.
-func tripsTable() engine.TableDef {
-	return engine.TableDef{
+func tripsTable() model.TableDef {
+	return model.TableDef{
 		Name: "trips",
-		Columns: []engine.ColumnDef{
-			{Name: "id", Type: engine.KindText, NotNull: true},
-			{Name: "title", Type: engine.KindText, NotNull: true},
-			{Name: "budget", Type: engine.KindReal, Default: engine.Real(0), HasDefault: true},
-			{Name: "starts", Type: engine.KindTimestamp},
-			{Name: "note", Type: engine.KindText, Default: engine.Null, HasDefault: true},
-			{Name: "tags", Type: engine.KindJSON, Coerce: true},
+		Columns: []model.ColumnDef{
+			{Name: "id", Type: model.KindText, NotNull: true},
+			{Name: "title", Type: model.KindText, NotNull: true},
+			{Name: "budget", Type: model.KindReal, Default: model.Real(0), HasDefault: true},
+			{Name: "starts", Type: model.KindTimestamp},
+			{Name: "note", Type: model.KindText, Default: model.Null, HasDefault: true},
+			{Name: "tags", Type: model.KindJSON, Coerce: true},
 		},
 		PrimaryKey: []string{"id"},
-		Indexes:    []engine.IndexDef{{Name: "by_title", Columns: []string{"title"}}},
+		Indexes:    []model.IndexDef{{Name: "by_title", Columns: []string{"title"}}},
 	}
 }
 
 // sampleChangeSets returns two ChangeSets: one creating the table and
 // writing a row, one updating and deleting.
-func sampleChangeSets(t testing.TB) []engine.ChangeSet {
+func sampleChangeSets(t testing.TB) []model.ChangeSet {
 	table := tripsTable()
 	base1 := hlcAt(0, 0, 0)
-	pk := []engine.Value{engine.Text("0193a1b2-7c3d-7e4f-8a5b-6c7d8e9f0a1b")}
-	cs1 := engine.ChangeSet{
+	pk := []model.Value{model.Text("0193a1b2-7c3d-7e4f-8a5b-6c7d8e9f0a1b")}
+	cs1 := model.ChangeSet{
 		SiteID:        siteA,
 		TransactionID: base1.TransactionID(),
 		HLC:           hlcAt(0, 0, 4),
-		Migrations: []engine.SchemaMigration{
-			{Type: engine.CreateTable, TableName: "trips", Table: &table, HLC: hlcAt(0, 0, 0)},
+		Migrations: []model.SchemaMigration{
+			{Type: model.CreateTable, TableName: "trips", Table: &table, HLC: hlcAt(0, 0, 0)},
 		},
-		Changes: []engine.Change{
-			{Type: engine.ColumnChange, Table: "trips", PK: pk, Column: "id", Value: pk[0], HLC: hlcAt(0, 0, 1)},
-			{Type: engine.ColumnChange, Table: "trips", PK: pk, Column: "title", Value: engine.Text("Lisboa 🚋"), HLC: hlcAt(0, 0, 2)},
-			{Type: engine.ColumnChange, Table: "trips", PK: pk, Column: "budget", Value: engine.Real(1200), HLC: hlcAt(0, 0, 3)},
-			{Type: engine.ColumnChange, Table: "trips", PK: pk, Column: "tags", Value: mustJSON(t, `["sea","tram"]`), HLC: hlcAt(0, 0, 4)},
+		Changes: []model.Change{
+			{Type: model.ColumnChange, Table: "trips", PK: pk, Column: "id", Value: pk[0], HLC: hlcAt(0, 0, 1)},
+			{Type: model.ColumnChange, Table: "trips", PK: pk, Column: "title", Value: model.Text("Lisboa 🚋"), HLC: hlcAt(0, 0, 2)},
+			{Type: model.ColumnChange, Table: "trips", PK: pk, Column: "budget", Value: model.Real(1200), HLC: hlcAt(0, 0, 3)},
+			{Type: model.ColumnChange, Table: "trips", PK: pk, Column: "tags", Value: mustJSON(t, `["sea","tram"]`), HLC: hlcAt(0, 0, 4)},
 		},
 	}
 	base2 := hlcAt(5000, 2, 0)
-	cs2 := engine.ChangeSet{
+	cs2 := model.ChangeSet{
 		SiteID:        siteA,
 		TransactionID: base2.TransactionID(),
 		HLC:           hlcAt(5000, 2, 2),
-		Changes: []engine.Change{
-			{Type: engine.ColumnChange, Table: "trips", PK: pk, Column: "budget", Value: engine.Int(1350), HLC: hlcAt(5000, 2, 0),
-				HasPrior: true, PriorValue: engine.Real(1200), PriorHLC: hlcAt(0, 0, 3)},
-			{Type: engine.ColumnChange, Table: "trips", PK: pk, Column: "note", Value: engine.Null, HLC: hlcAt(5000, 2, 1),
-				HasPrior: true, PriorValue: engine.Null, PriorHLC: hlcAt(0, 0, 0)},
-			{Type: engine.RowDeletion, Table: "trips", PK: []engine.Value{engine.Text("old")}, HLC: hlcAt(5000, 2, 2),
-				PriorRow: engine.Row{"id": engine.Text("old"), "title": engine.Text("x"), "starts": engine.Int(1764374400000), "tags": mustJSON(t, `"solo"`)}},
+		Changes: []model.Change{
+			{Type: model.ColumnChange, Table: "trips", PK: pk, Column: "budget", Value: model.Int(1350), HLC: hlcAt(5000, 2, 0),
+				HasPrior: true, PriorValue: model.Real(1200), PriorHLC: hlcAt(0, 0, 3)},
+			{Type: model.ColumnChange, Table: "trips", PK: pk, Column: "note", Value: model.Null, HLC: hlcAt(5000, 2, 1),
+				HasPrior: true, PriorValue: model.Null, PriorHLC: hlcAt(0, 0, 0)},
+			{Type: model.RowDeletion, Table: "trips", PK: []model.Value{model.Text("old")}, HLC: hlcAt(5000, 2, 2),
+				PriorRow: model.Row{"id": model.Text("old"), "title": model.Text("x"), "starts": model.Int(1764374400000), "tags": mustJSON(t, `"solo"`)}},
 		},
 	}
 	// A ChangeSet of another site, as a relay forwards it.
-	hb := engine.HLC{Wall: 1764374406000, Counter: 0, Site: siteB}
-	cs3 := engine.ChangeSet{
+	hb := model.HLC{Wall: 1764374406000, Counter: 0, Site: siteB}
+	cs3 := model.ChangeSet{
 		SiteID:        siteB,
 		TransactionID: hb.TransactionID(),
 		HLC:           hb,
-		Changes: []engine.Change{
-			{Type: engine.ColumnChange, Table: "trips", PK: pk, Column: "starts", Value: engine.Int(1767225600000), HLC: hb},
+		Changes: []model.Change{
+			{Type: model.ColumnChange, Table: "trips", PK: pk, Column: "starts", Value: model.Int(1767225600000), HLC: hb},
 		},
 	}
-	return []engine.ChangeSet{cs1, cs2, cs3}
+	return []model.ChangeSet{cs1, cs2, cs3}
 }
 
-func sampleRows(t testing.TB) []engine.SnapshotRow {
-	pk1 := engine.Text("0193a1b2-7c3d-7e4f-8a5b-6c7d8e9f0a1b")
-	return []engine.SnapshotRow{
-		{PK: []engine.Value{pk1}, Cells: []engine.SnapshotCell{
+func sampleRows(t testing.TB) []model.SnapshotRow {
+	pk1 := model.Text("0193a1b2-7c3d-7e4f-8a5b-6c7d8e9f0a1b")
+	return []model.SnapshotRow{
+		{PK: []model.Value{pk1}, Cells: []model.SnapshotCell{
 			{Column: "id", Value: pk1, HLC: hlcAt(0, 0, 1)},
-			{Column: "title", Value: engine.Text("Lisboa 🚋"), HLC: hlcAt(0, 0, 2)},
-			{Column: "budget", Value: engine.Int(1350), HLC: hlcAt(5000, 2, 0)},
+			{Column: "title", Value: model.Text("Lisboa 🚋"), HLC: hlcAt(0, 0, 2)},
+			{Column: "budget", Value: model.Int(1350), HLC: hlcAt(5000, 2, 0)},
 			{Column: "tags", Value: mustJSON(t, `["sea","tram"]`), HLC: hlcAt(0, 0, 4)},
 		}},
 		// A deleted row with no live cells.
-		{PK: []engine.Value{engine.Text("old")}, HasTombstone: true, Tombstone: hlcAt(5000, 2, 2)},
+		{PK: []model.Value{model.Text("old")}, HasTombstone: true, Tombstone: hlcAt(5000, 2, 2)},
 		// A row of another site, with a cell at the end of the opSeq range.
-		{PK: []engine.Value{engine.Text("b")}, Cells: []engine.SnapshotCell{
-			{Column: "id", Value: engine.Text("b"), HLC: engine.HLC{Wall: 1764374400001, Site: siteB, OpSeq: math.MaxUint32}},
-			{Column: "title", Value: engine.Text("Porto"), HLC: engine.HLC{Wall: 1764374400001, Site: siteB, OpSeq: 0}},
-			{Column: "note", Value: engine.Blob([]byte("raw")), HLC: engine.HLC{Wall: 1764374400001, Site: siteB, OpSeq: 1}},
+		{PK: []model.Value{model.Text("b")}, Cells: []model.SnapshotCell{
+			{Column: "id", Value: model.Text("b"), HLC: model.HLC{Wall: 1764374400001, Site: siteB, OpSeq: math.MaxUint32}},
+			{Column: "title", Value: model.Text("Porto"), HLC: model.HLC{Wall: 1764374400001, Site: siteB, OpSeq: 0}},
+			{Column: "note", Value: model.Blob([]byte("raw")), HLC: model.HLC{Wall: 1764374400001, Site: siteB, OpSeq: 1}},
 		}, HasTombstone: true, Tombstone: hlcAt(1, 0, 0)},
 	}
 }
 
-func sampleCheckpoint() engine.SnapshotCheckpoint {
-	return engine.SnapshotCheckpoint{
+func sampleCheckpoint() model.SnapshotCheckpoint {
+	return model.SnapshotCheckpoint{
 		SnapshotID:      "snap-0193a1b2",
 		SiteID:          siteB,
-		HLC:             engine.HLC{Wall: 1764374500000, Site: siteB},
+		HLC:             model.HLC{Wall: 1764374500000, Site: siteB},
 		Cursor:          4211,
 		CompletedTables: []string{"trips"},
 		RowsApplied:     1200,
@@ -113,38 +114,60 @@ type namedMessage struct {
 func sampleMessages(t testing.TB) []namedMessage {
 	css := sampleChangeSets(t)
 	table := tripsTable()
-	col := engine.ColumnDef{Name: "country", Type: engine.KindText, NotNull: true, Default: engine.Text(""), HasDefault: true}
+	col := model.ColumnDef{Name: "country", Type: model.KindText, NotNull: true, Default: model.Text(""), HasDefault: true}
 	return []namedMessage{
-		{"handshake", &Handshake{ProtocolVersion: ProtocolVersion, DatabaseID: "acme:trips", SiteID: siteA, Token: "tok-3f9a"}},
+		{"handshake", &Handshake{ProtocolVersion: ProtocolVersion, DatabaseID: "acme:trips", SiteID: siteA, Token: "tok-3f9a",
+			Log: siteB, Cursor: 41, Chain: sampleChain(41)}},
 		{"handshake_no_token", &Handshake{ProtocolVersion: ProtocolVersion, DatabaseID: "trips", SiteID: siteA}},
-		{"handshake_ack", &HandshakeAck{ProtocolVersion: ProtocolVersion, DatabaseID: "acme:trips", ServerSiteID: siteB, ConnectionID: "c-17"}},
+		{"handshake_no_chain", &Handshake{ProtocolVersion: ProtocolVersion, DatabaseID: "trips", SiteID: siteA, Log: siteB, Cursor: 4211}},
+		{"handshake_ack", &HandshakeAck{ProtocolVersion: ProtocolVersion, DatabaseID: "acme:trips", ServerSiteID: siteB, ConnectionID: "c-17",
+			SiteHLC: css[0].HLC, SiteHLCStated: true, History: HistoryContinues}},
+		{"handshake_ack_new", &HandshakeAck{ProtocolVersion: ProtocolVersion, DatabaseID: "trips", ServerSiteID: siteB, ConnectionID: "c-18",
+			SiteHLCStated: true}},
+		{"handshake_ack_diverged", &HandshakeAck{ProtocolVersion: ProtocolVersion, DatabaseID: "acme:trips", ServerSiteID: siteB, ConnectionID: "c-19",
+			SiteHLC: css[0].HLC, SiteHLCStated: true, History: HistoryDiverged}},
 		{"get_changes_initial", &GetChanges{}},
 		{"get_changes", &GetChanges{Since: 41}},
-		{"changes", &Changes{Cursor: 43, More: true, ChangeSets: css[:2]}},
-		{"changes_caught_up", &Changes{Cursor: 43}},
+		{"changes", &Changes{Cursor: 43, More: true, ChangeSets: css[:2], Chain: sampleChain(43)}},
+		{"changes_caught_up", &Changes{Cursor: 43, Chain: sampleChain(43)}},
 		{"apply_changes", &ApplyChanges{RequestID: "apply-3", ChangeSets: css[1:2]}},
 		{"apply_changes_no_id", &ApplyChanges{ChangeSets: css[:1]}},
-		{"apply_result", &ApplyResult{RequestID: "apply-3", ApplyResult: engine.ApplyResult{Applied: 2, Skipped: 1, Conflicts: 1, Transactions: 1}}},
-		{"apply_result_unknown_table", &ApplyResult{ApplyResult: engine.ApplyResult{Applied: 0, Transactions: 2, UnknownTable: 7}}},
-		{"push_changes", &PushChanges{Cursor: 44, ChangeSets: css[2:]}},
+		{"apply_result", &ApplyResult{RequestID: "apply-3", ApplyResult: model.ApplyResult{Applied: 2, Skipped: 1, Conflicts: 1, Transactions: 1}}},
+		{"apply_result_unknown_table", &ApplyResult{ApplyResult: model.ApplyResult{Applied: 0, Transactions: 2, UnknownTable: 7}}},
+		{"push_changes", &PushChanges{Cursor: 44, ChangeSets: css[2:], Chain: sampleChain(44)}},
+		{"changes_horizons", &Changes{Cursor: 43, More: true, ChangeSets: css[:2], Chain: sampleChain(43),
+			Horizons: []Horizon{{Cursor: 41, Wall: 1761782400000, Chain: sampleChain(41)}, {Cursor: 42, Wall: 1761868800000, Chain: sampleChain(42)}}}},
+		{"push_changes_horizon", &PushChanges{Cursor: 44, ChangeSets: css[2:], Chain: sampleChain(44),
+			Horizons: []Horizon{{Cursor: 43, Wall: 1761955200000, Chain: sampleChain(43)}}}},
+		{"push_changes_horizon_only", &PushChanges{Cursor: 44, Chain: sampleChain(44),
+			Horizons: []Horizon{{Cursor: 44, Wall: 1762041600000, Chain: sampleChain(44)}}}},
 		{"get_snapshot", &GetSnapshot{}},
 		{"resume_snapshot", &ResumeSnapshot{Checkpoint: sampleCheckpoint()}},
-		{"snapshot_chunk_header", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkHeader, Header: &engine.SnapshotHeader{
-			Format: engine.SnapshotFormat, SnapshotID: "snap-0193a1b2", SiteID: siteB, HLC: engine.HLC{Wall: 1764374500000, Site: siteB},
+		{"snapshot_chunk_header", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkHeader, Header: &model.SnapshotHeader{
+			Format: model.SnapshotFormat, SnapshotID: "snap-0193a1b2", SiteID: siteB, HLC: model.HLC{Wall: 1764374500000, Site: siteB},
 			Tables: []string{"trips"}, Rows: 3, Cursor: 4211}}}},
-		{"snapshot_chunk_schema", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkSchema, Migrations: []engine.SchemaMigration{
-			{Type: engine.CreateTable, TableName: "trips", Table: &table, HLC: hlcAt(0, 0, 0)},
-			{Type: engine.AddColumn, TableName: "trips", Column: &col, HLC: hlcAt(9000, 0, 0)},
-			{Type: engine.AddIndex, TableName: "trips", Index: &engine.IndexDef{Name: "by_country", Columns: []string{"country", "title"}}, HLC: hlcAt(9000, 0, 1)},
+		{"snapshot_chunk_header_horizon", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkHeader, Header: &model.SnapshotHeader{
+			Format: model.SnapshotFormat, SnapshotID: "snap-0193a1b3", SiteID: siteB, HLC: model.HLC{Wall: 1764374500000, Site: siteB},
+			Tables: []string{"trips"}, Rows: 3, Cursor: 4211, Horizon: 1761782400000}}}},
+		{"snapshot_chunk_schema", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkSchema, Migrations: []model.SchemaMigration{
+			{Type: model.CreateTable, TableName: "trips", Table: &table, HLC: hlcAt(0, 0, 0)},
+			{Type: model.AddColumn, TableName: "trips", Column: &col, HLC: hlcAt(9000, 0, 0)},
+			{Type: model.AddIndex, TableName: "trips", Index: &model.IndexDef{Name: "by_country", Columns: []string{"country", "title"}}, HLC: hlcAt(9000, 0, 1)},
 		}}}},
-		{"snapshot_chunk_table_start", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkTableStart, Table: "trips"}}},
-		{"snapshot_chunk_rows", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkRows, Table: "trips", Rows: sampleRows(t)}}},
-		{"snapshot_chunk_table_end", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkTableEnd, Table: "trips"}}},
-		{"snapshot_chunk_footer", &SnapshotChunk{Chunk: engine.SnapshotChunk{Type: engine.ChunkFooter, Footer: &engine.SnapshotFooter{Tables: 1, Rows: 3}}}},
+		{"snapshot_chunk_table_start", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkTableStart, Table: "trips"}}},
+		{"snapshot_chunk_rows", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkRows, Table: "trips", Rows: sampleRows(t)}}},
+		{"snapshot_chunk_table_end", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkTableEnd, Table: "trips"}}},
+		{"snapshot_chunk_footer", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkFooter, Footer: &model.SnapshotFooter{Tables: 1, Rows: 3}}}},
 		{"snapshot_complete", &SnapshotComplete{}},
 		{"ping", &Ping{}},
 		{"pong", &Pong{}},
-		{"error_fatal", NewError(CodeProtocolVersionMismatch, "client speaks version %d, relay speaks %d", 2, ProtocolVersion)},
+		{"error_fatal", NewError(CodeProtocolVersionMismatch, "client speaks version %d, relay speaks %d", 4, ProtocolVersion)},
 		{"error_transient", &Error{Code: CodeApplyChangesError, Message: "clock drift: remote time is 61000 ms ahead", RequestID: "apply-4"}},
 	}
+}
+
+// sampleChain is a chain value standing for the one at cursor n of a
+// sample log.
+func sampleChain(n int) Chain {
+	return GenesisChain.Next(siteB, "sample:"+strconv.Itoa(n))
 }

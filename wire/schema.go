@@ -1,7 +1,7 @@
 package wire
 
 import (
-	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 )
 
 // ParseSchema parses a schema declaration: the object a web developer
@@ -19,7 +19,8 @@ import (
 //	    },
 //	    "primaryKey": ["id"],            // or "id"; may be omitted
 //	    "indexes": {"by_title": ["title"]},  // or [{"name", "columns"}]
-//	    "coerce": false
+//	    "coerce": false,
+//	    "allowResurrection": true        // may be omitted: see below
 //	  }
 //	}}
 //
@@ -35,37 +36,43 @@ import (
 // none. Defaults are read as wire values without a schema (0 is an integer,
 // {"__bin": …} a blob).
 //
+// "allowResurrection" declares the table's resurrection policy (true:
+// model.ResurrectionAllowed, false: model.DeleteWins); omitted, the table
+// follows the database's policy (model.ResurrectionUndeclared). The policy
+// is the database's, replicated as a set_resurrection_policy migration (see
+// model.ResurrectionPolicy and wire/doc.go).
+//
 // ParseSchema checks structure only: JSON syntax, known fields (unknown
 // ones are errors), types, type names, duplicate names within one object.
 // Naming rules, keys, and coercing defaults to their column's type are
-// engine.Schema.Validate's. Errors match engine.ErrSchema and name the
+// model.Schema.Validate's. Errors match model.ErrSchema and name the
 // offending field, e.g. `tables["trips"].columns["title"].type`.
-func ParseSchema(data []byte) (engine.Schema, error) {
-	var s engine.Schema
+func ParseSchema(data []byte) (model.Schema, error) {
+	var s model.Schema
 	r := newReader(data)
-	r.errSentinel = engine.ErrSchema
+	r.errSentinel = model.ErrSchema
 	if err := checkUTF8(r); err != nil {
 		return s, err
 	}
 	seen := false
-	err := r.members(func(key []byte) error {
+	err := r.Members(func(key []byte) error {
 		if string(key) != "tables" {
-			return r.unknownKey(key)
+			return r.UnknownKey(key)
 		}
 		if seen {
-			return r.fail("duplicate key %q", key)
+			return r.Fail("duplicate key %q", key)
 		}
 		seen = true
 		var err error
-		if r.peek() == '{' {
+		if r.Peek() == '{' {
 			names := map[string]bool{}
-			err = r.members(func(key []byte) error {
+			err = r.Members(func(key []byte) error {
 				k := string(key)
 				if k == "" {
-					return r.fail("empty table name")
+					return r.Fail("empty table name")
 				}
 				if names[k] {
-					return r.fail("duplicate table %q", k)
+					return r.Fail("duplicate table %q", k)
 				}
 				names[k] = true
 				t, err := r.tableDef(k, false)
@@ -82,13 +89,13 @@ func ParseSchema(data []byte) (engine.Schema, error) {
 		return at(err, "tables")
 	})
 	if err == nil && !seen {
-		err = r.fail(`missing required field "tables"`)
+		err = r.Fail(`missing required field "tables"`)
 	}
 	if err == nil {
-		err = r.end()
+		err = r.End()
 	}
 	if err != nil {
-		return engine.Schema{}, err
+		return model.Schema{}, err
 	}
 	return s, nil
 }
@@ -98,7 +105,7 @@ func ParseSchema(data []byte) (engine.Schema, error) {
 // create_table migration's ddl. ParseSchema reads it back to an equal
 // Schema. A column of no valid type, an empty name, or a default that
 // cannot be encoded is an error matching ErrInvalidMessage.
-func MarshalSchema(s engine.Schema) ([]byte, error) {
+func MarshalSchema(s model.Schema) ([]byte, error) {
 	b := []byte(`{"tables":[`)
 	for i := range s.Tables {
 		if i > 0 {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 )
 
 func TestParseSchemaObjectForm(t *testing.T) {
@@ -33,24 +33,24 @@ func TestParseSchemaObjectForm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := engine.Schema{Tables: []engine.TableDef{
+	want := model.Schema{Tables: []model.TableDef{
 		{
 			Name: "trips",
-			Columns: []engine.ColumnDef{
-				{Name: "id", Type: engine.KindText},
-				{Name: "title", Type: engine.KindText, NotNull: true},
-				{Name: "budget", Type: engine.KindReal, Default: engine.Int(0), HasDefault: true}, // Validate coerces it
-				{Name: "note", Type: engine.KindText, HasDefault: true},
-				{Name: "attachment", Type: engine.KindBlob, Default: engine.Blob([]byte{0}), HasDefault: true},
-				{Name: "tags", Type: engine.KindJSON, Default: mustJSON(t, `["a"]`), HasDefault: true},
-				{Name: "alpha", Type: engine.KindInteger},
+			Columns: []model.ColumnDef{
+				{Name: "id", Type: model.KindText},
+				{Name: "title", Type: model.KindText, NotNull: true},
+				{Name: "budget", Type: model.KindReal, Default: model.Int(0), HasDefault: true}, // Validate coerces it
+				{Name: "note", Type: model.KindText, HasDefault: true},
+				{Name: "attachment", Type: model.KindBlob, Default: model.Blob([]byte{0}), HasDefault: true},
+				{Name: "tags", Type: model.KindJSON, Default: mustJSON(t, `["a"]`), HasDefault: true},
+				{Name: "alpha", Type: model.KindInteger},
 			},
 			PrimaryKey: []string{"id"},
-			Indexes:    []engine.IndexDef{{Name: "by_title", Columns: []string{"title"}}, {Name: "by_budget", Columns: []string{"budget", "title"}}},
+			Indexes:    []model.IndexDef{{Name: "by_title", Columns: []string{"title"}}, {Name: "by_budget", Columns: []string{"budget", "title"}}},
 			Coerce:     true,
 		},
-		{Name: "places", Columns: []engine.ColumnDef{{Name: "name", Type: engine.KindText}, {Name: "lat", Type: engine.KindReal}}, PrimaryKey: []string{"name", "lat"}},
-		{Name: "notes", Columns: []engine.ColumnDef{{Name: "body", Type: engine.KindText}}},
+		{Name: "places", Columns: []model.ColumnDef{{Name: "name", Type: model.KindText}, {Name: "lat", Type: model.KindReal}}, PrimaryKey: []string{"name", "lat"}},
+		{Name: "notes", Columns: []model.ColumnDef{{Name: "body", Type: model.KindText}}},
 	}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("ParseSchema:\n got %+v\nwant %+v", got, want)
@@ -58,9 +58,9 @@ func TestParseSchemaObjectForm(t *testing.T) {
 }
 
 func TestSchemaCanonicalRoundTrip(t *testing.T) {
-	s := engine.Schema{Tables: []engine.TableDef{tripsTable(), {
+	s := model.Schema{Tables: []model.TableDef{tripsTable(), {
 		Name:       "places",
-		Columns:    []engine.ColumnDef{{Name: "name", Type: engine.KindText}, {Name: "at", Type: engine.KindTimestamp, Coerce: true}, {Name: "ok", Type: engine.KindBoolean, Default: engine.Bool(true), HasDefault: true}},
+		Columns:    []model.ColumnDef{{Name: "name", Type: model.KindText}, {Name: "at", Type: model.KindTimestamp, Coerce: true}, {Name: "ok", Type: model.KindBoolean, Default: model.Bool(true), HasDefault: true}},
 		PrimaryKey: []string{"name"},
 		Coerce:     true,
 	}}}
@@ -82,10 +82,10 @@ func TestSchemaCanonicalRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(back, s) {
 		t.Fatalf("ParseSchema(MarshalSchema(s)):\n got %+v\nwant %+v", back, s)
 	}
-	if b, err := MarshalSchema(engine.Schema{}); err != nil || string(b) != `{"tables":[]}` {
+	if b, err := MarshalSchema(model.Schema{}); err != nil || string(b) != `{"tables":[]}` {
 		t.Fatalf("MarshalSchema(empty) = %s, %v", b, err)
 	}
-	if _, err := MarshalSchema(engine.Schema{Tables: []engine.TableDef{{Name: "t", Columns: []engine.ColumnDef{{Name: "c"}}}}}); !errors.Is(err, ErrInvalidMessage) {
+	if _, err := MarshalSchema(model.Schema{Tables: []model.TableDef{{Name: "t", Columns: []model.ColumnDef{{Name: "c"}}}}}); !errors.Is(err, ErrInvalidMessage) {
 		t.Fatalf("MarshalSchema of a column without type: %v", err)
 	}
 }
@@ -126,11 +126,85 @@ func TestParseSchemaErrors(t *testing.T) {
 			t.Errorf("ParseSchema(%s) = %+v, want an error", tt.src, s)
 			continue
 		}
-		if !errors.Is(err, engine.ErrSchema) || errors.Is(err, ErrMalformed) {
-			t.Errorf("ParseSchema(%s): %v should match engine.ErrSchema only", tt.src, err)
+		if !errors.Is(err, model.ErrSchema) || errors.Is(err, ErrMalformed) {
+			t.Errorf("ParseSchema(%s): %v should match model.ErrSchema only", tt.src, err)
 		}
 		if !strings.Contains(err.Error(), tt.mention) {
 			t.Errorf("ParseSchema(%s): %q does not mention %q", tt.src, err, tt.mention)
 		}
+	}
+}
+
+// The resurrection policy: declared per table in a schema, carried as a
+// set_resurrection_policy migration (wire/doc.go § Schema migrations).
+func TestResurrectionPolicyWire(t *testing.T) {
+	s, err := ParseSchema([]byte(`{"tables":{"a":{"columns":{"id":"text"},"allowResurrection":true},"b":{"columns":{"id":"text"},"allowResurrection":false},"c":{"columns":{"id":"text"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []model.ResurrectionPolicy{model.ResurrectionAllowed, model.DeleteWins, model.ResurrectionUndeclared} {
+		if got := s.Tables[i].Resurrection; got != want {
+			t.Errorf("table %s: policy %s, want %s", s.Tables[i].Name, got, want)
+		}
+	}
+	b, err := MarshalSchema(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseSchema(b)
+	if err != nil || !reflect.DeepEqual(back, s) {
+		t.Fatalf("MarshalSchema %s read back as %+v, %v", b, back, err)
+	}
+	if _, err := ParseSchema([]byte(`{"tables":{"a":{"columns":{"id":"text"},"allowResurrection":"yes"}}}`)); !errors.Is(err, model.ErrSchema) || !strings.Contains(err.Error(), "allowResurrection") {
+		t.Errorf("allowResurrection: \"yes\": %v", err)
+	}
+
+	site := model.SiteID{1}
+	h := model.HLC{Wall: 1795910400000, Site: site}
+	cs := model.ChangeSet{SiteID: site, TransactionID: h.TransactionID(), HLC: h,
+		Migrations: []model.SchemaMigration{{Type: model.SetResurrectionPolicy, TableName: "trips", Resurrection: model.ResurrectionAllowed, HLC: h}}}
+	enc, err := MarshalChangeSet(&cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(enc), `{"type":"set_resurrection_policy","table":"trips","ddl":{"policy":"allow-resurrection"},"hlc":`) {
+		t.Errorf("encoded as %s", enc)
+	}
+	dec, err := UnmarshalChangeSet(enc)
+	if err != nil || !reflect.DeepEqual(dec.Migrations, cs.Migrations) {
+		t.Fatalf("decoded %s as %+v, %v", enc, dec.Migrations, err)
+	}
+	for _, bad := range []string{
+		`{"policy":"revive"}`,
+		`{}`,
+		`{"policy":"delete-wins","extra":1}`,
+		`{"policy":true}`,
+	} {
+		frame := strings.Replace(string(enc), `{"policy":"allow-resurrection"}`, bad, 1)
+		if _, err := UnmarshalChangeSet([]byte(frame)); err == nil {
+			t.Errorf("ddl %s decoded", bad)
+		}
+	}
+	// A create_table's ddl carries no policy.
+	ct := model.ChangeSet{SiteID: site, TransactionID: h.TransactionID(), HLC: h,
+		Migrations: []model.SchemaMigration{{Type: model.CreateTable, TableName: "t", HLC: h,
+			Table: &model.TableDef{Name: "t", Columns: []model.ColumnDef{{Name: "id", Type: model.KindText}}, PrimaryKey: []string{"id"}, Resurrection: model.ResurrectionAllowed}}}}
+	if _, err := MarshalChangeSet(&ct); err == nil {
+		t.Error("create_table with a policy encoded")
+	}
+	ct.Migrations[0].Table.Resurrection = model.ResurrectionUndeclared
+	enc, err = MarshalChangeSet(&ct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := strings.Replace(string(enc), `"primaryKey":["id"]`, `"primaryKey":["id"],"allowResurrection":true`, 1)
+	if _, err := UnmarshalChangeSet([]byte(frame)); err == nil {
+		t.Errorf("create_table ddl with allowResurrection decoded: %s", frame)
+	}
+	// Exactly one definition: a policy on another kind is refused.
+	bad := cs
+	bad.Migrations = []model.SchemaMigration{{Type: model.AddIndex, TableName: "trips", Index: &model.IndexDef{Name: "i", Columns: []string{"x"}}, Resurrection: model.DeleteWins, HLC: h}}
+	if _, err := MarshalChangeSet(&bad); err == nil {
+		t.Error("add_index with a policy encoded")
 	}
 }

@@ -4,14 +4,15 @@ import (
 	"math"
 	"slices"
 
-	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/internal/jsontext"
+	"github.com/replica-sync/replica/model"
 )
 
 // ---- encoding ----
 
 // appendChunk writes one snapshot chunk. Fields that do not belong to the
 // chunk's type must be zero.
-func appendChunk(b []byte, c *engine.SnapshotChunk) ([]byte, error) {
+func appendChunk(b []byte, c *model.SnapshotChunk) ([]byte, error) {
 	var err error
 	has := func(header, migrations, table, rows, footer bool) error {
 		switch {
@@ -29,12 +30,12 @@ func appendChunk(b []byte, c *engine.SnapshotChunk) ([]byte, error) {
 		return nil
 	}
 	switch c.Type {
-	case engine.ChunkHeader:
+	case model.ChunkHeader:
 		if err = has(true, false, false, false, false); err != nil {
 			return b, err
 		}
 		return appendHeader(b, c.Header)
-	case engine.ChunkSchema:
+	case model.ChunkSchema:
 		if err = has(false, true, false, false, false); err != nil {
 			return b, err
 		}
@@ -45,7 +46,7 @@ func appendChunk(b []byte, c *engine.SnapshotChunk) ([]byte, error) {
 			return b, at(err, "schemaMigrations")
 		}
 		return append(b, '}'), nil
-	case engine.ChunkTableStart, engine.ChunkTableEnd:
+	case model.ChunkTableStart, model.ChunkTableEnd:
 		if err = has(false, false, true, false, false); err != nil {
 			return b, err
 		}
@@ -56,12 +57,12 @@ func appendChunk(b []byte, c *engine.SnapshotChunk) ([]byte, error) {
 			return b, at(err, "table")
 		}
 		return append(b, '}'), nil
-	case engine.ChunkRows:
+	case model.ChunkRows:
 		if err = has(false, false, true, true, false); err != nil {
 			return b, err
 		}
 		return appendRowsChunk(b, c.Table, c.Rows)
-	case engine.ChunkFooter:
+	case model.ChunkFooter:
 		if err = has(false, false, false, false, true); err != nil {
 			return b, err
 		}
@@ -82,7 +83,7 @@ func appendUint(b []byte, v uint64) []byte {
 	return appendInt(b, int64(v))
 }
 
-func appendHeader(b []byte, h *engine.SnapshotHeader) ([]byte, error) {
+func appendHeader(b []byte, h *model.SnapshotHeader) ([]byte, error) {
 	var err error
 	switch {
 	case h.Format < 0 || h.Format > math.MaxInt32:
@@ -93,6 +94,8 @@ func appendHeader(b []byte, h *engine.SnapshotHeader) ([]byte, error) {
 		return b, at(invalid("%d out of range [0, 2^53]", h.Rows), "rowCount")
 	case h.Cursor > MaxCursor:
 		return b, at(invalid("%d above 2^53", h.Cursor), "cursor")
+	case h.Horizon > MaxCursor:
+		return b, at(invalid("%d above 2^53", h.Horizon), "horizon")
 	}
 	b = append(b, `{"type":"header","format":`...)
 	b = appendUint(b, uint64(h.Format))
@@ -112,6 +115,10 @@ func appendHeader(b []byte, h *engine.SnapshotHeader) ([]byte, error) {
 	b = appendUint(b, uint64(h.Rows))
 	b = append(b, `,"cursor":`...)
 	b = appendUint(b, h.Cursor)
+	if h.Horizon != 0 {
+		b = append(b, `,"horizon":`...)
+		b = appendUint(b, h.Horizon)
+	}
 	return append(b, '}'), nil
 }
 
@@ -119,9 +126,9 @@ func appendHeader(b []byte, h *engine.SnapshotHeader) ([]byte, error) {
 type rowsEncoder struct {
 	columns   map[string]int
 	colNames  []string
-	bases     map[engine.HLC]int
-	baseList  []engine.HLC
-	lastBase  engine.HLC
+	bases     map[model.HLC]int
+	baseList  []model.HLC
+	lastBase  model.HLC
 	lastIndex int
 }
 
@@ -140,7 +147,7 @@ func (e *rowsEncoder) column(name string, guess int) int {
 	return i
 }
 
-func (e *rowsEncoder) base(h engine.HLC) int {
+func (e *rowsEncoder) base(h model.HLC) int {
 	h = h.Base()
 	if len(e.baseList) > 0 && h == e.lastBase {
 		return e.lastIndex
@@ -164,11 +171,11 @@ func (e *rowsEncoder) base(h engine.HLC) int {
 // tombstone [b, s] (see "Snapshot chunks" in the package documentation).
 // The rows are written first, into a separate buffer, because they build
 // the column and base tables.
-func appendRowsChunk(b []byte, table string, rows []engine.SnapshotRow) ([]byte, error) {
-	e := rowsEncoder{columns: map[string]int{}, bases: map[engine.HLC]int{}}
+func appendRowsChunk(b []byte, table string, rows []model.SnapshotRow) ([]byte, error) {
+	e := rowsEncoder{columns: map[string]int{}, bases: map[model.HLC]int{}}
 	keyCols := keyColumns(rows)
 	body := make([]byte, 0, 160*len(rows)+16)
-	var prev engine.HLC
+	var prev model.HLC
 	havePrev := false
 	var err error
 	body = append(body, '[')
@@ -261,7 +268,7 @@ func appendRowsChunk(b []byte, table string, rows []engine.SnapshotRow) ([]byte,
 // need not repeat it: from the first row with cells, for each primary-key
 // value the column of the first cell holding an equal value. It returns nil
 // when that row's cells do not hold its key.
-func keyColumns(rows []engine.SnapshotRow) []string {
+func keyColumns(rows []model.SnapshotRow) []string {
 	for i := range rows {
 		row := &rows[i]
 		if len(row.Cells) == 0 {
@@ -290,7 +297,7 @@ func keyColumns(rows []engine.SnapshotRow) []string {
 
 // pkFromCells reports whether row's primary key is exactly the values of
 // the first cells of keyCols, in order.
-func pkFromCells(row *engine.SnapshotRow, keyCols []string) bool {
+func pkFromCells(row *model.SnapshotRow, keyCols []string) bool {
 	if len(row.PK) != len(keyCols) {
 		return false
 	}
@@ -304,7 +311,7 @@ func pkFromCells(row *engine.SnapshotRow, keyCols []string) bool {
 }
 
 // cellOf returns the first cell of column col, or nil.
-func cellOf(cells []engine.SnapshotCell, col string) *engine.SnapshotCell {
+func cellOf(cells []model.SnapshotCell, col string) *model.SnapshotCell {
 	for i := range cells {
 		if cells[i].Column == col {
 			return &cells[i]
@@ -314,7 +321,7 @@ func cellOf(cells []engine.SnapshotCell, col string) *engine.SnapshotCell {
 }
 
 // appendCheckpoint writes a snapshot checkpoint.
-func appendCheckpoint(b []byte, c *engine.SnapshotCheckpoint) ([]byte, error) {
+func appendCheckpoint(b []byte, c *model.SnapshotCheckpoint) ([]byte, error) {
 	var err error
 	switch {
 	case c.SnapshotID == "":
@@ -349,127 +356,127 @@ func appendCheckpoint(b []byte, c *engine.SnapshotCheckpoint) ([]byte, error) {
 
 // ---- decoding ----
 
-// peekType returns the "type" member of the object at r.pos without
+// peekType returns the "type" member of the object at r.Pos without
 // consuming anything. When the object does not start with it, the object is
 // scanned (and its syntax checked) to find it.
 func (r *reader) peekType() (string, error) {
-	pos, depth := r.pos, r.depth
-	defer func() { r.pos, r.depth = pos, depth }()
-	if err := r.openObject(); err != nil {
+	pos, depth := r.Pos, r.Depth
+	defer func() { r.Pos, r.Depth = pos, depth }()
+	if err := r.OpenObject(); err != nil {
 		return "", err
 	}
-	key, more, err := r.firstKey()
-	for ; more && err == nil; key, more, err = r.objectMore() {
+	key, more, err := r.FirstKey()
+	for ; more && err == nil; key, more, err = r.ObjectMore() {
 		if string(key) == "type" {
-			t, err := r.str()
+			t, err := r.Str()
 			return t, at(err, "type")
 		}
-		if _, _, err = r.skip(); err != nil {
+		if _, _, err = r.Skip(); err != nil {
 			return "", err
 		}
 	}
 	if err != nil {
 		return "", err
 	}
-	return "", r.fail(`missing required field "type"`)
+	return "", r.Fail(`missing required field "type"`)
 }
 
 // typeField consumes the value of a "type" member already read by peekType.
 func (r *reader) typeField(seen *fields, key []byte) error {
-	if err := seen.see(r, 1, key); err != nil {
+	if err := seen.See(&r.Reader, 1, key); err != nil {
 		return err
 	}
-	_, err := r.str()
+	_, err := r.Str()
 	return err
 }
 
-func (r *reader) chunk() (engine.SnapshotChunk, error) {
-	var c engine.SnapshotChunk
+func (r *reader) chunk() (model.SnapshotChunk, error) {
+	var c model.SnapshotChunk
 	t, err := r.peekType()
 	if err != nil {
 		return c, err
 	}
-	c.Type = engine.ChunkType(t)
+	c.Type = model.ChunkType(t)
 	switch c.Type {
-	case engine.ChunkHeader:
-		var h engine.SnapshotHeader
+	case model.ChunkHeader:
+		var h model.SnapshotHeader
 		h, err = r.header()
 		c.Header = &h
-	case engine.ChunkSchema:
+	case model.ChunkSchema:
 		var seen fields
-		err = r.members(func(key []byte) error {
+		err = r.Members(func(key []byte) error {
 			switch string(key) {
 			case "type":
 				return r.typeField(&seen, key)
 			case "schemaMigrations":
-				err := seen.see(r, 2, key)
+				err := seen.See(&r.Reader, 2, key)
 				if err == nil {
 					c.Migrations, err = r.migrations()
 				}
 				return at(err, "schemaMigrations")
 			}
-			return r.unknownKey(key)
+			return r.UnknownKey(key)
 		})
 		if err == nil {
-			err = seen.require(r, 2, "type", "schemaMigrations")
+			err = seen.Require(&r.Reader, 2, "type", "schemaMigrations")
 		}
-	case engine.ChunkTableStart, engine.ChunkTableEnd:
+	case model.ChunkTableStart, model.ChunkTableEnd:
 		var seen fields
-		err = r.members(func(key []byte) error {
+		err = r.Members(func(key []byte) error {
 			switch string(key) {
 			case "type":
 				return r.typeField(&seen, key)
 			case "table":
-				err := seen.see(r, 2, key)
+				err := seen.See(&r.Reader, 2, key)
 				if err == nil {
-					c.Table, err = r.nonEmptyStr()
+					c.Table, err = r.NonEmptyStr()
 				}
 				return at(err, "table")
 			}
-			return r.unknownKey(key)
+			return r.UnknownKey(key)
 		})
 		if err == nil {
-			err = seen.require(r, 2, "type", "table")
+			err = seen.Require(&r.Reader, 2, "type", "table")
 		}
-	case engine.ChunkRows:
+	case model.ChunkRows:
 		c.Table, c.Rows, err = r.rowsChunk()
-	case engine.ChunkFooter:
-		var f engine.SnapshotFooter
+	case model.ChunkFooter:
+		var f model.SnapshotFooter
 		var seen fields
-		err = r.members(func(key []byte) error {
+		err = r.Members(func(key []byte) error {
 			var err error
 			switch string(key) {
 			case "type":
 				return r.typeField(&seen, key)
 			case "tableCount":
-				if err = seen.see(r, 2, key); err == nil {
+				if err = seen.See(&r.Reader, 2, key); err == nil {
 					var n uint64
 					n, err = r.uint(math.MaxInt32)
 					f.Tables = int(n)
 				}
 			case "rowCount":
-				if err = seen.see(r, 4, key); err == nil {
+				if err = seen.See(&r.Reader, 4, key); err == nil {
 					var n uint64
 					n, err = r.uint(MaxCursor)
 					f.Rows = int64(n)
 				}
 			default:
-				return r.unknownKey(key)
+				return r.UnknownKey(key)
 			}
 			return at(err, string(key))
 		})
 		if err == nil {
-			err = seen.require(r, 2|4, "type", "tableCount", "rowCount")
+			err = seen.Require(&r.Reader, 2|4, "type", "tableCount", "rowCount")
 		}
 		c.Footer = &f
 	default:
-		return c, at(r.fail("unknown chunk type %q", t), "type")
+		return c, at(r.Fail("unknown chunk type %q", t), "type")
 	}
 	return c, err
 }
 
-func (r *reader) header() (engine.SnapshotHeader, error) {
-	var h engine.SnapshotHeader
+func (r *reader) header() (model.SnapshotHeader, error) {
+	var h model.SnapshotHeader
 	var seen fields
 	const (
 		fType fields = 1 << iota
@@ -480,51 +487,56 @@ func (r *reader) header() (engine.SnapshotHeader, error) {
 		fTables
 		fRows
 		fCursor
+		fHorizon
 	)
-	err := r.members(func(key []byte) error {
+	err := r.Members(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "type":
 			return r.typeField(&seen, key)
 		case "format":
-			if err = seen.see(r, fFormat, key); err == nil {
+			if err = seen.See(&r.Reader, fFormat, key); err == nil {
 				var n uint64
 				n, err = r.uint(math.MaxInt32)
 				h.Format = int(n)
 			}
 		case "snapshotId":
-			if err = seen.see(r, fID, key); err == nil {
-				h.SnapshotID, err = r.nonEmptyStr()
+			if err = seen.See(&r.Reader, fID, key); err == nil {
+				h.SnapshotID, err = r.NonEmptyStr()
 			}
 		case "siteId":
-			if err = seen.see(r, fSite, key); err == nil {
+			if err = seen.See(&r.Reader, fSite, key); err == nil {
 				h.SiteID, err = r.siteID()
 			}
 		case "hlc":
-			if err = seen.see(r, fHLC, key); err == nil {
+			if err = seen.See(&r.Reader, fHLC, key); err == nil {
 				h.HLC, err = r.hlc()
 			}
 		case "tables":
-			if err = seen.see(r, fTables, key); err == nil {
+			if err = seen.See(&r.Reader, fTables, key); err == nil {
 				h.Tables, err = r.names()
 			}
 		case "rowCount":
-			if err = seen.see(r, fRows, key); err == nil {
+			if err = seen.See(&r.Reader, fRows, key); err == nil {
 				var n uint64
 				n, err = r.uint(MaxCursor)
 				h.Rows = int64(n)
 			}
 		case "cursor":
-			if err = seen.see(r, fCursor, key); err == nil {
+			if err = seen.See(&r.Reader, fCursor, key); err == nil {
 				h.Cursor, err = r.uint(MaxCursor)
 			}
+		case "horizon":
+			if err = seen.See(&r.Reader, fHorizon, key); err == nil {
+				h.Horizon, err = r.uint(MaxCursor)
+			}
 		default:
-			return r.unknownKey(key)
+			return r.UnknownKey(key)
 		}
 		return at(err, string(key))
 	})
 	if err == nil {
-		err = seen.require(r, fFormat|fID|fSite|fHLC|fTables|fRows|fCursor,
+		err = seen.Require(&r.Reader, fFormat|fID|fSite|fHLC|fTables|fRows|fCursor,
 			"type", "format", "snapshotId", "siteId", "hlc", "tables", "rowCount", "cursor")
 	}
 	return h, err
@@ -533,13 +545,13 @@ func (r *reader) header() (engine.SnapshotHeader, error) {
 // rowsChunk reads a rows chunk. Rows refer to the columns and bases tables;
 // when "rows" comes before them, it is checked for syntax and read once the
 // object has been read.
-func (r *reader) rowsChunk() (string, []engine.SnapshotRow, error) {
+func (r *reader) rowsChunk() (string, []model.SnapshotRow, error) {
 	var (
 		table     string
 		columns   []string
 		key       []int
-		bases     []engine.HLC
-		rows      []engine.SnapshotRow
+		bases     []model.HLC
+		rows      []model.SnapshotRow
 		seen      fields
 		rowsStart = -1
 		rowsDepth int
@@ -552,17 +564,17 @@ func (r *reader) rowsChunk() (string, []engine.SnapshotRow, error) {
 		fBases
 		fRows
 	)
-	err := r.members(func(name []byte) error {
+	err := r.Members(func(name []byte) error {
 		var err error
 		switch string(name) {
 		case "type":
 			return r.typeField(&seen, name)
 		case "table":
-			if err = seen.see(r, fTable, name); err == nil {
-				table, err = r.nonEmptyStr()
+			if err = seen.See(&r.Reader, fTable, name); err == nil {
+				table, err = r.NonEmptyStr()
 			}
 		case "key":
-			if err = seen.see(r, fKey, name); err == nil {
+			if err = seen.See(&r.Reader, fKey, name); err == nil {
 				err = r.elements(func(int) error {
 					c, err := r.uint(MaxCursor)
 					key = append(key, int(c))
@@ -570,14 +582,14 @@ func (r *reader) rowsChunk() (string, []engine.SnapshotRow, error) {
 				})
 			}
 		case "columns":
-			if err = seen.see(r, fColumns, name); err == nil {
-				start := r.pos
+			if err = seen.See(&r.Reader, fColumns, name); err == nil {
+				start := r.Pos
 				if columns, err = r.names(); err == nil {
 					err = checkDistinct(r, start, columns)
 				}
 			}
 		case "bases":
-			if err = seen.see(r, fBases, name); err == nil {
+			if err = seen.See(&r.Reader, fBases, name); err == nil {
 				err = r.elements(func(int) error {
 					h, err := r.base()
 					bases = append(bases, h)
@@ -585,34 +597,34 @@ func (r *reader) rowsChunk() (string, []engine.SnapshotRow, error) {
 				})
 			}
 		case "rows":
-			if err = seen.see(r, fRows, name); err == nil {
+			if err = seen.See(&r.Reader, fRows, name); err == nil {
 				if seen&(fColumns|fKey|fBases) == fColumns|fKey|fBases {
 					if err = r.checkKey(key, columns); err != nil {
 						return err
 					}
 					rows, err = r.snapshotRows(columns, key, bases)
 				} else {
-					rowsStart, rowsDepth = r.pos, r.depth
-					_, _, err = r.skip()
+					rowsStart, rowsDepth = r.Pos, r.Depth
+					_, _, err = r.Skip()
 				}
 			}
 		default:
-			return r.unknownKey(name)
+			return r.UnknownKey(name)
 		}
 		return at(err, string(name))
 	})
 	if err == nil {
-		err = seen.require(r, fTable|fColumns|fKey|fBases|fRows, "type", "table", "columns", "key", "bases", "rows")
+		err = seen.Require(&r.Reader, fTable|fColumns|fKey|fBases|fRows, "type", "table", "columns", "key", "bases", "rows")
 	}
 	if err == nil {
 		err = r.checkKey(key, columns)
 	}
 	if err == nil && rowsStart >= 0 {
-		end, depth := r.pos, r.depth
-		r.pos, r.depth = rowsStart, rowsDepth
+		end, depth := r.Pos, r.Depth
+		r.Pos, r.Depth = rowsStart, rowsDepth
 		rows, err = r.snapshotRows(columns, key, bases)
 		err = at(err, "rows")
-		r.pos, r.depth = end, depth
+		r.Pos, r.Depth = end, depth
 	}
 	return table, rows, err
 }
@@ -621,7 +633,7 @@ func (r *reader) rowsChunk() (string, []engine.SnapshotRow, error) {
 func (r *reader) checkKey(key []int, columns []string) error {
 	for i, c := range key {
 		if c >= len(columns) {
-			return at(atIndex(r.fail("column index %d out of range (%d columns)", c, len(columns)), i), "key")
+			return at(atIndex(r.Fail("column index %d out of range (%d columns)", c, len(columns)), i), "key")
 		}
 	}
 	return nil
@@ -631,7 +643,7 @@ func checkDistinct(r *reader, start int, names []string) error {
 	seen := make(map[string]struct{}, len(names))
 	for _, n := range names {
 		if _, dup := seen[n]; dup {
-			return r.failAt(start, "duplicate column %q", n)
+			return r.FailAt(start, "duplicate column %q", n)
 		}
 		seen[n] = struct{}{}
 	}
@@ -644,206 +656,228 @@ func checkDistinct(r *reader, start int, names []string) error {
 // appending to one never touches another), and text values share arena
 // blocks (reader.text).
 // The key's column indexes must be in range (checkKey).
-func (r *reader) snapshotRows(columns []string, key []int, bases []engine.HLC) ([]engine.SnapshotRow, error) {
-	if err := r.openArray(); err != nil {
+func (r *reader) snapshotRows(columns []string, key []int, bases []model.HLC) ([]model.SnapshotRow, error) {
+	if err := r.OpenArray(); err != nil {
 		return nil, err
 	}
 	r.arena = make([]byte, 0, arenaBlock)
 	defer func() { r.arena = nil }()
-	var (
-		rows     []engine.SnapshotRow
-		cells    []engine.SnapshotCell // slab
-		pks      []engine.Value        // slab
-		prev     engine.HLC
-		havePrev bool
-	)
+	var rows []model.SnapshotRow
+	var s rowSlabs
 	for i := 0; ; i++ {
-		more, err := r.arrayNext(i)
-		if err != nil {
+		more, err := r.ArrayNext(i)
+		if err != nil || !more {
 			return rows, err
-		}
-		if !more {
-			return rows, nil
 		}
 		if rows == nil {
 			// Size the slabs from the input left, assuming rows of
 			// about 128 bytes, within reason.
-			n := min((len(r.data)-r.pos)/128+1, 1024)
-			rows = make([]engine.SnapshotRow, 0, n)
-			cells = make([]engine.SnapshotCell, 0, 4*n)
-			pks = make([]engine.Value, 0, n)
+			n := min((len(r.Data)-r.Pos)/128+1, 1024)
+			rows = make([]model.SnapshotRow, 0, n)
+			s.cells = make([]model.SnapshotCell, 0, 4*n)
+			s.pks = make([]model.Value, 0, n)
 		}
-		var row engine.SnapshotRow
-		if err := r.openArray(); err != nil {
-			return rows, atIndex(err, i)
-		}
-		// pk: an array, or null when the key columns' cells give it
-		if len(pks)+len(key) >= cap(pks) {
-			pks = make([]engine.Value, 0, max(64, cap(pks), len(key)))
-		}
-		pkFirst := len(pks)
-		pkStart := r.pos
-		pkFromCells := false
-		switch c := r.peek(); {
-		case c == 'n' && len(key) > 0 && r.null():
-			pkFromCells = true
-		case c != '[':
-			return rows, atIndex(r.want("a primary key (an array, or null when the chunk has a key)"), i)
-		default:
-			if err := r.openArray(); err != nil {
-				return rows, atIndex(err, i)
-			}
-		}
-		for j := 0; !pkFromCells; j++ {
-			more, err := r.arrayNext(j)
-			if err != nil {
-				return rows, atIndex(err, i)
-			}
-			if !more {
-				break
-			}
-			v, err := r.value()
-			if err != nil {
-				return rows, atIndex(atIndex(err, j), i)
-			}
-			pks = append(pks, v)
-		}
-		if !pkFromCells {
-			if len(pks) == pkFirst {
-				return rows, atIndex(r.failAt(pkStart, "primary key must not be empty"), i)
-			}
-			row.PK = pks[pkFirst:len(pks):len(pks)]
-		}
-		if r.peek() != ',' {
-			return rows, atIndex(r.fail("want the row's cells after its primary key"), i)
-		}
-		r.pos++
-		// cells
-		if err := r.openArray(); err != nil {
-			return rows, atIndex(err, i)
-		}
-		first := len(cells)
-		for j := 0; ; j++ {
-			more, err := r.arrayNext(j)
-			if err != nil {
-				return rows, atIndex(err, i)
-			}
-			if !more {
-				break
-			}
-			cell, err := r.snapshotCell(columns, bases, prev, havePrev)
-			if err != nil {
-				return rows, atIndex(atIndex(err, j), i)
-			}
-			if len(cells) == cap(cells) {
-				// Move this row's cells so far to a new slab.
-				slab := make([]engine.SnapshotCell, 0, max(256, 2*(len(cells)-first)))
-				cells = append(slab, cells[first:]...)
-				first = 0
-			}
-			cells = append(cells, cell)
-			prev, havePrev = cell.HLC, true
-		}
-		if len(cells) > first {
-			row.Cells = cells[first:len(cells):len(cells)]
-		}
-		if pkFromCells {
-			for _, c := range key {
-				cell := cellOf(row.Cells, columns[c])
-				if cell == nil {
-					return rows, atIndex(r.failAt(pkStart, "primary key is null but the row has no cell for key column %q", columns[c]), i)
-				}
-				pks = append(pks, cell.Value)
-			}
-			row.PK = pks[pkFirst:len(pks):len(pks)]
-		}
-		// tombstone
-		if r.peek() == ',' {
-			r.pos++
-			if err := r.openArray(); err != nil {
-				return rows, atIndex(err, i)
-			}
-			h, err := r.hlcRef(bases)
-			if err == nil {
-				err = r.closeArray("a tombstone is [base, opSeq]")
-			}
-			if err != nil {
-				return rows, atIndex(err, i)
-			}
-			row.HasTombstone, row.Tombstone = true, h
-		}
-		if err := r.closeArray("a row is [pk, cells] or [pk, cells, tombstone]"); err != nil {
+		row, err := r.snapshotRow(&s, columns, key, bases)
+		if err != nil {
 			return rows, atIndex(err, i)
 		}
 		rows = append(rows, row)
 	}
 }
 
+// rowSlabs is snapshotRows' state across rows: the slabs rows' primary
+// keys and cells are carved out of, and the HLC of the last cell read
+// (a cell without base and opSeq follows it).
+type rowSlabs struct {
+	cells    []model.SnapshotCell
+	pks      []model.Value
+	prev     model.HLC
+	havePrev bool
+}
+
+// snapshotRow reads one row: [pk, cells] or [pk, cells, tombstone].
+func (r *reader) snapshotRow(s *rowSlabs, columns []string, key []int, bases []model.HLC) (model.SnapshotRow, error) {
+	var row model.SnapshotRow
+	if err := r.OpenArray(); err != nil {
+		return row, err
+	}
+	pkStart := r.Pos
+	pkFromCells, err := r.rowPK(s, &row, key)
+	if err != nil {
+		return row, err
+	}
+	if r.Peek() != ',' {
+		return row, r.Fail("want the row's cells after its primary key")
+	}
+	r.Pos++
+	if row.Cells, err = r.rowCells(s, columns, bases); err != nil {
+		return row, err
+	}
+	if pkFromCells {
+		first := len(s.pks)
+		for _, c := range key {
+			cell := cellOf(row.Cells, columns[c])
+			if cell == nil {
+				return row, r.FailAt(pkStart, "primary key is null but the row has no cell for key column %q", columns[c])
+			}
+			s.pks = append(s.pks, cell.Value)
+		}
+		row.PK = s.pks[first:len(s.pks):len(s.pks)]
+	}
+	// tombstone
+	if r.Peek() == ',' {
+		r.Pos++
+		if err := r.OpenArray(); err != nil {
+			return row, err
+		}
+		h, err := r.hlcRef(bases)
+		if err == nil {
+			err = r.closeArray("a tombstone is [base, opSeq]")
+		}
+		if err != nil {
+			return row, err
+		}
+		row.HasTombstone, row.Tombstone = true, h
+	}
+	return row, r.closeArray("a row is [pk, cells] or [pk, cells, tombstone]")
+}
+
+// rowPK reads a row's primary key into row.PK: an array of values, or null
+// when the chunk has a key (fromCells: the key columns' cells give it, and
+// the slab has room for it).
+func (r *reader) rowPK(s *rowSlabs, row *model.SnapshotRow, key []int) (fromCells bool, err error) {
+	if len(s.pks)+len(key) >= cap(s.pks) {
+		s.pks = make([]model.Value, 0, max(64, cap(s.pks), len(key)))
+	}
+	first, start := len(s.pks), r.Pos
+	switch c := r.Peek(); {
+	case c == 'n' && len(key) > 0 && r.Null():
+		return true, nil
+	case c != '[':
+		return false, r.Want("a primary key (an array, or null when the chunk has a key)")
+	}
+	if err := r.OpenArray(); err != nil {
+		return false, err
+	}
+	for j := 0; ; j++ {
+		more, err := r.ArrayNext(j)
+		if err != nil {
+			return false, err
+		}
+		if !more {
+			break
+		}
+		v, err := r.value()
+		if err != nil {
+			return false, atIndex(err, j)
+		}
+		s.pks = append(s.pks, v)
+	}
+	if len(s.pks) == first {
+		return false, r.FailAt(start, "primary key must not be empty")
+	}
+	row.PK = s.pks[first:len(s.pks):len(s.pks)]
+	return false, nil
+}
+
+// rowCells reads a row's cells array into the cells slab.
+func (r *reader) rowCells(s *rowSlabs, columns []string, bases []model.HLC) ([]model.SnapshotCell, error) {
+	if err := r.OpenArray(); err != nil {
+		return nil, err
+	}
+	first := len(s.cells)
+	for j := 0; ; j++ {
+		more, err := r.ArrayNext(j)
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			break
+		}
+		cell, err := r.snapshotCell(columns, bases, s.prev, s.havePrev)
+		if err != nil {
+			return nil, atIndex(err, j)
+		}
+		if len(s.cells) == cap(s.cells) {
+			// Move this row's cells so far to a new slab.
+			slab := make([]model.SnapshotCell, 0, max(256, 2*(len(s.cells)-first)))
+			s.cells = append(slab, s.cells[first:]...)
+			first = 0
+		}
+		s.cells = append(s.cells, cell)
+		s.prev, s.havePrev = cell.HLC, true
+	}
+	if len(s.cells) > first {
+		return s.cells[first:len(s.cells):len(s.cells)], nil
+	}
+	return nil, nil
+}
+
 // snapshotCell reads [c, v] or [c, v, b, s].
-func (r *reader) snapshotCell(columns []string, bases []engine.HLC, prev engine.HLC, havePrev bool) (engine.SnapshotCell, error) {
-	var cell engine.SnapshotCell
-	if err := r.openArray(); err != nil {
+func (r *reader) snapshotCell(columns []string, bases []model.HLC, prev model.HLC, havePrev bool) (model.SnapshotCell, error) {
+	var cell model.SnapshotCell
+	if err := r.OpenArray(); err != nil {
 		return cell, err
 	}
-	if r.peek() == ']' {
-		return cell, r.fail("a cell is [column, value] or [column, value, base, opSeq]")
+	if r.Peek() == ']' {
+		return cell, r.Fail("a cell is [column, value] or [column, value, base, opSeq]")
 	}
-	start := r.pos
+	start := r.Pos
 	c, err := r.uint(MaxCursor)
 	if err != nil {
 		return cell, err
 	}
 	if c >= uint64(len(columns)) {
-		return cell, r.failAt(start, "column index %d out of range (%d columns)", c, len(columns))
+		return cell, r.FailAt(start, "column index %d out of range (%d columns)", c, len(columns))
 	}
 	cell.Column = columns[c]
-	if r.peek() != ',' {
-		return cell, r.fail("a cell is [column, value] or [column, value, base, opSeq]")
+	if r.Peek() != ',' {
+		return cell, r.Fail("a cell is [column, value] or [column, value, base, opSeq]")
 	}
-	r.pos++
+	r.Pos++
 	if cell.Value, err = r.value(); err != nil {
 		return cell, err
 	}
-	switch r.peek() {
+	switch r.Peek() {
 	case ']':
-		r.pos++
-		r.depth--
+		r.Pos++
+		r.Depth--
 		if !havePrev {
-			return cell, r.fail("the first cell of a chunk must carry its base and opSeq")
+			return cell, r.Fail("the first cell of a chunk must carry its base and opSeq")
 		}
 		if prev.OpSeq == math.MaxUint32 {
-			return cell, r.fail("opSeq overflows: the cell must carry its base and opSeq")
+			return cell, r.Fail("opSeq overflows: the cell must carry its base and opSeq")
 		}
 		cell.HLC = prev
 		cell.HLC.OpSeq++
 		return cell, nil
 	case ',':
-		r.pos++
+		r.Pos++
 		if cell.HLC, err = r.hlcRef(bases); err != nil {
 			return cell, err
 		}
 		return cell, r.closeArray("a cell is [column, value] or [column, value, base, opSeq]")
 	}
-	return cell, r.fail("a cell is [column, value] or [column, value, base, opSeq]")
+	return cell, r.Fail("a cell is [column, value] or [column, value, base, opSeq]")
 }
 
 // hlcRef reads `b, s`: an index into the bases table and an opSeq.
-func (r *reader) hlcRef(bases []engine.HLC) (engine.HLC, error) {
-	start := r.pos
+func (r *reader) hlcRef(bases []model.HLC) (model.HLC, error) {
+	start := r.Pos
 	b, err := r.uint(MaxCursor)
 	if err != nil {
-		return engine.HLC{}, err
+		return model.HLC{}, err
 	}
 	if b >= uint64(len(bases)) {
-		return engine.HLC{}, r.failAt(start, "base index %d out of range (%d bases)", b, len(bases))
+		return model.HLC{}, r.FailAt(start, "base index %d out of range (%d bases)", b, len(bases))
 	}
-	if r.peek() != ',' {
-		return engine.HLC{}, r.fail("want ',' and an opSeq after the base index")
+	if r.Peek() != ',' {
+		return model.HLC{}, r.Fail("want ',' and an opSeq after the base index")
 	}
-	r.pos++
+	r.Pos++
 	s, err := r.uint(math.MaxUint32)
 	if err != nil {
-		return engine.HLC{}, err
+		return model.HLC{}, err
 	}
 	h := bases[b]
 	h.OpSeq = uint32(s)
@@ -852,16 +886,16 @@ func (r *reader) hlcRef(bases []engine.HLC) (engine.HLC, error) {
 
 // closeArray consumes the ']' that must come next.
 func (r *reader) closeArray(shape string) error {
-	if r.peek() != ']' {
-		return r.fail("%s", shape)
+	if r.Peek() != ']' {
+		return r.Fail("%s", shape)
 	}
-	r.pos++
-	r.depth--
+	r.Pos++
+	r.Depth--
 	return nil
 }
 
-func (r *reader) checkpoint() (engine.SnapshotCheckpoint, error) {
-	var c engine.SnapshotCheckpoint
+func (r *reader) checkpoint() (model.SnapshotCheckpoint, error) {
+	var c model.SnapshotCheckpoint
 	var seen fields
 	const (
 		fID fields = 1 << iota
@@ -872,47 +906,108 @@ func (r *reader) checkpoint() (engine.SnapshotCheckpoint, error) {
 		fRows
 		fCreated
 	)
-	err := r.members(func(key []byte) error {
+	err := r.Members(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "snapshotId":
-			if err = seen.see(r, fID, key); err == nil {
-				c.SnapshotID, err = r.nonEmptyStr()
+			if err = seen.See(&r.Reader, fID, key); err == nil {
+				c.SnapshotID, err = r.NonEmptyStr()
 			}
 		case "siteId":
-			if err = seen.see(r, fSite, key); err == nil {
+			if err = seen.See(&r.Reader, fSite, key); err == nil {
 				c.SiteID, err = r.siteID()
 			}
 		case "hlc":
-			if err = seen.see(r, fHLC, key); err == nil {
+			if err = seen.See(&r.Reader, fHLC, key); err == nil {
 				c.HLC, err = r.hlc()
 			}
 		case "cursor":
-			if err = seen.see(r, fCursor, key); err == nil {
+			if err = seen.See(&r.Reader, fCursor, key); err == nil {
 				c.Cursor, err = r.uint(MaxCursor)
 			}
 		case "completedTables":
-			if err = seen.see(r, fTables, key); err == nil {
+			if err = seen.See(&r.Reader, fTables, key); err == nil {
 				c.CompletedTables, err = r.names()
 			}
 		case "rowsApplied":
-			if err = seen.see(r, fRows, key); err == nil {
+			if err = seen.See(&r.Reader, fRows, key); err == nil {
 				var n uint64
 				n, err = r.uint(MaxCursor)
 				c.RowsApplied = int64(n)
 			}
 		case "createdAt":
-			if err = seen.see(r, fCreated, key); err == nil {
+			if err = seen.See(&r.Reader, fCreated, key); err == nil {
 				c.CreatedAt, err = r.uint(MaxCursor)
 			}
 		default:
-			return r.unknownKey(key)
+			return r.UnknownKey(key)
 		}
 		return at(err, string(key))
 	})
 	if err == nil {
-		err = seen.require(r, fID|fSite|fHLC|fCursor|fTables|fRows|fCreated,
+		err = seen.Require(&r.Reader, fID|fSite|fHLC|fCursor|fTables|fRows|fCreated,
 			"snapshotId", "siteId", "hlc", "cursor", "completedTables", "rowsApplied", "createdAt")
 	}
 	return c, err
+}
+
+// ---- sizing ----
+
+// MaxRowsChunkOverhead bounds the bytes of a rows chunk's snapshot_chunk
+// frame outside its rows' shares: the frame holding rows is at most
+// MaxRowsChunkOverhead plus the sum of SnapshotRowSize over them (for a
+// table name of at most model.MaxNameLen bytes, as every valid name is).
+const MaxRowsChunkOverhead = 512
+
+// Upper bounds of the pieces of a rows chunk a row adds (see
+// appendRowsChunk): a cell [c,v,b,s] with its separator, its column-table
+// entry beside its name, and its bases-table entry; a tombstone ,[b,s] with
+// its bases-table entry; a key-table index.
+const (
+	sizeIndex     = 16 // digits of an index or opSeq (at most 2^53)
+	sizeBaseEntry = baseTextLen + 3
+	sizeCell      = 5 + 2*sizeIndex + 10 + sizeBaseEntry + 1
+	sizeTombstone = 4 + sizeIndex + 10 + sizeBaseEntry
+	sizeRowFrame  = 6
+)
+
+// SnapshotRowSize returns an upper bound, in bytes, of what row adds to the
+// snapshot_chunk frame of a rows chunk: its own encoding and its share of
+// the chunk's column, key and bases tables, as if each of its cells brought
+// a new column and a new base. The relay passes it as
+// engine.SnapshotOptions.RowBytes so that chunks fit the frame limit (see
+// "Snapshot chunks" in the package documentation). It does not check the
+// row: a value that does not encode (invalid UTF-8 text, a NaN) is counted
+// as if it did.
+func SnapshotRowSize(row *model.SnapshotRow) int {
+	pk := 2
+	for _, v := range row.PK {
+		pk += valueSize(v) + 1 + sizeIndex + 1 // the value, and a key-table index
+	}
+	n := sizeRowFrame + max(pk, 4)
+	for i := range row.Cells {
+		c := &row.Cells[i]
+		n += sizeCell + jsontext.StringLen(c.Column) + 1 + valueSize(c.Value)
+	}
+	if row.HasTombstone {
+		n += sizeTombstone
+	}
+	return n
+}
+
+// valueSize returns an upper bound of len(appendValue(v)).
+func valueSize(v model.Value) int {
+	switch v.Kind() {
+	case model.KindText:
+		return jsontext.StringLen(v.Text())
+	case model.KindBlob:
+		return len(`{"`+tagBin+`":""}`) + (len(v.Blob())+2)/3*4
+	case model.KindJSON:
+		return len(`{"`+tagJSON+`":}`) + len(v.JSON())
+	case model.KindInteger, model.KindTimestamp:
+		return len(`{"` + tagBigint + `":"-9223372036854775808"}`)
+	case model.KindReal:
+		return 32 // "-1.2345678901234567e-308", or 21 digits and ".0"
+	}
+	return 5 // null, true, false
 }

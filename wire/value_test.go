@@ -7,47 +7,48 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/internal/rawvalue"
+	"github.com/replica-sync/replica/model"
 )
 
 func TestValueEncoding(t *testing.T) {
 	const maxSafeInt = 1 << 53
 	tests := []struct {
 		name string
-		v    engine.Value
+		v    model.Value
 		json string
 		// back is what the JSON decodes to without a schema, when it is
 		// not v itself.
-		back *engine.Value
+		back *model.Value
 	}{
-		{"null", engine.Null, `null`, nil},
-		{"true", engine.Bool(true), `true`, nil},
-		{"false", engine.Bool(false), `false`, nil},
-		{"zero", engine.Int(0), `0`, nil},
-		{"negative", engine.Int(-42), `-42`, nil},
-		{"2^53", engine.Int(maxSafeInt), `9007199254740992`, nil},
-		{"-2^53", engine.Int(-maxSafeInt), `-9007199254740992`, nil},
-		{"2^53+1", engine.Int(maxSafeInt + 1), `{"__bigint":"9007199254740993"}`, nil},
-		{"-(2^53+1)", engine.Int(-maxSafeInt - 1), `{"__bigint":"-9007199254740993"}`, nil},
-		{"MaxInt64", engine.Int(math.MaxInt64), `{"__bigint":"9223372036854775807"}`, nil},
-		{"MinInt64", engine.Int(math.MinInt64), `{"__bigint":"-9223372036854775808"}`, nil},
-		{"real", engine.Real(1.5), `1.5`, nil},
-		{"integral real", engine.Real(1), `1.0`, nil},
-		{"negative zero", engine.Real(math.Copysign(0, -1)), `-0.0`, nil},
-		{"real 1e20", engine.Real(1e20), `100000000000000000000.0`, nil},
-		{"real 1e21", engine.Real(1e21), `1e+21`, nil},
-		{"real 1e-7", engine.Real(1e-7), `1e-7`, nil},
-		{"real 0.1", engine.Real(0.1), `0.1`, nil},
-		{"real 2^53+2", engine.Real(maxSafeInt + 2), `9007199254740994.0`, nil},
-		{"max float", engine.Real(math.MaxFloat64), `1.7976931348623157e+308`, nil},
-		{"min subnormal", engine.Real(5e-324), `5e-324`, nil},
-		{"empty text", engine.Text(""), `""`, nil},
-		{"text", engine.Text("héllo"), `"héllo"`, nil},
-		{"non-BMP text", engine.Text("🚋 𝄞 𠜎"), `"🚋 𝄞 𠜎"`, nil},
-		{"escapes", engine.Text("a\"b\\c\nd\re\tf\bg\fh\x00\x1f\u2028/<>&"), `"a\"b\\c\nd\re\tf\bg\fh\u0000\u001f` + "\u2028" + `/<>&"`, nil},
-		{"text that looks like a number", engine.Text("42"), `"42"`, nil},
-		{"empty blob", engine.Blob(nil), `{"__bin":""}`, nil},
-		{"blob", engine.Blob([]byte{0, 1, 0xfe, 0xff}), `{"__bin":"AAH+/w=="}`, nil},
+		{"null", model.Null, `null`, nil},
+		{"true", model.Bool(true), `true`, nil},
+		{"false", model.Bool(false), `false`, nil},
+		{"zero", model.Int(0), `0`, nil},
+		{"negative", model.Int(-42), `-42`, nil},
+		{"2^53", model.Int(maxSafeInt), `9007199254740992`, nil},
+		{"-2^53", model.Int(-maxSafeInt), `-9007199254740992`, nil},
+		{"2^53+1", model.Int(maxSafeInt + 1), `{"__bigint":"9007199254740993"}`, nil},
+		{"-(2^53+1)", model.Int(-maxSafeInt - 1), `{"__bigint":"-9007199254740993"}`, nil},
+		{"MaxInt64", model.Int(math.MaxInt64), `{"__bigint":"9223372036854775807"}`, nil},
+		{"MinInt64", model.Int(math.MinInt64), `{"__bigint":"-9223372036854775808"}`, nil},
+		{"real", model.Real(1.5), `1.5`, nil},
+		{"integral real", model.Real(1), `1.0`, nil},
+		{"negative zero", model.Real(math.Copysign(0, -1)), `-0.0`, nil},
+		{"real 1e20", model.Real(1e20), `100000000000000000000.0`, nil},
+		{"real 1e21", model.Real(1e21), `1e+21`, nil},
+		{"real 1e-7", model.Real(1e-7), `1e-7`, nil},
+		{"real 0.1", model.Real(0.1), `0.1`, nil},
+		{"real 2^53+2", model.Real(maxSafeInt + 2), `9007199254740994.0`, nil},
+		{"max float", model.Real(math.MaxFloat64), `1.7976931348623157e+308`, nil},
+		{"min subnormal", model.Real(5e-324), `5e-324`, nil},
+		{"empty text", model.Text(""), `""`, nil},
+		{"text", model.Text("héllo"), `"héllo"`, nil},
+		{"non-BMP text", model.Text("🚋 𝄞 𠜎"), `"🚋 𝄞 𠜎"`, nil},
+		{"escapes", model.Text("a\"b\\c\nd\re\tf\bg\fh\x00\x1f\u2028/<>&"), `"a\"b\\c\nd\re\tf\bg\fh\u0000\u001f` + "\u2028" + `/<>&"`, nil},
+		{"text that looks like a number", model.Text("42"), `"42"`, nil},
+		{"empty blob", model.Blob(nil), `{"__bin":""}`, nil},
+		{"blob", model.Blob([]byte{0, 1, 0xfe, 0xff}), `{"__bin":"AAH+/w=="}`, nil},
 		{"json object", mustJSON(t, `{"a": [1, "x"]}`), `{"a":[1,"x"]}`, nil},
 		{"json array", mustJSON(t, `[1,{"b":null}]`), `[1,{"b":null}]`, nil},
 		{"json empty object", mustJSON(t, `{}`), `{}`, nil},
@@ -60,9 +61,9 @@ func TestValueEncoding(t *testing.T) {
 		{"json like a wrapper", mustJSON(t, `{"__json":1}`), `{"__json":{"__json":1}}`, nil},
 		{"json with a tag and more", mustJSON(t, `{"__bin":"x","y":1}`), `{"__bin":"x","y":1}`, nil},
 		{"json with a tag inside", mustJSON(t, `[{"__bin":"x"}]`), `[{"__bin":"x"}]`, nil},
-		{"timestamp", engine.TimestampMillis(1764374400123), `1764374400123`, ptr(engine.Int(1764374400123))},
-		{"timestamp from time", engine.Timestamp(time.UnixMilli(-5)), `-5`, ptr(engine.Int(-5))},
-		{"far timestamp", engine.TimestampMillis(math.MaxInt64), `{"__bigint":"9223372036854775807"}`, ptr(engine.Int(math.MaxInt64))},
+		{"timestamp", model.TimestampMillis(1764374400123), `1764374400123`, ptr(model.Int(1764374400123))},
+		{"timestamp from time", model.Timestamp(time.UnixMilli(-5)), `-5`, ptr(model.Int(-5))},
+		{"far timestamp", model.TimestampMillis(math.MaxInt64), `{"__bigint":"9223372036854775807"}`, ptr(model.Int(math.MaxInt64))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,23 +95,23 @@ func ptr[T any](v T) *T { return &v }
 func TestValueDecoding(t *testing.T) {
 	tests := []struct {
 		json string
-		want engine.Value
+		want model.Value
 	}{
-		{`1`, engine.Int(1)},
-		{`-0`, engine.Int(0)},
-		{`1.0`, engine.Real(1)},
-		{`-0.0`, engine.Real(math.Copysign(0, -1))},
-		{`1e2`, engine.Real(100)},
-		{`1E+2`, engine.Real(100)},
-		{`2.5e-3`, engine.Real(0.0025)},
+		{`1`, model.Int(1)},
+		{`-0`, model.Int(0)},
+		{`1.0`, model.Real(1)},
+		{`-0.0`, model.Real(math.Copysign(0, -1))},
+		{`1e2`, model.Real(100)},
+		{`1E+2`, model.Real(100)},
+		{`2.5e-3`, model.Real(0.0025)},
 		// Beyond ±2^53 an integer literal is a real: JavaScript could not
 		// have held it exactly.
-		{`9007199254740993`, engine.Real(9007199254740992)},
-		{`-9007199254740993`, engine.Real(-9007199254740992)},
-		{`100000000000000000000`, engine.Real(1e20)},
-		{`1e-400`, engine.Real(0)},
-		{`{"__bigint":"5"}`, engine.Int(5)},
-		{`{"__bigint":"-9007199254740992"}`, engine.Int(-1 << 53)},
+		{`9007199254740993`, model.Real(9007199254740992)},
+		{`-9007199254740993`, model.Real(-9007199254740992)},
+		{`100000000000000000000`, model.Real(1e20)},
+		{`1e-400`, model.Real(0)},
+		{`{"__bigint":"5"}`, model.Int(5)},
+		{`{"__bigint":"-9007199254740992"}`, model.Int(-1 << 53)},
 		{`{"__json":{"__bin":"x"}}`, mustJSON(t, `{"__bin":"x"}`)},
 		{`{"__json":{"a":1}}`, mustJSON(t, `{"a":1}`)},
 		{`{"__json":"1"}`, mustJSON(t, `"1"`)},
@@ -118,9 +119,9 @@ func TestValueDecoding(t *testing.T) {
 		{`{"__bin":"x","__bigint":"y"}`, mustJSON(t, `{"__bin":"x","__bigint":"y"}`)},
 		{`{"a":1,"__bin":"x"}`, mustJSON(t, `{"a":1,"__bin":"x"}`)},
 		{`{"a":1,"a":2}`, mustJSON(t, `{"a":1,"a":2}`)}, // a JSON value's own keys are its business
-		{`"\u00e9\ud83d\ude8b\/"`, engine.Text("é🚋/")},
+		{`"\u00e9\ud83d\ude8b\/"`, model.Text("é🚋/")},
 		{`["\u00e9"]`, mustJSON(t, `["\u00e9"]`)}, // JSON text is kept as written
-		{`{"__bin":"\u0041\u0041=="}`, engine.Blob([]byte{0})},
+		{`{"__bin":"\u0041\u0041=="}`, model.Blob([]byte{0})},
 	}
 	for _, tt := range tests {
 		got, err := UnmarshalValue([]byte(tt.json))
@@ -194,7 +195,7 @@ func TestValueDecodeErrors(t *testing.T) {
 			t.Errorf("UnmarshalValue(%.40s) = %v, want an error", tt.json, v)
 			continue
 		}
-		if !errors.Is(err, ErrMalformed) || !errors.Is(err, engine.ErrMalformed) {
+		if !errors.Is(err, ErrMalformed) || !errors.Is(err, model.ErrMalformed) {
 			t.Errorf("UnmarshalValue(%.40s): %v does not match ErrMalformed", tt.json, err)
 		}
 		if !strings.Contains(err.Error(), tt.mention) {
@@ -203,17 +204,25 @@ func TestValueDecodeErrors(t *testing.T) {
 	}
 }
 
+// storedJSON is a JSON Value holding s unchecked, as the engine rebuilds
+// one from storage.
+func storedJSON(s string) model.Value {
+	return rawvalue.Make.(func(model.Kind, string) model.Value)(model.KindJSON, s)
+}
+
 func TestValueEncodeErrors(t *testing.T) {
 	deep := strings.Repeat("[", MaxJSONDepth+1) + strings.Repeat("]", MaxJSONDepth+1)
 	okDeep := strings.Repeat("[", MaxJSONDepth) + strings.Repeat("]", MaxJSONDepth)
-	for _, v := range []engine.Value{
-		engine.Real(math.NaN()),
-		engine.Real(math.Inf(1)),
-		engine.Real(math.Inf(-1)),
-		engine.Text("bad \xff utf-8"),
-		engine.Text("\xed\xa0\x80"), // a surrogate encoded in UTF-8
+	for _, v := range []model.Value{
+		model.Real(math.NaN()),
+		model.Real(math.Inf(1)),
+		model.Real(math.Inf(-1)),
+		model.Text("bad \xff utf-8"),
+		model.Text("\xed\xa0\x80"), // a surrogate encoded in UTF-8
 		mustJSON(t, deep),
-		mustJSON(t, `"\ud800"`),
+		// Values model.JSONValue refuses (an older database may hold them):
+		storedJSON(`"\ud800"`),
+		storedJSON("[\"\xff\"]"),
 	} {
 		b, err := MarshalValue(v)
 		if err == nil {
@@ -233,7 +242,7 @@ func TestValueEncodeErrors(t *testing.T) {
 }
 
 func TestHLCText(t *testing.T) {
-	h := engine.HLC{Wall: 1764374400123, Counter: 65535, Site: siteB, OpSeq: 4294967295}
+	h := model.HLC{Wall: 1764374400123, Counter: 65535, Site: siteB, OpSeq: 4294967295}
 	s := FormatHLC(h)
 	if len(s) != 40 {
 		t.Fatalf("FormatHLC = %q, %d characters, want 40", s, len(s))
@@ -245,7 +254,7 @@ func TestHLCText(t *testing.T) {
 	if err != nil || back != h {
 		t.Fatalf("ParseHLC(%q) = %v, %v, want %v", s, back, err, h)
 	}
-	if z := FormatHLC(engine.HLC{}); z != strings.Repeat("A", 40) {
+	if z := FormatHLC(model.HLC{}); z != strings.Repeat("A", 40) {
 		t.Fatalf("FormatHLC(zero) = %q", z)
 	}
 	for _, bad := range []string{
@@ -270,7 +279,7 @@ func TestSiteIDText(t *testing.T) {
 		t.Fatalf("site id text %q", s)
 	}
 	dec := func(text string) error {
-		frame := `{"type":"handshake","protocolVersion":1,"databaseId":"d","siteId":"` + text + `"}`
+		frame := `{"type":"handshake","protocolVersion":3,"databaseId":"d","siteId":"` + text + `"}`
 		m, err := Decode([]byte(frame))
 		if err == nil && m.(*Handshake).SiteID != siteB {
 			t.Fatalf("decoded %v, want %v", m.(*Handshake).SiteID, siteB)

@@ -3,7 +3,7 @@ package wire
 import (
 	"fmt"
 
-	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 )
 
 // ProtocolVersion is the version of the protocol this package speaks. The
@@ -19,8 +19,8 @@ import (
 //
 // Changelog (newest last):
 //
-//   - 1: 2026-11-29: first version. Differs from the seed protocol
-//     (sync-protocol.md): the handshake names the database (databaseId);
+//   - 1: 2026-11-29: first version. Differs from the origin protocol
+//     (docs/design.md § Sync): the handshake names the database (databaseId);
 //     delivery is by the relay's arrival cursor, not by HLC
 //     (get_changes.since, changes.cursor and more, push_changes.cursor);
 //     apply_result adds transactions and unknownTable; error always carries
@@ -33,7 +33,59 @@ import (
 //     version 1 treats an unknown code as transient, and an error frame
 //     carrying its push's requestId as a failed push, as it did
 //     APPLY_CHANGES_ERROR.
-const ProtocolVersion = 1
+//   - 1 (unchanged): 2026-12-01: new transient error code CLOCK_DRIFT for
+//     an apply_changes refused because a ChangeSet's HLC is more than
+//     model.MaxDrift ms ahead of the relay's clock (the device's clock is
+//     ahead), which relays sent as APPLY_CHANGES_ERROR saying "clock
+//     drift" before. No version bump, for the same reason as above.
+//     Clients of this date also treat a changes reply that breaks the
+//     paging rules (see "Message changes": more without advancing the
+//     cursor, a cursor that moves back) and an apply_result for another
+//     requestId than the push in flight as protocol errors, retried with
+//     backoff.
+//   - 1 (unchanged): 2026-12-01: new transient error code RATE_LIMITED,
+//     sent before the relay closes (status 1008) a connection that stayed
+//     above its rate limits. No version bump: a client of version 1
+//     treats it as an unknown transient code and reconnects with backoff
+//     after the close.
+//   - 1 (unchanged): 2026-12-01: rows chunks are bounded by bytes
+//     (MaxRowsChunkOverhead + SnapshotRowSize; 4 MiB by default) as well
+//     as rows, and a row larger than a chunk travels in parts: rows
+//     chunks carrying the same row, each with some of its cells. Every
+//     receiver of version 1 already merges a repeated row (a join) and
+//     counts row entries in the footer, so parts apply as the row.
+//   - 2: 2026-12-01: clients verify the relay's log ("Verifying the relay's
+//     log" in the package documentation). The relay keeps a chain value
+//     per cursor; changes and push_changes carry it (chain); the
+//     handshake may present the client's position (serverSiteId, cursor,
+//     chain) and handshake_ack answers with history (continues or
+//     diverged) and siteHlc, the newest transaction of the client's site
+//     the relay holds. A relay restored from an older copy, truncated or
+//     replaced is detected and repaired by its clients instead of losing
+//     their later writes. Peers of version 1 and 2 do not talk: each
+//     answers the other's handshake with PROTOCOL_VERSION_MISMATCH (fatal),
+//     as the strict equality above says; a version 1 client reports it and
+//     stops until it is updated, keeping its data and unsent writes.
+//     Upgrade the relay and the app together. Version 2 includes the
+//     additions of version 1 listed above (CLOCK_DRIFT, RATE_LIMITED,
+//     byte-bounded rows chunks) and the schema migration type
+//     set_resurrection_policy ({"policy":"delete-wins"|"allow-resurrection"}
+//     as its ddl): a table's resurrection policy is the database's,
+//     replicated with the migrations (issue 10 § 4). Version 1 peers never
+//     see one, since they cannot complete a handshake with version 2.
+//   - 3: 2026-12-02: tombstone horizon marks ("Tombstone horizon" in the
+//     package documentation). The relay prunes tombstones at a point of
+//     its log and says so there: changes and push_changes carry
+//     horizons ([{cursor, wall, chain}]), and the snapshot header carries
+//     horizon, the relay's newest mark's wall. Each replica prunes the
+//     same tombstones at the same point of the log
+//     (engine.PruneTombstones), so a late change for a deleted row is
+//     decided alike everywhere; before, replicas pruned by their own
+//     clocks and could disagree for good (found by the simulator). Peers
+//     of version 2 and 3 do not talk: each answers the other's handshake
+//     with PROTOCOL_VERSION_MISMATCH (fatal), as the strict equality
+//     above says. Upgrade the relay and the app together.
+const ProtocolVersion = 3
 
 // DefaultMaxMessageSize is the largest frame, in bytes, a relay or client
 // accepts unless configured otherwise: 16 MiB. A sender splits its work to
@@ -48,9 +100,9 @@ const MaxCursor = 1 << 53
 // MaxJSONDepth is the deepest nesting of arrays and objects inside one
 // JSON-kind value (1 for [1], 2 for [[1]]). Encode refuses a deeper value
 // and Decode rejects one as malformed. It is the engine's limit
-// (engine.MaxJSONDepth), so a value a replica accepted locally can always
+// (model.MaxJSONDepth), so a value a replica accepted locally can always
 // be pushed.
-const MaxJSONDepth = engine.MaxJSONDepth
+const MaxJSONDepth = model.MaxJSONDepth
 
 // MaxDepth is the deepest nesting of JSON arrays and objects a frame may
 // contain anywhere, counting the frame's own object: room for the deepest
@@ -112,12 +164,26 @@ const (
 	CodeNotAuthenticated ErrorCode = "NOT_AUTHENTICATED"
 	// CodeApplyChangesError (transient): apply_changes failed as a whole
 	// (nothing of it was stored) for a reason that may pass when the same
-	// ChangeSets are sent again later: an HLC more than engine.MaxDrift ms
-	// ahead of the relay's clock (the message then says "clock drift"), or
-	// a storage failure on the relay. No apply_result follows for it.
-	// Relays before 2026-11-30 also sent it for what is now
-	// CodeApplyChangesRefused.
+	// ChangeSets are sent again later: a storage failure on the relay.
+	// No apply_result follows for it. Relays before 2026-11-30 also sent
+	// it for what is now CodeApplyChangesRefused, and before 2026-12-01
+	// for what is now CodeClockDrift (the message then said "clock
+	// drift").
 	CodeApplyChangesError ErrorCode = "APPLY_CHANGES_ERROR"
+	// CodeClockDrift (transient): apply_changes was refused as a whole
+	// (nothing of it was stored) because a ChangeSet's HLC is more than
+	// model.MaxDrift (60,000) ms ahead of the relay's clock: the
+	// sending device's clock is ahead. The message says by how much
+	// ("clock drift: remote time … ms is 356341 ms ahead of local time …
+	// ms (limit 60000 ms)"). It echoes requestId; no apply_result
+	// follows. The same ChangeSets pass once the clocks agree (the
+	// relay's clock reaches them), so a client retries them with
+	// backoff, and must not show itself as synced meanwhile. *Error
+	// values of this code match model.ErrClockDrift (errors.Is). A
+	// receiver that does not know the code (older than 2026-12-01)
+	// treats it as any unknown transient code with a requestId: a failed
+	// push, retried.
+	CodeClockDrift ErrorCode = "CLOCK_DRIFT"
 	// CodeApplyChangesRefused (transient: the connection stays open):
 	// apply_changes was refused as a whole for its content (nothing of it
 	// was stored), and the same ChangeSets sent again would be refused
@@ -154,6 +220,14 @@ const (
 	// different log). Delta sync cannot continue; the client bootstraps
 	// from a snapshot (get_snapshot) and pulls from its cursor.
 	CodeSnapshotRequired ErrorCode = "SNAPSHOT_REQUIRED"
+	// CodeRateLimited (transient, no requestId): the connection sent
+	// frames or bytes above the relay's per-connection rate for longer
+	// than its grace (the relay first only read it more slowly). The relay
+	// closes the connection with status 1008 (policy violation) after it.
+	// The client reconnects after a backoff that the new session's
+	// handshake does not reset, so a client that keeps exceeding the rate
+	// waits longer each time. Added 2026-12-01.
+	CodeRateLimited ErrorCode = "RATE_LIMITED"
 )
 
 // WebSocket close statuses the relay uses after a fatal error frame. They
@@ -188,8 +262,8 @@ func (c ErrorCode) CloseStatus() int {
 // IsFatal reports whether an error code is in the known-fatal set
 // (PROTOCOL_VERSION_MISMATCH, AUTH_FAILED, MISSING_DATABASE_ID,
 // ALREADY_AUTHENTICATED). It is the fallback for an error frame that lacks
-// the fatal flag (sync-protocol.md § Server Errors: coordinators predating
-// the flag): Decode applies it to such frames. Every other code is transient.
+// the fatal flag (servers of the origin protocol predating the flag send
+// none): Decode applies it to such frames. Every other code is transient.
 func IsFatal(code string) bool { return ErrorCode(code).Fatal() }
 
 // NewError returns an error message of code c with its fatal flag set from

@@ -82,7 +82,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.StringVar(&o.auth, "auth", "none", "authentication `mode`: none (anyone may use any database: local development only) or tokens (a token per database, from -token-file)")
 	fs.StringVar(&o.tokenFile, "token-file", "", "`file` of tokens for -auth tokens: a JSON object {\"<databaseId>\": \"<token>\", …}")
 	fs.StringVar(&o.origins, "allow-origin", "", "comma-separated host `patterns` of other origins whose pages may connect from a browser (\"*\": any)")
-	fs.Var(byteSize{&o.cfg.MaxMessageSize}, "max-frame", "largest frame in `bytes` (suffixes KiB, MiB, GiB allowed); larger frames get MESSAGE_TOO_LARGE")
+	fs.Var(byteSize{&o.cfg.MaxMessageSize, wire.DefaultMaxMessageSize}, "max-frame", "largest frame in `bytes` (suffixes KiB, MiB, GiB allowed); larger frames get MESSAGE_TOO_LARGE")
 	fs.IntVar(&o.cfg.MaxChangesPerApply, "max-apply-changes", relay.DefaultMaxChangesPerApply, "most changes (plus schema migrations) in one apply_changes")
 	fs.IntVar(&o.cfg.PageChanges, "page-changes", relay.DefaultPageChanges, "most changes per changes or push_changes frame (a larger ChangeSet travels alone)")
 	fs.IntVar(&o.cfg.SendQueue, "send-queue", relay.DefaultSendQueue, "frames queued per connection before a slow connection is closed")
@@ -90,6 +90,11 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.DurationVar(&o.cfg.WriteTimeout, "write-timeout", relay.DefaultWriteTimeout, "close connections that cannot take a frame for this `duration`")
 	fs.DurationVar(&o.cfg.HandshakeTimeout, "handshake-timeout", relay.DefaultHandshakeTimeout, "close connections that sent no valid handshake this `duration` after connecting")
 	fs.IntVar(&o.cfg.MaxConnections, "max-connections", relay.DefaultMaxConnections, "most WebSocket connections open at once (handshake done or not); more upgrades get HTTP 503")
+	fs.IntVar(&o.cfg.FrameRate, "frame-rate", relay.DefaultFrameRate, "frames per second one connection may send, sustained (WebSocket pings included); above it the relay reads the connection more slowly")
+	fs.IntVar(&o.cfg.FrameBurst, "frame-burst", relay.DefaultFrameBurst, "frames one connection may send at once above -frame-rate")
+	fs.Var(byteSize{&o.cfg.ByteRate, relay.DefaultByteRate}, "byte-rate", "frame `bytes` per second one connection may send, sustained (suffixes KiB, MiB, GiB allowed)")
+	fs.Var(byteSize{&o.cfg.ByteBurst, relay.DefaultByteBurst}, "byte-burst", "frame `bytes` one connection may send at once above -byte-rate; at least -max-frame (unset: the default, or twice -max-frame if that is larger)")
+	fs.DurationVar(&o.cfg.RateLimitGrace, "rate-limit-grace", relay.DefaultRateLimitGrace, "close a connection with RATE_LIMITED once it has stayed above -frame-rate or -byte-rate for this `duration`")
 	fs.Var(days{&o.cfg.Retention}, "retention", "keep arrival-log entries and tombstones this `duration` (units h, m, s and d for days)")
 	fs.DurationVar(&o.cfg.MaintenanceInterval, "maintenance-interval", relay.DefaultMaintenanceInterval, "run pruning every `duration`")
 	fs.DurationVar(&o.cfg.DatabaseIdleClose, "db-idle-close", relay.DefaultDatabaseIdleClose, "close a database file this `duration` after its last connection left")
@@ -219,11 +224,14 @@ func browseURL(a net.Addr) string {
 }
 
 // byteSize is a flag of a size in bytes: an integer, optionally with the
-// suffix KiB, MiB or GiB.
-type byteSize struct{ p *int64 }
+// suffix KiB, MiB or GiB; def is shown while it is unset (zero).
+type byteSize struct {
+	p   *int64
+	def int64
+}
 
 func (b byteSize) String() string {
-	n := int64(wire.DefaultMaxMessageSize)
+	n := b.def
 	if b.p != nil && *b.p != 0 {
 		n = *b.p
 	}

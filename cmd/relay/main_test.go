@@ -20,7 +20,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
+	"github.com/replica-sync/replica/relay"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -143,7 +144,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.CloseNow()
-	hs, _ := wire.Encode(&wire.Handshake{ProtocolVersion: wire.ProtocolVersion, DatabaseID: "demo", SiteID: engine.SiteID{1}, Token: "s3cret"})
+	hs, _ := wire.Encode(&wire.Handshake{ProtocolVersion: wire.ProtocolVersion, DatabaseID: "demo", SiteID: model.SiteID{1}, Token: "s3cret"})
 	if err := ws.Write(dctx, websocket.MessageText, hs); err != nil {
 		t.Fatal(err)
 	}
@@ -210,6 +211,28 @@ func TestConnectionLimitFlags(t *testing.T) {
 	}
 	if o.cfg.HandshakeTimeout != 3*time.Second || o.cfg.MaxConnections != 50 {
 		t.Fatalf("parsed handshake timeout %v, max connections %d", o.cfg.HandshakeTimeout, o.cfg.MaxConnections)
+	}
+}
+
+// The per-connection rate limits (issue 10 §10) are flags and variables.
+func TestRateLimitFlags(t *testing.T) {
+	o, err := parseFlags(nil, env(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := o.cfg // byte sizes left unset take the relay's defaults
+	if c.FrameRate != relay.DefaultFrameRate || c.FrameBurst != relay.DefaultFrameBurst || c.ByteRate != 0 ||
+		c.ByteBurst != 0 || c.RateLimitGrace != relay.DefaultRateLimitGrace {
+		t.Fatalf("defaults: %d/s burst %d, %d B/s burst %d, grace %v", c.FrameRate, c.FrameBurst, c.ByteRate, c.ByteBurst, c.RateLimitGrace)
+	}
+	o, err = parseFlags([]string{"-frame-rate", "50", "-byte-burst", "32MiB"},
+		env(map[string]string{"REPLICA_RELAY_FRAME_BURST": "70", "REPLICA_RELAY_BYTE_RATE": "1MiB", "REPLICA_RELAY_RATE_LIMIT_GRACE": "3s"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = o.cfg
+	if c.FrameRate != 50 || c.FrameBurst != 70 || c.ByteRate != 1<<20 || c.ByteBurst != 32<<20 || c.RateLimitGrace != 3*time.Second {
+		t.Fatalf("parsed: %d/s burst %d, %d B/s burst %d, grace %v", c.FrameRate, c.FrameBurst, c.ByteRate, c.ByteBurst, c.RateLimitGrace)
 	}
 }
 

@@ -18,22 +18,27 @@ import (
 
 // These tests run natively (go test ./cmd/wasm). They build the browser
 // module and check that the pieces a web developer sees agree: web/replica.js
-// carries jsbridge/facade.js verbatim, web/replica.d.ts documents every error
+// carries jsbridge/facade.js and idbkv/helper.js verbatim, web/replica.d.ts documents every error
 // code the implementation produces, and (with a browser: loader_test.go)
 // the objects the loader installs have exactly the members the .d.ts
 // declares.
 
-var update = flag.Bool("update", false, "rewrite web/replica.js's copy of jsbridge/facade.js")
+var update = flag.Bool("update", false, "rewrite web/replica.js's copies of jsbridge/facade.js and idbkv/helper.js")
 
 const (
-	wasmPath    = "../../web/replica.wasm"
-	replicaJS   = "../../web/replica.js"
-	replicaDTS  = "../../web/replica.d.ts"
-	facadePath  = "../../jsbridge/facade.js"
-	errorsPath  = "../../jsbridge/errors.go"
-	beginMarker = "// BEGIN jsbridge/facade.js (verbatim; see above)\nfunction replicaFacade(go, OPS, KINDS) {\n"
-	endMarker   = "}\n// END jsbridge/facade.js\n"
+	wasmPath   = "../../web/replica.wasm"
+	replicaJS  = "../../web/replica.js"
+	replicaDTS = "../../web/replica.d.ts"
+	facadePath = "../../jsbridge/facade.js"
+	errorsPath = "../../jsbridge/errors.go"
 )
+
+// carried are the JavaScript files web/replica.js carries verbatim, each as
+// the body of a function between two marker lines.
+var carried = []struct{ path, begin, end string }{
+	{facadePath, "// BEGIN jsbridge/facade.js (verbatim; see above)\nfunction replicaFacade(go, OPS, KINDS) {\n", "}\n// END jsbridge/facade.js\n"},
+	{"../../idbkv/helper.js", "// BEGIN idbkv/helper.js (verbatim; see above)\nfunction replicaIDBHelper(cb, opts) {\n", "}\n// END idbkv/helper.js\n"},
+}
 
 var (
 	buildOnce sync.Once
@@ -72,35 +77,43 @@ func TestBuildWasm(t *testing.T) {
 	t.Logf("web/replica.wasm: %d bytes raw, %d bytes gzip -9", len(b), gz.Len())
 }
 
-// TestReplicaJSCarriesFacade checks that web/replica.js holds an exact copy
-// of jsbridge/facade.js; with -update it rewrites the copy.
+// TestReplicaJSCarriesFacade checks that web/replica.js holds exact copies
+// of jsbridge/facade.js and idbkv/helper.js (carried); with -update it
+// rewrites the copies.
 func TestReplicaJSCarriesFacade(t *testing.T) {
-	facade, err := os.ReadFile(facadePath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	loader, err := os.ReadFile(replicaJS)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(loader)
-	i := strings.Index(s, beginMarker)
-	j := strings.Index(s, endMarker)
-	if i < 0 || j < i {
-		t.Fatalf("%s lacks the markers around the facade copy", replicaJS)
-	}
-	head, copy, tail := s[:i+len(beginMarker)], s[i+len(beginMarker):j], s[j:]
-	if copy == string(facade) {
-		return
-	}
-	if *update {
-		if err := os.WriteFile(replicaJS, []byte(head+string(facade)+tail), 0o644); err != nil {
+	stale := false
+	for _, c := range carried {
+		src, err := os.ReadFile(c.path)
+		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("rewrote the facade copy in %s", replicaJS)
-		return
+		i := strings.Index(s, c.begin)
+		j := strings.Index(s, c.end)
+		if i < 0 || j < i {
+			t.Fatalf("%s lacks the markers around the copy of %s", replicaJS, c.path)
+		}
+		head, copy, tail := s[:i+len(c.begin)], s[i+len(c.begin):j], s[j:]
+		if copy == string(src) {
+			continue
+		}
+		if !*update {
+			t.Errorf("web/replica.js's copy of %s is stale: run go test ./cmd/wasm -run TestReplicaJSCarriesFacade -update", c.path)
+			continue
+		}
+		s = head + string(src) + tail
+		stale = true
 	}
-	t.Errorf("web/replica.js's copy of jsbridge/facade.js is stale: run go test ./cmd/wasm -run TestReplicaJSCarriesFacade -update")
+	if stale {
+		if err := os.WriteFile(replicaJS, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("rewrote the copies in %s", replicaJS)
+	}
 }
 
 // TestErrorCodesDocumented checks that every error code jsbridge produces
@@ -249,6 +262,7 @@ var apiObjects = map[string]string{
 	"Database":    "db",
 	"Transaction": "tx",
 	"Sync":        "db.sync",
+	"ChangeEvent": "a change event",
 }
 
 // flatten returns the members of an interface and everything it extends.
@@ -272,7 +286,7 @@ func TestParseDTS(t *testing.T) {
 		names = append(names, m.name)
 	}
 	sort.Strings(names)
-	want := "close count delete get insert isLeader name on query siteId subscribe sync transaction update upsert"
+	want := "close count delete get insert isLeader name on persisted query siteId subscribe sync transaction update upsert"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("Database members: %s\nwant %s", got, want)
 	}

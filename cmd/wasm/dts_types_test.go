@@ -8,17 +8,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
 )
 
 // TestColumnTypesDocumented: the .d.ts ColumnType lists exactly the column
-// types the engine's schema accepts (engine.ParseKind), and its value table
+// types the engine's schema accepts (model.ParseKind), and its value table
 // has one row per column type, no more (no type the schema refuses).
 func TestColumnTypesDocumented(t *testing.T) {
 	dts := readFile(t, replicaDTS)
 	var engineKinds []string
-	for k := engine.Kind(0); !strings.HasPrefix(k.String(), "kind("); k++ {
-		if _, err := engine.ParseKind(k.String()); err == nil {
+	for k := model.Kind(0); !strings.HasPrefix(k.String(), "kind("); k++ {
+		if _, err := model.ParseKind(k.String()); err == nil {
 			engineKinds = append(engineKinds, k.String())
 		}
 	}

@@ -49,12 +49,20 @@ func serve(t *testing.T, wasmType string) *httptest.Server {
 		"/two.html":     `<!doctype html><script src="lib/wasm_exec.js"></script><script src="lib/replica.js"></script>`,
 		"/one.html":     `<!doctype html><script src="lib/replica.js"></script>`,
 		"/missing.html": `<!doctype html><script src="nowhere/replica.js"></script>`,
+		// No 'unsafe-eval': new Function throws. spy.js counts the uses of
+		// the loader's copy of idbkv's helper.js.
+		"/csp.html": `<!doctype html><meta http-equiv="Content-Security-Policy" content="script-src 'self' 'wasm-unsafe-eval'">` +
+			`<script src="lib/replica.js"></script><script src="spy.js"></script>`,
+		"/spy.js": cspSpy,
 	}
 	files := http.StripPrefix("/lib/", http.FileServer(http.Dir(dir)))
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if p, ok := pages[r.URL.Path]; ok {
 			w.Header().Set("Content-Type", "text/html")
+			if strings.HasSuffix(r.URL.Path, ".js") {
+				w.Header().Set("Content-Type", "text/javascript")
+			}
 			_, _ = w.Write([]byte(p))
 			return
 		}
@@ -165,9 +173,13 @@ func TestLoaderTwoScriptTags(t *testing.T) {
 	run(t, ctx, srv.URL+"/two.html", checkAPI+`
 		await Replica.ready;
 		const db = await Replica.open({name: "loader-two", schema: {tables: {t: {columns: {title: "text", n: "integer", at: "timestamp"}}}}});
-		let tx;
+		let tx, ev;
+		const off = db.on("change", (e) => { ev = e; });
 		await db.transaction(async (t) => { tx = t; await t.insert("t", {title: "a", n: 2n ** 60n, at: new Date(5)}); });
-		const problems = await checkAPI({Static: Replica, Database: db, Transaction: tx, Sync: db.sync});
+		while (!ev) await new Promise((r) => setTimeout(r, 10));
+		off();
+		const problems = await checkAPI({Static: Replica, Database: db, Transaction: tx, Sync: db.sync, ChangeEvent: ev});
+		if (ev.siteId !== db.siteId) problems.push("change event siteId " + ev.siteId + ", db.siteId " + db.siteId);
 		const rows = await db.query("t");
 		const errors = [];
 		for (const ev of ["change", "remoteChange", "conflict", "unknownTable", "syncState", "leaderChange"]) db.on(ev, () => {})();
@@ -221,5 +233,58 @@ func TestLoaderMissingWasm(t *testing.T) {
 	`, &got)
 	if !strings.HasPrefix(got, "INTERNAL: replica.js:") || !strings.Contains(got, "404") || !strings.HasSuffix(got, "| INTERNAL") {
 		t.Errorf("got %q", got)
+	}
+}
+
+// cspSpy (spy.js of csp.html) records whether the page may compile strings
+// (spy.eval: "EvalError" under its Content-Security-Policy) and wraps the
+// loader's copy of idbkv/helper.js to count the Stores built on it and the
+// commits they run through it.
+const cspSpy = `
+window.spy = {eval: "allowed", helpers: 0, commits: 0};
+try { new Function("return 1"); } catch (e) { spy.eval = e.name; }
+const helper = Replica._idbHelper;
+Replica._idbHelper = function (cb, opts) {
+	spy.helpers++;
+	const h = helper(cb, opts);
+	const commit = h.commit;
+	h.commit = function () { spy.commits++; return commit.apply(this, arguments); };
+	return h;
+};
+`
+
+// TestLoaderCSPWithoutEval: on a page whose Content-Security-Policy forbids
+// 'unsafe-eval', replica.js's copies of facade.js and idbkv/helper.js are
+// used: the API works, and its IndexedDB transactions run through the
+// helper (the batched driver), not a fallback.
+func TestLoaderCSPWithoutEval(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	var got struct {
+		Eval    string `json:"eval"`
+		Helpers int    `json:"helpers"`
+		Commits int    `json:"commits"`
+		Rows    string `json:"rows"`
+		Left    bool   `json:"left"` // Replica._idbHelper still set after ready
+	}
+	run(t, ctx, srv.URL+"/csp.html", `
+		const db = await Replica.open({name: "loader-csp", schema: {tables: {t: {columns: {v: "text"}}}}});
+		await db.insert("t", {v: "a"});
+		await db.transaction(async (tx) => { await tx.insert("t", {v: "b"}); });
+		const rows = (await db.query("t", {orderBy: "v"})).map((r) => r.v).join(",");
+		await db.close();
+		return {eval: spy.eval, helpers: spy.helpers, commits: spy.commits, rows, left: "_idbHelper" in Replica};
+	`, &got)
+	if got.Eval != "EvalError" {
+		t.Fatalf("new Function on the CSP page: %q, want EvalError (is the policy applied?)", got.Eval)
+	}
+	if got.Rows != "a,b" {
+		t.Errorf("rows %q, want a,b", got.Rows)
+	}
+	if got.Helpers != 1 || got.Commits < 2 {
+		t.Errorf("the page's helper built %d Stores and ran %d commits, want 1 and at least 2", got.Helpers, got.Commits)
+	}
+	if got.Left {
+		t.Error("Replica._idbHelper is still set after the API was installed")
 	}
 }

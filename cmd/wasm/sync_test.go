@@ -70,6 +70,8 @@ func TestSyncTwoTabs(t *testing.T) {
 			return true;
 		};
 		window.seen = [];
+		window.remoteSites = [];
+		db.on("remoteChange", (e) => remoteSites.push(e.siteId));
 		db.subscribe("notes", {orderBy: "n"}, (rows) => { window.seen = rows.map((r) => r.title); });
 		await waitFor("the leader lock", async () => db.isLeader || document.title === "follower");
 		await db.sync.connect(` + fmt.Sprintf("%q", relayURL) + `, {database: "notes-db"});
@@ -115,6 +117,10 @@ func TestSyncTwoTabs(t *testing.T) {
 	}
 	for _, tab := range []context.Context{tab1, tab2} {
 		eval(tab, `await waitFor("the device's note", async () => seen.join() === "tab2,dev"); return "";`)
+		// The leader's remoteChange and the follower's (relayed by the leader) name the device.
+		if got := eval(tab, `return remoteSites.join();`); !strings.Contains(got, dev.SiteID().String()) {
+			t.Errorf("remoteChange siteIds %q lack the device's %s", got, dev.SiteID())
+		}
 	}
 
 	// Closing the leader tab hands the connection to tab 2, which resumes.

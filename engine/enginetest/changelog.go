@@ -275,6 +275,7 @@ func (s *suite) testChangeLogInvariants(t *testing.T) {
 							x.clock.Advance(31 * 24 * 3600 * 1000)
 						}
 					}
+					must(r.PruneTombstones(horizonOf(r)))(t)
 					must(r.Prune())(t)
 				}
 				if step%30 == 29 {

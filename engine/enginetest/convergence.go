@@ -73,10 +73,19 @@ func (s *suite) testConvergence(t *testing.T) {
 
 func (s *suite) convergeOnce(t *testing.T, rng *rand.Rand, n, ops int, allow bool) int {
 	mod := func(o *engine.Options) { o.AllowResurrection = allow }
+	s.convergeRun(t, rng, n, ops, func(int) (*engine.Schema, func(*engine.Options)) { return convergenceSchema(), mod })
+	return ops
+}
+
+// convergeRun is testConvergence's run: replica i opens with
+// declare(i)'s schema and options. It returns the converged replicas and
+// every ChangeSet minted.
+func (s *suite) convergeRun(t *testing.T, rng *rand.Rand, n, ops int, declare func(i int) (*engine.Schema, func(*engine.Options))) ([]*replica, []engine.ChangeSet) {
 	reps := make([]*replica, n)
 	var pool []engine.ChangeSet
 	for i := range reps {
-		reps[i] = s.newReplica(t, fmt.Sprintf("r%d", i), convergenceSchema(), mod)
+		schema, mod := declare(i)
+		reps[i] = s.newReplica(t, fmt.Sprintf("r%d", i), schema, mod)
 		reps[i].clock.Set(T0 + uint64(rng.IntN(2000)))
 		reps[i].Subscribe(func(ev engine.Event) {
 			if ev.Type == engine.LocalChange && ev.ChangeSet != nil {
@@ -203,5 +212,5 @@ func (s *suite) convergeOnce(t *testing.T, rng *rand.Rand, n, ops int, allow boo
 			}
 		}
 	}
-	return ops
+	return reps, pool
 }

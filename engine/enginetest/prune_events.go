@@ -23,10 +23,22 @@ func (s *suite) testPrune(t *testing.T) {
 	if r := must(a.Prune())(t); r != (engine.PruneResult{}) {
 		t.Fatalf("prune inside the horizon: %+v", r)
 	}
+	if r := must(a.PruneTombstones(horizonOf(a)))(t); r != (engine.PruneResult{}) {
+		t.Fatalf("PruneTombstones inside the horizon: %+v", r)
+	}
 	a.clock.Advance(2 * 24 * 3600 * 1000)
+	// Prune drops the held change, not the tombstone: tombstones go only
+	// at an explicit bound (docs/design.md § Retention).
 	r := must(a.Prune())(t)
-	if r.Tombstones != 1 || r.Rows != 1 || r.Held != 1 {
-		t.Fatalf("prune past the horizon: %+v, want 1 tombstone, 1 row, 1 held change", r)
+	if r.Tombstones != 0 || r.Rows != 0 || r.Held != 1 {
+		t.Fatalf("prune past the horizon: %+v, want 1 held change and no tombstone", r)
+	}
+	if d := DumpStore(t, a.store); len(d.Buckets["tombs"]) != 1 {
+		t.Fatalf("after Prune: %d tombstones, want 1", len(d.Buckets["tombs"]))
+	}
+	r = must(a.PruneTombstones(horizonOf(a)))(t)
+	if r.Tombstones != 1 || r.Rows != 1 || r.Held != 0 {
+		t.Fatalf("PruneTombstones past the horizon: %+v, want 1 tombstone, 1 row", r)
 	}
 	d := DumpStore(t, a.store)
 	if len(d.Buckets["rows"]) != 1 || len(d.Buckets["quarantine"]) != 0 {
@@ -152,7 +164,7 @@ func (s *suite) testLocalChangeLogOnly(t *testing.T) {
 	// a log of the peer's facts.
 	must(a.Delete("trips", engine.Key{"b1"}))(t)
 	a.clock.Advance(31 * 24 * 3600 * 1000)
-	r := must(a.Prune())(t)
+	r := must(a.PruneTombstones(horizonOf(a)))(t)
 	if r.Tombstones != 1 {
 		t.Fatalf("prune: %+v", r)
 	}
@@ -199,7 +211,8 @@ func (s *suite) testOwnLogEntries(t *testing.T) {
 		t.Fatalf("report %+v, want 25 stale rows listed", rep)
 	}
 	a.clock.Advance(31 * 24 * 3600 * 1000)
-	r := must(a.Prune())(t)
+	r := must(a.PruneTombstones(horizonOf(a)))(t)
+	r.LogEntries = must(a.Prune())(t).LogEntries
 	if r.Tombstones != 25 || r.LogEntries < 1 {
 		t.Fatalf("prune %+v", r)
 	}
@@ -209,4 +222,10 @@ func (s *suite) testOwnLogEntries(t *testing.T) {
 	if n := must(a.Count("trips", nil))(t); n != 25 {
 		t.Fatalf("%d rows after prune", n)
 	}
+}
+
+// horizonOf is the tombstone bound at r's clock minus the default retention:
+// what a relay's horizon mark says when its clock agrees with r's.
+func horizonOf(r *replica) uint64 {
+	return r.clock.Now() - uint64(engine.DefaultRetention.Milliseconds())
 }

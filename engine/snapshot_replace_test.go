@@ -1,0 +1,368 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/replica-sync/replica/kv"
+	"github.com/replica-sync/replica/kv/memkv"
+)
+
+// manualClock is a wall clock (ms) the test moves.
+type manualClock struct{ ms uint64 }
+
+func (c *manualClock) Now() uint64 { return c.ms }
+
+const replaceT0 = 1795910400000
+
+func replaceSchema() *Schema {
+	return &Schema{Tables: []TableDef{
+		{
+			Name: "items",
+			Columns: []ColumnDef{
+				{Name: "id", Type: KindInteger},
+				{Name: "name", Type: KindText},
+				{Name: "a", Type: KindText},
+				{Name: "b", Type: KindText},
+				{Name: "c", Type: KindText},
+			},
+			PrimaryKey: []string{"id"},
+			Indexes:    []IndexDef{{Name: "by_name", Columns: []string{"name"}}},
+		},
+		{
+			Name:       "notes",
+			Columns:    []ColumnDef{{Name: "id", Type: KindInteger}, {Name: "body", Type: KindText}},
+			PrimaryKey: []string{"id"},
+		},
+	}}
+}
+
+// replaceFixture is a "relay" replica src and a device dev that synced
+// with it, then went away while src deleted rows and pruned their
+// tombstones, while dev wrote rows of its own.
+type replaceFixture struct {
+	clock    *manualClock
+	src, dev *Engine
+	devStore kv.Store
+	// sent is dev's "sent watermark": the base HLC of its last transaction
+	// src holds.
+	sent HLC
+	// want is the live id set dev must end with, per table, after a
+	// replacing apply of src's snapshot.
+	want map[string][]int64
+}
+
+func openReplace(t *testing.T, st kv.Store, clock *manualClock) *Engine {
+	t.Helper()
+	e, err := Open(st, Options{Schema: replaceSchema(), Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func applyAll(t *testing.T, dst *Engine, src *Engine, so SnapshotOptions, o ApplySnapshotOptions) {
+	t.Helper()
+	for c, err := range src.Snapshot(so) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dst.ApplySnapshotChunkWith(c, o); err != nil {
+			t.Fatalf("%s chunk: %v", c.Type, err)
+		}
+	}
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func liveIDs(t *testing.T, e *Engine, table string) []int64 {
+	t.Helper()
+	rows, err := e.Query(table, Query{})
+	mustDo(t, err)
+	var ids []int64
+	for _, r := range rows {
+		ids = append(ids, r["id"].Int())
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func newReplaceFixture(t *testing.T) *replaceFixture {
+	clock := &manualClock{ms: replaceT0}
+	f := &replaceFixture{clock: clock, devStore: memkv.New(Buckets...)}
+	f.src = openReplace(t, memkv.New(Buckets...), clock)
+	f.dev = openReplace(t, f.devStore, clock)
+	big := strings.Repeat("x", 300)
+	for i := int64(1); i <= 40; i++ {
+		v := map[string]any{"id": i, "name": fmt.Sprintf("n%d", i)}
+		if i == 20 || i == 33 {
+			v["a"], v["b"], v["c"] = big, big, big // travels in parts
+		}
+		_, err := f.src.Insert("items", v)
+		mustDo(t, err)
+		clock.ms++
+	}
+	for i := int64(1); i <= 6; i++ {
+		_, err := f.src.Insert("notes", map[string]any{"id": i, "body": "b"})
+		mustDo(t, err)
+		clock.ms++
+	}
+	// dev bootstraps (a merge), then writes a row src receives: sent.
+	applyAll(t, f.dev, f.src, SnapshotOptions{}, ApplySnapshotOptions{})
+	_, err := f.dev.Insert("items", map[string]any{"id": 101, "name": "n101"})
+	mustDo(t, err)
+	clock.ms++
+	sets, err := f.dev.ChangesSince(HLC{}, 0, ChangesFilter{OnlyLocal: true})
+	mustDo(t, err)
+	if len(sets) == 0 {
+		t.Fatal("dev has no own transactions")
+	}
+	f.sent = sets[len(sets)-1].HLC
+	_, err = f.src.ApplyChanges(sets)
+	mustDo(t, err)
+	// dev goes away. src deletes rows (33 is a row in parts, 40 the
+	// last, 101 is dev's, 3 dev updates meanwhile) and notes 2..6; row
+	// 20 stays and travels in parts.
+	for _, id := range []int64{3, 5, 15, 33, 39, 40, 101} {
+		_, err := f.src.Delete("items", Key{id})
+		mustDo(t, err)
+		clock.ms++
+	}
+	for id := int64(2); id <= 6; id++ {
+		_, err := f.src.Delete("notes", Key{id})
+		mustDo(t, err)
+		clock.ms++
+	}
+	// dev's unsent writes: a new row, an update of row 3 (deleted on
+	// src), a deletion of row 7 (alive on src).
+	_, err = f.dev.Insert("items", map[string]any{"id": 102, "name": "n102"})
+	mustDo(t, err)
+	clock.ms++
+	_, err = f.dev.Update("items", Key{3}, map[string]any{"name": "mine"})
+	mustDo(t, err)
+	clock.ms++
+	_, err = f.dev.Delete("items", Key{7})
+	mustDo(t, err)
+	clock.ms++
+	// src prunes the tombstones: its snapshot no longer says the rows
+	// were deleted.
+	r, err := f.src.PruneTombstones(clock.ms + 1)
+	mustDo(t, err)
+	if r.Tombstones != 12 {
+		t.Fatalf("src pruned %d tombstones, want 12", r.Tombstones)
+	}
+	var items []int64
+	for i := int64(1); i <= 40; i++ {
+		if !slices.Contains([]int64{5, 7, 15, 33, 39, 40}, i) {
+			items = append(items, i) // 3 stays: dev's unsent update
+		}
+	}
+	f.want = map[string][]int64{"items": append(items, 102), "notes": {1}}
+	return f
+}
+
+func (f *replaceFixture) check(t *testing.T, replaced bool) {
+	t.Helper()
+	for _, table := range []string{"items", "notes"} {
+		got := liveIDs(t, f.dev, table)
+		want := f.want[table]
+		if !replaced {
+			want = map[string][]int64{
+				"items": {1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30,
+					31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 101, 102},
+				"notes": {1, 2, 3, 4, 5, 6}}[table]
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("dev's %s = %v\nwant %v", table, got, want)
+		}
+	}
+	if !replaced {
+		return
+	}
+	r20, err := f.dev.Get("items", Key{20})
+	mustDo(t, err)
+	if len(r20["a"].Text()) != 300 || len(r20["c"].Text()) != 300 {
+		t.Errorf("dev's row 20, sent in parts, is %v", r20)
+	}
+	// The dropped rows left no index entry, no tombstone, nothing to push.
+	for _, name := range []string{"n5", "n33", "n40", "n101"} {
+		rows, err := f.dev.Query("items", Query{Where: []Filter{{Column: "name", Op: Eq, Value: name}}})
+		mustDo(t, err)
+		if len(rows) != 0 {
+			t.Errorf("dev's index by_name still finds %s: %v", name, rows)
+		}
+	}
+	_ = f.dev.store.View(func(tx kv.Tx) error {
+		n := 0
+		_ = tx.Scan(bucketTombs, kv.Range{}, func(_, _ []byte) bool { n++; return true })
+		if n != 1 {
+			t.Errorf("dev holds %d tombstones, want 1 (its own deletion of row 7)", n)
+		}
+		for _, id := range []int64{5, 33, 40, 101} {
+			if _, err := tx.Get(bucketRows, rowKey(tableKey("items"), []Value{Int(id)})); err == nil {
+				t.Errorf("dev still stores a record of items %d", id)
+			}
+		}
+		return nil
+	})
+	sets, err := f.dev.ChangesSince(f.sent, 0, ChangesFilter{OnlyLocal: true})
+	mustDo(t, err)
+	if len(sets) != 3 {
+		t.Errorf("dev has %d unsent transactions, want its 3 (the drop pushes nothing)", len(sets))
+	}
+	for _, cs := range sets {
+		for _, c := range cs.Changes {
+			if c.Type == RowDeletion && c.PK[0].Int() != 7 {
+				t.Errorf("dev would push a deletion of %v", c.PK)
+			}
+		}
+	}
+	// Applied to src, dev's unsent writes make the two replicas alike.
+	_, err = f.src.ApplyChanges(sets)
+	mustDo(t, err)
+	for _, table := range []string{"items", "notes"} {
+		if a, b := liveIDs(t, f.src, table), liveIDs(t, f.dev, table); !slices.Equal(a, b) {
+			t.Errorf("%s: src %v, dev %v", table, a, b)
+		}
+	}
+}
+
+// smallChunks makes rows chunks of at most 3 rows, and row 20 (900 bytes
+// of text) travels in parts.
+var smallChunks = SnapshotOptions{ChunkRows: 3, ChunkBytes: 400}
+
+// TestSnapshotReplaceDropsAbsentRows: a replacing apply leaves the device
+// with src's rows plus its unsent own writes, across many small chunks and
+// rows split in parts; the rows dropped are gone from the indexes, leave no
+// tombstone and push nothing.
+func TestSnapshotReplaceDropsAbsentRows(t *testing.T) {
+	f := newReplaceFixture(t)
+	parts := 0
+	for c, err := range f.src.Snapshot(smallChunks) {
+		mustDo(t, err)
+		if c.Type == ChunkRows && len(c.Rows) == 1 && c.Rows[0].PK[0].Int() == 20 {
+			parts++
+		}
+	}
+	if parts < 2 {
+		t.Fatalf("row 20 travelled in %d chunks, want parts", parts)
+	}
+	applyAll(t, f.dev, f.src, smallChunks, ApplySnapshotOptions{Replace: true, KeepOwnAfter: f.sent})
+	f.check(t, true)
+}
+
+// TestSnapshotMergeIsDefault: ApplySnapshotChunk (and zero options) still
+// merge: nothing local is lost.
+func TestSnapshotMergeIsDefault(t *testing.T) {
+	f := newReplaceFixture(t)
+	for c, err := range f.src.Snapshot(smallChunks) {
+		mustDo(t, err)
+		if _, err := f.dev.ApplySnapshotChunk(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.check(t, false)
+}
+
+// TestSnapshotReplaceKeepOwnAfterZero: a zero KeepOwnAfter keeps every row
+// holding an own fact (101, which src deleted, too).
+func TestSnapshotReplaceKeepOwnAfterZero(t *testing.T) {
+	f := newReplaceFixture(t)
+	applyAll(t, f.dev, f.src, smallChunks, ApplySnapshotOptions{Replace: true})
+	got := liveIDs(t, f.dev, "items")
+	if !slices.Contains(got, 101) || slices.Contains(got, 5) || slices.Contains(got, 40) {
+		t.Errorf("dev's items = %v: want 101 kept, 5 and 40 dropped", got)
+	}
+}
+
+// TestSnapshotReplaceResumed: a replacing apply interrupted after the first
+// table and a chunk of the second, the engine reopened, resumes from its
+// checkpoint with plain ApplySnapshotChunk and still replaces.
+func TestSnapshotReplaceResumed(t *testing.T) {
+	f := newReplaceFixture(t)
+	o := ApplySnapshotOptions{Replace: true, KeepOwnAfter: f.sent}
+	tableEnds, rowsInSecond := 0, 0
+	for c, err := range f.src.Snapshot(smallChunks) {
+		mustDo(t, err)
+		if _, err := f.dev.ApplySnapshotChunkWith(c, o); err != nil {
+			t.Fatal(err)
+		}
+		if c.Type == ChunkTableEnd {
+			tableEnds++
+		}
+		if tableEnds == 1 && c.Type == ChunkRows {
+			rowsInSecond++
+		}
+		if rowsInSecond == 1 {
+			break
+		}
+	}
+	mustDo(t, f.dev.Close())
+	f.dev = openReplace(t, f.devStore, f.clock)
+	cp, err := f.dev.SnapshotCheckpoint()
+	mustDo(t, err)
+	if cp == nil || !cp.Replace || cp.KeepOwnAfter != f.sent || len(cp.CompletedTables) != 1 {
+		t.Fatalf("checkpoint %+v: want a replacing one with KeepOwnAfter %v and one completed table", cp, f.sent)
+	}
+	so := smallChunks
+	so.Resume = cp
+	for c, err := range f.src.Snapshot(so) {
+		mustDo(t, err)
+		if _, err := f.dev.ApplySnapshotChunk(c); err != nil {
+			t.Fatalf("%s chunk: %v", c.Type, err)
+		}
+	}
+	f.check(t, true)
+}
+
+// TestSnapshotReplaceEvents: rows dropped emit a RemoteChange naming their
+// table, at the rows chunk that covers them or at table_end for those after
+// the last row.
+func TestSnapshotReplaceEvents(t *testing.T) {
+	f := newReplaceFixture(t)
+	var got []Event
+	f.dev.Subscribe(func(ev Event) { got = append(got, ev) })
+	for c, err := range f.src.Snapshot(smallChunks) {
+		mustDo(t, err)
+		got = nil
+		if _, err := f.dev.ApplySnapshotChunkWith(c, ApplySnapshotOptions{Replace: true, KeepOwnAfter: f.sent}); err != nil {
+			t.Fatal(err)
+		}
+		if c.Type == ChunkTableEnd {
+			// items: 40 and 101 lie after src's last row (38); notes:
+			// 2..6 after its only one.
+			if len(got) != 1 || got[0].Type != RemoteChange || !slices.Equal(got[0].Tables, []string{c.Table}) {
+				t.Errorf("table_end of %s emitted %+v, want one RemoteChange of the table", c.Table, got)
+			}
+		}
+	}
+}
+
+// TestSnapshotReplaceOldCheckpoint: a checkpoint stored before the mode
+// existed reads as a merge.
+func TestSnapshotReplaceOldCheckpoint(t *testing.T) {
+	st := memkv.New(Buckets...)
+	for _, cp := range []SnapshotCheckpoint{
+		{SnapshotID: "s1", SiteID: SiteID{1}, HLC: HLC{Wall: 5, Site: SiteID{1}}, Cursor: 3},
+		{SnapshotID: "s2", SiteID: SiteID{1}, HLC: HLC{Wall: 5, Site: SiteID{1}}, Replace: true, KeepOwnAfter: HLC{Wall: 9, Counter: 2, Site: SiteID{7}}},
+	} {
+		var v []byte
+		mustDo(t, st.Update(func(tx kv.Tx) error { return writeCheckpoint(tx, &cp) }))
+		mustDo(t, st.View(func(tx kv.Tx) error { var err error; v, err = tx.Get(bucketMeta, metaCheckpoint); return err }))
+		if !cp.Replace && strings.Contains(string(v), "replace") {
+			t.Errorf("a merging checkpoint is stored as %s: want the old shape", v)
+		}
+		back, err := decodeCheckpoint(v)
+		mustDo(t, err)
+		if back.Replace != cp.Replace || back.KeepOwnAfter != cp.KeepOwnAfter {
+			t.Errorf("checkpoint %s decodes as %+v, want %+v", v, back, cp)
+		}
+	}
+}

@@ -1,0 +1,337 @@
+//go:build !js
+
+package sim
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"strings"
+
+	"github.com/replica-sync/replica/client"
+	"github.com/replica-sync/replica/kv"
+	"github.com/replica-sync/replica/model"
+
+	"github.com/replica-sync/replica/engine"
+)
+
+// Bounds of the invariants.
+const (
+	// syncBound is how long after faults stop every device must be synced
+	// and every replica identical (above the largest clock skew, which a
+	// refused push waits out, and BackoffMax).
+	syncBound = 30 * time.Minute
+	// maxFramesPerSecond bounds the frames delivered in any simulated
+	// second, all links together, during the run (a spinning client or
+	// relay exceeds it).
+	maxFramesPerSecond = 5000
+	// idleWindow is the quiet stretch after convergence, in which each
+	// device may exchange only keepalives.
+	idleWindow = 10 * time.Minute
+)
+
+// checkCursors fails when a device's stored cursor moved backwards within
+// one relay log (a restore or wipe of the relay starts a new one).
+func (s *Sim) checkCursors() {
+	for _, r := range s.reps {
+		if r.eng == nil {
+			continue
+		}
+		ns, err := r.eng.State("sync:relay:" + relayURL + "#" + databaseID)
+		if err != nil || ns == nil {
+			continue
+		}
+		b, err := r.eng.State(string(ns) + ":cursor")
+		if err != nil || b == nil {
+			continue
+		}
+		c, err := strconv.ParseUint(string(b), 10, 64)
+		if err != nil {
+			s.fail("%s: stored cursor %q does not decode", r.name, b)
+			return
+		}
+		if string(ns) == r.ns && c < r.cursor && !r.rollback {
+			s.fail("cursor of %s moved backwards: %d after %d", r.name, c, r.cursor)
+			return
+		}
+		r.ns, r.cursor = string(ns), c
+		if r.rollback && r.cl.State().State == client.Synced {
+			r.rollback = false // synced with the relay's new log
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for sec, n := range s.msgs {
+		if n > maxFramesPerSecond {
+			s.err = fmt.Errorf("step %d: spinning: %d frames in simulated second %d", s.step, n, sec)
+		}
+		if sec < int(s.sched.Now()/time.Second)-1 {
+			delete(s.msgs, sec)
+		}
+	}
+}
+
+// quiesce stops the faults, brings every process up and online at the
+// newest schema, and checks that every device syncs and every replica
+// converges within syncBound, and then stays quiet.
+func (s *Sim) quiesce() {
+	s.mu.Lock()
+	s.nf = netFaults{}
+	s.mu.Unlock()
+	s.relay.wall.skew.Store(0)
+	if s.relay.srv == nil {
+		s.must(s.relay.start())
+	}
+	for _, r := range s.reps {
+		r.wall.skew.Store(0)
+		if r.schema < maxSchema || r.cl == nil {
+			r.stop(false)
+			r.schema = maxSchema
+			r.online = true
+			s.must(r.start())
+		} else if !r.online {
+			r.online = true
+			s.must(r.cl.Connect(relayURL, databaseID, ""))
+		}
+	}
+	deadline := s.sched.Now() + syncBound
+	for s.err == nil {
+		s.runFor(5 * time.Second)
+		why := s.settled()
+		if why == "" {
+			break
+		}
+		if s.sched.Now() >= deadline {
+			s.fail("locked out: %v after faults stopped: %s", syncBound, why)
+			return
+		}
+	}
+	if s.err == nil {
+		s.checkState()
+	}
+	if s.err == nil {
+		s.checkQuiet()
+	}
+}
+
+// runFor runs events for d of simulated time.
+func (s *Sim) runFor(d time.Duration) {
+	end := s.sched.Now() + d
+	reached := false
+	s.sched.at(key{at: end, kind: kindDriver, owner: 1}, func() { reached = true })
+	s.loop(func() bool { return reached || s.err != nil })
+}
+
+// settled returns why the system is not settled yet ("" when it is): a
+// device not Synced, a transaction not acknowledged, replicas that differ.
+func (s *Sim) settled() string {
+	for _, r := range s.reps {
+		if st := r.cl.State(); st.State != client.Synced {
+			return fmt.Sprintf("%s is %v (%v)", r.name, st.State, st.Err)
+		}
+		if n, err := r.cl.Pending(); err != nil || n > 0 {
+			return fmt.Sprintf("%s has %d transactions unacknowledged (%v)", r.name, n, err)
+		}
+	}
+	// The relay's newest tombstone horizon mark everywhere: a device
+	// applies it with the next changes it gets after it (wire's
+	// "Tombstone horizon"), so at the head of the log every replica
+	// prunes at it.
+	s.prune()
+	ref := dump(s.reps[0].eng)
+	for _, r := range s.reps[1:] {
+		if d := diff(ref, dump(r.eng)); d != "" {
+			return fmt.Sprintf("%s and %s differ: %s", s.reps[0].name, r.name, d)
+		}
+	}
+	return ""
+}
+
+// prune runs the relay's maintenance and applies its newest tombstone
+// horizon mark to every device
+// and to the oracle (engine.PruneTombstones at its wall), as a device
+// does when the next changes after the mark reach it; the relay pruned at
+// it when it made it. It records, first, the rows the oracle held with a
+// tombstone below the horizon: their fate after the mark is decided by
+// the log's order (a late write may revive one, alike on every replica),
+// which the oracle, merging acknowledged transactions in ack order, does
+// not follow; checkState leaves them out of its oracle comparison.
+func (s *Sim) prune() {
+	// The relay's maintenance first, as its loop does every
+	// MaintenanceInterval: a relay restored from an older copy holds an
+	// older newest mark than some devices applied; its next mark, at now
+	// − Retention, covers every earlier one.
+	srv := s.relay.srv
+	s.await(func() {
+		if err := srv.Maintain(context.Background()); err != nil {
+			s.fail("relay maintenance: %v", err)
+		}
+	})
+	wall, err := relayHorizon(s.relay.store)
+	if err != nil {
+		s.fail("reading the relay's tombstone horizon: %v", err)
+		return
+	}
+	if wall == 0 {
+		return
+	}
+	if s.beyond == nil {
+		s.beyond = map[string]bool{}
+	}
+	for _, id := range tombstonedBefore(s.oracle, wall) {
+		s.beyond[id] = true
+	}
+	for _, e := range append([]*engine.Engine{s.oracle}, s.engines()...) {
+		if _, err := e.PruneTombstones(wall); err != nil {
+			s.fail("prune: %v", err)
+		}
+	}
+}
+
+// relayHorizon returns the wall (ms) of the newest tombstone horizon mark
+// in a relay's store, 0 for none: the last key of bucket
+// arrivals_horizon, whose value starts with the wall, 8 bytes big-endian
+// (relay/doc.go, "Storage layout").
+func relayHorizon(st kv.Store) (uint64, error) {
+	var wall uint64
+	err := st.View(func(tx kv.Tx) error {
+		return tx.Scan("arrivals_horizon", kv.Range{Reverse: true, Limit: 1}, func(_, v []byte) bool {
+			if len(v) >= 8 {
+				wall = binary.BigEndian.Uint64(v)
+			}
+			return false
+		})
+	})
+	return wall, err
+}
+
+// tombstonedBefore returns the ids (rowID) of e's rows whose tombstone is
+// older than wall.
+func tombstonedBefore(e *engine.Engine, wall uint64) []string {
+	var ids []string
+	for c, err := range e.Snapshot(engine.SnapshotOptions{}) {
+		if err != nil {
+			return ids
+		}
+		for _, row := range c.Rows {
+			if row.HasTombstone && row.Tombstone.Wall < wall {
+				ids = append(ids, rowID(c.Table, row.PK))
+			}
+		}
+	}
+	return ids
+}
+
+// rowID names a row in a dump line: its table and primary key.
+func rowID(table string, pk []model.Value) string { return fmt.Sprintf("%s %v", table, pk) }
+
+func (s *Sim) engines() []*engine.Engine {
+	var es []*engine.Engine
+	for _, r := range s.reps {
+		es = append(es, r.eng)
+	}
+	return es
+}
+
+// checkState compares the converged replicas with the relay's merged
+// replica and with the oracle (every acknowledged local transaction merged
+// directly): a fact missing from the replicas was lost.
+func (s *Sim) checkState() {
+	ref := dump(s.reps[0].eng)
+	if d := diff(s.withoutBeyond(dump(s.oracle)), s.withoutBeyond(ref)); d != "" {
+		s.fail("acknowledged transaction lost or altered (oracle vs %s): %s", s.reps[0].name, d)
+		return
+	}
+	merged, err := engine.Open(s.relay.store, engine.Options{Logger: nopLogger{}, Clock: s.relay.wall})
+	if err != nil {
+		s.fail("opening the relay's merged replica: %v", err)
+		return
+	}
+	defer merged.Close()
+	if d := diff(ref, dump(merged)); d != "" {
+		s.fail("relay's merged replica differs from %s: %s", s.reps[0].name, d)
+	}
+}
+
+// checkQuiet runs idleWindow more and fails when devices exchanged more
+// than keepalives.
+func (s *Sim) checkQuiet() {
+	s.mu.Lock()
+	clear(s.msgs)
+	s.mu.Unlock()
+	s.runFor(idleWindow)
+	s.mu.Lock()
+	n := 0
+	for _, c := range s.msgs {
+		n += c
+	}
+	s.mu.Unlock()
+	// A ping and its pong per device every PingInterval (30 s), doubled.
+	if limit := 4 * len(s.reps) * int(idleWindow/(30*time.Second)); n > limit {
+		s.fail("spinning while idle: %d frames in %v (limit %d)", n, idleWindow, limit)
+	}
+}
+
+// dump returns the CRDT state of an engine, read through a snapshot (the
+// form every replica shares, typed or schema-less): one line per row with
+// its cells, their HLCs and its tombstone, sorted.
+func dump(e *engine.Engine) []string {
+	var lines []string
+	for c, err := range e.Snapshot(engine.SnapshotOptions{}) {
+		if err != nil {
+			return append(lines, "snapshot failed: "+err.Error())
+		}
+		for _, row := range c.Rows {
+			cells := slices.Clone(row.Cells)
+			slices.SortFunc(cells, func(a, b model.SnapshotCell) int { return strings.Compare(a.Column, b.Column) })
+			line := rowID(c.Table, row.PK)
+			if row.HasTombstone {
+				line += " tomb@" + row.Tombstone.String()
+			}
+			for _, cell := range cells {
+				line += fmt.Sprintf(" %s=%v@%s", cell.Column, cell.Value, cell.HLC)
+			}
+			lines = append(lines, line)
+		}
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+// diff describes the first difference of two dumps ("" when equal).
+func diff(a, b []string) string {
+	for i := 0; i < len(a) || i < len(b); i++ {
+		switch {
+		case i >= len(a):
+			return "second has " + b[i]
+		case i >= len(b):
+			return "first has " + a[i]
+		case a[i] != b[i]:
+			return fmt.Sprintf("first %s, second %s", a[i], b[i])
+		}
+	}
+	return ""
+}
+
+// withoutBeyond returns the dump lines of rows not in s.beyond (rows the
+// oracle held tombstoned below the relay's horizon).
+func (s *Sim) withoutBeyond(lines []string) []string {
+	if len(s.beyond) == 0 {
+		return lines
+	}
+	var out []string
+	for _, l := range lines {
+		id := l
+		if i := strings.Index(l, "]"); i >= 0 {
+			id = l[:i+1]
+		}
+		if !s.beyond[id] {
+			out = append(out, l)
+		}
+	}
+	return out
+}

@@ -1,0 +1,284 @@
+//go:build !js
+
+package sim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv/memkv"
+	"github.com/replica-sync/replica/model"
+	"github.com/replica-sync/replica/relay"
+)
+
+// drive is the driver's event: one workload operation or fault, then the
+// invariants checked during the run, then the next step scheduled.
+func (s *Sim) drive() {
+	if !s.driving() || s.err != nil {
+		return
+	}
+	s.step++
+	desc := s.act()
+	s.mu.Lock()
+	fmt.Fprintf(s.hash, "step %d %s;", s.step, desc)
+	s.mu.Unlock()
+	if s.cfg.Trace {
+		s.steps = append(s.steps, fmt.Sprintf("#%d t=%v %s", s.step, s.sched.Now(), desc))
+	}
+	s.checkCursors()
+	if s.driving() {
+		s.sched.at(key{at: s.sched.Now() + s.gap(), kind: kindDriver, seq: uint64(s.step)}, s.drive)
+	}
+}
+
+// gap is the simulated time to the next step: mostly milliseconds, now and
+// then minutes, rarely hours (devices offline past the retention horizon).
+func (s *Sim) gap() time.Duration {
+	switch r := s.rng.IntN(1000); {
+	case r < 2:
+		return time.Duration(1+s.rng.IntN(10)) * time.Hour
+	case r < 20:
+		return time.Duration(1+s.rng.IntN(10)) * time.Minute
+	case r < 200:
+		return time.Duration(s.rng.IntN(5000)) * time.Millisecond
+	default:
+		return time.Duration(s.rng.IntN(200)) * time.Millisecond
+	}
+}
+
+// act performs one step and describes it.
+func (s *Sim) act() string {
+	r := s.rng.IntN(100)
+	switch {
+	case r < 70:
+		return s.write(s.reps[s.rng.IntN(len(s.reps))])
+	case r < 80 || !s.cfg.Faults:
+		return s.device()
+	default:
+		return s.fault()
+	}
+}
+
+// device is a workload step other than a write: a device going offline or
+// coming back, joining, upgrading its schema, asking for a snapshot.
+func (s *Sim) device() string {
+	r := s.reps[s.rng.IntN(len(s.reps))]
+	switch k := s.rng.IntN(10); {
+	case k < 3 && r.cl != nil:
+		r.online = !r.online
+		if r.online {
+			s.must(r.cl.Connect(relayURL, databaseID, ""))
+			return r.name + " online"
+		}
+		cl := r.cl
+		s.await(cl.Disconnect)
+		return r.name + " offline"
+	case k < 5 && len(s.reps) < 8:
+		n := s.addReplica()
+		return n.name + " joins"
+	case k < 7 && r.schema < maxSchema && r.cl != nil:
+		r.stop(false)
+		r.schema++
+		s.must(r.start())
+		return fmt.Sprintf("%s migrates to schema %d", r.name, r.schema)
+	case k < 8 && r.cl != nil:
+		r.cl.RequestSnapshot()
+		return r.name + " requests a snapshot"
+	default:
+		return s.write(r)
+	}
+}
+
+// fault injects one fault.
+func (s *Sim) fault() string {
+	s.setNetFaults()
+	r := s.reps[s.rng.IntN(len(s.reps))]
+	n := s.relay
+	kinds := []string{"cut", "crash.replica", "crash.relay", "relay.restore_old", "relay.wipe",
+		"relay.backup", "skew.within", "skew.beyond", "clock.step_back", "prune"}
+	kind := kinds[s.rng.IntN(len(kinds))]
+	if s.cfg.Without[kind] {
+		return kind + " (left out)"
+	}
+	desc := kind
+	switch kind {
+	case "cut":
+		ids := make([]uint64, 0, len(n.links))
+		for id := range n.links {
+			ids = append(ids, id)
+		}
+		if len(ids) == 0 {
+			return "cut (no connection)"
+		}
+		slices.Sort(ids)
+		l := n.links[ids[s.rng.IntN(len(ids))]]
+		l.cut()
+		desc = "cut " + l.name
+	case "crash.replica":
+		if r.cl == nil {
+			s.must(r.start())
+			return r.name + " restarts"
+		}
+		r.stop(true)
+		desc = r.name + " crashes"
+	case "crash.relay":
+		if n.srv == nil {
+			s.must(n.start())
+			return "relay restarts"
+		}
+		n.stop(true)
+	case "relay.restore_old", "relay.wipe":
+		n.stop(true)
+		if kind == "relay.wipe" {
+			n.disk = memkv.New(relay.StoreBuckets()...)
+		} else {
+			n.disk = copyStore(n.backup, relay.StoreBuckets())
+		}
+		s.relayEpoch()
+		s.must(n.start())
+	case "relay.backup":
+		n.backup = copyStore(n.disk, relay.StoreBuckets())
+		return "relay backed up"
+	case "skew.within", "skew.beyond", "clock.step_back":
+		desc = s.skew(kind, r)
+	case "prune": // the relay's maintenance (tombstone horizon marks, arrival log)
+		// A device prunes tombstones only at the relay's horizon marks
+		// (client, wire's "Tombstone horizon"), never by its own clock:
+		// its engine's Prune is not called here.
+		desc = "prune relay"
+		if n.srv != nil {
+			srv := n.srv
+			s.await(func() { _ = srv.Maintain(context.Background()) })
+		}
+	}
+	s.count(kind)
+	return desc
+}
+
+// skew moves a device's or the relay's wall clock.
+func (s *Sim) skew(kind string, r *replica) string {
+	w, name := r.wall, r.name
+	if s.rng.IntN(4) == 0 {
+		w, name = s.relay.wall, "relay"
+	}
+	var ms int64
+	switch kind {
+	case "skew.within":
+		ms = int64(s.rng.IntN(2*model.MaxDrift/2)) - model.MaxDrift/2
+		w.skew.Store(ms)
+	case "skew.beyond":
+		ms = model.MaxDrift + 1 + int64(s.rng.IntN(10*60_000))
+		if s.rng.IntN(2) == 0 {
+			ms = -ms
+		}
+		w.skew.Store(ms)
+	default:
+		ms = -int64(1 + s.rng.IntN(30_000))
+		w.skew.Add(ms)
+	}
+	return fmt.Sprintf("%s %s %+dms", name, kind, ms)
+}
+
+// setNetFaults draws the network's fault rates for the next stretch.
+func (s *Sim) setNetFaults() {
+	if s.rng.IntN(10) != 0 {
+		return
+	}
+	nf := netFaults{drop: s.rng.IntN(5), dup: s.rng.IntN(5), delay: s.rng.IntN(30), reorder: s.rng.IntN(3)}
+	s.mu.Lock()
+	s.nf = nf
+	s.mu.Unlock()
+}
+
+// relayEpoch lets every device's cursor move back once more: the relay's
+// log was rolled back or replaced, and a device bootstraps again from it
+// when it next syncs.
+func (s *Sim) relayEpoch() {
+	for _, r := range s.reps {
+		r.rollback = true
+	}
+}
+
+var itemIDs = []string{"i0", "i1", "i2", "i3", "i4", "i5", "i6", "i7"}
+
+// write commits one local transaction of 1–4 random operations on r; an
+// acknowledged one goes to the oracle.
+func (s *Sim) write(r *replica) string {
+	if r.eng == nil {
+		s.must(r.start())
+		return r.name + " restarts"
+	}
+	n := 1
+	if s.rng.IntN(4) == 0 {
+		n = 2 + s.rng.IntN(3)
+	}
+	var ops []string
+	big := false
+	cs, err := r.eng.Transact(func(tx *engine.Tx) error {
+		for range n {
+			ops = append(ops, s.op(tx, r, &big))
+		}
+		return nil
+	})
+	desc := r.name + " tx[" + strings.Join(ops, " ") + "]"
+	if err != nil {
+		return desc + " failed: " + err.Error()
+	}
+	if cs != nil && len(cs.Changes) > 0 {
+		r.acked++
+		if _, err := s.oracle.ApplyChanges([]model.ChangeSet{*cs}); err != nil {
+			s.fail("oracle refused %s's transaction: %v", r.name, err)
+		}
+	}
+	return desc
+}
+
+// op adds one random operation to tx: inserts, updates, upserts and
+// deletes over few keys (so re-inserts of deleted keys and conflicts are
+// common), one large value per transaction at most.
+func (s *Sim) op(tx *engine.Tx, r *replica, big *bool) string {
+	if r.schema >= 3 && s.rng.IntN(4) == 0 {
+		x, y := s.rng.IntN(3), itemIDs[s.rng.IntN(3)]
+		if s.rng.IntN(3) == 0 {
+			tx.Delete("pairs", engine.Key{x, y})
+			return fmt.Sprintf("del pairs(%d,%s)", x, y)
+		}
+		tx.Upsert("pairs", map[string]any{"x": x, "y": y, "v": itemIDs[s.rng.IntN(8)]})
+		return fmt.Sprintf("upsert pairs(%d,%s)", x, y)
+	}
+	id := itemIDs[s.rng.IntN(len(itemIDs))]
+	m := map[string]any{}
+	if s.rng.IntN(3) > 0 {
+		m["a"] = s.rng.IntN(5)
+	}
+	if s.rng.IntN(3) > 0 {
+		m["b"] = []string{"x", "y", "", "zz"}[s.rng.IntN(4)]
+	}
+	if !*big && s.rng.IntN(50) == 0 {
+		*big = true
+		m["b"] = strings.Repeat("L", 1000+s.rng.IntN(20_000))
+	}
+	if r.schema >= 1 && s.rng.IntN(3) == 0 {
+		m["c"] = float64(s.rng.IntN(4)) / 2
+	}
+	switch k := s.rng.IntN(10); {
+	case k < 3:
+		m["id"] = id
+		tx.Insert("items", m)
+		return "ins " + id
+	case k < 6:
+		tx.Update("items", engine.Key{id}, m)
+		return "upd " + id
+	case k < 8:
+		m["id"] = id
+		tx.Upsert("items", m)
+		return "ups " + id
+	default:
+		tx.Delete("items", engine.Key{id})
+		return "del " + id
+	}
+}

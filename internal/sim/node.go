@@ -1,0 +1,248 @@
+//go:build !js
+
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+
+	"github.com/replica-sync/replica/client"
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv"
+	"github.com/replica-sync/replica/kv/memkv"
+	"github.com/replica-sync/replica/model"
+	"github.com/replica-sync/replica/relay"
+)
+
+const (
+	relayURL   = "ws://relay.sim/sync"
+	databaseID = "simdb"
+)
+
+// schemaAt returns the schema of version v: every version adds one
+// migration kind (add_column, add_index, create_table, with a
+// set_resurrection_policy when resurrect is set).
+func schemaAt(v int, resurrect bool) *model.Schema {
+	items := model.TableDef{Name: "items", Columns: []model.ColumnDef{
+		{Name: "id", Type: model.KindText},
+		{Name: "a", Type: model.KindInteger},
+		{Name: "b", Type: model.KindText},
+	}}
+	if v >= 1 {
+		items.Columns = append(items.Columns, model.ColumnDef{Name: "c", Type: model.KindReal})
+	}
+	if v >= 2 {
+		items.Indexes = []model.IndexDef{{Name: "by_a", Columns: []string{"a"}}}
+	}
+	s := &model.Schema{Tables: []model.TableDef{items}}
+	if v >= 3 {
+		s.Tables = append(s.Tables, model.TableDef{Name: "pairs", Columns: []model.ColumnDef{
+			{Name: "x", Type: model.KindInteger},
+			{Name: "y", Type: model.KindText},
+			{Name: "v", Type: model.KindText},
+		}, PrimaryKey: []string{"x", "y"}})
+		if resurrect {
+			s.Tables[1].Resurrection = model.ResurrectionAllowed
+		}
+	}
+	return s
+}
+
+const maxSchema = 3
+
+// seeded is an io.Reader of pseudo-random bytes from the seed (site ids,
+// snapshot ids).
+type seeded struct{ r *rand.ChaCha8 }
+
+func newSeeded(seed, stream uint64) io.Reader {
+	var k [32]byte
+	for i := range 8 {
+		k[i] = byte(seed >> (8 * i))
+		k[8+i] = byte(stream >> (8 * i))
+	}
+	return seeded{rand.NewChaCha8(k)}
+}
+
+func (s seeded) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+// replica is one device: its disk survives crashes, its process (engine and
+// client) does not.
+type replica struct {
+	sim    *Sim
+	idx    int
+	name   string
+	disk   *memkv.Store
+	store  *diskStore
+	wall   *wallClock
+	tm     *timers
+	eng    *engine.Engine
+	cl     *client.Client
+	schema int
+	online bool
+	dials  uint64
+	runs   uint64
+	ns     string
+	cursor uint64
+	// rollback: the relay's log was rolled back since the device last
+	// synced; its cursor may move back once.
+	rollback bool
+	acked    int // local transactions committed
+}
+
+// quiet is the logger of every node: the simulator reports what matters.
+var quiet = slog.New(slog.DiscardHandler)
+
+type nopLogger struct{}
+
+func (nopLogger) Debug(string, ...any) {}
+func (nopLogger) Warn(string, ...any)  {}
+
+// start opens the replica's engine over its disk and its client, and
+// connects when online.
+func (r *replica) start() error {
+	r.runs++
+	r.store = &diskStore{st: r.disk}
+	eng, err := engine.Open(r.store, engine.Options{
+		Schema: schemaAt(r.schema, r.sim.cfg.Resurrection), Clock: r.wall, Logger: nopLogger{},
+		Retention: r.sim.cfg.Retention,
+		Rand:      newSeeded(r.sim.seed, uint64(r.idx)<<32|r.runs),
+	})
+	if err != nil {
+		return fmt.Errorf("%s: open: %w", r.name, err)
+	}
+	r.eng = eng
+	// The schema migrations Open stamped are acknowledged local
+	// transactions too: the oracle learns the resurrection policies.
+	sets, err := eng.ChangesSince(model.HLC{}, 0, engine.ChangesFilter{OnlyLocal: true})
+	if err != nil {
+		return fmt.Errorf("%s: reading its transactions: %w", r.name, err)
+	}
+	for _, cs := range sets {
+		if len(cs.Migrations) > 0 {
+			if _, err := r.sim.oracle.ApplyChanges([]model.ChangeSet{cs}); err != nil {
+				return fmt.Errorf("oracle refused %s's migrations: %w", r.name, err)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(r.sim.seed, uint64(r.idx)<<32|r.runs|1<<63))
+	r.cl = client.New(eng, client.Options{
+		Clock: r.tm, Rand: rng.Float64, Logger: nopLogger{}, Dial: r.dial,
+		MaxMessageSize: r.sim.cfg.MaxMessageSize, PushLimit: r.sim.cfg.PushLimit,
+	})
+	if r.online {
+		return r.cl.Connect(relayURL, databaseID, "")
+	}
+	return nil
+}
+
+// stop ends the process: crash makes its disk refuse everything first (no
+// write of the dying process lands), then the client and engine close.
+func (r *replica) stop(crash bool) {
+	if r.cl == nil {
+		return
+	}
+	if crash {
+		r.store.dead.Store(true)
+	}
+	cl, eng := r.cl, r.eng
+	r.sim.await(func() { _ = cl.Close() })
+	_ = eng.Close()
+	r.cl, r.eng = nil, nil
+}
+
+// dial is the client's Options.Dial: a link to the relay, open after a
+// round trip, refused when the relay is down.
+func (r *replica) dial(ctx context.Context, _ string, _ []string, readLimit int64) (client.Socket, error) {
+	r.sim.mu.Lock()
+	r.dials++
+	id := uint64(r.idx+1)<<24 | r.dials
+	r.sim.mu.Unlock()
+	l := r.sim.newLink(id, fmt.Sprintf("%s#%d", r.name, r.dials))
+	l.ends[0].limit = readLimit
+	res := make(chan error, 1)
+	lat := r.sim.latency(id)
+	r.sim.sched.at(key{at: r.sim.sched.Now() + lat, kind: kindNet, owner: id << 1, seq: 0}, func() {
+		if !r.sim.relay.accept(l) {
+			res <- errors.New("sim: connection refused: relay down")
+			return
+		}
+		r.sim.sched.at(key{at: r.sim.sched.Now() + lat, kind: kindNet, owner: id<<1 | 1, seq: 0}, func() { res <- nil })
+	})
+	select {
+	case err := <-res:
+		if err != nil {
+			return nil, err
+		}
+		return clientSocket{l.ends[0]}, nil
+	case <-ctx.Done():
+		l.cut()
+		return nil, ctx.Err()
+	}
+}
+
+// relayNode is the relay process over its disk (one memkv store for the
+// simulated database).
+type relayNode struct {
+	sim    *Sim
+	disk   *memkv.Store
+	store  *diskStore
+	backup *memkv.Store // an older copy of the disk, for restores
+	wall   *wallClock
+	tm     *timers
+	srv    *relay.Server
+	runs   uint64
+	links  map[uint64]*link
+}
+
+func (n *relayNode) start() error {
+	n.runs++
+	n.store = &diskStore{st: n.disk}
+	n.links = map[uint64]*link{}
+	cfg := n.sim.cfg
+	srv, err := relay.New(relay.Config{
+		Auth: relay.AllowAll, Clock: n.wall, Timers: n.tm, Logger: quiet,
+		OpenStore: func(string) (kv.Store, error) { return n.store, nil },
+		Rand:      newSeeded(n.sim.seed, 1<<40|n.runs),
+		Retention: cfg.Retention, MaintenanceInterval: 1 << 62, DatabaseIdleClose: 1 << 62,
+		MaxMessageSize: cfg.MaxMessageSize, PageChanges: cfg.PageChanges,
+		SnapshotChunkRows: cfg.SnapshotChunkRows, MaxChangesPerApply: cfg.MaxChangesPerApply,
+		FrameRate: 1 << 20, FrameBurst: 1 << 20,
+	})
+	if err != nil {
+		return err
+	}
+	n.srv = srv
+	return nil
+}
+
+// accept serves l if the relay is up.
+func (n *relayNode) accept(l *link) bool {
+	if n.srv == nil {
+		return false
+	}
+	n.links[l.id] = l
+	srv := n.srv
+	go srv.ServeConn(relayConn{l.ends[1]}, l.name, nil)
+	return true
+}
+
+// stop ends the relay: a crash cuts every connection and refuses storage
+// first; a clean stop lets Close say goodbye.
+func (n *relayNode) stop(crash bool) {
+	if n.srv == nil {
+		return
+	}
+	if crash {
+		n.store.dead.Store(true)
+		for _, l := range n.links {
+			l.cut()
+		}
+	}
+	srv := n.srv
+	n.srv = nil
+	n.sim.await(func() { _ = srv.Close() })
+}

@@ -1,0 +1,200 @@
+//go:build !js
+
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	seedFlag = flag.Uint64("seed", 0, "replay this seed (TestSim)")
+	opsFlag  = flag.Int("ops", 0, "driver steps per seed (TestSim); 0: the default")
+)
+
+// TestSim replays one seed: go test ./internal/sim -run TestSim -seed N
+// [-ops P] (a failure prints the command). Without -seed it runs seed 1;
+// TestSimBudget runs the seeds of make test.
+func TestSim(t *testing.T) {
+	seeds := []uint64{1}
+	if *seedFlag != 0 {
+		seeds = []uint64{*seedFlag}
+	}
+	for _, seed := range seeds {
+		cfg := simConfig(seed)
+		res := Run(t, cfg)
+		t.Logf("seed %d: %d ops, %v simulated, faults %s", seed, res.Ops, res.Sim, faultLine(res.Faults))
+		if res.Err != nil {
+			report(t, cfg, res)
+		}
+	}
+}
+
+func faultLine(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%d", k, m[k])
+	}
+	return b.String()
+}
+
+// report fails t with the seed, the invariant and the shrunk trace.
+func report(t *testing.T, cfg Config, res Result) {
+	t.Helper()
+	shrunk, sres := Shrink(t, cfg)
+	var b strings.Builder
+	for _, st := range sres.Steps {
+		b.WriteString("\n  " + st)
+	}
+	extra := ""
+	if *withoutFlag != "" {
+		extra += " -sim.without " + *withoutFlag
+	}
+	if resurrectSet() {
+		extra += fmt.Sprintf(" -sim.resurrection=%v", cfg.Resurrection)
+	}
+	t.Errorf("seed %d: %v\nshrunk to the first %d steps (%v):%s\nreplay: go test ./internal/sim -run TestSim -v -seed %d -ops %d%s",
+		cfg.Seed, res.Err, shrunk.Prefix, sres.Err, b.String(), cfg.Seed, shrunk.Prefix, extra)
+}
+
+// TestSimDeterministic runs one seed twice: the traces (every event's key,
+// every frame delivered, every step) must hash the same.
+func TestSimDeterministic(t *testing.T) {
+	cfg := DefaultConfig(7)
+	cfg.Ops = 300
+	a, b := Run(t, cfg), Run(t, cfg)
+	if a.Hash != b.Hash || a.Ops != b.Ops {
+		t.Fatalf("seed 7 ran differently twice: trace %x after %d steps, then %x after %d", a.Hash, a.Ops, b.Hash, b.Ops)
+	}
+	t.Logf("seed 7: trace %x, %d steps, %v simulated", a.Hash[:8], a.Ops, a.Sim)
+}
+
+var (
+	budgetFlag    = flag.Int("sim.ops", 100_000, "TestSimBudget: driver steps in all, across seeds")
+	firstFlag     = flag.Uint64("sim.first", 1, "TestSimBudget: the first seed")
+	parallelFlag  = flag.Int("sim.parallel", 2, "TestSimBudget: seeds run at once")
+	withoutFlag   = flag.String("sim.without", "", "fault kinds not to inject, comma-separated (cut, crash.replica, crash.relay, relay.restore_old, relay.wipe, skew.within, skew.beyond, clock.step_back, prune; none: every kind); default: DefaultConfig's (prune)")
+	resurrectFlag = flag.Bool("sim.resurrection", false, "declare the pairs table resurrection-allowed (true) or leave it delete-wins (false) in every seed; unset: odd seeds allow resurrection (DefaultConfig)")
+)
+
+// resurrectSet reports whether -sim.resurrection was given.
+func resurrectSet() bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) {
+		if f.Name == "sim.resurrection" {
+			set = true
+		}
+	})
+	return set
+}
+
+// TestSimBudget runs consecutive seeds from -sim.first until -sim.ops
+// driver steps are done, -sim.parallel at once, and reports operations per
+// second and the faults injected, by kind. Each failing seed is reported
+// with its shrunk trace.
+func TestSimBudget(t *testing.T) {
+	if testing.Short() || *seedFlag != 0 {
+		t.Skip("-short, or -seed replays one seed (TestSim)")
+	}
+	start := time.Now()
+	var mu sync.Mutex
+	faults := map[string]int{}
+	ops, runs := 0, 0
+	var seeds []uint64
+	sem := make(chan struct{}, max(*parallelFlag, 1))
+	var wg sync.WaitGroup
+	for seed, planned := *firstFlag, 0; planned < *budgetFlag; seed++ {
+		cfg := simConfig(seed)
+		planned += cfg.Ops
+		seeds = append(seeds, seed)
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			res := Run(t, cfg)
+			mu.Lock()
+			ops += res.Ops
+			runs++
+			for k, n := range res.Faults {
+				faults[k] += n
+			}
+			mu.Unlock()
+			if res.Err != nil {
+				report(t, cfg, res)
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	t.Logf("seeds %d..%d: %d runs, %d operations in %v (%.0f operations/s)", seeds[0], seeds[len(seeds)-1], runs, ops, took.Round(time.Millisecond), float64(ops)/took.Seconds())
+	t.Logf("faults injected:%s", faultLine(faults))
+}
+
+// simConfig is DefaultConfig with the command line's -sim.without,
+// -sim.resurrection and -ops.
+func simConfig(seed uint64) Config {
+	cfg := DefaultConfig(seed)
+	if *withoutFlag != "" {
+		cfg.Without = map[string]bool{}
+		for _, k := range strings.Split(*withoutFlag, ",") {
+			if k != "none" {
+				cfg.Without[k] = true
+			}
+		}
+	}
+	if resurrectSet() {
+		cfg.Resurrection = *resurrectFlag
+	}
+	if *opsFlag > 0 {
+		cfg.Ops = *opsFlag
+	}
+	return cfg
+}
+
+// TestSimKnownFailures names the failures the simulator found that are not
+// fixed yet; DefaultConfig leaves their triggers out (pruning) so that make
+// test stays meaningful for the rest. Each replays with its command.
+func TestSimKnownFailures(t *testing.T) {
+	t.Run("retention", func(t *testing.T) {
+		t.Skip("not fixed: with the prune fault on, most seeds end with two replicas that differ on a row whose tombstone " +
+			"was pruned at the relay's horizon (cells older than the horizon kept on one replica, gone on another; a live row missing on one), " +
+			"with or without relay restores and wipes, and with the replacing bootstrap turned off. " +
+			"The tombstone horizon marks (wire v3) and the replacing bootstrap fixed the two failures found before (seeds 4 and 89). " +
+			"Replay: go test ./internal/sim -run TestSim -v -seed 12 -ops 1868 -sim.without relay.restore_old,relay.wipe")
+	})
+}
+
+// TestSimFixedSeeds replays the seeds that found bugs since fixed, with the
+// configuration that found them, so that the bugs stay fixed.
+//
+// Seeds 33 (968 steps), 57 (1000) and 91 (955), pairs table
+// resurrection-allowed: a device synced with relay log A, then with log B
+// (A wiped), then A came back restored from an older copy; the handshake
+// presented its position in B, so A checked nothing, and the device pulled
+// A from the cursor it had kept for A, above the restored log's head: the
+// entries A appended below that cursor never reached it (a transaction's
+// x,y on seed 91, a tombstone on seed 33). Fixed in client (an unpresented
+// cursor is void: client.TestReturnToEarlierLogVoidsCursor).
+func TestSimFixedSeeds(t *testing.T) {
+	for _, c := range []struct {
+		seed uint64
+		ops  int
+	}{{33, 968}, {57, 1000}, {91, 955}} {
+		t.Run(fmt.Sprintf("resurrection/%d", c.seed), func(t *testing.T) {
+			cfg := DefaultConfig(c.seed)
+			cfg.Ops, cfg.Resurrection = c.ops, true
+			if res := Run(t, cfg); res.Err != nil {
+				report(t, cfg, res)
+			}
+		})
+	}
+}

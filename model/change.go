@@ -1,0 +1,126 @@
+package model
+
+// ChangeType says what a Change records.
+type ChangeType uint8
+
+const (
+	// ColumnChange sets one cell: (table, pk, column) = value at hlc.
+	ColumnChange ChangeType = iota + 1
+	// RowDeletion tombstones a row: (table, pk) deleted at hlc.
+	RowDeletion
+)
+
+func (t ChangeType) String() string {
+	switch t {
+	case ColumnChange:
+		return "column"
+	case RowDeletion:
+		return "delete"
+	}
+	return "invalid"
+}
+
+// Change is one fact of a transaction: a column change or a row deletion
+// (docs/design.md § Changes and ChangeSets).
+//
+// The primary key is the row's address: its values in the table's
+// primary-key column order. For a ColumnChange, Column names the cell and
+// Value is its new value; writing a row also writes its primary-key columns
+// as cells, so a row with only key columns still travels.
+//
+// Before-images are best-effort and never affect merging by default LWW:
+// HasPrior, PriorValue and PriorHLC carry the cell version this write
+// replaced at its origin (absent on a cell's first write); PriorRow carries
+// the last row image a deletion removed (nil when unknown). Text, JSON and
+// blob values longer than 4 KiB are never kept as before-images (a prior
+// value is dropped, a row image omits the column), so a row that fits the
+// store can always be rewritten. A custom ConflictResolver sees them.
+type Change struct {
+	Type   ChangeType
+	Table  string
+	PK     []Value
+	Column string // ColumnChange only
+	Value  Value  // ColumnChange only
+	HLC    HLC
+
+	HasPrior   bool  // ColumnChange: PriorValue and PriorHLC are set
+	PriorValue Value // ColumnChange: the value this write replaced
+	PriorHLC   HLC   // ColumnChange: the HLC of the replaced version
+	PriorRow   Row   // RowDeletion: the row image before deletion, or nil
+}
+
+// ChangeSet is every fact of one transaction of one site, never split and
+// never merged with another (docs/design.md § Changes and ChangeSets).
+//
+//   - SiteID is the origin replica; every fact's HLC carries it.
+//   - TransactionID is HLC.TransactionID() of the base, the same on every
+//     peer.
+//   - HLC is the maximum fact HLC (the last opSeq): the commit boundary a
+//     watermark may rest on.
+//   - Migrations come first (lowest opSeqs), then Changes, each in opSeq
+//     order.
+type ChangeSet struct {
+	SiteID        SiteID
+	TransactionID string
+	HLC           HLC
+	Migrations    []SchemaMigration
+	Changes       []Change
+}
+
+// MigrationType names a schema migration.
+type MigrationType string
+
+// The migrations Replica records and replicates. Dropping and renaming are
+// not supported yet.
+const (
+	CreateTable MigrationType = "create_table"
+	AddColumn   MigrationType = "add_column"
+	AddIndex    MigrationType = "add_index"
+	// SetResurrectionPolicy declares a table's resurrection policy
+	// (TableDef.Resurrection). The first declaration of a table (lowest
+	// HLC) is its policy for good; a later, contradicting one is kept but
+	// has no effect, as for a column declared twice with two types.
+	SetResurrectionPolicy MigrationType = "set_resurrection_policy"
+)
+
+// SchemaMigration is one schema change, stamped with an HLC and carried in
+// the ChangeSet of the transaction that made it, before its data
+// (docs/design.md § Schema migrations). Exactly one of Table (CreateTable),
+// Column (AddColumn), Index (AddIndex) and Resurrection
+// (SetResurrectionPolicy) is set; TableName names the table in every case.
+// A CreateTable's Table carries no Resurrection: the policy travels in its
+// own migration.
+type SchemaMigration struct {
+	Type         MigrationType
+	TableName    string
+	Table        *TableDef          // CreateTable: the whole definition
+	Column       *ColumnDef         // AddColumn
+	Index        *IndexDef          // AddIndex
+	Resurrection ResurrectionPolicy // SetResurrectionPolicy: DeleteWins or ResurrectionAllowed
+	HLC          HLC
+}
+
+// ApplyResult counts what ApplyChanges did (docs/design.md § Applying changes).
+type ApplyResult struct {
+	// Applied counts changes that changed local state (migrations
+	// included). A cell written after its row's tombstone is stored and
+	// counted here under either resurrection policy (under delete-wins the
+	// row stays deleted: see ResurrectionPolicy).
+	Applied int
+	// Skipped counts changes that did not: older than the local version,
+	// equal to it, at or below the row's tombstone, or this replica's own
+	// echo.
+	Skipped int
+	// Conflicts counts column changes that met a concurrent local version
+	// of the same cell with a different value, whichever won. Not
+	// concurrent: the same fact again, a version minted by the same site
+	// (its later write superseded its earlier one, in whichever order they
+	// arrive), or one whose before-image is the other.
+	Conflicts int
+	// UnknownTable counts changes for tables outside the local schema,
+	// diverted by the UnknownTableDisposition, and changes held because
+	// they do not fit their table (misfits).
+	UnknownTable int
+	// Transactions counts ChangeSets processed (own echoes excluded).
+	Transactions int
+}

@@ -1,0 +1,256 @@
+//go:build !js
+
+package relay
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv"
+	"github.com/replica-sync/replica/wire"
+)
+
+// Tombstone horizon marks (wire's "Tombstone horizon", docs/design.md §
+// Retention). The relay prunes its merged replica's tombstones only at a
+// mark of its log, and its clients prune the same tombstones at the same
+// point of the log, so a late change for a deleted row is decided alike
+// everywhere.
+//
+//	arrivals_horizon  8-byte big-endian cursor → wall (8-byte big-endian,
+//	                  ms since the Unix epoch) ‖ the chain value at cursor
+//	                  (16 bytes)
+//
+// One mark per cursor: a later mark at the same cursor (no ChangeSet
+// appended between two passes) replaces the earlier one, whose pruning
+// the later one's includes.
+const bucketHorizons = "arrivals_horizon"
+
+const markSize = 8 + wire.ChainSize
+
+func encodeMark(h wire.Horizon) []byte {
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, markSize), h.Wall)
+	return append(b, h.Chain[:]...)
+}
+
+func decodeMark(k, v []byte) (wire.Horizon, error) {
+	var h wire.Horizon
+	c, err := parseUint64(k)
+	if err != nil {
+		return h, err
+	}
+	if len(v) != markSize {
+		return h, fmt.Errorf("%w: %d-byte horizon mark at cursor %d", errCorrupt, len(v), c)
+	}
+	h.Cursor, h.Wall = c, binary.BigEndian.Uint64(v)
+	copy(h.Chain[:], v[8:])
+	if h.Wall == 0 || h.Chain.IsZero() {
+		return h, fmt.Errorf("%w: horizon mark at cursor %d without wall or chain", errCorrupt, c)
+	}
+	return h, nil
+}
+
+// latestMark returns the newest horizon mark (zero Wall: none).
+func latestMark(tx kv.Tx) (wire.Horizon, error) {
+	var h wire.Horizon
+	var derr error
+	err := tx.Scan(bucketHorizons, kv.Range{Reverse: true, Limit: 1}, func(k, v []byte) bool {
+		h, derr = decodeMark(k, v)
+		return false
+	})
+	if err == nil {
+		err = derr
+	}
+	return h, err
+}
+
+// marksIn returns the horizon marks with lo ≤ cursor ≤ hi, ascending.
+func marksIn(tx kv.Tx, lo, hi uint64) ([]wire.Horizon, error) {
+	if lo > hi {
+		return nil, nil
+	}
+	var out []wire.Horizon
+	var derr error
+	err := tx.Scan(bucketHorizons, kv.Range{Start: cursorKey(lo), End: cursorKey(hi + 1)}, func(k, v []byte) bool {
+		var h wire.Horizon
+		if h, derr = decodeMark(k, v); derr != nil {
+			return false
+		}
+		out = append(out, h)
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	return out, err
+}
+
+// loadHorizon reads the newest mark at open and, if its pruning did not
+// complete (the relay stopped between storing the mark and the end of the
+// pruning, which works in bounded transactions: "horizonPending" is still
+// stored), finishes it. Only then: pruning again at every open would drop
+// the tombstones of late deletes (deleted before the mark's wall) that the
+// relay applied after the mark and that its clients, which applied the
+// mark before them, keep.
+func (d *database) loadHorizon() error {
+	var h wire.Horizon
+	var pending uint64
+	err := d.store.View(func(tx kv.Tx) error {
+		var err error
+		if h, err = latestMark(tx); err != nil {
+			return err
+		}
+		pending, err = getCounter(tx, keyHorizonPending)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	d.horizon = h
+	if pending == 0 {
+		return nil
+	}
+	res, err := d.prunePending(pending)
+	if err != nil {
+		return fmt.Errorf("pruning at the tombstone horizon %d: %w", pending, err)
+	}
+	if res.Tombstones > 0 {
+		d.log.Info("relay: finished pruning at the tombstone horizon (interrupted before)", "horizon", pending, "cursor", h.Cursor, "tombstones", res.Tombstones, "rows", res.Rows)
+	}
+	return nil
+}
+
+// prunePending prunes the merged replica at a stored mark's wall, then
+// clears "horizonPending".
+func (d *database) prunePending(wall uint64) (engine.PruneResult, error) {
+	res, err := d.eng.PruneTombstones(wall)
+	if err != nil {
+		return res, err
+	}
+	return res, d.store.Update(func(tx kv.Tx) error { return tx.Delete(bucketRelay, keyHorizonPending) })
+}
+
+// errSnapshotStreaming says a horizon mark was not made because a snapshot
+// of the database is streaming; the next maintenance pass tries again.
+var errSnapshotStreaming = errors.New("relay: a snapshot is streaming")
+
+// advanceHorizon moves the database's tombstone horizon to cutoff when it
+// is above the newest mark's wall: holding applyMu (no ChangeSet is
+// appended meanwhile) and only while no snapshot of the database streams
+// (errSnapshotStreaming otherwise), it stores the mark {head cursor,
+// cutoff, chain at head} durably, then prunes the merged replica's
+// tombstones deleted before cutoff, then runs then (the rest of the
+// engine's Prune) in the same critical section. made reports whether a
+// mark was stored.
+func (d *database) advanceHorizon(cutoff uint64, then func() error) (made bool, res engine.PruneResult, err error) {
+	d.applyMu.Lock()
+	defer d.applyMu.Unlock()
+	d.horizonMu.Lock()
+	if d.snapshots > 0 {
+		d.horizonMu.Unlock()
+		return false, res, errSnapshotStreaming
+	}
+	if cutoff > d.horizon.Wall {
+		var h wire.Horizon
+		err = d.store.Update(func(tx kv.Tx) error {
+			cur, err := getCounter(tx, keyCursor)
+			if err != nil {
+				return err
+			}
+			ch, ok, err := chainAt(tx, cur)
+			if err == nil && !ok {
+				err = fmt.Errorf("%w: no chain value at the head %d", errCorrupt, cur)
+			}
+			if err != nil {
+				return err
+			}
+			h = wire.Horizon{Cursor: cur, Wall: cutoff, Chain: ch}
+			if err := tx.Put(bucketRelay, keyHorizonPending, binary.BigEndian.AppendUint64(nil, cutoff)); err != nil {
+				return err
+			}
+			return tx.Put(bucketHorizons, cursorKey(cur), encodeMark(h))
+		})
+		if err != nil {
+			d.horizonMu.Unlock()
+			return false, res, err
+		}
+		d.horizon, made = h, true
+	}
+	wall := d.horizon.Wall
+	// A snapshot starting from here on reads the head (applyMu is held)
+	// with the new horizon in its header: its data is read before or
+	// after each row's pruning, and the client prunes at the header's
+	// horizon once it is applied, so both give the same rows.
+	d.horizonMu.Unlock()
+	if made {
+		if res, err = d.prunePending(wall); err != nil {
+			return made, res, err
+		}
+	}
+	if then != nil {
+		err = then()
+	}
+	return made, res, err
+}
+
+// snapshotStarted counts a snapshot stream of the database (horizon marks
+// wait while one streams) and returns the cursor and horizon its header
+// carries: the head and the newest mark's wall, read together.
+func (d *database) snapshotStarted() (cursor, horizon uint64, markCursor uint64) {
+	d.horizonMu.Lock()
+	defer d.horizonMu.Unlock()
+	d.snapshots++
+	return d.cursor.Load(), d.horizon.Wall, d.horizon.Cursor
+}
+
+// snapshotEnded ends the count of snapshotStarted.
+func (d *database) snapshotEnded() {
+	d.horizonMu.Lock()
+	d.snapshots--
+	d.horizonMu.Unlock()
+}
+
+// pruneMarks drops the horizon marks below the arrival log's compaction
+// point (no get_changes can ask for them: since below it is answered
+// SNAPSHOT_REQUIRED), always keeping the newest. It returns how many.
+func (d *database) pruneMarks() (int, error) {
+	n := 0
+	err := d.store.Update(func(tx kv.Tx) error {
+		pruned, err := getCounter(tx, keyPruned)
+		if err != nil || pruned == 0 {
+			return err
+		}
+		newest, err := latestMark(tx)
+		if err != nil {
+			return err
+		}
+		var dead [][]byte
+		err = tx.Scan(bucketHorizons, kv.Range{End: cursorKey(pruned), KeysOnly: true}, func(k, _ []byte) bool {
+			dead = append(dead, bytes.Clone(k))
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range dead {
+			if bytes.Equal(k, cursorKey(newest.Cursor)) && newest.Wall != 0 {
+				continue
+			}
+			if err := tx.Delete(bucketHorizons, k); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+// horizonWall returns the newest mark's wall (0: none).
+func (d *database) horizonWall() uint64 {
+	d.horizonMu.Lock()
+	defer d.horizonMu.Unlock()
+	return d.horizon.Wall
+}

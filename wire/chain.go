@@ -1,0 +1,108 @@
+package wire
+
+import (
+	"crypto/sha256"
+
+	"github.com/replica-sync/replica/model"
+)
+
+// ChainSize is the size in bytes of a Chain value.
+const ChainSize = 16
+
+// Chain is a relay log's chain value at one cursor: a digest of the log's
+// whole history up to that cursor, so that a client can tell whether the
+// log it syncs with now is a continuation of the one it synced with before
+// (see "Verifying the relay's log" in the package documentation). The
+// value at cursor 0 is GenesisChain; the value at cursor n is
+// Chain(n−1).Next(site id, transactionId of entry n). The zero Chain is
+// not a chain value: it stands for "none" in messages.
+type Chain [ChainSize]byte
+
+// GenesisChain is the chain value of an empty log (cursor 0): the first 16
+// bytes of SHA-256("replica arrival log"). A relay log upgraded from a
+// format without chain values takes it as the value at its compaction
+// point.
+var GenesisChain = func() Chain {
+	sum := sha256.Sum256([]byte("replica arrival log"))
+	var c Chain
+	copy(c[:], sum[:])
+	return c
+}()
+
+// Next returns the chain value after appending the ChangeSet of site and
+// transactionID to a log whose chain value is c: the first 16 bytes of
+// SHA-256(c ‖ site (16 bytes) ‖ transactionID (UTF-8)). The entry's
+// identity, not its content, goes in: a transaction resent with fewer
+// facts (newer writes superseded some) is the same entry.
+func (c Chain) Next(site model.SiteID, transactionID string) Chain {
+	h := sha256.New()
+	h.Write(c[:])
+	h.Write(site[:])
+	h.Write([]byte(transactionID))
+	var out Chain
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+// IsZero reports whether c is the zero Chain ("none").
+func (c Chain) IsZero() bool { return c == Chain{} }
+
+// String returns the wire form: base64url without padding, 22 characters
+// (the encoding of site ids).
+func (c Chain) String() string { return urlStrict.EncodeToString(c[:]) }
+
+// ParseChain parses the wire form of a chain value; anything but 22
+// base64url characters decoding to 16 bytes, or the zero value, is an
+// error matching ErrMalformed.
+func ParseChain(s string) (Chain, error) {
+	r := newReader([]byte(`"` + s + `"`))
+	return r.chain()
+}
+
+func appendChain(b []byte, c Chain) []byte {
+	b = append(b, '"')
+	b = urlStrict.AppendEncode(b, c[:])
+	return append(b, '"')
+}
+
+// chain reads a JSON string holding a chain value.
+func (r *reader) chain() (Chain, error) {
+	var c Chain
+	start := r.Pos
+	if r.Peek() != '"' {
+		return c, r.Want("a chain value (a string)")
+	}
+	s, err := r.StringBytes()
+	if err != nil {
+		return c, err
+	}
+	var raw [17]byte
+	if len(s) != siteTextLen {
+		return c, r.FailAt(start, "chain value: want %d base64url characters, got %d", siteTextLen, len(s))
+	}
+	if n, err := urlStrict.Decode(raw[:], s); err != nil || n != ChainSize {
+		return c, r.FailAt(start, "chain value %q: not base64url without padding", s)
+	}
+	copy(c[:], raw[:])
+	if c.IsZero() {
+		return c, r.FailAt(start, "chain value %q: all zeros is not a chain value", s)
+	}
+	return c, nil
+}
+
+// History is the relay's verdict, in handshake_ack, on the log position a
+// client presented in its handshake.
+type History string
+
+const (
+	// HistoryContinues: the relay's log holds the presented cursor with
+	// the presented chain value there; the client may pull from its
+	// cursor.
+	HistoryContinues History = "continues"
+	// HistoryDiverged: the relay's log is not a continuation of the
+	// presented one (its head is below the cursor, or its chain value at
+	// the cursor differs: restored from an older copy, truncated, or
+	// replaced). The client's cursor names other entries, or none: the
+	// client bootstraps again.
+	HistoryDiverged History = "diverged"
+)
