@@ -159,8 +159,9 @@ func expect(t testing.TB, s kv.Store, bucket, key, want string) {
 }
 
 // Waits that end an IndexedDB transaction: each returns to the event loop
-// until something other than the transaction's own requests happens.
-var foreignWaits = []struct {
+// until something other than the transaction's own requests happens. Each
+// is repeated until the event loop has run a task (see untilEventLoopTurned).
+var foreignWaits = untilEventLoopTurned([]struct {
 	name string
 	wait func()
 }{
@@ -180,6 +181,39 @@ var foreignWaits = []struct {
 		defer executor.Release() // the Promise constructor calls it at once
 		awaitJS(js.Global().Get("Promise").New(executor))
 	}},
+})
+
+// untilEventLoopTurned makes each wait repeat until the browser's event loop
+// has run a task queued before it began, so that the IndexedDB transaction
+// has certainly lost its activity. A Go timer that has already expired when
+// the scheduler looks (a slow or loaded machine) makes its goroutine
+// runnable without returning to the event loop; the transaction then stays
+// active and the Update rightly succeeds, which is not what the tests of
+// foreign waits are about (CI saw "Update with no writes that waited =
+// <nil>" under load).
+func untilEventLoopTurned(waits []struct {
+	name string
+	wait func()
+}) []struct {
+	name string
+	wait func()
+} {
+	for i := range waits {
+		once := waits[i].wait
+		waits[i].wait = func() {
+			turned := js.Global().Get("Object").New()
+			// setTimeout passes its extra arguments to the callback:
+			// Reflect.set(turned, "yes", true) runs in a later task.
+			js.Global().Call("setTimeout", js.Global().Get("Reflect").Get("set"), 0, turned, "yes", true)
+			for {
+				once()
+				if turned.Get("yes").Truthy() {
+					return
+				}
+			}
+		}
+	}
+	return waits
 }
 
 // awaitJS waits for promise p from Go.
