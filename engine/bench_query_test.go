@@ -17,19 +17,7 @@ func BenchmarkQuery10k(b *testing.B) {
 	const rowsN = 10000
 	rows := benchRows(b, rowsN)
 	e := openBench(b, backends[0])
-	for i := 0; i < rowsN; i += 1000 {
-		_, err := e.Transact(func(tx *Tx) error {
-			for j := i; j < i+1000; j++ {
-				if _, err := tx.Insert("cities", rows[j]); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
+	insertBench(b, e, rows)
 	name := rows[rowsN/2]["name"].(string)
 	country := rows[rowsN/2]["country"].(string)
 	cases := []struct {

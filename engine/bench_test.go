@@ -85,6 +85,24 @@ func openBench(b testing.TB, be backend) *Engine {
 	return e
 }
 
+// insertBench inserts rows into e's cities table, 1,000 rows per
+// transaction (len(rows) a multiple of 1,000).
+func insertBench(b testing.TB, e *Engine, rows []map[string]any) {
+	for i := 0; i < len(rows); i += 1000 {
+		_, err := e.Transact(func(tx *Tx) error {
+			for _, r := range rows[i : i+1000] {
+				if _, err := tx.Insert("cities", r); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkInsert(b *testing.B) {
 	rows := benchRows(b, 10000)
 	for _, be := range backends {
@@ -255,19 +273,7 @@ func BenchmarkSnapshot100k(b *testing.B) {
 	for _, be := range backends {
 		b.Run(be.name, func(b *testing.B) {
 			e := openBench(b, be)
-			for i := 0; i < rowsN; i += 1000 {
-				_, err := e.Transact(func(tx *Tx) error {
-					for j := i; j < i+1000; j++ {
-						if _, err := tx.Insert("cities", rows[j]); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
+			insertBench(b, e, rows)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -352,19 +358,7 @@ func BenchmarkApplySnapshot100k(b *testing.B) {
 	const rowsN = 100000
 	rows := benchRows(b, rowsN)
 	src := openBench(b, backends[0])
-	for i := 0; i < rowsN; i += 1000 {
-		_, err := src.Transact(func(tx *Tx) error {
-			for j := i; j < i+1000; j++ {
-				if _, err := tx.Insert("cities", rows[j]); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
+	insertBench(b, src, rows)
 	var chunks []SnapshotChunk
 	for c, err := range src.Snapshot(SnapshotOptions{}) {
 		if err != nil {
