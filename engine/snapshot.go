@@ -406,12 +406,17 @@ type ApplySnapshotOptions struct {
 	// bootstrap): a local row of a table the snapshot carries (one its
 	// header lists) that the snapshot lacks is dropped, its record and
 	// index entries removed, with no tombstone and no change-log entry
-	// (it is not a deletion by this replica: nothing is pushed for it),
-	// unless it holds a fact of one of this replica's own transactions
-	// with a base HLC above KeepOwnAfter (an unsent local write: the row
-	// is kept as is). Local tombstones are kept (a row with one keeps it
-	// and loses only its cells). Rows the snapshot carries merge as
-	// always. Tables the header does not list are left alone: the sender
+	// (it is not a deletion by this replica: nothing is pushed for it).
+	// The facts of this replica's own transactions with a base HLC above
+	// KeepOwnAfter (unsent local writes: cells and tombstones) are the
+	// exception: they stay, and only they, so such a row keeps its unsent
+	// cells alone. A row the snapshot carries is set the same way: to the
+	// snapshot's row merged with the unsent own facts, the local cells
+	// and tombstone the sender let go (a tombstone it pruned, the cells
+	// under it) dropped. Either way the replica ends with the facts the
+	// sender's other devices end with, which a merge does not give: a
+	// foreign fact the sender pruned would stay on this device alone.
+	// Tables the header does not list are left alone: the sender
 	// does not have them in its schema (the relay lists every table of
 	// its schema, rows or none), so their rows are local state it never
 	// held. It is for a replica whose cursor the relay can no longer
@@ -894,7 +899,14 @@ func (e *Engine) mergeSnapshotRows(tx kv.Tx, table string, rows []SnapshotRow, f
 	}
 	var out applyOutcome
 	for i := range g.groups {
-		w.mergeRow(w.rows[g.groups[i].rk], g.groups[i].facts, &out)
+		r := w.rows[g.groups[i].rk]
+		// A replacing apply sets the row to the snapshot's (plus the
+		// unsent own facts) the first time a chunk carries it: a row
+		// sent in parts is below *dropFrom in its later chunks.
+		if cp.Replace && r.key >= string(*dropFrom) {
+			w.keepOnlyOwnAfter(r, cp.KeepOwnAfter)
+		}
+		w.mergeRow(r, g.groups[i].facts, &out)
 	}
 	if cp.Replace {
 		if last := g.lastKey(); last != nil {
@@ -1193,11 +1205,10 @@ func (e *Engine) DiscardSnapshotCheckpoint() error {
 // dropAbsentRows is a replacing apply's drop (ApplySnapshotOptions.Replace)
 // over the rows of t with keys in [from, end): every such local row this
 // transaction has not loaded (the chunk's rows are loaded, to merge) and
-// not in present loses its cells, so its record and index entries go at
-// the commit (a tombstone, if it has one, stays), unless it holds a fact
-// of an own transaction with a base HLC above keepOwnAfter. No change-log
-// entry is written for it (flushRows lists only the facts it gains). It
-// returns the rows dropped.
+// not in present keeps only its unsent own facts (keepOnlyOwnAfter), so a
+// row without any has its record and index entries go at the commit. No
+// change-log entry is written for it (flushRows lists only the facts it
+// gains). It returns the rows dropped whole.
 func (w *writeTx) dropAbsentRows(t *table, from, end []byte, present [][]byte, keepOwnAfter HLC) (int, error) {
 	var keys [][]byte
 	err := w.kv.Scan(bucketRows, kv.Range{Start: from, End: end, KeysOnly: true}, func(k, _ []byte) bool {
@@ -1229,26 +1240,46 @@ func (w *writeTx) dropAbsentRows(t *table, from, end []byte, present [][]byte, k
 		if err != nil {
 			return dropped, err
 		}
-		if r.cur == nil || len(r.cur.cells) == 0 || w.holdsOwnAfter(r.cur, keepOwnAfter) {
-			continue
+		if w.keepOnlyOwnAfter(r, keepOwnAfter) && r.cur.empty() {
+			dropped++
 		}
-		r.cur.cells = r.cur.cells[:0]
-		r.dirty = true
-		dropped++
 	}
 	return dropped, nil
 }
 
-// holdsOwnAfter reports whether rec holds a fact of an own transaction
-// whose base HLC is above after.
-func (w *writeTx) holdsOwnAfter(rec *record, after HLC) bool {
-	if rec.hasTomb && rec.tomb.Site == w.e.site && after.Less(rec.tomb.Base()) {
-		return true
+// keepOnlyOwnAfter is a replacing apply's treatment of a local row the
+// snapshot is about to set (or, absent from it, to drop): the row keeps
+// only the facts of this replica's own transactions with a base HLC above
+// after (the unsent writes, which the sender cannot hold yet), its cells
+// and its tombstone alike. Every other fact of the row the sender holds,
+// or held and let go (a cell under a tombstone it pruned, with the
+// tombstone), so the snapshot's row, merged after, is the whole truth
+// about them; a foreign fact kept here would stay on this replica alone.
+// It reports whether it changed the row (and marked it dirty).
+func (w *writeTx) keepOnlyOwnAfter(r *txRow, after HLC) bool {
+	rec := r.cur
+	if rec == nil {
+		return false
 	}
-	for i := range rec.cells {
-		if h := rec.cells[i].hlc; h.Site == w.e.site && after.Less(h.Base()) {
-			return true
+	own := func(h HLC) bool { return h.Site == w.e.site && after.Less(h.Base()) }
+	changed := false
+	if rec.hasTomb && !own(rec.tomb) {
+		rec.hasTomb, rec.tomb, rec.priorRow = false, HLC{}, nil
+		changed = true
+	}
+	kept := rec.cells[:0]
+	for _, c := range rec.cells {
+		if own(c.hlc) {
+			kept = append(kept, c)
 		}
 	}
-	return false
+	if len(kept) != len(rec.cells) {
+		clear(rec.cells[len(kept):])
+		rec.cells = kept
+		changed = true
+	}
+	if changed {
+		r.dirty = true
+	}
+	return changed
 }

@@ -232,6 +232,104 @@ func (f *replaceFixture) check(t *testing.T, replaced bool) {
 			t.Errorf("%s: src %v, dev %v", table, a, b)
 		}
 	}
+	// Not only the same rows: the same facts (row 3 is dev's update of
+	// a row src deleted and pruned: its name alone, on both).
+	if a, b := crdtState(t, f.src), crdtState(t, f.dev); a != b {
+		t.Errorf("src and dev hold different facts:\nsrc %s\ndev %s", a, b)
+	}
+}
+
+// crdtState is e's whole CRDT state as text: every row of its snapshot
+// with its tombstone and its cells with their HLCs, in key order.
+func crdtState(t *testing.T, e *Engine) string {
+	t.Helper()
+	var b strings.Builder
+	for c, err := range e.Snapshot(SnapshotOptions{}) {
+		mustDo(t, err)
+		for _, row := range c.Rows {
+			fmt.Fprintf(&b, "\n%s %v", c.Table, row.PK)
+			if row.HasTombstone {
+				fmt.Fprintf(&b, " tomb@%s", row.Tombstone)
+			}
+			cells := slices.Clone(row.Cells)
+			slices.SortFunc(cells, func(a, b SnapshotCell) int { return strings.Compare(a.Column, b.Column) })
+			for _, cell := range cells {
+				fmt.Fprintf(&b, " %s=%v@%s", cell.Column, cell.Value, cell.HLC)
+			}
+		}
+	}
+	return b.String()
+}
+
+// TestSnapshotReplaceSetsCarriedRows: a row the snapshot carries ends as
+// the snapshot's row plus the unsent own facts: the local cells the sender
+// let go (killed by a tombstone it pruned, in a resurrection-allowed table
+// where a later cell kept the row) go, and so does a foreign tombstone the
+// sender pruned; a merge would keep them on this device alone.
+func TestSnapshotReplaceSetsCarriedRows(t *testing.T) {
+	clock := &manualClock{ms: replaceT0}
+	schema := func() *Schema {
+		s := replaceSchema()
+		s.Tables[0].Resurrection = ResurrectionAllowed
+		return s
+	}
+	open := func() *Engine {
+		e, err := Open(memkv.New(Buckets...), Options{Schema: schema(), Clock: clock})
+		mustDo(t, err)
+		return e
+	}
+	src, peer, dev := open(), open(), open()
+	sync := func(dst, from *Engine) {
+		sets, err := from.ChangesSince(HLC{}, 0, ChangesFilter{})
+		mustDo(t, err)
+		_, err = dst.ApplyChanges(sets)
+		mustDo(t, err)
+	}
+	tick := func() { clock.ms++ }
+	_, err := src.Insert("items", map[string]any{"id": 1, "name": "n1", "a": "a1"})
+	mustDo(t, err)
+	tick()
+	_, err = src.Insert("items", map[string]any{"id": 2, "name": "n2"})
+	mustDo(t, err)
+	tick()
+	sync(peer, src)
+	applyAll(t, dev, src, SnapshotOptions{}, ApplySnapshotOptions{})
+	// dev goes away. peer renames row 1 while src deletes it: the row
+	// lives on with the name alone. src deletes row 2; dev learns that
+	// deletion (as if from another relay's page) but src prunes it.
+	_, err = src.Delete("items", Key{1})
+	mustDo(t, err)
+	tick()
+	_, err = peer.Update("items", Key{1}, map[string]any{"name": "renamed"})
+	mustDo(t, err)
+	tick()
+	sync(src, peer)
+	_, err = src.Delete("items", Key{2})
+	mustDo(t, err)
+	tick()
+	sync(dev, src)
+	_, err = src.Insert("items", map[string]any{"id": 2, "name": "again"})
+	mustDo(t, err)
+	tick()
+	clock.ms += 10
+	_, err = src.PruneTombstones(clock.ms)
+	mustDo(t, err)
+	// dev's own transactions (its schema's migrations) are all sent.
+	own, err := dev.ChangesSince(HLC{}, 0, ChangesFilter{OnlyLocal: true})
+	mustDo(t, err)
+	var sent HLC
+	if len(own) > 0 {
+		sent = own[len(own)-1].HLC
+	}
+	applyAll(t, dev, src, smallChunks, ApplySnapshotOptions{Replace: true, KeepOwnAfter: sent})
+	if a, b := crdtState(t, src), crdtState(t, dev); a != b {
+		t.Errorf("after a replacing apply, src and dev hold different facts:\nsrc %s\ndev %s", a, b)
+	}
+	r1, err := dev.Get("items", Key{1})
+	mustDo(t, err)
+	if r1["name"].Text() != "renamed" || !r1["a"].IsNull() {
+		t.Errorf("dev's row 1 = %v, want the name alone", r1)
+	}
 }
 
 // smallChunks makes rows chunks of at most 3 rows, and row 20 (900 bytes
