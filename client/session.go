@@ -366,7 +366,8 @@ func (s *session) onHandshakeAck(m *wire.HandshakeAck) error {
 		s.startSnapshot(cp, false)
 		return nil
 	}
-	bootstrap := s.c.takeSnapshotRequest() || diverged || st.reset
+	requested := s.c.takeSnapshotRequest()
+	bootstrap := requested || diverged || st.reset
 	if !bootstrap && !st.haveCursor {
 		own, err := s.db.HasOwnFacts()
 		if err != nil {
@@ -375,7 +376,12 @@ func (s *session) onHandshakeAck(m *wire.HandshakeAck) error {
 		bootstrap = !own
 	}
 	if bootstrap {
-		s.startSnapshot(nil, false)
+		// A snapshot the app asked for replaces when this replica's
+		// cursor is its own position in this log (the relay then holds
+		// every fact it holds but its unsent ones), as SNAPSHOT_REQUIRED's
+		// does: a merge would keep the rows deleted since the cursor
+		// whose tombstones the relay pruned.
+		s.startSnapshot(nil, requested && !diverged && s.ownCursor)
 		return nil
 	}
 	s.pull()
@@ -1153,19 +1159,20 @@ func (s *session) snapshotRequested() {
 	if s.snap != nil {
 		return // joins the transfer in flight
 	}
-	s.startSnapshot(nil, false)
+	s.startSnapshot(nil, s.ownCursor)
 }
 
 // startSnapshot sends get_snapshot, or resume_snapshot for cp. replace
 // (with no cp) applies the snapshot replacing the local rows it lacks,
-// keeping the rows with own facts above the sent watermark
-// (engine.ApplySnapshotOptions): for a SNAPSHOT_REQUIRED answer to this
-// replica's own cursor in this relay log, past the relay's horizon, where
-// the rows the snapshot lacks were deleted meanwhile (doc.go,
-// "Bootstrap"). Every other bootstrap merges: a first one, one after a
-// diverged history, one the app asked for, a checkpoint of another relay
-// log, since the relay may have lost rows this replica holds. A resumed
-// checkpoint keeps the mode it was started with.
+// keeping only the own facts above the sent watermark
+// (engine.ApplySnapshotOptions): for a SNAPSHOT_REQUIRED answer to, or a
+// RequestSnapshot made with, this replica's own cursor in this relay log,
+// where the relay holds every fact this replica holds but its unsent ones
+// and the rows the snapshot lacks were deleted meanwhile (doc.go,
+// "Snapshots"). Every other bootstrap merges: a first one, one after a
+// diverged history, a checkpoint of another relay log, since the relay
+// may have lost rows this replica holds. A resumed checkpoint keeps the
+// mode it was started with.
 func (s *session) startSnapshot(cp *model.SnapshotCheckpoint, replace bool) {
 	s.pulling = false
 	s.synced = false
