@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing/synctest"
 	"time"
 
@@ -63,7 +64,7 @@ func run(cfg Config) Result {
 	}
 	s.shutdown()
 	res.Ops, res.Err, res.Steps, res.Sim = s.step, s.err, s.steps, s.sched.Now()
-	res.Faults = s.counts
+	res.Faults, res.Watch = s.counts, s.watchLog
 	copy(res.Hash[:], s.hash.Sum(nil))
 	return res
 }
@@ -133,6 +134,9 @@ func (s *Sim) stepOne(ok func(kind int) bool) bool {
 	s.traceKey(e.key)
 	e.fn()
 	synctest.Wait()
+	if s.cfg.Watch != "" {
+		s.watch()
+	}
 	return true
 }
 
@@ -203,4 +207,30 @@ func (s *Sim) shutdown() {
 	}
 	s.relay.stop(false)
 	_ = s.oracle.Close()
+}
+
+// watch records, for Config.Watch, each replica whose copy of the row
+// changed since the last event (the oracle too).
+func (s *Sim) watch() {
+	if s.watched == nil {
+		s.watched = map[string]string{}
+	}
+	look := func(name string, e *engine.Engine) {
+		cur := "absent"
+		for _, l := range dump(e) {
+			if l == s.cfg.Watch || strings.HasPrefix(l, s.cfg.Watch+" ") {
+				cur = l
+			}
+		}
+		if s.watched[name] != cur {
+			s.watched[name] = cur
+			s.watchLog = append(s.watchLog, fmt.Sprintf("step %d t=%v %s: %s", s.step, s.sched.Now(), name, cur))
+		}
+	}
+	for _, r := range s.reps {
+		if r.eng != nil {
+			look(r.name, r.eng)
+		}
+	}
+	look("oracle", s.oracle)
 }

@@ -40,6 +40,11 @@ type Config struct {
 	// Resurrection declares the pairs table (schema version 3)
 	// resurrection-allowed: a set_resurrection_policy migration.
 	Resurrection bool
+	// Watch names one row as failures print it (`pairs [0 "i0"]`):
+	// Result.Watch then records each change of that row on every device
+	// and in the oracle, after each event (a debugging aid: it reads
+	// every replica after every event, so a run is much slower).
+	Watch string
 }
 
 // DefaultConfig returns the configuration of make test's runs for seed:
@@ -75,6 +80,7 @@ type Result struct {
 	Hash   [32]byte       // of the full trace: deliveries, timers, steps
 	Steps  []string       // the driver's steps (Config.Trace)
 	Sim    time.Duration  // simulated time the run took
+	Watch  []string       // the changes of Config.Watch's row, in order
 }
 
 // Sim is one simulated system: devices, a relay, the network and the clock.
@@ -91,7 +97,9 @@ type Sim struct {
 
 	reps       []*replica
 	relay      *relayNode
-	oracle     *engine.Engine // every acknowledged local transaction, merged
+	oracle     *engine.Engine    // every acknowledged local transaction, merged
+	watched    map[string]string // Config.Watch: the row's last line per replica
+	watchLog   []string
 	oracleDisk *memkv.Store
 	oracleWall *wallClock
 	// beyond: rows the oracle held tombstoned below the relay's newest

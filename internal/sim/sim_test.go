@@ -13,8 +13,9 @@ import (
 )
 
 var (
-	seedFlag = flag.Uint64("seed", 0, "replay this seed (TestSim)")
-	opsFlag  = flag.Int("ops", 0, "driver steps per seed (TestSim); 0: the default")
+	seedFlag  = flag.Uint64("seed", 0, "replay this seed (TestSim)")
+	opsFlag   = flag.Int("ops", 0, "driver steps per seed (TestSim); 0: the default")
+	watchFlag = flag.String("sim.watch", "", `TestSim: log each change of this row (as failures print it, e.g. 'pairs [0 "i0"]') on every device and in the oracle`)
 )
 
 // TestSim replays one seed: go test ./internal/sim -run TestSim -seed N
@@ -27,7 +28,11 @@ func TestSim(t *testing.T) {
 	}
 	for _, seed := range seeds {
 		cfg := simConfig(seed)
+		cfg.Watch = *watchFlag
 		res := Run(t, cfg)
+		for _, l := range res.Watch {
+			t.Log("watch: " + l)
+		}
 		t.Logf("seed %d: %d ops, %v simulated, faults %s", seed, res.Ops, res.Sim, faultLine(res.Faults))
 		if res.Err != nil {
 			report(t, cfg, res)
@@ -51,6 +56,7 @@ func faultLine(m map[string]int) string {
 // report fails t with the seed, the invariant and the shrunk trace.
 func report(t *testing.T, cfg Config, res Result) {
 	t.Helper()
+	cfg.Watch = ""
 	shrunk, sres := Shrink(t, cfg)
 	var b strings.Builder
 	for _, st := range sres.Steps {
@@ -83,7 +89,7 @@ var (
 	budgetFlag    = flag.Int("sim.ops", 100_000, "TestSimBudget: driver steps in all, across seeds")
 	firstFlag     = flag.Uint64("sim.first", 1, "TestSimBudget: the first seed")
 	parallelFlag  = flag.Int("sim.parallel", 2, "TestSimBudget: seeds run at once")
-	withoutFlag   = flag.String("sim.without", "", "fault kinds not to inject, comma-separated (cut, crash.replica, crash.relay, relay.restore_old, relay.wipe, skew.within, skew.beyond, clock.step_back, prune; none: every kind); default: DefaultConfig's (prune on seeds s with s/2 even, relay.restore_old and relay.wipe on the others)")
+	withoutFlag   = flag.String("sim.without", "", "fault kinds not to inject, comma-separated (cut, crash.replica, crash.relay, relay.restore_old, relay.wipe, skew.within, skew.beyond, clock.step_back, prune; none: every kind); default: DefaultConfig's (prune left out on seeds s with s/2 even, relay.restore_old and relay.wipe on the others)")
 	resurrectFlag = flag.Bool("sim.resurrection", false, "declare the pairs table resurrection-allowed (true) or leave it delete-wins (false) in every seed; unset: odd seeds allow resurrection (DefaultConfig)")
 )
 
