@@ -36,16 +36,23 @@ func (c *cleanupTB) Errorf(format string, args ...any) {
 	c.errors = append(c.errors, fmt.Sprintf(format, args...))
 }
 
-// parkedHere is a goroutine AtCleanup's test looks for by name.
-func parkedHere(stop <-chan struct{}) { <-stop }
+// parkedHere is a goroutine AtCleanup's test looks for by name: it says it
+// started, then waits for stop.
+//
+//go:noinline
+func parkedHere(started chan<- struct{}, stop <-chan struct{}) {
+	close(started)
+	<-stop
+}
 
 // TestAtCleanup: a goroutine matching the frames and still running after
 // the grace period fails the test, naming it; one that ends within it, or
 // that does not match, does not.
 func TestAtCleanup(t *testing.T) {
 	frames := regexp.MustCompile(`leaktest\.parkedHere`)
-	stop := make(chan struct{})
-	go parkedHere(stop)
+	started, stop := make(chan struct{}), make(chan struct{})
+	go parkedHere(started, stop)
+	<-started // a goroutine not yet run shows its go statement's wrapper, not parkedHere
 	c := &cleanupTB{}
 	AtCleanup(c, frames, 20*time.Millisecond, "parked goroutines left")
 	c.cleanup()
