@@ -99,6 +99,8 @@ func repoRoot() (string, error) {
 	}
 }
 
+// run runs the browser half of make bench: the workloads asked for, on
+// the systems installed, then writes the report (results.write).
 func run() error {
 	o, err := parseFlags()
 	if err != nil {
@@ -109,101 +111,39 @@ func run() error {
 	}
 	start := time.Now()
 	res := newResults(o)
-	if o.gotest != "" {
-		if b, err := os.ReadFile(o.gotest); err == nil {
-			for _, line := range strings.Split(string(b), "\n") {
-				if strings.HasPrefix(line, "--- FAIL") || strings.HasPrefix(line, "panic:") {
-					res.note("Go benchmark failed: %s (see %s)", strings.TrimSpace(line), o.gotest)
-				}
-			}
-		}
-	}
-	say := func(format string, args ...any) { fmt.Printf(format+"\n", args...) }
+	noteGoTestFailures(o, res)
 
 	// W9 needs no browser.
-	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	gr, err := buildInputs(o)
 	if err != nil {
-		return fmt.Errorf("go env GOROOT: %w", err)
+		return err
 	}
-	gr := strings.TrimSpace(string(goroot))
-	if _, err := os.Stat(o.wasm); err != nil {
-		return fmt.Errorf("%s: %w (make bench builds it; or: GOOS=js GOARCH=wasm go build -trimpath -ldflags='-s -w' -o %s ./cmd/wasm)", o.wasm, err, o.wasm)
-	}
-
-	// The peers need their npm packages, and TinyBase's W8 needs node.
-	var systems []*system
-	for _, sys := range o.systems {
-		missing := ""
-		for _, f := range sys.files {
-			if strings.HasPrefix(f, "bench/node_modules/") && !exists(filepath.Join(o.root, f)) {
-				missing = f
-			}
-		}
-		if missing != "" {
-			res.note("%s left out: %s is missing (run `npm ci` in bench/, as make bench does)", sys.title, missing)
-			continue
-		}
-		systems = append(systems, sys)
-	}
-	o.systems = systems
-	res.systems = systems
-
+	o.systems = installedSystems(o, res)
+	res.systems = o.systems
 	if o.workloads["w9"] {
 		res.sizes = measureSizes(o, gr)
 	}
 
-	data, err := loadData()
-	if errors.Is(err, cities.ErrAbsent) {
-		msg := fmt.Sprintf("browser workloads skipped: %v (the cities data set is not beside the repository; set REPLICA_CITIES to its path)", err)
-		res.note("%s", msg)
-		say("%s", msg)
-		return res.write(o, time.Since(start))
-	}
+	data, skipped, err := browserInputs()
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(chromium()); err != nil {
-		msg := fmt.Sprintf("browser workloads skipped: no Chromium at %s (make browser-deps installs it)", chromium())
-		res.note("%s", msg)
-		say("%s", msg)
+	if skipped != "" {
+		res.note("%s", skipped)
+		say("%s", skipped)
 		return res.write(o, time.Since(start))
 	}
 	res.prefixes = len(data.prefixes)
 
-	// The relay (in-process) and the bench's HTTP server.
-	relayDir, err := os.MkdirTemp("", "replica-bench-relay-")
+	addr, stop, err := startServers(o, gr, data)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(relayDir)
-	rs, err := newRelay(relayDir)
-	if err != nil {
-		return err
-	}
-	defer rs.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	hs := &http.Server{Handler: handler(o.root, o.wasm, gr, data, rs.Handler())}
-	go func() { _ = hs.Serve(ln) }()
-	defer hs.Shutdown(context.Background())
-	base := "http://" + ln.Addr().String()
-
+	defer stop()
 	tag := fmt.Sprintf("%d", time.Now().Unix())
-	r := &runner{base: base, log: os.Stdout, opts: flowOptions{N: o.n, CapMs: int(o.capped.Milliseconds()), Total: len(data.rows), RelayDB: "cities-" + tag}}
-	needRelay := false
-	for _, sys := range o.systems {
-		needRelay = needRelay || sys.name == "replica" && (o.workloads["w4"] || o.workloads["w5"] || o.workloads["w6"] || o.workloads["w7"] ||
-			strings.HasPrefix(o.cpuprofile, "replica:w4") || strings.HasPrefix(o.cpuprofile, "replica:w5"))
-	}
-	if needRelay {
-		say("seeding the relay with %d cities ...", len(data.rows))
-		d, err := seedRelay("ws://"+ln.Addr().String()+"/sync", r.opts.RelayDB, data.rows)
-		if err != nil {
-			return err
-		}
-		say("  done in %.1fs", d.Seconds())
+	r := &runner{base: "http://" + addr, log: os.Stdout, opts: flowOptions{N: o.n, CapMs: int(o.capped.Milliseconds()), Total: len(data.rows), RelayDB: "cities-" + tag}}
+	if err := seedIfNeeded(o, r, addr, data); err != nil {
+		return err
 	}
 	if o.workloads["w8"] && systemIn(o.systems, "tinybase") != nil {
 		url, stop, err := startTinybaseServer(o.root)
@@ -223,8 +163,139 @@ func run() error {
 		}
 		return r.cpuProfile(sys, strings.ToLower(w), "cpu-"+tag, o.out, os.Stdout)
 	}
+	runRepetitions(o, r, res, tag)
+	if o.workloads["w8"] {
+		runW8(o, r, res, tag)
+	}
+	if o.profile {
+		runProfile(o, r, res, tag)
+	}
+	return res.write(o, time.Since(start))
+}
 
-	// W1-W7: repetitions, one system at a time, the order rotating.
+// say prints a progress line.
+func say(format string, args ...any) { fmt.Printf(format+"\n", args...) }
+
+// buildInputs returns GOROOT (its wasm_exec.js is served and measured) and
+// checks that the release build of replica.wasm (-wasm) exists.
+func buildInputs(o *options) (string, error) {
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOROOT: %w", err)
+	}
+	if _, err := os.Stat(o.wasm); err != nil {
+		return "", fmt.Errorf("%s: %w (make bench builds it; or: GOOS=js GOARCH=wasm go build -trimpath -ldflags='-s -w' -o %s ./cmd/wasm)", o.wasm, err, o.wasm)
+	}
+	return strings.TrimSpace(string(goroot)), nil
+}
+
+// browserInputs loads the cities data set and checks for Chromium. When
+// either is missing it returns why the browser workloads are skipped.
+func browserInputs() (*dataset, string, error) {
+	data, err := loadData()
+	if errors.Is(err, cities.ErrAbsent) {
+		return nil, fmt.Sprintf("browser workloads skipped: %v (the cities data set is not beside the repository; set REPLICA_CITIES to its path)", err), nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := os.Stat(chromium()); err != nil {
+		return nil, fmt.Sprintf("browser workloads skipped: no Chromium at %s (make browser-deps installs it)", chromium()), nil
+	}
+	return data, "", nil
+}
+
+// noteGoTestFailures notes in res every failure and panic line of the Go
+// benchmarks' go test output (-gotest), when there is one.
+func noteGoTestFailures(o *options, res *results) {
+	if o.gotest == "" {
+		return
+	}
+	b, err := os.ReadFile(o.gotest)
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "--- FAIL") || strings.HasPrefix(line, "panic:") {
+			res.note("Go benchmark failed: %s (see %s)", strings.TrimSpace(line), o.gotest)
+		}
+	}
+}
+
+// installedSystems returns the systems of o whose files are installed: the
+// peers need their npm packages (and TinyBase's W8 needs node). The others
+// are left out with a note in res.
+func installedSystems(o *options, res *results) []*system {
+	var systems []*system
+	for _, sys := range o.systems {
+		missing := ""
+		for _, f := range sys.files {
+			if strings.HasPrefix(f, "bench/node_modules/") && !exists(filepath.Join(o.root, f)) {
+				missing = f
+			}
+		}
+		if missing != "" {
+			res.note("%s left out: %s is missing (run `npm ci` in bench/, as make bench does)", sys.title, missing)
+			continue
+		}
+		systems = append(systems, sys)
+	}
+	return systems
+}
+
+// startServers starts the relay (in-process, over a temporary directory)
+// and the bench's HTTP server in front of it, on loopback. It returns the
+// server's address and the function that stops both.
+func startServers(o *options, goroot string, data *dataset) (string, func(), error) {
+	relayDir, err := os.MkdirTemp("", "replica-bench-relay-")
+	if err != nil {
+		return "", nil, err
+	}
+	rs, err := newRelay(relayDir)
+	if err != nil {
+		_ = os.RemoveAll(relayDir)
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = rs.Close()
+		_ = os.RemoveAll(relayDir)
+		return "", nil, err
+	}
+	hs := &http.Server{Handler: handler(o.root, o.wasm, goroot, data, rs.Handler())}
+	go func() { _ = hs.Serve(ln) }()
+	stop := func() {
+		_ = hs.Shutdown(context.Background())
+		_ = rs.Close()
+		_ = os.RemoveAll(relayDir)
+	}
+	return ln.Addr().String(), stop, nil
+}
+
+// seedIfNeeded loads the cities into the relay's database r.opts.RelayDB
+// when a workload of Replica reads them from the relay (W4-W7, or a CPU
+// profile of W4 or W5).
+func seedIfNeeded(o *options, r *runner, addr string, data *dataset) error {
+	needRelay := false
+	for _, sys := range o.systems {
+		needRelay = needRelay || sys.name == "replica" && (o.workloads["w4"] || o.workloads["w5"] || o.workloads["w6"] || o.workloads["w7"] ||
+			strings.HasPrefix(o.cpuprofile, "replica:w4") || strings.HasPrefix(o.cpuprofile, "replica:w5"))
+	}
+	if !needRelay {
+		return nil
+	}
+	say("seeding the relay with %d cities ...", len(data.rows))
+	d, err := seedRelay("ws://"+addr+"/sync", r.opts.RelayDB, data.rows)
+	if err != nil {
+		return err
+	}
+	say("  done in %.1fs", d.Seconds())
+	return nil
+}
+
+// runRepetitions runs W1-W7: o.reps repetitions, one system at a time, the
+// order rotating.
+func runRepetitions(o *options, r *runner, res *results, tag string) {
 	for rep := 0; rep < o.reps; rep++ {
 		say("repetition %d of %d", rep+1, o.reps)
 		for k := range o.systems {
@@ -245,44 +316,45 @@ func run() error {
 			res.add(sys, s)
 		}
 	}
+}
 
-	// W8.
-	if o.workloads["w8"] {
-		for _, sys := range o.systems {
-			if !sys.syncs || sys.name == "tinybase" && r.opts.TinybaseURL == "" {
-				continue
-			}
-			say("W8 %s: %d writes", sys.title, o.w8Writes)
-			lat, err := r.w8(sys, sys.name+"-"+tag, o.w8Writes)
-			if err != nil {
-				res.fail(sys, err)
-				say("  %v", err)
-				continue
-			}
-			res.addW8(sys, lat)
+// runW8 runs W8 on every system that syncs (TinyBase when its server
+// started).
+func runW8(o *options, r *runner, res *results, tag string) {
+	for _, sys := range o.systems {
+		if !sys.syncs || sys.name == "tinybase" && r.opts.TinybaseURL == "" {
+			continue
 		}
+		say("W8 %s: %d writes", sys.title, o.w8Writes)
+		lat, err := r.w8(sys, sys.name+"-"+tag, o.w8Writes)
+		if err != nil {
+			res.fail(sys, err)
+			say("  %v", err)
+			continue
+		}
+		res.addW8(sys, lat)
 	}
+}
 
-	// Profile: counters on, one repetition of Replica and raw IndexedDB.
-	if o.profile {
-		pr := *r
-		pr.profile = true
-		for _, name := range []string{"raw", "replica"} {
-			sys := systemIn(o.systems, name)
-			if sys == nil {
-				continue
-			}
-			say("profile %s", sys.title)
-			s, err := pr.session(sys, fmt.Sprintf("prof-%s-%s", name, tag), o.workloads, nil)
-			if err != nil {
-				res.fail(sys, err)
-				say("  %v", err)
-				continue
-			}
-			res.addProfile(sys, s)
+// runProfile runs one repetition of Replica and raw IndexedDB with the
+// counters on (-profile).
+func runProfile(o *options, r *runner, res *results, tag string) {
+	pr := *r
+	pr.profile = true
+	for _, name := range []string{"raw", "replica"} {
+		sys := systemIn(o.systems, name)
+		if sys == nil {
+			continue
 		}
+		say("profile %s", sys.title)
+		s, err := pr.session(sys, fmt.Sprintf("prof-%s-%s", name, tag), o.workloads, nil)
+		if err != nil {
+			res.fail(sys, err)
+			say("  %v", err)
+			continue
+		}
+		res.addProfile(sys, s)
 	}
-	return res.write(o, time.Since(start))
 }
 
 func chromium() string {

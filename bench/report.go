@@ -244,155 +244,172 @@ func (r *results) targetCell(w workload) string {
 	return w.target + ": " + verdict
 }
 
-// table renders the markdown table.
+// table renders the markdown table: a column per system, and when Replica
+// ran, a column per peer (Replica ÷ peer) and Replica's target; a row per
+// timed workload measured, then W7's memory, W8's sync latency and W9's
+// download size where measured.
 func (r *results) table() string {
-	var b strings.Builder
-	peers := []*system{}
+	t := &table{r: r, replica: systemIn(r.systems, "replica") != nil}
 	for _, s := range r.systems {
 		if s.name == "dexie" || s.name == "tinybase" {
-			peers = append(peers, s)
+			t.peers = append(t.peers, s)
 		}
 	}
-	hasReplica := systemIn(r.systems, "replica") != nil
-	b.WriteString("| workload |")
-	for _, s := range r.systems {
-		b.WriteString(" " + s.title + " |")
-	}
-	if hasReplica {
-		for _, p := range peers {
-			b.WriteString(" Replica ÷ " + p.title + " |")
-		}
-		b.WriteString(" Replica's target |")
-	}
-	b.WriteString("\n|---|")
-	cols := len(r.systems)
-	if hasReplica {
-		cols += len(peers) + 1
-	}
-	b.WriteString(strings.Repeat("---|", cols) + "\n")
-	row := func(title string, cells []string) {
-		b.WriteString("| " + title + " | " + strings.Join(cells, " | ") + " |\n")
-	}
+	t.header()
 	for _, w := range timedWorkloads {
-		if !r.any(w.key) {
-			continue
+		if r.any(w.key) {
+			t.row(w.title, r.timedCell(w.key), func(p *system) string { return r.versus(p, w.key) }, r.targetCell(w))
 		}
-		var cells []string
-		for _, s := range r.systems {
-			c := r.cell(s, w.key)
-			if w.key == "W4" && s.name == "raw" {
-				if g, ok := r.median("raw", "W4getAll"); ok {
-					c += "; getAll " + fmtMs(g)
-				}
-			}
-			if w.key == "W4" && s.name == "tinybase" && c != "—" {
-				c += ", its queries scan"
-			}
-			cells = append(cells, c)
-		}
-		if hasReplica {
-			for _, p := range peers {
-				cells = append(cells, r.versus(p, w.key))
-			}
-			cells = append(cells, r.targetCell(w))
-		}
-		row(w.title, cells)
 	}
 	if r.any("W7js") {
-		var cells []string
-		base := 0.0
-		if js, ok := r.median("raw", "W7js"); ok {
-			base = js
-		}
-		for _, s := range r.systems {
-			js, ok := r.median(s.name, "W7js")
-			if !ok {
-				cells = append(cells, r.missing(s, "W7js"))
-				continue
-			}
-			wasm, _ := r.median(s.name, "W7wasm")
-			c := "JS " + fmtBytes(js)
-			if wasm > 0 {
-				c += " + wasm " + fmtBytes(wasm) + " = " + fmtBytes(js+wasm)
-			}
-			if s.name != "raw" && base > 0 {
-				c += " (" + fmtRatio((js+wasm)/base) + ")"
-			}
-			cells = append(cells, c)
-		}
-		if hasReplica {
-			for _, p := range peers {
-				rj, _ := r.median("replica", "W7js")
-				rw, _ := r.median("replica", "W7wasm")
-				pj, ok := r.median(p.name, "W7js")
-				if !ok || pj == 0 {
-					cells = append(cells, "—")
-					continue
-				}
-				cells = append(cells, fmtRatio((rj+rw)/pj))
-			}
-			cells = append(cells, "")
-		}
-		row("W7 memory after W5 (used JS heap after gc() + WebAssembly memory)", cells)
+		t.row("W7 memory after W5 (used JS heap after gc() + WebAssembly memory)", r.memoryCell, r.memoryVersus, "")
 	}
 	if r.any("W8p50") || r.w8 {
-		var cells []string
-		for _, s := range r.systems {
-			p50, ok := r.median(s.name, "W8p50")
-			if !ok {
-				cells = append(cells, r.missing(s, "W8p50"))
-				continue
-			}
-			p99, _ := r.median(s.name, "W8p99")
-			n, _ := r.median(s.name, "W8writes")
-			cells = append(cells, fmt.Sprintf("p50 %s, p99 %s (%.0f writes)", fmtMs(p50), fmtMs(p99), n))
-		}
-		if hasReplica {
-			for _, p := range peers {
-				cells = append(cells, r.versus(p, "W8p50")+" (p50)")
-			}
-			cells = append(cells, "")
-		}
-		row("W8 sync latency: commit on device A → row in device B's subscription, via the relay", cells)
+		t.row("W8 sync latency: commit on device A → row in device B's subscription, via the relay", r.syncCell,
+			func(p *system) string { return r.versus(p, "W8p50") + " (p50)" }, "")
 	}
 	if len(r.sizes) > 0 {
-		var cells []string
-		for _, s := range r.systems {
-			sz := r.sizes[s.name]
-			if len(sz) == 0 {
-				cells = append(cells, "— (built in)")
-				continue
-			}
-			var parts []string
-			for _, part := range []string{"wasm", "js"} {
-				x, ok := sz[part]
-				if !ok {
-					continue
-				}
-				br := "n/a"
-				if x.Brotli > 0 {
-					br = fmtBytes(float64(x.Brotli))
-				}
-				parts = append(parts, fmt.Sprintf("%s %s / gzip %s / br %s", part, fmtBytes(float64(x.Raw)), fmtBytes(float64(x.Gzip)), br))
-			}
-			cells = append(cells, strings.Join(parts, "; "))
-		}
-		if hasReplica {
-			for _, p := range peers {
-				rs, ps := r.sizes["replica"], r.sizes[p.name]
-				rg := rs["wasm"].Gzip + rs["js"].Gzip
-				pg := ps["js"].Gzip
-				if pg == 0 || rg == 0 {
-					cells = append(cells, "—")
-				} else {
-					cells = append(cells, fmtRatio(float64(rg)/float64(pg))+" (gzip)")
-				}
-			}
-			cells = append(cells, "")
-		}
-		row("W9 download size: raw / gzip -9 / brotli -q 11", cells)
+		t.row("W9 download size: raw / gzip -9 / brotli -q 11", r.sizeCell, r.sizeVersus, "")
 	}
-	return b.String()
+	return t.b.String()
+}
+
+// table is the markdown table being rendered (results.table).
+type table struct {
+	r       *results
+	b       strings.Builder
+	peers   []*system // Dexie and TinyBase, when they ran
+	replica bool      // Replica ran: the peer and target columns are shown
+}
+
+// header writes the table's header and separator lines.
+func (t *table) header() {
+	t.b.WriteString("| workload |")
+	for _, s := range t.r.systems {
+		t.b.WriteString(" " + s.title + " |")
+	}
+	cols := len(t.r.systems)
+	if t.replica {
+		for _, p := range t.peers {
+			t.b.WriteString(" Replica ÷ " + p.title + " |")
+		}
+		t.b.WriteString(" Replica's target |")
+		cols += len(t.peers) + 1
+	}
+	t.b.WriteString("\n|---|")
+	t.b.WriteString(strings.Repeat("---|", cols) + "\n")
+}
+
+// row writes one row: title, sysCell's cell per system and, when Replica
+// ran, peerCell's per peer and target.
+func (t *table) row(title string, sysCell, peerCell func(*system) string, target string) {
+	var cells []string
+	for _, s := range t.r.systems {
+		cells = append(cells, sysCell(s))
+	}
+	if t.replica {
+		for _, p := range t.peers {
+			cells = append(cells, peerCell(p))
+		}
+		cells = append(cells, target)
+	}
+	t.b.WriteString("| " + title + " | " + strings.Join(cells, " | ") + " |\n")
+}
+
+// timedCell returns the cell function of a timed workload's row: the
+// median and its ratio to raw's (cell), with raw's getAll time and
+// TinyBase's scanning noted at W4.
+func (r *results) timedCell(key string) func(*system) string {
+	return func(s *system) string {
+		c := r.cell(s, key)
+		if key == "W4" && s.name == "raw" {
+			if g, ok := r.median("raw", "W4getAll"); ok {
+				c += "; getAll " + fmtMs(g)
+			}
+		}
+		if key == "W4" && s.name == "tinybase" && c != "—" {
+			c += ", its queries scan"
+		}
+		return c
+	}
+}
+
+// memoryCell is s's W7 cell: its JS heap, plus WebAssembly memory when it
+// has some, and the total's ratio to raw's heap.
+func (r *results) memoryCell(s *system) string {
+	js, ok := r.median(s.name, "W7js")
+	if !ok {
+		return r.missing(s, "W7js")
+	}
+	base := 0.0
+	if b, ok := r.median("raw", "W7js"); ok {
+		base = b
+	}
+	wasm, _ := r.median(s.name, "W7wasm")
+	c := "JS " + fmtBytes(js)
+	if wasm > 0 {
+		c += " + wasm " + fmtBytes(wasm) + " = " + fmtBytes(js+wasm)
+	}
+	if s.name != "raw" && base > 0 {
+		c += " (" + fmtRatio((js+wasm)/base) + ")"
+	}
+	return c
+}
+
+// memoryVersus is Replica's W7 memory (heap and WebAssembly) over peer's
+// heap.
+func (r *results) memoryVersus(peer *system) string {
+	rj, _ := r.median("replica", "W7js")
+	rw, _ := r.median("replica", "W7wasm")
+	pj, ok := r.median(peer.name, "W7js")
+	if !ok || pj == 0 {
+		return "—"
+	}
+	return fmtRatio((rj + rw) / pj)
+}
+
+// syncCell is s's W8 cell: the latency's p50 and p99 and the writes timed.
+func (r *results) syncCell(s *system) string {
+	p50, ok := r.median(s.name, "W8p50")
+	if !ok {
+		return r.missing(s, "W8p50")
+	}
+	p99, _ := r.median(s.name, "W8p99")
+	n, _ := r.median(s.name, "W8writes")
+	return fmt.Sprintf("p50 %s, p99 %s (%.0f writes)", fmtMs(p50), fmtMs(p99), n)
+}
+
+// sizeCell is s's W9 cell: each part's (wasm, js) size raw, gzipped and
+// brotli-compressed.
+func (r *results) sizeCell(s *system) string {
+	sz := r.sizes[s.name]
+	if len(sz) == 0 {
+		return "— (built in)"
+	}
+	var parts []string
+	for _, part := range []string{"wasm", "js"} {
+		x, ok := sz[part]
+		if !ok {
+			continue
+		}
+		br := "n/a"
+		if x.Brotli > 0 {
+			br = fmtBytes(float64(x.Brotli))
+		}
+		parts = append(parts, fmt.Sprintf("%s %s / gzip %s / br %s", part, fmtBytes(float64(x.Raw)), fmtBytes(float64(x.Gzip)), br))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// sizeVersus is Replica's gzipped download (wasm and js) over peer's.
+func (r *results) sizeVersus(peer *system) string {
+	rs, ps := r.sizes["replica"], r.sizes[peer.name]
+	rg := rs["wasm"].Gzip + rs["js"].Gzip
+	pg := ps["js"].Gzip
+	if pg == 0 || rg == 0 {
+		return "—"
+	}
+	return fmtRatio(float64(rg)/float64(pg)) + " (gzip)"
 }
 
 func (r *results) any(metric string) bool {

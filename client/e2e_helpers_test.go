@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +20,7 @@ import (
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/engine/enginetest"
+	"github.com/replica-sync/replica/internal/leaktest"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/memkv"
 	"github.com/replica-sync/replica/model"
@@ -322,27 +322,7 @@ var clientFrames = regexp.MustCompile(`replica/client\.(\(\*Client\)\.(run|sessi
 // cleanups have run. Call it first in a test, before creating replicas, so
 // that it runs after every one of them closed.
 func checkNoLeaks(t testing.TB) {
-	t.Cleanup(func() {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			var leaked []string
-			for _, g := range strings.Split(string(buf), "\n\n") {
-				if clientFrames.MatchString(g) {
-					leaked = append(leaked, g)
-				}
-			}
-			if len(leaked) == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("%d client goroutines left after Close:\n%s", len(leaked), strings.Join(leaked, "\n\n"))
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	})
+	leaktest.AtCleanup(t, clientFrames, 10*time.Second, "client goroutines left after Close")
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }

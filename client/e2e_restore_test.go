@@ -5,7 +5,6 @@ package client_test
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/internal/testdir"
 	"github.com/replica-sync/replica/kv"
 )
 
@@ -26,28 +26,6 @@ func (p *relayProcess) stop(t *testing.T) {
 	<-p.done
 }
 
-// copyDir copies the regular files of src into dst (created), as a backup
-// of a stopped relay's data directory would.
-func copyDir(t *testing.T, src, dst string) {
-	t.Helper()
-	if err := os.MkdirAll(dst, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, d.Name()), b, 0o600)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // replaceDir empties dir and copies backup into it.
 func replaceDir(t *testing.T, dir, backup string) {
 	t.Helper()
@@ -55,7 +33,7 @@ func replaceDir(t *testing.T, dir, backup string) {
 		t.Fatal(err)
 	}
 	if backup != "" {
-		copyDir(t, backup, dir)
+		testdir.Copy(t, backup, dir)
 	} else if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +133,7 @@ func TestE2ERelayRestoredFromCopy(t *testing.T) {
 	holdEvery(t, want, a, b, c)
 
 	proc.stop(t)
-	copyDir(t, dir, backup)
+	testdir.Copy(t, dir, backup)
 	proc = startRelayProcess(t, bin, addr, dir)
 	want = append(want, writeNotes(t, a, "a", 50, 100)...)
 	holdEvery(t, want, b) // a's rows are in the log before b's

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/engine/enginetest"
+	"github.com/replica-sync/replica/internal/leaktest"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/memkv"
 	"github.com/replica-sync/replica/model"
@@ -199,27 +199,7 @@ var clientFrames = regexp.MustCompile(`replica/client\.(\(\*Client\)\.(run|sessi
 // checkNoLeaks fails the test if, once its cleanups (Close among them)
 // have run, any goroutine of the client is left.
 func checkNoLeaks(t testing.TB) {
-	t.Cleanup(func() {
-		deadline := time.Now().Add(waitFor)
-		for {
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			var leaked []string
-			for _, g := range strings.Split(string(buf), "\n\n") {
-				if clientFrames.MatchString(g) {
-					leaked = append(leaked, g)
-				}
-			}
-			if len(leaked) == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("%d client goroutines left after Close:\n%s", len(leaked), strings.Join(leaked, "\n\n"))
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	})
+	leaktest.AtCleanup(t, clientFrames, waitFor, "client goroutines left after Close")
 }
 
 // newClient returns a client of db; Close runs at cleanup, after which

@@ -237,16 +237,7 @@ func ReadMigrationJSON(r *jsontext.Reader) (SchemaMigration, error) {
 		switch string(key) {
 		case "type":
 			if err = seen.See(r, fType, key); err == nil {
-				start := r.Pos
-				var t string
-				if t, err = r.Str(); err == nil {
-					m.Type = MigrationType(t)
-					switch m.Type {
-					case CreateTable, AddColumn, AddIndex, SetResurrectionPolicy:
-					default:
-						err = r.FailAt(start, "unknown migration type %q (want create_table, add_column, add_index or set_resurrection_policy)", t)
-					}
-				}
+				m.Type, err = readMigrationType(r)
 			}
 		case "table":
 			if err = seen.See(r, fTable, key); err == nil {
@@ -280,11 +271,37 @@ func ReadMigrationJSON(r *jsontext.Reader) (SchemaMigration, error) {
 	}
 	end, depth := r.Pos, r.Depth
 	r.Pos, r.Depth = ddlStart, ddlDepth
+	err = readMigrationDDL(r, &m)
+	r.Pos, r.Depth = end, depth
+	return m, jsontext.At(err, "ddl")
+}
+
+// readMigrationType reads a migration's type; an unknown one is an error
+// (the type read is returned with it).
+func readMigrationType(r *jsontext.Reader) (MigrationType, error) {
+	start := r.Pos
+	t, err := r.Str()
+	if err != nil {
+		return "", err
+	}
+	switch m := MigrationType(t); m {
+	case CreateTable, AddColumn, AddIndex, SetResurrectionPolicy:
+		return m, nil
+	default:
+		return m, r.FailAt(start, "unknown migration type %q (want create_table, add_column, add_index or set_resurrection_policy)", t)
+	}
+}
+
+// readMigrationDDL reads the ddl of m, the Reader at it, in the shape of
+// m's type (its syntax was checked already), into m's definition.
+func readMigrationDDL(r *jsontext.Reader, m *SchemaMigration) error {
+	start := r.Pos
+	var err error
 	switch m.Type {
 	case CreateTable:
 		var t TableDef
 		if t, err = ReadTableDefJSON(r, "", true); err == nil && t.Name != m.TableName {
-			err = r.FailAt(ddlStart, "table definition %q differs from table %q", t.Name, m.TableName)
+			err = r.FailAt(start, "table definition %q differs from table %q", t.Name, m.TableName)
 		}
 		m.Table = &t
 	case AddColumn:
@@ -298,8 +315,7 @@ func ReadMigrationJSON(r *jsontext.Reader) (SchemaMigration, error) {
 	case SetResurrectionPolicy:
 		m.Resurrection, err = readPolicyDef(r)
 	}
-	r.Pos, r.Depth = end, depth
-	return m, jsontext.At(err, "ddl")
+	return err
 }
 
 // readPolicyDef reads the ddl of a set_resurrection_policy migration:
@@ -314,7 +330,7 @@ func readPolicyDef(r *jsontext.Reader) (ResurrectionPolicy, error) {
 		}
 		err := seen.See(r, fPolicy, key)
 		if err == nil {
-			p, err = readPolicy(r)
+			p, err = readParsed(r, ParseResurrectionPolicy)
 		}
 		return jsontext.At(err, "policy")
 	})
@@ -324,18 +340,20 @@ func readPolicyDef(r *jsontext.Reader) (ResurrectionPolicy, error) {
 	return p, seen.Require(r, fPolicy, "policy")
 }
 
-// readPolicy reads a resurrection policy name.
-func readPolicy(r *jsontext.Reader) (ResurrectionPolicy, error) {
+// readParsed reads a string and parses it with parse (a column type name,
+// a resurrection policy name); a parse error is reported at the string.
+func readParsed[T any](r *jsontext.Reader, parse func(string) (T, error)) (T, error) {
+	var zero T
 	start := r.Pos
 	s, err := r.Str()
 	if err != nil {
-		return 0, err
+		return zero, err
 	}
-	p, err := ParseResurrectionPolicy(s)
+	v, err := parse(s)
 	if err != nil {
-		return 0, r.FailAt(start, "%v", err)
+		return zero, r.FailAt(start, "%v", err)
 	}
-	return p, nil
+	return v, nil
 }
 
 // ReadTableDefJSON reads a table definition. In canonical form (the ddl of a
@@ -362,12 +380,7 @@ func ReadTableDefJSON(r *jsontext.Reader, name string, canonical bool) (TableDef
 		switch string(key) {
 		case "name":
 			if err = seen.See(r, fName, key); err == nil {
-				start := r.Pos
-				var n string
-				if n, err = r.NonEmptyStr(); err == nil && name != "" && n != name {
-					err = r.FailAt(start, "name %q differs from its key %q", n, name)
-				}
-				t.Name = n
+				t.Name, err = readDefName(r, name)
 			}
 		case "allowResurrection":
 			if canonical {
@@ -376,13 +389,7 @@ func ReadTableDefJSON(r *jsontext.Reader, name string, canonical bool) (TableDef
 				return r.UnknownKey(key)
 			}
 			if err = seen.See(r, fResurrection, key); err == nil {
-				var allow bool
-				if allow, err = r.Boolean(); err == nil {
-					t.Resurrection = DeleteWins
-					if allow {
-						t.Resurrection = ResurrectionAllowed
-					}
-				}
+				t.Resurrection, err = readAllowResurrection(r)
 			}
 		case "columns":
 			if err = seen.See(r, fColumns, key); err == nil {
@@ -390,13 +397,7 @@ func ReadTableDefJSON(r *jsontext.Reader, name string, canonical bool) (TableDef
 			}
 		case "primaryKey":
 			if err = seen.See(r, fPK, key); err == nil {
-				if !canonical && r.Peek() == '"' {
-					var k string
-					k, err = r.NonEmptyStr()
-					t.PrimaryKey = []string{k}
-				} else {
-					t.PrimaryKey, err = ReadNamesJSON(r)
-				}
+				t.PrimaryKey, err = readPrimaryKey(r, canonical)
 			}
 		case "indexes":
 			if err = seen.See(r, fIndexes, key); err == nil {
@@ -424,54 +425,82 @@ func ReadTableDefJSON(r *jsontext.Reader, name string, canonical bool) (TableDef
 	return t, seen.Require(r, need, "name", "columns", "primaryKey")
 }
 
-// readColumnDefs reads the columns of a table: an array of column objects, or
-// (not canonical) an object of name → type name or column object, in order.
-func readColumnDefs(r *jsontext.Reader, canonical bool) ([]ColumnDef, error) {
-	var out []ColumnDef
+// readDefName reads the "name" of a table, column or index definition: a
+// non-empty string, equal to key when the enclosing key names the
+// definition too (key != "").
+func readDefName(r *jsontext.Reader, key string) (string, error) {
+	start := r.Pos
+	n, err := r.NonEmptyStr()
+	if err == nil && key != "" && n != key {
+		err = r.FailAt(start, "name %q differs from its key %q", n, key)
+	}
+	return n, err
+}
+
+// readAllowResurrection reads the declaration form's "allowResurrection":
+// true declares ResurrectionAllowed, false DeleteWins.
+func readAllowResurrection(r *jsontext.Reader) (ResurrectionPolicy, error) {
+	allow, err := r.Boolean()
+	switch {
+	case err != nil:
+		return ResurrectionUndeclared, err
+	case allow:
+		return ResurrectionAllowed, nil
+	default:
+		return DeleteWins, nil
+	}
+}
+
+// readPrimaryKey reads a table's primary key: an array of column names,
+// or (not canonical) a single one.
+func readPrimaryKey(r *jsontext.Reader, canonical bool) ([]string, error) {
+	if canonical || r.Peek() != '"' {
+		return ReadNamesJSON(r)
+	}
+	k, err := r.NonEmptyStr()
+	return []string{k}, err
+}
+
+// readDefs reads the column or index definitions (what) of a table: an
+// array of definition objects (readDef), or (not canonical) an object of
+// name → definition (keyed), in order, its names non-empty and distinct.
+func readDefs[D any](r *jsontext.Reader, canonical bool, what string, readDef func(*jsontext.Reader, string) (D, error), keyed func(name string) (D, error)) ([]D, error) {
+	var out []D
 	if !canonical && r.Peek() == '{' {
 		seen := map[string]bool{}
 		err := r.Members(func(key []byte) error {
 			k := string(key)
 			if k == "" {
-				return r.Fail("empty column name")
+				return r.Fail("empty %s name", what)
 			}
 			if seen[k] {
-				return r.Fail("duplicate column %q", k)
+				return r.Fail("duplicate %s %q", what, k)
 			}
 			seen[k] = true
-			var c ColumnDef
-			var err error
-			if r.Peek() == '"' {
-				c.Name = k
-				c.Type, err = readKind(r)
-			} else {
-				c, err = readColumnDef(r, k)
-			}
-			out = append(out, c)
+			d, err := keyed(k)
+			out = append(out, d)
 			return jsontext.AtKey(err, k)
 		})
 		return out, err
 	}
 	err := elementsAt(r, func(int) error {
-		c, err := readColumnDef(r, "")
-		out = append(out, c)
+		d, err := readDef(r, "")
+		out = append(out, d)
 		return err
 	})
 	return out, err
 }
 
-// readKind reads a column type name.
-func readKind(r *jsontext.Reader) (Kind, error) {
-	start := r.Pos
-	s, err := r.Str()
-	if err != nil {
-		return 0, err
-	}
-	k, err := ParseKind(s)
-	if err != nil {
-		return 0, r.FailAt(start, "%v", err)
-	}
-	return k, nil
+// readColumnDefs reads the columns of a table: an array of column objects, or
+// (not canonical) an object of name → type name or column object, in order.
+func readColumnDefs(r *jsontext.Reader, canonical bool) ([]ColumnDef, error) {
+	return readDefs(r, canonical, "column", readColumnDef, func(name string) (ColumnDef, error) {
+		if r.Peek() != '"' {
+			return readColumnDef(r, name)
+		}
+		k, err := readParsed(r, ParseKind)
+		return ColumnDef{Name: name, Type: k}, err
+	})
 }
 
 // readColumnDef reads {"name","type","notNull"?,"default"?,"coerce"?}; name
@@ -491,16 +520,11 @@ func readColumnDef(r *jsontext.Reader, name string) (ColumnDef, error) {
 		switch string(key) {
 		case "name":
 			if err = seen.See(r, fName, key); err == nil {
-				start := r.Pos
-				var n string
-				if n, err = r.NonEmptyStr(); err == nil && name != "" && n != name {
-					err = r.FailAt(start, "name %q differs from its key %q", n, name)
-				}
-				c.Name = n
+				c.Name, err = readDefName(r, name)
 			}
 		case "type":
 			if err = seen.See(r, fType, key); err == nil {
-				c.Type, err = readKind(r)
+				c.Type, err = readParsed(r, ParseKind)
 			}
 		case "notNull":
 			if err = seen.See(r, fNotNull, key); err == nil {
@@ -531,39 +555,15 @@ func readColumnDef(r *jsontext.Reader, name string) (ColumnDef, error) {
 }
 
 // readIndexDefs reads an array of index objects, or (not canonical) an object
-// of index name → array of column names.
+// of index name → array of column names (or index object).
 func readIndexDefs(r *jsontext.Reader, canonical bool) ([]IndexDef, error) {
-	var out []IndexDef
-	if !canonical && r.Peek() == '{' {
-		seen := map[string]bool{}
-		err := r.Members(func(key []byte) error {
-			k := string(key)
-			if k == "" {
-				return r.Fail("empty index name")
-			}
-			if seen[k] {
-				return r.Fail("duplicate index %q", k)
-			}
-			seen[k] = true
-			var ix IndexDef
-			var err error
-			if r.Peek() == '{' {
-				ix, err = readIndexDef(r, k)
-			} else {
-				ix.Name = k
-				ix.Columns, err = ReadNamesJSON(r)
-			}
-			out = append(out, ix)
-			return jsontext.AtKey(err, k)
-		})
-		return out, err
-	}
-	err := elementsAt(r, func(int) error {
-		ix, err := readIndexDef(r, "")
-		out = append(out, ix)
-		return err
+	return readDefs(r, canonical, "index", readIndexDef, func(name string) (IndexDef, error) {
+		if r.Peek() == '{' {
+			return readIndexDef(r, name)
+		}
+		cols, err := ReadNamesJSON(r)
+		return IndexDef{Name: name, Columns: cols}, err
 	})
-	return out, err
 }
 
 // readIndexDef reads {"name","columns":[…]}; name may come from the enclosing
@@ -580,12 +580,7 @@ func readIndexDef(r *jsontext.Reader, name string) (IndexDef, error) {
 		switch string(key) {
 		case "name":
 			if err = seen.See(r, fName, key); err == nil {
-				start := r.Pos
-				var n string
-				if n, err = r.NonEmptyStr(); err == nil && name != "" && n != name {
-					err = r.FailAt(start, "name %q differs from its key %q", n, name)
-				}
-				ix.Name = n
+				ix.Name, err = readDefName(r, name)
 			}
 		case "columns":
 			if err = seen.See(r, fColumns, key); err == nil {

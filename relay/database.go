@@ -166,6 +166,16 @@ type arrival struct {
 	json   []byte
 }
 
+// pendingSet is a ChangeSet of a batch to apply, encoded for the arrival
+// log: its dedup key, its wire JSON and what the log records of it.
+type pendingSet struct {
+	key   []byte
+	json  []byte
+	facts int
+	site  model.SiteID
+	hlc   model.HLC
+}
+
 // apply merges sets into the replica and appends the ChangeSets the log does
 // not hold yet, in one kv transaction, then sends them as push_changes to
 // every other connection of the database. It returns the engine's result
@@ -173,37 +183,9 @@ type arrival struct {
 // errors satisfy refused for a batch refused for its content,
 // model.ErrClockDrift for one too far ahead, or are storage errors.
 func (d *database) apply(sender *conn, sets []model.ChangeSet) (model.ApplyResult, int, error) {
-	type pending struct {
-		key   []byte
-		json  []byte
-		facts int
-		site  model.SiteID
-		hlc   model.HLC
-	}
-	// A connection pushes its own site's transactions only: a ChangeSet of
-	// another site would reach every device but that one (its pulls leave
-	// its own site out), and they would diverge for good.
-	for i := range sets {
-		if cs := &sets[i]; cs.SiteID != sender.site {
-			return model.ApplyResult{}, 0, fmt.Errorf("%w: ChangeSet %d (%s) is of site %s, but this connection's handshake declared site %s: a client pushes only its own transactions",
-				errRefused, i, cs.TransactionID, cs.SiteID, sender.site)
-		}
-	}
-	sets, err := dedupBatch(sets)
+	sets, pend, err := d.prepareBatch(sender, sets)
 	if err != nil {
 		return model.ApplyResult{}, 0, err
-	}
-	pend := make([]pending, len(sets))
-	for i := range sets {
-		cs := &sets[i]
-		if cs.SiteID == d.site {
-			return model.ApplyResult{}, 0, fmt.Errorf("%w: ChangeSet %d (%s) claims the relay's own site id %s", errRefused, i, cs.TransactionID, d.site)
-		}
-		js, err := wire.MarshalChangeSet(cs)
-		if err != nil {
-			return model.ApplyResult{}, 0, fmt.Errorf("%w: ChangeSet %d: %w", model.ErrMalformed, i, err)
-		}
-		pend[i] = pending{key: dedupKey(cs), json: js, facts: facts(cs), site: cs.SiteID, hlc: cs.HLC}
 	}
 	now := d.s.cfg.Clock.Now()
 
@@ -213,62 +195,9 @@ func (d *database) apply(sender *conn, sets []model.ChangeSet) (model.ApplyResul
 	var marks []wire.Horizon
 	var last uint64
 	res, err := d.eng.Apply(sets, engine.ApplyOptions{Extra: func(tx kv.Tx, _ model.ApplyResult) error {
-		added = added[:0]
-		cur, err := getCounter(tx, keyCursor)
-		if err != nil {
-			return err
-		}
-		// Marks are made at the head under applyMu: only one at cur,
-		// before the first ChangeSet appended here, can fall in the
-		// push's range (wire's push_changes: first-1 … last).
-		if marks, err = marksIn(tx, cur, cur); err != nil {
-			return err
-		}
-		chain, _, err := getChain(tx, bucketRelay, keyChain, wire.GenesisChain)
-		if err != nil {
-			return err
-		}
-		for i, p := range pend {
-			v, err := tx.Get(bucketArrivalsTx, p.key)
-			switch {
-			case err == nil:
-				// Held already: a resend adds nothing to the log, if
-				// it is one (see checkResend).
-				if err := checkResend(tx, v, p.json, i); err != nil {
-					return err
-				}
-				continue
-			case !errors.Is(err, kv.ErrNotFound):
-				return err
-			}
-			if cur >= wire.MaxCursor {
-				return fmt.Errorf("relay: arrival log of %q is full (cursor %d)", d.id, cur)
-			}
-			cur++
-			if err := tx.Put(bucketArrivals, cursorKey(cur), encodeRecord(now, p.facts, p.key, p.json)); err != nil {
-				return err
-			}
-			idx := binary.BigEndian.AppendUint32(cursorKey(cur), uint32(p.facts))
-			if err := tx.Put(bucketArrivalsTx, p.key, idx); err != nil {
-				return err
-			}
-			chain = nextChain(chain, p.key)
-			if err := tx.Put(bucketChain, cursorKey(cur), chain[:]); err != nil {
-				return err
-			}
-			if err := raiseSiteHLC(tx, p.site, p.hlc); err != nil {
-				return err
-			}
-			added = append(added, arrival{cursor: cur, chain: chain, facts: p.facts, json: p.json})
-		}
-		last = cur
-		if len(added) == 0 {
-			return nil
-		}
-		if err := tx.Put(bucketRelay, keyChain, chain[:]); err != nil {
-			return err
-		}
-		return tx.Put(bucketRelay, keyCursor, cursorKey(cur))
+		var err error
+		added, marks, last, err = d.appendArrivals(tx, pend, now)
+		return err
 	}})
 	if err != nil {
 		return model.ApplyResult{}, 0, err
@@ -276,6 +205,109 @@ func (d *database) apply(sender *conn, sets []model.ChangeSet) (model.ApplyResul
 	d.cursor.Store(last)
 	d.broadcast(sender, added, marks)
 	return res, len(added), nil
+}
+
+// prepareBatch checks a batch pushed by sender before anything is merged
+// and encodes it for the arrival log: it returns the batch without its
+// repeated transactions (dedupBatch) and a pendingSet per ChangeSet of it.
+func (d *database) prepareBatch(sender *conn, sets []model.ChangeSet) ([]model.ChangeSet, []pendingSet, error) {
+	// A connection pushes its own site's transactions only: a ChangeSet of
+	// another site would reach every device but that one (its pulls leave
+	// its own site out), and they would diverge for good.
+	for i := range sets {
+		if cs := &sets[i]; cs.SiteID != sender.site {
+			return nil, nil, fmt.Errorf("%w: ChangeSet %d (%s) is of site %s, but this connection's handshake declared site %s: a client pushes only its own transactions",
+				errRefused, i, cs.TransactionID, cs.SiteID, sender.site)
+		}
+	}
+	sets, err := dedupBatch(sets)
+	if err != nil {
+		return nil, nil, err
+	}
+	pend := make([]pendingSet, len(sets))
+	for i := range sets {
+		cs := &sets[i]
+		if cs.SiteID == d.site {
+			return nil, nil, fmt.Errorf("%w: ChangeSet %d (%s) claims the relay's own site id %s", errRefused, i, cs.TransactionID, d.site)
+		}
+		js, err := wire.MarshalChangeSet(cs)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: ChangeSet %d: %w", model.ErrMalformed, i, err)
+		}
+		pend[i] = pendingSet{key: dedupKey(cs), json: js, facts: facts(cs), site: cs.SiteID, hlc: cs.HLC}
+	}
+	return sets, pend, nil
+}
+
+// appendArrivals appends, in the merge's kv transaction tx (under applyMu),
+// the ChangeSets of pend the log does not hold yet, arrived at arrivedMs, and
+// moves the log's head (cursor and chain value) past them. It returns the
+// arrivals appended, the horizon marks that fall in their push's range,
+// and the cursor after them.
+func (d *database) appendArrivals(tx kv.Tx, pend []pendingSet, arrivedMs uint64) ([]arrival, []wire.Horizon, uint64, error) {
+	cur, err := getCounter(tx, keyCursor)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	// Marks are made at the head under applyMu: only one at cur,
+	// before the first ChangeSet appended here, can fall in the
+	// push's range (wire's push_changes: first-1 … last).
+	marks, err := marksIn(tx, cur, cur)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	chain, _, err := getChain(tx, bucketRelay, keyChain, wire.GenesisChain)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	var added []arrival
+	for i, p := range pend {
+		v, err := tx.Get(bucketArrivalsTx, p.key)
+		switch {
+		case err == nil:
+			// Held already: a resend adds nothing to the log, if
+			// it is one (see checkResend).
+			if err := checkResend(tx, v, p.json, i); err != nil {
+				return nil, nil, 0, err
+			}
+			continue
+		case !errors.Is(err, kv.ErrNotFound):
+			return nil, nil, 0, err
+		}
+		if cur >= wire.MaxCursor {
+			return nil, nil, 0, fmt.Errorf("relay: arrival log of %q is full (cursor %d)", d.id, cur)
+		}
+		cur++
+		chain = nextChain(chain, p.key)
+		if err := putArrival(tx, cur, chain, arrivedMs, p); err != nil {
+			return nil, nil, 0, err
+		}
+		added = append(added, arrival{cursor: cur, chain: chain, facts: p.facts, json: p.json})
+	}
+	if len(added) == 0 {
+		return nil, marks, cur, nil
+	}
+	if err := tx.Put(bucketRelay, keyChain, chain[:]); err != nil {
+		return nil, nil, 0, err
+	}
+	return added, marks, cur, tx.Put(bucketRelay, keyCursor, cursorKey(cur))
+}
+
+// putArrival stores p as the log's entry at cursor cur, with chain value
+// chain: its record, its dedup entry (arrivals_tx), its chain value, and
+// its site's highest appended HLC.
+func putArrival(tx kv.Tx, cur uint64, chain wire.Chain, arrivedMs uint64, p pendingSet) error {
+	if err := tx.Put(bucketArrivals, cursorKey(cur), encodeRecord(arrivedMs, p.facts, p.key, p.json)); err != nil {
+		return err
+	}
+	idx := binary.BigEndian.AppendUint32(cursorKey(cur), uint32(p.facts))
+	if err := tx.Put(bucketArrivalsTx, p.key, idx); err != nil {
+		return err
+	}
+	if err := tx.Put(bucketChain, cursorKey(cur), chain[:]); err != nil {
+		return err
+	}
+	return raiseSiteHLC(tx, p.site, p.hlc)
 }
 
 // checkResend checks a ChangeSet (its wire JSON js, index i in the batch)
@@ -427,8 +459,6 @@ func changeSetsFrame(t wire.MessageType, cursor uint64, chain wire.Chain, more b
 // of it.
 func (d *database) readChanges(since uint64, own model.SiteID) ([]byte, error) {
 	var frame []byte
-	pageChanges := d.s.cfg.PageChanges
-	limit := int(d.s.cfg.MaxMessageSize) - frameOverhead
 	err := d.store.View(func(tx kv.Tx) error {
 		cur, err := getCounter(tx, keyCursor)
 		if err != nil {
@@ -450,77 +480,95 @@ func (d *database) readChanges(since uint64, own model.SiteID) ([]byte, error) {
 		} else if len(ms) > 0 {
 			end = ms[0].Cursor
 		}
-		var page [][]byte
-		n, size := 0, 0
-		last, more := since, false
-		var lastKey []byte // the record key at last, when last < cur
-		var derr error
-		if since < end {
-			err = tx.Scan(bucketArrivals, kv.Range{Start: cursorKey(since + 1), End: cursorKey(end + 1)}, func(k, v []byte) bool {
-				c, err := parseUint64(k)
-				if err == nil {
-					var r record
-					r, err = decodeRecord(v)
-					if err == nil {
-						if s, ok := r.site(); ok && s == own {
-							last, lastKey = c, k
-							return true
-						}
-						if len(page) > 0 && (n+r.facts > pageChanges || size+len(r.json)+1 > limit) {
-							more = true
-							return false
-						}
-						page = append(page, r.json)
-						n += r.facts
-						size += len(r.json) + 1
-						last, lastKey = c, k
-						return true
-					}
-				}
-				derr = err
-				return false
-			})
-			if err == nil {
-				err = derr
-			}
-			if err != nil {
-				return err
-			}
+		p, err := d.readPage(tx, since, end, own)
+		if err != nil {
+			return err
 		}
 		switch {
-		case more:
+		case p.more:
 		case end < cur:
 			// Stopped at a mark: the page covers up to it.
-			last, more = end, true
-			if lastKey != nil && !bytes.Equal(lastKey, cursorKey(end)) {
-				lastKey = nil
+			p.last, p.more = end, true
+			if p.lastKey != nil && !bytes.Equal(p.lastKey, cursorKey(end)) {
+				p.lastKey = nil
 			}
 		default:
-			last = cur
+			p.last = cur
 		}
 		var chain wire.Chain
 		var ok bool
-		if last == cur || lastKey == nil {
-			chain, ok, err = chainAt(tx, last)
+		if p.last == cur || p.lastKey == nil {
+			chain, ok, err = chainAt(tx, p.last)
 		} else {
-			chain, ok, err = getChain(tx, bucketChain, lastKey, wire.Chain{})
+			chain, ok, err = getChain(tx, bucketChain, p.lastKey, wire.Chain{})
 		}
 		if err == nil && !ok {
-			err = fmt.Errorf("%w: no chain value for cursor %d", errCorrupt, last)
+			err = fmt.Errorf("%w: no chain value for cursor %d", errCorrupt, p.last)
 		}
 		if err != nil {
 			return err
 		}
 		// Every mark with since ≤ cursor ≤ last (wire's changes).
-		marks, err := marksIn(tx, since, last)
+		marks, err := marksIn(tx, since, p.last)
 		if err != nil {
 			return err
 		}
 		// The page aliases the transaction's memory: assemble it here.
-		frame = changeSetsFrame(wire.TypeChanges, last, chain, more, marks, page)
+		frame = changeSetsFrame(wire.TypeChanges, p.last, chain, p.more, marks, p.sets)
 		return nil
 	})
 	return frame, err
+}
+
+// changesPage is what readPage read of the arrival log.
+type changesPage struct {
+	sets    [][]byte // the ChangeSets' JSON, aliasing the transaction's memory
+	last    uint64   // the last cursor read (since when none)
+	lastKey []byte   // the record key at last, when one was read
+	more    bool     // the page stopped before end: it is full
+}
+
+// readPage reads the arrival log's records after since up to end in tx,
+// leaving out those of site own, until the page is full (PageChanges facts
+// or the frame size, at ChangeSet granularity: the first one goes in
+// whatever its size).
+func (d *database) readPage(tx kv.Tx, since, end uint64, own model.SiteID) (changesPage, error) {
+	p := changesPage{last: since}
+	if since >= end {
+		return p, nil
+	}
+	pageChanges := d.s.cfg.PageChanges
+	limit := int(d.s.cfg.MaxMessageSize) - frameOverhead
+	n, size := 0, 0
+	var derr error
+	err := tx.Scan(bucketArrivals, kv.Range{Start: cursorKey(since + 1), End: cursorKey(end + 1)}, func(k, v []byte) bool {
+		c, err := parseUint64(k)
+		if err == nil {
+			var r record
+			r, err = decodeRecord(v)
+			if err == nil {
+				if s, ok := r.site(); ok && s == own {
+					p.last, p.lastKey = c, k
+					return true
+				}
+				if len(p.sets) > 0 && (n+r.facts > pageChanges || size+len(r.json)+1 > limit) {
+					p.more = true
+					return false
+				}
+				p.sets = append(p.sets, r.json)
+				n += r.facts
+				size += len(r.json) + 1
+				p.last, p.lastKey = c, k
+				return true
+			}
+		}
+		derr = err
+		return false
+	})
+	if err == nil {
+		err = derr
+	}
+	return p, err
 }
 
 // pruneArrivals removes the arrival records that arrived before cutoffMs,

@@ -3,38 +3,15 @@
 package relay
 
 import (
-	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/internal/testdir"
 	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
-
-// copyRelayDir copies the regular files of a stopped relay's data
-// directory src into dst (created): a backup.
-func copyRelayDir(t *testing.T, src, dst string) {
-	t.Helper()
-	if err := os.MkdirAll(dst, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, d.Name()), b, 0o600)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestResumeAfterRestore: a snapshot checkpoint taken from a relay log that
 // was then restored from an older copy (same server site id) and appended
@@ -54,7 +31,7 @@ func TestResumeAfterRestore(t *testing.T) {
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
-	copyRelayDir(t, dir, backup)
+	testdir.Copy(t, dir, backup)
 
 	// The log moves on to cursor 3, and a device takes a snapshot there
 	// whose transfer is interrupted after its last table.
@@ -84,7 +61,7 @@ func TestResumeAfterRestore(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	copyRelayDir(t, backup, dir)
+	testdir.Copy(t, backup, dir)
 	r = startRelay(t, Config{DataDir: dir})
 	other := newReplica(t, nil)
 	o := connectAs(t, r, "acme", other)

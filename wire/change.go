@@ -272,69 +272,62 @@ func (r *reader) changeSet() (model.ChangeSet, error) {
 	return cs, err
 }
 
+// The members of a change, as bits of a fields set (change, checkChangeShape).
+const (
+	cfType fields = 1 << iota
+	cfTable
+	cfPK
+	cfColumn
+	cfValue
+	cfHLC
+	cfPriorValue
+	cfPriorHLC
+	cfPriorRow
+)
+
+// changeFieldNames names the cf fields, bit i at index i.
+var changeFieldNames = []string{"type", "table", "pk", "column", "value", "hlc", "priorValue", "priorHlc", "priorRow"}
+
 func (r *reader) change() (model.Change, error) {
 	var c model.Change
 	var seen fields
-	const (
-		fType fields = 1 << iota
-		fTable
-		fPK
-		fColumn
-		fValue
-		fHLC
-		fPriorValue
-		fPriorHLC
-		fPriorRow
-	)
-	names := []string{"type", "table", "pk", "column", "value", "hlc", "priorValue", "priorHlc", "priorRow"}
 	err := r.Members(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "type":
-			if err = seen.See(&r.Reader, fType, key); err == nil {
-				start := r.Pos
-				var t string
-				if t, err = r.Str(); err == nil {
-					switch t {
-					case "column":
-						c.Type = model.ColumnChange
-					case "delete":
-						c.Type = model.RowDeletion
-					default:
-						err = r.FailAt(start, "unknown change type %q (want column or delete)", t)
-					}
-				}
+			if err = seen.See(&r.Reader, cfType, key); err == nil {
+				c.Type, err = r.changeType()
 			}
 		case "table":
-			if err = seen.See(&r.Reader, fTable, key); err == nil {
+			if err = seen.See(&r.Reader, cfTable, key); err == nil {
 				c.Table, err = r.NonEmptyStr()
 			}
 		case "pk":
-			if err = seen.See(&r.Reader, fPK, key); err == nil {
+			if err = seen.See(&r.Reader, cfPK, key); err == nil {
 				c.PK, err = r.pk()
 			}
 		case "column":
-			if err = seen.See(&r.Reader, fColumn, key); err == nil {
+			if err = seen.See(&r.Reader, cfColumn, key); err == nil {
 				c.Column, err = r.NonEmptyStr()
 			}
 		case "value":
-			if err = seen.See(&r.Reader, fValue, key); err == nil {
+			if err = seen.See(&r.Reader, cfValue, key); err == nil {
 				c.Value, err = r.value()
 			}
 		case "hlc":
-			if err = seen.See(&r.Reader, fHLC, key); err == nil {
+			if err = seen.See(&r.Reader, cfHLC, key); err == nil {
 				c.HLC, err = r.hlc()
 			}
 		case "priorValue":
-			if err = seen.See(&r.Reader, fPriorValue, key); err == nil {
+			if err = seen.See(&r.Reader, cfPriorValue, key); err == nil {
 				c.PriorValue, err = r.value()
 			}
 		case "priorHlc":
-			if err = seen.See(&r.Reader, fPriorHLC, key); err == nil {
+			if err = seen.See(&r.Reader, cfPriorHLC, key); err == nil {
 				c.PriorHLC, err = r.hlc()
 			}
 		case "priorRow":
-			if err = seen.See(&r.Reader, fPriorRow, key); err == nil {
+			if err = seen.See(&r.Reader, cfPriorRow, key); err == nil {
 				c.PriorRow, err = r.row()
 			}
 		default:
@@ -345,32 +338,55 @@ func (r *reader) change() (model.Change, error) {
 	if err != nil {
 		return c, err
 	}
-	if err := seen.Require(&r.Reader, fType|fTable|fPK|fHLC, names...); err != nil {
-		return c, err
+	return c, r.checkChangeShape(&c, seen)
+}
+
+// changeType reads a change's type: "column" or "delete".
+func (r *reader) changeType() (model.ChangeType, error) {
+	start := r.Pos
+	t, err := r.Str()
+	if err != nil {
+		return 0, err
+	}
+	switch t {
+	case "column":
+		return model.ColumnChange, nil
+	case "delete":
+		return model.RowDeletion, nil
+	}
+	return 0, r.FailAt(start, "unknown change type %q (want column or delete)", t)
+}
+
+// checkChangeShape checks that a change read with members seen has those
+// its type needs and no others, and sets c.HasPrior for a column change
+// (priorValue and priorHlc come together or not at all).
+func (r *reader) checkChangeShape(c *model.Change, seen fields) error {
+	if err := seen.Require(&r.Reader, cfType|cfTable|cfPK|cfHLC, changeFieldNames...); err != nil {
+		return err
 	}
 	var need, allowed fields
 	switch c.Type {
 	case model.ColumnChange:
-		need = fColumn | fValue
-		allowed = fType | fTable | fPK | fColumn | fValue | fHLC | fPriorValue | fPriorHLC
-		if (seen&fPriorValue != 0) != (seen&fPriorHLC != 0) {
-			return c, r.Fail("priorValue and priorHlc must come together")
+		need = cfColumn | cfValue
+		allowed = cfType | cfTable | cfPK | cfColumn | cfValue | cfHLC | cfPriorValue | cfPriorHLC
+		if (seen&cfPriorValue != 0) != (seen&cfPriorHLC != 0) {
+			return r.Fail("priorValue and priorHlc must come together")
 		}
-		c.HasPrior = seen&fPriorValue != 0
+		c.HasPrior = seen&cfPriorValue != 0
 	case model.RowDeletion:
-		allowed = fType | fTable | fPK | fHLC | fPriorRow
+		allowed = cfType | cfTable | cfPK | cfHLC | cfPriorRow
 	}
-	if err := seen.Require(&r.Reader, need, names...); err != nil {
-		return c, err
+	if err := seen.Require(&r.Reader, need, changeFieldNames...); err != nil {
+		return err
 	}
 	if extra := seen &^ allowed; extra != 0 {
-		for i, n := range names {
+		for i, n := range changeFieldNames {
 			if extra&(1<<i) != 0 {
-				return c, r.Fail("field %q not allowed in a %s change", n, c.Type)
+				return r.Fail("field %q not allowed in a %s change", n, c.Type)
 			}
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // pk reads a non-empty array of values.

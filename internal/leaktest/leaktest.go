@@ -9,11 +9,15 @@
 // before the tests (by package initialization or the TestMain's setup) is
 // not counted. It works natively and under GOOS=js (where the runtime's
 // handlers of JavaScript events are not counted).
+//
+// A test checks its own goroutines with AtCleanup: those whose stacks match
+// a package's frames must be gone once the test's cleanups have run.
 package leaktest
 
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -72,4 +76,30 @@ func Goroutines() []string {
 		out = append(out, g)
 	}
 	return out
+}
+
+// AtCleanup registers a cleanup of t that fails it (Errorf) when, once the
+// cleanups registered after it have run (Close among them: call AtCleanup
+// before creating what they close), a goroutine whose stack matches frames
+// is still there after grace. The message is "N what:" and their stacks.
+func AtCleanup(t testing.TB, frames *regexp.Regexp, grace time.Duration, what string) {
+	t.Cleanup(func() {
+		deadline := time.Now().Add(grace)
+		for {
+			var leaked []string
+			for _, g := range Goroutines() {
+				if frames.MatchString(g) {
+					leaked = append(leaked, g)
+				}
+			}
+			if len(leaked) == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("%d %s:\n%s", len(leaked), what, strings.Join(leaked, "\n\n"))
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
 }
