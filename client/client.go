@@ -291,12 +291,8 @@ func (c *Client) Notify() {
 	}
 }
 
-// RequestSnapshot asks for a full snapshot from the relay, then a pull from
-// the snapshot's cursor. With this replica's own cursor in the relay's log
-// the snapshot replaces the local rows (unsent writes are kept and pushed;
-// rows deleted meanwhile go even if the relay pruned their tombstones);
-// otherwise (a first sync, a diverged or another relay's log) it merges,
-// and nothing local is lost (doc.go, "Snapshots").
+// RequestSnapshot asks for a full snapshot from the relay, merged into the
+// replica (nothing local is lost), then a pull from the snapshot's cursor.
 // It returns at once. While a transfer is in flight, further calls join
 // it: exactly one get_snapshot goes on the wire. When not connected, the
 // request waits for the next handshake.

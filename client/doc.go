@@ -96,22 +96,24 @@
 //
 // Chunks are applied in order with engine.ApplySnapshotChunkWith, each
 // reported as a SnapshotProgressed event and in Status.Snapshot. A snapshot
-// merges (nothing local is lost), except one started with this replica's
-// own cursor in this relay log (stored for it and not voided by the
-// handshake, or taken from a snapshot in this session), by
-// SNAPSHOT_REQUIRED or by RequestSnapshot: the relay then holds every fact
-// the device holds but its unsent writes, and a device offline past the
-// relay's horizon would otherwise keep, for good, the rows deleted
-// meanwhile whose tombstones the relay pruned. That snapshot replaces
+// merges (nothing local is lost), except the one SNAPSHOT_REQUIRED starts
+// for this replica's own cursor in this relay log (stored for it and not
+// voided by the handshake, or taken from a snapshot in this session): that
+// device was offline past the relay's horizon, the relay pruned the
+// tombstones of rows deleted meanwhile, and a merge would keep those rows
+// for good. That snapshot replaces
 // (engine.ApplySnapshotOptions.Replace): rows the device holds that the
 // snapshot lacks disappear (a RemoteChange event names their table;
 // nothing is pushed for them), a row the snapshot carries becomes the
 // snapshot's, and its unsent writes — the facts of its own transactions
 // above the sent watermark, after the handshake lowered it, cells and
 // tombstones — are kept and pushed after the catch-up pull. A first
-// bootstrap, one after a diverged or unverified history, and a checkpoint
-// of another relay log merge, since the relay may then lack rows this
-// device holds. The mode is stored in the checkpoint: an
+// bootstrap, one after a diverged or unverified history, one RequestSnapshot
+// asks for, and a checkpoint of another relay log merge, since the relay
+// may then lack facts this device holds (from ApplyChanges, kept by an
+// earlier merge, a skipped transaction). Known gap: a skipped transaction
+// lies below the sent watermark, so a replacing snapshot drops its facts
+// from this device. The mode is stored in the checkpoint: an
 // interrupted replacing transfer resumes replacing. The cursor to pull from afterwards is the header's, or,
 // when the header resumes the stored checkpoint (same snapshotId), the
 // checkpoint's; it is stored once the footer is applied. While a snapshot

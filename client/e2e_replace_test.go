@@ -47,22 +47,6 @@ func noteIDs(t testing.TB, db *engine.Engine) []string {
 // insert and pushes it, and A and B end with the same rows. Before, B
 // kept the deleted row for good.
 func TestOfflinePastHorizonDropsRowsDeletedMeanwhile(t *testing.T) {
-	offlinePastHorizon(t, false)
-}
-
-// TestRequestedSnapshotPastHorizonReplaces is the simulator's finding
-// (seed 48 without relay.restore_old,relay.wipe): B asks for a snapshot
-// (RequestSnapshot) while it is offline past the horizon. Its cursor is
-// its own in the relay's log, so that snapshot must replace as
-// SNAPSHOT_REQUIRED's does; before, it merged and B kept the row A had
-// deleted, alone, for good.
-func TestRequestedSnapshotPastHorizonReplaces(t *testing.T) {
-	offlinePastHorizon(t, true)
-}
-
-// offlinePastHorizon runs B offline past the relay's horizon while A
-// deletes a row; requested has B call RequestSnapshot before it comes back.
-func offlinePastHorizon(t *testing.T, requested bool) {
 	checkNoLeaks(t)
 	clock := &stepClock{}
 	const retention = time.Hour
@@ -105,14 +89,11 @@ func offlinePastHorizon(t *testing.T, requested bool) {
 		t.Fatal(err)
 	}
 
-	if requested {
-		b.c.RequestSnapshot()
-	}
 	b.connect(t, url, "db", "")
 	waitFor(t, "B bootstrapped and pushed n4", func() bool {
 		return b.c.State().State == client.Synced && pending(t, b) == 0 && slices.Contains(noteIDs(t, a.db), "n4")
 	})
-	sawRequired := requested
+	sawRequired := false
 	for _, ev := range b.ev.list() {
 		if ev.Type == client.ErrorReported && ev.Err != nil && strings.Contains(ev.Err.Error(), "SNAPSHOT_REQUIRED") {
 			sawRequired = true

@@ -366,8 +366,7 @@ func (s *session) onHandshakeAck(m *wire.HandshakeAck) error {
 		s.startSnapshot(cp, false)
 		return nil
 	}
-	requested := s.c.takeSnapshotRequest()
-	bootstrap := requested || diverged || st.reset
+	bootstrap := s.c.takeSnapshotRequest() || diverged || st.reset
 	if !bootstrap && !st.haveCursor {
 		own, err := s.db.HasOwnFacts()
 		if err != nil {
@@ -376,12 +375,7 @@ func (s *session) onHandshakeAck(m *wire.HandshakeAck) error {
 		bootstrap = !own
 	}
 	if bootstrap {
-		// A snapshot the app asked for replaces when this replica's
-		// cursor is its own position in this log (the relay then holds
-		// every fact it holds but its unsent ones), as SNAPSHOT_REQUIRED's
-		// does: a merge would keep the rows deleted since the cursor
-		// whose tombstones the relay pruned.
-		s.startSnapshot(nil, requested && !diverged && s.ownCursor)
+		s.startSnapshot(nil, false)
 		return nil
 	}
 	s.pull()
@@ -1159,20 +1153,22 @@ func (s *session) snapshotRequested() {
 	if s.snap != nil {
 		return // joins the transfer in flight
 	}
-	s.startSnapshot(nil, s.ownCursor)
+	s.startSnapshot(nil, false)
 }
 
 // startSnapshot sends get_snapshot, or resume_snapshot for cp. replace
 // (with no cp) applies the snapshot replacing the local rows it lacks,
 // keeping only the own facts above the sent watermark
-// (engine.ApplySnapshotOptions): for a SNAPSHOT_REQUIRED answer to, or a
-// RequestSnapshot made with, this replica's own cursor in this relay log,
-// where the relay holds every fact this replica holds but its unsent ones
-// and the rows the snapshot lacks were deleted meanwhile (doc.go,
+// (engine.ApplySnapshotOptions): for a SNAPSHOT_REQUIRED answer to this
+// replica's own cursor in this relay log, past the relay's horizon, where
+// the rows the snapshot lacks were deleted meanwhile (doc.go,
 // "Snapshots"). Every other bootstrap merges: a first one, one after a
-// diverged history, a checkpoint of another relay log, since the relay
-// may have lost rows this replica holds. A resumed checkpoint keeps the
-// mode it was started with.
+// diverged history, one the app asked for (this replica may hold facts
+// the relay never had: from ApplyChanges, kept by an earlier merge, a
+// skipped transaction), a checkpoint of another relay log. A resumed
+// checkpoint keeps the mode it was started with, with KeepOwnAfter
+// lowered to the sent watermark when the handshake lowered that (the
+// relay may have lost what was acknowledged).
 func (s *session) startSnapshot(cp *model.SnapshotCheckpoint, replace bool) {
 	s.pulling = false
 	s.synced = false
@@ -1186,7 +1182,11 @@ func (s *session) startSnapshot(cp *model.SnapshotCheckpoint, replace bool) {
 		server, _ := namespaceServer(s.ns, s.t.databaseID)
 		s.snap.foreign = cp.SiteID != server
 		if cp.Replace {
-			s.snap.apply = engine.ApplySnapshotOptions{Replace: true, KeepOwnAfter: cp.KeepOwnAfter}
+			keep := cp.KeepOwnAfter
+			if s.sent.Less(keep) {
+				keep = s.sent
+			}
+			s.snap.apply = engine.ApplySnapshotOptions{Replace: true, KeepOwnAfter: keep}
 		}
 	}
 	s.c.setState(Syncing)

@@ -425,7 +425,9 @@ type ApplySnapshotOptions struct {
 	Replace bool
 	// KeepOwnAfter is, with Replace, the highest base HLC of this
 	// replica's own transactions the sender is known to hold (the sync
-	// client's sent watermark); zero keeps every row holding an own fact.
+	// client's sent watermark); zero keeps every own fact (foreign facts
+	// the snapshot lacks still go). A resumed apply takes the lower of
+	// the stored value and the one passed.
 	KeepOwnAfter HLC
 }
 
@@ -543,6 +545,11 @@ func (e *Engine) applySnapshotHeader(hp *SnapshotHeader, o ApplySnapshotOptions)
 		}
 		if old != nil && old.SnapshotID == h.SnapshotID {
 			ns.cp = *old
+			// A lower KeepOwnAfter keeps more (the caller learned that
+			// the sender lost acknowledged transactions): never a higher.
+			if ns.cp.Replace && o.Replace && o.KeepOwnAfter.Less(ns.cp.KeepOwnAfter) {
+				ns.cp.KeepOwnAfter = o.KeepOwnAfter
+			}
 		} else {
 			ns.cp = SnapshotCheckpoint{SnapshotID: h.SnapshotID, SiteID: h.SiteID, HLC: h.HLC, Cursor: h.Cursor, CreatedAt: e.clock.Now()}
 			if o.Replace {
@@ -1208,7 +1215,8 @@ func (e *Engine) DiscardSnapshotCheckpoint() error {
 // not in present keeps only its unsent own facts (keepOnlyOwnAfter), so a
 // row without any has its record and index entries go at the commit. No
 // change-log entry is written for it (flushRows lists only the facts it
-// gains). It returns the rows dropped whole.
+// gains). It returns the rows it changed (dropped, or stripped to their
+// unsent own facts), for the RemoteChange event.
 func (w *writeTx) dropAbsentRows(t *table, from, end []byte, present [][]byte, keepOwnAfter HLC) (int, error) {
 	var keys [][]byte
 	err := w.kv.Scan(bucketRows, kv.Range{Start: from, End: end, KeysOnly: true}, func(k, _ []byte) bool {
@@ -1240,7 +1248,7 @@ func (w *writeTx) dropAbsentRows(t *table, from, end []byte, present [][]byte, k
 		if err != nil {
 			return dropped, err
 		}
-		if w.keepOnlyOwnAfter(r, keepOwnAfter) && r.cur.empty() {
+		if w.keepOnlyOwnAfter(r, keepOwnAfter) {
 			dropped++
 		}
 	}

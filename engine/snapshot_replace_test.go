@@ -464,3 +464,54 @@ func TestSnapshotReplaceOldCheckpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotReplaceStripEvent (found in review): a row the snapshot
+// lacks that keeps an unsent own cell is stripped, not dropped, at
+// table_end; that change emits the RemoteChange too, or subscriptions
+// would show the stripped cells.
+func TestSnapshotReplaceStripEvent(t *testing.T) {
+	clock := &manualClock{ms: replaceT0}
+	src := openReplace(t, memkv.New(Buckets...), clock)
+	dev := openReplace(t, memkv.New(Buckets...), clock)
+	for _, id := range []int64{1, 2} {
+		_, err := src.Insert("items", map[string]any{"id": id, "name": "src"})
+		mustDo(t, err)
+		clock.ms++
+	}
+	applyAll(t, dev, src, SnapshotOptions{}, ApplySnapshotOptions{})
+	own, err := dev.ChangesSince(HLC{}, 0, ChangesFilter{OnlyLocal: true})
+	mustDo(t, err)
+	var sent HLC
+	if len(own) > 0 {
+		sent = own[len(own)-1].HLC
+	}
+	_, err = src.Delete("items", Key{2})
+	mustDo(t, err)
+	clock.ms++
+	_, err = dev.Update("items", Key{2}, map[string]any{"a": "mine"})
+	mustDo(t, err)
+	clock.ms += 10
+	_, err = src.PruneTombstones(clock.ms)
+	mustDo(t, err)
+	var events []Event
+	dev.Subscribe(func(ev Event) { events = append(events, ev) })
+	for c, err := range src.Snapshot(SnapshotOptions{}) {
+		mustDo(t, err)
+		events = nil
+		_, err := dev.ApplySnapshotChunkWith(c, ApplySnapshotOptions{Replace: true, KeepOwnAfter: sent})
+		mustDo(t, err)
+		if c.Type == ChunkTableEnd && c.Table == "items" {
+			if rows, _ := dev.Query("items", Query{Where: []Filter{{Column: "name", Op: Eq, Value: "src"}}}); len(rows) != 1 {
+				t.Errorf("index by_name finds %v", rows)
+			}
+			r2, err := dev.Get("items", Key{2})
+			mustDo(t, err)
+			if r2["a"].Text() != "mine" || !r2["name"].IsNull() {
+				t.Errorf("row 2 after table_end = %v, want its unsent a alone", r2)
+			}
+			if len(events) == 0 {
+				t.Errorf("row 2 changed at table_end (name dropped) but no RemoteChange was emitted")
+			}
+		}
+	}
+}

@@ -611,13 +611,9 @@ declare namespace Replica {
 		/** Stop syncing (in every tab's name: the target is forgotten). Resolves when the socket is closed. */
 		disconnect(): Promise<void>;
 		/**
-		 * Ask for a fresh snapshot from the relay in the current or next session
-		 * of the leader tab. When this replica has synced with the relay's
-		 * current log, the snapshot replaces its rows: writes not yet pushed are
-		 * kept and pushed, and rows deleted meanwhile go, even those whose
-		 * tombstones the relay has pruned. Otherwise (a first sync, a relay that
-		 * lost or rewrote its log) it is merged and nothing local is lost.
-		 * Rejects: CLOSED.
+		 * Ask for a fresh snapshot from the relay (merged into the replica;
+		 * nothing local is lost) in the current or next session of the leader
+		 * tab. Rejects: CLOSED.
 		 */
 		requestSnapshot(): Promise<void>;
 		/** The current state (a copy). */
