@@ -152,10 +152,17 @@ func (s *Sim) settled() string {
 }
 
 // prune runs the relay's maintenance and applies its newest tombstone
-// horizon mark to every device
-// and to the oracle (engine.PruneTombstones at its wall), as a device
-// does when the next changes after the mark reach it; the relay pruned at
-// it when it made it. It records, first, the rows the oracle held with a
+// horizon mark to the oracle and to every device that has not applied it
+// yet (engine.PruneTombstones at its wall), as a device does when the
+// next changes after the mark reach it; the relay pruned at it when it
+// made it. A device that applied it already (its client's recorded
+// horizon, or an earlier call, is not below the wall) is left alone, as
+// its client skips a mark carried again: the maintenance makes no new
+// mark while the relay's clock is not past the newest mark's (made while
+// the clock ran ahead, then set right), and the late deletes older than
+// that wall which reached every replica after the mark stay on the relay
+// until its next mark, so they stay on the devices too. It records,
+// first, the rows the oracle held with a
 // tombstone below the horizon: their fate after the mark is decided by
 // the log's order (a late write may revive one, alike on every replica),
 // which the oracle, merging acknowledged transactions in ack order, does
@@ -185,11 +192,41 @@ func (s *Sim) prune() {
 	for _, id := range tombstonedBefore(s.oracle, wall) {
 		s.beyond[id] = true
 	}
-	for _, e := range append([]*engine.Engine{s.oracle}, s.engines()...) {
-		if _, err := e.PruneTombstones(wall); err != nil {
+	if _, err := s.oracle.PruneTombstones(wall); err != nil {
+		s.fail("prune: %v", err)
+	}
+	for _, r := range s.reps {
+		ns, applied := r.horizonApplied()
+		if ns == r.prunedNS {
+			applied = max(applied, r.pruned)
+		}
+		if wall <= applied {
+			continue
+		}
+		if _, err := r.eng.PruneTombstones(wall); err != nil {
 			s.fail("prune: %v", err)
 		}
+		r.prunedNS, r.pruned = ns, wall
 	}
+}
+
+// horizonApplied returns the relay log r's client syncs with (its
+// namespace of sync state) and the tombstone horizon it recorded for it
+// (0: none).
+func (r *replica) horizonApplied() (ns string, wall uint64) {
+	b, err := r.eng.State("sync:relay:" + relayURL + "#" + databaseID)
+	if err != nil || b == nil {
+		return "", 0
+	}
+	ns = string(b)
+	if b, err = r.eng.State(ns + ":horizon"); err != nil || b == nil {
+		return ns, 0
+	}
+	wall, err = strconv.ParseUint(string(b), 10, 64)
+	if err != nil {
+		r.sim.fail("%s: stored tombstone horizon %q does not decode", r.name, b)
+	}
+	return ns, wall
 }
 
 // relayHorizon returns the wall (ms) of the newest tombstone horizon mark
@@ -228,14 +265,6 @@ func tombstonedBefore(e *engine.Engine, wall uint64) []string {
 
 // rowID names a row in a dump line: its table and primary key.
 func rowID(table string, pk []model.Value) string { return fmt.Sprintf("%s %v", table, pk) }
-
-func (s *Sim) engines() []*engine.Engine {
-	var es []*engine.Engine
-	for _, r := range s.reps {
-		es = append(es, r.eng)
-	}
-	return es
-}
 
 // checkState compares the converged replicas with the relay's merged
 // replica and with the oracle (every acknowledged local transaction merged

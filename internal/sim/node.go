@@ -91,6 +91,10 @@ type replica struct {
 	// synced; its cursor may move back once.
 	rollback bool
 	acked    int // local transactions committed
+	// pruned is the tombstone horizon prune applied to the device for
+	// relay log prunedNS (its client does not record it).
+	pruned   uint64
+	prunedNS string
 }
 
 // quiet is the logger of every node: the simulator reports what matters.
