@@ -1,6 +1,10 @@
 package engine
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/replica-sync/replica/engine/internal/keyenc"
+)
 
 // Storage layout: the kv buckets and their keys (docs/design.md § Data model;
 // docs/design.md § Storage layout).
@@ -30,7 +34,7 @@ import "encoding/binary"
 //	quarantine  table ‖ HLC → held change for an unknown table
 //
 // table, index name and column values use the order-preserving key encoding
-// of keys.go (a table's rows are contiguous and ordered by primary key);
+// of package engine/internal/keyenc (a table's rows are contiguous and ordered by primary key);
 // base is the 26-byte HLC base and HLC the 30-byte encoding, so the log and
 // the migrations are ordered by HLC. class is classOwn for facts this replica
 // minted and classRemote for facts from elsewhere, so a client's push scans
@@ -84,7 +88,7 @@ var (
 
 // tableKey returns the key prefix of a table's rows, index entries and
 // quarantined changes.
-func tableKey(table string) []byte { return appendKeyValue(nil, Text(table)) }
+func tableKey(table string) []byte { return keyenc.AppendValue(nil, Text(table)) }
 
 // rowKey returns tableKey ‖ pk.
 func rowKey(tk []byte, pk []Value) []byte {
@@ -95,7 +99,7 @@ func rowKey(tk []byte, pk []Value) []byte {
 // appendRowKey appends rowKey(tk, pk) to dst. With a stack buffer it
 // computes a key to look up or measure without allocating.
 func appendRowKey(dst, tk []byte, pk []Value) []byte {
-	return appendKeyTuple(append(dst, tk...), pk)
+	return keyenc.AppendTuple(append(dst, tk...), pk)
 }
 
 // logKey returns class ‖ base ‖ rowKey.
@@ -117,14 +121,14 @@ func parseLogKey(k []byte) (class byte, base HLC, rk []byte, err error) {
 
 // splitRowKey decodes a row key into its table and primary key.
 func splitRowKey(rk []byte) (table string, pk []Value, err error) {
-	tv, rest, err := decodeKeyValue(rk)
+	tv, rest, err := keyenc.DecodeValue(rk)
 	if err != nil {
 		return "", nil, err
 	}
 	if tv.Kind() != KindText {
 		return "", nil, malformed("row key without table name")
 	}
-	pk, _, err = decodeKeyTuple(rest, -1)
+	pk, _, err = keyenc.DecodeTuple(rest, -1)
 	if err != nil {
 		return "", nil, err
 	}

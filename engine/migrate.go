@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/replica-sync/replica/engine/internal/keyenc"
 	"github.com/replica-sync/replica/internal/jsontext"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/model"
@@ -68,7 +69,7 @@ func compileTable(def TableDef) *table {
 	t.resurrect = def.Resurrection == ResurrectionAllowed
 	t.autoID = len(t.pkCols) == 1 && t.pkCols[0] == "id" && t.pkDefs[0] != nil && t.pkDefs[0].Type == KindText
 	for _, ix := range t.def.Indexes {
-		p := append(slices.Clone(t.key), appendKeyValue(nil, Text(ix.Name))...)
+		p := append(slices.Clone(t.key), keyenc.AppendValue(nil, Text(ix.Name))...)
 		t.indexes = append(t.indexes, &compiledIndex{def: ix, prefix: p})
 	}
 	return t

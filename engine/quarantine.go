@@ -8,6 +8,7 @@ import (
 
 	"sort"
 
+	"github.com/replica-sync/replica/engine/internal/keyenc"
 	"github.com/replica-sync/replica/kv"
 )
 
@@ -70,7 +71,7 @@ func decodeHeld(v []byte) (heldChange, error) {
 func encodeChange(b []byte, c *Change) []byte {
 	b = append(b, byte(c.Type))
 	b = appendString(b, c.Table)
-	pk := appendKeyTuple(nil, c.PK)
+	pk := keyenc.AppendTuple(nil, c.PK)
 	b = binary.AppendUvarint(b, uint64(len(pk)))
 	b = append(b, pk...)
 	b = appendString(b, c.Column)
@@ -112,7 +113,7 @@ func decodeChange(v []byte) (Change, error) {
 	pkLen := rd.uvarint()
 	pkb := rd.bytes(pkLen)
 	if rd.err == nil {
-		pk, rest, err := decodeKeyTuple(pkb, -1)
+		pk, rest, err := keyenc.DecodeTuple(pkb, -1)
 		if err != nil || len(rest) != 0 {
 			return c, fmt.Errorf("%w: held change key", ErrMalformed)
 		}
@@ -234,7 +235,7 @@ func (e *Engine) heldTables() ([]string, error) {
 			if err != nil || k == nil {
 				return err
 			}
-			tv, _, err := decodeKeyValue(k)
+			tv, _, err := keyenc.DecodeValue(k)
 			if err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/replica-sync/replica/engine/internal/keyenc"
 	"github.com/replica-sync/replica/kv"
 )
 
@@ -378,7 +379,7 @@ func eqPrefixes(cols []string, conds []cond, prefix []byte) ([][]byte, int) {
 		seen := map[string]bool{}
 		for _, p := range prefixes {
 			for _, v := range vals {
-				k := appendKeyValue(bytes.Clone(p), v)
+				k := keyenc.AppendValue(bytes.Clone(p), v)
 				if !seen[string(k)] { // In may repeat a value
 					seen[string(k)] = true
 					next = append(next, k)
@@ -418,7 +419,7 @@ func boundRange(p []byte, col string, conds []cond) (r kv.Range, bounded bool) {
 		}
 		switch c.op {
 		case Gt, Ge:
-			k := appendKeyValue(bytes.Clone(p), c.val)
+			k := keyenc.AppendValue(bytes.Clone(p), c.val)
 			if c.op == Gt {
 				k = kv.PrefixEnd(k)
 			}
@@ -426,7 +427,7 @@ func boundRange(p []byte, col string, conds []cond) (r kv.Range, bounded bool) {
 				r.Start, bounded = k, true
 			}
 		case Lt, Le:
-			k := appendKeyValue(bytes.Clone(p), c.val)
+			k := keyenc.AppendValue(bytes.Clone(p), c.val)
 			if c.op == Le {
 				k = kv.PrefixEnd(k)
 			}
@@ -434,7 +435,7 @@ func boundRange(p []byte, col string, conds []cond) (r kv.Range, bounded bool) {
 				r.End, bounded = k, true
 			}
 		case Prefix:
-			k := appendKeyTextPrefix(bytes.Clone(p), c.prefix)
+			k := keyenc.AppendTextPrefix(bytes.Clone(p), c.prefix)
 			if bytes.Compare(k, r.Start) > 0 {
 				r.Start, bounded = k, true
 			}
@@ -654,12 +655,12 @@ func (s *rowScan) indexKeys(r kv.Range) (keys [][]byte, last []byte, err error) 
 	err = s.tx.Scan(bucketIndex, r, func(k, _ []byte) bool {
 		last = k
 		rest := k[len(ix.prefix):]
-		_, rest, err := decodeKeyTuple(rest, len(ix.def.Columns))
+		_, rest, err := keyenc.DecodeTuple(rest, len(ix.def.Columns))
 		if err != nil {
 			derr = err
 			return false
 		}
-		pk, _, err := decodeKeyTuple(rest, -1)
+		pk, _, err := keyenc.DecodeTuple(rest, -1)
 		if err != nil {
 			derr = err
 			return false

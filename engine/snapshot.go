@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/replica-sync/replica/engine/internal/keyenc"
 	"github.com/replica-sync/replica/kv"
 )
 
@@ -338,7 +339,7 @@ func rowTables(tx kv.Tx, s *schemaState) ([]string, error) {
 		if k == nil {
 			break
 		}
-		tv, _, err := decodeKeyValue(k)
+		tv, _, err := keyenc.DecodeValue(k)
 		if err != nil {
 			return nil, err
 		}

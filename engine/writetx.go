@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/replica-sync/replica/engine/internal/keyenc"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/model"
 )
@@ -683,9 +684,9 @@ func indexKey(ix *compiledIndex, row Row, pk []Value) []byte {
 func appendIndexKey(dst []byte, ix *compiledIndex, row Row, pk []Value) []byte {
 	k := append(dst, ix.prefix...)
 	for _, c := range ix.def.Columns {
-		k = appendKeyValue(k, row[c])
+		k = keyenc.AppendValue(k, row[c])
 	}
-	return appendKeyTuple(k, pk)
+	return keyenc.AppendTuple(k, pk)
 }
 
 // recIndexKey is indexKey(ix, t.rowOf(rec, pk), pk) without building the
@@ -695,9 +696,9 @@ func (t *table) recIndexKey(ix *compiledIndex, rec *record, pk []Value) []byte {
 	k := make([]byte, 0, len(ix.prefix)+24*len(ix.def.Columns)+16*len(pk))
 	k = append(k, ix.prefix...)
 	for _, c := range ix.def.Columns {
-		k = appendKeyValue(k, t.recValue(rec, pk, c))
+		k = keyenc.AppendValue(k, t.recValue(rec, pk, c))
 	}
-	return appendKeyTuple(k, pk)
+	return keyenc.AppendTuple(k, pk)
 }
 
 // recValue returns t.rowOf(rec, pk)[col].

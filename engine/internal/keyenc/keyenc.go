@@ -1,9 +1,8 @@
-package engine
-
-// Order-preserving key encoding of Values
+// Package keyenc is the engine's order-preserving key encoding of
+// model Values.
 //
 // Row keys, secondary-index keys and table names inside keys are built from
-// Values with appendKeyValue and appendKeyTuple. Every kv backend compares
+// Values with AppendValue and AppendTuple. Every kv backend compares
 // keys bytewise (bytes.Compare, bbolt, IndexedDB binary keys), so the
 // encoding guarantees:
 //
@@ -12,11 +11,11 @@ package engine
 //   - Prefix-freeness: no encoding is a proper prefix of another, so
 //     encodings concatenate into tuples that sort lexicographically, element
 //     by element, and decode without a length.
-//   - Canonical decoding: decodeKeyValue recovers exactly the encoded Value
+//   - Canonical decoding: DecodeValue recovers exactly the encoded Value
 //     (kind included: integer 3 and real 3.0 are distinct, so are -0.0 and
-//     +0.0) and accepts only bytes appendKeyValue produces, so a successful
+//     +0.0) and accepts only bytes AppendValue produces, so a successful
 //     decode re-encodes to the same bytes. Anything else is an error
-//     wrapping ErrMalformed.
+//     wrapping model.ErrMalformed.
 //
 // # Tags
 //
@@ -80,7 +79,7 @@ package engine
 // after the leading one (0.5, 1.25, 100) take 3 bytes, a full 52-bit
 // mantissa (0.1) 11, and 13 outside 2^-64 ≤ |x| < 2^190.
 //
-// NaN is never stored (validation rejects it). appendKeyValue encodes every
+// NaN is never stored (validation rejects it). AppendValue encodes every
 // NaN as the tag 0x27, after +Inf, and Compare agrees (NaN equals NaN and
 // sorts after every other number); it decodes to math.NaN(), so NaN payload
 // bits are not preserved.
@@ -98,22 +97,40 @@ package engine
 // bytewise order (for text that is Unicode code-point order) and a shorter
 // string that is a prefix of a longer one sorts first, because the
 // terminator is below every byte that can follow. The encoding of every text
-// value starting with p begins with appendKeyTextPrefix(nil, p): the tag and
+// value starting with p begins with AppendTextPrefix(nil, p): the tag and
 // the escaped bytes of p without a terminator.
 //
 // The decoder checks structure (tags, escapes, canonical numbers), not that
 // text is valid UTF-8 or JSON text valid JSON: keys are written by the
 // engine from validated Values.
+package keyenc
 
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/bits"
 	"strings"
+
+	"github.com/replica-sync/replica/internal/rawvalue"
+	"github.com/replica-sync/replica/model"
 )
 
-// Key tags; see the file comment.
+var (
+	// rawValue rebuilds a text, JSON or blob Value from bytes this package
+	// encoded, unchecked (see package rawvalue).
+	rawValue = rawvalue.Make.(func(model.Kind, string) model.Value)
+	// rawString returns a text, JSON or blob Value's bytes, uncopied.
+	rawString = rawvalue.String.(func(model.Value) string)
+)
+
+// malformed returns an error wrapping model.ErrMalformed.
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", model.ErrMalformed, fmt.Sprintf(format, args...))
+}
+
+// Key tags; see the package comment.
 const (
 	keyTagNull      = 0x05
 	keyTagFalse     = 0x10
@@ -146,50 +163,50 @@ const (
 	keyGroupReal = 0b01
 )
 
-// appendKeyValue appends the order-preserving, self-delimiting encoding of v
+// AppendValue appends the order-preserving, self-delimiting encoding of v
 // to dst and returns the extended slice. It does not allocate when dst has
-// room (see the file comment for the layout and sizes). v must have a valid
+// room (see the package comment for the layout and sizes). v must have a valid
 // kind; NaN reals are encoded deterministically but are never stored.
-func appendKeyValue(dst []byte, v Value) []byte {
+func AppendValue(dst []byte, v model.Value) []byte {
 	switch v.Kind() {
-	case KindNull:
+	case model.KindNull:
 		return append(dst, keyTagNull)
-	case KindBoolean:
+	case model.KindBoolean:
 		if v.Bool() {
 			return append(dst, keyTagTrue)
 		}
 		return append(dst, keyTagFalse)
-	case KindInteger:
+	case model.KindInteger:
 		return appendKeyInt(dst, v.Int())
-	case KindReal:
+	case model.KindReal:
 		return appendKeyReal(dst, v.Real())
-	case KindTimestamp:
+	case model.KindTimestamp:
 		return binary.BigEndian.AppendUint64(append(dst, keyTagTimestamp), uint64(v.Int())^(1<<63))
-	case KindText:
+	case model.KindText:
 		return appendKeyEscaped(append(dst, keyTagText), v.Text())
-	case KindJSON:
+	case model.KindJSON:
 		return appendKeyEscaped(append(dst, keyTagJSON), v.Text())
-	case KindBlob:
+	case model.KindBlob:
 		return appendKeyEscaped(append(dst, keyTagBlob), rawString(v))
 	}
-	panic("engine: appendKeyValue of a Value with invalid kind " + v.Kind().String())
+	panic("keyenc: AppendValue of a Value with invalid kind " + v.Kind().String())
 }
 
-// appendKeyTuple appends the encodings of vs, one after the other. The
-// result sorts lexicographically by element (Compare), a shorter tuple
+// AppendTuple appends the encodings of vs, one after the other. The
+// result sorts lexicographically by element (model.Compare), a shorter tuple
 // before every longer tuple it is a prefix of.
-func appendKeyTuple(dst []byte, vs []Value) []byte {
+func AppendTuple(dst []byte, vs []model.Value) []byte {
 	for _, v := range vs {
-		dst = appendKeyValue(dst, v)
+		dst = AppendValue(dst, v)
 	}
 	return dst
 }
 
-// appendKeyTextPrefix appends the bytes with which the encoding of every
+// AppendTextPrefix appends the bytes with which the encoding of every
 // text value starting with prefix begins: the text tag and the escaped bytes
 // of prefix, without a terminator. A kv prefix scan over them finds exactly
 // the text values (in a key position) that start with prefix.
-func appendKeyTextPrefix(dst []byte, prefix string) []byte {
+func AppendTextPrefix(dst []byte, prefix string) []byte {
 	return appendKeyEscapedBody(append(dst, keyTagText), prefix)
 }
 
@@ -285,69 +302,69 @@ func appendKeyEscapedBody(dst []byte, s string) []byte {
 	}
 }
 
-// decodeKeyValue decodes the Value at the start of b and returns it with the
-// bytes after its encoding. Input that appendKeyValue cannot have produced
+// DecodeValue decodes the Value at the start of b and returns it with the
+// bytes after its encoding. Input that AppendValue cannot have produced
 // (unknown tag, truncation, a bad escape, a non-canonical number) is an
-// error wrapping ErrMalformed. Text, JSON and blob values are copied out of
+// error wrapping model.ErrMalformed. Text, JSON and blob values are copied out of
 // b.
-func decodeKeyValue(b []byte) (v Value, rest []byte, err error) {
+func DecodeValue(b []byte) (v model.Value, rest []byte, err error) {
 	if len(b) == 0 {
-		return Null, nil, malformed("key: empty value")
+		return model.Null, nil, malformed("key: empty value")
 	}
 	tag, b := b[0], b[1:]
 	switch tag {
 	case keyTagNull:
-		return Null, b, nil
+		return model.Null, b, nil
 	case keyTagFalse:
-		return Bool(false), b, nil
+		return model.Bool(false), b, nil
 	case keyTagTrue:
-		return Bool(true), b, nil
+		return model.Bool(true), b, nil
 	case keyTagNegInf:
-		return Real(math.Inf(-1)), b, nil
+		return model.Real(math.Inf(-1)), b, nil
 	case keyTagNeg:
 		return decodeKeyNumber(b, true)
 	case keyTagZeroInt:
-		return Int(0), b, nil
+		return model.Int(0), b, nil
 	case keyTagNegZero:
-		return Real(math.Copysign(0, -1)), b, nil
+		return model.Real(math.Copysign(0, -1)), b, nil
 	case keyTagPosZero:
-		return Real(0), b, nil
+		return model.Real(0), b, nil
 	case keyTagPos:
 		return decodeKeyNumber(b, false)
 	case keyTagPosInf:
-		return Real(math.Inf(1)), b, nil
+		return model.Real(math.Inf(1)), b, nil
 	case keyTagNaN:
-		return Real(math.NaN()), b, nil
+		return model.Real(math.NaN()), b, nil
 	case keyTagTimestamp:
 		if len(b) < 8 {
-			return Null, nil, malformed("key: truncated timestamp")
+			return model.Null, nil, malformed("key: truncated timestamp")
 		}
-		return TimestampMillis(int64(binary.BigEndian.Uint64(b) ^ (1 << 63))), b[8:], nil
+		return model.TimestampMillis(int64(binary.BigEndian.Uint64(b) ^ (1 << 63))), b[8:], nil
 	case keyTagText, keyTagJSON, keyTagBlob:
 		s, rest, err := decodeKeyEscaped(b)
 		if err != nil {
-			return Null, nil, err
+			return model.Null, nil, err
 		}
-		k := KindText
+		k := model.KindText
 		switch tag {
 		case keyTagJSON:
-			k = KindJSON
+			k = model.KindJSON
 		case keyTagBlob:
-			k = KindBlob
+			k = model.KindBlob
 		}
 		return rawValue(k, s), rest, nil
 	}
-	return Null, nil, malformed("key: unknown tag 0x%02x", tag)
+	return model.Null, nil, malformed("key: unknown tag 0x%02x", tag)
 }
 
-// decodeKeyTuple decodes n Values from the start of b and returns them with
+// DecodeTuple decodes n Values from the start of b and returns them with
 // the remaining bytes; with n < 0 it decodes until b is empty. Errors wrap
-// ErrMalformed.
-func decodeKeyTuple(b []byte, n int) ([]Value, []byte, error) {
+// model.ErrMalformed.
+func DecodeTuple(b []byte, n int) ([]model.Value, []byte, error) {
 	if n < 0 {
-		var vs []Value
+		var vs []model.Value
 		for len(b) > 0 {
-			v, rest, err := decodeKeyValue(b)
+			v, rest, err := DecodeValue(b)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -359,9 +376,9 @@ func decodeKeyTuple(b []byte, n int) ([]Value, []byte, error) {
 	if n > len(b) { // every value takes at least one byte
 		return nil, nil, malformed("key: want %d values in %d bytes", n, len(b))
 	}
-	vs := make([]Value, n)
+	vs := make([]model.Value, n)
 	for i := range vs {
-		v, rest, err := decodeKeyValue(b)
+		v, rest, err := DecodeValue(b)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -372,32 +389,32 @@ func decodeKeyTuple(b []byte, n int) ([]Value, []byte, error) {
 }
 
 // decodeKeyNumber decodes the rest of a nonzero finite number after its tag.
-func decodeKeyNumber(b []byte, neg bool) (Value, []byte, error) {
+func decodeKeyNumber(b []byte, neg bool) (model.Value, []byte, error) {
 	var mask byte
 	if neg {
 		mask = 0xFF
 	}
 	if len(b) == 0 {
-		return Null, nil, malformed("key: truncated number")
+		return model.Null, nil, malformed("key: truncated number")
 	}
 	var e int
 	i := 1
 	switch e0 := b[0] ^ mask; e0 {
 	case 0x00, 0xFF:
 		if len(b) < 3 {
-			return Null, nil, malformed("key: truncated number exponent")
+			return model.Null, nil, malformed("key: truncated number exponent")
 		}
 		u := int(b[1]^mask)<<8 | int(b[2]^mask)
 		i = 3
 		if e0 == 0x00 {
 			e = u - 1074
 			if e >= keyExpMin {
-				return Null, nil, malformed("key: non-canonical number exponent")
+				return model.Null, nil, malformed("key: non-canonical number exponent")
 			}
 		} else {
 			e = u
 			if e <= keyExpMax || e > 1023 {
-				return Null, nil, malformed("key: bad number exponent %d", e)
+				return model.Null, nil, malformed("key: bad number exponent %d", e)
 			}
 		}
 	default:
@@ -408,13 +425,13 @@ func decodeKeyNumber(b []byte, neg bool) (Value, []byte, error) {
 	var last byte
 	for {
 		if i >= len(b) {
-			return Null, nil, malformed("key: truncated number mantissa")
+			return model.Null, nil, malformed("key: truncated number mantissa")
 		}
 		c := b[i] ^ mask
 		i++
 		d := uint64(c >> 2)
 		if n == 10 && d&3 != 0 || n > 10 {
-			return Null, nil, malformed("key: number mantissa too long")
+			return model.Null, nil, malformed("key: number mantissa too long")
 		}
 		acc |= d << 58 >> (6 * n)
 		n++
@@ -422,7 +439,7 @@ func decodeKeyNumber(b []byte, neg bool) (Value, []byte, error) {
 			continue
 		}
 		if c&3 == 0b11 {
-			return Null, nil, malformed("key: bad number mantissa")
+			return model.Null, nil, malformed("key: bad number mantissa")
 		}
 		last = c & 3
 		break
@@ -432,36 +449,36 @@ func decodeKeyNumber(b []byte, neg bool) (Value, []byte, error) {
 		l = 64 - bits.TrailingZeros64(acc)
 	}
 	if n != max(1, (l+5)/6) {
-		return Null, nil, malformed("key: non-canonical number mantissa")
+		return model.Null, nil, malformed("key: non-canonical number mantissa")
 	}
 	rest := b[i:]
 	if (last == keyGroupReal) == neg { // integer
 		if e < 0 || e > 63 || l > e || e == 63 && (!neg || l != 0) {
-			return Null, nil, malformed("key: integer out of range")
+			return model.Null, nil, malformed("key: integer out of range")
 		}
 		v := int64(uint64(1)<<e | acc>>(64-uint(e)))
 		if neg {
 			v = -v // 1<<63 stays MinInt64
 		}
-		return Int(v), rest, nil
+		return model.Int(v), rest, nil
 	}
 	var fb uint64
 	if e >= -1022 {
 		if l > 52 {
-			return Null, nil, malformed("key: real mantissa too long")
+			return model.Null, nil, malformed("key: real mantissa too long")
 		}
 		fb = uint64(e+1023)<<52 | acc>>12
 	} else {
 		p := e + 1074 // subnormal: leading 1 at bit p of the fraction field
 		if l > p {
-			return Null, nil, malformed("key: subnormal real mantissa too long")
+			return model.Null, nil, malformed("key: subnormal real mantissa too long")
 		}
 		fb = uint64(1)<<p | acc>>(64-uint(p))
 	}
 	if neg {
 		fb |= 1 << 63
 	}
-	return Real(math.Float64frombits(fb)), rest, nil
+	return model.Real(math.Float64frombits(fb)), rest, nil
 }
 
 // decodeKeyEscaped decodes escaped bytes up to and including the terminator.
