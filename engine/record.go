@@ -112,10 +112,6 @@ func (r *record) visible(allowResurrection bool) bool {
 	return !r.hasTomb || allowResurrection
 }
 
-// empty reports whether r holds no fact: no cell and no tombstone (its
-// record is deleted at the flush).
-func (r *record) empty() bool { return len(r.cells) == 0 && !r.hasTomb }
-
 // dropDead removes the cells the tombstone has killed: those at or below
 // it. Cells written after it stay under either policy (see visible).
 func (r *record) dropDead() {

@@ -515,3 +515,38 @@ func TestSnapshotReplaceStripEvent(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotReplaceResumeLowersKeepOwnAfter: a replacing apply resumed
+// with a lower KeepOwnAfter than its checkpoint's (the client learned at
+// the handshake that the relay lost acknowledged transactions) keeps the
+// own facts above the lower one: row 101, dev's sent insert that src
+// deleted, stays.
+func TestSnapshotReplaceResumeLowersKeepOwnAfter(t *testing.T) {
+	f := newReplaceFixture(t)
+	o := ApplySnapshotOptions{Replace: true, KeepOwnAfter: f.sent}
+	for c, err := range f.src.Snapshot(smallChunks) {
+		mustDo(t, err)
+		if _, err := f.dev.ApplySnapshotChunkWith(c, o); err != nil {
+			t.Fatal(err)
+		}
+		if c.Type == ChunkRows {
+			break // in items, before 101
+		}
+	}
+	cp, err := f.dev.SnapshotCheckpoint()
+	mustDo(t, err)
+	if cp == nil || cp.KeepOwnAfter != f.sent {
+		t.Fatalf("checkpoint %+v: want KeepOwnAfter %v", cp, f.sent)
+	}
+	so := smallChunks
+	so.Resume = cp
+	for c, err := range f.src.Snapshot(so) {
+		mustDo(t, err)
+		if _, err := f.dev.ApplySnapshotChunkWith(c, ApplySnapshotOptions{Replace: true}); err != nil {
+			t.Fatalf("%s chunk: %v", c.Type, err)
+		}
+	}
+	if got := liveIDs(t, f.dev, "items"); !slices.Contains(got, 101) || slices.Contains(got, 5) {
+		t.Errorf("dev's items = %v: want 101 kept (KeepOwnAfter lowered to zero), 5 dropped", got)
+	}
+}

@@ -41,24 +41,15 @@ func (s *Sim) checkCursors() {
 		if r.eng == nil {
 			continue
 		}
-		ns, err := r.eng.State("sync:relay:" + relayURL + "#" + databaseID)
-		if err != nil || ns == nil {
+		ns, c, ok := r.syncNumber("cursor")
+		if !ok {
 			continue
 		}
-		b, err := r.eng.State(string(ns) + ":cursor")
-		if err != nil || b == nil {
-			continue
-		}
-		c, err := strconv.ParseUint(string(b), 10, 64)
-		if err != nil {
-			s.fail("%s: stored cursor %q does not decode", r.name, b)
-			return
-		}
-		if string(ns) == r.ns && c < r.cursor && !r.rollback {
+		if ns == r.ns && c < r.cursor && !r.rollback {
 			s.fail("cursor of %s moved backwards: %d after %d", r.name, c, r.cursor)
 			return
 		}
-		r.ns, r.cursor = string(ns), c
+		r.ns, r.cursor = ns, c
 		if r.rollback && r.cl.State().State == client.Synced {
 			r.rollback = false // synced with the relay's new log
 		}
@@ -196,7 +187,8 @@ func (s *Sim) prune() {
 		s.fail("prune: %v", err)
 	}
 	for _, r := range s.reps {
-		ns, applied := r.horizonApplied()
+		// The tombstone horizon the client recorded (0: none).
+		ns, applied, _ := r.syncNumber("horizon")
 		if ns == r.prunedNS {
 			applied = max(applied, r.pruned)
 		}
@@ -210,23 +202,24 @@ func (s *Sim) prune() {
 	}
 }
 
-// horizonApplied returns the relay log r's client syncs with (its
-// namespace of sync state) and the tombstone horizon it recorded for it
-// (0: none).
-func (r *replica) horizonApplied() (ns string, wall uint64) {
+// syncNumber reads a number r's client stores for the relay log it syncs
+// with (client/keys.go: the log's namespace under "sync:relay:URL#db", then
+// "NS:name", in decimal): the namespace and the number, ok false when
+// either is not stored. A number that does not decode fails the run.
+func (r *replica) syncNumber(name string) (ns string, v uint64, ok bool) {
 	b, err := r.eng.State("sync:relay:" + relayURL + "#" + databaseID)
 	if err != nil || b == nil {
-		return "", 0
+		return "", 0, false
 	}
 	ns = string(b)
-	if b, err = r.eng.State(ns + ":horizon"); err != nil || b == nil {
-		return ns, 0
+	if b, err = r.eng.State(ns + ":" + name); err != nil || b == nil {
+		return ns, 0, false
 	}
-	wall, err = strconv.ParseUint(string(b), 10, 64)
-	if err != nil {
-		r.sim.fail("%s: stored tombstone horizon %q does not decode", r.name, b)
+	if v, err = strconv.ParseUint(string(b), 10, 64); err != nil {
+		r.sim.fail("%s: stored %s %q does not decode", r.name, name, b)
+		return ns, 0, false
 	}
-	return ns, wall
+	return ns, v, true
 }
 
 // relayHorizon returns the wall (ms) of the newest tombstone horizon mark
