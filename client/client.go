@@ -293,7 +293,12 @@ func (c *Client) Notify() {
 
 // RequestSnapshot asks for a full snapshot from the relay, merged into the
 // replica (nothing local is lost), then a pull from the snapshot's cursor.
-// It returns at once. While a transfer is in flight, further calls join
+// When the replica holds its own cursor in the relay's log it pulls from
+// that cursor first and asks for the snapshot once caught up: a cursor
+// past the relay's tombstone horizon is answered SNAPSHOT_REQUIRED, and
+// that snapshot replaces the rows the relay no longer holds (deleted
+// meanwhile, their tombstones pruned; doc.go, "Snapshots"), as on any
+// reconnect. It returns at once. While a transfer is in flight, further calls join
 // it: exactly one get_snapshot goes on the wire. When not connected, the
 // request waits for the next handshake.
 func (c *Client) RequestSnapshot() {

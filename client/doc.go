@@ -74,10 +74,12 @@
 //
 //  1. Bootstrap, when needed: if the engine holds a snapshot checkpoint (an
 //     interrupted transfer, model.SnapshotCheckpoint), resume_snapshot
-//     {checkpoint}; else, if RequestSnapshot was called, or the replica is
-//     brand-new for this relay database — no cursor stored for it and
-//     engine.HasOwnFacts false —, or the relay's log diverged, or the
-//     stored cursor did not decode, get_snapshot.
+//     {checkpoint}; else, if the replica is brand-new for this relay
+//     database — no cursor stored for it and engine.HasOwnFacts false —, or
+//     the relay's log diverged, or the stored cursor did not decode, or
+//     RequestSnapshot was called and the replica holds no cursor of its own
+//     in this log, get_snapshot. RequestSnapshot with its own cursor pulls
+//     first (step 2) and sends get_snapshot once caught up.
 //  2. Pull: get_changes {since: cursor} until a changes reply says more =
 //     false. Then the state is Synced (unless a push failed, see "States").
 //  3. Push every local transaction above the sent watermark, then keep
@@ -98,7 +100,7 @@
 // reported as a SnapshotProgressed event and in Status.Snapshot. A snapshot
 // merges (nothing local is lost), except the one SNAPSHOT_REQUIRED starts
 // for this replica's own cursor in this relay log (stored for it and not
-// voided by the handshake, or taken from a snapshot in this session): that
+// voided by the handshake, or taken from a snapshot or advanced by a pull in this session): that
 // device was offline past the relay's horizon, the relay pruned the
 // tombstones of rows deleted meanwhile, and a merge would keep those rows
 // for good. That snapshot replaces
@@ -133,7 +135,13 @@
 // further resets the count. SNAPSHOT_REQUIRED, the relay's answer to
 // a cursor it cannot serve, starts a snapshot in the same session.
 // RequestSnapshot while a transfer is in flight joins it: exactly one
-// get_snapshot goes on the wire.
+// get_snapshot goes on the wire. With this replica's own cursor (stored and
+// not voided, a snapshot's, or one a pull in this session advanced) it
+// pulls from that cursor first and asks for the snapshot once caught up, so
+// that a device offline past the horizon takes the replacing
+// SNAPSHOT_REQUIRED path above rather than merging a snapshot that lacks
+// the rows deleted meanwhile (the simulator's seed 48). A session that
+// ends before the pull caught up leaves the request to the next one.
 //
 // # Pulling: the cursor
 //

@@ -192,8 +192,9 @@ func TestSnapshotRequired(t *testing.T) {
 	}
 }
 
-// TestRequestSnapshot: calls while a transfer is in flight join it;
-// exactly one get_snapshot goes on the wire. Pushes are held and
+// TestRequestSnapshot: with its own cursor the replica pulls first; calls
+// while the pull or the transfer is in flight join it; exactly one
+// get_snapshot goes on the wire. Pushes are held and
 // push_changes dropped while it lands; both resume after the catch-up.
 func TestRequestSnapshot(t *testing.T) {
 	relay := newScriptRelay(t)
@@ -208,6 +209,14 @@ func TestRequestSnapshot(t *testing.T) {
 	ev.wait(t, "the ack", func(e Event) bool { return e.Type == PushAcked })
 
 	c.RequestSnapshot()
+	// With its own cursor the replica pulls first (a cursor past the
+	// horizon would be answered SNAPSHOT_REQUIRED), then asks for the
+	// snapshot once caught up.
+	if g := expect[*wire.GetChanges](t, p); g.Since != 2 {
+		t.Fatalf("pull before the snapshot since %d", g.Since)
+	}
+	c.RequestSnapshot() // joins: the pull is in flight
+	p.send(t, &wire.Changes{Cursor: 2})
 	expect[*wire.GetSnapshot](t, p)
 	c.RequestSnapshot()
 	c.RequestSnapshot()

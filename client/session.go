@@ -57,8 +57,12 @@ type session struct {
 	sent      model.HLC
 	ackedKept bool // the acknowledged watermark is stored apart (below sent)
 	synced    bool // the first pull after the handshake (or a snapshot) ended
-	lastRecv  time.Time
-	lastSent  time.Time // when the last frame was queued
+	// snapAfterPull: RequestSnapshot was served by pulling first from
+	// this replica's own cursor; the snapshot starts when the pull
+	// catches up (snapshotRequested).
+	snapAfterPull bool
+	lastRecv      time.Time
+	lastSent      time.Time // when the last frame was queued
 
 	pulling   bool      // a get_changes is in flight
 	pullAt    time.Time // when it was sent
@@ -178,6 +182,9 @@ func (c *Client) session(ctx context.Context, t target) outcome {
 	}
 	c.mu.Lock()
 	c.conn = nil
+	if s.snapAfterPull {
+		c.wantSnap = true // the next handshake takes the request
+	}
 	c.mu.Unlock()
 	closeSocket(conn, ctx.Err() != nil)
 	scancel()
@@ -366,7 +373,14 @@ func (s *session) onHandshakeAck(m *wire.HandshakeAck) error {
 		s.startSnapshot(cp, false)
 		return nil
 	}
-	bootstrap := s.c.takeSnapshotRequest() || diverged || st.reset
+	bootstrap := diverged || st.reset
+	if s.c.takeSnapshotRequest() {
+		if !bootstrap && s.ownCursor {
+			s.snapAfterPull = true // snapshotRequested
+		} else {
+			bootstrap = true
+		}
+	}
 	if !bootstrap && !st.haveCursor {
 		own, err := s.db.HasOwnFacts()
 		if err != nil {
@@ -699,7 +713,9 @@ func (s *session) onChanges(m *wire.Changes) {
 			}
 		}
 	}
-	s.cursor, s.chain = next, chain
+	// A pull that succeeded makes the cursor this replica's own position
+	// in this log, even one it started from 0 without one.
+	s.cursor, s.chain, s.ownCursor = next, chain, true
 	// Marks at the page's cursor come after its ChangeSets, once the
 	// cursor is stored: a crash between the two pulls from that cursor,
 	// which serves the marks again.
@@ -712,6 +728,10 @@ func (s *session) onChanges(m *wire.Changes) {
 	s.pullFails = 0
 	if m.More || s.pullWant > s.cursor {
 		s.pull()
+		return
+	}
+	if s.snapAfterPull {
+		s.startSnapshot(nil, false) // caught up: RequestSnapshot's transfer
 		return
 	}
 	if !s.synced {
@@ -1142,7 +1162,13 @@ func (s *session) pushNext(p *inflight) {
 	}
 }
 
-// snapshotRequested serves RequestSnapshot.
+// snapshotRequested serves RequestSnapshot. With this replica's own
+// cursor in this relay log it pulls first and starts the (merging)
+// snapshot once the pull caught up (onChanges), so that a cursor past the
+// relay's horizon is answered SNAPSHOT_REQUIRED and the snapshot replaces
+// the rows deleted meanwhile (onError), as a plain reconnect would:
+// merged, they would stay on this replica alone (the simulator's seed
+// 48). Without one, the snapshot starts at once and merges.
 func (s *session) snapshotRequested() {
 	if !s.acked {
 		return // the handshake_ack takes the request
@@ -1152,6 +1178,11 @@ func (s *session) snapshotRequested() {
 	}
 	if s.snap != nil {
 		return // joins the transfer in flight
+	}
+	if s.ownCursor {
+		s.snapAfterPull = true
+		s.pull() // or the one in flight, or the retry scheduled
+		return
 	}
 	s.startSnapshot(nil, false)
 }
@@ -1170,7 +1201,7 @@ func (s *session) snapshotRequested() {
 // lowered to the sent watermark when the handshake lowered that (the
 // relay may have lost what was acknowledged).
 func (s *session) startSnapshot(cp *model.SnapshotCheckpoint, replace bool) {
-	s.pulling = false
+	s.pulling, s.snapAfterPull = false, false
 	s.synced = false
 	s.snap = &snapTransfer{resumed: cp != nil}
 	if replace && cp == nil {
