@@ -71,11 +71,17 @@ func (e *Engine) PruneTombstones(before uint64) (PruneResult, error) {
 
 // PruneTombstonesOptions choose what PruneTombstonesWith keeps.
 type PruneTombstonesOptions struct {
-	// KeepUnsent keeps this replica's own tombstones whose HLC is above
-	// Sent: deletes the relay has not acknowledged yet (the sync client's
-	// sent watermark). Pruned, such a delete would never be pushed: a
-	// change set carries only the facts the replica still holds
-	// (ChangesSince), so the row would stay alive everywhere else.
+	// KeepUnsent keeps this replica's own facts whose HLC is above Sent:
+	// writes the relay has not acknowledged yet (the sync client's sent
+	// watermark), so the relay did not hold them when it pruned. An own
+	// tombstone above Sent stays: pruned, the delete would never be
+	// pushed (a change set carries only the facts the replica still
+	// holds, ChangesSince), so the row would stay alive everywhere else.
+	// In a delete-wins row whose tombstone goes, the own cells above Sent
+	// stay and the row keeps them alone: the relay applies them after its
+	// pruning to a row it no longer holds, and so does every replica
+	// that pulls them, which is that same row (the simulator's seed 72:
+	// the device dropped its unsent write with the row, for good).
 	KeepUnsent bool
 	Sent       HLC
 }
@@ -90,9 +96,9 @@ func (e *Engine) PruneTombstonesWith(before uint64, o PruneTombstonesOptions) (P
 	if before == 0 {
 		return res, nil
 	}
-	var keep func(base HLC) bool
+	var keep func(h HLC) bool
 	if o.KeepUnsent {
-		keep = func(base HLC) bool { return base.Site == e.site && o.Sent.Less(base) }
+		keep = func(h HLC) bool { return h.Site == e.site && o.Sent.Less(h) }
 	}
 	err := e.pruneTombstones(before, keep, &res)
 	return res, err
@@ -155,7 +161,7 @@ func (e *Engine) pruneTombstoneBatch(tx kv.Tx, start, wallEnd []byte, cutoff uin
 		if keep != nil && keep(en.base) {
 			continue
 		}
-		if err := w.pruneTombstone(en.base, en.rk, cutoff, res); err != nil {
+		if err := w.pruneTombstone(en.base, en.rk, cutoff, keep, res); err != nil {
 			return len(ents), last, err
 		}
 	}
@@ -164,8 +170,9 @@ func (e *Engine) pruneTombstoneBatch(tx kv.Tx, start, wallEnd []byte, cutoff uin
 
 // pruneTombstone removes the tombstone of row rk, deleted at base, unless
 // the row no longer holds it or it is not past cutoff: then the index
-// entry is stale (it should not happen) and only it goes.
-func (w *writeTx) pruneTombstone(base HLC, rk []byte, cutoff uint64, res *PruneResult) error {
+// entry is stale (it should not happen) and only it goes. keep (nil:
+// none) names the cells of a delete-wins row that stay with it.
+func (w *writeTx) pruneTombstone(base HLC, rk []byte, cutoff uint64, keep func(HLC) bool, res *PruneResult) error {
 	name, pk, err := splitRowKey(rk)
 	if err != nil {
 		return err
@@ -185,8 +192,18 @@ func (w *writeTx) pruneTombstone(base HLC, rk []byte, cutoff uint64, res *PruneR
 	if !t.resurrect {
 		// Delete-wins: the cells written after the deletion
 		// were kept but dead (record.visible); without the
-		// tombstone they would revive the row. The row goes.
-		r.cur.cells = r.cur.cells[:0]
+		// tombstone they would revive the row. The row goes, but
+		// for the cells keep names (unsent own writes:
+		// PruneTombstonesOptions.KeepUnsent).
+		kept := r.cur.cells[:0]
+		if keep != nil {
+			for _, c := range r.cur.cells {
+				if keep(c.hlc) {
+					kept = append(kept, c)
+				}
+			}
+		}
+		r.cur.cells = kept
 	}
 	r.dirty = true
 	res.Tombstones++

@@ -64,7 +64,9 @@
 // that replays it: go test ./internal/sim -run TestSim -v -seed N -ops P.
 // To follow one row through a replay, add -sim.watch 'pairs [0 "i0"]'
 // (the row as the failure prints it): the test logs each change of that
-// row on every device and in the oracle, with its step and simulated time.
+// row on every device and in the oracle, with its step and simulated time;
+// -sim.log r0 logs that replica's client log (handshakes, snapshots,
+// pruning at horizon marks, errors) in the same order.
 // TestSimBudget runs the fixed budget of make test (100 000 steps over
 // seeds 1–50); make sim runs SIM_OPS steps from SIM_FIRST, SIM_PARALLEL
 // seeds at once, and reports operations per second and faults by kind.

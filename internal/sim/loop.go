@@ -209,6 +209,11 @@ func (s *Sim) shutdown() {
 	_ = s.oracle.Close()
 }
 
+// logLine records one line of a client's log for Config.Log.
+func (s *Sim) logLine(level, name, msg string, args []any) {
+	s.watchLog = append(s.watchLog, fmt.Sprintf("step %d t=%v %s log %s: %s %v", s.step, s.sched.Now(), name, level, msg, args))
+}
+
 // watch records, for Config.Watch, each replica whose copy of the row
 // changed since the last event (the oracle too).
 func (s *Sim) watch() {

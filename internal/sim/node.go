@@ -102,6 +102,22 @@ var quiet = slog.New(slog.DiscardHandler)
 
 type nopLogger struct{}
 
+// traceLogger records a replica's client log in Result.Watch, with the
+// step and simulated time (Config.Log).
+type traceLogger struct{ r *replica }
+
+func (l traceLogger) Debug(m string, a ...any) { l.r.sim.logLine("debug", l.r.name, m, a) }
+func (l traceLogger) Warn(m string, a ...any)  { l.r.sim.logLine("warn", l.r.name, m, a) }
+
+// clientLogger is the logger of r's client: traceLogger when Config.Log
+// names r.
+func (r *replica) clientLogger() client.Logger {
+	if r.sim.cfg.Log != "" && r.sim.cfg.Log == r.name {
+		return traceLogger{r}
+	}
+	return nopLogger{}
+}
+
 func (nopLogger) Debug(string, ...any) {}
 func (nopLogger) Warn(string, ...any)  {}
 
@@ -134,7 +150,7 @@ func (r *replica) start() error {
 	}
 	rng := rand.New(rand.NewPCG(r.sim.seed, uint64(r.idx)<<32|r.runs|1<<63))
 	r.cl = client.New(eng, client.Options{
-		Clock: r.tm, Rand: rng.Float64, Logger: nopLogger{}, Dial: r.dial,
+		Clock: r.tm, Rand: rng.Float64, Logger: r.clientLogger(), Dial: r.dial,
 		MaxMessageSize: r.sim.cfg.MaxMessageSize, PushLimit: r.sim.cfg.PushLimit,
 	})
 	if r.online {

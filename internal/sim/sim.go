@@ -45,6 +45,9 @@ type Config struct {
 	// and in the oracle, after each event (a debugging aid: it reads
 	// every replica after every event, so a run is much slower).
 	Watch string
+	// Log names one replica ("r0") whose client log Result.Watch records,
+	// in order with the watched row's changes (a debugging aid).
+	Log string
 }
 
 // DefaultConfig returns the configuration of make test's runs for seed:
@@ -80,7 +83,7 @@ type Result struct {
 	Hash   [32]byte       // of the full trace: deliveries, timers, steps
 	Steps  []string       // the driver's steps (Config.Trace)
 	Sim    time.Duration  // simulated time the run took
-	Watch  []string       // the changes of Config.Watch's row, in order
+	Watch  []string       // the changes of Config.Watch's row and Config.Log's lines, in order
 }
 
 // Sim is one simulated system: devices, a relay, the network and the clock.

@@ -15,6 +15,7 @@ import (
 var (
 	seedFlag  = flag.Uint64("seed", 0, "replay this seed (TestSim)")
 	opsFlag   = flag.Int("ops", 0, "driver steps per seed (TestSim); 0: the default")
+	logFlag   = flag.String("sim.log", "", "TestSim: log this replica's client log (e.g. r0), in order with -sim.watch's changes")
 	watchFlag = flag.String("sim.watch", "", `TestSim: log each change of this row (as failures print it, e.g. 'pairs [0 "i0"]') on every device and in the oracle`)
 )
 
@@ -28,7 +29,7 @@ func TestSim(t *testing.T) {
 	}
 	for _, seed := range seeds {
 		cfg := simConfig(seed)
-		cfg.Watch = *watchFlag
+		cfg.Watch, cfg.Log = *watchFlag, *logFlag
 		res := Run(t, cfg)
 		for _, l := range res.Watch {
 			t.Log("watch: " + l)
