@@ -853,28 +853,36 @@ func endsAtMark(hs []wire.Horizon, cursor uint64) bool {
 // applyMarks applies tombstone horizon marks in order at the current
 // position (wire's "Tombstone horizon"): each mark above the horizon
 // applied so far prunes the replica's tombstones deleted before its wall
-// (engine.PruneTombstones, idempotent), then its wall is stored as the
-// horizon; marks not above it (carried again) are skipped. A failure
-// leaves the horizon where the last completed mark put it.
+// (engine.PruneTombstones, idempotent), keeping this replica's own facts
+// the relay did not hold at the mark (above the mark's siteHlc; above the
+// sent watermark when the relay does not state it), then its wall is
+// stored as the horizon; marks not above it (carried again) are skipped.
+// A failure leaves the horizon where the last completed mark put it.
 func (s *session) applyMarks(hs []wire.Horizon) error {
 	for _, h := range hs {
 		if h.Wall <= s.horizon {
 			continue
 		}
-		if err := s.pruneTo(h.Wall); err != nil {
+		held := s.sent
+		if h.SiteHLCStated {
+			held = h.SiteHLC
+		}
+		if err := s.pruneTo(h.Wall, held); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// pruneTo prunes the tombstones deleted before wall and stores wall as the
-// horizon applied for this relay log (0: the key is deleted).
-func (s *session) pruneTo(wall uint64) error {
+// pruneTo prunes the tombstones deleted before wall, keeping this
+// replica's own facts above held, and stores wall as the horizon applied
+// for this relay log (0: the key is deleted).
+func (s *session) pruneTo(wall uint64, held model.HLC) error {
 	if wall != 0 {
-		// This replica's own deletes the relay has not acknowledged are
-		// kept: pruned, they would never be pushed.
-		res, err := s.db.PruneTombstonesWith(wall, engine.PruneTombstonesOptions{KeepUnsent: true, Sent: s.sent})
+		// This replica's own facts the relay did not hold when it
+		// pruned are kept: the relay applies them to the pruned rows
+		// when they arrive (a pruned own delete would never be pushed).
+		res, err := s.db.PruneTombstonesWith(wall, engine.PruneTombstonesOptions{KeepUnsent: true, Sent: held})
 		if err != nil {
 			return fmt.Errorf("client: pruning tombstones at the relay's horizon %d: %w", wall, err)
 		}
@@ -1313,7 +1321,7 @@ func (s *session) onSnapshotChunk(m *wire.SnapshotChunk) error {
 		// late deletes it applied after its mark (up to the snapshot's
 		// cursor), which the rows carry and every replica keeps until
 		// the next mark.
-		if err := s.pruneTo(s.snap.horizon); err != nil {
+		if err := s.pruneTo(s.snap.horizon, s.sent); err != nil {
 			return &snapshotFailure{err}
 		}
 		if cp, err = s.db.SnapshotCheckpoint(); err != nil {

@@ -72,8 +72,9 @@ func (e *Engine) PruneTombstones(before uint64) (PruneResult, error) {
 // PruneTombstonesOptions choose what PruneTombstonesWith keeps.
 type PruneTombstonesOptions struct {
 	// KeepUnsent keeps this replica's own facts whose HLC is above Sent:
-	// writes the relay has not acknowledged yet (the sync client's sent
-	// watermark), so the relay did not hold them when it pruned. An own
+	// writes the relay did not hold when it pruned (the sync client passes
+	// the mark's siteHlc, wire's "Tombstone horizon", or its sent
+	// watermark). An own
 	// tombstone above Sent stays: pruned, the delete would never be
 	// pushed (a change set carries only the facts the replica still
 	// holds, ChangesSince), so the row would stay alive everywhere else.

@@ -43,6 +43,8 @@ import (
 //	               appended; kept when retention removes the records
 //	arrivals_horizon 8-byte big-endian cursor → wall ‖ chain: the
 //	               tombstone horizon marks (horizon.go)
+//	arrivals_horizon_site cursor ‖ site id → hlc: per mark, arrivals_site
+//	               when it was made (horizon.go)
 //
 // Format 1 lacked "chain", "prunedChain", arrivals_chain and arrivals_site;
 // open upgrades such a file in place (upgradeFormat1).
@@ -81,7 +83,7 @@ var (
 )
 
 // storeBuckets are the buckets a database file is opened with.
-var storeBuckets = append(append([]string(nil), engine.Buckets...), bucketRelay, bucketArrivals, bucketArrivalsTx, bucketChain, bucketSites, bucketHorizons)
+var storeBuckets = append(append([]string(nil), engine.Buckets...), bucketRelay, bucketArrivals, bucketArrivalsTx, bucketChain, bucketSites, bucketHorizons, bucketHorizonSites)
 
 // errCorrupt is returned when a stored relay record does not parse.
 var errCorrupt = errors.New("relay: corrupt arrival log")

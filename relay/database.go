@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/boltkv"
@@ -371,14 +373,46 @@ func (d *database) broadcast(sender *conn, added []arrival, marks []wire.Horizon
 	if len(targets) == 0 {
 		return
 	}
-	frames := d.pushFrames(added, marks)
+	var frames [][]byte
+	if len(marks) == 0 {
+		frames = d.pushFrames(added, nil)
+	}
 	for _, c := range targets {
-		for _, f := range frames {
+		fs := frames
+		if len(marks) > 0 {
+			// A mark carries each site its own siteHlc: frames per
+			// connection (once per mark: only the first append after
+			// it carries it).
+			ms, err := d.marksTo(marks, c.site)
+			if err != nil {
+				// Closed, the client reconnects and pulls what it missed.
+				c.log.Warn("relay: reading a horizon mark's site table failed; closing the connection so that the client re-pulls", "err", err)
+				c.closeWith(websocket.StatusTryAgainLater, "storage error", false)
+				continue
+			}
+			fs = d.pushFrames(added, ms)
+		}
+		for _, f := range fs {
 			if !c.push(f) {
 				break
 			}
 		}
 	}
+}
+
+// marksTo returns marks as sent to a connection of site: each with its
+// siteHlc (markSiteHLC).
+func (d *database) marksTo(marks []wire.Horizon, site model.SiteID) ([]wire.Horizon, error) {
+	ms := slices.Clone(marks)
+	err := d.store.View(func(tx kv.Tx) error {
+		for i := range ms {
+			if err := markSiteHLC(tx, &ms[i], site); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return ms, err
 }
 
 // pushFrames splits added into push_changes frames bounded by PageChanges
@@ -508,8 +542,9 @@ func (d *database) readChanges(since uint64, own model.SiteID) ([]byte, error) {
 		if err != nil {
 			return err
 		}
-		// Every mark with since ≤ cursor ≤ last (wire's changes).
-		marks, err := marksIn(tx, since, p.last)
+		// Every mark with since ≤ cursor ≤ last (wire's changes), with
+		// the requester's siteHlc.
+		marks, err := marksFor(tx, since, p.last, own)
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/kv"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -27,6 +28,103 @@ import (
 // appended between two passes) replaces the earlier one, whose pruning
 // the later one's includes.
 const bucketHorizons = "arrivals_horizon"
+
+// bucketHorizonSites holds, per mark, what each site's connections are told
+// the log held of their own transactions when the mark was made (the mark's
+// siteHlc, wire version 4):
+//
+//	arrivals_horizon_site  8-byte big-endian cursor of a mark ‖ site id
+//	                       (16 bytes) → 30 bytes (model.HLC.Bytes): that
+//	                       site's arrivals_site entry when the mark was
+//	                       made; the all-zero site id (never a replica's)
+//	                       → empty: the mark has these entries
+//
+// A site without an entry had no ChangeSet in the log then (siteHlc is the
+// zero HLC). A mark without the all-zero entry was made before version 4:
+// it is sent without siteHlc. The entries go with their mark.
+const bucketHorizonSites = "arrivals_horizon_site"
+
+// putMarkSites records arrivals_site as the site table of the mark at cur
+// (replacing any earlier mark's at cur), in the mark's transaction.
+func putMarkSites(tx kv.Tx, cur uint64) error {
+	if err := deleteMarkSites(tx, cur); err != nil {
+		return err
+	}
+	type entry struct{ k, v []byte }
+	var es []entry
+	err := tx.Scan(bucketSites, kv.Range{}, func(k, v []byte) bool {
+		es = append(es, entry{append(cursorKey(cur), k...), bytes.Clone(v)})
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	var zero model.SiteID
+	if err := tx.Put(bucketHorizonSites, append(cursorKey(cur), zero[:]...), []byte{}); err != nil {
+		return err
+	}
+	for _, e := range es {
+		if err := tx.Put(bucketHorizonSites, e.k, e.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteMarkSites removes the site table of the mark at cur.
+func deleteMarkSites(tx kv.Tx, cur uint64) error {
+	var dead [][]byte
+	err := tx.Scan(bucketHorizonSites, kv.Range{Start: cursorKey(cur), End: cursorKey(cur + 1), KeysOnly: true}, func(k, _ []byte) bool {
+		dead = append(dead, bytes.Clone(k))
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range dead {
+		if err := tx.Delete(bucketHorizonSites, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// markSiteHLC fills h's siteHlc for site from the mark's site table; a mark
+// without one (made before version 4) is left without.
+func markSiteHLC(tx kv.Tx, h *wire.Horizon, site model.SiteID) error {
+	var zero model.SiteID
+	base := cursorKey(h.Cursor)
+	if _, err := tx.Get(bucketHorizonSites, append(base, zero[:]...)); errors.Is(err, kv.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	h.SiteHLCStated = true
+	v, err := tx.Get(bucketHorizonSites, append(base, site[:]...))
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil // the log held none of the site's
+	}
+	if err != nil {
+		return err
+	}
+	if h.SiteHLC, err = model.HLCFromBytes(v); err != nil {
+		return fmt.Errorf("%w: mark at cursor %d, site %s: %w", errCorrupt, h.Cursor, site, err)
+	}
+	return nil
+}
+
+// marksFor returns marksIn(tx, lo, hi) as sent to a connection of site:
+// each with its siteHlc.
+func marksFor(tx kv.Tx, lo, hi uint64, site model.SiteID) ([]wire.Horizon, error) {
+	ms, err := marksIn(tx, lo, hi)
+	for i := range ms {
+		if err != nil {
+			break
+		}
+		err = markSiteHLC(tx, &ms[i], site)
+	}
+	return ms, err
+}
 
 const markSize = 8 + wire.ChainSize
 
@@ -170,7 +268,12 @@ func (d *database) advanceHorizon(cutoff uint64, then func() error) (made bool, 
 			if err := tx.Put(bucketRelay, keyHorizonPending, binary.BigEndian.AppendUint64(nil, cutoff)); err != nil {
 				return err
 			}
-			return tx.Put(bucketHorizons, cursorKey(cur), encodeMark(h))
+			if err := tx.Put(bucketHorizons, cursorKey(cur), encodeMark(h)); err != nil {
+				return err
+			}
+			// What the log holds of each site's transactions now: the
+			// relay prunes those and no later one (applyMu is held).
+			return putMarkSites(tx, cur)
 		})
 		if err != nil {
 			d.horizonMu.Unlock()
@@ -239,6 +342,13 @@ func (d *database) pruneMarks() (int, error) {
 				continue
 			}
 			if err := tx.Delete(bucketHorizons, k); err != nil {
+				return err
+			}
+			c, err := parseUint64(k)
+			if err != nil {
+				return err
+			}
+			if err := deleteMarkSites(tx, c); err != nil {
 				return err
 			}
 			n++

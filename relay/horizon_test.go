@@ -41,7 +41,9 @@ func deleteStop(t *testing.T, e *engine.Engine) []model.ChangeSet {
 	return append(sets, *cs)
 }
 
-// marks reads the relay's stored horizon marks of database id.
+// marks reads the relay's stored horizon marks of database id, as sent to
+// a connection of a site the log held no ChangeSet of (siteHlc the zero
+// HLC, stated).
 func marks(t *testing.T, r *testRelay, id string) []wire.Horizon {
 	t.Helper()
 	r.srv.dbMu.Lock()
@@ -56,7 +58,74 @@ func marks(t *testing.T, r *testRelay, id string) []wire.Horizon {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for i := range hs {
+		hs[i].SiteHLCStated = true
+	}
 	return hs
+}
+
+// TestHorizonMarkSiteHLC (wire version 4): each mark tells a site's
+// connections the newest of that site's ChangeSets the log held when the
+// mark was made, in changes replies and in push_changes, whatever the
+// site pushed after it; a site without any is told the zero HLC.
+func TestHorizonMarkSiteHLC(t *testing.T) {
+	clock := newManualClock()
+	r := startRelay(t, Config{Clock: clock})
+	repA := newReplica(t, behindClock{clock, 40 * 24 * time.Hour})
+	repC := newReplica(t, clock)
+	a := connectAs(t, r, "acme", repA)
+	c := connectAs(t, r, "acme", repC)
+	b := connect(t, r, "acme")
+	before := append(localSets(t, repA), deleteStop(t, repA)...)
+	a.apply("apply-1", before)
+	recvType[*wire.PushChanges](c)
+	recvType[*wire.PushChanges](b)
+	if err := r.srv.Maintain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	head := uint64(len(before))
+	a.apply("apply-2", insertStops(t, repA, "after", 1)) // after the mark
+	recvType[*wire.PushChanges](c)
+	recvType[*wire.PushChanges](b)
+
+	want := before[len(before)-1].HLC
+	for _, tc := range []struct {
+		name string
+		cl   *client
+		hlc  model.HLC
+	}{{"the pushing site", a, want}, {"a site without ChangeSets", b, model.HLC{}}, {"another site", c, model.HLC{}}} {
+		ch := tc.cl.getChanges(0)
+		if len(ch.Horizons) != 1 || ch.Horizons[0].Cursor != head || !ch.Horizons[0].SiteHLCStated || ch.Horizons[0].SiteHLC != tc.hlc {
+			t.Errorf("%s: changes since 0 carry marks %+v, want one at %d with siteHlc %s", tc.name, ch.Horizons, head, tc.hlc)
+		}
+	}
+
+	// A second mark after a's later push and c's first: push_changes
+	// carries it with each receiver's own siteHlc.
+	cSets := insertStops(t, repC, "c", 1)
+	c.apply("apply-c", cSets)
+	recvType[*wire.PushChanges](a)
+	recvType[*wire.PushChanges](b)
+	clock.Advance(time.Hour)
+	if err := r.srv.Maintain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a.apply("apply-3", insertStops(t, repA, "later", 1))
+	all := localSets(t, repA)
+	for _, tc := range []struct {
+		name string
+		cl   *client
+		hlc  model.HLC
+	}{{"another site, which pushed before the mark", c, cSets[len(cSets)-1].HLC}, {"a site without ChangeSets", b, model.HLC{}}} {
+		p := recvType[*wire.PushChanges](tc.cl)
+		if len(p.Horizons) != 1 || !p.Horizons[0].SiteHLCStated || p.Horizons[0].SiteHLC != tc.hlc {
+			t.Errorf("%s: push_changes carries marks %+v, want one with siteHlc %s", tc.name, p.Horizons, tc.hlc)
+		}
+	}
+	ch := a.getChanges(head + 2)
+	if len(ch.Horizons) != 1 || ch.Horizons[0].SiteHLC != all[len(all)-2].HLC {
+		t.Errorf("a's pull of the second mark: %+v, want siteHlc %s (apply-2's, not apply-3's)", ch.Horizons, all[len(all)-2].HLC)
+	}
 }
 
 // TestHorizonMark: a maintenance pass past the retention period stores a

@@ -107,7 +107,7 @@
 //
 // Client → relay, first frame of a session (type Handshake).
 //
-//	{"type":"handshake","protocolVersion":3,"databaseId":"acme:trips","siteId":"AY86XH4RQpugDcRVbiGQ_g","token":"tok-3f9a",
+//	{"type":"handshake","protocolVersion":4,"databaseId":"acme:trips","siteId":"AY86XH4RQpugDcRVbiGQ_g","token":"tok-3f9a",
 //	 "serverSiteId":"-_-_ABCDEFGHIJKLMNOPQQ","cursor":41,"chain":"I-zgrM9zk1Rcq6zDbIfU6Q"}
 //
 // Members:
@@ -139,7 +139,7 @@
 //
 // Relay → client, accepting a handshake (type HandshakeAck).
 //
-//	{"type":"handshake_ack","protocolVersion":3,"databaseId":"acme:trips","serverSiteId":"-_-_ABCDEFGHIJKLMNOPQQ","connectionId":"c-17",
+//	{"type":"handshake_ack","protocolVersion":4,"databaseId":"acme:trips","serverSiteId":"-_-_ABCDEFGHIJKLMNOPQQ","connectionId":"c-17",
 //	 "siteHlc":"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE","history":"continues"}
 //
 // Members:
@@ -731,9 +731,9 @@
 // before wall, with no ChangeSet appended in between. Every replica does
 // the same at the same point of the log. A mark (type Horizon) is
 //
-//	{"cursor":41,"wall":1764633600000,"chain":"I-zgrM9zk1Rcq6zDbIfU6Q"}
+//	{"cursor":41,"wall":1764633600000,"chain":"I-zgrM9zk1Rcq6zDbIfU6Q","siteHlc":"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE"}
 //
-// Members, all required:
+// Members, all required but siteHlc:
 //
 //   - cursor (cursor): the mark follows the ChangeSet at cursor and
 //     precedes the one at cursor+1 (0: before the first).
@@ -741,6 +741,17 @@
 //     tombstones whose deletion's HLC wall time is before it are pruned
 //     (engine.PruneTombstones(wall)).
 //   - chain (chain value): the log's chain value at cursor.
+//   - siteHlc (HLC, version 4, optional): the highest hlc among the
+//     ChangeSets of the receiving connection's site that the log held when
+//     the relay made the mark (the zero HLC: none). The relay pruned those
+//     of the site's facts and no later one: it applies the later ones to
+//     the pruned rows as they arrive. So a receiver pruning at the mark
+//     keeps its own facts above siteHlc — tombstones, and the cells of a
+//     delete-wins row whose tombstone goes — and prunes the others as the
+//     relay did. The relay fills it per connection, so the same mark
+//     carries another siteHlc to each site; a relay of version 4 always
+//     sends it, and a receiver of a mark without it keeps its own facts
+//     above its sent watermark.
 //
 // A changes page ends at the first mark after since (more true), so the
 // marks of a message are at the position before its first ChangeSet

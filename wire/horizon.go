@@ -1,6 +1,10 @@
 package wire
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/replica-sync/replica/model"
+)
 
 // Horizon is a tombstone horizon mark of a relay log (version 3; "Tombstone
 // horizon" in the package documentation): the relay pruned the tombstones
@@ -9,7 +13,7 @@ import "strconv"
 // (engine.PruneTombstones(Wall)) at the same point of the log and decides
 // every later change alike.
 //
-//	{"cursor":41,"wall":1764633600000,"chain":"<22>"}
+//	{"cursor":41,"wall":1764633600000,"chain":"<22>","siteHlc":"<40>"}
 type Horizon struct {
 	// Cursor is the arrival sequence the mark follows (0: before the
 	// first ChangeSet), at most MaxCursor.
@@ -20,6 +24,19 @@ type Horizon struct {
 	Wall uint64
 	// Chain is the log's chain value at Cursor (required).
 	Chain Chain
+	// SiteHLC is the highest hlc among the ChangeSets of the receiving
+	// connection's site the log held when the relay made the mark
+	// (version 4; JSON "siteHlc", optional): the relay pruned those and
+	// nothing later of that site, so the receiver keeps, when it prunes
+	// at the mark, its own facts above SiteHLC (they reached the relay
+	// after the mark, or have not yet) and only those. SiteHLCStated
+	// reports that the member is present; the zero HLC says the log held
+	// none of the site's. A relay of version 4 states it in every mark it
+	// sends; a receiver of a mark without it keeps its own facts above
+	// its sent watermark. The relay fills it per connection: the same
+	// mark carries another siteHlc to each site.
+	SiteHLC       model.HLC
+	SiteHLCStated bool
 }
 
 // checkHorizons checks marks as a receiver does: each valid (wall not 0,
@@ -62,7 +79,8 @@ func appendHorizons(b []byte, hs []Horizon, lo, hi uint64) ([]byte, error) {
 }
 
 // AppendHorizons appends hs as a JSON array of horizon marks
-// ([{"cursor":…,"wall":…,"chain":…}, …]) without checking them: for a
+// ([{"cursor":…,"wall":…,"chain":…,"siteHlc":…}, …]; siteHlc when
+// stated) without checking them: for a
 // relay that assembles changes and push_changes frames from stored bytes
 // (the members in this order, as Encode writes them).
 func AppendHorizons(b []byte, hs []Horizon) []byte {
@@ -77,6 +95,10 @@ func AppendHorizons(b []byte, hs []Horizon) []byte {
 		b = appendUint(b, h.Wall)
 		b = append(b, `,"chain":`...)
 		b = appendChain(b, h.Chain)
+		if h.SiteHLCStated {
+			b = append(b, `,"siteHlc":`...)
+			b = appendHLC(b, h.SiteHLC)
+		}
 		b = append(b, '}')
 	}
 	return append(b, ']')
@@ -101,6 +123,7 @@ func (r *reader) horizon() (Horizon, error) {
 		fCursor fields = 1 << iota
 		fWall
 		fChain
+		fSiteHLC
 	)
 	start := r.Pos
 	err := r.Members(func(key []byte) error {
@@ -117,6 +140,11 @@ func (r *reader) horizon() (Horizon, error) {
 		case "chain":
 			if err = seen.See(&r.Reader, fChain, key); err == nil {
 				h.Chain, err = r.chain()
+			}
+		case "siteHlc":
+			if err = seen.See(&r.Reader, fSiteHLC, key); err == nil {
+				h.SiteHLC, err = r.hlc()
+				h.SiteHLCStated = err == nil
 			}
 		default:
 			return r.UnknownKey(key)

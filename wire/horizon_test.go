@@ -18,6 +18,12 @@ func TestHorizonsRoundTrip(t *testing.T) {
 		&Changes{Cursor: MaxCursor, More: true, Chain: c1, Horizons: []Horizon{{Cursor: MaxCursor, Wall: 7, Chain: c1}}},
 		&PushChanges{Cursor: 9, Chain: c1, ChangeSets: sampleChangeSets(t)[:2], Horizons: []Horizon{{Cursor: 7, Wall: 3, Chain: c2}, {Cursor: 9, Wall: 4, Chain: c1}}},
 		&PushChanges{Cursor: 3, Chain: c1, Horizons: []Horizon{{Cursor: 3, Wall: 3, Chain: c1}}},
+		// siteHlc (version 4): stated, stated as the zero HLC (the log
+		// held none of the site's), and absent.
+		&Changes{Cursor: 5, Chain: c1, Horizons: []Horizon{
+			{Cursor: 1, Wall: 1, Chain: c2, SiteHLC: hlcAt(1764374500000, 3, 0), SiteHLCStated: true},
+			{Cursor: 2, Wall: 2, Chain: c2, SiteHLCStated: true},
+			{Cursor: 3, Wall: 3, Chain: c1}}},
 	}
 	for _, m := range msgs {
 		roundTrip(t, m)
@@ -63,6 +69,8 @@ func TestHorizonsHostile(t *testing.T) {
 		{"missing chain", changes("5", `{"cursor":1,"wall":1}`), `missing required field "chain"`},
 		{"missing wall", changes("5", `{"cursor":1,"chain":"`+ch+`"}`), `missing required field "wall"`},
 		{"unknown member", changes("5", `{"cursor":1,"wall":1,"chain":"`+ch+`","x":1}`), `unknown field "x"`},
+		{"siteHlc not an HLC", changes("5", `{"cursor":1,"wall":1,"chain":"`+ch+`","siteHlc":"x"}`), "siteHlc"},
+		{"siteHlc twice", changes("5", `{"cursor":1,"wall":1,"chain":"`+ch+`","siteHlc":"`+FormatHLC(hlcAt(0, 0, 0))+`","siteHlc":"`+FormatHLC(hlcAt(0, 0, 0))+`"}`), "duplicate"},
 		{"negative wall", changes("5", mark("1", "-1")), "non-negative"},
 		{"wall a string", changes("5", mark("1", `"1"`)), ""},
 		{"horizons not an array", `{"type":"changes","cursor":5,"chain":"` + ch + `","more":false,"horizons":{},"changeSets":[]}`, ""},
@@ -111,7 +119,7 @@ func TestHorizonsHostile(t *testing.T) {
 // TestAppendHorizons: the relay's frame assembly writes marks as Encode
 // does.
 func TestAppendHorizons(t *testing.T) {
-	hs := []Horizon{{Cursor: 3, Wall: 10, Chain: sampleChain(3)}, {Cursor: 4, Wall: 11, Chain: sampleChain(4)}}
+	hs := []Horizon{{Cursor: 3, Wall: 10, Chain: sampleChain(3)}, {Cursor: 4, Wall: 11, Chain: sampleChain(4), SiteHLC: hlcAt(9, 1, 0), SiteHLCStated: true}}
 	b := mustEncode(t, &Changes{Cursor: 4, Chain: sampleChain(4), Horizons: hs})
 	if want := `"horizons":` + string(AppendHorizons(nil, hs)) + `,`; !strings.Contains(string(b), want) {
 		t.Errorf("Encode: %s\nwant it to contain %s", b, want)

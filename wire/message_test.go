@@ -35,14 +35,14 @@ func TestRoundTripEveryMessage(t *testing.T) {
 func TestDecodeAnyMemberOrder(t *testing.T) {
 	site := siteA.String()
 	for _, frame := range []string{
-		`{"siteId":"` + site + `","databaseId":"db","protocolVersion":3,"type":"handshake"}`,
-		" {\n\t\"databaseId\" : \"db\" ,\r\n \"type\" : \"handshake\", \"siteId\":\"" + site + "\",\"protocolVersion\":3 } \n",
+		`{"siteId":"` + site + `","databaseId":"db","protocolVersion":4,"type":"handshake"}`,
+		" {\n\t\"databaseId\" : \"db\" ,\r\n \"type\" : \"handshake\", \"siteId\":\"" + site + "\",\"protocolVersion\":4 } \n",
 	} {
 		m, err := Decode([]byte(frame))
 		if err != nil {
 			t.Fatalf("Decode(%s): %v", frame, err)
 		}
-		if want := (&Handshake{ProtocolVersion: 3, DatabaseID: "db", SiteID: siteA}); *m.(*Handshake) != *want {
+		if want := (&Handshake{ProtocolVersion: 4, DatabaseID: "db", SiteID: siteA}); *m.(*Handshake) != *want {
 			t.Fatalf("got %+v", m)
 		}
 	}
@@ -120,13 +120,13 @@ func TestDecodeStrict(t *testing.T) {
 		{"handshake version string", `{"type":"handshake","protocolVersion":"1"}`, []string{"protocolVersion: want a number"}},
 		{"handshake version negative", `{"type":"handshake","protocolVersion":-1}`, []string{"protocolVersion"}},
 		{"handshake version fraction", `{"type":"handshake","protocolVersion":1.5}`, []string{"protocolVersion"}},
-		{"handshake duplicate version", `{"type":"handshake","protocolVersion":4,"protocolVersion":3}`, []string{"duplicate"}},
-		{"handshake bad JSON past the version", `{"type":"handshake","protocolVersion":4,"x":[}`, nil},
-		{"handshake missing site", `{"type":"handshake","protocolVersion":3,"databaseId":"d"}`, []string{`missing required field "siteId"`}},
-		{"handshake token null", `{"type":"handshake","protocolVersion":3,"siteId":"` + site + `","token":null}`, []string{"token: want a string, got null"}},
-		{"handshake unknown field", `{"type":"handshake","protocolVersion":3,"siteId":"` + site + `","caps":[]}`, []string{`unknown field "caps"`}},
-		{"handshake_ack missing connection", `{"type":"handshake_ack","protocolVersion":3,"databaseId":"d","serverSiteId":"` + site + `"}`, []string{`"connectionId"`}},
-		{"handshake_ack empty database", `{"type":"handshake_ack","protocolVersion":3,"databaseId":"","serverSiteId":"` + site + `","connectionId":"c"}`, []string{"databaseId: must not be empty"}},
+		{"handshake duplicate version", `{"type":"handshake","protocolVersion":5,"protocolVersion":4}`, []string{"duplicate"}},
+		{"handshake bad JSON past the version", `{"type":"handshake","protocolVersion":5,"x":[}`, nil},
+		{"handshake missing site", `{"type":"handshake","protocolVersion":4,"databaseId":"d"}`, []string{`missing required field "siteId"`}},
+		{"handshake token null", `{"type":"handshake","protocolVersion":4,"siteId":"` + site + `","token":null}`, []string{"token: want a string, got null"}},
+		{"handshake unknown field", `{"type":"handshake","protocolVersion":4,"siteId":"` + site + `","caps":[]}`, []string{`unknown field "caps"`}},
+		{"handshake_ack missing connection", `{"type":"handshake_ack","protocolVersion":4,"databaseId":"d","serverSiteId":"` + site + `"}`, []string{`"connectionId"`}},
+		{"handshake_ack empty database", `{"type":"handshake_ack","protocolVersion":4,"databaseId":"","serverSiteId":"` + site + `","connectionId":"c"}`, []string{"databaseId: must not be empty"}},
 		// Error.
 		{"error missing message", `{"type":"error","code":"X"}`, []string{`"message"`}},
 		{"error empty code", `{"type":"error","code":"","message":""}`, []string{"code: must not be empty"}},
@@ -248,7 +248,7 @@ func TestHandshakeVersionFirst(t *testing.T) {
 		{`{"type":"handshake"}`, 0},
 		{`{"type":"handshake","sinceHLC":"x","siteId":"not a site id"}`, 0},
 		// Another version: its other fields follow its own rules.
-		{`{"type":"handshake","protocolVersion":4,"databaseId":"d","siteId":"` + site + `","capabilities":["zstd"]}`, 4},
+		{`{"type":"handshake","protocolVersion":5,"databaseId":"d","siteId":"` + site + `","capabilities":["zstd"]}`, 5},
 		{`{"capabilities":{"a":[1]},"protocolVersion":0,"type":"handshake"}`, 0},
 	}
 	for _, tt := range tests {
@@ -271,13 +271,13 @@ func TestHandshakeVersionFirst(t *testing.T) {
 	}
 	// The current version without a databaseId decodes, so the relay can
 	// answer MISSING_DATABASE_ID.
-	m, err = Decode([]byte(`{"type":"handshake","protocolVersion":3,"siteId":"` + site + `"}`))
-	if err != nil || *m.(*Handshake) != (Handshake{ProtocolVersion: 3, SiteID: siteA}) {
+	m, err = Decode([]byte(`{"type":"handshake","protocolVersion":4,"siteId":"` + site + `"}`))
+	if err != nil || *m.(*Handshake) != (Handshake{ProtocolVersion: 4, SiteID: siteA}) {
 		t.Fatalf("handshake without databaseId: %+v, %v", m, err)
 	}
-	roundTrip(t, &Handshake{ProtocolVersion: 3, SiteID: siteA})
-	roundTrip(t, &Handshake{ProtocolVersion: 4})
-	roundTrip(t, &HandshakeAck{ProtocolVersion: 4})
+	roundTrip(t, &Handshake{ProtocolVersion: 4, SiteID: siteA})
+	roundTrip(t, &Handshake{ProtocolVersion: 5})
+	roundTrip(t, &HandshakeAck{ProtocolVersion: 5})
 }
 
 func TestErrorFrameFatalFallback(t *testing.T) {

@@ -161,7 +161,7 @@ func sampleMessages(t testing.TB) []namedMessage {
 		{"snapshot_complete", &SnapshotComplete{}},
 		{"ping", &Ping{}},
 		{"pong", &Pong{}},
-		{"error_fatal", NewError(CodeProtocolVersionMismatch, "client speaks version %d, relay speaks %d", 4, ProtocolVersion)},
+		{"error_fatal", NewError(CodeProtocolVersionMismatch, "client speaks version %d, relay speaks %d", 5, ProtocolVersion)},
 		{"error_transient", &Error{Code: CodeApplyChangesError, Message: "clock drift: remote time is 61000 ms ahead", RequestID: "apply-4"}},
 	}
 }

@@ -85,7 +85,20 @@ import (
 //     of version 2 and 3 do not talk: each answers the other's handshake
 //     with PROTOCOL_VERSION_MISMATCH (fatal), as the strict equality
 //     above says. Upgrade the relay and the app together.
-const ProtocolVersion = 3
+//   - 4: 2026-12-02: a horizon mark carries siteHlc, per receiving site:
+//     the highest hlc of that site's ChangeSets the log held when the
+//     relay made the mark. Pruning drops the cells of a delete-wins row
+//     with its tombstone, so a replica pruning at a mark must keep exactly
+//     its own facts the relay did not hold then (they reach the relay after
+//     the mark, and the relay applies them to the pruned row). Before, a
+//     replica kept its own facts above its sent watermark, which is not
+//     the mark's place in the log: a push acknowledged after the mark was
+//     dropped on the device and kept by the relay, an unacknowledged push
+//     the relay held before the mark was kept on the device and pruned by
+//     the relay (found by the simulator). Peers of version 3 and 4 do not
+//     talk (PROTOCOL_VERSION_MISMATCH, fatal); upgrade the relay and the
+//     app together.
+const ProtocolVersion = 4
 
 // DefaultMaxMessageSize is the largest frame, in bytes, a relay or client
 // accepts unless configured otherwise: 16 MiB. A sender splits its work to
