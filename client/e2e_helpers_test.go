@@ -179,6 +179,51 @@ func waitWithin(t testing.TB, d time.Duration, what string, cond func() bool) {
 	}
 }
 
+// waitReport is waitWithin for a condition that explains itself: cond
+// returns "" once it holds, else why not, and the failure message carries
+// the last why.
+func waitReport(t testing.TB, d time.Duration, what string, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		why := cond()
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s:\n%s", d, what, why)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// syncReport describes where r stands in the relay log of database dbID,
+// for a failure message: its state, the cursor and tombstone horizon it
+// stored (client's "Persisted state"), what it has left to push and the
+// last error it reported.
+func syncReport(t testing.TB, r *replica, dbID string) string {
+	t.Helper()
+	st := r.c.State()
+	var cursor, horizon []byte
+	ns, err := r.db.State("sync:last#" + dbID)
+	if err == nil && ns != nil {
+		if cursor, err = r.db.State(string(ns) + ":cursor"); err == nil {
+			horizon, err = r.db.State(string(ns) + ":horizon")
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := "none"
+	for _, ev := range r.ev.list() {
+		if ev.Type == client.ErrorReported {
+			last = ev.Err.Error()
+		}
+	}
+	return fmt.Sprintf("%s: %s (err %v), cursor %q, horizon %q, %d pending, last error reported: %s",
+		r.name, st.State, st.Err, cursor, horizon, pending(t, r), last)
+}
+
 func waitState(t testing.TB, r *replica, s client.State) {
 	t.Helper()
 	waitFor(t, fmt.Sprintf("%s %s (is %+v)", r.name, s, r.c.State()), func() bool { return r.c.State().State == s })

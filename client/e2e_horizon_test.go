@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,16 +119,26 @@ func TestE2ETombstoneHorizon(t *testing.T) {
 	if _, err := a.db.Insert("notes", map[string]any{"id": "z", "title": "last", "n": 9}); err != nil {
 		t.Fatal(err)
 	}
-	d := newReplica(t, "D", notesSchema(), engine.Options{}, client.Options{})
+	// D runs on the real clock, the relay's: 40 days behind, it would
+	// refuse the snapshot (whose header HLC is the relay's clock). It
+	// opens schema-less and takes the schema from the snapshot, so it
+	// writes nothing: with the schema declared, its create_table is a
+	// ChangeSet of D's own, stamped 40 days ahead of A, B and C's clocks,
+	// which they refuse (clock drift). Each was then left Syncing,
+	// retrying the pull that carries it, and one whose pull carried z in
+	// the same page never held z.
+	d := newReplica(t, "D", nil, engine.Options{}, client.Options{})
 	d.connect(t, rl.url, "trips", "")
 	all := []*replica{a, b, c, d}
-	waitWithin(t, 20*time.Second, "A, B, C and D hold z", func() bool {
+	waitReport(t, 20*time.Second, "A, B, C and D hold z, synced", func() string {
+		var why []string
 		for _, r := range all {
-			if _, ok := title(t, r.db, "z"); !ok {
-				return false
+			_, ok := title(t, r.db, "z")
+			if !ok || r.c.State().State != client.Synced {
+				why = append(why, fmt.Sprintf("holds z: %v; %s", ok, syncReport(t, r, "trips")))
 			}
 		}
-		return true
+		return strings.Join(why, "\n")
 	})
 	// Let anything in flight land, then compare.
 	deadline := time.Now().Add(5 * time.Second)
