@@ -9,6 +9,9 @@ import (
 
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/model"
+
+	"github.com/replica-sync/replica/engine/internal/layout"
+	"github.com/replica-sync/replica/engine/internal/rowrec"
 )
 
 // ApplyOptions tune ApplyChanges.
@@ -258,7 +261,7 @@ func validateChangeKey(table string, pk []Value) error {
 			return fmt.Errorf("%s: primary key: %w", table, err)
 		}
 	}
-	if n := len(rowKey(tableKey(table), pk)); n > maxRowKey {
+	if n := len(layout.RowKey(layout.TableKey(table), pk)); n > maxRowKey {
 		return malformed("%s: primary key is too long (%d bytes encoded, limit %d)", table, n, maxRowKey)
 	}
 	return nil
@@ -374,14 +377,14 @@ func (w *writeTx) applySetMigrations(sets []ChangeSet, applied map[int][]SchemaM
 	}
 	sort.Slice(migs, func(i, j int) bool { return migs[i].m.HLC.Less(migs[j].m.HLC) })
 	for _, ref := range migs {
-		k := migrationKey(classRemote, ref.m.HLC)
-		if _, err := w.kv.Get(bucketMigrations, k); err == nil {
+		k := layout.MigrationKey(layout.ClassRemote, ref.m.HLC)
+		if _, err := w.kv.Get(layout.BucketMigrations, k); err == nil {
 			out.result.Skipped++
 			continue
 		} else if !errors.Is(err, kv.ErrNotFound) {
 			return maxH, err
 		}
-		if err := w.storeMigration(ref.m, classRemote); err != nil {
+		if err := w.storeMigration(ref.m, layout.ClassRemote); err != nil {
 			return maxH, err
 		}
 		out.result.Applied++
@@ -427,7 +430,7 @@ func (w *writeTx) groupSetChanges(sets []ChangeSet, replay bool, rows map[string
 			if t == nil {
 				continue
 			}
-			rk := string(rowKey(t.key, c.PK))
+			rk := string(layout.RowKey(t.key, c.PK))
 			rf := rows[rk]
 			if rf == nil {
 				rf = &setRowFacts{t: t, pk: c.PK}
@@ -622,7 +625,7 @@ func normalizeKey(t *table, table string, pk []Value) ([]Value, []byte, error) {
 		}
 		pk = npk
 	}
-	rk := rowKey(t.key, pk)
+	rk := layout.RowKey(t.key, pk)
 	if n := len(rk); n > maxRowKey {
 		return nil, nil, malformed("%s: primary key is too long (%d bytes encoded, limit %d)", table, n, maxRowKey)
 	}
@@ -693,7 +696,7 @@ func (e *misfitError) Is(target error) bool { return target == ErrMalformed }
 func (w *writeTx) mergeRow(r *txRow, facts []pendingFact, out *applyOutcome) {
 	resolver := w.e.opts.Resolver
 	if r.cur == nil {
-		r.cur = &record{cells: make([]cell, 0, len(facts))}
+		r.cur = &rowrec.Record{Cells: make([]rowrec.Cell, 0, len(facts))}
 	}
 	for _, f := range facts {
 		switch f.c.Type {
@@ -703,18 +706,18 @@ func (w *writeTx) mergeRow(r *txRow, facts []pendingFact, out *applyOutcome) {
 			r.mergeCell(f.c, resolver)
 		}
 	}
-	r.cur.dropDead()
+	r.cur.DropDead()
 	r.rowConflicts(facts, out)
 }
 
 // mergeDeletion joins the row deletion c into the row: the later tombstone
 // wins, and a re-delivered one brings its prior row if the row has none.
 func (r *txRow) mergeDeletion(c *Change) {
-	if !r.cur.hasTomb || r.cur.tomb.Less(c.HLC) {
-		r.cur.hasTomb, r.cur.tomb, r.cur.priorRow = true, c.HLC, c.PriorRow
+	if !r.cur.HasTomb || r.cur.Tomb.Less(c.HLC) {
+		r.cur.HasTomb, r.cur.Tomb, r.cur.PriorRow = true, c.HLC, c.PriorRow
 		r.dirty = true
-	} else if r.cur.tomb == c.HLC && r.cur.priorRow == nil && c.PriorRow != nil {
-		r.cur.priorRow = c.PriorRow
+	} else if r.cur.Tomb == c.HLC && r.cur.PriorRow == nil && c.PriorRow != nil {
+		r.cur.PriorRow = c.PriorRow
 		r.dirty = true
 	}
 }
@@ -723,31 +726,31 @@ func (r *txRow) mergeDeletion(c *Change) {
 // killed is dropped, a new column taken, and of two writes of a column the
 // later (LWW, or resolver's choice when set) kept.
 func (r *txRow) mergeCell(c *Change, resolver ConflictResolver) {
-	if r.cur.hasTomb && !r.cur.tomb.Less(c.HLC) {
+	if r.cur.HasTomb && !r.cur.Tomb.Less(c.HLC) {
 		return // killed by the tombstone
 	}
-	in := cell{col: c.Column, val: c.Value, hlc: c.HLC}
+	in := rowrec.Cell{Col: c.Column, Val: c.Value, HLC: c.HLC}
 	if c.HasPrior {
-		in.prior = &cellPrior{val: c.PriorValue, hlc: c.PriorHLC}
+		in.Prior = &rowrec.Prior{Val: c.PriorValue, HLC: c.PriorHLC}
 	}
-	i := r.cur.find(c.Column)
+	i := r.cur.Find(c.Column)
 	if i < 0 {
-		r.cur.set(in)
+		r.cur.Set(in)
 		r.dirty = true
 		return
 	}
-	x := &r.cur.cells[i]
-	if x.hlc == c.HLC {
-		if x.prior == nil && c.HasPrior {
-			x.prior = in.prior
+	x := &r.cur.Cells[i]
+	if x.HLC == c.HLC {
+		if x.Prior == nil && c.HasPrior {
+			x.Prior = in.Prior
 			r.dirty = true
 		}
 		return
 	}
-	takeRemote := x.hlc.Less(c.HLC)
+	takeRemote := x.HLC.Less(c.HLC)
 	if resolver != nil {
 		takeRemote = resolver(ConflictContext{Table: r.table, PK: r.pk, Column: c.Column,
-			LocalValue: x.val, LocalHLC: x.hlc, RemoteValue: c.Value, RemoteHLC: c.HLC,
+			LocalValue: x.Val, LocalHLC: x.HLC, RemoteValue: c.Value, RemoteHLC: c.HLC,
 			HasRemotePrior: c.HasPrior, RemotePriorValue: c.PriorValue, RemotePriorHLC: c.PriorHLC})
 	}
 	if takeRemote {
@@ -765,7 +768,7 @@ func (r *txRow) mergeCell(c *Change, resolver ConflictResolver) {
 // disagreeing about them disagree about nothing anyone sees.
 func (r *txRow) rowConflicts(facts []pendingFact, out *applyOutcome) {
 	orig := r.orig
-	if orig == nil || (r.tbl != nil && !orig.visible(r.tbl.resurrect) && !r.cur.visible(r.tbl.resurrect)) {
+	if orig == nil || (r.tbl != nil && !orig.Visible(r.tbl.resurrect) && !r.cur.Visible(r.tbl.resurrect)) {
 		return
 	}
 	for _, f := range facts {
@@ -773,21 +776,21 @@ func (r *txRow) rowConflicts(facts []pendingFact, out *applyOutcome) {
 		if c.Type != ColumnChange {
 			continue
 		}
-		i := orig.find(c.Column)
+		i := orig.Find(c.Column)
 		if i < 0 {
 			continue
 		}
-		o := &orig.cells[i]
-		if o.hlc == c.HLC || o.val.Equal(c.Value) {
+		o := &orig.Cells[i]
+		if o.HLC == c.HLC || o.Val.Equal(c.Value) {
 			continue // the same fact again, or no disagreement
 		}
-		if o.hlc.Site == c.HLC.Site {
+		if o.HLC.Site == c.HLC.Site {
 			// One site's writes are ordered by its own clock: its later
 			// write superseded its earlier one (either may arrive last,
 			// a re-delivery included). Two writers did not disagree.
 			continue
 		}
-		if (c.HasPrior && c.PriorHLC == o.hlc) || (o.prior != nil && o.prior.hlc == c.HLC) {
+		if (c.HasPrior && c.PriorHLC == o.HLC) || (o.Prior != nil && o.Prior.HLC == c.HLC) {
 			continue // one write directly replaced the other: no concurrency
 		}
 		out.result.Conflicts++
@@ -797,17 +800,17 @@ func (r *txRow) rowConflicts(facts []pendingFact, out *applyOutcome) {
 
 // conflict describes the disagreement of change c with o, the row's cell
 // before the batch, after the merge.
-func (r *txRow) conflict(o *cell, c *Change) Conflict {
-	j := r.cur.find(c.Column)
-	remoteWon := j >= 0 && r.cur.cells[j].hlc == c.HLC
-	win := o.hlc
+func (r *txRow) conflict(o *rowrec.Cell, c *Change) Conflict {
+	j := r.cur.Find(c.Column)
+	remoteWon := j >= 0 && r.cur.Cells[j].HLC == c.HLC
+	win := o.HLC
 	if remoteWon {
 		win = c.HLC
 	} else if j >= 0 {
-		win = r.cur.cells[j].hlc
+		win = r.cur.Cells[j].HLC
 	}
 	return Conflict{Table: r.table, PK: r.pk, Column: c.Column,
-		LocalValue: o.val, LocalHLC: o.hlc, RemoteValue: c.Value, RemoteHLC: c.HLC,
+		LocalValue: o.Val, LocalHLC: o.HLC, RemoteValue: c.Value, RemoteHLC: c.HLC,
 		RemoteWon: remoteWon, WinningHLC: win,
 		HasRemotePrior: c.HasPrior, RemotePriorValue: c.PriorValue, RemotePriorHLC: c.PriorHLC}
 }
@@ -815,15 +818,15 @@ func (r *txRow) conflict(o *cell, c *Change) Conflict {
 // factLanded reports whether c is part of r's merged state and was not
 // before the batch.
 func factLanded(r *txRow, c *Change) bool {
-	has := func(rec *record) bool {
+	has := func(rec *rowrec.Record) bool {
 		if rec == nil {
 			return false
 		}
 		if c.Type == RowDeletion {
-			return rec.hasTomb && rec.tomb == c.HLC
+			return rec.HasTomb && rec.Tomb == c.HLC
 		}
-		i := rec.find(c.Column)
-		return i >= 0 && rec.cells[i].hlc == c.HLC
+		i := rec.Find(c.Column)
+		return i >= 0 && rec.Cells[i].HLC == c.HLC
 	}
 	return has(r.cur) && !has(r.orig)
 }

@@ -16,6 +16,9 @@ import (
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/boltkv"
 	"github.com/replica-sync/replica/kv/memkv"
+
+	"github.com/replica-sync/replica/engine/internal/layout"
+	"github.com/replica-sync/replica/engine/internal/rowrec"
 )
 
 type benchClock struct{ ms uint64 }
@@ -313,9 +316,9 @@ func BenchmarkStorage(b *testing.B) {
 			}
 		}
 		var own, total int
-		tk := tableKey("cities")
+		tk := layout.TableKey("cities")
 		err = st.View(func(tx kv.Tx) error {
-			for _, bk := range []string{bucketRows, bucketLog, bucketIndex} {
+			for _, bk := range []string{layout.BucketRows, layout.BucketLog, layout.BucketIndex} {
 				err := tx.Scan(bk, kv.Range{}, func(k, v []byte) bool {
 					total += len(k) + len(v)
 					return true
@@ -331,7 +334,7 @@ func BenchmarkStorage(b *testing.B) {
 		}
 		for _, r := range rows {
 			pk := []Value{Int(int64(r["id"].(int)))}
-			own += len(rowKey(tk, pk))
+			own += len(layout.RowKey(tk, pk))
 			for _, c := range citySchema().Tables[0].Columns[1:] {
 				own += 1 + len(c.Name)
 				var v Value
@@ -341,7 +344,7 @@ func BenchmarkStorage(b *testing.B) {
 				case float64:
 					v = Real(x)
 				}
-				own += len(appendRecValue(nil, v))
+				own += len(rowrec.AppendValue(nil, v))
 			}
 		}
 		total += 10 + 8 // the clock and schema version, once

@@ -7,6 +7,9 @@ import (
 	"sort"
 
 	"github.com/replica-sync/replica/kv"
+
+	"github.com/replica-sync/replica/engine/internal/layout"
+	"github.com/replica-sync/replica/engine/internal/rowrec"
 )
 
 // DefaultChangesLimit is the ChangesSince limit used when none is given.
@@ -52,9 +55,9 @@ func (e *Engine) ChangesSince(since HLC, limit int, f ChangesFilter) ([]ChangeSe
 		if err != nil {
 			return err
 		}
-		classes := []byte{classOwn}
+		classes := []byte{layout.ClassOwn}
 		if !f.OnlyLocal && !e.opts.LocalChangeLogOnly {
-			classes = append(classes, classRemote)
+			classes = append(classes, layout.ClassRemote)
 		}
 		var srcs []*changeSource
 		for _, cl := range classes {
@@ -109,14 +112,14 @@ func newLogSource(tx kv.Tx, class byte, since HLC) *changeSource {
 	start := make([]byte, 1+BaseSize)
 	start[0] = class
 	since.Base().PutBase(start[1:])
-	if class == classOwn {
+	if class == layout.ClassOwn {
 		// One entry per local transaction, listing its rows.
-		return &changeSource{tx: tx, bucket: bucketLog, start: start, end: []byte{class + 1}, parse: func(k, v []byte, out []changeItem) ([]changeItem, error) {
+		return &changeSource{tx: tx, bucket: layout.BucketLog, start: start, end: []byte{class + 1}, parse: func(k, v []byte, out []changeItem) ([]changeItem, error) {
 			if len(k) != 1+BaseSize {
 				return out, malformed("own change-log key of %d bytes", len(k))
 			}
 			base := baseFromBytes(k[1:])
-			rks, err := decodeRowList(v)
+			rks, err := layout.DecodeRowList(v)
 			if err != nil {
 				return out, err
 			}
@@ -128,14 +131,14 @@ func newLogSource(tx kv.Tx, class byte, since HLC) *changeSource {
 			return out, nil
 		}, page: ownSourcePage}
 	}
-	return &changeSource{tx: tx, bucket: bucketLog, start: start, end: []byte{class + 1}, keysOnly: true, parse: func(k, _ []byte, out []changeItem) ([]changeItem, error) {
-		_, base, rk, err := parseLogKey(k)
+	return &changeSource{tx: tx, bucket: layout.BucketLog, start: start, end: []byte{class + 1}, keysOnly: true, parse: func(k, _ []byte, out []changeItem) ([]changeItem, error) {
+		_, base, rk, err := layout.ParseLogKey(k)
 		return append(out, changeItem{base: base, rk: rk}), err
 	}}
 }
 
 func newMigrationSource(tx kv.Tx, class byte, since HLC) *changeSource {
-	return &changeSource{tx: tx, bucket: bucketMigrations, start: migrationKey(class, since.Base()), end: []byte{class + 1},
+	return &changeSource{tx: tx, bucket: layout.BucketMigrations, start: layout.MigrationKey(class, since.Base()), end: []byte{class + 1},
 		parse: func(k, v []byte, out []changeItem) ([]changeItem, error) {
 			m, err := decodeMigration(k, v)
 			return append(out, changeItem{base: m.HLC.Base(), mig: &m}), err
@@ -146,7 +149,7 @@ func newMigrationSource(tx kv.Tx, class byte, since HLC) *changeSource {
 func newForwardSource(tx kv.Tx, since HLC) (*changeSource, error) {
 	s := &changeSource{done: true}
 	var derr error
-	err := tx.Scan(bucketQuarantine, kv.Range{}, func(_, v []byte) bool {
+	err := tx.Scan(layout.BucketQuarantine, kv.Range{}, func(_, v []byte) bool {
 		h, err := decodeHeld(v)
 		if err != nil {
 			derr = err
@@ -268,7 +271,7 @@ func (r *changeReader) read(limit int) ([]ChangeSet, error) {
 		if len(groups) == 0 {
 			break
 		}
-		vals, err := r.tx.GetMany(bucketRows, groupRowKeys(groups))
+		vals, err := r.tx.GetMany(layout.BucketRows, groupRowKeys(groups))
 		if err != nil {
 			return nil, err
 		}
@@ -352,11 +355,11 @@ func (r *changeReader) changeSetOf(g *group, vals *[][]byte) (ChangeSet, error) 
 			if v == nil {
 				continue // log entry without its row: nothing live
 			}
-			table, pk, err := splitRowKey(it.rk)
+			table, pk, err := layout.SplitRowKey(it.rk)
 			if err != nil {
 				return cs, err
 			}
-			rec, err := decodeRecord(v, pk)
+			rec, err := rowrec.Decode(v, pk)
 			if err != nil {
 				return cs, err
 			}
@@ -381,7 +384,7 @@ func (e *Engine) HasOwnFacts() (bool, error) {
 	}
 	found := false
 	err := e.store.View(func(tx kv.Tx) error {
-		src := newLogSource(tx, classOwn, HLC{})
+		src := newLogSource(tx, layout.ClassOwn, HLC{})
 		for !found {
 			it, err := src.peek()
 			if err != nil || it == nil {
@@ -390,18 +393,18 @@ func (e *Engine) HasOwnFacts() (bool, error) {
 			src.pos++
 			// An entry may list rows whose facts of it were since
 			// superseded: look at the row.
-			v, err := tx.Get(bucketRows, it.rk)
+			v, err := tx.Get(layout.BucketRows, it.rk)
 			if errors.Is(err, kv.ErrNotFound) {
 				continue
 			}
 			if err != nil {
 				return err
 			}
-			table, pk, err := splitRowKey(it.rk)
+			table, pk, err := layout.SplitRowKey(it.rk)
 			if err != nil {
 				return err
 			}
-			rec, err := decodeRecord(v, pk)
+			rec, err := rowrec.Decode(v, pk)
 			if err != nil {
 				return err
 			}
@@ -434,7 +437,7 @@ type ChangeLogReport struct {
 func InspectChangeLog(st kv.Store) (ChangeLogReport, error) {
 	var rep ChangeLogReport
 	err := st.View(func(tx kv.Tx) error {
-		for _, class := range []byte{classOwn, classRemote} {
+		for _, class := range []byte{layout.ClassOwn, layout.ClassRemote} {
 			src := newLogSource(tx, class, HLC{})
 			for {
 				it, err := src.peek()
@@ -446,16 +449,16 @@ func InspectChangeLog(st kv.Store) (ChangeLogReport, error) {
 				}
 				src.pos++
 				live := false
-				v, err := tx.Get(bucketRows, it.rk)
+				v, err := tx.Get(layout.BucketRows, it.rk)
 				if err != nil && !errors.Is(err, kv.ErrNotFound) {
 					return err
 				}
 				if err == nil {
-					table, pk, err := splitRowKey(it.rk)
+					table, pk, err := layout.SplitRowKey(it.rk)
 					if err != nil {
 						return err
 					}
-					rec, err := decodeRecord(v, pk)
+					rec, err := rowrec.Decode(v, pk)
 					if err != nil {
 						return err
 					}
@@ -466,7 +469,7 @@ func InspectChangeLog(st kv.Store) (ChangeLogReport, error) {
 					var b [BaseSize]byte
 					it.base.PutBase(b[:])
 					rep.Live = append(rep.Live, fmt.Sprintf("%x/%x", b, it.rk))
-				case class == classOwn:
+				case class == layout.ClassOwn:
 					rep.Stale++
 				default:
 					rep.Dead++

@@ -232,7 +232,8 @@
 //
 // # Storage
 //
-// The layout of the kv buckets is documented in layout.go; Buckets lists
+// The layout of the kv buckets is documented in package
+// engine/internal/layout (go doc ./engine/internal/layout); Buckets lists
 // them and StorageFormat versions them. Format 2 stores each schema
 // migration in its one JSON form, the one the sync protocol carries
 // (model.AppendMigrationJSON); Open upgrades a store of format 1, whose

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/replica-sync/replica/kv"
+
+	"github.com/replica-sync/replica/engine/internal/layout"
 )
 
 // Disposition says what ApplyChanges does with changes for a table outside
@@ -217,13 +219,13 @@ func compileDeclared(schema *Schema, allowResurrection bool) (Schema, map[string
 // store of format 1 is upgraded to StorageFormat in tx (upgradeFormat1);
 // any other format than those two is ErrStorageFormat.
 func openSite(tx kv.Tx, newSite SiteID) (SiteID, error) {
-	f, err := tx.Get(bucketMeta, metaFormat)
+	f, err := tx.Get(layout.BucketMeta, layout.MetaFormat)
 	switch {
 	case errors.Is(err, kv.ErrNotFound):
-		if err := tx.Put(bucketMeta, metaFormat, []byte(strconv.Itoa(StorageFormat))); err != nil {
+		if err := tx.Put(layout.BucketMeta, layout.MetaFormat, []byte(strconv.Itoa(StorageFormat))); err != nil {
 			return SiteID{}, err
 		}
-		if err := tx.Put(bucketMeta, metaSite, newSite[:]); err != nil {
+		if err := tx.Put(layout.BucketMeta, layout.MetaSite, newSite[:]); err != nil {
 			return SiteID{}, err
 		}
 	case err != nil:
@@ -236,7 +238,7 @@ func openSite(tx kv.Tx, newSite SiteID) (SiteID, error) {
 	default:
 		return SiteID{}, fmt.Errorf("%w: store has format %q, this version reads 1 and %d", ErrStorageFormat, f, StorageFormat)
 	}
-	s, err := tx.Get(bucketMeta, metaSite)
+	s, err := tx.Get(layout.BucketMeta, layout.MetaSite)
 	if err != nil {
 		return SiteID{}, fmt.Errorf("read site id: %w", err)
 	}
@@ -314,7 +316,7 @@ type metaState struct {
 const metaRecordSize = 18
 
 func readMeta(tx kv.Tx) (metaState, error) {
-	v, err := tx.Get(bucketMeta, metaClock)
+	v, err := tx.Get(layout.BucketMeta, layout.MetaClock)
 	if errors.Is(err, kv.ErrNotFound) {
 		return metaState{}, nil
 	}
@@ -339,7 +341,7 @@ func putMeta(tx kv.Tx, m metaState) error {
 	binary.BigEndian.PutUint64(b[:], m.clock.Wall)
 	binary.BigEndian.PutUint16(b[8:], m.clock.Counter)
 	binary.BigEndian.PutUint64(b[10:], m.schemaVer)
-	return tx.Put(bucketMeta, metaClock, b[:])
+	return tx.Put(layout.BucketMeta, layout.MetaClock, b[:])
 }
 
 // currentSchema is schemaFor at the schema version the meta record names:
@@ -364,7 +366,7 @@ func (e *Engine) schemaFor(tx kv.Tx, ver uint64) (*schemaState, error) {
 	}
 	var migs []SchemaMigration
 	var derr error
-	err := tx.Scan(bucketMigrations, kv.Range{}, func(k, v []byte) bool {
+	err := tx.Scan(layout.BucketMigrations, kv.Range{}, func(k, v []byte) bool {
 		m, err := decodeMigration(k, v)
 		if err != nil {
 			derr = err
@@ -425,7 +427,7 @@ func (e *Engine) State(name string) ([]byte, error) {
 	}
 	var out []byte
 	err := e.store.View(func(tx kv.Tx) error {
-		v, err := tx.Get(bucketMeta, append(append([]byte(nil), metaStatePfx...), name...))
+		v, err := tx.Get(layout.BucketMeta, append(append([]byte(nil), layout.MetaStatePrefix...), name...))
 		if errors.Is(err, kv.ErrNotFound) {
 			return nil
 		}
@@ -444,11 +446,11 @@ func (e *Engine) SetState(name string, value []byte) error {
 }
 
 func putState(tx kv.Tx, name string, value []byte) error {
-	k := append(append([]byte(nil), metaStatePfx...), name...)
+	k := append(append([]byte(nil), layout.MetaStatePrefix...), name...)
 	if value == nil {
-		return tx.Delete(bucketMeta, k)
+		return tx.Delete(layout.BucketMeta, k)
 	}
-	return tx.Put(bucketMeta, k, value)
+	return tx.Put(layout.BucketMeta, k, value)
 }
 
 // Now returns the engine's current HLC (the persisted clock state with this

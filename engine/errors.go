@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/replica-sync/replica/engine/internal/rowrec"
 	"github.com/replica-sync/replica/model"
 )
 
@@ -39,7 +40,7 @@ var (
 	ErrSnapshotFormat = model.ErrSnapshotFormat
 	// ErrStorageFormat is returned by Open when the store was written by an
 	// incompatible version of the engine.
-	ErrStorageFormat = errors.New("unsupported storage format")
+	ErrStorageFormat = rowrec.ErrStorageFormat
 )
 
 func malformed(format string, args ...any) error {

@@ -10,6 +10,9 @@ import (
 	"github.com/replica-sync/replica/internal/jsontext"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/memkv"
+
+	"github.com/replica-sync/replica/engine/internal/layout"
+	"github.com/replica-sync/replica/engine/internal/rowrec"
 )
 
 // The engine's stored JSON (json.go) against encoding/json: the bytes it
@@ -158,7 +161,7 @@ func TestStoredJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got []byte
-		_ = store.View(func(tx kv.Tx) error { got, _ = tx.Get(bucketMeta, metaCheckpoint); return nil })
+		_ = store.View(func(tx kv.Tx) error { got, _ = tx.Get(layout.BucketMeta, layout.MetaCheckpoint); return nil })
 		want, _ := json.Marshal(storedCheckpoint{cp.SnapshotID, cp.SiteID[:], cp.HLC.Bytes(), cp.Cursor, cp.CompletedTables, cp.RowsApplied, cp.CreatedAt})
 		if string(got) != string(want) {
 			t.Errorf("writeCheckpoint:\n got %s\nwant %s", got, want)
@@ -210,7 +213,7 @@ func toStoredMigration(m *SchemaMigration) storedMigration {
 func toStoredColumn(c ColumnDef) storedColumn {
 	sc := storedColumn{Name: c.Name, Type: c.Type.String(), NotNull: c.NotNull, HasDefault: c.HasDefault, Coerce: c.Coerce}
 	if c.HasDefault {
-		sc.Default = appendRecValue(nil, c.Default)
+		sc.Default = rowrec.AppendValue(nil, c.Default)
 	}
 	return sc
 }

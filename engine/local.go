@@ -6,6 +6,9 @@ import (
 	"sort"
 
 	"github.com/google/uuid"
+
+	"github.com/replica-sync/replica/engine/internal/layout"
+	"github.com/replica-sync/replica/engine/internal/rowrec"
 )
 
 // Key is a primary key given by a caller: the key column values in key order
@@ -93,7 +96,7 @@ func (tx *Tx) Get(table string, pk Key) (Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !r.cur.visible(t.resurrect) {
+	if !r.cur.Visible(t.resurrect) {
 		return nil, fmt.Errorf("%w: %s %s", ErrNotFound, table, fmtKey(key))
 	}
 	return t.rowOf(r.cur, key), nil
@@ -417,19 +420,19 @@ func (w *writeTx) insertCells(st, vt *table, row Row, pk []Value) (*txRow, []Val
 		return nil, nil, err
 	}
 	allow := st.resurrect
-	if r.cur.visible(allow) {
+	if r.cur.Visible(allow) {
 		return nil, nil, fmt.Errorf("%w: %s %s already exists (use upsert or update)", ErrConflict, st.def.Name, fmtKey(pk))
 	}
-	if r.cur != nil && r.cur.hasTomb && !allow {
+	if r.cur != nil && r.cur.HasTomb && !allow {
 		return nil, nil, fmt.Errorf("%w: %s %s was deleted and deleted rows stay deleted (the table's resurrection policy is delete-wins); use a new key", ErrConflict, st.def.Name, fmtKey(pk))
 	}
 	if err := st.checkIndexKeys(row, pk); err != nil {
 		return nil, nil, err
 	}
 	if r.cur == nil {
-		r.cur = &record{cells: make([]cell, 0, len(vt.def.Columns))}
+		r.cur = &rowrec.Record{Cells: make([]rowrec.Cell, 0, len(vt.def.Columns))}
 	}
-	if len(r.cur.cells) == 0 && vt.byName != nil {
+	if len(r.cur.Cells) == 0 && vt.byName != nil {
 		// No cell to replace: appended in name order (the order cells
 		// are kept in), stamped in declaration order as setCell would.
 		op := w.opSeq
@@ -437,7 +440,7 @@ func (w *writeTx) insertCells(st, vt *table, row Row, pk []Value) (*txRow, []Val
 			c := vt.def.Columns[i].Name
 			h := w.base
 			h.OpSeq = op + uint32(i)
-			r.cur.cells = append(r.cur.cells, cell{col: c, val: row[c], hlc: h})
+			r.cur.Cells = append(r.cur.Cells, rowrec.Cell{Col: c, Val: row[c], HLC: h})
 		}
 		w.opSeq += uint32(len(vt.def.Columns))
 		r.dirty = true
@@ -454,20 +457,20 @@ func (w *writeTx) insertCells(st, vt *table, row Row, pk []Value) (*txRow, []Val
 func (w *writeTx) setCell(r *txRow, col string, v Value) {
 	h := w.nextHLC()
 	if r.cur == nil {
-		r.cur = &record{}
+		r.cur = &rowrec.Record{}
 	}
-	c := cell{col: col, val: v, hlc: h}
-	if i := r.cur.find(col); i >= 0 {
-		old := r.cur.cells[i]
-		if old.hlc.SameTransaction(h) {
+	c := rowrec.Cell{Col: col, Val: v, HLC: h}
+	if i := r.cur.Find(col); i >= 0 {
+		old := r.cur.Cells[i]
+		if old.HLC.SameTransaction(h) {
 			// Rewritten inside this transaction: the before-image is
 			// still what the transaction overwrote.
-			c.prior = old.prior
-		} else if priorKept(old.val) {
-			c.prior = &cellPrior{val: old.val, hlc: old.hlc}
+			c.Prior = old.Prior
+		} else if priorKept(old.Val) {
+			c.Prior = &rowrec.Prior{Val: old.Val, HLC: old.HLC}
 		}
 	}
-	r.cur.set(c)
+	r.cur.Set(c)
 	r.dirty = true
 }
 
@@ -488,7 +491,7 @@ func (w *writeTx) update(name string, pkArg Key, patch map[string]any) (Row, err
 	if err != nil {
 		return nil, err
 	}
-	if !r.cur.visible(st.resurrect) {
+	if !r.cur.Visible(st.resurrect) {
 		return nil, fmt.Errorf("%w: %s %s", ErrNotFound, name, fmtKey(pk))
 	}
 	return w.patchRow(st, vt, r, p)
@@ -527,10 +530,10 @@ func (w *writeTx) patchRow(st, vt *table, r *txRow, p Row) (Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		if nr.cur.visible(st.resurrect) {
+		if nr.cur.Visible(st.resurrect) {
 			return nil, fmt.Errorf("%w: cannot move %s %s to %s: a row with that key exists", ErrConflict, st.def.Name, fmtKey(r.pk), fmtKey(newPK))
 		}
-		if nr.cur != nil && nr.cur.hasTomb && !st.resurrect {
+		if nr.cur != nil && nr.cur.HasTomb && !st.resurrect {
 			return nil, fmt.Errorf("%w: cannot move %s %s to %s: that key was deleted and deleted rows stay deleted", ErrConflict, st.def.Name, fmtKey(r.pk), fmtKey(newPK))
 		}
 		w.tombstone(r)
@@ -584,7 +587,7 @@ func (w *writeTx) upsert(name string, values map[string]any) (Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.cur.visible(st.resurrect) {
+	if r.cur.Visible(st.resurrect) {
 		return w.patchRow(st, vt, r, p)
 	}
 	row, err := vt.coerceRow(values, true)
@@ -607,7 +610,7 @@ func (w *writeTx) delete(name string, pkArg Key) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if !r.cur.visible(st.resurrect) {
+	if !r.cur.Visible(st.resurrect) {
 		return false, nil
 	}
 	w.tombstone(r)
@@ -616,11 +619,11 @@ func (w *writeTx) delete(name string, pkArg Key) (bool, error) {
 
 // tombstone records a local deletion of a live row.
 func (w *writeTx) tombstone(r *txRow) {
-	prior := priorImage(r.cur.row())
-	r.cur.hasTomb = true
-	r.cur.tomb = w.nextHLC()
-	r.cur.priorRow = prior
-	r.cur.dropDead()
+	prior := priorImage(r.cur.Row())
+	r.cur.HasTomb = true
+	r.cur.Tomb = w.nextHLC()
+	r.cur.PriorRow = prior
+	r.cur.DropDead()
 	r.dirty = true
 }
 
@@ -631,7 +634,7 @@ const maxRowKey = 2048
 // checkKeySize rejects keys whose encoding would not fit the kv key limit.
 func (t *table) checkKeySize(pk []Value) error {
 	var buf [128]byte
-	if n := len(appendRowKey(buf[:0], t.key, pk)); n > maxRowKey {
+	if n := len(layout.AppendRowKey(buf[:0], t.key, pk)); n > maxRowKey {
 		col := ""
 		if len(t.pkCols) > 0 {
 			col = t.pkCols[0]

@@ -10,12 +10,15 @@ import (
 	"github.com/replica-sync/replica/internal/jsontext"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/model"
+
+	"github.com/replica-sync/replica/engine/internal/layout"
+	"github.com/replica-sync/replica/engine/internal/rowrec"
 )
 
 // table is the compiled form of one table of the effective schema.
 type table struct {
 	def   TableDef
-	key   []byte // tableKey(def.Name)
+	key   []byte // layout.TableKey(def.Name)
 	cols  map[string]*ColumnDef
 	names []string // the column names, sorted
 	// byName lists the indexes of def.Columns in name order; nil if two
@@ -41,11 +44,11 @@ type table struct {
 
 type compiledIndex struct {
 	def    IndexDef
-	prefix []byte // tableKey ‖ name
+	prefix []byte // layout.TableKey ‖ name
 }
 
 func compileTable(def TableDef) *table {
-	t := &table{def: def, key: tableKey(def.Name), cols: make(map[string]*ColumnDef, len(def.Columns))}
+	t := &table{def: def, key: layout.TableKey(def.Name), cols: make(map[string]*ColumnDef, len(def.Columns))}
 	for i := range t.def.Columns {
 		t.cols[t.def.Columns[i].Name] = &t.def.Columns[i]
 		t.names = append(t.names, t.def.Columns[i].Name)
@@ -426,7 +429,7 @@ func upgradeFormat1(tx kv.Tx) error {
 	}
 	var all []entry
 	var derr error
-	err := tx.Scan(bucketMigrations, kv.Range{}, func(k, v []byte) bool {
+	err := tx.Scan(layout.BucketMigrations, kv.Range{}, func(k, v []byte) bool {
 		m, err := decodeLegacyMigration(k, v)
 		if err != nil {
 			derr = err
@@ -441,11 +444,11 @@ func upgradeFormat1(tx kv.Tx) error {
 	for i := 0; err == nil && i < len(all); i++ {
 		var b []byte
 		if b, err = encodeMigration(&all[i].m); err == nil {
-			err = tx.Put(bucketMigrations, all[i].key, b)
+			err = tx.Put(layout.BucketMigrations, all[i].key, b)
 		}
 	}
 	if err == nil {
-		err = tx.Put(bucketMeta, metaFormat, []byte(strconv.Itoa(StorageFormat)))
+		err = tx.Put(layout.BucketMeta, layout.MetaFormat, []byte(strconv.Itoa(StorageFormat)))
 	}
 	if err != nil {
 		return fmt.Errorf("upgrade storage format 1 to %d: %w", StorageFormat, err)
@@ -620,10 +623,10 @@ func fromStoredColumn(sc storedColumn) (ColumnDef, error) {
 	}
 	c := ColumnDef{Name: sc.Name, Type: k, NotNull: sc.NotNull, HasDefault: sc.HasDefault, Coerce: sc.Coerce}
 	if sc.HasDefault {
-		rd := &recReader{b: sc.Default}
-		c.Default = rd.value()
-		if rd.err != nil {
-			return ColumnDef{}, rd.err
+		rd := rowrec.NewReader(sc.Default)
+		c.Default = rd.Value()
+		if rd.Err() != nil {
+			return ColumnDef{}, rd.Err()
 		}
 	}
 	return c, nil

@@ -8,6 +8,8 @@ import (
 
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/memkv"
+
+	"github.com/replica-sync/replica/engine/internal/layout"
 )
 
 // storedMigrationFixtures are stored migrations byte for byte as databases
@@ -40,7 +42,7 @@ var storedMigrationFixtures = []struct {
 // TestStoredMigrationFixtures: legacy (format-1) stored migrations read
 // back as what was stored.
 func TestStoredMigrationFixtures(t *testing.T) {
-	key := append([]byte{classOwn}, fixtureHLC.Bytes()...)
+	key := append([]byte{layout.ClassOwn}, fixtureHLC.Bytes()...)
 	for _, f := range storedMigrationFixtures {
 		got, err := decodeLegacyMigration(key, []byte(f.stored))
 		if err != nil {
@@ -107,7 +109,7 @@ var storedMigrationFixtures2 = []string{
 // bytes, and they read back as the migration, defaults of their column's
 // kind (the timestamp default a Timestamp, not an Integer).
 func TestStoredMigrationFixtures2(t *testing.T) {
-	key := append([]byte{classOwn}, fixtureHLC.Bytes()...)
+	key := append([]byte{layout.ClassOwn}, fixtureHLC.Bytes()...)
 	for i, f := range storedMigrationFixtures {
 		want := f.want
 		want.HLC = fixtureHLC
@@ -128,7 +130,7 @@ func TestStoredMigrationFixtures2(t *testing.T) {
 // format-2 form, or whose hlc is not its key's, is ErrMalformed, naming
 // where it went wrong.
 func TestDecodeMigrationRefuses(t *testing.T) {
-	key := append([]byte{classOwn}, fixtureHLC.Bytes()...)
+	key := append([]byte{layout.ClassOwn}, fixtureHLC.Bytes()...)
 	for _, c := range []struct{ stored, want string }{
 		{`{"type":"set_resurrection_policy","table":"trips","ddl":{"policy":"allow-resurrection"},"hlc":"AAAAAAAAACsAAQcAAAAAAAAAAAAAAAAAAAAAAAAA"}`, "differs from its key"},
 		{storedMigrationFixtures[0].stored, `unknown field "def"`},
@@ -162,18 +164,18 @@ func legacyStore(t *testing.T) (store *memkv.Store, site SiteID, keys [][]byte) 
 		binary.BigEndian.PutUint64(clock, 1000)
 		binary.BigEndian.PutUint64(clock[10:], uint64(len(storedMigrationFixtures)))
 		for _, p := range [][2][]byte{{[]byte("format"), []byte("1")}, {[]byte("site"), site[:]}, {[]byte("clock"), clock}} {
-			if err := tx.Put(bucketMeta, p[0], p[1]); err != nil {
+			if err := tx.Put(layout.BucketMeta, p[0], p[1]); err != nil {
 				return err
 			}
 		}
 		for i, f := range storedMigrationFixtures {
-			h, class := HLC{Wall: uint64(100 + i), Site: site}, classOwn
+			h, class := HLC{Wall: uint64(100 + i), Site: site}, layout.ClassOwn
 			if i >= 3 {
-				h.Site, class = peer, classRemote
+				h.Site, class = peer, layout.ClassRemote
 			}
-			k := migrationKey(class, h)
+			k := layout.MigrationKey(class, h)
 			keys = append(keys, k)
-			if err := tx.Put(bucketMigrations, k, []byte(f.stored)); err != nil {
+			if err := tx.Put(layout.BucketMigrations, k, []byte(f.stored)); err != nil {
 				return err
 			}
 		}
@@ -189,7 +191,7 @@ func countMigrations(t *testing.T, store kv.Store) int {
 	t.Helper()
 	n := 0
 	if err := store.View(func(tx kv.Tx) error {
-		return tx.Scan(bucketMigrations, kv.Range{}, func(_, _ []byte) bool { n++; return true })
+		return tx.Scan(layout.BucketMigrations, kv.Range{}, func(_, _ []byte) bool { n++; return true })
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -224,11 +226,11 @@ func TestOpenUpgradesFormat1(t *testing.T) {
 	e.Close()
 
 	err = store.View(func(tx kv.Tx) error {
-		if f, err := tx.Get(bucketMeta, metaFormat); err != nil || string(f) != "2" {
+		if f, err := tx.Get(layout.BucketMeta, layout.MetaFormat); err != nil || string(f) != "2" {
 			t.Errorf("format after upgrade: %q, %v; want \"2\"", f, err)
 		}
 		for i, k := range keys {
-			v, err := tx.Get(bucketMigrations, k)
+			v, err := tx.Get(layout.BucketMigrations, k)
 			if err != nil {
 				return err
 			}
@@ -273,14 +275,14 @@ func TestOpenUpgradesFormat1(t *testing.T) {
 func TestOpenRefusesOtherFormats(t *testing.T) {
 	for _, f := range []string{"3", "0", "", "2x"} {
 		store, _, keys := legacyStore(t)
-		if err := store.Update(func(tx kv.Tx) error { return tx.Put(bucketMeta, metaFormat, []byte(f)) }); err != nil {
+		if err := store.Update(func(tx kv.Tx) error { return tx.Put(layout.BucketMeta, layout.MetaFormat, []byte(f)) }); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := Open(store, Options{}); !errors.Is(err, ErrStorageFormat) {
 			t.Errorf("Open(format %q) = %v; want ErrStorageFormat", f, err)
 		}
 		if err := store.View(func(tx kv.Tx) error {
-			v, err := tx.Get(bucketMigrations, keys[0])
+			v, err := tx.Get(layout.BucketMigrations, keys[0])
 			if err == nil && string(v) != storedMigrationFixtures[0].stored {
 				t.Errorf("Open(format %q) rewrote a migration: %s", f, v)
 			}
@@ -299,7 +301,7 @@ func FuzzDecodeMigration(f *testing.F) {
 		f.Add([]byte(s))
 		f.Add([]byte(storedMigrationFixtures[i].stored))
 	}
-	key := append([]byte{classOwn}, fixtureHLC.Bytes()...)
+	key := append([]byte{layout.ClassOwn}, fixtureHLC.Bytes()...)
 	f.Fuzz(func(t *testing.T, stored []byte) {
 		m, err := decodeMigration(key, stored)
 		if err != nil {

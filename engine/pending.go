@@ -4,6 +4,8 @@ import (
 	"bytes"
 
 	"github.com/replica-sync/replica/kv"
+
+	"github.com/replica-sync/replica/engine/internal/layout"
 )
 
 // CountLocalTransactions returns the number of this replica's own
@@ -30,10 +32,10 @@ func (e *Engine) CountLocalTransactions(since HLC) (int, error) {
 		// Migrations are few: collect their bases first.
 		migs := map[HLC]bool{}
 		start := make([]byte, 1+BaseSize, 1+BaseSize+1)
-		start[0] = classOwn
+		start[0] = layout.ClassOwn
 		base.PutBase(start[1:])
 		var perr error
-		err := tx.Scan(bucketMigrations, kv.Range{Start: start, End: []byte{classOwn + 1}, KeysOnly: true}, func(k, _ []byte) bool {
+		err := tx.Scan(layout.BucketMigrations, kv.Range{Start: start, End: []byte{layout.ClassOwn + 1}, KeysOnly: true}, func(k, _ []byte) bool {
 			if len(k) < 1+BaseSize {
 				perr = malformed("own migration key of %d bytes", len(k))
 				return false
@@ -51,7 +53,7 @@ func (e *Engine) CountLocalTransactions(since HLC) (int, error) {
 		}
 		// Log entries: one key per transaction, above since's base.
 		logStart := append(bytes.Clone(start), 0)
-		err = tx.Scan(bucketLog, kv.Range{Start: logStart, End: []byte{classOwn + 1}, KeysOnly: true}, func(k, _ []byte) bool {
+		err = tx.Scan(layout.BucketLog, kv.Range{Start: logStart, End: []byte{layout.ClassOwn + 1}, KeysOnly: true}, func(k, _ []byte) bool {
 			if len(k) != 1+BaseSize {
 				perr = malformed("own change-log key of %d bytes", len(k))
 				return false

@@ -10,6 +10,9 @@ import (
 
 	"github.com/replica-sync/replica/engine/internal/keyenc"
 	"github.com/replica-sync/replica/kv"
+
+	"github.com/replica-sync/replica/engine/internal/layout"
+	"github.com/replica-sync/replica/engine/internal/rowrec"
 )
 
 // Held changes: changes for tables outside the schema, kept in the
@@ -40,8 +43,8 @@ const (
 // holdAs holds c with the given flags (heldForward, heldMisfit); holding a
 // change already held is a no-op.
 func (w *writeTx) holdAs(c *Change, flags byte) error {
-	k := quarantineKey(tableKey(c.Table), c.HLC)
-	if _, err := w.kv.Get(bucketQuarantine, k); err == nil {
+	k := layout.QuarantineKey(layout.TableKey(c.Table), c.HLC)
+	if _, err := w.kv.Get(layout.BucketQuarantine, k); err == nil {
 		return nil
 	} else if !errors.Is(err, kv.ErrNotFound) {
 		return err
@@ -52,7 +55,7 @@ func (w *writeTx) holdAs(c *Change, flags byte) error {
 	if len(b) > kv.MaxValueSize {
 		return malformed("change for unknown table %s is too large to hold (%d bytes, limit %d)", c.Table, len(b), kv.MaxValueSize)
 	}
-	return w.kv.Put(bucketQuarantine, k, b)
+	return w.kv.Put(layout.BucketQuarantine, k, b)
 }
 
 func decodeHeld(v []byte) (heldChange, error) {
@@ -70,18 +73,18 @@ func decodeHeld(v []byte) (heldChange, error) {
 // prior flag [prior value, prior HLC], prior row [n, (name, value)*].
 func encodeChange(b []byte, c *Change) []byte {
 	b = append(b, byte(c.Type))
-	b = appendString(b, c.Table)
+	b = rowrec.AppendString(b, c.Table)
 	pk := keyenc.AppendTuple(nil, c.PK)
 	b = binary.AppendUvarint(b, uint64(len(pk)))
 	b = append(b, pk...)
-	b = appendString(b, c.Column)
-	b = appendRecValue(b, c.Value)
+	b = rowrec.AppendString(b, c.Column)
+	b = rowrec.AppendValue(b, c.Value)
 	var h [HLCSize]byte
 	c.HLC.Put(h[:])
 	b = append(b, h[:]...)
 	if c.HasPrior {
 		b = append(b, 1)
-		b = appendRecValue(b, c.PriorValue)
+		b = rowrec.AppendValue(b, c.PriorValue)
 		c.PriorHLC.Put(h[:])
 		b = append(b, h[:]...)
 	} else {
@@ -98,55 +101,55 @@ func encodeChange(b []byte, c *Change) []byte {
 		b = append(b, 1)
 		b = binary.AppendUvarint(b, uint64(len(names)))
 		for _, n := range names {
-			b = appendString(b, n)
-			b = appendRecValue(b, c.PriorRow[n])
+			b = rowrec.AppendString(b, n)
+			b = rowrec.AppendValue(b, c.PriorRow[n])
 		}
 	}
 	return b
 }
 
 func decodeChange(v []byte) (Change, error) {
-	rd := &recReader{b: v}
+	rd := rowrec.NewReader(v)
 	var c Change
-	c.Type = ChangeType(rd.byte())
-	c.Table = rd.string()
-	pkLen := rd.uvarint()
-	pkb := rd.bytes(pkLen)
-	if rd.err == nil {
+	c.Type = ChangeType(rd.Byte())
+	c.Table = rd.Str()
+	pkLen := rd.Uvarint()
+	pkb := rd.Bytes(pkLen)
+	if rd.Err() == nil {
 		pk, rest, err := keyenc.DecodeTuple(pkb, -1)
 		if err != nil || len(rest) != 0 {
 			return c, fmt.Errorf("%w: held change key", ErrMalformed)
 		}
 		c.PK = pk
 	}
-	c.Column = rd.string()
-	c.Value = rd.value()
-	if raw := rd.bytes(HLCSize); raw != nil {
+	c.Column = rd.Str()
+	c.Value = rd.Value()
+	if raw := rd.Bytes(HLCSize); raw != nil {
 		c.HLC, _ = HLCFromBytes(raw)
 	}
-	if rd.byte() == 1 {
+	if rd.Byte() == 1 {
 		c.HasPrior = true
-		c.PriorValue = rd.value()
-		if raw := rd.bytes(HLCSize); raw != nil {
+		c.PriorValue = rd.Value()
+		if raw := rd.Bytes(HLCSize); raw != nil {
 			c.PriorHLC, _ = HLCFromBytes(raw)
 		}
 	}
-	if rd.byte() == 1 {
-		n := rd.uvarint()
-		if n > uint64(len(rd.b)) {
-			rd.fail("prior row size")
+	if rd.Byte() == 1 {
+		n := rd.Uvarint()
+		if n > uint64(rd.Len()) {
+			rd.Fail("prior row size")
 		} else {
 			c.PriorRow = make(Row, n)
-			for i := uint64(0); i < n && rd.err == nil; i++ {
-				name := rd.string()
-				c.PriorRow[name] = rd.value()
+			for i := uint64(0); i < n && rd.Err() == nil; i++ {
+				name := rd.Str()
+				c.PriorRow[name] = rd.Value()
 			}
 		}
 	}
-	if rd.err == nil && len(rd.b) != 0 {
-		rd.fail("trailing bytes")
+	if rd.Err() == nil && rd.Len() != 0 {
+		rd.Fail("trailing bytes")
 	}
-	return c, rd.err
+	return c, rd.Err()
 }
 
 // HeldChange is a change held for a table outside the schema.
@@ -166,11 +169,11 @@ func (e *Engine) Quarantined(table string) ([]HeldChange, error) {
 	var out []HeldChange
 	r := kv.Range{}
 	if table != "" {
-		r = kv.Prefix(tableKey(table))
+		r = kv.Prefix(layout.TableKey(table))
 	}
 	err := e.store.View(func(tx kv.Tx) error {
 		var derr error
-		err := tx.Scan(bucketQuarantine, r, func(k, v []byte) bool {
+		err := tx.Scan(layout.BucketQuarantine, r, func(k, v []byte) bool {
 			h, err := decodeHeld(v)
 			if err != nil {
 				derr = err
@@ -228,7 +231,7 @@ func (e *Engine) heldTables() ([]string, error) {
 		var start []byte
 		for {
 			var k []byte
-			err := tx.Scan(bucketQuarantine, kv.Range{Start: start, Limit: 1, KeysOnly: true}, func(key, _ []byte) bool {
+			err := tx.Scan(layout.BucketQuarantine, kv.Range{Start: start, Limit: 1, KeysOnly: true}, func(key, _ []byte) bool {
 				k = bytes.Clone(key)
 				return false
 			})
@@ -240,7 +243,7 @@ func (e *Engine) heldTables() ([]string, error) {
 				return err
 			}
 			out = append(out, tv.Text())
-			start = kv.PrefixEnd(tableKey(tv.Text()))
+			start = kv.PrefixEnd(layout.TableKey(tv.Text()))
 			if start == nil {
 				return nil
 			}
@@ -264,7 +267,7 @@ func (e *Engine) drainSome(name string) (n int, more bool, err error) {
 		var keys [][]byte
 		var changes []Change
 		var derr error
-		err = tx.Scan(bucketQuarantine, kv.Range{Start: tableKey(name), End: kv.PrefixEnd(tableKey(name))}, func(k, v []byte) bool {
+		err = tx.Scan(layout.BucketQuarantine, kv.Range{Start: layout.TableKey(name), End: kv.PrefixEnd(layout.TableKey(name))}, func(k, v []byte) bool {
 			if len(keys) == drainBatch {
 				more = true
 				return false
@@ -291,7 +294,7 @@ func (e *Engine) drainSome(name string) (n int, more bool, err error) {
 			return err
 		}
 		for _, k := range keys {
-			if err := tx.Delete(bucketQuarantine, k); err != nil {
+			if err := tx.Delete(layout.BucketQuarantine, k); err != nil {
 				return err
 			}
 		}

@@ -9,6 +9,9 @@ import (
 
 	"github.com/replica-sync/replica/engine/internal/keyenc"
 	"github.com/replica-sync/replica/kv"
+
+	"github.com/replica-sync/replica/engine/internal/layout"
+	"github.com/replica-sync/replica/engine/internal/rowrec"
 )
 
 // Op is a filter operator.
@@ -75,18 +78,18 @@ func (e *Engine) Get(table string, pk Key) (Row, error) {
 		if err != nil {
 			return err
 		}
-		v, err := tx.Get(bucketRows, rowKey(t.key, key))
+		v, err := tx.Get(layout.BucketRows, layout.RowKey(t.key, key))
 		if errors.Is(err, kv.ErrNotFound) {
 			return fmt.Errorf("%w: %s %s", ErrNotFound, table, fmtKey(key))
 		}
 		if err != nil {
 			return err
 		}
-		rec, err := decodeRecord(v, key)
+		rec, err := rowrec.Decode(v, key)
 		if err != nil {
 			return err
 		}
-		if !rec.visible(t.resurrect) {
+		if !rec.Visible(t.resurrect) {
 			return fmt.Errorf("%w: %s %s", ErrNotFound, table, fmtKey(key))
 		}
 		row = t.rowOf(rec, key)
@@ -142,7 +145,7 @@ func (e *Engine) readTable(tx kv.Tx, name string) (*schemaState, *table, error) 
 		if e.declared != nil {
 			return nil, nil, fmt.Errorf("%w: %q", ErrUnknownTable, name)
 		}
-		t = &table{def: TableDef{Name: name}, key: tableKey(name)}
+		t = &table{def: TableDef{Name: name}, key: layout.TableKey(name)}
 	}
 	return s, t, nil
 }
@@ -484,7 +487,7 @@ func (e *Engine) scanRows(tx kv.Tx, s *schemaState, name string, q Query, counte
 		if e.declared != nil {
 			return nil, fmt.Errorf("%w: %q", ErrUnknownTable, name)
 		}
-		t = &table{def: TableDef{Name: name}, key: tableKey(name)}
+		t = &table{def: TableDef{Name: name}, key: layout.TableKey(name)}
 	}
 	conds, err := e.compileQuery(t, name, q)
 	if err != nil {
@@ -559,8 +562,8 @@ func (s *rowScan) full() bool {
 
 // accept adds the row of rec (key pk) if it is live and matches every
 // condition.
-func (s *rowScan) accept(rec *record, pk []Value) {
-	if !rec.visible(s.t.resurrect) {
+func (s *rowScan) accept(rec *rowrec.Record, pk []Value) {
+	if !rec.Visible(s.t.resurrect) {
 		return
 	}
 	row := s.t.rowOf(rec, pk)
@@ -579,9 +582,9 @@ func (s *rowScan) accept(rec *record, pk []Value) {
 // tableScan scans range r of the rows bucket.
 func (s *rowScan) tableScan(r kv.Range) error {
 	var derr error
-	err := s.tx.Scan(bucketRows, r, func(k, v []byte) bool {
+	err := s.tx.Scan(layout.BucketRows, r, func(k, v []byte) bool {
 		if s.headOnly {
-			live, err := recordLive(v, s.t.resurrect)
+			live, err := rowrec.Live(v, s.t.resurrect)
 			if err != nil {
 				derr = err
 				return false
@@ -591,10 +594,10 @@ func (s *rowScan) tableScan(r kv.Range) error {
 			}
 			return true
 		}
-		_, pk, err := splitRowKey(k)
+		_, pk, err := layout.SplitRowKey(k)
 		if err == nil {
-			var rec *record
-			rec, err = decodeRecord(v, pk)
+			var rec *rowrec.Record
+			rec, err = rowrec.Decode(v, pk)
 			if err == nil {
 				s.accept(rec, pk)
 			}
@@ -652,7 +655,7 @@ func (s *rowScan) indexKeys(r kv.Range) (keys [][]byte, last []byte, err error) 
 	s.pks = s.pks[:0]
 	ix := s.p.index
 	var derr error
-	err = s.tx.Scan(bucketIndex, r, func(k, _ []byte) bool {
+	err = s.tx.Scan(layout.BucketIndex, r, func(k, _ []byte) bool {
 		last = k
 		rest := k[len(ix.prefix):]
 		_, rest, err := keyenc.DecodeTuple(rest, len(ix.def.Columns))
@@ -666,7 +669,7 @@ func (s *rowScan) indexKeys(r kv.Range) (keys [][]byte, last []byte, err error) 
 			return false
 		}
 		s.pks = append(s.pks, pk)
-		keys = append(keys, rowKey(s.t.key, pk))
+		keys = append(keys, layout.RowKey(s.t.key, pk))
 		return true
 	})
 	if err == nil {
@@ -678,7 +681,7 @@ func (s *rowScan) indexKeys(r kv.Range) (keys [][]byte, last []byte, err error) 
 // readIndexed reads the rows of keys (indexKeys) and accepts them, until
 // the scan is full.
 func (s *rowScan) readIndexed(keys [][]byte) error {
-	vals, err := s.tx.GetMany(bucketRows, keys)
+	vals, err := s.tx.GetMany(layout.BucketRows, keys)
 	if err != nil {
 		return err
 	}
@@ -686,7 +689,7 @@ func (s *rowScan) readIndexed(keys [][]byte) error {
 		if v == nil {
 			continue
 		}
-		rec, err := decodeRecord(v, s.pks[i])
+		rec, err := rowrec.Decode(v, s.pks[i])
 		if err != nil {
 			return err
 		}

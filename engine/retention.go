@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 
 	"github.com/replica-sync/replica/kv"
+
+	"github.com/replica-sync/replica/engine/internal/layout"
+	"github.com/replica-sync/replica/engine/internal/rowrec"
 )
 
 // PruneResult counts what Prune or PruneTombstones removed.
@@ -148,7 +151,7 @@ func (e *Engine) pruneTombstoneBatch(tx kv.Tx, start, wallEnd []byte, cutoff uin
 		rk   []byte
 	}
 	var ents []ent
-	err = tx.Scan(bucketTombs, kv.Range{Start: start, End: wallEnd, Limit: pruneBatch, KeysOnly: true}, func(k, _ []byte) bool {
+	err = tx.Scan(layout.BucketTombs, kv.Range{Start: start, End: wallEnd, Limit: pruneBatch, KeysOnly: true}, func(k, _ []byte) bool {
 		last = bytes.Clone(k)
 		if len(k) > BaseSize {
 			ents = append(ents, ent{baseFromBytes(k), bytes.Clone(k[BaseSize:])})
@@ -174,41 +177,41 @@ func (e *Engine) pruneTombstoneBatch(tx kv.Tx, start, wallEnd []byte, cutoff uin
 // entry is stale (it should not happen) and only it goes. keep (nil:
 // none) names the cells of a delete-wins row that stay with it.
 func (w *writeTx) pruneTombstone(base HLC, rk []byte, cutoff uint64, keep func(HLC) bool, res *PruneResult) error {
-	name, pk, err := splitRowKey(rk)
+	name, pk, err := layout.SplitRowKey(rk)
 	if err != nil {
 		return err
 	}
 	t := w.effTable(name)
 	if t == nil {
-		t = &table{def: TableDef{Name: name}, key: tableKey(name)}
+		t = &table{def: TableDef{Name: name}, key: layout.TableKey(name)}
 	}
 	r, err := w.load(t, pk)
 	if err != nil {
 		return err
 	}
-	if r.cur == nil || !r.cur.hasTomb || r.cur.tomb.Base() != base || r.cur.tomb.Wall >= cutoff {
-		return w.kv.Delete(bucketTombs, tombKey(base, rk))
+	if r.cur == nil || !r.cur.HasTomb || r.cur.Tomb.Base() != base || r.cur.Tomb.Wall >= cutoff {
+		return w.kv.Delete(layout.BucketTombs, layout.TombKey(base, rk))
 	}
-	r.cur.hasTomb, r.cur.tomb, r.cur.priorRow = false, HLC{}, nil
+	r.cur.HasTomb, r.cur.Tomb, r.cur.PriorRow = false, HLC{}, nil
 	if !t.resurrect {
 		// Delete-wins: the cells written after the deletion
-		// were kept but dead (record.visible); without the
+		// were kept but dead (rowrec.Record.Visible); without the
 		// tombstone they would revive the row. The row goes, but
 		// for the cells keep names (unsent own writes:
 		// PruneTombstonesOptions.KeepUnsent).
-		kept := r.cur.cells[:0]
+		kept := r.cur.Cells[:0]
 		if keep != nil {
-			for _, c := range r.cur.cells {
-				if keep(c.hlc) {
+			for _, c := range r.cur.Cells {
+				if keep(c.HLC) {
 					kept = append(kept, c)
 				}
 			}
 		}
-		r.cur.cells = kept
+		r.cur.Cells = kept
 	}
 	r.dirty = true
 	res.Tombstones++
-	if len(r.cur.cells) == 0 {
+	if len(r.cur.Cells) == 0 {
 		res.Rows++
 	}
 	return nil
@@ -218,8 +221,8 @@ func (w *writeTx) pruneTombstone(base HLC, rk []byte, cutoff uint64, keep func(H
 // keeps only the rows that still hold its transaction's facts, and goes
 // when none does. It works in transactions of pruneBatch/10 entries.
 func (e *Engine) pruneOwnLog(cutoff uint64, res *PruneResult) error {
-	ownEnd := append([]byte{classOwn}, wallKey(cutoff)...)
-	start := []byte{classOwn}
+	ownEnd := append([]byte{layout.ClassOwn}, wallKey(cutoff)...)
+	start := []byte{layout.ClassOwn}
 	for {
 		var n int
 		var last []byte
@@ -252,10 +255,10 @@ type ownLogEntry struct {
 func pruneOwnLogBatch(tx kv.Tx, start, end []byte, res *PruneResult) (n int, last []byte, err error) {
 	var ents []ownLogEntry
 	var derr error
-	err = tx.Scan(bucketLog, kv.Range{Start: start, End: end, Limit: pruneBatch / 10}, func(k, v []byte) bool {
+	err = tx.Scan(layout.BucketLog, kv.Range{Start: start, End: end, Limit: pruneBatch / 10}, func(k, v []byte) bool {
 		n++
 		last = bytes.Clone(k)
-		rks, err := decodeRowList(v)
+		rks, err := layout.DecodeRowList(v)
 		if err != nil {
 			derr = err
 			return false
@@ -283,7 +286,7 @@ func pruneOwnLogBatch(tx kv.Tx, start, end []byte, res *PruneResult) (n int, las
 // tidyOwnLogEntry rewrites en to list only the rows still holding facts of
 // its transaction, or deletes it when none does.
 func tidyOwnLogEntry(tx kv.Tx, en ownLogEntry, res *PruneResult) error {
-	vals, err := tx.GetMany(bucketRows, en.rks)
+	vals, err := tx.GetMany(layout.BucketRows, en.rks)
 	if err != nil {
 		return err
 	}
@@ -292,11 +295,11 @@ func tidyOwnLogEntry(tx kv.Tx, en ownLogEntry, res *PruneResult) error {
 		if v == nil {
 			continue
 		}
-		table, pk, err := splitRowKey(en.rks[i])
+		table, pk, err := layout.SplitRowKey(en.rks[i])
 		if err != nil {
 			return err
 		}
-		rec, err := decodeRecord(v, pk)
+		rec, err := rowrec.Decode(v, pk)
 		if err != nil {
 			return err
 		}
@@ -309,10 +312,10 @@ func tidyOwnLogEntry(tx kv.Tx, en ownLogEntry, res *PruneResult) error {
 		return nil
 	case len(keep) == 0:
 		res.LogEntries++
-		return tx.Delete(bucketLog, en.key)
+		return tx.Delete(layout.BucketLog, en.key)
 	default:
 		res.LogEntries++
-		return tx.Put(bucketLog, en.key, encodeRowList(keep))
+		return tx.Put(layout.BucketLog, en.key, layout.EncodeRowList(keep))
 	}
 }
 
@@ -322,7 +325,7 @@ func (e *Engine) pruneHeld(cutoff uint64, res *PruneResult) error {
 	return e.store.Update(func(tx kv.Tx) error {
 		var dead [][]byte
 		var derr error
-		err := tx.Scan(bucketQuarantine, kv.Range{}, func(k, v []byte) bool {
+		err := tx.Scan(layout.BucketQuarantine, kv.Range{}, func(k, v []byte) bool {
 			h, err := decodeHeld(v)
 			if err != nil {
 				derr = err
@@ -340,7 +343,7 @@ func (e *Engine) pruneHeld(cutoff uint64, res *PruneResult) error {
 			return err
 		}
 		for _, k := range dead {
-			if err := tx.Delete(bucketQuarantine, k); err != nil {
+			if err := tx.Delete(layout.BucketQuarantine, k); err != nil {
 				return err
 			}
 		}

@@ -12,6 +12,9 @@ import (
 
 	"github.com/replica-sync/replica/engine/internal/keyenc"
 	"github.com/replica-sync/replica/kv"
+
+	"github.com/replica-sync/replica/engine/internal/layout"
+	"github.com/replica-sync/replica/engine/internal/rowrec"
 )
 
 // DefaultSnapshotChunkRows is the number of rows per rows chunk when
@@ -189,7 +192,7 @@ func (e *Engine) snapshotHeader(opts SnapshotOptions) (hdr SnapshotHeader, migs 
 				continue
 			}
 			tables = append(tables, t)
-			err := tx.Scan(bucketRows, kv.Range{Start: tableKey(t), End: kv.PrefixEnd(tableKey(t)), KeysOnly: true}, func(_, _ []byte) bool {
+			err := tx.Scan(layout.BucketRows, kv.Range{Start: layout.TableKey(t), End: kv.PrefixEnd(layout.TableKey(t)), KeysOnly: true}, func(_, _ []byte) bool {
 				hdr.Rows++
 				return true
 			})
@@ -210,7 +213,7 @@ func (e *Engine) snapshotTable(name string, b snapshotBounds, total *int64, yiel
 	if !yield(SnapshotChunk{Type: ChunkTableStart, Table: name}, nil) {
 		return false
 	}
-	tk := tableKey(name)
+	tk := layout.TableKey(name)
 	start, end := tk, kv.PrefixEnd(tk)
 	for {
 		var r snapshotRowsReader
@@ -264,7 +267,7 @@ type snapshotRowsReader struct {
 // read reads the chunk from the rows in [start, end) in tx.
 func (r *snapshotRowsReader) read(tx kv.Tx, start, end []byte, b snapshotBounds) error {
 	*r = snapshotRowsReader{b: b, rows: make([]SnapshotRow, 0, min(b.rows, 1024))}
-	err := tx.Scan(bucketRows, kv.Range{Start: start, End: end, Limit: b.rows}, r.add)
+	err := tx.Scan(layout.BucketRows, kv.Range{Start: start, End: end, Limit: b.rows}, r.add)
 	if err == nil {
 		err = r.err
 	}
@@ -278,24 +281,24 @@ func (r *snapshotRowsReader) read(tx kv.Tx, start, end []byte, b snapshotBounds)
 // add is read's scan callback: it decodes one row and adds it unless it
 // would pass the chunk's byte bound.
 func (r *snapshotRowsReader) add(k, v []byte) bool {
-	_, pk, err := splitRowKey(k)
+	_, pk, err := layout.SplitRowKey(k)
 	if err != nil {
 		r.err = err
 		return false
 	}
-	rec, err := decodeRecord(v, pk)
+	rec, err := rowrec.Decode(v, pk)
 	if err != nil {
 		r.err = err
 		return false
 	}
-	sr := SnapshotRow{PK: pk, HasTombstone: rec.hasTomb, Tombstone: rec.tomb}
-	if n := len(rec.cells); n > 0 {
+	sr := SnapshotRow{PK: pk, HasTombstone: rec.HasTomb, Tombstone: rec.Tomb}
+	if n := len(rec.Cells); n > 0 {
 		if cap(r.cells)-len(r.cells) < n {
 			r.cells = make([]SnapshotCell, 0, max(n, 8*min(r.b.rows, 1024)))
 		}
 		first := len(r.cells)
-		for _, c := range rec.cells {
-			r.cells = append(r.cells, SnapshotCell{Column: c.col, Value: c.val, HLC: c.hlc})
+		for _, c := range rec.Cells {
+			r.cells = append(r.cells, SnapshotCell{Column: c.Col, Value: c.Val, HLC: c.HLC})
 		}
 		sr.Cells = r.cells[first:len(r.cells):len(r.cells)]
 	}
@@ -329,7 +332,7 @@ func rowTables(tx kv.Tx, s *schemaState) ([]string, error) {
 	var start []byte
 	for {
 		var k []byte
-		err := tx.Scan(bucketRows, kv.Range{Start: start, Limit: 1, KeysOnly: true}, func(key, _ []byte) bool {
+		err := tx.Scan(layout.BucketRows, kv.Range{Start: start, Limit: 1, KeysOnly: true}, func(key, _ []byte) bool {
 			k = bytes.Clone(key)
 			return false
 		})
@@ -347,7 +350,7 @@ func rowTables(tx kv.Tx, s *schemaState) ([]string, error) {
 			seen[tv.Text()] = true
 			extra = append(extra, tv.Text())
 		}
-		start = kv.PrefixEnd(tableKey(tv.Text()))
+		start = kv.PrefixEnd(layout.TableKey(tv.Text()))
 		if start == nil {
 			break
 		}
@@ -616,13 +619,13 @@ func (e *Engine) storeSnapshotMigrations(tx kv.Tx, migs []SchemaMigration, maxH 
 	before := columnCounts(w.schema)
 	for i := range migs {
 		m := migs[i]
-		k := migrationKey(classOf(m.HLC.Site, e.site), m.HLC)
-		if _, err := tx.Get(bucketMigrations, k); err == nil {
+		k := layout.MigrationKey(layout.ClassOf(m.HLC.Site, e.site), m.HLC)
+		if _, err := tx.Get(layout.BucketMigrations, k); err == nil {
 			continue
 		} else if !errors.Is(err, kv.ErrNotFound) {
 			return nil, err
 		}
-		if err := w.storeMigration(&m, classOf(m.HLC.Site, e.site)); err != nil {
+		if err := w.storeMigration(&m, layout.ClassOf(m.HLC.Site, e.site)); err != nil {
 			return nil, err
 		}
 	}
@@ -647,7 +650,7 @@ func (s *snapApply) tableStart(table string) (SnapshotProgress, error) {
 		return SnapshotProgress{}, malformed("table_start of %q, but the header announced %v and %d are done", table, hs, s.tables)
 	}
 	s.stage, s.table, s.inTable = ChunkTableStart, table, 0
-	s.dropFrom = tableKey(table)
+	s.dropFrom = layout.TableKey(table)
 	return s.progress(), nil
 }
 
@@ -731,7 +734,7 @@ func (e *Engine) applySnapshotFooter(s *snapApply, f *SnapshotFooter, after *[]f
 		return SnapshotProgress{}, malformed("snapshot footer counts %d tables and %d rows, the stream carried %d and %d (the header announced %d tables)",
 			f.Tables, f.Rows, s.tables, s.rows, len(s.hdr.Tables))
 	}
-	if err := e.store.Update(func(tx kv.Tx) error { return tx.Delete(bucketMeta, metaCheckpoint) }); err != nil {
+	if err := e.store.Update(func(tx kv.Tx) error { return tx.Delete(layout.BucketMeta, layout.MetaCheckpoint) }); err != nil {
 		return SnapshotProgress{}, err
 	}
 	p := s.progress()
@@ -1113,7 +1116,7 @@ func writeCheckpoint(tx kv.Tx, cp *SnapshotCheckpoint) error {
 		b = appendJSONBytes(b, cp.KeepOwnAfter.Bytes())
 	}
 	b = append(b, '}')
-	return tx.Put(bucketMeta, metaCheckpoint, b)
+	return tx.Put(layout.BucketMeta, layout.MetaCheckpoint, b)
 }
 
 func decodeCheckpoint(v []byte) (*SnapshotCheckpoint, error) {
@@ -1168,7 +1171,7 @@ func decodeCheckpoint(v []byte) (*SnapshotCheckpoint, error) {
 }
 
 func readCheckpoint(tx kv.Tx) (*SnapshotCheckpoint, error) {
-	v, err := tx.Get(bucketMeta, metaCheckpoint)
+	v, err := tx.Get(layout.BucketMeta, layout.MetaCheckpoint)
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil, nil
 	}
@@ -1207,7 +1210,7 @@ func (e *Engine) DiscardSnapshotCheckpoint() error {
 	e.snapMu.Lock()
 	e.snap = nil
 	e.snapMu.Unlock()
-	return e.store.Update(func(tx kv.Tx) error { return tx.Delete(bucketMeta, metaCheckpoint) })
+	return e.store.Update(func(tx kv.Tx) error { return tx.Delete(layout.BucketMeta, layout.MetaCheckpoint) })
 }
 
 // dropAbsentRows is a replacing apply's drop (ApplySnapshotOptions.Replace)
@@ -1220,7 +1223,7 @@ func (e *Engine) DiscardSnapshotCheckpoint() error {
 // unsent own facts), for the RemoteChange event.
 func (w *writeTx) dropAbsentRows(t *table, from, end []byte, present [][]byte, keepOwnAfter HLC) (int, error) {
 	var keys [][]byte
-	err := w.kv.Scan(bucketRows, kv.Range{Start: from, End: end, KeysOnly: true}, func(k, _ []byte) bool {
+	err := w.kv.Scan(layout.BucketRows, kv.Range{Start: from, End: end, KeysOnly: true}, func(k, _ []byte) bool {
 		if _, ok := w.rows[string(k)]; ok {
 			return true
 		}
@@ -1237,11 +1240,11 @@ func (w *writeTx) dropAbsentRows(t *table, from, end []byte, present [][]byte, k
 	}
 	dropped := 0
 	for _, k := range keys {
-		_, pk, err := splitRowKey(k)
+		_, pk, err := layout.SplitRowKey(k)
 		if err != nil {
 			return dropped, err
 		}
-		v, err := w.kv.Get(bucketRows, k)
+		v, err := w.kv.Get(layout.BucketRows, k)
 		if err != nil {
 			return dropped, err
 		}
@@ -1272,19 +1275,19 @@ func (w *writeTx) keepOnlyOwnAfter(r *txRow, after HLC) bool {
 	}
 	own := func(h HLC) bool { return h.Site == w.e.site && after.Less(h.Base()) }
 	changed := false
-	if rec.hasTomb && !own(rec.tomb) {
-		rec.hasTomb, rec.tomb, rec.priorRow = false, HLC{}, nil
+	if rec.HasTomb && !own(rec.Tomb) {
+		rec.HasTomb, rec.Tomb, rec.PriorRow = false, HLC{}, nil
 		changed = true
 	}
-	kept := rec.cells[:0]
-	for _, c := range rec.cells {
-		if own(c.hlc) {
+	kept := rec.Cells[:0]
+	for _, c := range rec.Cells {
+		if own(c.HLC) {
 			kept = append(kept, c)
 		}
 	}
-	if len(kept) != len(rec.cells) {
-		clear(rec.cells[len(kept):])
-		rec.cells = kept
+	if len(kept) != len(rec.Cells) {
+		clear(rec.Cells[len(kept):])
+		rec.Cells = kept
 		changed = true
 	}
 	if changed {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/memkv"
+
+	"github.com/replica-sync/replica/engine/internal/layout"
 )
 
 // manualClock is a wall clock (ms) the test moves.
@@ -201,12 +203,12 @@ func (f *replaceFixture) check(t *testing.T, replaced bool) {
 	}
 	_ = f.dev.store.View(func(tx kv.Tx) error {
 		n := 0
-		_ = tx.Scan(bucketTombs, kv.Range{}, func(_, _ []byte) bool { n++; return true })
+		_ = tx.Scan(layout.BucketTombs, kv.Range{}, func(_, _ []byte) bool { n++; return true })
 		if n != 1 {
 			t.Errorf("dev holds %d tombstones, want 1 (its own deletion of row 7)", n)
 		}
 		for _, id := range []int64{5, 33, 40, 101} {
-			if _, err := tx.Get(bucketRows, rowKey(tableKey("items"), []Value{Int(id)})); err == nil {
+			if _, err := tx.Get(layout.BucketRows, layout.RowKey(layout.TableKey("items"), []Value{Int(id)})); err == nil {
 				t.Errorf("dev still stores a record of items %d", id)
 			}
 		}
@@ -453,7 +455,11 @@ func TestSnapshotReplaceOldCheckpoint(t *testing.T) {
 	} {
 		var v []byte
 		mustDo(t, st.Update(func(tx kv.Tx) error { return writeCheckpoint(tx, &cp) }))
-		mustDo(t, st.View(func(tx kv.Tx) error { var err error; v, err = tx.Get(bucketMeta, metaCheckpoint); return err }))
+		mustDo(t, st.View(func(tx kv.Tx) error {
+			var err error
+			v, err = tx.Get(layout.BucketMeta, layout.MetaCheckpoint)
+			return err
+		}))
 		if !cp.Replace && strings.Contains(string(v), "replace") {
 			t.Errorf("a merging checkpoint is stored as %s: want the old shape", v)
 		}

@@ -6,6 +6,9 @@ import (
 	"slices"
 
 	"github.com/replica-sync/replica/kv"
+
+	"github.com/replica-sync/replica/engine/internal/layout"
+	"github.com/replica-sync/replica/engine/internal/rowrec"
 )
 
 // Staged is an optimistic local transaction for callers that cannot run
@@ -114,7 +117,7 @@ func (s *Staged) Insert(table string, values map[string]any) (Row, error) {
 		return nil, err
 	}
 	var buf [128]byte
-	rk := string(appendRowKey(buf[:0], vt.key, pk))
+	rk := string(layout.AppendRowKey(buf[:0], vt.key, pk))
 	r, err := s.insertRow(rk, table, vt, pk)
 	if err != nil {
 		return nil, err
@@ -149,7 +152,7 @@ func (s *Staged) insertRow(rk, table string, vt *table, pk []Value) (*txRow, err
 	if r != nil && r.tbl != nil {
 		allow = r.tbl.resurrect // previewed against the effective schema
 	}
-	if r != nil && r.cur.visible(allow) {
+	if r != nil && r.cur.Visible(allow) {
 		return nil, fmt.Errorf("%w: %s %s is already inserted in this transaction", ErrConflict, table, fmtKey(pk))
 	}
 	if r == nil {
@@ -157,9 +160,9 @@ func (s *Staged) insertRow(rk, table string, vt *table, pk []Value) (*txRow, err
 		s.rows[rk] = r
 	}
 	if r.cur == nil {
-		r.cur = &record{cells: make([]cell, 0, len(vt.def.Columns))}
+		r.cur = &rowrec.Record{Cells: make([]rowrec.Cell, 0, len(vt.def.Columns))}
 	}
-	if r.cur.hasTomb && !allow {
+	if r.cur.HasTomb && !allow {
 		return nil, fmt.Errorf("%w: %s %s was deleted and deleted rows stay deleted (the table's resurrection policy is delete-wins); use a new key", ErrConflict, table, fmtKey(pk))
 	}
 	return r, nil
@@ -168,17 +171,17 @@ func (s *Staged) insertRow(rk, table string, vt *table, pk []Value) (*txRow, err
 // setInsertCells writes every column of row into r, each cell stamped with
 // the next opSeq.
 func (s *Staged) setInsertCells(r *txRow, vt *table, row Row) {
-	if len(r.cur.cells) == 0 && vt.byName != nil {
+	if len(r.cur.Cells) == 0 && vt.byName != nil {
 		for _, i := range vt.byName {
 			c := vt.def.Columns[i].Name
-			r.cur.cells = append(r.cur.cells, cell{col: c, val: row[c], hlc: HLC{Site: s.e.site, OpSeq: s.opSeq + uint32(i)}})
+			r.cur.Cells = append(r.cur.Cells, rowrec.Cell{Col: c, Val: row[c], HLC: HLC{Site: s.e.site, OpSeq: s.opSeq + uint32(i)}})
 		}
 		s.opSeq += uint32(len(vt.def.Columns))
 		return
 	}
 	for i := range vt.def.Columns {
 		c := vt.def.Columns[i].Name
-		r.cur.set(cell{col: c, val: row[c], hlc: HLC{Site: s.e.site, OpSeq: s.opSeq}})
+		r.cur.Set(rowrec.Cell{Col: c, Val: row[c], HLC: HLC{Site: s.e.site, OpSeq: s.opSeq}})
 		s.opSeq++
 	}
 }

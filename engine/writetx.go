@@ -11,6 +11,9 @@ import (
 	"github.com/replica-sync/replica/engine/internal/keyenc"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/model"
+
+	"github.com/replica-sync/replica/engine/internal/layout"
+	"github.com/replica-sync/replica/engine/internal/rowrec"
 )
 
 // txRow is one row touched by a write transaction: its committed record
@@ -20,8 +23,8 @@ type txRow struct {
 	table string
 	tbl   *table // effective table, nil in schema-less mode for unknown tables
 	pk    []Value
-	orig  *record
-	cur   *record
+	orig  *rowrec.Record
+	cur   *rowrec.Record
 	dirty bool
 }
 
@@ -82,11 +85,11 @@ func (e *Engine) beginHinted(tx kv.Tx, hint []hintRow) (*writeTx, error) {
 	bg, batch := tx.(kv.BatchGetter)
 	if batch && len(hint) > 0 {
 		refs := make([]kv.BucketKey, 0, 1+len(read))
-		refs = append(refs, kv.BucketKey{Bucket: bucketMeta, Key: metaClock})
+		refs = append(refs, kv.BucketKey{Bucket: layout.BucketMeta, Key: layout.MetaClock})
 		for _, h := range read {
-			k := rowKey(h.t.key, h.pk)
+			k := layout.RowKey(h.t.key, h.pk)
 			keys = append(keys, k)
-			refs = append(refs, kv.BucketKey{Bucket: bucketRows, Key: k})
+			refs = append(refs, kv.BucketKey{Bucket: layout.BucketRows, Key: k})
 		}
 		got, err := bg.GetBatch(refs)
 		if err != nil {
@@ -134,7 +137,7 @@ func (e *Engine) beginHinted(tx kv.Tx, hint []hintRow) (*writeTx, error) {
 // freshRow records that the row (t, pk) does not exist, without reading
 // it: its key was just generated (a UUIDv7 cannot collide).
 func (w *writeTx) freshRow(t *table, pk []Value) {
-	rk := string(rowKey(t.key, pk))
+	rk := string(layout.RowKey(t.key, pk))
 	if _, ok := w.rows[rk]; !ok {
 		r := &txRow{key: rk, table: t.def.Name, tbl: t, pk: pk}
 		w.rows[rk] = r
@@ -268,7 +271,7 @@ func (w *writeTx) effTable(name string) *table {
 		return t
 	}
 	if w.e.declared == nil {
-		return &table{def: TableDef{Name: name}, key: tableKey(name), asReceived: true}
+		return &table{def: TableDef{Name: name}, key: layout.TableKey(name), asReceived: true}
 	}
 	return nil
 }
@@ -277,11 +280,11 @@ func (w *writeTx) effTable(name string) *table {
 // transaction has not touched it yet.
 func (w *writeTx) load(t *table, pk []Value) (*txRow, error) {
 	var buf [128]byte
-	if r, ok := w.rows[string(appendRowKey(buf[:0], t.key, pk))]; ok {
+	if r, ok := w.rows[string(layout.AppendRowKey(buf[:0], t.key, pk))]; ok {
 		return r, nil // looked up without allocating the key
 	}
-	rk := rowKey(t.key, pk)
-	v, err := w.kv.Get(bucketRows, rk)
+	rk := layout.RowKey(t.key, pk)
+	v, err := w.kv.Get(layout.BucketRows, rk)
 	if err != nil && !errors.Is(err, kv.ErrNotFound) {
 		return nil, err
 	}
@@ -291,12 +294,12 @@ func (w *writeTx) load(t *table, pk []Value) (*txRow, error) {
 func (w *writeTx) addRow(t *table, pk []Value, rk string, v []byte) (*txRow, error) {
 	r := &txRow{key: rk, table: t.def.Name, tbl: t, pk: pk}
 	if v != nil {
-		rec, err := decodeRecord(v, pk)
+		rec, err := rowrec.Decode(v, pk)
 		if err != nil {
 			return nil, fmt.Errorf("row %s %v: %w", t.def.Name, pk, err)
 		}
 		r.orig = rec
-		r.cur = rec.clone()
+		r.cur = rec.Clone()
 	}
 	w.rows[rk] = r
 	w.order = append(w.order, r)
@@ -308,13 +311,13 @@ func (w *writeTx) addRow(t *table, pk []Value, rk string, v []byte) (*txRow, err
 func (w *writeTx) prefetch(t *table, pks [][]Value) error {
 	keys := make([][]byte, len(pks))
 	for i, pk := range pks {
-		keys[i] = rowKey(t.key, pk)
+		keys[i] = layout.RowKey(t.key, pk)
 	}
 	return w.prefetchKeyed(t, keys, pks)
 }
 
 // prefetchKeyed is prefetch with the row keys of pks given (rks[i] is
-// rowKey(t.key, pks[i])).
+// layout.RowKey(t.key, pks[i])).
 func (w *writeTx) prefetchKeyed(t *table, rks [][]byte, pks [][]Value) error {
 	keys := make([][]byte, 0, len(rks))
 	want := make([][]Value, 0, len(rks))
@@ -334,7 +337,7 @@ func (w *writeTx) prefetchKeyed(t *table, rks [][]byte, pks [][]Value) error {
 			return err
 		}
 	}
-	vals, err := w.kv.GetMany(bucketRows, keys)
+	vals, err := w.kv.GetMany(layout.BucketRows, keys)
 	if err != nil {
 		return err
 	}
@@ -373,7 +376,7 @@ func (w *writeTx) prefetchRange(t *table, keys [][]byte, pks [][]Value) (done bo
 	limit := 2*len(keys) + 16
 	found := map[string][]byte{}
 	n := 0
-	err = w.kv.Scan(bucketRows, kv.Range{Start: lo, End: append(bytes.Clone(hi), 0), Limit: limit}, func(k, v []byte) bool {
+	err = w.kv.Scan(layout.BucketRows, kv.Range{Start: lo, End: append(bytes.Clone(hi), 0), Limit: limit}, func(k, v []byte) bool {
 		n++
 		found[string(k)] = v
 		return true
@@ -414,7 +417,7 @@ func (w *writeTx) flushRows(final bool) error {
 	var ob, nb []HLC // scratch: the bases of each row's states
 	for _, r := range w.dirtyRows() {
 		rk := []byte(r.key)
-		ob, nb = r.orig.appendBases(ob), r.cur.appendBases(nb)
+		ob, nb = r.orig.AppendBases(ob), r.cur.AppendBases(nb)
 		var err error
 		if buf, err = w.writeRecord(r, rk, buf, ob, nb, local); err != nil {
 			return err
@@ -433,7 +436,7 @@ func (w *writeTx) flushRows(final bool) error {
 		if final {
 			r.orig = r.cur
 		} else {
-			r.orig = r.cur.clone()
+			r.orig = r.cur.Clone()
 		}
 		r.dirty = false
 	}
@@ -471,9 +474,9 @@ func (w *writeTx) dirtyRows() []*txRow {
 // *ValidationError. buf is scratch for the encoding; writeRecord returns
 // it, grown.
 func (w *writeTx) writeRecord(r *txRow, rk, buf []byte, ob, nb []HLC, local bool) ([]byte, error) {
-	if r.cur == nil || (len(r.cur.cells) == 0 && !r.cur.hasTomb) {
+	if r.cur == nil || (len(r.cur.Cells) == 0 && !r.cur.HasTomb) {
 		if r.orig != nil {
-			return buf, w.kv.Delete(bucketRows, rk)
+			return buf, w.kv.Delete(layout.BucketRows, rk)
 		}
 		return buf, nil
 	}
@@ -481,7 +484,7 @@ func (w *writeTx) writeRecord(r *txRow, rk, buf []byte, ob, nb []HLC, local bool
 	if r.tbl != nil {
 		pkCols = r.tbl.pkCols
 	}
-	buf = encodeRecordBases(buf[:0], r.cur, nb, r.pk, pkCols)
+	buf = rowrec.EncodeBases(buf[:0], r.cur, nb, r.pk, pkCols)
 	if len(buf) > kv.MaxValueSize {
 		return buf, &ValidationError{Table: r.table, Reason: fmt.Sprintf(
 			"row %s is too large (%d bytes stored, limit %d)", fmtKey(r.pk), len(buf), kv.MaxValueSize)}
@@ -489,7 +492,7 @@ func (w *writeTx) writeRecord(r *txRow, rk, buf []byte, ob, nb []HLC, local bool
 	if local && len(buf) > MaxLocalRowSize {
 		var was int
 		if r.orig != nil {
-			was = len(encodeRecordBases(nil, r.orig, ob, r.pk, pkCols))
+			was = len(rowrec.EncodeBases(nil, r.orig, ob, r.pk, pkCols))
 		}
 		if len(buf) > was {
 			return buf, &ValidationError{Table: r.table, Reason: fmt.Sprintf(
@@ -497,7 +500,7 @@ func (w *writeTx) writeRecord(r *txRow, rk, buf []byte, ob, nb []HLC, local bool
 				fmtKey(r.pk), len(buf), MaxLocalRowSize)}
 		}
 	}
-	return buf, w.kv.Put(bucketRows, rk, buf)
+	return buf, w.kv.Put(layout.BucketRows, rk, buf)
 }
 
 func compareRowKeys(a, b *txRow) int { return strings.Compare(a.key, b.key) }
@@ -512,7 +515,7 @@ func (w *writeTx) diffLog(r *txRow, rk []byte, ob, nb []HLC) error {
 	remote := !w.e.opts.LocalChangeLogOnly
 	for _, b := range ob {
 		if remote && b.Site != w.e.site && !containsBase(nb, b) {
-			if err := w.kv.Delete(bucketLog, logKey(classRemote, b, rk)); err != nil {
+			if err := w.kv.Delete(layout.BucketLog, layout.LogKey(layout.ClassRemote, b, rk)); err != nil {
 				return err
 			}
 		}
@@ -524,7 +527,7 @@ func (w *writeTx) diffLog(r *txRow, rk []byte, ob, nb []HLC) error {
 		if b.Site == w.e.site {
 			w.addOwn(b, r.key)
 		} else if remote {
-			if err := w.kv.Put(bucketLog, logKey(classRemote, b, rk), nil); err != nil {
+			if err := w.kv.Put(layout.BucketLog, layout.LogKey(layout.ClassRemote, b, rk), nil); err != nil {
 				return err
 			}
 		}
@@ -560,9 +563,9 @@ func (w *writeTx) flushOwnLog() error {
 	if len(load) > 0 {
 		keys := make([][]byte, len(load))
 		for i, b := range load {
-			keys[i] = ownLogKey(b)
+			keys[i] = layout.OwnLogKey(b)
 		}
-		vals, err := w.kv.GetMany(bucketLog, keys)
+		vals, err := w.kv.GetMany(layout.BucketLog, keys)
 		if err != nil {
 			return err
 		}
@@ -571,7 +574,7 @@ func (w *writeTx) flushOwnLog() error {
 			if vals[i] == nil {
 				continue
 			}
-			rks, err := decodeRowList(vals[i])
+			rks, err := layout.DecodeRowList(vals[i])
 			if err != nil {
 				return err
 			}
@@ -585,11 +588,11 @@ func (w *writeTx) flushOwnLog() error {
 		slices.Sort(rks)
 		rks = slices.Compact(rks)
 		w.own[b] = rks
-		v := encodeRowList(rks)
+		v := layout.EncodeRowList(rks)
 		if len(v) > kv.MaxValueSize {
 			return fmt.Errorf("%w: a transaction touching %d rows is too large to record (its change-log entry would be %d bytes, limit %d); split it", ErrValidation, len(rks), len(v), kv.MaxValueSize)
 		}
-		if err := w.kv.Put(bucketLog, ownLogKey(b), v); err != nil {
+		if err := w.kv.Put(layout.BucketLog, layout.OwnLogKey(b), v); err != nil {
 			return err
 		}
 		delete(w.ownDirty, b)
@@ -600,21 +603,21 @@ func (w *writeTx) flushOwnLog() error {
 // diffTomb keeps the prune index in step with the row's tombstone.
 func (w *writeTx) diffTomb(r *txRow, rk []byte) error {
 	var ob, nb HLC
-	oHas := r.orig != nil && r.orig.hasTomb
-	nHas := r.cur != nil && r.cur.hasTomb
+	oHas := r.orig != nil && r.orig.HasTomb
+	nHas := r.cur != nil && r.cur.HasTomb
 	if oHas {
-		ob = r.orig.tomb.Base()
+		ob = r.orig.Tomb.Base()
 	}
 	if nHas {
-		nb = r.cur.tomb.Base()
+		nb = r.cur.Tomb.Base()
 	}
 	if oHas && (!nHas || ob != nb) {
-		if err := w.kv.Delete(bucketTombs, tombKey(ob, rk)); err != nil {
+		if err := w.kv.Delete(layout.BucketTombs, layout.TombKey(ob, rk)); err != nil {
 			return err
 		}
 	}
 	if nHas && (!oHas || ob != nb) {
-		if err := w.kv.Put(bucketTombs, tombKey(nb, rk), nil); err != nil {
+		if err := w.kv.Put(layout.BucketTombs, layout.TombKey(nb, rk), nil); err != nil {
 			return err
 		}
 	}
@@ -631,7 +634,7 @@ func containsBase(list []HLC, b HLC) bool {
 }
 
 func (w *writeTx) diffIndexes(r *txRow, allow bool) error {
-	ov, nv := r.orig.visible(allow), r.cur.visible(allow)
+	ov, nv := r.orig.Visible(allow), r.cur.Visible(allow)
 	for _, ix := range r.tbl.indexes {
 		var ok, nk []byte
 		if ov {
@@ -648,12 +651,12 @@ func (w *writeTx) diffIndexes(r *txRow, allow bool) error {
 			continue
 		}
 		if ok != nil {
-			if err := w.kv.Delete(bucketIndex, ok); err != nil {
+			if err := w.kv.Delete(layout.BucketIndex, ok); err != nil {
 				return err
 			}
 		}
 		if nk != nil {
-			if err := w.kv.Put(bucketIndex, nk, nil); err != nil {
+			if err := w.kv.Put(layout.BucketIndex, nk, nil); err != nil {
 				return err
 			}
 		}
@@ -692,7 +695,7 @@ func appendIndexKey(dst []byte, ix *compiledIndex, row Row, pk []Value) []byte {
 // recIndexKey is indexKey(ix, t.rowOf(rec, pk), pk) without building the
 // row: an index column's value is its cell's, else the key's (key
 // columns), else null.
-func (t *table) recIndexKey(ix *compiledIndex, rec *record, pk []Value) []byte {
+func (t *table) recIndexKey(ix *compiledIndex, rec *rowrec.Record, pk []Value) []byte {
 	k := make([]byte, 0, len(ix.prefix)+24*len(ix.def.Columns)+16*len(pk))
 	k = append(k, ix.prefix...)
 	for _, c := range ix.def.Columns {
@@ -702,9 +705,9 @@ func (t *table) recIndexKey(ix *compiledIndex, rec *record, pk []Value) []byte {
 }
 
 // recValue returns t.rowOf(rec, pk)[col].
-func (t *table) recValue(rec *record, pk []Value, col string) Value {
-	if i := rec.find(col); i >= 0 {
-		return rec.cells[i].val
+func (t *table) recValue(rec *rowrec.Record, pk []Value, col string) Value {
+	if i := rec.Find(col); i >= 0 {
+		return rec.Cells[i].Val
 	}
 	for i, n := range t.pkCols {
 		if n == col && i < len(pk) {
@@ -715,23 +718,23 @@ func (t *table) recValue(rec *record, pk []Value, col string) Value {
 }
 
 // factsOf returns the facts of transaction base recorded in rec, unsorted.
-func factsOf(rec *record, base HLC, table string, pk []Value) []Change {
+func factsOf(rec *rowrec.Record, base HLC, table string, pk []Value) []Change {
 	return appendFacts(nil, rec, base, table, pk)
 }
 
 // appendFacts is factsOf appending to out.
-func appendFacts(out []Change, rec *record, base HLC, table string, pk []Value) []Change {
+func appendFacts(out []Change, rec *rowrec.Record, base HLC, table string, pk []Value) []Change {
 	if rec == nil {
 		return out
 	}
-	if rec.hasTomb && rec.tomb.SameTransaction(base) {
-		out = append(out, Change{Type: RowDeletion, Table: table, PK: pk, HLC: rec.tomb, PriorRow: rec.priorRow})
+	if rec.HasTomb && rec.Tomb.SameTransaction(base) {
+		out = append(out, Change{Type: RowDeletion, Table: table, PK: pk, HLC: rec.Tomb, PriorRow: rec.PriorRow})
 	}
-	for i := range rec.cells {
-		c := &rec.cells[i]
-		if c.hlc.SameTransaction(base) {
-			out = append(out, Change{Type: ColumnChange, Table: table, PK: pk, Column: c.col, Value: c.val, HLC: c.hlc})
-			setPrior(&out[len(out)-1], c.prior)
+	for i := range rec.Cells {
+		c := &rec.Cells[i]
+		if c.HLC.SameTransaction(base) {
+			out = append(out, Change{Type: ColumnChange, Table: table, PK: pk, Column: c.Col, Value: c.Val, HLC: c.HLC})
+			setPrior(&out[len(out)-1], c.Prior)
 		}
 	}
 	return out
@@ -762,14 +765,14 @@ func (w *writeTx) localCommitLean() *localCommit {
 			continue
 		}
 		has := false
-		if rec.hasTomb && rec.tomb.SameTransaction(w.base) {
+		if rec.HasTomb && rec.Tomb.SameTransaction(w.base) {
 			has = true
-			if cs.HLC.Less(rec.tomb) {
-				cs.HLC = rec.tomb
+			if cs.HLC.Less(rec.Tomb) {
+				cs.HLC = rec.Tomb
 			}
 		}
-		for i := range rec.cells {
-			if h := rec.cells[i].hlc; h.SameTransaction(w.base) {
+		for i := range rec.Cells {
+			if h := rec.Cells[i].HLC; h.SameTransaction(w.base) {
 				has = true
 				if cs.HLC.Less(h) {
 					cs.HLC = h
@@ -789,9 +792,9 @@ func (w *writeTx) localCommitLean() *localCommit {
 }
 
 // setPrior copies a cell's before-image into its Change.
-func setPrior(c *Change, p *cellPrior) {
+func setPrior(c *Change, p *rowrec.Prior) {
 	if p != nil {
-		c.HasPrior, c.PriorValue, c.PriorHLC = true, p.val, p.hlc
+		c.HasPrior, c.PriorValue, c.PriorHLC = true, p.Val, p.HLC
 	}
 }
 
@@ -803,7 +806,7 @@ func (w *writeTx) localChangeSet() *ChangeSet {
 		n := 0
 		for _, r := range w.rows {
 			if r.cur != nil {
-				n += len(r.cur.cells) + 1
+				n += len(r.cur.Cells) + 1
 			}
 		}
 		cs.Changes = make([]Change, 0, n)
@@ -839,11 +842,11 @@ func (w *writeTx) placeFacts(cs *ChangeSet) bool {
 		if r.cur == nil {
 			continue
 		}
-		if r.cur.hasTomb && !mark(r.cur.tomb) {
+		if r.cur.HasTomb && !mark(r.cur.Tomb) {
 			return false
 		}
-		for i := range r.cur.cells {
-			if !mark(r.cur.cells[i].hlc) {
+		for i := range r.cur.Cells {
+			if !mark(r.cur.Cells[i].HLC) {
 				return false
 			}
 		}
@@ -859,15 +862,15 @@ func (w *writeTx) placeFacts(cs *ChangeSet) bool {
 		if rec == nil {
 			continue
 		}
-		if rec.hasTomb && rec.tomb.SameTransaction(w.base) {
-			cs.Changes[rank[rec.tomb.OpSeq]] = Change{Type: RowDeletion, Table: r.table, PK: r.pk, HLC: rec.tomb, PriorRow: rec.priorRow}
+		if rec.HasTomb && rec.Tomb.SameTransaction(w.base) {
+			cs.Changes[rank[rec.Tomb.OpSeq]] = Change{Type: RowDeletion, Table: r.table, PK: r.pk, HLC: rec.Tomb, PriorRow: rec.PriorRow}
 		}
-		for i := range rec.cells {
-			c := &rec.cells[i]
-			if c.hlc.SameTransaction(w.base) {
-				ch := &cs.Changes[rank[c.hlc.OpSeq]]
-				*ch = Change{Type: ColumnChange, Table: r.table, PK: r.pk, Column: c.col, Value: c.val, HLC: c.hlc}
-				setPrior(ch, c.prior)
+		for i := range rec.Cells {
+			c := &rec.Cells[i]
+			if c.HLC.SameTransaction(w.base) {
+				ch := &cs.Changes[rank[c.HLC.OpSeq]]
+				*ch = Change{Type: ColumnChange, Table: r.table, PK: r.pk, Column: c.Col, Value: c.Val, HLC: c.HLC}
+				setPrior(ch, c.Prior)
 			}
 		}
 	}
@@ -897,7 +900,7 @@ func maxFactHLC(cs *ChangeSet) HLC {
 // into this transaction's schema.
 func (w *writeTx) recordMigration(m *SchemaMigration) error {
 	m.HLC = w.nextHLC()
-	return w.storeMigration(m, classOwn)
+	return w.storeMigration(m, layout.ClassOwn)
 }
 
 func (w *writeTx) storeMigration(m *SchemaMigration, class byte) error {
@@ -905,10 +908,10 @@ func (w *writeTx) storeMigration(m *SchemaMigration, class byte) error {
 	if err != nil {
 		return err
 	}
-	if err := w.kv.Put(bucketMigrations, migrationKey(class, m.HLC), v); err != nil {
+	if err := w.kv.Put(layout.BucketMigrations, layout.MigrationKey(class, m.HLC), v); err != nil {
 		return err
 	}
-	if class == classOwn {
+	if class == layout.ClassOwn {
 		w.migs = append(w.migs, *m)
 	}
 	all := append(append([]SchemaMigration(nil), w.schema.migrations...), *m)
@@ -969,7 +972,7 @@ func (w *writeTx) reconcileTables() error {
 // t keeps values as received, its cells normalized (refitCells).
 func (w *writeTx) rebuildTable(t *table) error {
 	tk := t.key
-	if err := w.kv.DeleteRange(bucketIndex, tk, kv.PrefixEnd(tk)); err != nil {
+	if err := w.kv.DeleteRange(layout.BucketIndex, tk, kv.PrefixEnd(tk)); err != nil {
 		return err
 	}
 	isKey := map[string]bool{}
@@ -980,7 +983,7 @@ func (w *writeTx) rebuildTable(t *table) error {
 	for {
 		p := rebuildPage{t: t, isKey: isKey}
 		var derr error
-		err := w.kv.Scan(bucketRows, kv.Range{Start: start, End: end, Limit: sourcePage}, func(k, v []byte) bool {
+		err := w.kv.Scan(layout.BucketRows, kv.Range{Start: start, End: end, Limit: sourcePage}, func(k, v []byte) bool {
 			if derr = p.add(k, v); derr != nil {
 				return false
 			}
@@ -1022,17 +1025,17 @@ func (p *rebuildPage) add(k, v []byte) error {
 	t := p.t
 	p.n++
 	p.last = bytes.Clone(k)
-	_, pk, err := splitRowKey(k)
+	_, pk, err := layout.SplitRowKey(k)
 	if err != nil {
 		return err
 	}
-	rec, err := decodeRecord(v, pk)
+	rec, err := rowrec.Decode(v, pk)
 	if err != nil {
 		return err
 	}
 	if !t.asReceived {
 		p.refitCells(rec, pk)
-		if len(rec.cells) == 0 && !rec.hasTomb {
+		if len(rec.Cells) == 0 && !rec.HasTomb {
 			p.dels = append(p.dels, bytes.Clone(k))
 			return nil
 		}
@@ -1040,10 +1043,10 @@ func (p *rebuildPage) add(k, v []byte) error {
 	// Re-encoded under the table's key: a record written before
 	// the key columns were known (schema-less) holds its key
 	// cells as values, not as references to the key.
-	if nb := encodeRecord(nil, rec, pk, t.pkCols); !bytes.Equal(nb, v) {
+	if nb := rowrec.Encode(nil, rec, pk, t.pkCols); !bytes.Equal(nb, v) {
 		p.puts = append(p.puts, rowRewrite{bytes.Clone(k), nb})
 	}
-	if rec.visible(t.resurrect) && len(t.indexes) > 0 {
+	if rec.Visible(t.resurrect) && len(t.indexes) > 0 {
 		row := t.rowOf(rec, pk)
 		for _, ix := range t.indexes {
 			ik := indexKey(ix, row, pk)
@@ -1059,44 +1062,44 @@ func (p *rebuildPage) add(k, v []byte) error {
 
 // refitCells normalizes the value cells of rec (key pk) to their columns'
 // types, keeping the cells of key or undeclared columns as they are.
-func (p *rebuildPage) refitCells(rec *record, pk []Value) {
+func (p *rebuildPage) refitCells(rec *rowrec.Record, pk []Value) {
 	t := p.t
-	kept := rec.cells[:0]
-	for i := range rec.cells {
-		c := rec.cells[i]
-		d := t.cols[c.col]
-		if d == nil || p.isKey[c.col] {
+	kept := rec.Cells[:0]
+	for i := range rec.Cells {
+		c := rec.Cells[i]
+		d := t.cols[c.Col]
+		if d == nil || p.isKey[c.Col] {
 			kept = append(kept, c)
 			continue
 		}
-		c.val = normalizeRemote(d, c.val)
+		c.Val = normalizeRemote(d, c.Val)
 		// A cell that no longer fits its column's type (two
 		// declarations of the column folded to the older
 		// one) is held as a misfit, as it would have been
 		// had it arrived after the fold: the outcome must
 		// not depend on arrival order.
-		if model.Misfit(d, c.val) != "" {
-			p.holds = append(p.holds, Change{Type: ColumnChange, Table: t.def.Name, PK: slices.Clone(pk), Column: c.col, Value: c.val, HLC: c.hlc})
+		if model.Misfit(d, c.Val) != "" {
+			p.holds = append(p.holds, Change{Type: ColumnChange, Table: t.def.Name, PK: slices.Clone(pk), Column: c.Col, Value: c.Val, HLC: c.HLC})
 			continue
 		}
-		if c.prior != nil {
-			c.prior = &cellPrior{val: normalizeRemote(d, c.prior.val), hlc: c.prior.hlc}
+		if c.Prior != nil {
+			c.Prior = &rowrec.Prior{Val: normalizeRemote(d, c.Prior.Val), HLC: c.Prior.HLC}
 		}
 		kept = append(kept, c)
 	}
-	rec.cells = kept
+	rec.Cells = kept
 }
 
 // write makes the page's writes in w: records, deletions, held cells,
 // index entries.
 func (p *rebuildPage) write(w *writeTx) error {
 	for _, r := range p.puts {
-		if err := w.kv.Put(bucketRows, r.k, r.v); err != nil {
+		if err := w.kv.Put(layout.BucketRows, r.k, r.v); err != nil {
 			return err
 		}
 	}
 	for _, k := range p.dels {
-		if err := w.kv.Delete(bucketRows, k); err != nil {
+		if err := w.kv.Delete(layout.BucketRows, k); err != nil {
 			return err
 		}
 	}
@@ -1106,7 +1109,7 @@ func (p *rebuildPage) write(w *writeTx) error {
 		}
 	}
 	for _, k := range p.idx {
-		if err := w.kv.Put(bucketIndex, k, nil); err != nil {
+		if err := w.kv.Put(layout.BucketIndex, k, nil); err != nil {
 			return err
 		}
 	}

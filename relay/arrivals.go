@@ -17,7 +17,7 @@ import (
 )
 
 // Storage layout of a database file, next to the engine's buckets
-// (engine.Buckets, described in engine/layout.go):
+// (engine.Buckets, described in engine/internal/layout):
 //
 //	relay          "format" → "2" (relayFormat, decimal text)
 //	               "cursor" → 8-byte big-endian: the last cursor issued (0: none)

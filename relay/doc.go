@@ -241,7 +241,7 @@
 // every byte other than a lower-case letter, a digit, '_', '-' or '.'
 // written as %XX, then ".db": "acme:Trips" is "acme%3A%54rips.db" (two ids
 // that differ only in case stay apart on case-insensitive file systems).
-// Inside, next to the engine's buckets (engine.Buckets, engine/layout.go):
+// Inside, next to the engine's buckets (engine.Buckets, engine/internal/layout):
 //
 //	relay          "format" → "2"; "cursor" → last cursor (8-byte big-endian);
 //	               "pruned" → last cursor removed by retention (8-byte big-endian);

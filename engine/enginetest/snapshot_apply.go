@@ -91,7 +91,7 @@ func (s *suite) testSnapshotSchemaDrift(t *testing.T) {
 // A snapshot rows chunk that lies is refused whole: nothing of it is
 // written, the checkpoint does not move, nothing panics. (Rows that are
 // well formed but do not fit the local schema are held instead:
-// Hardening/SnapshotMisfits.)
+// Misfits/SnapshotMisfits.)
 func (s *suite) testBadSnapshotRows(t *testing.T) {
 	a := s.newReplica(t, "a", TripsSchema(), nil)
 	must(a.Insert("trips", map[string]any{"id": "t1", "title": "x"}))(t)
