@@ -113,7 +113,15 @@
 // bootstrap, one after a diverged or unverified history, one RequestSnapshot
 // asks for, and a checkpoint of another relay log merge, since the relay
 // may then lack facts this device holds (from ApplyChanges, kept by an
-// earlier merge, a skipped transaction). Known gap: a skipped transaction
+// earlier merge, a skipped transaction) — unless the snapshot's header
+// carries a tombstone horizon above the one this replica applied in that
+// relay log: the relay then pruned the tombstones of rows deleted before a
+// mark this replica never applied, a merge would keep those rows for good,
+// and the transfer replaces as above from its header on (a resumed merging
+// transfer replaces its remaining tables; the simulator's seed 96). Facts
+// the relay never had are then lost from this device; they could not reach
+// any other (a client pushes only its own), so that keeps the replicas
+// converged. Known gap: a skipped transaction
 // lies below the sent watermark, so a replacing snapshot drops its facts
 // from this device. The mode is stored in the checkpoint: an
 // interrupted replacing transfer resumes replacing. The cursor to pull from afterwards is the header's, or,

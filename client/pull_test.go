@@ -3,6 +3,7 @@
 package client
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -435,4 +436,57 @@ func interruptedBootstrap(t *testing.T) (src *engine.Engine, srcStore kv.Store, 
 		t.Fatal("no checkpoint to resume")
 	}
 	return src, srcStore, db, dbStore
+}
+
+// TestSnapshotPastUnappliedHorizonReplaces (the simulator's seed 96): a
+// snapshot read under a tombstone horizon this replica never applied
+// replaces the local rows it lacks, even one that started merging (here a
+// RequestSnapshot without a cursor of its own): the relay pruned the
+// tombstones of rows deleted before that horizon, so a merge would keep
+// them on this replica for good. Its unsent own writes stay. Under a
+// horizon it applied (none here: 0), the snapshot merges.
+func TestSnapshotPastUnappliedHorizonReplaces(t *testing.T) {
+	for _, tc := range []struct {
+		horizon  uint64
+		keepGone bool
+	}{{0, true}, {1764374500000, false}} {
+		t.Run(fmt.Sprintf("horizon %d", tc.horizon), func(t *testing.T) {
+			relay := newScriptRelay(t)
+			src, _ := newEngine(t)
+			insert(t, src, "remote", "r")
+			db, _ := newEngine(t)
+			// "gone" reached this replica from another, and was deleted
+			// and pruned on the relay since.
+			if _, err := db.ApplyChanges(peerSets(t, 1, "gone")); err != nil {
+				t.Fatal(err)
+			}
+			insert(t, db, "mine", "m")
+			c := newClient(t, db, Options{})
+			ev := recordEvents(t, c)
+			c.RequestSnapshot()
+			c.Connect(relay.url, "db1", "")
+			p := relay.accept(t)
+			p.ack(t)
+			expect[*wire.GetSnapshot](t, p)
+			chunks := snapshotChunks(t, src, engine.SnapshotOptions{Cursor: 5})
+			h := *chunks[0].Header
+			h.Horizon = tc.horizon
+			chunks[0].Header = &h
+			for _, ch := range chunks {
+				p.send(t, &wire.SnapshotChunk{Chunk: ch})
+			}
+			p.send(t, &wire.SnapshotComplete{})
+			if g := expect[*wire.GetChanges](t, p); g.Since != 5 {
+				t.Fatalf("since %d after the snapshot", g.Since)
+			}
+			p.send(t, &wire.Changes{Cursor: 5})
+			ev.waitState(t, Synced)
+			if !has(t, db, "remote") || !has(t, db, "mine") {
+				t.Fatal("the snapshot lost the relay's row or the unsent own one")
+			}
+			if got := has(t, db, "gonea"); got != tc.keepGone {
+				t.Errorf("the row the relay deleted and pruned: held %v, want %v", got, tc.keepGone)
+			}
+		})
+	}
 }

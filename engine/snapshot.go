@@ -215,6 +215,7 @@ func (e *Engine) snapshotTable(name string, b snapshotBounds, total *int64, yiel
 	}
 	tk := layout.TableKey(name)
 	start, end := tk, kv.PrefixEnd(tk)
+	var off int64 // the table's row entries yielded so far
 	for {
 		var r snapshotRowsReader
 		err := e.store.View(func(tx kv.Tx) error { return r.read(tx, start, end, b) })
@@ -227,16 +228,17 @@ func (e *Engine) snapshotTable(name string, b snapshotBounds, total *int64, yiel
 				continue
 			}
 			*total += int64(len(p))
-			if !yield(SnapshotChunk{Type: ChunkRows, Table: name, Rows: p}, nil) {
+			if !yield(SnapshotChunk{Type: ChunkRows, Table: name, Rows: p, Offset: off}, nil) {
 				return false
 			}
+			off += int64(len(p))
 		}
 		if !r.full || r.last == nil {
 			break
 		}
 		start = append(r.last, 0)
 	}
-	return yield(SnapshotChunk{Type: ChunkTableEnd, Table: name}, nil)
+	return yield(SnapshotChunk{Type: ChunkTableEnd, Table: name, Offset: off}, nil)
 }
 
 // parts returns the rows chunks rows travels in: rows itself, or the parts
@@ -389,9 +391,9 @@ type snapApply struct {
 	stage   ChunkType // last chunk type accepted
 	broken  bool      // a chunk failed: only a new header is accepted
 	table   string
-	rows    int64 // rows applied in this stream
-	tables  int   // tables finished in this stream
-	inTable int64
+	rows    int64    // rows applied in this stream
+	tables  int      // tables finished in this stream
+	inTable int64    // row entries of the table applied in this stream (SnapshotChunk.Offset)
 	facts   []Change // scratch of applySnapshotRows, empty between chunks
 	// dropFrom, in a replacing apply (cp.Replace), is the first row key
 	// of the table being applied that no rows chunk has covered yet: the
@@ -403,7 +405,9 @@ type snapApply struct {
 // ApplySnapshotOptions choose how ApplySnapshotChunkWith applies a snapshot.
 // They are read at the header chunk only: the apply keeps the mode it
 // started with (in its checkpoint) through an interrupted and resumed
-// transfer, whatever later calls pass.
+// transfer, whatever later calls pass, with two exceptions at a resumed
+// header: a replacing apply takes a lower KeepOwnAfter, and a merging one
+// passed Replace replaces from there on (its remaining tables).
 type ApplySnapshotOptions struct {
 	// Replace makes the replica end with the snapshot's rows instead of
 	// merging them into its own (docs/design.md § Snapshots, replacing
@@ -517,7 +521,7 @@ func (e *Engine) applySnapshotChunk(c SnapshotChunk, o ApplySnapshotOptions, aft
 	case ChunkRows:
 		return e.applySnapshotRowsChunk(s, c, after)
 	case ChunkTableEnd:
-		return e.applySnapshotTableEnd(s, c.Table, after)
+		return e.applySnapshotTableEnd(s, c.Table, c.Offset, after)
 	case ChunkFooter:
 		return e.applySnapshotFooter(s, c.Footer, after)
 	}
@@ -553,6 +557,11 @@ func (e *Engine) applySnapshotHeader(hp *SnapshotHeader, o ApplySnapshotOptions)
 			// the sender lost acknowledged transactions): never a higher.
 			if ns.cp.Replace && o.Replace && o.KeepOwnAfter.Less(ns.cp.KeepOwnAfter) {
 				ns.cp.KeepOwnAfter = o.KeepOwnAfter
+			}
+			// A merging transfer may go on replacing (the tables still
+			// to come), never the reverse.
+			if !ns.cp.Replace && o.Replace {
+				ns.cp.Replace, ns.cp.KeepOwnAfter = true, o.KeepOwnAfter
 			}
 		} else {
 			ns.cp = SnapshotCheckpoint{SnapshotID: h.SnapshotID, SiteID: h.SiteID, HLC: h.HLC, Cursor: h.Cursor, CreatedAt: e.clock.Now()}
@@ -660,6 +669,10 @@ func (e *Engine) applySnapshotRowsChunk(s *snapApply, c SnapshotChunk, after *[]
 	if (s.stage != ChunkTableStart && s.stage != ChunkRows) || c.Table != s.table {
 		return SnapshotProgress{}, malformed("rows of %q after %s of %q", c.Table, s.stage, s.table)
 	}
+	if c.Offset != s.inTable {
+		s.broken = true
+		return SnapshotProgress{}, lostChunk("rows", c.Table, c.Offset, s.inTable)
+	}
 	held, err := e.applySnapshotRows(s, c.Rows)
 	if err != nil {
 		// The stream is broken: accepting what follows could mark a
@@ -670,6 +683,7 @@ func (e *Engine) applySnapshotRowsChunk(s *snapApply, c SnapshotChunk, after *[]
 	}
 	s.stage = ChunkRows
 	s.rows += int64(len(c.Rows))
+	s.inTable += int64(len(c.Rows))
 	ev := Event{Type: RemoteChange, Tables: []string{c.Table}}
 	*after = append(*after, func() { e.emit(ev) })
 	if held != nil {
@@ -679,12 +693,23 @@ func (e *Engine) applySnapshotRowsChunk(s *snapApply, c SnapshotChunk, after *[]
 	return s.progress(), nil
 }
 
+// lostChunk is the error of a rows or table_end chunk whose offset is not
+// the count of the table's row entries applied: a rows chunk was lost or
+// repeated on the way (SnapshotChunk.Offset).
+func lostChunk(kind, table string, offset, applied int64) error {
+	return malformed("%s chunk of %q at offset %d, but the stream carried %d of the table's row entries before it (a rows chunk was lost or repeated): nothing of it applied", kind, table, offset, applied)
+}
+
 // applySnapshotTableEnd adds the table to the checkpoint's completed
 // tables; a replacing apply first drops the absent local rows after the
 // table's last snapshot row, in the same kv transaction.
-func (e *Engine) applySnapshotTableEnd(s *snapApply, table string, after *[]func()) (SnapshotProgress, error) {
+func (e *Engine) applySnapshotTableEnd(s *snapApply, table string, offset int64, after *[]func()) (SnapshotProgress, error) {
 	if (s.stage != ChunkTableStart && s.stage != ChunkRows) || table != s.table {
 		return SnapshotProgress{}, malformed("table_end of %q after %s of %q", table, s.stage, s.table)
+	}
+	if offset != s.inTable {
+		s.broken = true
+		return SnapshotProgress{}, lostChunk("table_end", table, offset, s.inTable)
 	}
 	cp := s.cp
 	cp.CompletedTables = append(slices.Clone(cp.CompletedTables), table)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -554,5 +555,118 @@ func TestSnapshotReplaceResumeLowersKeepOwnAfter(t *testing.T) {
 	}
 	if got := liveIDs(t, f.dev, "items"); !slices.Contains(got, 101) || slices.Contains(got, 5) {
 		t.Errorf("dev's items = %v: want 101 kept (KeepOwnAfter lowered to zero), 5 dropped", got)
+	}
+}
+
+// TestSnapshotReplaceLostChunk (the simulator's seed 96, whose network
+// drops frames): a replacing apply refuses the rows chunk after a lost one,
+// and a table_end after a lost last chunk, before applying anything of it
+// (SnapshotChunk.Offset); the rows the lost chunk carried stay on the
+// device, the table is not recorded as complete, and the resumed transfer
+// ends as a whole one does. Before, the next chunk dropped the lost
+// chunk's rows as absent, and the table completed without them.
+func TestSnapshotReplaceLostChunk(t *testing.T) {
+	for _, lose := range []string{"a middle rows chunk", "the last rows chunk"} {
+		t.Run(lose, func(t *testing.T) {
+			f := newReplaceFixture(t)
+			o := ApplySnapshotOptions{Replace: true, KeepOwnAfter: f.sent}
+			var chunks []SnapshotChunk
+			for c, err := range f.src.Snapshot(smallChunks) {
+				mustDo(t, err)
+				chunks = append(chunks, c)
+			}
+			// The first table's rows chunks: lose the second or the last.
+			var rowsAt []int
+			for i, c := range chunks {
+				if c.Type == ChunkTableEnd {
+					break
+				}
+				if c.Type == ChunkRows {
+					rowsAt = append(rowsAt, i)
+				}
+			}
+			lost := rowsAt[1]
+			if lose == "the last rows chunk" {
+				lost = rowsAt[len(rowsAt)-1]
+			}
+			before := liveIDs(t, f.dev, chunks[lost].Table)
+			var failed error
+			for i, c := range chunks {
+				if i == lost {
+					continue
+				}
+				if _, err := f.dev.ApplySnapshotChunkWith(c, o); err != nil {
+					failed = err
+					break
+				}
+			}
+			if !errors.Is(failed, ErrMalformed) || !strings.Contains(failed.Error(), "lost or repeated") {
+				t.Fatalf("the stream without chunk %d: %v, want ErrMalformed (a chunk lost)", lost, failed)
+			}
+			after := liveIDs(t, f.dev, chunks[lost].Table)
+			for _, r := range chunks[lost].Rows {
+				id := r.PK[0].Int()
+				if slices.Contains(before, id) && !slices.Contains(after, id) {
+					t.Errorf("row %d of the lost chunk was dropped from dev", id)
+				}
+			}
+			cp, err := f.dev.SnapshotCheckpoint()
+			mustDo(t, err)
+			if cp == nil || len(cp.CompletedTables) != 0 {
+				t.Fatalf("checkpoint %+v: want one with no completed table", cp)
+			}
+			so := smallChunks
+			so.Resume = cp
+			for c, err := range f.src.Snapshot(so) {
+				mustDo(t, err)
+				if _, err := f.dev.ApplySnapshotChunk(c); err != nil {
+					t.Fatalf("resumed %s chunk: %v", c.Type, err)
+				}
+			}
+			f.check(t, true)
+		})
+	}
+}
+
+// TestSnapshotMergeResumedReplacing: a merging transfer resumed with
+// Replace goes on replacing (the tables still to come: the client learned
+// that the sender pruned past what this replica applied), and its
+// checkpoint says so; the tables it completed merging stay merged. A
+// replacing transfer never goes back to merging.
+func TestSnapshotMergeResumedReplacing(t *testing.T) {
+	f := newReplaceFixture(t)
+	for c, err := range f.src.Snapshot(smallChunks) {
+		mustDo(t, err)
+		if _, err := f.dev.ApplySnapshotChunk(c); err != nil {
+			t.Fatal(err)
+		}
+		if c.Type == ChunkTableEnd {
+			break // items merged
+		}
+	}
+	cp, err := f.dev.SnapshotCheckpoint()
+	mustDo(t, err)
+	if cp == nil || cp.Replace || !slices.Equal(cp.CompletedTables, []string{"items"}) {
+		t.Fatalf("checkpoint %+v: want a merging one with items completed", cp)
+	}
+	so := smallChunks
+	so.Resume = cp
+	o := ApplySnapshotOptions{Replace: true, KeepOwnAfter: f.sent}
+	for c, err := range f.src.Snapshot(so) {
+		mustDo(t, err)
+		if _, err := f.dev.ApplySnapshotChunkWith(c, o); err != nil {
+			t.Fatalf("resumed %s chunk: %v", c.Type, err)
+		}
+		if c.Type == ChunkHeader {
+			if cp, err := f.dev.SnapshotCheckpoint(); err != nil || cp == nil || !cp.Replace || cp.KeepOwnAfter != f.sent {
+				t.Fatalf("checkpoint after the resumed header %+v, %v: want a replacing one", cp, err)
+			}
+		}
+	}
+	if got := liveIDs(t, f.dev, "notes"); !slices.Equal(got, f.want["notes"]) {
+		t.Errorf("notes (replaced) = %v, want %v", got, f.want["notes"])
+	}
+	if got := liveIDs(t, f.dev, "items"); !slices.Contains(got, 5) {
+		t.Errorf("items (merged before) = %v: want 5, which src deleted, still there", got)
 	}
 }

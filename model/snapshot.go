@@ -34,7 +34,16 @@ type SnapshotChunk struct {
 	Migrations []SchemaMigration
 	Table      string
 	Rows       []SnapshotRow
-	Footer     *SnapshotFooter
+	// Offset (rows, table_end) is the number of the table's row entries
+	// the stream carried before this chunk (its table_start restarts the
+	// count; at table_end, all of them). A receiver refuses a chunk whose
+	// offset is not the count it applied, before applying anything of it:
+	// a lost or repeated rows chunk would otherwise go unnoticed until the
+	// footer, after a replacing apply dropped the local rows the lost
+	// chunk carried (engine.ApplySnapshotOptions.Replace) and the table
+	// was recorded as complete.
+	Offset int64
+	Footer *SnapshotFooter
 }
 
 // SnapshotHeader opens a snapshot.

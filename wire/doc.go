@@ -585,7 +585,7 @@
 //
 //	{"type":"schema","schemaMigrations":[SchemaMigration…]}   every migration, before any data
 //	{"type":"table_start","table":"trips"}
-//	{"type":"table_end","table":"trips"}
+//	{"type":"table_end","table":"trips","offset":3}           offset: the table's row entries sent
 //	{"type":"footer","tableCount":1,"rowCount":3}            what the stream carried
 //
 // A rows chunk carries up to a few thousand rows of one table in a compact
@@ -595,6 +595,16 @@
 // carry the same row (same pk), each with some of its cells: a receiver
 // merges every row entry into its row (a join), so parts of one row add up
 // to the row; the footer's rowCount counts row entries as sent.
+//
+// A rows chunk and a table_end carry offset (version 4; integer in
+// [0, 2^53], omitted when 0): the number of the table's row entries the
+// stream carried before the chunk (for table_end, all of them; a
+// table_start, which has none, restarts the count). A receiver refuses a
+// chunk whose offset is not the count it applied, before applying any of
+// it, as malformed: a rows chunk lost or repeated on the way would
+// otherwise go unnoticed until the footer, after a replacing snapshot had
+// dropped the local rows the lost chunk carried as absent and recorded the
+// table as complete.
 //
 //	{"type":"rows","table":"trips","columns":["id","title","budget"],"key":[0],
 //	 "bases":["AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4=", …],
@@ -612,6 +622,8 @@
 //     (wall, counter, site; no opSeq).
 //   - rows (array): the rows (model.SnapshotRow), each [pk, cells] or
 //     [pk, cells, tombstone], described below.
+//   - offset (integer, version 4, omitted when 0): the table's row entries
+//     the stream carried before this chunk (above).
 //
 // In a row, pk is the array of primary-key values, or null when key is not
 // empty and the row's pk is the values of its cells of the key columns (the

@@ -50,18 +50,28 @@ func appendChunk(b []byte, c *model.SnapshotChunk) ([]byte, error) {
 		if err = has(false, false, true, false, false); err != nil {
 			return b, err
 		}
+		if c.Offset != 0 && c.Type == model.ChunkTableStart {
+			return b, at(invalid("a table_start chunk has no offset"), "offset")
+		}
+		if c.Offset < 0 || c.Offset > MaxCursor {
+			return b, at(invalid("%d outside [0, 2^53]", c.Offset), "offset")
+		}
 		b = append(b, `{"type":"`...)
 		b = append(b, c.Type...)
 		b = append(b, `","table":`...)
 		if b, err = appendString(b, c.Table); err != nil {
 			return b, at(err, "table")
 		}
+		b = appendOffset(b, c.Offset)
 		return append(b, '}'), nil
 	case model.ChunkRows:
 		if err = has(false, false, true, true, false); err != nil {
 			return b, err
 		}
-		return appendRowsChunk(b, c.Table, c.Rows)
+		if c.Offset < 0 || c.Offset > MaxCursor {
+			return b, at(invalid("%d outside [0, 2^53]", c.Offset), "offset")
+		}
+		return appendRowsChunk(b, c.Table, c.Offset, c.Rows)
 	case model.ChunkFooter:
 		if err = has(false, false, false, false, true); err != nil {
 			return b, err
@@ -171,7 +181,17 @@ func (e *rowsEncoder) base(h model.HLC) int {
 // tombstone [b, s] (see "Snapshot chunks" in the package documentation).
 // The rows are written first, into a separate buffer, because they build
 // the column and base tables.
-func appendRowsChunk(b []byte, table string, rows []model.SnapshotRow) ([]byte, error) {
+// appendOffset appends `,"offset":n` when n is not 0 (a chunk's offset,
+// version 4; omitted, it reads as 0).
+func appendOffset(b []byte, n int64) []byte {
+	if n == 0 {
+		return b
+	}
+	b = append(b, `,"offset":`...)
+	return appendUint(b, uint64(n))
+}
+
+func appendRowsChunk(b []byte, table string, offset int64, rows []model.SnapshotRow) ([]byte, error) {
 	e := rowsEncoder{columns: map[string]int{}, bases: map[model.HLC]int{}}
 	keyCols := keyColumns(rows)
 	body := make([]byte, 0, 160*len(rows)+16)
@@ -234,6 +254,7 @@ func appendRowsChunk(b []byte, table string, rows []model.SnapshotRow) ([]byte, 
 	if b, err = appendString(b, table); err != nil {
 		return b, at(err, "table")
 	}
+	b = appendOffset(b, offset)
 	b = append(b, `,"columns":[`...)
 	for i, n := range e.colNames {
 		if i > 0 {
@@ -432,6 +453,15 @@ func (r *reader) chunk() (model.SnapshotChunk, error) {
 					c.Table, err = r.NonEmptyStr()
 				}
 				return at(err, "table")
+			case "offset":
+				if c.Type != model.ChunkTableEnd {
+					break
+				}
+				err := seen.See(&r.Reader, 4, key)
+				if err == nil {
+					c.Offset, err = r.offset()
+				}
+				return at(err, "offset")
 			}
 			return r.UnknownKey(key)
 		})
@@ -439,7 +469,7 @@ func (r *reader) chunk() (model.SnapshotChunk, error) {
 			err = seen.Require(&r.Reader, 2, "type", "table")
 		}
 	case model.ChunkRows:
-		c.Table, c.Rows, err = r.rowsChunk()
+		c.Table, c.Offset, c.Rows, err = r.rowsChunk()
 	case model.ChunkFooter:
 		var f model.SnapshotFooter
 		var seen fields
@@ -545,8 +575,15 @@ func (r *reader) header() (model.SnapshotHeader, error) {
 // rowsChunk reads a rows chunk. Rows refer to the columns and bases tables;
 // when "rows" comes before them, it is checked for syntax and read once the
 // object has been read.
-func (r *reader) rowsChunk() (string, []model.SnapshotRow, error) {
+// offset reads a chunk's offset: an integer in [0, 2^53].
+func (r *reader) offset() (int64, error) {
+	n, err := r.uint(MaxCursor)
+	return int64(n), err
+}
+
+func (r *reader) rowsChunk() (string, int64, []model.SnapshotRow, error) {
 	var (
+		offset    int64
 		table     string
 		columns   []string
 		key       []int
@@ -563,6 +600,7 @@ func (r *reader) rowsChunk() (string, []model.SnapshotRow, error) {
 		fKey
 		fBases
 		fRows
+		fOffset
 	)
 	err := r.Members(func(name []byte) error {
 		var err error
@@ -572,6 +610,10 @@ func (r *reader) rowsChunk() (string, []model.SnapshotRow, error) {
 		case "table":
 			if err = seen.See(&r.Reader, fTable, name); err == nil {
 				table, err = r.NonEmptyStr()
+			}
+		case "offset":
+			if err = seen.See(&r.Reader, fOffset, name); err == nil {
+				offset, err = r.offset()
 			}
 		case "key":
 			if err = seen.See(&r.Reader, fKey, name); err == nil {
@@ -626,7 +668,7 @@ func (r *reader) rowsChunk() (string, []model.SnapshotRow, error) {
 		err = at(err, "rows")
 		r.Pos, r.Depth = end, depth
 	}
-	return table, rows, err
+	return table, offset, rows, err
 }
 
 // checkKey checks that the key's column indexes lie in the columns table.

@@ -95,7 +95,10 @@ import (
 //     the mark's place in the log: a push acknowledged after the mark was
 //     dropped on the device and kept by the relay, an unacknowledged push
 //     the relay held before the mark was kept on the device and pruned by
-//     the relay (found by the simulator). Peers of version 3 and 4 do not
+//     the relay (found by the simulator). Snapshot rows and table_end
+//     chunks carry offset, the table's row entries sent before them, so a
+//     lost or repeated rows chunk is refused before a replacing snapshot
+//     drops the rows it carried. Peers of version 3 and 4 do not
 //     talk (PROTOCOL_VERSION_MISMATCH, fatal); upgrade the relay and the
 //     app together.
 const ProtocolVersion = 4
