@@ -226,3 +226,50 @@ func TestHorizonKeepsUnsentOwnDelete(t *testing.T) {
 		t.Fatalf("%d tombstones after a mark above the acknowledged delete, want 0", n)
 	}
 }
+
+// TestHorizonKeepsOwnFactsAfterTheMark (wire version 4): a mark keeps this
+// replica's own facts above the mark's siteHlc, the newest of its
+// transactions the relay held when it pruned, even acknowledged ones: the
+// relay applied those after its pruning and holds them. Before, the client
+// kept only those above its sent watermark, so an own delete acknowledged
+// after the mark was pruned here and kept by the relay until its next mark
+// (a cell of a delete-wins row, for good). A later mark whose siteHlc
+// covers the delete prunes it.
+func TestHorizonKeepsOwnFactsAfterTheMark(t *testing.T) {
+	relay := newScriptRelay(t)
+	clk := newFakeClock()
+	db, _ := newEngine(t)
+	insert(t, db, "mine", "x")
+	c := newClient(t, db, quietOptions(clk))
+	ev := recordEvents(t, c)
+	p := connectSynced(t, relay, c, ev, 5)
+	first := expect[*wire.ApplyChanges](t, p)
+	p.ackPush(t, first)
+	ev.wait(t, "the ack", func(e Event) bool { return e.Type == PushAcked })
+	held := first.ChangeSets[len(first.ChangeSets)-1].HLC // what the relay holds at its mark
+	if ok, err := db.Delete("notes", engine.Key{"mine"}); err != nil || !ok {
+		t.Fatalf("delete: %v %v", ok, err)
+	}
+	clk.Advance(time.Second)
+	del := expect[*wire.ApplyChanges](t, p)
+	p.ackPush(t, del) // acknowledged: the sent watermark passes the delete
+	ev.wait(t, "the second ack", func(e Event) bool { return e.Type == PushAcked && ev.count(PushAcked) == 2 })
+
+	wall := uint64(time.Now().UnixMilli()) + 1000 // above the delete
+	ch := func(n int) wire.Chain { return wire.GenesisChain.Next(testServerSite, strconv.Itoa(n)) }
+	p.send(t, &wire.PushChanges{Cursor: 6, Chain: ch(6), ChangeSets: peerSets(t, 1, "p"),
+		Horizons: []wire.Horizon{{Cursor: 5, Wall: wall, Chain: ch(5), SiteHLC: held, SiteHLCStated: true}}})
+	p.barrier(t)
+	if stateOf(t, db, horizonKey(testNS)) != strconv.FormatUint(wall, 10) {
+		t.Fatalf("horizon %q, want the mark's %d applied", stateOf(t, db, horizonKey(testNS)), wall)
+	}
+	if n := tombstones(t, db); n != 1 {
+		t.Fatalf("%d tombstones after the mark, want the delete the relay got after it kept", n)
+	}
+	p.send(t, &wire.PushChanges{Cursor: 7, Chain: ch(7), ChangeSets: peerSets(t, 1, "q"),
+		Horizons: []wire.Horizon{{Cursor: 6, Wall: wall + 1, Chain: ch(6), SiteHLC: del.ChangeSets[len(del.ChangeSets)-1].HLC, SiteHLCStated: true}}})
+	p.barrier(t)
+	if n := tombstones(t, db); n != 0 {
+		t.Fatalf("%d tombstones after a mark whose siteHlc covers the delete, want 0", n)
+	}
+}
