@@ -149,7 +149,9 @@
 // that a device offline past the horizon takes the replacing
 // SNAPSHOT_REQUIRED path above rather than merging a snapshot that lacks
 // the rows deleted meanwhile (the simulator's seed 48). A session that
-// ends before the pull caught up leaves the request to the next one.
+// ends before the pull caught up leaves the request to the next one; a
+// pull that fails starts the snapshot at once (it merges unless its header
+// carries a horizon above the one this replica applied, see "Snapshots").
 //
 // # Pulling: the cursor
 //

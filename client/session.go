@@ -642,6 +642,16 @@ func (s *session) pull() {
 // the state moved: an ErrorReported event never carries, or is followed
 // by a read of, a Synced state the failure has left.
 func (s *session) pullFailed(err error) {
+	if s.snapAfterPull {
+		// RequestSnapshot does not wait for a pull that fails (it
+		// may never succeed: a ChangeSet this replica cannot apply).
+		// The snapshot merges unless its header carries a horizon this
+		// replica never applied (onSnapshotChunk), the case the pull
+		// first was for.
+		s.startSnapshot(nil, false)
+		s.c.report(err)
+		return
+	}
 	s.pullRetry = s.c.clock.NewTimer(backoff(s.pullFails, s.c.opts.BackoffBase, s.c.opts.BackoffMax, s.c.opts.Rand()))
 	s.pullFails++
 	s.showState()
