@@ -108,8 +108,11 @@
 // snapshot lacks disappear (a RemoteChange event names their table;
 // nothing is pushed for them), a row the snapshot carries becomes the
 // snapshot's, and its unsent writes — the facts of its own transactions
-// above the sent watermark, after the handshake lowered it, cells and
-// tombstones — are kept and pushed after the catch-up pull. A first
+// above what the relay holds (the sent watermark, after the handshake
+// lowered it, or the handshake_ack's siteHlc when above it: a push the
+// relay appended whose acknowledgement was lost), cells and tombstones —
+// are kept and pushed after the catch-up pull. The header's horizon is
+// pruned with the same bound. A first
 // bootstrap, one after a diverged or unverified history, one RequestSnapshot
 // asks for, and a checkpoint of another relay log merge, since the relay
 // may then lack facts this device holds (from ApplyChanges, kept by an
@@ -149,7 +152,9 @@
 // that a device offline past the horizon takes the replacing
 // SNAPSHOT_REQUIRED path above rather than merging a snapshot that lacks
 // the rows deleted meanwhile (the simulator's seed 48). A session that
-// ends before the pull caught up leaves the request to the next one.
+// ends before the pull caught up leaves the request to the next one; a
+// pull that fails starts the snapshot at once (it merges unless its header
+// carries a horizon above the one this replica applied, see "Snapshots").
 //
 // # Pulling: the cursor
 //
@@ -191,9 +196,13 @@
 //     error, the pull retried after a backoff; in a push it makes the push
 //     out of order, pulled instead).
 //   - Applying a mark prunes the tombstones deleted before its wall
-//     (engine.PruneTombstonesWith), except this replica's own deletes the
-//     relay has not acknowledged (above the sent watermark: pruned, they
-//     would never be pushed; a later mark prunes them once they are), then
+//     (engine.PruneTombstonesWith), except this replica's own facts the
+//     relay did not hold when it made the mark (above the mark's siteHlc;
+//     above the sent watermark for a mark without one, made before
+//     version 4): its own deletes (pruned, they would never be pushed)
+//     and its own cells of a delete-wins row whose tombstone goes (the
+//     row keeps them alone, as the relay will once they arrive); a later
+//     mark prunes them once its siteHlc covers them. Then it
 //     stores the wall as this relay log's
 //     horizon (sync:<serverSiteId>/<databaseId>:horizon). A mark whose wall
 //     is not above the stored horizon is skipped, so marks carried again

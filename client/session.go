@@ -56,7 +56,11 @@ type session struct {
 	horizon   uint64     // the tombstone horizon applied (horizonKey); 0: none
 	sent      model.HLC
 	ackedKept bool // the acknowledged watermark is stored apart (below sent)
-	synced    bool // the first pull after the handshake (or a snapshot) ended
+	// relayHLC: the handshake_ack's siteHlc, the newest of this
+	// replica's transactions the relay's log held then (zero: not
+	// stated). Pushed, perhaps unacknowledged, it may lie above sent.
+	relayHLC model.HLC
+	synced   bool // the first pull after the handshake (or a snapshot) ended
 	// snapAfterPull: RequestSnapshot was served by pulling first from
 	// this replica's own cursor; the snapshot starts when the pull
 	// catches up (snapshotRequested).
@@ -356,6 +360,10 @@ func (s *session) onHandshakeAck(m *wire.HandshakeAck) error {
 	s.ns, s.cursor, s.chain, s.sent, s.ackedKept = ns, st.cursor, st.chain, st.sent, st.haveAcked
 	s.horizon = st.horizon
 	s.ownCursor = st.haveCursor && !st.reset
+	s.relayHLC = model.HLC{}
+	if m.SiteHLCStated {
+		s.relayHLC = m.SiteHLC
+	}
 	s.c.setSent(s.ns, st.sent)
 	for _, k := range []string{relayKey(s.t.url, s.t.databaseID), lastLogKey(s.t.databaseID)} {
 		if hint, err := s.db.State(k); err != nil {
@@ -634,6 +642,16 @@ func (s *session) pull() {
 // the state moved: an ErrorReported event never carries, or is followed
 // by a read of, a Synced state the failure has left.
 func (s *session) pullFailed(err error) {
+	if s.snapAfterPull {
+		// RequestSnapshot does not wait for a pull that fails (it
+		// may never succeed: a ChangeSet this replica cannot apply).
+		// The snapshot merges unless its header carries a horizon this
+		// replica never applied (onSnapshotChunk), the case the pull
+		// first was for.
+		s.startSnapshot(nil, false)
+		s.c.report(err)
+		return
+	}
 	s.pullRetry = s.c.clock.NewTimer(backoff(s.pullFails, s.c.opts.BackoffBase, s.c.opts.BackoffMax, s.c.opts.Rand()))
 	s.pullFails++
 	s.showState()
@@ -1195,6 +1213,20 @@ func (s *session) snapshotRequested() {
 	s.startSnapshot(nil, false)
 }
 
+// heldOwn is the newest of this replica's own facts the relay is known to
+// hold: the sent watermark, or the handshake_ack's siteHlc when higher (a
+// push the relay appended whose acknowledgement was lost). A snapshot
+// reflects every own fact at or below it (in its rows, or pruned with a
+// delete-wins row): keeping them above the sent watermark only would keep
+// rows the relay pruned, pushed again as resends the relay re-merges
+// without appending them, so the replicas that pruned them never see them.
+func (s *session) heldOwn() model.HLC {
+	if s.sent.Less(s.relayHLC) {
+		return s.relayHLC
+	}
+	return s.sent
+}
+
 // startSnapshot sends get_snapshot, or resume_snapshot for cp. replace
 // (with no cp) applies the snapshot replacing the local rows it lacks,
 // keeping only the own facts above the sent watermark
@@ -1213,7 +1245,7 @@ func (s *session) startSnapshot(cp *model.SnapshotCheckpoint, replace bool) {
 	s.synced = false
 	s.snap = &snapTransfer{resumed: cp != nil}
 	if replace && cp == nil {
-		s.snap.apply = engine.ApplySnapshotOptions{Replace: true, KeepOwnAfter: s.sent}
+		s.snap.apply = engine.ApplySnapshotOptions{Replace: true, KeepOwnAfter: s.heldOwn()}
 		s.c.log.Debug("replica sync: the relay cannot serve this replica's cursor (past its horizon): bootstrapping from a snapshot that replaces the local rows it lacks, keeping unsent writes",
 			"cursor", s.cursor, "sent", s.sent)
 	}
@@ -1310,7 +1342,7 @@ func (s *session) onSnapshotChunk(m *wire.SnapshotChunk) error {
 		// unsent own facts, as SNAPSHOT_REQUIRED's does.
 		s.c.log.Debug("replica sync: the snapshot was read under a tombstone horizon this replica never applied; it replaces the local rows it lacks",
 			"horizon", h.Horizon, "applied", s.horizon, "sent", s.sent)
-		s.snap.apply = engine.ApplySnapshotOptions{Replace: true, KeepOwnAfter: s.sent}
+		s.snap.apply = engine.ApplySnapshotOptions{Replace: true, KeepOwnAfter: s.heldOwn()}
 	}
 	p, err := s.db.ApplySnapshotChunkWith(m.Chunk, s.snap.apply)
 	if err != nil {
@@ -1332,7 +1364,7 @@ func (s *session) onSnapshotChunk(m *wire.SnapshotChunk) error {
 		// late deletes it applied after its mark (up to the snapshot's
 		// cursor), which the rows carry and every replica keeps until
 		// the next mark.
-		if err := s.pruneTo(s.snap.horizon, s.sent); err != nil {
+		if err := s.pruneTo(s.snap.horizon, s.heldOwn()); err != nil {
 			return &snapshotFailure{err}
 		}
 		if cp, err = s.db.SnapshotCheckpoint(); err != nil {

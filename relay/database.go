@@ -193,6 +193,17 @@ func (d *database) apply(sender *conn, sets []model.ChangeSet) (model.ApplyResul
 
 	d.applyMu.Lock()
 	defer d.applyMu.Unlock()
+	// A resend of a transaction the log holds is not merged again: after
+	// a horizon mark pruned the row it wrote, merging it would revive the
+	// row in the merged replica (and every later snapshot) with no log
+	// entry, so no replica pulling the log would ever see it.
+	held := model.ApplyResult{}
+	if sets, pend, held, err = d.dropHeld(sets, pend); err != nil {
+		return model.ApplyResult{}, 0, err
+	}
+	if len(sets) == 0 {
+		return held, 0, nil
+	}
 	var added []arrival
 	var marks []wire.Horizon
 	var last uint64
@@ -206,7 +217,44 @@ func (d *database) apply(sender *conn, sets []model.ChangeSet) (model.ApplyResul
 	}
 	d.cursor.Store(last)
 	d.broadcast(sender, added, marks)
+	res.Skipped += held.Skipped
+	res.Transactions += held.Transactions
 	return res, len(added), nil
+}
+
+// dropHeld removes from sets (and pend) the transactions the log holds
+// already, checking that each is a resend (checkResend), and counts them
+// as skipped (every change of theirs is held). Under applyMu.
+func (d *database) dropHeld(sets []model.ChangeSet, pend []pendingSet) ([]model.ChangeSet, []pendingSet, model.ApplyResult, error) {
+	var keep []int
+	var held model.ApplyResult
+	err := d.store.View(func(tx kv.Tx) error {
+		for i, p := range pend {
+			v, err := tx.Get(bucketArrivalsTx, p.key)
+			switch {
+			case errors.Is(err, kv.ErrNotFound):
+				keep = append(keep, i)
+				continue
+			case err != nil:
+				return err
+			}
+			if err := checkResend(tx, v, p.json, i); err != nil {
+				return err
+			}
+			held.Skipped += len(sets[i].Changes)
+			held.Transactions++
+		}
+		return nil
+	})
+	if err != nil || len(keep) == len(sets) {
+		return sets, pend, held, err
+	}
+	ks := make([]model.ChangeSet, 0, len(keep))
+	kp := make([]pendingSet, 0, len(keep))
+	for _, i := range keep {
+		ks, kp = append(ks, sets[i]), append(kp, pend[i])
+	}
+	return ks, kp, held, nil
 }
 
 // prepareBatch checks a batch pushed by sender before anything is merged
