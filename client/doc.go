@@ -116,9 +116,9 @@
 // bootstrap, one after a diverged or unverified history, one RequestSnapshot
 // asks for, and a checkpoint of another relay log merge, since the relay
 // may then lack facts this device holds (from ApplyChanges, kept by an
-// earlier merge, a skipped transaction) — unless the snapshot's header
-// carries a tombstone horizon above the one this replica applied in that
-// relay log: the relay then pruned the tombstones of rows deleted before a
+// earlier merge, a skipped transaction) — unless this replica holds its own
+// cursor in that relay log and the snapshot's header carries a tombstone
+// horizon above the one it applied there: the relay then pruned the tombstones of rows deleted before a
 // mark this replica never applied, a merge would keep those rows for good,
 // and the transfer replaces as above from its header on (a resumed merging
 // transfer replaces its remaining tables; the simulator's seed 96). Facts
@@ -154,7 +154,8 @@
 // the rows deleted meanwhile (the simulator's seed 48). A session that
 // ends before the pull caught up leaves the request to the next one; a
 // pull that fails starts the snapshot at once (it merges unless its header
-// carries a horizon above the one this replica applied, see "Snapshots").
+// carries a horizon above the one this replica applied in that log, see
+// "Snapshots").
 //
 // # Pulling: the cursor
 //

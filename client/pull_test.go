@@ -3,7 +3,6 @@
 package client
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -447,10 +446,18 @@ func interruptedBootstrap(t *testing.T) (src *engine.Engine, srcStore kv.Store, 
 // horizon it applied (none here: 0), the snapshot merges.
 func TestSnapshotPastUnappliedHorizonReplaces(t *testing.T) {
 	for _, tc := range []struct {
+		name     string
+		cursor   bool // this replica holds its own cursor in the log
 		horizon  uint64
 		keepGone bool
-	}{{0, true}, {1764374500000, false}} {
-		t.Run(fmt.Sprintf("horizon %d", tc.horizon), func(t *testing.T) {
+	}{
+		{"own cursor, no horizon", true, 0, true},
+		{"own cursor, a horizon never applied", true, 1764374500000, false},
+		// Without a position of its own its rows came from no log the
+		// relay pruned: it merges (the relay may have lost them).
+		{"no cursor, a horizon", false, 1764374500000, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			relay := newScriptRelay(t)
 			src, _ := newEngine(t)
 			insert(t, src, "remote", "r")
@@ -461,12 +468,22 @@ func TestSnapshotPastUnappliedHorizonReplaces(t *testing.T) {
 				t.Fatal(err)
 			}
 			insert(t, db, "mine", "m")
+			if tc.cursor {
+				db.SetState(cursorKey(testNS), encodeCursor(3))
+			}
 			c := newClient(t, db, Options{})
 			ev := recordEvents(t, c)
 			c.RequestSnapshot()
 			c.Connect(relay.url, "db1", "")
 			p := relay.accept(t)
 			p.ack(t)
+			if tc.cursor {
+				// RequestSnapshot with its own cursor pulls first.
+				if g := expect[*wire.GetChanges](t, p); g.Since != 3 {
+					t.Fatalf("pull since %d", g.Since)
+				}
+				p.send(t, &wire.Changes{Cursor: 3})
+			}
 			expect[*wire.GetSnapshot](t, p)
 			chunks := snapshotChunks(t, src, engine.SnapshotOptions{Cursor: 5})
 			h := *chunks[0].Header

@@ -1333,13 +1333,17 @@ func (s *session) onSnapshotChunk(m *wire.SnapshotChunk) error {
 		return &snapshotFailure{fmt.Errorf("%w: snapshot_chunk after the footer", ErrProtocol)}
 	}
 	s.armStall()
-	if h := m.Chunk.Header; h != nil && !s.snap.apply.Replace && h.Horizon > s.horizon {
-		// The relay pruned at a mark this replica never applied: it may
-		// hold rows deleted before that mark whose tombstones are gone
-		// from the snapshot, which a merge would keep for good (the
+	if h := m.Chunk.Header; h != nil && !s.snap.apply.Replace && s.ownCursor && h.Horizon > s.horizon {
+		// The relay pruned at a mark this replica never applied, in the
+		// log it has its own position in (it pulled rows from it): it
+		// may hold rows deleted before that mark whose tombstones are
+		// gone from the snapshot, which a merge would keep for good (the
 		// simulator's seed 96: a merging transfer resumed after the
 		// relay pruned). The rest of the transfer replaces, keeping the
-		// unsent own facts, as SNAPSHOT_REQUIRED's does.
+		// unsent own facts, as SNAPSHOT_REQUIRED's does. Without a
+		// position of its own (a first bootstrap, a diverged or
+		// unverified history) its rows came from no log the relay
+		// pruned, and it merges: the relay may have lost them.
 		s.c.log.Debug("replica sync: the snapshot was read under a tombstone horizon this replica never applied; it replaces the local rows it lacks",
 			"horizon", h.Horizon, "applied", s.horizon, "sent", s.sent)
 		s.snap.apply = engine.ApplySnapshotOptions{Replace: true, KeepOwnAfter: s.heldOwn()}
