@@ -18,10 +18,12 @@ import (
 // write does the same; the writer never pulls its own write back, so it
 // alone lacks the row, for good.
 //
-// It fails on main (no fix here): run with REPLICA_REVIEW=1.
+// Not fixed yet; the test fails: run it with REPLICA_KNOWN_FAILURES=1.
 func TestPruneSupersededUnsentCell(t *testing.T) {
-	if os.Getenv("REPLICA_REVIEW") == "" {
-		t.Skip("known divergence (/work/notes/h-review.md); REPLICA_REVIEW=1 runs it")
+	if os.Getenv("REPLICA_KNOWN_FAILURES") == "" {
+		t.Skip("not fixed (2026-12-02): the writer alone loses its own write superseded locally before a pruning; " +
+			"a fix is for the relay to send a site its own ChangeSets that arrived after a mark above the mark's siteHlc, " +
+			"for the client to apply after pruning as the relay did. REPLICA_KNOWN_FAILURES=1 runs it")
 	}
 	clock := &manualClock{ms: replaceT0}
 	relay := openReplace(t, memkv.New(Buckets...), clock)
