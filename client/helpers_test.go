@@ -436,10 +436,25 @@ func snapshotChunks(t testing.TB, src *engine.Engine, opts engine.SnapshotOption
 // streamSnapshot answers a get_snapshot with src's snapshot at cursor.
 func (p *peer) streamSnapshot(t testing.TB, src *engine.Engine, cursor uint64) {
 	t.Helper()
-	for _, c := range snapshotChunks(t, src, engine.SnapshotOptions{Cursor: cursor}) {
+	p.sendSnapshot(t, snapshotChunks(t, src, engine.SnapshotOptions{Cursor: cursor}))
+}
+
+// sendSnapshot sends chunks, then snapshot_complete.
+func (p *peer) sendSnapshot(t testing.TB, chunks []model.SnapshotChunk) {
+	t.Helper()
+	for _, c := range chunks {
 		p.send(t, &wire.SnapshotChunk{Chunk: c})
 	}
 	p.send(t, &wire.SnapshotComplete{})
+}
+
+// withHorizon sets the header's tombstone horizon of a stream (its first
+// chunk) to wall, on a copy of the header, and returns chunks.
+func withHorizon(chunks []model.SnapshotChunk, wall uint64) []model.SnapshotChunk {
+	h := *chunks[0].Header
+	h.Horizon = wall
+	chunks[0].Header = &h
+	return chunks
 }
 
 // stateOf reads a persisted client key of db.

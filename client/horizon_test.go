@@ -148,13 +148,7 @@ func TestHorizonAfterSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	horizon := uint64(time.Now().UnixMilli()) + 1
-	for _, ch := range snapshotChunks(t, src, engine.SnapshotOptions{Cursor: 3}) {
-		if ch.Type == model.ChunkHeader {
-			ch.Header.Horizon = horizon
-		}
-		p.send(t, &wire.SnapshotChunk{Chunk: ch})
-	}
-	p.send(t, &wire.SnapshotComplete{})
+	p.sendSnapshot(t, withHorizon(snapshotChunks(t, src, engine.SnapshotOptions{Cursor: 3}), horizon))
 	if g := expect[*wire.GetChanges](t, p); g.Since != 3 {
 		t.Fatalf("pull since %d after the snapshot", g.Since)
 	}

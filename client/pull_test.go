@@ -485,14 +485,7 @@ func TestSnapshotPastUnappliedHorizonReplaces(t *testing.T) {
 				p.send(t, &wire.Changes{Cursor: 3})
 			}
 			expect[*wire.GetSnapshot](t, p)
-			chunks := snapshotChunks(t, src, engine.SnapshotOptions{Cursor: 5})
-			h := *chunks[0].Header
-			h.Horizon = tc.horizon
-			chunks[0].Header = &h
-			for _, ch := range chunks {
-				p.send(t, &wire.SnapshotChunk{Chunk: ch})
-			}
-			p.send(t, &wire.SnapshotComplete{})
+			p.sendSnapshot(t, withHorizon(snapshotChunks(t, src, engine.SnapshotOptions{Cursor: 5}), tc.horizon))
 			if g := expect[*wire.GetChanges](t, p); g.Since != 5 {
 				t.Fatalf("since %d after the snapshot", g.Since)
 			}

@@ -43,14 +43,7 @@ func TestReplaceDropsOwnFactsTheRelayHeld(t *testing.T) {
 	}
 	p.send(t, wire.NewError(wire.CodeSnapshotRequired, "log compacted"))
 	expect[*wire.GetSnapshot](t, p)
-	chunks := snapshotChunks(t, src, engine.SnapshotOptions{Cursor: 40})
-	h := *chunks[0].Header
-	h.Horizon = uint64(time.Now().UnixMilli())
-	chunks[0].Header = &h
-	for _, ch := range chunks {
-		p.send(t, &wire.SnapshotChunk{Chunk: ch})
-	}
-	p.send(t, &wire.SnapshotComplete{})
+	p.sendSnapshot(t, withHorizon(snapshotChunks(t, src, engine.SnapshotOptions{Cursor: 40}), uint64(time.Now().UnixMilli())))
 	if g := expect[*wire.GetChanges](t, p); g.Since != 40 {
 		t.Fatalf("since %d after the snapshot", g.Since)
 	}

@@ -452,14 +452,7 @@ func (d *database) broadcast(sender *conn, added []arrival, marks []wire.Horizon
 // siteHlc (markSiteHLC).
 func (d *database) marksTo(marks []wire.Horizon, site model.SiteID) ([]wire.Horizon, error) {
 	ms := slices.Clone(marks)
-	err := d.store.View(func(tx kv.Tx) error {
-		for i := range ms {
-			if err := markSiteHLC(tx, &ms[i], site); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err := d.store.View(func(tx kv.Tx) error { return fillSiteHLC(tx, ms, site) })
 	return ms, err
 }
 

@@ -117,13 +117,20 @@ func markSiteHLC(tx kv.Tx, h *wire.Horizon, site model.SiteID) error {
 // each with its siteHlc.
 func marksFor(tx kv.Tx, lo, hi uint64, site model.SiteID) ([]wire.Horizon, error) {
 	ms, err := marksIn(tx, lo, hi)
-	for i := range ms {
-		if err != nil {
-			break
-		}
-		err = markSiteHLC(tx, &ms[i], site)
+	if err == nil {
+		err = fillSiteHLC(tx, ms, site)
 	}
 	return ms, err
+}
+
+// fillSiteHLC fills each of ms's siteHlc for site (markSiteHLC).
+func fillSiteHLC(tx kv.Tx, ms []wire.Horizon, site model.SiteID) error {
+	for i := range ms {
+		if err := markSiteHLC(tx, &ms[i], site); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 const markSize = 8 + wire.ChainSize
