@@ -3,7 +3,6 @@
 package sim
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -150,9 +149,8 @@ func (s *Sim) fault() string {
 		// (client, wire's "Tombstone horizon"), never by its own clock:
 		// its engine's Prune is not called here.
 		desc = "prune relay"
-		if n.srv != nil {
-			srv := n.srv
-			s.await(func() { _ = srv.Maintain(context.Background()) })
+		if err := s.maintain(); err != nil && !n.store.dead.Load() {
+			s.fail("relay maintenance: %v", err)
 		}
 	}
 	s.count(kind)
