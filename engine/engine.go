@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/replica-sync/replica/internal/sysrand"
 	"github.com/replica-sync/replica/kv"
 
 	"github.com/replica-sync/replica/engine/internal/layout"
@@ -108,8 +108,10 @@ type Options struct {
 	// Retention is the horizon of Prune; 0 means DefaultRetention.
 	Retention time.Duration
 	// Rand is the source of the site id and of snapshot ids; nil means
-	// crypto/rand. Generated keys are UUIDv7s from github.com/google/uuid,
-	// which reads crypto/rand itself.
+	// crypto/rand (in the browser build, the crypto.getRandomValues that
+	// crypto/rand reads there: internal/sysrand). Generated keys are
+	// UUIDv7s as github.com/google/uuid makes them, read from that source
+	// itself.
 	Rand io.Reader
 	// Logger receives warnings (a failed replay of quarantined changes, a
 	// held change dropped); nil means the standard log package. A
@@ -156,7 +158,7 @@ func Open(store kv.Store, opts Options) (*Engine, error) {
 		e.clock = SystemClock{}
 	}
 	if e.opts.Rand == nil {
-		e.opts.Rand = rand.Reader
+		e.opts.Rand = sysrand.Reader
 	}
 	if e.opts.Retention <= 0 {
 		e.opts.Retention = DefaultRetention

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/google/uuid"
-
 	"github.com/replica-sync/replica/engine/internal/layout"
 	"github.com/replica-sync/replica/engine/internal/rowrec"
 )
@@ -327,11 +325,11 @@ func (t *table) coerceRow(values map[string]any, insert bool) (Row, error) {
 			}
 		}
 		if t.autoID && row["id"].IsNull() {
-			id, err := uuid.NewV7()
+			id, err := newUUIDv7()
 			if err != nil {
 				return nil, fmt.Errorf("generate id: %w", err)
 			}
-			row["id"] = Text(id.String())
+			row["id"] = Text(id)
 		}
 	}
 	// The row holds only the table's columns: checked in name order, as
