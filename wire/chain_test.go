@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"crypto/sha256"
 	"errors"
 	"strings"
 	"testing"
@@ -57,5 +58,32 @@ func TestChainNext(t *testing.T) {
 	}
 	if a == b || a == GenesisChain || a.Next(siteA, "x") == b.Next(siteA, "x") {
 		t.Errorf("chain values collide: %s %s", a, b)
+	}
+}
+
+// TestGenesisChain: GenesisChain, written out in chain.go, is the first 16
+// bytes of SHA-256("replica arrival log").
+func TestGenesisChain(t *testing.T) {
+	sum := sha256.Sum256([]byte("replica arrival log"))
+	if want := Chain(sum[:ChainSize]); GenesisChain != want {
+		t.Fatalf("GenesisChain = %x, want %x", GenesisChain, want)
+	}
+}
+
+// TestSHA256Small: the browser build's SHA-256 agrees with crypto/sha256
+// for every message length up to three blocks and over split parts.
+func TestSHA256Small(t *testing.T) {
+	msg := make([]byte, 200)
+	for i := range msg {
+		msg[i] = byte(i*7 + 3)
+	}
+	for n := range len(msg) + 1 {
+		want := sha256.Sum256(msg[:n])
+		if got := sha256Small(msg[:n]); got != want {
+			t.Fatalf("sha256Small(%d bytes) = %x, want %x", n, got, want)
+		}
+		if got := sha256Small(msg[:n/3], nil, msg[n/3:n]); got != want {
+			t.Fatalf("sha256Small(%d bytes in parts) = %x, want %x", n, got, want)
+		}
 	}
 }
