@@ -877,8 +877,24 @@ func (w *writeTx) placeFacts(cs *ChangeSet) bool {
 	return true
 }
 
+// sortChanges sorts cs by HLC. It sorts pointers, with the same pdqsort,
+// comparisons and so the same resulting order as slices.SortFunc over cs
+// itself: that would instantiate pdqsort for Change, about 20 KB of wasm
+// code, where the pointer shape is shared with the engine's other sorts.
 func sortChanges(cs []Change) {
-	slices.SortFunc(cs, func(a, b Change) int { return a.HLC.Compare(b.HLC) })
+	if len(cs) < 2 {
+		return
+	}
+	ps := make([]*Change, len(cs))
+	for i := range cs {
+		ps[i] = &cs[i]
+	}
+	slices.SortFunc(ps, func(a, b *Change) int { return a.HLC.Compare(b.HLC) })
+	sorted := make([]Change, len(cs))
+	for i, p := range ps {
+		sorted[i] = *p
+	}
+	copy(cs, sorted)
 }
 
 func maxFactHLC(cs *ChangeSet) HLC {
