@@ -125,7 +125,11 @@ func (r *Record) Set(c Cell) {
 		r.Cells[i] = c
 		return
 	}
-	r.Cells = slices.Insert(r.Cells, i, c)
+	// What slices.Insert does for one element, without its instantiation
+	// for Cell (about 6 KB of wasm code with rotateLeft).
+	r.Cells = append(r.Cells, Cell{})
+	copy(r.Cells[i+1:], r.Cells[i:])
+	r.Cells[i] = c
 }
 
 // Visible reports whether the row is live under its table's resurrection
@@ -147,7 +151,16 @@ func (r *Record) DropDead() {
 	if !r.HasTomb {
 		return
 	}
-	r.Cells = slices.DeleteFunc(r.Cells, func(c Cell) bool { return !r.Tomb.Less(c.HLC) })
+	// What slices.DeleteFunc does (the removed tail zeroed), without its
+	// instantiation for Cell.
+	kept := r.Cells[:0]
+	for _, c := range r.Cells {
+		if r.Tomb.Less(c.HLC) {
+			kept = append(kept, c)
+		}
+	}
+	clear(r.Cells[len(kept):])
+	r.Cells = kept
 }
 
 // Bases returns the distinct transaction bases of the live facts (cells and
