@@ -1022,7 +1022,7 @@ func (s *session) sendPush(sets []model.ChangeSet, full bool, maxSets int) {
 		var b []byte
 		var err error
 		for {
-			b, err = wire.Encode(&wire.ApplyChanges{RequestID: id, ChangeSets: batch})
+			b, err = wire.EncodeClient(&wire.ApplyChanges{RequestID: id, ChangeSets: batch})
 			if (err == nil && int64(len(b)) <= s.c.opts.MaxMessageSize) || len(batch) == 1 {
 				break
 			}
@@ -1439,8 +1439,8 @@ func (s *session) keepalive() error {
 
 // send queues m for the writer. Encoding a message the client built
 // cannot fail unless the client has a bug; that is reported.
-func (s *session) send(m wire.Message) {
-	b, err := wire.Encode(m)
+func (s *session) send(m wire.ClientMessage) {
+	b, err := wire.EncodeClient(m)
 	if err != nil {
 		s.c.report(fmt.Errorf("client: encoding %s: %w", m.Type(), err))
 		return

@@ -879,7 +879,10 @@
 // types implementing Message). They are safe for concurrent use and keep no
 // reference to their arguments; the rows of one decoded rows chunk share
 // backing arrays (each row's slices are capped, so appending to one never
-// disturbs another). MarshalValue, UnmarshalValue, MarshalChangeSet,
+// disturbs another). EncodeClient is Encode for the messages a client
+// sends (ClientMessage): a client that encodes through it alone, as the
+// browser build does, leaves the relay's encoders out of its binary.
+// MarshalValue, UnmarshalValue, MarshalChangeSet,
 // UnmarshalChangeSet, FormatHLC and ParseHLC expose the pieces;
 // ParseSchema and MarshalSchema read and write schema declarations. Errors
 // match ErrMalformed (decoding), ErrUnknownType (decoding, unknown type),

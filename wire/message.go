@@ -298,6 +298,37 @@ func Encode(m Message) ([]byte, error) {
 	return b, nil
 }
 
+// ClientMessage is a message a client sends: *Handshake, *GetChanges,
+// *ApplyChanges, *GetSnapshot, *ResumeSnapshot, *Ping or *Pong.
+type ClientMessage interface {
+	Message
+	appendClient(b []byte) ([]byte, error)
+}
+
+// EncodeClient is Encode for a message a client sends. A program that
+// encodes only those (the browser build's client) calls it rather than
+// Encode so that the encoders of the relay's messages are not linked in:
+// Encode's call of appendTo through Message keeps the appendTo method of
+// every message type that Decode returns.
+func EncodeClient(m ClientMessage) ([]byte, error) {
+	if m == nil {
+		return nil, invalid("nil message")
+	}
+	b, err := m.appendClient(make([]byte, 0, 128))
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func (m *Handshake) appendClient(b []byte) ([]byte, error)      { return m.appendTo(b) }
+func (m *GetChanges) appendClient(b []byte) ([]byte, error)     { return m.appendTo(b) }
+func (m *ApplyChanges) appendClient(b []byte) ([]byte, error)   { return m.appendTo(b) }
+func (m *GetSnapshot) appendClient(b []byte) ([]byte, error)    { return m.appendTo(b) }
+func (m *ResumeSnapshot) appendClient(b []byte) ([]byte, error) { return m.appendTo(b) }
+func (m *Ping) appendClient(b []byte) ([]byte, error)           { return m.appendTo(b) }
+func (m *Pong) appendClient(b []byte) ([]byte, error)           { return m.appendTo(b) }
+
 // Decode parses one frame. It returns a pointer to one of the message types,
 // or an error matching ErrMalformed (and also ErrUnknownType for a
 // well-formed frame of an unknown type) whose message names the offending

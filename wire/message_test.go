@@ -492,3 +492,38 @@ func TestRowsChunkShape(t *testing.T) {
 }
 
 func baseText(h model.HLC) string { return string(appendBaseText(nil, h)) }
+
+// TestEncodeClient: EncodeClient writes exactly Encode's frame (or error)
+// for each message a client sends, and the client's messages are those of
+// the samples whose direction is client → relay or both.
+func TestEncodeClient(t *testing.T) {
+	clientTypes := map[MessageType]bool{TypeHandshake: true, TypeGetChanges: true, TypeApplyChanges: true,
+		TypeGetSnapshot: true, TypeResumeSnapshot: true, TypePing: true, TypePong: true}
+	seen := map[MessageType]bool{}
+	for _, s := range sampleMessages(t) {
+		cm, ok := s.m.(ClientMessage)
+		if ok != clientTypes[s.m.Type()] {
+			t.Errorf("%s: %T is a ClientMessage: %v, want %v", s.name, s.m, ok, !ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		seen[s.m.Type()] = true
+		want, werr := Encode(s.m)
+		got, err := EncodeClient(cm)
+		if string(got) != string(want) || (err == nil) != (werr == nil) {
+			t.Errorf("%s: EncodeClient = %s, %v; Encode = %s, %v", s.name, got, err, want, werr)
+		}
+	}
+	if len(seen) != len(clientTypes) {
+		t.Errorf("samples cover client messages %v, want all of %v", seen, clientTypes)
+	}
+	// An invalid message is refused alike.
+	bad := &Handshake{ProtocolVersion: ProtocolVersion, DatabaseID: "d", SiteID: siteA, Cursor: 4}
+	if _, err := EncodeClient(bad); err == nil {
+		t.Errorf("EncodeClient(handshake with a cursor but no serverSiteId) succeeded")
+	} else if _, werr := Encode(bad); werr == nil || werr.Error() != err.Error() {
+		t.Errorf("EncodeClient error %v, Encode error %v", err, werr)
+	}
+}
