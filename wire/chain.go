@@ -20,19 +20,17 @@ type Chain [ChainSize]byte
 // point. It is written out (TestGenesisChain checks it) rather than
 // computed at start-up, which would link crypto/sha256, and with it the
 // FIPS 140 module (about 100 KB of code), into the browser build, whose
-// client never computes a chain value.
+// client never computes a chain value (Next is native only:
+// chain_notjs.go).
 var GenesisChain = Chain{0x75, 0xc1, 0xb7, 0x0d, 0xb8, 0xe9, 0xc4, 0x69, 0xf8, 0xe4, 0x55, 0xa0, 0x32, 0x38, 0xd9, 0xfc}
 
-// Next returns the chain value after appending the ChangeSet of site and
-// transactionID to a log whose chain value is c: the first 16 bytes of
-// SHA-256(c ‖ site (16 bytes) ‖ transactionID (UTF-8)). The entry's
-// identity, not its content, goes in: a transaction resent with fewer
-// facts (newer writes superseded some) is the same entry.
-func (c Chain) Next(site model.SiteID, transactionID string) Chain {
-	sum := sha256Sum(c[:], site[:], []byte(transactionID))
-	var out Chain
-	copy(out[:], sum[:])
-	return out
+// chainInput is what Next hashes: c ‖ site (16 bytes) ‖ transactionID
+// (UTF-8).
+func chainInput(c Chain, site model.SiteID, transactionID string) []byte {
+	b := make([]byte, 0, ChainSize+len(site)+len(transactionID))
+	b = append(b, c[:]...)
+	b = append(b, site[:]...)
+	return append(b, transactionID...)
 }
 
 // IsZero reports whether c is the zero Chain ("none").

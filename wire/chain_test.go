@@ -69,21 +69,3 @@ func TestGenesisChain(t *testing.T) {
 		t.Fatalf("GenesisChain = %x, want %x", GenesisChain, want)
 	}
 }
-
-// TestSHA256Small: the browser build's SHA-256 agrees with crypto/sha256
-// for every message length up to three blocks and over split parts.
-func TestSHA256Small(t *testing.T) {
-	msg := make([]byte, 200)
-	for i := range msg {
-		msg[i] = byte(i*7 + 3)
-	}
-	for n := range len(msg) + 1 {
-		want := sha256.Sum256(msg[:n])
-		if got := sha256Small(msg[:n]); got != want {
-			t.Fatalf("sha256Small(%d bytes) = %x, want %x", n, got, want)
-		}
-		if got := sha256Small(msg[:n/3], nil, msg[n/3:n]); got != want {
-			t.Fatalf("sha256Small(%d bytes in parts) = %x, want %x", n, got, want)
-		}
-	}
-}
