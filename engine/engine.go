@@ -110,8 +110,9 @@ type Options struct {
 	// Rand is the source of the site id and of snapshot ids; nil means
 	// crypto/rand (in the browser build, the crypto.getRandomValues that
 	// crypto/rand reads there: internal/sysrand). Generated keys are
-	// UUIDv7s as github.com/google/uuid makes them, read from that source
-	// itself.
+	// UUIDv7s (github.com/google/uuid natively, engine's uuidV7 in the
+	// browser build) whose random bits come from the system's source, not
+	// from Rand.
 	Rand io.Reader
 	// Logger receives warnings (a failed replay of quarantined changes, a
 	// held change dropped); nil means the standard log package. A

@@ -325,7 +325,7 @@ func (t *table) coerceRow(values map[string]any, insert bool) (Row, error) {
 			}
 		}
 		if t.autoID && row["id"].IsNull() {
-			id, err := newUUIDv7()
+			id, err := newKey()
 			if err != nil {
 				return nil, fmt.Errorf("generate id: %w", err)
 			}

@@ -8,15 +8,18 @@ import (
 	"github.com/replica-sync/replica/internal/sysrand"
 )
 
-// newUUIDv7 returns a UUIDv7 in its canonical text form, made as
-// github.com/google/uuid's NewV7 makes it (which the engine used before,
-// and which would link crypto/rand, crypto/md5, crypto/sha1 and
-// encoding/json into the browser build): 16 bytes from the system's random
+// uuidV7 returns a UUIDv7 in its canonical text form, made as
+// github.com/google/uuid's NewV7 makes it, for the browser build's
+// generated keys (newKey in uuid_js.go): google/uuid imports crypto/rand,
+// which links the FIPS 140 module there (AES, HMAC, SHA-2/3, the DRBG and
+// their self-tests, about 70 KB of the gzipped download), besides
+// crypto/md5, crypto/sha1 and encoding/json. Native builds use google/uuid
+// (uuid_notjs.go); TestNewUUIDv7 checks this one against its parser: 16 bytes from the system's random
 // source with the version 4 and RFC 4122 variant bits set, then the first
 // 8 bytes replaced by the Unix time in milliseconds, the version 7 and 12
 // bits of sub-millisecond time, kept strictly increasing within the
 // process.
-func newUUIDv7() (string, error) {
+func uuidV7() (string, error) {
 	var u [16]byte
 	if _, err := io.ReadFull(sysrand.Reader, u[:]); err != nil {
 		return "", err

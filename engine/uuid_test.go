@@ -7,14 +7,20 @@ import (
 	"github.com/google/uuid"
 )
 
-// TestNewUUIDv7: generated keys are what github.com/google/uuid's NewV7
-// makes: RFC 4122 variant, version 7, the current Unix time in
+// TestNewUUIDv7: generated keys, the browser build's (uuidV7) and this
+// build's (newKey), are what github.com/google/uuid's NewV7 makes: RFC 4122 variant, version 7, the current Unix time in
 // milliseconds, in canonical lower-case text, strictly increasing.
 func TestNewUUIDv7(t *testing.T) {
+	for name, gen := range map[string]func() (string, error){"uuidV7": uuidV7, "newKey": newKey} {
+		t.Run(name, func(t *testing.T) { checkUUIDv7s(t, gen) })
+	}
+}
+
+func checkUUIDv7s(t *testing.T, gen func() (string, error)) {
 	prev := ""
 	for range 10_000 {
 		before := time.Now().UnixMilli()
-		s, err := newUUIDv7()
+		s, err := gen()
 		if err != nil {
 			t.Fatal(err)
 		}
