@@ -231,7 +231,7 @@
 // # Retention
 //
 // retention.go: the leader tab (and only it: every tab shares the IndexedDB
-// database) runs engine.Prune — tombstones and quarantined changes older
+// database) runs engine.Prune — tombstones and held changes older
 // than the retention horizon (engine.DefaultRetention, 30 days) dropped,
 // superseded own change-log entries past it tidied, in bounded kv
 // transactions — on a goroutine of its own, never in a js.FuncOf callback:

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/model"
 )
 
@@ -65,5 +66,45 @@ func TestColumnTypesDocumented(t *testing.T) {
 	slices.Sort(rows)
 	if !slices.Equal(rows, engineKinds) {
 		t.Errorf("the value table has rows %v; the column types are %v", rows, engineKinds)
+	}
+}
+
+// TestHeldNamesDocumented: the .d.ts HeldReason and HeldPolicy types list
+// exactly the names the engine gives its held-change reasons
+// (engine.HeldReason.String, the held event's reason) and policies
+// (engine.HeldPolicy.String, the heldChanges option, which
+// engine.ParseHeldPolicy reads back).
+func TestHeldNamesDocumented(t *testing.T) {
+	dts := readFile(t, replicaDTS)
+	declared := func(typ string) []string {
+		m := regexp.MustCompile(`type ` + typ + ` =([^;]*);`).FindStringSubmatch(dts)
+		if m == nil {
+			t.Fatalf("no %s type in the .d.ts", typ)
+		}
+		var out []string
+		for _, c := range regexp.MustCompile(`"([a-zA-Z-]+)"`).FindAllStringSubmatch(m[1], -1) {
+			out = append(out, c[1])
+		}
+		slices.Sort(out)
+		return out
+	}
+	var reasons []string
+	for r := engine.HeldReason(1); r.String() != "invalid"; r++ {
+		reasons = append(reasons, r.String())
+	}
+	slices.Sort(reasons)
+	if got := declared("HeldReason"); len(reasons) == 0 || !slices.Equal(got, reasons) {
+		t.Errorf("HeldReason lists %v; the engine's reasons are %v", got, reasons)
+	}
+	var policies []string
+	for p := engine.HeldPolicy(0); p.String() != "invalid"; p++ {
+		if q, err := engine.ParseHeldPolicy(p.String()); err != nil || q != p {
+			t.Errorf("ParseHeldPolicy(%q) = %v, %v", p, q, err)
+		}
+		policies = append(policies, p.String())
+	}
+	slices.Sort(policies)
+	if got := declared("HeldPolicy"); len(policies) == 0 || !slices.Equal(got, policies) {
+		t.Errorf("HeldPolicy lists %v; the engine's policies are %v", got, policies)
 	}
 }
