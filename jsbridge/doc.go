@@ -116,8 +116,9 @@
 // (model.Value.Equal: blobs byte-wise, reals by bits) and delivers only
 // changed results. A write to another table never re-runs a query.
 //
-// Engine events become change, remoteChange, conflict and unknownTable
-// events (events.go), handed to the facade, which calls listeners from
+// Engine events become change, remoteChange, conflict and held events
+// (events.go; facade.js also fires unknownTable, held's older name, for
+// one release), handed to the facade, which calls listeners from
 // microtasks, each isolated (an exception is reported, not propagated).
 // Each crossing costs, so the facade tells Go what it wants (the listen
 // operation: a mask of the events that have listeners, and whether another

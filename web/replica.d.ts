@@ -518,7 +518,7 @@ declare namespace Replica {
 		reason?: string;
 		/** HeldEvent.policy under its older name. */
 		disposition: "quarantine" | "ignore" | "store-and-forward";
-		/** Number of changes diverted in this batch. */
+		/** Number of changes held (or dropped) for the table in this batch. */
 		changes: number;
 		/** Site id (base64url) of the origin of the first of them. */
 		site: string;
@@ -772,7 +772,7 @@ declare namespace Replica {
 		 * Retention: while a replica is open, its leader tab (see
 		 * `Database.isLeader`) prunes it about 30 s after becoming leader and
 		 * then every 6 hours: tombstones of deletions older than 30 days, and
-		 * synced changes for unknown tables held longer, are removed, and its
+		 * held changes (see `heldChanges`) held longer, are removed, and its
 		 * change log is tidied of entries that later writes superseded. A
 		 * device offline for longer than that re-bootstraps from a snapshot
 		 * when it next syncs (a relay prunes on the same horizon by default).
