@@ -319,9 +319,9 @@ type pendingFact struct {
 }
 
 // applySets merges sets into the transaction. replay marks a replay of
-// held changes (already validated and held; none is diverted again).
+// held changes (already validated and held; none is held again).
 // It works in phases: the migrations first (applySetMigrations), then the
-// data changes bound to their rows (groupSetChanges, diverting those this
+// data changes bound to their rows (groupSetChanges, holding those this
 // replica cannot apply), every row loaded with one read per table
 // (prefetchRows), merged (mergeRows), and the events of what landed
 // (emitSets). The maps are made here and passed down so that they stay
@@ -402,19 +402,19 @@ type setRowFacts struct {
 	facts []pendingFact
 }
 
-// diverted counts the changes of applySets held (or dropped) instead of
+// heldTally counts the changes of applySets held (or dropped) instead of
 // applied, per table, in the order the tables first appear.
-type diverted struct {
-	tables map[string]*HeldReport // nil until a change is diverted
+type heldTally struct {
+	tables map[string]*HeldReport // nil until a change is held
 	order  []string
 }
 
 // groupSetChanges binds the data changes of sets (but this replica's own)
 // to their rows in rows (by row key), and reports in out the changes
-// diverted. It returns the row keys in the order rows first appear.
+// held. It returns the row keys in the order rows first appear.
 func (w *writeTx) groupSetChanges(sets []ChangeSet, replay bool, rows map[string]*setRowFacts, out *applyOutcome) ([]string, error) {
 	var rowOrder []string
-	var d diverted
+	var d heldTally
 	for i := range sets {
 		cs := &sets[i]
 		if cs.SiteID == w.e.site {
@@ -446,15 +446,15 @@ func (w *writeTx) groupSetChanges(sets []ChangeSet, replay bool, rows map[string
 }
 
 // bindChange normalizes c, of cs, for its table and returns the table; a
-// change for an unknown table, or that does not fit its table, is diverted
+// change for an unknown table, or that does not fit its table, is held
 // instead (into d) and the table is nil.
-func (w *writeTx) bindChange(d *diverted, cs *ChangeSet, c *Change, replay bool, out *applyOutcome) (*table, error) {
+func (w *writeTx) bindChange(d *heldTally, cs *ChangeSet, c *Change, replay bool, out *applyOutcome) (*table, error) {
 	t := w.effTable(c.Table)
 	if t == nil {
 		if replay {
 			return nil, nil
 		}
-		return nil, w.divert(d, cs, c, HeldUnknownTable, "", heldFlags(HeldUnknownTable, w.e.opts.HeldChanges), out)
+		return nil, w.hold(d, cs, c, HeldUnknownTable, "", out)
 	}
 	if err := normalizeChange(t, c); err != nil {
 		return nil, w.holdUnfit(d, cs, c, err, replay, out)
@@ -476,28 +476,27 @@ func (w *writeTx) bindChange(d *diverted, cs *ChangeSet, c *Change, replay bool,
 // define (yet) is held the same way but replayed when a migration adds the
 // column, so the order in which a column and its values arrive does not
 // matter.
-func (w *writeTx) holdUnfit(d *diverted, cs *ChangeSet, c *Change, err error, replay bool, out *applyOutcome) error {
+func (w *writeTx) holdUnfit(d *heldTally, cs *ChangeSet, c *Change, err error, replay bool, out *applyOutcome) error {
 	var he *holdError
 	if !errors.As(err, &he) {
 		return err
 	}
-	flags := heldFlags(he.reason, w.e.opts.HeldChanges)
 	if replay {
 		// Taken out of the hold by this replay: put it back,
 		// marked so it is not replayed again.
 		if !he.reason.Replayed() {
 			w.e.log.Warn("replica: held change does not fit its table; it stays held", "table", c.Table, "err", err)
 		}
-		return w.holdAs(c, flags)
+		return w.holdAs(c, heldFlags(he.reason, w.e.opts.HeldChanges))
 	}
 	w.e.log.Warn("replica: a peer's change does not fit its table; it is held", "table", c.Table, "err", err)
-	return w.divert(d, cs, c, he.reason, he.msg, flags, out)
+	return w.hold(d, cs, c, he.reason, he.msg, out)
 }
 
-// divert holds (or, under Drop, drops) c, of cs, a change this replica
+// hold keeps (or, under Drop, drops) c, of cs, a change this replica
 // cannot apply for reason (detail: why, in words), and counts and reports
 // it in d and out.
-func (w *writeTx) divert(d *diverted, cs *ChangeSet, c *Change, reason HeldReason, detail string, flags byte, out *applyOutcome) error {
+func (w *writeTx) hold(d *heldTally, cs *ChangeSet, c *Change, reason HeldReason, detail string, out *applyOutcome) error {
 	h := d.tables[c.Table]
 	if h == nil {
 		if d.tables == nil {
@@ -515,7 +514,7 @@ func (w *writeTx) divert(d *diverted, cs *ChangeSet, c *Change, reason HeldReaso
 	if w.e.opts.HeldChanges == Drop {
 		return nil
 	}
-	return w.holdAs(c, flags)
+	return w.holdAs(c, heldFlags(reason, w.e.opts.HeldChanges))
 }
 
 // prefetchRows loads every row of rows (listed by rowOrder), with one read

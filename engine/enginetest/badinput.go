@@ -163,7 +163,7 @@ func (s *suite) testHeldChanges(t *testing.T) {
 			})
 			res := must(a.ApplyChanges(data))(t)
 			if res.Held != 2 || res.Applied != 0 {
-				t.Fatalf("result %+v, want 2 changes diverted", res)
+				t.Fatalf("result %+v, want 2 changes held", res)
 			}
 			if len(events) != 1 || events[0].Table != "notes" || events[0].Changes != 2 || events[0].Policy != policy ||
 				events[0].Reason != engine.HeldUnknownTable || events[0].Detail != "" {
