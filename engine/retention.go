@@ -26,7 +26,7 @@ type PruneResult struct {
 // pruneBatch bounds the entries pruned per kv transaction.
 const pruneBatch = 1000
 
-// Prune removes the held changes held longer than the retention
+// Prune removes the held changes kept longer than the retention
 // horizon (Options.Retention, by the local clock) and tidies the
 // change-log entries of local transactions older than it that list rows no
 // longer holding their facts (docs/design.md § Retention). It does not

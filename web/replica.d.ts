@@ -477,7 +477,8 @@ declare namespace Replica {
 	 *   applied when a migration adds the column.
 	 * - "keyMismatch": its primary key does not fit the table's (another
 	 *   number of key columns or a key value of another type: two app
-	 *   versions declared the table with different keys). Never applied.
+	 *   versions declared the table with different keys; or a key column's
+	 *   value that contradicts the key). Never applied.
 	 * - "wrongType": its value is not of the column's type (or out of its
 	 *   range: a timestamp beyond a Date's, invalid UTF-8, JSON nested too
 	 *   deeply). Never applied.
