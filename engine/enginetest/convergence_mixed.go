@@ -299,7 +299,7 @@ func (s *suite) convergeMixedOnce(t *testing.T, rng *rand.Rand, n, ops int, allo
 		pull(t, m.replica, relay)
 	}
 	ref := DumpStore(t, reps[0].store)
-	if q := ref.Buckets["quarantine"]; len(q) != 0 {
+	if q := ref.Buckets["quarantine"]; len(q) != 0 { // the held changes (the bucket's stored name)
 		t.Fatalf("%s still holds %d changes after learning every table", reps[0].name, len(q))
 	}
 	for _, m := range reps[1:] {

@@ -193,6 +193,9 @@ func pull(t testing.TB, dst, src *replica) engine.ApplyResult {
 // Dump is a replica's state in comparable form: rows and index buckets
 // verbatim, the change log and migrations with the class byte (own/remote,
 // which is relative to the replica) stripped, the held changes verbatim.
+// Buckets is keyed by the stored bucket names: the held changes' bucket
+// is "quarantine", its name from before the term "held change" (a stored
+// format: it stays).
 type Dump struct {
 	Buckets map[string][]string
 }
