@@ -161,7 +161,8 @@
 // checked against the schema after the lossless normalization of wire
 // spellings (an integral number into a real or timestamp column, a string
 // into a json column): HeldKeyMismatch, a key of other columns or a key
-// value of another type than its key column, and HeldWrongType, a value
+// value of another type than its key column (or a key column set to a
+// value that contradicts the key), and HeldWrongType, a value
 // that is neither null nor of its column's type, are never replayed
 // (HeldChanges lists them with DoesNotFit set). Prune drops held changes at
 // the horizon. A snapshot applies without the cells and rows that do not

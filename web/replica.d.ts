@@ -773,7 +773,7 @@ declare namespace Replica {
 		 * Retention: while a replica is open, its leader tab (see
 		 * `Database.isLeader`) prunes it about 30 s after becoming leader and
 		 * then every 6 hours: tombstones of deletions older than 30 days, and
-		 * held changes (see `heldChanges`) held longer, are removed, and its
+		 * held changes (see `heldChanges`) kept longer, are removed, and its
 		 * change log is tidied of entries that later writes superseded. A
 		 * device offline for longer than that re-bootstraps from a snapshot
 		 * when it next syncs (a relay prunes on the same horizon by default).
