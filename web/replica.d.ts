@@ -633,7 +633,7 @@ declare namespace Replica {
 		remoteChange: ChangeEvent;
 		/** A synced change met a concurrent local version of a cell. */
 		conflict: ConflictEvent;
-		/** Synced changes this replica cannot apply now were held (or dropped), per table and batch. */
+		/** Synced changes this replica cannot apply now were held (or dropped), per table and batch (in the leader tab, which applies what sync brings; not forwarded to other tabs). */
 		held: HeldEvent;
 		/** @deprecated The older name of `held`, fired alongside it for one release (same batches, older payload). */
 		unknownTable: UnknownTableEvent;
