@@ -128,6 +128,7 @@ func TestHeldChangesOption(t *testing.T) {
 		{"heldChanges", "drop", "drop", "ignore"},
 		{"heldChanges", "hold-and-forward", "hold-and-forward", "store-and-forward"},
 		{"heldChanges", "ignore", "drop", "ignore"},
+		{"unknownTableDisposition", "quarantine", "hold", "quarantine"},
 		{"unknownTableDisposition", "store-and-forward", "hold-and-forward", "store-and-forward"},
 		{"unknownTableDisposition", "ignore", "drop", "ignore"},
 		{"unknownTableDisposition", "drop", "drop", "ignore"},
@@ -160,8 +161,17 @@ func TestHeldChangesOption(t *testing.T) {
 			if c.policy == "drop" {
 				wantKept = 0
 			}
-			if n := len(mustHeld(t, d)); n != wantKept {
-				t.Errorf("%d changes kept, want %d", n, wantKept)
+			kept := mustHeld(t, d)
+			if len(kept) != wantKept {
+				t.Errorf("%d changes kept, want %d", len(kept), wantKept)
+			}
+			// Stored as before: forwarded only under hold-and-forward and
+			// only for the unknown table; the wrong type never replayed.
+			for _, h := range kept {
+				fwd := c.policy == "hold-and-forward" && h.Change.Table == "ghosts"
+				if h.Forward != fwd || h.DoesNotFit != (h.Change.Table == "items") {
+					t.Errorf("held %s: forward %v, does not fit %v", h.Change.Table, h.Forward, h.DoesNotFit)
+				}
 			}
 		})
 	}
