@@ -130,7 +130,7 @@
 // interrupted replacing transfer resumes replacing. The cursor to pull from afterwards is the header's, or,
 // when the header resumes the stored checkpoint (same snapshotId), the
 // checkpoint's; it is stored once the footer is applied. While a snapshot
-// lands, pushes are held and changes and push_changes frames are dropped
+// lands, pushes wait and changes and push_changes frames are dropped
 // (the cursor does not move, so the catch-up pull fetches them again). A
 // transfer that receives no chunk for the stall timeout (60 s) closes the
 // socket; the reconnect resumes it from the checkpoint. A failed transfer
@@ -270,9 +270,9 @@
 //
 // Local changes are debounced (docs/design.md § Client behaviour):
 // the first change after a quiet period is pushed at once and opens a window
-// of DebounceWindow (50 ms); changes inside the window are held, each
+// of DebounceWindow (50 ms); changes inside the window wait, each
 // extending it, and go out together when it passes quietly, or when the
-// oldest held change has waited MaxWait (250 ms). A push opens a new window.
+// oldest of them has waited MaxWait (250 ms). A push opens a new window.
 // A push that comes due while another is in flight goes out when that one's
 // ack comes.
 //

@@ -62,15 +62,15 @@ func backoff(n int, base, max time.Duration, r float64) time.Duration {
 // deadline each call returns.
 //
 // A change when the debouncer is idle (no change or flush within window)
-// flushes at once and opens a window. A change inside a window is held;
-// every held change extends the window to window after it, and the held
+// flushes at once and opens a window. A change inside a window waits;
+// every waiting change extends the window to window after it, and the waiting
 // changes flush when the window passes quietly or when the oldest of them
 // has waited maxWait, whichever comes first. A flush opens a new window.
 type debouncer struct {
 	window, maxWait time.Duration
 
 	quietAt time.Time // the open window ends here; zero: idle
-	firstAt time.Time // the oldest held change; zero: none held
+	firstAt time.Time // the oldest waiting change; zero: none waiting
 }
 
 // change records a local change at now. It returns whether to flush now,
@@ -78,7 +78,7 @@ type debouncer struct {
 func (d *debouncer) change(now time.Time) (flush bool, next time.Time) {
 	switch {
 	case !d.firstAt.IsZero() && !now.Before(d.deadline()):
-		// Held changes were due (their timer is not handled yet): this
+		// Waiting changes were due (their timer is not handled yet): this
 		// one goes with them.
 	case d.firstAt.IsZero() && (d.quietAt.IsZero() || !now.Before(d.quietAt)):
 		// Idle: the leading edge.
@@ -113,7 +113,7 @@ func (d *debouncer) fire(now time.Time) (flush bool, next time.Time) {
 	return false, d.deadline()
 }
 
-// deadline is when the held changes flush: the end of the quiet window,
+// deadline is when the waiting changes flush: the end of the quiet window,
 // or firstAt+maxWait if earlier.
 func (d *debouncer) deadline() time.Time {
 	if m := d.firstAt.Add(d.maxWait); m.Before(d.quietAt) {
@@ -122,6 +122,6 @@ func (d *debouncer) deadline() time.Time {
 	return d.quietAt
 }
 
-// reset forgets held changes and the window (a new session pushes
+// reset forgets waiting changes and the window (a new session pushes
 // everything pending anyway).
 func (d *debouncer) reset() { d.quietAt, d.firstAt = time.Time{}, time.Time{} }

@@ -47,22 +47,21 @@ type ApplyOptions struct {
 //     Validation (ErrMalformed) and the drift check (ErrClockDrift) run
 //     before anything is written.
 //   - ChangeSets minted by this replica are skipped (its own echo).
-//   - Changes for tables outside the schema are diverted per
-//     Options.UnknownTables and counted in UnknownTable; a schema-less
-//     replica accepts every table.
-//   - Changes that do not fit their table (misfits: a value that is
-//     neither null nor of its column's type, a key of other columns or
-//     types, a column the table does not define) are held the same way,
-//     reported with a Reason, and never replayed — except a change for a
-//     column not defined yet, replayed when a migration adds it. The rest
-//     of the batch applies. NotNull is not enforced on peers' facts:
+//   - Changes this replica cannot apply now are held changes, held (or
+//     dropped) per Options.HeldChanges, counted in ApplyResult.Held and
+//     reported by a ChangesHeld event with their HeldReason: a table
+//     outside the schema (a schema-less replica accepts every table) or a
+//     column the table does not define yet, both replayed when a
+//     migration adds them; a key of other columns or types, or a value
+//     that is neither null nor of its column's type, never replayed. The
+//     rest of the batch applies. NotNull is not enforced on peers' facts:
 //     column-level merges legitimately produce partial rows. A schema-less
 //     replica refuses the batch (ErrMalformed) for a value that does not
 //     fit a column type a migration declared.
 //   - Schema migrations apply first; a duplicate migration is a no-op.
 //
-// Events (RemoteChange, ConflictResolved, UnknownTableSeen) are emitted after
-// the commit. If the batch created tables or columns that had quarantined
+// Events (RemoteChange, ConflictResolved, ChangesHeld) are emitted after
+// the commit. If the batch created tables or columns that had held
 // changes, those are replayed afterwards in a transaction of their own.
 func (e *Engine) ApplyChanges(sets []ChangeSet) (ApplyResult, error) {
 	return e.Apply(sets, ApplyOptions{})
@@ -116,8 +115,8 @@ func (e *Engine) Apply(sets []ChangeSet, opts ApplyOptions) (ApplyResult, error)
 	}
 	e.emitApplied(&out)
 	if len(out.created) > 0 {
-		if _, err := e.DrainQuarantine(out.created...); err != nil {
-			e.log.Warn("replica: replaying quarantined changes failed; they stay held for the next drain", "tables", out.created, "err", err)
+		if _, err := e.ReplayHeld(out.created...); err != nil {
+			e.log.Warn("replica: replaying held changes failed; they stay held for the next replay", "tables", out.created, "err", err)
 		}
 	}
 	return out.result, nil
@@ -127,7 +126,7 @@ type applyOutcome struct {
 	result    ApplyResult
 	remote    []*ChangeSet // per applied ChangeSet, the facts that changed state
 	conflicts []Conflict
-	unknown   []UnknownTable
+	held      []HeldReport
 	created   []string // tables created or given columns by this batch
 }
 
@@ -162,9 +161,9 @@ func (e *Engine) emitApplied(out *applyOutcome) {
 		c := out.conflicts[i]
 		e.emit(Event{Type: ConflictResolved, Tables: []string{c.Table}, Conflict: &c})
 	}
-	for i := range out.unknown {
-		u := out.unknown[i]
-		e.emit(Event{Type: UnknownTableSeen, Tables: []string{u.Table}, UnknownTable: &u})
+	for i := range out.held {
+		h := out.held[i]
+		e.emit(Event{Type: ChangesHeld, Tables: []string{h.Table}, Held: &h})
 	}
 }
 
@@ -319,10 +318,10 @@ type pendingFact struct {
 	c   *Change
 }
 
-// applySets merges sets into the transaction. replay marks a quarantine
-// replay (changes already validated and held; none is diverted again).
+// applySets merges sets into the transaction. replay marks a replay of
+// held changes (already validated and held; none is held again).
 // It works in phases: the migrations first (applySetMigrations), then the
-// data changes bound to their rows (groupSetChanges, diverting those this
+// data changes bound to their rows (groupSetChanges, holding those this
 // replica cannot apply), every row loaded with one read per table
 // (prefetchRows), merged (mergeRows), and the events of what landed
 // (emitSets). The maps are made here and passed down so that they stay
@@ -403,19 +402,19 @@ type setRowFacts struct {
 	facts []pendingFact
 }
 
-// diverted counts the changes of applySets held (or dropped) instead of
+// heldTally counts the changes of applySets held (or dropped) instead of
 // applied, per table, in the order the tables first appear.
-type diverted struct {
-	tables map[string]*UnknownTable // nil until a change is diverted
+type heldTally struct {
+	tables map[string]*HeldReport // nil until a change is held
 	order  []string
 }
 
 // groupSetChanges binds the data changes of sets (but this replica's own)
 // to their rows in rows (by row key), and reports in out the changes
-// diverted. It returns the row keys in the order rows first appear.
+// held. It returns the row keys in the order rows first appear.
 func (w *writeTx) groupSetChanges(sets []ChangeSet, replay bool, rows map[string]*setRowFacts, out *applyOutcome) ([]string, error) {
 	var rowOrder []string
-	var d diverted
+	var d heldTally
 	for i := range sets {
 		cs := &sets[i]
 		if cs.SiteID == w.e.site {
@@ -441,34 +440,30 @@ func (w *writeTx) groupSetChanges(sets []ChangeSet, replay bool, rows map[string
 		}
 	}
 	for _, n := range d.order {
-		out.unknown = append(out.unknown, *d.tables[n])
+		out.held = append(out.held, *d.tables[n])
 	}
 	return rowOrder, nil
 }
 
 // bindChange normalizes c, of cs, for its table and returns the table; a
-// change for an unknown table, or that does not fit its table, is diverted
+// change for an unknown table, or that does not fit its table, is held
 // instead (into d) and the table is nil.
-func (w *writeTx) bindChange(d *diverted, cs *ChangeSet, c *Change, replay bool, out *applyOutcome) (*table, error) {
+func (w *writeTx) bindChange(d *heldTally, cs *ChangeSet, c *Change, replay bool, out *applyOutcome) (*table, error) {
 	t := w.effTable(c.Table)
 	if t == nil {
 		if replay {
 			return nil, nil
 		}
-		var flags byte
-		if w.e.opts.UnknownTables == StoreAndForward {
-			flags = heldForward
-		}
-		return nil, w.divert(d, cs, c, "", flags, out)
+		return nil, w.hold(d, cs, c, HeldUnknownTable, "", out)
 	}
 	if err := normalizeChange(t, c); err != nil {
-		return nil, w.holdMisfit(d, cs, c, err, replay, out)
+		return nil, w.holdUnfit(d, cs, c, err, replay, out)
 	}
 	return t, nil
 }
 
-// holdMisfit holds c, of cs, whose normalizeChange failed with err: a
-// *misfitError; any other error is returned.
+// holdUnfit holds c, of cs, whose normalizeChange failed with err: a
+// *holdError; any other error is returned.
 //
 // The change does not fit this replica's definition of the table: its key
 // has other columns or types (two app versions declared the table
@@ -476,56 +471,50 @@ func (w *writeTx) bindChange(d *diverted, cs *ChangeSet, c *Change, replay bool,
 // broken peer). Rejecting the batch would block sync with that peer
 // forever; storing it would put a value the schema forbids in front of the
 // app; dropping it would lose a write. It is held, like a change for an
-// unknown table, reported, and never replayed (Quarantined lists it; Prune
+// unknown table, reported, and never replayed (HeldChanges lists it; Prune
 // drops it at the horizon). A change for a column the table does not
 // define (yet) is held the same way but replayed when a migration adds the
 // column, so the order in which a column and its values arrive does not
 // matter.
-func (w *writeTx) holdMisfit(d *diverted, cs *ChangeSet, c *Change, err error, replay bool, out *applyOutcome) error {
-	var mf *misfitError
-	if !errors.As(err, &mf) {
+func (w *writeTx) holdUnfit(d *heldTally, cs *ChangeSet, c *Change, err error, replay bool, out *applyOutcome) error {
+	var he *holdError
+	if !errors.As(err, &he) {
 		return err
-	}
-	flags := heldMisfit
-	if mf.unknownColumn {
-		flags = 0
-		if w.e.opts.UnknownTables == StoreAndForward {
-			flags = heldForward
-		}
 	}
 	if replay {
 		// Taken out of the hold by this replay: put it back,
 		// marked so it is not replayed again.
-		if !mf.unknownColumn {
+		if !he.reason.Replayed() {
 			w.e.log.Warn("replica: held change does not fit its table; it stays held", "table", c.Table, "err", err)
 		}
-		return w.holdAs(c, flags)
+		return w.holdAs(c, heldFlags(he.reason, w.e.opts.HeldChanges))
 	}
 	w.e.log.Warn("replica: a peer's change does not fit its table; it is held", "table", c.Table, "err", err)
-	return w.divert(d, cs, c, mf.msg, flags, out)
+	return w.hold(d, cs, c, he.reason, he.msg, out)
 }
 
-// divert holds (or, with Ignore, drops) c, of cs, a change this replica
-// cannot apply, and counts and reports it in d and out.
-func (w *writeTx) divert(d *diverted, cs *ChangeSet, c *Change, reason string, flags byte, out *applyOutcome) error {
-	u := d.tables[c.Table]
-	if u == nil {
+// hold keeps (or, under Drop, drops) c, of cs, a change this replica
+// cannot apply for reason (detail: why, in words), and counts and reports
+// it in d and out.
+func (w *writeTx) hold(d *heldTally, cs *ChangeSet, c *Change, reason HeldReason, detail string, out *applyOutcome) error {
+	h := d.tables[c.Table]
+	if h == nil {
 		if d.tables == nil {
-			d.tables = map[string]*UnknownTable{}
+			d.tables = map[string]*HeldReport{}
 		}
-		u = &UnknownTable{Table: c.Table, Disposition: w.e.opts.UnknownTables, Site: cs.SiteID, Reason: reason}
-		d.tables[c.Table] = u
+		h = &HeldReport{Table: c.Table, Reason: reason, Detail: detail, Policy: w.e.opts.HeldChanges, Site: cs.SiteID}
+		d.tables[c.Table] = h
 		d.order = append(d.order, c.Table)
 	}
-	u.Changes++
-	if u.LatestHLC.Less(c.HLC) {
-		u.LatestHLC = c.HLC
+	h.Changes++
+	if h.LatestHLC.Less(c.HLC) {
+		h.LatestHLC = c.HLC
 	}
-	out.result.UnknownTable++
-	if w.e.opts.UnknownTables == Ignore {
+	out.result.Held++
+	if w.e.opts.HeldChanges == Drop {
 		return nil
 	}
-	return w.holdAs(c, flags)
+	return w.holdAs(c, heldFlags(reason, w.e.opts.HeldChanges))
 }
 
 // prefetchRows loads every row of rows (listed by rowOrder), with one read
@@ -582,9 +571,9 @@ func emitSets(sets []ChangeSet, local SiteID, appliedFacts map[int][]Change, app
 // normalizeChange converts a peer's values to the column types of t (an
 // Integer into a real column becomes Real, …), losslessly, so the row key
 // and stored values are the same whatever JSON spelling carried them. A
-// value that is neither null nor of its column's type after that (misfit),
-// a key of other columns or types, or a column t does not define, is a
-// *misfitError: the caller holds the change instead of applying it.
+// value that is neither null nor of its column's type after that, a key of
+// other columns or types, or a column t does not define, is a *holdError
+// with its HeldReason: the caller holds the change instead of applying it.
 //
 // A schema-less replica (the relay) stores values exactly as received, so
 // its tables are only checked, never converted: a value or key value for a
@@ -605,17 +594,17 @@ func normalizeChange(t *table, c *Change) error {
 func normalizeKey(t *table, table string, pk []Value) ([]Value, []byte, error) {
 	if len(t.pkCols) > 0 {
 		if len(pk) != len(t.pkCols) {
-			return nil, nil, &misfitError{msg: fmt.Sprintf("%s: primary key has %d values, the table's key has %d columns (%v)", table, len(pk), len(t.pkCols), t.pkCols)}
+			return nil, nil, &holdError{reason: HeldKeyMismatch, msg: fmt.Sprintf("%s: primary key has %d values, the table's key has %d columns (%v)", table, len(pk), len(t.pkCols), t.pkCols)}
 		}
 		npk := make([]Value, len(pk))
 		for i, v := range pk {
 			if d := t.pkDefs[i]; d != nil {
 				n := normalizeRemote(d, v)
-				if why := model.Misfit(d, n); why != "" {
+				if why := model.WrongType(d, n); why != "" {
 					if t.asReceived {
 						return nil, nil, malformed("%s: key column %s: %s", table, d.Name, why)
 					}
-					return nil, nil, &misfitError{msg: fmt.Sprintf("%s: key column %s: %s", table, d.Name, why)}
+					return nil, nil, &holdError{reason: HeldKeyMismatch, msg: fmt.Sprintf("%s: key column %s: %s", table, d.Name, why)}
 				}
 				if !t.asReceived {
 					v = n
@@ -642,20 +631,20 @@ func normalizeFact(t *table, c *Change) error {
 		d := t.cols[c.Column]
 		switch {
 		case d == nil && !t.asReceived:
-			return &misfitError{msg: fmt.Sprintf("%s: column %s is not defined", c.Table, c.Column), unknownColumn: true}
+			return &holdError{reason: HeldUnknownColumn, msg: fmt.Sprintf("%s: column %s is not defined", c.Table, c.Column)}
 		case d == nil:
 		case t.asReceived:
-			if why := model.Misfit(d, normalizeRemote(d, c.Value)); why != "" {
+			if why := model.WrongType(d, normalizeRemote(d, c.Value)); why != "" {
 				return malformed("%s.%s: %s", c.Table, c.Column, why)
 			}
 		default:
 			c.Value = normalizeRemote(d, c.Value)
-			if why := model.Misfit(d, c.Value); why != "" {
-				return &misfitError{msg: fmt.Sprintf("%s.%s: %s", c.Table, c.Column, why)}
+			if why := model.WrongType(d, c.Value); why != "" {
+				return &holdError{reason: HeldWrongType, msg: fmt.Sprintf("%s.%s: %s", c.Table, c.Column, why)}
 			}
 			if c.HasPrior {
 				c.PriorValue = normalizeRemote(d, c.PriorValue)
-				if model.Misfit(d, c.PriorValue) != "" {
+				if model.WrongType(d, c.PriorValue) != "" {
 					// A before-image is informational: one that does
 					// not fit is dropped, not the change.
 					c.HasPrior, c.PriorValue, c.PriorHLC = false, Null, HLC{}
@@ -668,27 +657,27 @@ func normalizeFact(t *table, c *Change) error {
 		}
 		for i, n := range t.pkCols {
 			if n == c.Column && !c.Value.Equal(c.PK[i]) {
-				return &misfitError{msg: fmt.Sprintf("%s: key column %s is %s but the change's key says %s", c.Table, n, c.Value, c.PK[i])}
+				return &holdError{reason: HeldKeyMismatch, msg: fmt.Sprintf("%s: key column %s is %s but the change's key says %s", c.Table, n, c.Value, c.PK[i])}
 			}
 		}
 	}
 	return nil
 }
 
-// misfitError is a remote change that does not fit the local definition
-// of its table: its key (columns or types), its value's type, or its column.
-type misfitError struct {
-	msg string
-	// unknownColumn: the change names a column the table does not define
-	// (yet): it is held until a migration adds the column, then replayed.
-	unknownColumn bool
+// holdError is a remote change that does not fit the local definition
+// of its table, to be held: reason says how (its key, its value's type,
+// its column), msg says it in words (HeldReport.Detail).
+type holdError struct {
+	reason HeldReason
+	msg    string
 }
 
-func (e *misfitError) Error() string { return e.msg }
+func (e *holdError) Error() string { return e.msg }
 
-// Is makes a misfit match ErrMalformed, should one ever escape the paths
-// that hold it (ApplyChanges, quarantine replay, snapshot rows).
-func (e *misfitError) Is(target error) bool { return target == ErrMalformed }
+// Is makes a holdError match ErrMalformed, should one ever escape the
+// paths that hold it (ApplyChanges, a replay of held changes, snapshot
+// rows).
+func (e *holdError) Is(target error) bool { return target == ErrMalformed }
 
 // mergeRow joins the facts into the row: deletions (mergeDeletion) and
 // cells (mergeCell), then the conflicts with the row's state before the

@@ -63,7 +63,7 @@ func (e *Engine) ChangesSince(since HLC, limit int, f ChangesFilter) ([]ChangeSe
 		for _, cl := range classes {
 			srcs = append(srcs, newLogSource(tx, cl, since), newMigrationSource(tx, cl, since))
 		}
-		if !f.OnlyLocal && !e.opts.LocalChangeLogOnly && e.declared != nil && e.opts.UnknownTables == StoreAndForward {
+		if !f.OnlyLocal && !e.opts.LocalChangeLogOnly && e.declared != nil && e.opts.HeldChanges == HoldAndForward {
 			s, err := newForwardSource(tx, since)
 			if err != nil {
 				return err
@@ -149,7 +149,7 @@ func newMigrationSource(tx kv.Tx, class byte, since HLC) *changeSource {
 func newForwardSource(tx kv.Tx, since HLC) (*changeSource, error) {
 	s := &changeSource{done: true}
 	var derr error
-	err := tx.Scan(layout.BucketQuarantine, kv.Range{}, func(_, v []byte) bool {
+	err := tx.Scan(layout.BucketHeld, kv.Range{}, func(_, v []byte) bool {
 		h, err := decodeHeld(v)
 		if err != nil {
 			derr = err

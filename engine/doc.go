@@ -145,25 +145,28 @@
 // their peers' changes (browser clients, the relay) set
 // Options.LocalChangeLogOnly and keep no entries for peers at all.
 //
-// # Unknown tables, migrations, snapshots, retention
+// # Held changes, migrations, snapshots, retention
 //
-// Changes for a table outside the schema are quarantined (held durably and
-// replayed when the table appears), ignored, or stored and forwarded, per
-// Options.UnknownTables.
-//
-// Values from peers are checked against the schema. After the lossless
-// normalization of wire spellings (an integral number into a real or
-// timestamp column, a string into a json column), a value that is neither
-// null nor of its column's type, a key value of another type than its key
-// column, or a column the table does not define is a misfit: the change is
-// held like one for an unknown table (Quarantined lists it with Misfit
-// set), reported by an UnknownTableSeen event with a Reason, never
-// replayed, and dropped by Prune at the horizon; the rest of the batch
-// applies, so a forged or broken peer blocks no one. A change for a column
-// not defined yet is held until a migration adds the column, then
-// replayed, so the order in which a column and its values arrive does not
-// matter. A snapshot applies without its misfit cells and rows (held and
-// reported the same way) rather than being refused. NotNull is not
+// A synced change this replica cannot apply now is a held change: it is
+// held durably (the default policy, Hold), dropped (Drop), or held and
+// forwarded to peers (HoldAndForward), per Options.HeldChanges; either way
+// it is counted in ApplyResult.Held and reported by a ChangesHeld event
+// whose HeldReport names the table and a HeldReason, and the rest of the
+// batch applies, so a newer app version, a forged or a broken peer blocks
+// no one. The engine tells four reasons apart. HeldUnknownTable: the table
+// is outside the schema; the change is replayed when the table appears.
+// HeldUnknownColumn: the table does not define the column (yet); the change
+// is replayed when a migration adds the column, so the order in which a
+// column and its values arrive does not matter. Values from peers are
+// checked against the schema after the lossless normalization of wire
+// spellings (an integral number into a real or timestamp column, a string
+// into a json column): HeldKeyMismatch, a key of other columns or a key
+// value of another type than its key column (or a key column set to a
+// value that contradicts the key), and HeldWrongType, a value
+// that is neither null nor of its column's type, are never replayed
+// (HeldChanges lists them with DoesNotFit set). Prune drops held changes at
+// the horizon. A snapshot applies without the cells and rows that do not
+// fit (held and reported the same way) rather than being refused. NotNull is not
 // enforced on peers' facts: column-level merges legitimately produce
 // partial rows (a row inserted on one device and updated on another may
 // arrive as the update alone), so a remote row may read null in a notNull
@@ -217,8 +220,8 @@
 // with another type) gets ErrSchema from Open, naming the column: rename the
 // column or the table in the new app version. Changes from a device that
 // keyed a table differently (another primary key) do not fit the winning
-// definition: they are held (Quarantined reports them as misfits, an
-// UnknownTableSeen event says why) instead of blocking sync, and pruned at
+// definition: they are held (HeldChanges lists them with DoesNotFit set, a
+// ChangesHeld event says why: HeldKeyMismatch) instead of blocking sync, and pruned at
 // the retention horizon; so are, on typed replicas, values written under a
 // declaration whose column type lost the fold. The relay, which knows the
 // winning type from its migration, refuses a push holding such values
@@ -228,7 +231,7 @@
 //
 // An Engine is safe for concurrent use; the kv store serializes writes.
 // Subscribe delivers Events (LocalChange, RemoteChange, ConflictResolved,
-// UnknownTableSeen) after each commit, naming the tables that changed.
+// ChangesHeld) after each commit, naming the tables that changed.
 //
 // # Storage
 //

@@ -17,52 +17,66 @@ import (
 	"github.com/replica-sync/replica/engine/internal/layout"
 )
 
-// Disposition says what ApplyChanges does with changes for a table outside
-// the local schema (docs/design.md § Changes that do not fit).
-type Disposition uint8
+// HeldPolicy says what ApplyChanges (and a snapshot's apply) does with a
+// synced change it cannot apply now: one for a table outside the local
+// schema, for a column its table does not define yet, or whose key or value
+// does not fit the local table (HeldReason; docs/design.md § Held changes).
+// Such a change is a held change whichever the policy: it is counted in
+// ApplyResult.Held and reported by a ChangesHeld event, never silently lost.
+type HeldPolicy uint8
 
 const (
-	// Quarantine holds each such change durably, committed with the rest
-	// of the batch, and replays it when the table appears. The default.
-	Quarantine Disposition = iota
-	// Ignore drops them (counted and reported, never silent).
-	Ignore
-	// StoreAndForward holds them like Quarantine and also re-offers them
-	// in ChangesSince, so peers that have the table receive them.
-	StoreAndForward
+	// Hold keeps each such change durably, committed with the rest of the
+	// batch, and replays it when its table or column appears (a key or
+	// value that does not fit is never replayed); Prune drops it at the
+	// retention horizon. The default.
+	Hold HeldPolicy = iota
+	// Drop discards them: they are counted and reported, not stored.
+	// This covers changes to known tables that do not fit, too.
+	Drop
+	// HoldAndForward holds them like Hold and also re-offers those that
+	// may be replayed (unknown table, unknown column) in ChangesSince, so
+	// peers that have the table or column receive them.
+	HoldAndForward
 )
 
-func (d Disposition) String() string {
-	switch d {
-	case Quarantine:
-		return "quarantine"
-	case Ignore:
-		return "ignore"
-	case StoreAndForward:
-		return "store-and-forward"
+// String returns the policy's name as ParseHeldPolicy reads it: "hold",
+// "drop" or "hold-and-forward".
+func (p HeldPolicy) String() string {
+	switch p {
+	case Hold:
+		return "hold"
+	case Drop:
+		return "drop"
+	case HoldAndForward:
+		return "hold-and-forward"
 	}
 	return "invalid"
 }
 
-// ParseDisposition parses "quarantine", "ignore" or "store-and-forward".
-func ParseDisposition(s string) (Disposition, error) {
+// ParseHeldPolicy parses "hold" (or "", the default), "drop" or
+// "hold-and-forward". The names of the release before (the JavaScript
+// option unknownTableDisposition's values) are accepted as aliases for one
+// release: "quarantine" for Hold, "ignore" for Drop, "store-and-forward"
+// for HoldAndForward. Any other string is an error naming the valid ones.
+func ParseHeldPolicy(s string) (HeldPolicy, error) {
 	switch s {
-	case "quarantine", "":
-		return Quarantine, nil
-	case "ignore":
-		return Ignore, nil
-	case "store-and-forward":
-		return StoreAndForward, nil
+	case "hold", "quarantine", "":
+		return Hold, nil
+	case "drop", "ignore":
+		return Drop, nil
+	case "hold-and-forward", "store-and-forward":
+		return HoldAndForward, nil
 	}
-	return 0, fmt.Errorf("unknown table disposition %q (want quarantine, ignore or store-and-forward)", s)
+	return 0, fmt.Errorf("unknown held-change policy %q (want hold, drop or hold-and-forward)", s)
 }
 
 // DefaultRetention is the default retention horizon: tombstones and
-// quarantined changes older than this are pruned (docs/design.md § Retention).
+// held changes older than this are pruned (docs/design.md § Retention).
 const DefaultRetention = 30 * 24 * time.Hour
 
 // Options configure Open. The zero value is a schema-less replica with the
-// system clock, delete-wins tombstones and quarantine for unknown tables.
+// system clock, delete-wins tombstones and the Hold policy for held changes.
 type Options struct {
 	// Schema declares the tables. Nil opens the replica schema-less: every
 	// table is accepted, values are stored exactly as received (no
@@ -83,9 +97,13 @@ type Options struct {
 	// every replica and the relay apply the same one (see
 	// ResurrectionPolicy). Ignored by a schema-less replica.
 	AllowResurrection bool
-	// UnknownTables is the disposition for changes to tables outside the
-	// schema. Ignored in schema-less mode.
-	UnknownTables Disposition
+	// HeldChanges is the policy for synced changes this replica cannot
+	// apply now (see HeldPolicy): for tables outside the schema, for
+	// columns not defined yet, and those whose key or value does not fit
+	// the local table. Ignored in schema-less mode, which applies every
+	// table and column as received and refuses a value that does not fit
+	// a declared type.
+	HeldChanges HeldPolicy
 	// Resolver replaces last-writer-wins for column conflicts (see
 	// ConflictResolver). Nil means LWW, the only convergent choice.
 	Resolver ConflictResolver
@@ -114,7 +132,7 @@ type Options struct {
 	// browser build) whose random bits come from the system's source, not
 	// from Rand.
 	Rand io.Reader
-	// Logger receives warnings (a failed replay of quarantined changes, a
+	// Logger receives warnings (a failed replay of held changes, a
 	// held change dropped); nil means the standard log package. A
 	// *slog.Logger satisfies it.
 	Logger Logger
@@ -277,12 +295,12 @@ func (e *Engine) declareSchema(declared Schema) error {
 		return fmt.Errorf("open replica: %w", err)
 	}
 	e.emitLocal(lc)
-	// Drain every held table, not only those this declaration grew: an
-	// apply that grew a table commits before its drain, and a crash (a
-	// closed tab) in between left the drain undone. Held changes that
+	// Replay every held table, not only those this declaration grew: an
+	// apply that grew a table commits before its replay, and a crash (a
+	// closed tab) in between left the replay undone. Held changes that
 	// still do not fit stay held.
-	if _, err := e.DrainQuarantine(); err != nil {
-		return fmt.Errorf("open replica: replay quarantined changes: %w", err)
+	if _, err := e.ReplayHeld(); err != nil {
+		return fmt.Errorf("open replica: replay held changes: %w", err)
 	}
 	return nil
 }

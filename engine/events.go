@@ -8,15 +8,16 @@ type EventType uint8
 const (
 	// LocalChange: a local transaction committed (one per transaction).
 	LocalChange EventType = iota + 1
-	// RemoteChange: ApplyChanges (or a snapshot, or a quarantine replay)
+	// RemoteChange: ApplyChanges (or a snapshot, or a replay of held changes)
 	// changed local state with one remote ChangeSet.
 	RemoteChange
 	// ConflictResolved: a remote column change met a concurrent local
 	// version of the same cell.
 	ConflictResolved
-	// UnknownTableSeen: changes for a table outside the schema were
-	// diverted (one event per table per apply).
-	UnknownTableSeen
+	// ChangesHeld: synced changes this replica cannot apply now were held
+	// (or, under the Drop policy, dropped): one event per table per apply
+	// (Event.Held).
+	ChangesHeld
 )
 
 func (t EventType) String() string {
@@ -27,8 +28,8 @@ func (t EventType) String() string {
 		return "remoteChange"
 	case ConflictResolved:
 		return "conflict"
-	case UnknownTableSeen:
-		return "unknownTable"
+	case ChangesHeld:
+		return "held"
 	}
 	return "invalid"
 }
@@ -46,8 +47,8 @@ type Event struct {
 	ChangeSet *ChangeSet
 	// Conflict is set for ConflictResolved.
 	Conflict *Conflict
-	// UnknownTable is set for UnknownTableSeen.
-	UnknownTable *UnknownTable
+	// Held is set for ChangesHeld.
+	Held *HeldReport
 }
 
 // Conflict describes one resolved column conflict (docs/design.md § Conflicts and resolvers).
@@ -69,21 +70,73 @@ type Conflict struct {
 	RemotePriorHLC   HLC
 }
 
-// UnknownTable describes changes diverted for a table outside the schema.
-type UnknownTable struct {
-	Table       string
-	Disposition Disposition
-	Changes     int    // changes diverted for it in this apply
-	Site        SiteID // origin of the first ChangeSet that named it
-	LatestHLC   HLC    // max HLC among them
-	// Reason is empty for a table outside the schema; otherwise it says why
-	// (the first of) the changes for a known table were diverted: their
-	// primary key does not fit the local definition (two app versions
-	// declared the table with different keys, or a key value is of another
-	// type), a value is not of its column's type, or the column is not
-	// defined (yet).
-	Reason string
+// HeldReport describes the changes of one table that one apply (ApplyChanges,
+// a snapshot's rows chunk) held instead of applying (docs/design.md § Held
+// changes).
+type HeldReport struct {
+	Table string
+	// Reason is why the first of them was held; the others may have
+	// other reasons (HeldChanges lists each change).
+	Reason HeldReason
+	// Detail says in words why the first was held, naming the column and
+	// the type or key it does not fit; empty for HeldUnknownTable.
+	Detail string
+	// Policy is the replica's Options.HeldChanges: under Drop the
+	// changes were counted and reported but not kept.
+	Policy    HeldPolicy
+	Changes   int    // changes held (or dropped) for the table in this apply
+	Site      SiteID // origin of the first of them
+	LatestHLC HLC    // max HLC among them
 }
+
+// HeldReason says why a synced change is held instead of applied. The
+// engine tells these four apart; the first two are replayed when the
+// schema catches up, the last two never are (Prune drops them at the
+// retention horizon).
+type HeldReason uint8
+
+const (
+	// HeldUnknownTable: the change's table is not in the local schema
+	// (a newer app version declared it). Replayed when a migration or a
+	// newer schema creates the table.
+	HeldUnknownTable HeldReason = iota + 1
+	// HeldUnknownColumn: the table exists but does not define the
+	// change's column (yet). Replayed when a migration adds the column.
+	HeldUnknownColumn
+	// HeldKeyMismatch: the change's primary key does not fit the local
+	// table's: another number of key columns, a key value not of its
+	// column's type (two app versions declared the table with different
+	// keys), or a change to a key column whose value contradicts the
+	// key. Never replayed.
+	HeldKeyMismatch
+	// HeldWrongType: the value is not of its column's type, even after the
+	// lossless conversion of wire spellings (text into a real column, a
+	// fraction into an integer one, a timestamp out of range, invalid
+	// UTF-8, JSON nested too deeply; see model.WrongType). Never
+	// replayed.
+	HeldWrongType
+)
+
+// String returns the reason's name in the JavaScript API: "unknownTable",
+// "unknownColumn", "keyMismatch" or "wrongType".
+func (r HeldReason) String() string {
+	switch r {
+	case HeldUnknownTable:
+		return "unknownTable"
+	case HeldUnknownColumn:
+		return "unknownColumn"
+	case HeldKeyMismatch:
+		return "keyMismatch"
+	case HeldWrongType:
+		return "wrongType"
+	}
+	return "invalid"
+}
+
+// Replayed reports whether changes held for r are replayed once the
+// schema defines their table or column (HeldUnknownTable,
+// HeldUnknownColumn); the others are kept only until Prune drops them.
+func (r HeldReason) Replayed() bool { return r == HeldUnknownTable || r == HeldUnknownColumn }
 
 // ConflictContext is what a ConflictResolver sees: the local cell version and
 // the incoming one (with its before-image, when carried).

@@ -17,12 +17,12 @@ func heldSchema() *engine.Schema {
 }
 
 // A fact held for a column not defined yet; the migration adding it
-// commits, but the process ends (here: Close) before the separate drain
-// transaction. Open drains every held table, so the fact lands on reopen
+// commits, but the process ends (here: Close) before the separate replay
+// transaction. Open replays every held table, so the fact lands on reopen
 // as it would have on a replica that got the two in the other order. (It
-// stayed held until the horizon when Open drained only the tables its own
+// stayed held until the horizon when Open replayed only the tables its own
 // declaration grew.)
-func TestHeldColumnReplayedAfterInterruptedDrain(t *testing.T) {
+func TestHeldColumnReplayedAfterInterruptedReplay(t *testing.T) {
 	const T0 = enginetest.T0
 	peer := engine.SiteID{9, 9}
 	peer2 := engine.SiteID{7, 7}
@@ -67,7 +67,7 @@ func TestHeldColumnReplayedAfterInterruptedDrain(t *testing.T) {
 	}
 	a2 := open(st) // restart, same declaration
 	ra, _ := a2.Get("trips", engine.Key{"m"})
-	held, _ := a2.Quarantined("")
+	held, _ := a2.HeldChanges("")
 	t.Logf("b=%v a=%v held=%d", rb, ra, len(held))
 	if rb["extra"].Text() != ra["extra"].Text() {
 		t.Fatalf("diverged: b has extra=%v, a after restart has %v (held: %d)", rb["extra"], ra["extra"], len(held))
@@ -95,9 +95,9 @@ func TestLocalUpdateOfLargeValue(t *testing.T) {
 // every replica. A replica that gets B's migration and B's text value
 // before A's migration stores the text (it fitted then; the refold keeps
 // the cell); a replica that gets A's migration first holds the same fact
-// as a misfit. The refold must hold the stored cell as a misfit too, so
+// as a wrong type. The refold must hold the stored cell as one too, so
 // both orders end with the same visible state.
-func TestRefoldedColumnMisfitIndependentOfArrivalOrder(t *testing.T) {
+func TestRefoldedColumnWrongTypeIndependentOfArrivalOrder(t *testing.T) {
 	const T0 = enginetest.T0
 	siteA, siteB := engine.SiteID{0xA}, engine.SiteID{0xB}
 	hA := engine.HLC{Wall: T0 + 10, Site: siteA}

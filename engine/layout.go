@@ -4,7 +4,7 @@ import "github.com/replica-sync/replica/engine/internal/layout"
 
 // Buckets lists the kv buckets the engine stores into. A kv.Store passed to
 // Open must have been opened with all of them.
-var Buckets = []string{layout.BucketMeta, layout.BucketRows, layout.BucketLog, layout.BucketIndex, layout.BucketMigrations, layout.BucketQuarantine, layout.BucketTombs}
+var Buckets = []string{layout.BucketMeta, layout.BucketRows, layout.BucketLog, layout.BucketIndex, layout.BucketMigrations, layout.BucketHeld, layout.BucketTombs}
 
 // StorageFormat is the version of the storage layout (package
 // engine/internal/layout), stored under meta "format"

@@ -16,7 +16,7 @@ type PruneResult struct {
 	// disappeared with them (deleted rows of a delete-wins table, and
 	// deleted rows with no cell written after the deletion).
 	Tombstones, Rows int
-	// Held counts quarantined changes dropped.
+	// Held counts held changes dropped.
 	Held int
 	// LogEntries counts own change-log entries dropped or rewritten
 	// because later writes had superseded their facts.
@@ -26,7 +26,7 @@ type PruneResult struct {
 // pruneBatch bounds the entries pruned per kv transaction.
 const pruneBatch = 1000
 
-// Prune removes the quarantined changes held longer than the retention
+// Prune removes the held changes kept longer than the retention
 // horizon (Options.Retention, by the local clock) and tidies the
 // change-log entries of local transactions older than it that list rows no
 // longer holding their facts (docs/design.md § Retention). It does not
@@ -319,13 +319,13 @@ func tidyOwnLogEntry(tx kv.Tx, en ownLogEntry, res *PruneResult) error {
 	}
 }
 
-// pruneHeld drops the quarantined changes received before cutoff, in one
+// pruneHeld drops the held changes received before cutoff, in one
 // transaction.
 func (e *Engine) pruneHeld(cutoff uint64, res *PruneResult) error {
 	return e.store.Update(func(tx kv.Tx) error {
 		var dead [][]byte
 		var derr error
-		err := tx.Scan(layout.BucketQuarantine, kv.Range{}, func(k, v []byte) bool {
+		err := tx.Scan(layout.BucketHeld, kv.Range{}, func(k, v []byte) bool {
 			h, err := decodeHeld(v)
 			if err != nil {
 				derr = err
@@ -343,7 +343,7 @@ func (e *Engine) pruneHeld(cutoff uint64, res *PruneResult) error {
 			return err
 		}
 		for _, k := range dead {
-			if err := tx.Delete(layout.BucketQuarantine, k); err != nil {
+			if err := tx.Delete(layout.BucketHeld, k); err != nil {
 				return err
 			}
 		}

@@ -480,7 +480,7 @@ func (e *Engine) ApplySnapshotChunkWith(c SnapshotChunk, o ApplySnapshotOptions)
 	if err := e.checkOpen(); err != nil {
 		return SnapshotProgress{}, err
 	}
-	// Events and quarantine replays run after snapMu is released:
+	// Events and replays of held changes run after snapMu is released:
 	// subscribers may call back into the engine (DiscardSnapshotCheckpoint
 	// takes snapMu).
 	var after []func()
@@ -493,13 +493,13 @@ func (e *Engine) ApplySnapshotChunkWith(c SnapshotChunk, o ApplySnapshotOptions)
 	return p, err
 }
 
-// drainAfterSnapshot replays the changes held for tables a snapshot created.
-func (e *Engine) drainAfterSnapshot(tables []string) {
+// replayAfterSnapshot replays the changes held for tables a snapshot created.
+func (e *Engine) replayAfterSnapshot(tables []string) {
 	if len(tables) == 0 || e.declared == nil {
 		return
 	}
-	if _, err := e.DrainQuarantine(tables...); err != nil {
-		e.log.Warn("replica: replaying quarantined changes after a snapshot failed; they stay held", "tables", tables, "err", err)
+	if _, err := e.ReplayHeld(tables...); err != nil {
+		e.log.Warn("replica: replaying held changes after a snapshot failed; they stay held", "tables", tables, "err", err)
 	}
 }
 
@@ -611,9 +611,9 @@ func (e *Engine) applySnapshotSchema(s *snapApply, migs []SchemaMigration, after
 	e.snapCreated = append(e.snapCreated, created...)
 	// Held changes for the tables that just appeared replay now, not
 	// at the footer: a snapshot abandoned or interrupted by a restart
-	// never reaches it, and nothing else would drain them. (The footer
-	// drains again, for a replay that failed here.)
-	*after = append(*after, func() { e.drainAfterSnapshot(created) })
+	// never reaches it, and nothing else would replay them. (The footer
+	// replays again, for one that failed here.)
+	*after = append(*after, func() { e.replayAfterSnapshot(created) })
 	return s.progress(), nil
 }
 
@@ -688,7 +688,7 @@ func (e *Engine) applySnapshotRowsChunk(s *snapApply, c SnapshotChunk, after *[]
 	*after = append(*after, func() { e.emit(ev) })
 	if held != nil {
 		u := *held
-		*after = append(*after, func() { e.emit(Event{Type: UnknownTableSeen, Tables: []string{u.Table}, UnknownTable: &u}) })
+		*after = append(*after, func() { e.emit(Event{Type: ChangesHeld, Tables: []string{u.Table}, Held: &u}) })
 	}
 	return s.progress(), nil
 }
@@ -767,7 +767,7 @@ func (e *Engine) applySnapshotFooter(s *snapApply, f *SnapshotFooter, after *[]f
 	e.snap = nil
 	created := e.snapCreated
 	e.snapCreated = nil
-	*after = append(*after, func() { e.drainAfterSnapshot(created) })
+	*after = append(*after, func() { e.replayAfterSnapshot(created) })
 	return p, nil
 }
 
@@ -784,13 +784,12 @@ func (s *snapApply) progress() SnapshotProgress {
 // row's key runs once per row, not once per cell: a bootstrap applies
 // hundreds of thousands of rows, and on WebAssembly allocation is dear.
 //
-// A fact that does not fit the local table (a misfit: its key's columns or
-// types, its value's type, its column) is held as ApplyChanges holds it,
+// A fact that does not fit the local table (its key's columns or types, its
+// value's type, its column: HeldReason) is held as ApplyChanges holds it,
 // not applied, and the chunk applies without it: refusing the chunk would
 // keep every new device from bootstrapping off a relay that stores one bad
-// row. held reports the facts held (nil if none), for an UnknownTableSeen
-// event.
-func (e *Engine) applySnapshotRows(s *snapApply, rows []SnapshotRow) (held *UnknownTable, err error) {
+// row. held reports the facts held (nil if none), for a ChangesHeld event.
+func (e *Engine) applySnapshotRows(s *snapApply, rows []SnapshotRow) (held *HeldReport, err error) {
 	now := e.clock.Now()
 	n, err := countSnapshotFacts(s.table, rows)
 	if err != nil {
@@ -909,7 +908,7 @@ func checkSnapshotFacts(table string, rows []SnapshotRow, facts []Change) (HLC, 
 // the absent local rows from *dropFrom up to the chunk's greatest row key,
 // and moves *dropFrom just past that key. It returns the facts held (nil
 // if none).
-func (e *Engine) mergeSnapshotRows(tx kv.Tx, table string, rows []SnapshotRow, facts []Change, maxH HLC, cp *SnapshotCheckpoint, dropFrom *[]byte) (*UnknownTable, error) {
+func (e *Engine) mergeSnapshotRows(tx kv.Tx, table string, rows []SnapshotRow, facts []Change, maxH HLC, cp *SnapshotCheckpoint, dropFrom *[]byte) (*HeldReport, error) {
 	w, err := e.begin(tx)
 	if err != nil {
 		return nil, err
@@ -963,35 +962,28 @@ func (e *Engine) mergeSnapshotRows(tx kv.Tx, table string, rows []SnapshotRow, f
 }
 
 // snapshotHold holds the facts of a rows chunk that do not fit their table
-// (misfits, see applySets), counting them in held.
+// (held changes, see applySets), counting them in held.
 type snapshotHold struct {
 	e     *Engine
 	w     *writeTx
 	table string
-	held  *UnknownTable // nil until a fact is held
+	held  *HeldReport // nil until a fact is held
 }
 
-func (h *snapshotHold) hold(c *Change, mf *misfitError) error {
+func (h *snapshotHold) hold(c *Change, he *holdError) error {
 	e := h.e
 	if h.held == nil {
-		h.held = &UnknownTable{Table: h.table, Disposition: e.opts.UnknownTables, Site: c.HLC.Site, Reason: mf.msg}
-		e.log.Warn("replica: a snapshot's row does not fit its table; the fact is held", "table", h.table, "err", mf.msg)
+		h.held = &HeldReport{Table: h.table, Reason: he.reason, Detail: he.msg, Policy: e.opts.HeldChanges, Site: c.HLC.Site}
+		e.log.Warn("replica: a snapshot's row does not fit its table; the fact is held", "table", h.table, "err", he.msg)
 	}
 	h.held.Changes++
 	if h.held.LatestHLC.Less(c.HLC) {
 		h.held.LatestHLC = c.HLC
 	}
-	if e.opts.UnknownTables == Ignore {
+	if e.opts.HeldChanges == Drop {
 		return nil
 	}
-	flags := heldMisfit
-	if mf.unknownColumn {
-		flags = 0
-		if e.opts.UnknownTables == StoreAndForward {
-			flags = heldForward
-		}
-	}
-	return h.w.holdAs(c, flags)
+	return h.w.holdAs(c, heldFlags(he.reason, e.opts.HeldChanges))
 }
 
 // snapshotRowGroups is a rows chunk's facts grouped by row, in the order
@@ -1068,12 +1060,12 @@ func groupSnapshotRows(t *table, rows []SnapshotRow, pending []pendingFact, h *s
 		k += m
 		pk, rkb, err := normalizeKey(t, h.table, rows[i].PK)
 		if err != nil {
-			var mf *misfitError
-			if !errors.As(err, &mf) {
+			var he *holdError
+			if !errors.As(err, &he) {
 				return g, err
 			}
 			for _, p := range mine {
-				if err := h.hold(p.c, mf); err != nil {
+				if err := h.hold(p.c, he); err != nil {
 					return g, err
 				}
 			}
@@ -1083,11 +1075,11 @@ func groupSnapshotRows(t *table, rows []SnapshotRow, pending []pendingFact, h *s
 		for _, p := range mine {
 			p.c.PK = pk
 			if err := normalizeFact(t, p.c); err != nil {
-				var mf *misfitError
-				if !errors.As(err, &mf) {
+				var he *holdError
+				if !errors.As(err, &he) {
 					return g, err
 				}
-				if err := h.hold(p.c, mf); err != nil {
+				if err := h.hold(p.c, he); err != nil {
 					return g, err
 				}
 				continue

@@ -29,7 +29,7 @@ type txRow struct {
 }
 
 // writeTx is the state of one kv read-write transaction of the engine, used
-// by local writes, ApplyChanges, snapshot apply and quarantine replay. Rows
+// by local writes, ApplyChanges, snapshot apply and the replay of held changes. Rows
 // are cached decoded and written back once, at flush, with their change-log
 // and index entries.
 type writeTx struct {
@@ -1091,10 +1091,10 @@ func (p *rebuildPage) refitCells(rec *rowrec.Record, pk []Value) {
 		c.Val = normalizeRemote(d, c.Val)
 		// A cell that no longer fits its column's type (two
 		// declarations of the column folded to the older
-		// one) is held as a misfit, as it would have been
+		// one) is held (HeldWrongType), as it would have been
 		// had it arrived after the fold: the outcome must
 		// not depend on arrival order.
-		if model.Misfit(d, c.Val) != "" {
+		if model.WrongType(d, c.Val) != "" {
 			p.holds = append(p.holds, Change{Type: ColumnChange, Table: t.def.Name, PK: slices.Clone(pk), Column: c.Col, Value: c.Val, HLC: c.HLC})
 			continue
 		}
@@ -1120,7 +1120,7 @@ func (p *rebuildPage) write(w *writeTx) error {
 		}
 	}
 	for i := range p.holds {
-		if err := w.holdAs(&p.holds[i], heldMisfit); err != nil {
+		if err := w.holdAs(&p.holds[i], heldNoReplay); err != nil {
 			return err
 		}
 	}

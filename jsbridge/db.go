@@ -110,14 +110,14 @@ const (
 	listenChange       = 1 << iota // change listeners
 	listenRemoteChange             // remoteChange listeners
 	listenConflict
-	listenUnknownTable
+	listenHeld // held listeners, or unknownTable (its older name) ones
 	listenSyncState
 	listenPeers // another tab of this replica is open
 )
 
 var listenNames = map[string]int{
 	"change": listenChange, "remoteChange": listenRemoteChange, "conflict": listenConflict,
-	"unknownTable": listenUnknownTable, "syncState": listenSyncState, "peers": listenPeers,
+	"held": listenHeld, "unknownTable": listenHeld, "syncState": listenSyncState, "peers": listenPeers,
 }
 
 // wants reports whether the facade wants any of the listen bits.
@@ -126,9 +126,12 @@ func (d *db) wants(bits uint32) bool { return d.listening.Load()&bits != 0 }
 // openOptions is Replica.open's options, which facade.js sends as JSON
 // (JSON.stringify(options)).
 type openOptions struct {
-	Name                    *string
-	Schema                  []byte // raw JSON, for wire.ParseSchema
-	AllowResurrection       *bool
+	Name              *string
+	Schema            []byte // raw JSON, for wire.ParseSchema
+	AllowResurrection *bool
+	HeldChanges       *string // engine.ParseHeldPolicy
+	// UnknownTableDisposition is heldChanges's older name, accepted for
+	// one release (replica.d.ts marks it deprecated).
 	UnknownTableDisposition *string
 	StorageQuota            *float64 // bytes, idbkv.Quota
 }
@@ -145,12 +148,14 @@ func parseOpenOptions(text string) (openOptions, error) {
 			return err
 		case "allowResurrection":
 			return r.optBool(&o.AllowResurrection, "options.allowResurrection")
+		case "heldChanges":
+			return r.optString(&o.HeldChanges, "options.heldChanges")
 		case "unknownTableDisposition":
 			return r.optString(&o.UnknownTableDisposition, "options.unknownTableDisposition")
 		case "storageQuota":
 			return r.optNumber(&o.StorageQuota, "options.storageQuota")
 		}
-		return argError("unknown option %q (known: name, schema, allowResurrection, unknownTableDisposition, storageQuota)", key)
+		return argError("unknown option %q (known: name, schema, allowResurrection, heldChanges, storageQuota)", key)
 	})
 	if err == nil {
 		err = r.End()
@@ -219,12 +224,21 @@ func (b *bridge) openDB(text string) (*db, error) {
 			}
 		}
 	}
+	policy, name := o.HeldChanges, "options.heldChanges"
 	if o.UnknownTableDisposition != nil {
-		disp, err := engine.ParseDisposition(*o.UnknownTableDisposition)
-		if err != nil {
-			return nil, argError("options.unknownTableDisposition: %v", err)
+		if policy != nil {
+			return nil, argError("options.heldChanges and options.unknownTableDisposition (its older name) are both set: give heldChanges only")
 		}
-		opts.UnknownTables = disp
+		policy, name = o.UnknownTableDisposition, "options.unknownTableDisposition"
+	}
+	if policy != nil {
+		// Either name takes the policy's names and the older ones
+		// ("quarantine", "ignore", "store-and-forward").
+		p, err := engine.ParseHeldPolicy(*policy)
+		if err != nil {
+			return nil, argError("%s: %v", name, err)
+		}
+		opts.HeldChanges = p
 	}
 	if engineOptionsHook != nil {
 		engineOptionsHook(&opts)

@@ -116,8 +116,9 @@
 // (model.Value.Equal: blobs byte-wise, reals by bits) and delivers only
 // changed results. A write to another table never re-runs a query.
 //
-// Engine events become change, remoteChange, conflict and unknownTable
-// events (events.go), handed to the facade, which calls listeners from
+// Engine events become change, remoteChange, conflict and held events
+// (events.go; facade.js also fires unknownTable, held's older name, for
+// one release), handed to the facade, which calls listeners from
 // microtasks, each isolated (an exception is reported, not propagated).
 // Each crossing costs, so the facade tells Go what it wants (the listen
 // operation: a mask of the events that have listeners, and whether another
@@ -231,7 +232,7 @@
 // # Retention
 //
 // retention.go: the leader tab (and only it: every tab shares the IndexedDB
-// database) runs engine.Prune — tombstones and quarantined changes older
+// database) runs engine.Prune — tombstones and held changes older
 // than the retention horizon (engine.DefaultRetention, 30 days) dropped,
 // superseded own change-log entries past it tidied, in bounded kv
 // transactions — on a goroutine of its own, never in a js.FuncOf callback:

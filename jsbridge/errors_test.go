@@ -125,9 +125,15 @@ func TestErrors(t *testing.T) {
 		{"open storageQuota not a number", func() js.Value {
 			return js.Global().Get("Replica").Call("open", jsv(`{name: "x", schema: {tables: {t: {columns: {a: "text"}}}}, storageQuota: "1GB"}`))
 		}, "INVALID_ARGUMENT", "", "", []string{"storageQuota", "number"}},
-		{"open bad disposition", func() js.Value {
-			return js.Global().Get("Replica").Call("open", jsv(`{name: "x", schema: {tables: {}}, unknownTableDisposition: "drop"}`))
-		}, "INVALID_ARGUMENT", "", "", []string{"drop"}},
+		{"open bad heldChanges", func() js.Value {
+			return js.Global().Get("Replica").Call("open", jsv(`{name: "x", schema: {tables: {}}, heldChanges: "discard"}`))
+		}, "INVALID_ARGUMENT", "", "", []string{"heldChanges", "discard", "hold, drop or hold-and-forward"}},
+		{"open bad unknownTableDisposition", func() js.Value {
+			return js.Global().Get("Replica").Call("open", jsv(`{name: "x", schema: {tables: {}}, unknownTableDisposition: "discard"}`))
+		}, "INVALID_ARGUMENT", "", "", []string{"unknownTableDisposition", "discard"}},
+		{"open heldChanges under both names", func() js.Value {
+			return js.Global().Get("Replica").Call("open", jsv(`{name: "x", schema: {tables: {}}, heldChanges: "drop", unknownTableDisposition: "ignore"}`))
+		}, "INVALID_ARGUMENT", "", "", []string{"heldChanges", "unknownTableDisposition", "both"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -34,18 +34,21 @@ func changeResult(ev *engine.Event) result {
 	return o.result()
 }
 
-// unknownTableResult is the payload of unknownTable (UnknownTableEvent in
-// replica.d.ts).
-func unknownTableResult(u *engine.UnknownTable) result {
+// heldResult is the payload of held (HeldEvent in replica.d.ts): {table,
+// reason, detail (absent when empty), policy, changes, site, latestHlc}.
+// facade.js derives from it the payload of unknownTable, the event's older
+// name (UnknownTableEvent).
+func heldResult(h *engine.HeldReport) result {
 	var o jsonObject
-	o.str("table", u.Table)
-	if u.Reason != "" {
-		o.str("reason", u.Reason)
+	o.str("table", h.Table)
+	o.str("reason", h.Reason.String())
+	if h.Detail != "" {
+		o.str("detail", h.Detail)
 	}
-	o.str("disposition", u.Disposition.String())
-	o.int("changes", int64(u.Changes))
-	o.str("site", u.Site.String())
-	o.str("latestHlc", u.LatestHLC.String())
+	o.str("policy", h.Policy.String())
+	o.int("changes", int64(h.Changes))
+	o.str("site", h.Site.String())
+	o.str("latestHlc", h.LatestHLC.String())
 	return o.result()
 }
 
@@ -80,9 +83,9 @@ func (d *db) onEvent(ev engine.Event) {
 		if c := ev.Conflict; c != nil && d.wants(listenConflict) {
 			d.emit("conflict", conflictResult(c))
 		}
-	case engine.UnknownTableSeen:
-		if u := ev.UnknownTable; u != nil && d.wants(listenUnknownTable) {
-			d.emit("unknownTable", unknownTableResult(u))
+	case engine.ChangesHeld:
+		if h := ev.Held; h != nil && d.wants(listenHeld) {
+			d.emit("held", heldResult(h))
 		}
 	}
 }

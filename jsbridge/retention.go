@@ -11,7 +11,7 @@ import (
 	"github.com/replica-sync/replica/engine"
 )
 
-// Retention. engine.Prune drops quarantined changes older than the
+// Retention. engine.Prune drops held changes older than the
 // retention horizon (engine.DefaultRetention, 30 days) and tidies
 // superseded own change-log entries past it, in bounded kv transactions.
 // It does not drop tombstones (docs/design.md § Retention): those go only

@@ -117,10 +117,13 @@ type ApplyResult struct {
 	// (its later write superseded its earlier one, in whichever order they
 	// arrive), or one whose before-image is the other.
 	Conflicts int
-	// UnknownTable counts changes for tables outside the local schema,
-	// diverted by the UnknownTableDisposition, and changes held because
-	// they do not fit their table (misfits).
-	UnknownTable int
+	// Held counts the changes held instead of applied (or, under the
+	// engine's Drop policy, dropped): for tables outside the local
+	// schema, for columns not defined yet, and those whose key or value
+	// does not fit their table (engine.HeldReason). The wire's
+	// apply_result carries it as "unknownTable", the field's name before
+	// (a wire format name: it stays).
+	Held int
 	// Transactions counts ChangeSets processed (own echoes excluded).
 	Transactions int
 }

@@ -203,12 +203,15 @@ func NormalizeRemote(c *ColumnDef, v Value) Value {
 	return v
 }
 
-// Misfit says why v, a peer's value normalized for column c
-// (NormalizeRemote), cannot be stored in it, or returns "". Null always
-// fits: NotNull is not enforced on peers' facts, as merging columns
-// legitimately produces partial rows. The engine holds a change whose value
-// misfits instead of storing it (docs/design.md § Apply).
-func Misfit(c *ColumnDef, v Value) string {
+// WrongType says why v, a peer's value normalized for column c
+// (NormalizeRemote), is not of c's type and cannot be stored in it — another
+// kind, text that is not UTF-8, JSON nested too deeply, a timestamp outside
+// a JavaScript Date's range — or returns "". Null always fits: NotNull is
+// not enforced on peers' facts, as merging columns legitimately produces
+// partial rows. The engine holds a change whose value is of the wrong type
+// instead of storing it (engine.HeldWrongType; docs/design.md § Held
+// changes).
+func WrongType(c *ColumnDef, v Value) string {
 	switch {
 	case v.Kind() == KindNull:
 		return ""

@@ -70,7 +70,8 @@ func ParseKind(name string) (Kind, error) {
 //     precision of a JavaScript Date). A timestamp column holds the range
 //     of a JavaScript Date, ±MaxTimestampMillis (±8.64e15 ms, 100 million
 //     days either side of the epoch): a local write outside it is a
-//     *ValidationError, a peer's value outside it a misfit.
+//     *ValidationError, a peer's value outside it is held
+//     (WrongType).
 type Value struct {
 	kind Kind
 	i    int64   // Integer, Timestamp, Boolean (0/1)

@@ -492,7 +492,7 @@ func (s *Server) closeIdle(now time.Time) {
 // a horizon mark at the log's head is stored, then the merged replica's
 // tombstones deleted before it are pruned: wire's "Tombstone horizon";
 // skipped, and tried again at the next pass, while a snapshot of the
-// database streams), the engine's Prune (quarantined changes and own log
+// database streams), the engine's Prune (held changes and own log
 // entries past Retention), the removal of arrival-log entries that arrived
 // more than Retention ago (after which a get_changes from before them is
 // answered with SNAPSHOT_REQUIRED) and of the horizon marks below them

@@ -411,7 +411,12 @@
 			addLog("conflict", "Conflict in " + c.table + "." + c.column + ": this device wrote " + show(c.localValue) + ", " + other + " wrote " +
 				show(c.remoteValue) + " — " + (c.remoteWon ? other + "'s edit won (it is newer)" : "this device's edit was kept (it is newer)"));
 		});
-		db.on("unknownTable", (e) => addLog("remote", "Held " + e.changes + " changes for table " + e.table + " (newer app version?)"));
+		// Synced changes this version cannot apply: for a table or column a
+		// newer app version declared (applied once this one declares it too),
+		// or whose key or value does not fit the table (kept 30 days, never applied).
+		const heldWhy = { unknownTable: "a table this app version does not know", unknownColumn: "a column this app version does not know",
+			keyMismatch: "its key does not fit this app version's table", wrongType: "a value of the wrong type" };
+		db.on("held", (e) => addLog("remote", "Held " + e.changes + " changes for table " + e.table + ": " + (heldWhy[e.reason] || e.reason) + (e.detail ? " (" + e.detail + ")" : "")));
 	}
 
 	// ---- trips and stops --------------------------------------------------------------

@@ -288,12 +288,26 @@ declare namespace Replica {
 		 */
 		allowResurrection?: boolean;
 		/**
-		 * What to do with synced changes for tables this schema lacks: hold them
-		 * until the table appears ("quarantine", the default), drop them
-		 * ("ignore"), or hold and forward them to peers ("store-and-forward").
-		 * Each such batch fires an `unknownTable` event.
+		 * What to do with held changes: synced changes this replica cannot
+		 * apply now — for a table this schema lacks, a column it does not
+		 * define yet, or whose key or value does not fit the table (see
+		 * HeldReason). "hold" (the default) keeps them and applies those for
+		 * a missing table or column when it appears; "drop" discards them,
+		 * those for known tables that do not fit included; "hold-and-forward"
+		 * holds them and also forwards those for a missing table or column to
+		 * peers. Whichever it is, each batch fires a `held` event per table.
+		 * The older names "quarantine", "ignore" and "store-and-forward" are
+		 * accepted too, for one release.
 		 */
-		unknownTableDisposition?: "quarantine" | "ignore" | "store-and-forward";
+		heldChanges?: HeldPolicy;
+		/**
+		 * @deprecated The older name of `heldChanges` (with the values
+		 * "quarantine" for "hold", "ignore" for "drop", "store-and-forward"
+		 * for "hold-and-forward"), accepted for one release. It governs
+		 * every held change, not only those for unknown tables. Setting both
+		 * names rejects with INVALID_ARGUMENT.
+		 */
+		unknownTableDisposition?: "quarantine" | "ignore" | "store-and-forward" | HeldPolicy;
 		/**
 		 * Bytes this origin's storage may use (a share of the disk the app
 		 * knows it may take). Replica refuses writes that would take the
@@ -452,21 +466,60 @@ declare namespace Replica {
 		winningHlc: string;
 	}
 
+	/** The `heldChanges` option: what happens to held changes. */
+	type HeldPolicy = "hold" | "drop" | "hold-and-forward";
+
 	/**
-	 * Payload of `unknownTable`: synced changes this replica holds back
-	 * instead of applying — for a table its schema lacks (reason absent;
-	 * applied when a schema declaring the table opens), or that do not fit
-	 * the table (reason says why: a value of the wrong type or out of range,
-	 * a column not defined yet — applied when a migration adds it —, a key
-	 * of other columns or types). The rest of the batch applies; held changes
-	 * that never fit are dropped after the retention horizon (30 days).
+	 * Why a synced change is held instead of applied:
+	 * - "unknownTable": the schema lacks its table; applied when a schema
+	 *   or migration declaring the table arrives.
+	 * - "unknownColumn": the table does not define its column (yet);
+	 *   applied when a migration adds the column.
+	 * - "keyMismatch": its primary key does not fit the table's (another
+	 *   number of key columns or a key value of another type: two app
+	 *   versions declared the table with different keys; or a key column's
+	 *   value that contradicts the key). Never applied.
+	 * - "wrongType": its value is not of the column's type (or out of its
+	 *   range: a timestamp beyond a Date's, invalid UTF-8, JSON nested too
+	 *   deeply). Never applied.
+	 */
+	type HeldReason = "unknownTable" | "unknownColumn" | "keyMismatch" | "wrongType";
+
+	/**
+	 * Payload of `held`: synced changes of one table this replica holds
+	 * back instead of applying (one event per table per batch). The rest of
+	 * the batch applies; held changes are dropped after the retention
+	 * horizon (30 days) if not applied by then.
+	 */
+	interface HeldEvent {
+		table: string;
+		/** Why the first of them was held; the others in the batch may have other reasons. */
+		reason: HeldReason;
+		/** Why, in words, naming the column and the type or key it does not fit; absent for "unknownTable". */
+		detail?: string;
+		/** The replica's `heldChanges` policy: under "drop" the changes were counted but not kept. */
+		policy: HeldPolicy;
+		/** Number of changes held (or dropped) for the table in this batch. */
+		changes: number;
+		/** Site id (base64url) of the origin of the first of them. */
+		site: string;
+		/** Highest HLC among them, "wallMs.counter@siteId/opSeq". */
+		latestHlc: string;
+	}
+
+	/**
+	 * @deprecated Payload of `unknownTable`, the older name of `held`
+	 * (HeldEvent), which fires alongside it for one release: the same
+	 * batch, for unknown tables and for changes to known tables that do
+	 * not fit alike.
 	 */
 	interface UnknownTableEvent {
 		table: string;
-		/** Why the changes do not fit a table this replica has; absent for an unknown table. */
+		/** HeldEvent.detail: why the changes do not fit a table this replica has; absent for an unknown table. */
 		reason?: string;
+		/** HeldEvent.policy under its older name. */
 		disposition: "quarantine" | "ignore" | "store-and-forward";
-		/** Number of changes diverted in this batch. */
+		/** Number of changes held (or dropped) for the table in this batch. */
 		changes: number;
 		/** Site id (base64url) of the origin of the first of them. */
 		site: string;
@@ -580,7 +633,9 @@ declare namespace Replica {
 		remoteChange: ChangeEvent;
 		/** A synced change met a concurrent local version of a cell. */
 		conflict: ConflictEvent;
-		/** Synced changes for an unknown table were diverted. */
+		/** Synced changes this replica cannot apply now were held (or dropped), per table and batch (in the leader tab, which applies what sync brings; not forwarded to other tabs). */
+		held: HeldEvent;
+		/** @deprecated The older name of `held`, fired alongside it for one release (same batches, older payload). */
 		unknownTable: UnknownTableEvent;
 		/** The sync state changed (in the leader tab, and forwarded to the other tabs with leader: false). */
 		syncState: SyncState;
@@ -718,7 +773,7 @@ declare namespace Replica {
 		 * Retention: while a replica is open, its leader tab (see
 		 * `Database.isLeader`) prunes it about 30 s after becoming leader and
 		 * then every 6 hours: tombstones of deletions older than 30 days, and
-		 * synced changes for unknown tables held longer, are removed, and its
+		 * held changes (see `heldChanges`) kept longer, are removed, and its
 		 * change log is tidied of entries that later writes superseded. A
 		 * device offline for longer than that re-bootstraps from a snapshot
 		 * when it next syncs (a relay prunes on the same horizon by default).

@@ -120,7 +120,8 @@ function replicaFacade(go, OPS, KINDS) {
 // encode.go. web/replica.d.ts is the contract.
 "use strict";
 
-const EVENTS = ["change", "remoteChange", "conflict", "unknownTable", "syncState", "leaderChange"];
+// unknownTable is held's older name, kept for one release (see heldAlias).
+const EVENTS = ["change", "remoteChange", "conflict", "held", "unknownTable", "syncState", "leaderChange"];
 const LISTEN = OPS.listenBits; // bits of the listen mask: event names, and "peers"
 const hasOwn = Object.prototype.hasOwnProperty;
 
@@ -603,6 +604,22 @@ function fire(s, name, payload) {
 	for (const l of ls) queueMicrotask(() => { if (ls.has(l)) guarded(l.fn, payload); });
 }
 
+// The policy names of the release before (unknownTableDisposition's).
+const OLD_POLICY = { "hold": "quarantine", "drop": "ignore", "hold-and-forward": "store-and-forward" };
+
+// heldAlias is the payload of unknownTable (deprecated) made from a held
+// one, as that event carried it: reason is the detail (absent for an
+// unknown table) and disposition the policy under its older name.
+function heldAlias(p) {
+	const o = { table: p.table };
+	if (p.detail !== undefined) o.reason = p.detail;
+	o.disposition = OLD_POLICY[p.policy];
+	o.changes = p.changes;
+	o.site = p.site;
+	o.latestHlc = p.latestHlc;
+	return o;
+}
+
 class Database {
 	#s;
 	constructor(s) { this.#s = s; }
@@ -898,6 +915,7 @@ function emit(h, name, kind, text, blobs) {
 	if (name === "change" && !p.fromOtherTab) postPeers(s, { tables: p.tables, remote: p.remote, transactionId: p.transactionId, siteId: p.siteId });
 	fire(s, name, p);
 	if (name === "change" && p.remote) fire(s, "remoteChange", p);
+	if (name === "held" && s.listeners.get("unknownTable").size) fire(s, "unknownTable", heldAlias(p));
 }
 
 function deliver(h, sid, kind, text, blobs) {

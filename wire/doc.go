@@ -286,8 +286,9 @@
 //   - conflicts (required): column changes that met a concurrent version of
 //     the same cell with a different value, whichever won.
 //   - transactions (required): ChangeSets processed.
-//   - unknownTable (optional, absent when 0): changes for tables the relay
-//     does not know, held by its unknown-table disposition.
+//   - unknownTable (optional, absent when 0): changes the relay held
+//     instead of applying (model.ApplyResult.Held; the name is older than
+//     the term "held change" and stays).
 //
 // # Message push_changes
 //

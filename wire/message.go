@@ -585,7 +585,7 @@ func (m *ApplyResult) appendTo(b []byte) ([]byte, error) {
 		{"skipped", m.Skipped},
 		{"conflicts", m.Conflicts},
 		{"transactions", m.Transactions},
-		{"unknownTable", m.UnknownTable},
+		{"unknownTable", m.Held}, // model.ApplyResult.Held: the wire keeps its older name
 	}
 	for _, c := range counts {
 		if c.n < 0 || c.n > MaxCursor {
@@ -997,8 +997,8 @@ func (r *reader) applyResult() (Message, error) {
 			err = count(fConflicts, key, &m.Conflicts)
 		case "transactions":
 			err = count(fTransactions, key, &m.Transactions)
-		case "unknownTable":
-			err = count(fUnknown, key, &m.UnknownTable)
+		case "unknownTable": // model.ApplyResult.Held (a wire name: it stays)
+			err = count(fUnknown, key, &m.Held)
 		default:
 			return r.UnknownKey(key)
 		}

@@ -133,7 +133,7 @@ func sampleMessages(t testing.TB) []namedMessage {
 		{"apply_changes", &ApplyChanges{RequestID: "apply-3", ChangeSets: css[1:2]}},
 		{"apply_changes_no_id", &ApplyChanges{ChangeSets: css[:1]}},
 		{"apply_result", &ApplyResult{RequestID: "apply-3", ApplyResult: model.ApplyResult{Applied: 2, Skipped: 1, Conflicts: 1, Transactions: 1}}},
-		{"apply_result_unknown_table", &ApplyResult{ApplyResult: model.ApplyResult{Applied: 0, Transactions: 2, UnknownTable: 7}}},
+		{"apply_result_unknown_table", &ApplyResult{ApplyResult: model.ApplyResult{Applied: 0, Transactions: 2, Held: 7}}},
 		{"push_changes", &PushChanges{Cursor: 44, ChangeSets: css[2:], Chain: sampleChain(44)}},
 		{"changes_horizons", &Changes{Cursor: 43, More: true, ChangeSets: css[:2], Chain: sampleChain(43),
 			Horizons: []Horizon{{Cursor: 41, Wall: 1761782400000, Chain: sampleChain(41)}, {Cursor: 42, Wall: 1761868800000, Chain: sampleChain(42)}}}},

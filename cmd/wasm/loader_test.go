@@ -182,7 +182,7 @@ func TestLoaderTwoScriptTags(t *testing.T) {
 		if (ev.siteId !== db.siteId) problems.push("change event siteId " + ev.siteId + ", db.siteId " + db.siteId);
 		const rows = await db.query("t");
 		const errors = [];
-		for (const ev of ["change", "remoteChange", "conflict", "unknownTable", "syncState", "leaderChange"]) db.on(ev, () => {})();
+		for (const ev of ["change", "remoteChange", "conflict", "held", "unknownTable", "syncState", "leaderChange"]) db.on(ev, () => {})();
 		try { db.on("nope", () => {}); } catch (e) { errors.push(e.code); }
 		try { await db.insert("t", {n: "x"}); } catch (e) { errors.push((e instanceof Replica.ReplicaError) + " " + e.code + " " + e.column); }
 		await db.close();

@@ -171,7 +171,7 @@ func (s *suite) testForwardPaging(t *testing.T) {
 	notes := TripsSchema()
 	notes.Tables = append(notes.Tables, engine.TableDef{Name: "notes", Columns: []engine.ColumnDef{{Name: "id", Type: engine.KindText}, {Name: "body", Type: engine.KindText}}})
 	b := s.newReplica(t, "b", notes, nil)
-	a := s.newReplica(t, "a", TripsSchema(), func(o *engine.Options) { o.UnknownTables = engine.StoreAndForward })
+	a := s.newReplica(t, "a", TripsSchema(), func(o *engine.Options) { o.HeldChanges = engine.HoldAndForward })
 	for i := 0; i < 6; i++ {
 		b.clock.Advance(1)
 		a.clock.Advance(1)
@@ -228,7 +228,7 @@ func (s *suite) testForwardPaging(t *testing.T) {
 // skips them as echoes: it never holds them again, while every peer does.
 // Applying own-origin facts as a join would be idempotent (the relay
 // already excludes a client's own site when answering it, so echoes are
-// rare); skipping them is what the origin design does, to avoid quarantining one's
+// rare); skipping them is what the origin design does, to avoid holding one's
 // own changes.
 func (s *suite) testRestoredReplicaOwnFacts(t *testing.T) {
 	t.Skip("known limitation, documented in the engine manual (# Backups): a replica restored from an older copy of its store keeps its site id and skips its own later facts as echoes; restore by re-bootstrapping instead")

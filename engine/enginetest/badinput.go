@@ -80,25 +80,25 @@ func (s *suite) testBadInput(t *testing.T) {
 		b := s.newReplica(t, "b", TripsSchema(), nil)
 		cs := validSet(peer, now, "fit")
 		mis(&cs)
-		var events []engine.UnknownTable
+		var events []engine.HeldReport
 		b.Subscribe(func(ev engine.Event) {
-			if ev.Type == engine.UnknownTableSeen {
-				events = append(events, *ev.UnknownTable)
+			if ev.Type == engine.ChangesHeld {
+				events = append(events, *ev.Held)
 			}
 		})
 		res := must(b.ApplyChanges([]engine.ChangeSet{cs}))(t)
-		if res.UnknownTable == 0 || len(events) != 1 || events[0].Reason == "" {
-			t.Fatalf("misfit key: result %+v, events %+v", res, events)
+		if res.Held == 0 || len(events) != 1 || events[0].Reason != engine.HeldKeyMismatch || events[0].Detail == "" {
+			t.Fatalf("key that does not fit: result %+v, events %+v", res, events)
 		}
-		held := must(b.Quarantined("trips"))(t)
-		if len(held) == 0 || !held[len(held)-1].Misfit && !held[0].Misfit {
-			t.Fatalf("misfit not held: %+v", held)
+		held := must(b.HeldChanges("trips"))(t)
+		if len(held) == 0 || !held[len(held)-1].DoesNotFit && !held[0].DoesNotFit {
+			t.Fatalf("key that does not fit not held: %+v", held)
 		}
-		if n := must(b.DrainQuarantine("trips"))(t); n != 0 {
-			t.Fatalf("misfit replayed (%d)", n)
+		if n := must(b.ReplayHeld("trips"))(t); n != 0 {
+			t.Fatalf("key that does not fit replayed (%d)", n)
 		}
-		if len(must(b.Quarantined("trips"))(t)) != len(held) {
-			t.Fatal("drain dropped a misfit")
+		if len(must(b.HeldChanges("trips"))(t)) != len(held) {
+			t.Fatal("replay dropped a change that does not fit")
 		}
 	}
 	// The good set alone applies; the caller's ChangeSets are not modified.
@@ -137,13 +137,13 @@ func (s *suite) testBadInput(t *testing.T) {
 	}
 }
 
-func (s *suite) testQuarantine(t *testing.T) {
-	for _, disp := range []engine.Disposition{engine.Quarantine, engine.Ignore, engine.StoreAndForward} {
-		t.Run(disp.String(), func(t *testing.T) {
+func (s *suite) testHeldChanges(t *testing.T) {
+	for _, policy := range []engine.HeldPolicy{engine.Hold, engine.Drop, engine.HoldAndForward} {
+		t.Run(policy.String(), func(t *testing.T) {
 			// b knows a table "notes" that a does not declare.
 			notes := TripsSchema()
 			notes.Tables = append(notes.Tables, engine.TableDef{Name: "notes", Columns: []engine.ColumnDef{{Name: "id", Type: engine.KindText}, {Name: "body", Type: engine.KindText}}})
-			a := s.newReplica(t, "a", TripsSchema(), func(o *engine.Options) { o.UnknownTables = disp })
+			a := s.newReplica(t, "a", TripsSchema(), func(o *engine.Options) { o.HeldChanges = policy })
 			b := s.newReplica(t, "b", notes, nil)
 			must(b.Insert("notes", map[string]any{"id": "n1", "body": "hello"}))(t)
 			// Only the data, not b's schema: as from a peer whose create_table
@@ -155,36 +155,37 @@ func (s *suite) testQuarantine(t *testing.T) {
 					data = append(data, cs)
 				}
 			}
-			var events []engine.UnknownTable
+			var events []engine.HeldReport
 			a.Subscribe(func(ev engine.Event) {
-				if ev.Type == engine.UnknownTableSeen {
-					events = append(events, *ev.UnknownTable)
+				if ev.Type == engine.ChangesHeld {
+					events = append(events, *ev.Held)
 				}
 			})
 			res := must(a.ApplyChanges(data))(t)
-			if res.UnknownTable != 2 || res.Applied != 0 {
-				t.Fatalf("result %+v, want 2 changes diverted", res)
+			if res.Held != 2 || res.Applied != 0 {
+				t.Fatalf("result %+v, want 2 changes held", res)
 			}
-			if len(events) != 1 || events[0].Table != "notes" || events[0].Changes != 2 || events[0].Disposition != disp {
+			if len(events) != 1 || events[0].Table != "notes" || events[0].Changes != 2 || events[0].Policy != policy ||
+				events[0].Reason != engine.HeldUnknownTable || events[0].Detail != "" {
 				t.Fatalf("events %+v", events)
 			}
-			held := must(a.Quarantined("notes"))(t)
-			if disp == engine.Ignore {
+			held := must(a.HeldChanges("notes"))(t)
+			if policy == engine.Drop {
 				if len(held) != 0 {
-					t.Fatalf("ignore held %d changes", len(held))
+					t.Fatalf("drop held %d changes", len(held))
 				}
 				return
 			}
-			if len(held) != 2 || held[0].Forward != (disp == engine.StoreAndForward) {
+			if len(held) != 2 || held[0].Forward != (policy == engine.HoldAndForward) {
 				t.Fatalf("held %+v", held)
 			}
 			// Holding is idempotent.
 			must(a.ApplyChanges(data))(t)
-			if n := len(must(a.Quarantined(""))(t)); n != 2 {
+			if n := len(must(a.HeldChanges(""))(t)); n != 2 {
 				t.Fatalf("re-apply held %d changes, want 2", n)
 			}
-			// Store-and-forward re-offers them to peers.
-			if disp == engine.StoreAndForward {
+			// Hold-and-forward re-offers them to peers.
+			if policy == engine.HoldAndForward {
 				c := s.newReplica(t, "c", notes, nil)
 				fwd := must(a.ChangesSince(engine.HLC{}, 0, engine.ChangesFilter{}))(t)
 				must(c.ApplyChanges(fwd))(t)
@@ -195,15 +196,15 @@ func (s *suite) testQuarantine(t *testing.T) {
 			// The table appears (b's schema arrives): the held changes replay.
 			must(a.ApplyChanges(sets[:1]))(t)
 			if r := must(a.Get("notes", engine.Key{"n1"}))(t); r["body"].Text() != "hello" {
-				t.Fatalf("drained row = %s", fmtRow(r))
+				t.Fatalf("replayed row = %s", fmtRow(r))
 			}
-			if n := len(must(a.Quarantined(""))(t)); n != 0 {
+			if n := len(must(a.HeldChanges(""))(t)); n != 0 {
 				t.Fatalf("%d changes still held after the table appeared", n)
 			}
 		})
 	}
-	// A local schema that adds the table drains too (reopen with it).
-	t.Run("DrainOnOpen", func(t *testing.T) {
+	// A local schema that adds the table replays them too (reopen with it).
+	t.Run("ReplayOnOpen", func(t *testing.T) {
 		st := s.open(t)
 		clk := NewManualClock(T0)
 		a := must(engine.Open(st, engine.Options{Schema: TripsSchema(), Clock: clk}))(t)

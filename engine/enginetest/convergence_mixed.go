@@ -12,7 +12,7 @@ import (
 // mixedSchema is convergenceSchema with a timestamp column (it travels as an
 // integer on the wire) and, for v2, a real column with an index that
 // replicas add by reopening. withPairs=false leaves out "pairs", which such
-// a replica learns from its peers (its changes are quarantined until then).
+// a replica learns from its peers (its changes are held until then).
 func mixedSchema(v2, withPairs bool) *engine.Schema {
 	items := engine.TableDef{Name: "items", Columns: []engine.ColumnDef{
 		{Name: "id", Type: engine.KindText},
@@ -68,7 +68,7 @@ func wireForm(cs engine.ChangeSet) engine.ChangeSet {
 // travel: key moves, staged transactions, snapshots (whole, interrupted and
 // resumed, interrupted and abandoned) merged into replicas that already hold
 // data, a schema-less relay forwarding ChangesSince output, wire-form
-// values, a replica that learns a table late (quarantine, then drain), and
+// values, a replica that learns a table late (its changes held, then replayed), and
 // replicas that add a column and an index by reopening mid-run. Every
 // replica must end byte-identical.
 func (s *suite) testConvergenceMixed(t *testing.T) {
@@ -94,14 +94,14 @@ type mixedReplica struct {
 	*replica
 	v2    bool
 	pairs bool
-	disp  engine.Disposition // for the replica that learns "pairs" late
+	disp  engine.HeldPolicy // for the replica that learns "pairs" late
 }
 
 func (s *suite) convergeMixedOnce(t *testing.T, rng *rand.Rand, n, ops int, allow bool) {
 	var pool []engine.ChangeSet
 	mod := func(o *engine.Options) { o.AllowResurrection = allow }
 	open := func(m *mixedReplica) {
-		opts := engine.Options{Schema: mixedSchema(m.v2, m.pairs), Clock: m.clock, AllowResurrection: allow, UnknownTables: m.disp}
+		opts := engine.Options{Schema: mixedSchema(m.v2, m.pairs), Clock: m.clock, AllowResurrection: allow, HeldChanges: m.disp}
 		e, err := engine.Open(m.store, opts)
 		if err != nil {
 			t.Fatalf("open %s: %v", m.name, err)
@@ -123,7 +123,7 @@ func (s *suite) convergeMixedOnce(t *testing.T, rng *rand.Rand, n, ops int, allo
 		r.clock.Set(T0 + uint64(rng.IntN(2000)))
 		reps[i] = &mixedReplica{replica: r, pairs: i != 0}
 		if i == 0 && rng.IntN(2) == 0 {
-			reps[i].disp = engine.StoreAndForward // re-offers what it holds
+			reps[i].disp = engine.HoldAndForward // re-offers what it holds
 		}
 		open(reps[i])
 	}
@@ -299,7 +299,7 @@ func (s *suite) convergeMixedOnce(t *testing.T, rng *rand.Rand, n, ops int, allo
 		pull(t, m.replica, relay)
 	}
 	ref := DumpStore(t, reps[0].store)
-	if q := ref.Buckets["quarantine"]; len(q) != 0 {
+	if q := ref.Buckets["quarantine"]; len(q) != 0 { // the held changes (the bucket's stored name)
 		t.Fatalf("%s still holds %d changes after learning every table", reps[0].name, len(q))
 	}
 	for _, m := range reps[1:] {

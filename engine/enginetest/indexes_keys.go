@@ -183,7 +183,7 @@ func (s *suite) testLargeValues(t *testing.T) {
 		if _, err := a.ApplyChanges([]engine.ChangeSet{cs}); !errors.Is(err, engine.ErrValidation) && !errors.Is(err, engine.ErrMalformed) {
 			t.Errorf("9 MiB value from a peer: %v, want a typed error", err)
 		}
-		cs.Changes[0].Table = "nosuchtable" // held in quarantine
+		cs.Changes[0].Table = "nosuchtable" // held (unknown table)
 		if _, err := a.ApplyChanges([]engine.ChangeSet{cs}); !errors.Is(err, engine.ErrMalformed) {
 			t.Errorf("9 MiB value from a peer for an unknown table: %v, want ErrMalformed", err)
 		}

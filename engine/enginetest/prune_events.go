@@ -41,6 +41,7 @@ func (s *suite) testPrune(t *testing.T) {
 		t.Fatalf("PruneTombstones past the horizon: %+v, want 1 tombstone, 1 row", r)
 	}
 	d := DumpStore(t, a.store)
+	// "quarantine": the held changes' bucket, under its stored name.
 	if len(d.Buckets["rows"]) != 1 || len(d.Buckets["quarantine"]) != 0 {
 		t.Fatalf("after prune: %d row records, %d held", len(d.Buckets["rows"]), len(d.Buckets["quarantine"]))
 	}

@@ -157,8 +157,8 @@ func (s *suite) testConflictingPrimaryKeys(t *testing.T) {
 // The same conflict with data on both sides: whichever key wins the fold,
 // the rows the other device wrote under its own key do not fit the winning
 // definition. Refusing the batch would wedge sync between the two devices
-// forever (a poison batch); instead such changes are held (misfits, never
-// replayed), reported with an UnknownTableSeen event carrying the reason,
+// forever (a poison batch); instead such changes are held (HeldKeyMismatch,
+// never replayed), reported with a ChangesHeld event carrying the reason,
 // and everything else in the batch applies.
 func (s *suite) testConflictingPrimaryKeysWedge(t *testing.T) {
 	sa := &engine.Schema{Tables: []engine.TableDef{{Name: "notes", Columns: []engine.ColumnDef{{Name: "id", Type: engine.KindText}, {Name: "body", Type: engine.KindText}}}}}
@@ -173,16 +173,16 @@ func (s *suite) testConflictingPrimaryKeysWedge(t *testing.T) {
 	must(a.Insert("notes", map[string]any{"id": "a1", "body": "a"}))(t)
 	pull(t, b, a)
 	res := pull(t, a, b) // b's row is keyed (k1, k2); a holds the key (id)
-	if res.UnknownTable == 0 {
-		t.Fatalf("misfit rows were not diverted: %+v", res)
+	if res.Held == 0 {
+		t.Fatalf("rows keyed differently were not held: %+v", res)
 	}
-	var misfits int
-	for _, h := range must(a.Quarantined("notes"))(t) {
-		if h.Misfit {
-			misfits++
+	var unfit int
+	for _, h := range must(a.HeldChanges("notes"))(t) {
+		if h.DoesNotFit {
+			unfit++
 		}
 	}
-	if misfits == 0 {
+	if unfit == 0 {
 		t.Fatal("b's rows are not held on a")
 	}
 	// Sync goes on: a later, fitting write from b still arrives.

@@ -32,7 +32,7 @@ func (s *suite) testSchemaLess(t *testing.T) {
 	cs2.HLC = h2
 	cs2.Changes = []engine.Change{{Type: engine.ColumnChange, Table: "elsewhere", PK: []engine.Value{engine.Int(1)}, Column: "v", Value: engine.Bool(true), HLC: h2}}
 	res := must(relay.ApplyChanges([]engine.ChangeSet{cs, cs2}))(t)
-	if res.Applied != 4 || res.UnknownTable != 0 {
+	if res.Applied != 4 || res.Held != 0 {
 		t.Fatalf("schema-less apply: %+v", res)
 	}
 	row := must(relay.Get("trips", engine.Key{"r"}))(t)

@@ -17,7 +17,7 @@ func (s *suite) testSnapshotApply(t *testing.T) {
 	t.Run("SnapshotSchemaAdvancesClock", s.testSnapshotSchemaClock)
 	t.Run("SnapshotSchemaDrift", s.testSnapshotSchemaDrift)
 	t.Run("BadSnapshotRows", s.testBadSnapshotRows)
-	t.Run("DrainAfterSnapshotSchema", s.testDrainAfterSnapshotSchema)
+	t.Run("ReplayAfterSnapshotSchema", s.testReplayAfterSnapshotSchema)
 	t.Run("SnapshotAfterFailedChunk", s.testSnapshotAfterFailedChunk)
 	t.Run("SnapshotEventCallback", s.testSnapshotEventCallback)
 	t.Run("SnapshotSkipsAnnouncedTable", s.testSnapshotSkipsAnnouncedTable)
@@ -91,7 +91,7 @@ func (s *suite) testSnapshotSchemaDrift(t *testing.T) {
 // A snapshot rows chunk that lies is refused whole: nothing of it is
 // written, the checkpoint does not move, nothing panics. (Rows that are
 // well formed but do not fit the local schema are held instead:
-// Misfits/SnapshotMisfits.)
+// DoesNotFit/SnapshotDoesNotFit.)
 func (s *suite) testBadSnapshotRows(t *testing.T) {
 	a := s.newReplica(t, "a", TripsSchema(), nil)
 	must(a.Insert("trips", map[string]any{"id": "t1", "title": "x"}))(t)
@@ -141,7 +141,7 @@ func (s *suite) testBadSnapshotRows(t *testing.T) {
 // Changes held for a table are replayed as soon as the table appears,
 // however it appears: here from the schema chunk of a snapshot that is then
 // abandoned (or interrupted by a restart) before its footer.
-func (s *suite) testDrainAfterSnapshotSchema(t *testing.T) {
+func (s *suite) testReplayAfterSnapshotSchema(t *testing.T) {
 	notes := TripsSchema()
 	notes.Tables = append(notes.Tables, engine.TableDef{Name: "notes", Columns: []engine.ColumnDef{{Name: "id", Type: engine.KindText}, {Name: "body", Type: engine.KindText}}})
 	b := s.newReplica(t, "b", notes, nil)
@@ -154,7 +154,7 @@ func (s *suite) testDrainAfterSnapshotSchema(t *testing.T) {
 	}
 	a := s.newReplica(t, "a", TripsSchema(), nil)
 	must(a.ApplyChanges(data))(t)
-	if n := len(must(a.Quarantined("notes"))(t)); n != 2 {
+	if n := len(must(a.HeldChanges("notes"))(t)); n != 2 {
 		t.Fatalf("%d changes held, want 2", n)
 	}
 	chunks := collect(t, b, engine.SnapshotOptions{})
@@ -162,11 +162,11 @@ func (s *suite) testDrainAfterSnapshotSchema(t *testing.T) {
 		must(a.ApplySnapshotChunk(c))(t)
 	}
 	must(0, a.DiscardSnapshotCheckpoint())(t)
-	if n := len(must(a.Quarantined("notes"))(t)); n != 0 {
+	if n := len(must(a.HeldChanges("notes"))(t)); n != 0 {
 		t.Fatalf("%d changes still held after the table appeared", n)
 	}
 	if r := must(a.Get("notes", engine.Key{"n1"}))(t); r["body"].Text() != "hello" {
-		t.Fatalf("drained row = %s", fmtRow(r))
+		t.Fatalf("replayed row = %s", fmtRow(r))
 	}
 }
 

@@ -132,8 +132,8 @@ func (s *suite) testLocalRowLimit(t *testing.T) {
 
 // A timestamp column holds a JavaScript Date's range, ±8.64e15 ms: beyond
 // it a browser reads back an Invalid Date. A local write outside it is a
-// ValidationError whatever its spelling; a peer's value outside it is a
-// misfit (RemoteMisfits, SchemaLessRefusesMisfits).
+// ValidationError whatever its spelling; a peer's value outside it is held
+// as a wrong type (RemoteDoesNotFit, SchemaLessRefusesWrongTypes).
 func (s *suite) testTimestampRange(t *testing.T) {
 	a := s.newReplica(t, "a", TripsSchema(), nil)
 	const max = engine.MaxTimestampMillis

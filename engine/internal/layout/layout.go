@@ -23,7 +23,9 @@
 //	index       table ‖ index name ‖ column values ‖ pk → empty
 //	migrations  class ‖ HLC → schema migration: its JSON form
 //	            (model.AppendMigrationJSON; engine/migrate.go), hlc included
-//	quarantine  table ‖ HLC → held change for an unknown table
+//	quarantine  table ‖ HLC → held change (engine/held.go): a synced change
+//	            the replica cannot apply now. The bucket's name predates
+//	            the term "held change" and stays: it is a stored format.
 //
 // table, index name and column values use the order-preserving key encoding
 // of package engine/internal/keyenc (a table's rows are contiguous and
@@ -64,7 +66,7 @@ const (
 	BucketLog        = "log"
 	BucketIndex      = "index"
 	BucketMigrations = "migrations"
-	BucketQuarantine = "quarantine"
+	BucketHeld       = "quarantine" // held changes; the stored name stays
 	BucketTombs      = "tombs"
 )
 
@@ -85,7 +87,7 @@ var (
 )
 
 // TableKey returns the key prefix of a table's rows, index entries and
-// quarantined changes.
+// held changes.
 func TableKey(table string) []byte { return keyenc.AppendValue(nil, model.Text(table)) }
 
 // RowKey returns tk ‖ pk, tk being TableKey(table).
@@ -149,9 +151,9 @@ func MigrationKey(class byte, h model.HLC) []byte {
 	return k
 }
 
-// QuarantineKey returns tk ‖ h: the key of a held change of the table
+// HeldKey returns tk ‖ h: the key of a held change of the table
 // whose TableKey is tk.
-func QuarantineKey(tk []byte, h model.HLC) []byte {
+func HeldKey(tk []byte, h model.HLC) []byte {
 	k := make([]byte, 0, len(tk)+model.HLCSize)
 	k = append(k, tk...)
 	var b [model.HLCSize]byte

@@ -14,7 +14,7 @@ import (
 // integer one, an integer key for a text key) is refused with
 // APPLY_CHANGES_REFUSED and nothing is stored or fanned out: before, the
 // schema-less relay stored it as received and every browser took it.
-func TestMisfitPushRefused(t *testing.T) {
+func TestWrongTypePushRefused(t *testing.T) {
 	r := startRelay(t, Config{})
 	rep := newReplica(t, nil)
 	a := connectAs(t, r, "acme", rep)

@@ -9,13 +9,13 @@ import (
 	"github.com/replica-sync/replica/engine"
 )
 
-// testMisfits: values from peers must fit the schema; remote changes and
+// testDoesNotFit: values from peers must fit the schema; remote changes and
 // snapshot rows that do not are held, not applied, and a schema-less
 // replica refuses them.
-func (s *suite) testMisfits(t *testing.T) {
-	t.Run("RemoteMisfits", s.testRemoteMisfits)
-	t.Run("SnapshotMisfits", s.testSnapshotMisfits)
-	t.Run("SchemaLessRefusesMisfits", s.testSchemaLessRefusesMisfits)
+func (s *suite) testDoesNotFit(t *testing.T) {
+	t.Run("RemoteDoesNotFit", s.testRemoteDoesNotFit)
+	t.Run("SnapshotDoesNotFit", s.testSnapshotDoesNotFit)
+	t.Run("SchemaLessRefusesWrongTypes", s.testSchemaLessRefusesWrongTypes)
 }
 
 // forged is a ChangeSet of site with one fact per change, numbered in order.
@@ -32,9 +32,9 @@ func setCell(table string, pk engine.Value, col string, v engine.Value) engine.C
 	return engine.Change{Type: engine.ColumnChange, Table: table, PK: []engine.Value{pk}, Column: col, Value: v}
 }
 
-// misfitCases are peers' facts that do not fit TripsSchema: a forged push
+// unfitCases are peers' facts that do not fit TripsSchema: a forged push
 // through the schema-less relay put each of them into every browser.
-func misfitCases() map[string]engine.Change {
+func unfitCases() map[string]engine.Change {
 	return map[string]engine.Change{
 		"text into real":         setCell("trips", engine.Text("m"), "budget", engine.Text("lots")),
 		"fraction into integer":  setCell("trips", engine.Text("m"), "days", engine.Real(1.5)),
@@ -53,23 +53,23 @@ func misfitCases() map[string]engine.Change {
 // A peer's value that is not of its column's type (after the lossless
 // normalization of wire spellings), a key of the wrong type, or a column
 // the table does not define is not stored: it is held (never replayed for
-// a misfit; replayed when the column appears for an unknown column),
-// reported by an UnknownTableSeen event with a reason, and the rest of the
-// batch applies. Prune drops what is held at the horizon.
-func (s *suite) testRemoteMisfits(t *testing.T) {
+// a wrong type or key; replayed when the column appears for an unknown
+// column), reported by a ChangesHeld event with its HeldReason, and the
+// rest of the batch applies. Prune drops what is held at the horizon.
+func (s *suite) testRemoteDoesNotFit(t *testing.T) {
 	peer := engine.SiteID{8, 8}
-	cases := misfitCases()
+	cases := unfitCases()
 	cases["unknown column"] = setCell("trips", engine.Text("m"), "anything", engine.Text("x"))
 	for name, bad := range cases {
 		a := s.newReplica(t, "a", TripsSchema(), nil)
-		var events []engine.UnknownTable
+		var events []engine.HeldReport
 		a.Subscribe(func(ev engine.Event) {
-			if ev.Type == engine.UnknownTableSeen {
-				events = append(events, *ev.UnknownTable)
+			if ev.Type == engine.ChangesHeld {
+				events = append(events, *ev.Held)
 			}
 		})
 		now := a.clock.Now()
-		// One ChangeSet mixes a fitting row with the misfit; a second is
+		// One ChangeSet mixes a fitting row with the bad fact; a second is
 		// all good. NotNull is not enforced on peers' facts (column merges
 		// make partial rows): a null title applies.
 		mixed := forged(peer, now, setCell("trips", engine.Text("m"), "id", engine.Text("m")),
@@ -82,13 +82,20 @@ func (s *suite) testRemoteMisfits(t *testing.T) {
 			setCell("trips", engine.Text("g"), "title", engine.Null))
 		res, err := a.ApplyChanges([]engine.ChangeSet{mixed, good})
 		if err != nil {
-			t.Fatalf("%s: %v (a misfit must not block the batch)", name, err)
+			t.Fatalf("%s: %v (a change that does not fit must not block the batch)", name, err)
 		}
-		if res.UnknownTable != 1 || res.Applied != 4 {
+		if res.Held != 1 || res.Applied != 4 {
 			t.Errorf("%s: result %+v, want 4 applied and 1 held", name, res)
 		}
-		if len(events) != 1 || events[0].Table != "trips" || events[0].Reason == "" || events[0].Changes != 1 {
-			t.Errorf("%s: events %+v, want one UnknownTableSeen with a reason", name, events)
+		want := engine.HeldWrongType
+		switch name {
+		case "unknown column":
+			want = engine.HeldUnknownColumn
+		case "integer key for text":
+			want = engine.HeldKeyMismatch
+		}
+		if len(events) != 1 || events[0].Table != "trips" || events[0].Reason != want || events[0].Detail == "" || events[0].Changes != 1 {
+			t.Errorf("%s: events %+v, want one ChangesHeld for %s with a detail", name, events, want)
 		}
 		row := must(a.Get("trips", engine.Key{"m"}))(t)
 		if row["title"].Text() != "fits" {
@@ -96,7 +103,7 @@ func (s *suite) testRemoteMisfits(t *testing.T) {
 		}
 		for col, v := range row {
 			if !v.IsNull() && col != "id" && col != "title" {
-				t.Errorf("%s: misfit stored: %s = %s", name, col, v)
+				t.Errorf("%s: value that does not fit stored: %s = %s", name, col, v)
 			}
 		}
 		if _, ok := row["anything"]; ok {
@@ -105,16 +112,16 @@ func (s *suite) testRemoteMisfits(t *testing.T) {
 		if g := must(a.Get("trips", engine.Key{"g"}))(t); !g["title"].IsNull() {
 			t.Errorf("%s: remote null for a notNull column: %s", name, fmtRow(g))
 		}
-		held := must(a.Quarantined("trips"))(t)
-		if len(held) != 1 || held[0].Misfit != (name != "unknown column") {
+		held := must(a.HeldChanges("trips"))(t)
+		if len(held) != 1 || held[0].DoesNotFit != (name != "unknown column") {
 			t.Errorf("%s: held %+v", name, held)
 		}
-		if n := must(a.DrainQuarantine("trips"))(t); n != 0 {
+		if n := must(a.ReplayHeld("trips"))(t); n != 0 {
 			t.Errorf("%s: %d held changes replayed", name, n)
 		}
 		// Re-delivery holds nothing twice and applies nothing.
 		res = must(a.ApplyChanges([]engine.ChangeSet{mixed, good}))(t)
-		if res.Applied != 0 || len(must(a.Quarantined(""))(t)) != 1 {
+		if res.Applied != 0 || len(must(a.HeldChanges(""))(t)) != 1 {
 			t.Errorf("%s: re-delivery: %+v", name, res)
 		}
 		a.clock.Advance(uint64((engine.DefaultRetention + time.Hour).Milliseconds()))
@@ -128,7 +135,7 @@ func (s *suite) testRemoteMisfits(t *testing.T) {
 // (a relay stores what it is sent) is applied without them: they are held
 // and reported, not a reason to refuse the snapshot, which would keep every
 // new device from bootstrapping.
-func (s *suite) testSnapshotMisfits(t *testing.T) {
+func (s *suite) testSnapshotDoesNotFit(t *testing.T) {
 	a := s.newReplica(t, "a", TripsSchema(), nil)
 	for i := 0; i < 3; i++ {
 		must(a.Insert("trips", map[string]any{"id": fmt.Sprintf("t%d", i), "title": "x", "days": i}))(t)
@@ -138,13 +145,13 @@ func (s *suite) testSnapshotMisfits(t *testing.T) {
 	h := engine.HLC{Wall: a.clock.Now(), Site: peer}
 	var bad []engine.SnapshotRow
 	n := 0
-	for _, c := range misfitCases() {
+	for _, c := range unfitCases() {
 		h.OpSeq++
 		cell := engine.SnapshotCell{Column: c.Column, Value: c.Value, HLC: h}
 		if c.PK[0].Kind() != engine.KindText {
 			bad = append(bad, engine.SnapshotRow{PK: c.PK, Cells: []engine.SnapshotCell{cell}})
 		} else {
-			// A misfit cell beside a fitting one, in a row of its own.
+			// A cell that does not fit beside one that does, in a row of its own.
 			id := fmt.Sprintf("bad%d", n)
 			h2 := h
 			h2.OpSeq += 1000
@@ -185,15 +192,15 @@ func (s *suite) testSnapshotMisfits(t *testing.T) {
 		}
 	}
 	b := s.newReplica(t, "b", TripsSchema(), nil)
-	var events []engine.UnknownTable
+	var events []engine.HeldReport
 	b.Subscribe(func(ev engine.Event) {
-		if ev.Type == engine.UnknownTableSeen {
-			events = append(events, *ev.UnknownTable)
+		if ev.Type == engine.ChangesHeld {
+			events = append(events, *ev.Held)
 		}
 	})
 	for _, c := range chunks {
 		if _, err := b.ApplySnapshotChunk(c); err != nil {
-			t.Fatalf("%s chunk: %v (misfits must not refuse the snapshot)", c.Type, err)
+			t.Fatalf("%s chunk: %v (facts that do not fit must not refuse the snapshot)", c.Type, err)
 		}
 	}
 	rows := must(b.Query("trips", engine.Query{}))(t)
@@ -207,16 +214,16 @@ func (s *suite) testSnapshotMisfits(t *testing.T) {
 		}
 		for col, v := range r {
 			if !v.IsNull() && col != "id" && col != "title" {
-				t.Errorf("misfit stored: %s = %s in %s", col, v, fmtRow(r))
+				t.Errorf("value that does not fit stored: %s = %s in %s", col, v, fmtRow(r))
 			}
 		}
 	}
-	held := must(b.Quarantined("trips"))(t)
+	held := must(b.HeldChanges("trips"))(t)
 	if len(held) != n+2 {
 		t.Errorf("held %d facts, want %d", len(held), n+2)
 	}
-	if len(events) != 1 || events[0].Changes != n+2 || events[0].Reason == "" {
-		t.Errorf("events %+v, want one UnknownTableSeen for %d facts", events, n+2)
+	if len(events) != 1 || events[0].Changes != n+2 || events[0].Reason.String() == "invalid" || events[0].Detail == "" {
+		t.Errorf("events %+v, want one ChangesHeld for %d facts", events, n+2)
 	}
 	if cp := must(b.SnapshotCheckpoint())(t); cp != nil {
 		t.Errorf("snapshot not complete: %+v", cp)
@@ -224,15 +231,15 @@ func (s *suite) testSnapshotMisfits(t *testing.T) {
 }
 
 // A schema-less replica (the relay) stores values as received, but a value
-// for a column whose type a migration declared must fit it: a misfit is
-// refused (ErrMalformed, so the relay answers APPLY_CHANGES_REFUSED) and
+// for a column whose type a migration declared must fit it: a value of the
+// wrong type is refused (ErrMalformed, so the relay answers APPLY_CHANGES_REFUSED) and
 // nothing of the batch is stored. Columns and tables without a declaration
 // are accepted as received.
-func (s *suite) testSchemaLessRefusesMisfits(t *testing.T) {
+func (s *suite) testSchemaLessRefusesWrongTypes(t *testing.T) {
 	src := s.newReplica(t, "src", TripsSchema(), nil)
 	ddl := must(src.ChangesSince(engine.HLC{}, 0, engine.ChangesFilter{}))(t)
 	peer := engine.SiteID{4}
-	for name, bad := range misfitCases() {
+	for name, bad := range unfitCases() {
 		r := s.newReplica(t, "relay", nil, nil)
 		must(r.ApplyChanges(ddl))(t)
 		now := r.clock.Now()

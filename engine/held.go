@@ -15,36 +15,52 @@ import (
 	"github.com/replica-sync/replica/engine/internal/rowrec"
 )
 
-// Held changes: changes for tables outside the schema, kept in the
-// quarantine bucket under table ‖ HLC (one entry per change, so holding the
-// same change twice is a no-op) until the table appears or the retention
-// horizon passes (docs/design.md § Changes that do not fit).
+// Held changes: synced changes this replica cannot apply now (HeldReason),
+// kept in the held-changes bucket (layout.BucketHeld, stored under its
+// older name "quarantine") under table ‖ HLC (one entry per change, so
+// holding the same change twice is a no-op) until their table or column
+// appears or the retention horizon passes (docs/design.md § Held changes).
+// The stored value:
 //
-//	flags       1 byte: 1 = forwardable (store-and-forward), 2 = misfit (its
-//	            key or value does not fit the local table; never replayed)
-//
-// A change for a column its table does not define (yet) is held like one
-// for an unknown table, and replayed when a migration adds the column.
-//
+//	flags       1 byte: 1 = forwardable (HoldAndForward), 2 = never
+//	            replayed (its key or value does not fit the local table:
+//	            HeldKeyMismatch, HeldWrongType)
 //	receivedAt  8 bytes, local wall ms
 //	change      encodeChange
+//
+// The reason is not stored: a change without flag 2 is held for an unknown
+// table or column, and the schema at replay says which.
 type heldChange struct {
 	forward    bool
-	misfit     bool
+	noReplay   bool
 	receivedAt uint64
 	change     Change
 }
 
+// The flag bits of a stored held change (a stored format: the values stay).
 const (
-	heldForward byte = 1
-	heldMisfit  byte = 2
+	heldForward  byte = 1
+	heldNoReplay byte = 2
 )
 
-// holdAs holds c with the given flags (heldForward, heldMisfit); holding a
+// heldFlags returns the stored flags of a change held for reason under
+// policy: heldNoReplay for a key or value that does not fit, heldForward for
+// the others under HoldAndForward.
+func heldFlags(reason HeldReason, policy HeldPolicy) byte {
+	switch {
+	case !reason.Replayed():
+		return heldNoReplay
+	case policy == HoldAndForward:
+		return heldForward
+	}
+	return 0
+}
+
+// holdAs holds c with the given flags (heldForward, heldNoReplay); holding a
 // change already held is a no-op.
 func (w *writeTx) holdAs(c *Change, flags byte) error {
-	k := layout.QuarantineKey(layout.TableKey(c.Table), c.HLC)
-	if _, err := w.kv.Get(layout.BucketQuarantine, k); err == nil {
+	k := layout.HeldKey(layout.TableKey(c.Table), c.HLC)
+	if _, err := w.kv.Get(layout.BucketHeld, k); err == nil {
 		return nil
 	} else if !errors.Is(err, kv.ErrNotFound) {
 		return err
@@ -53,16 +69,16 @@ func (w *writeTx) holdAs(c *Change, flags byte) error {
 	b = binary.BigEndian.AppendUint64(b, w.e.clock.Now())
 	b = encodeChange(b, c)
 	if len(b) > kv.MaxValueSize {
-		return malformed("change for unknown table %s is too large to hold (%d bytes, limit %d)", c.Table, len(b), kv.MaxValueSize)
+		return malformed("held change for table %s is too large to hold (%d bytes, limit %d)", c.Table, len(b), kv.MaxValueSize)
 	}
-	return w.kv.Put(layout.BucketQuarantine, k, b)
+	return w.kv.Put(layout.BucketHeld, k, b)
 }
 
 func decodeHeld(v []byte) (heldChange, error) {
 	if len(v) < 9 {
 		return heldChange{}, malformed("short held change")
 	}
-	h := heldChange{forward: v[0]&heldForward != 0, misfit: v[0]&heldMisfit != 0, receivedAt: binary.BigEndian.Uint64(v[1:9])}
+	h := heldChange{forward: v[0]&heldForward != 0, noReplay: v[0]&heldNoReplay != 0, receivedAt: binary.BigEndian.Uint64(v[1:9])}
 	c, err := decodeChange(v[9:])
 	h.change = c
 	return h, err
@@ -152,17 +168,22 @@ func decodeChange(v []byte) (Change, error) {
 	return c, rd.Err()
 }
 
-// HeldChange is a change held for a table outside the schema.
+// HeldChange is a synced change this replica holds instead of applying
+// (see HeldReason).
 type HeldChange struct {
-	Change     Change
-	Forward    bool   // re-offered by ChangesSince (store-and-forward)
-	Misfit     bool   // its key or value does not fit the local table: never replayed
+	Change  Change
+	Forward bool // re-offered by ChangesSince (HoldAndForward)
+	// DoesNotFit: its key or value does not fit the local table
+	// (HeldKeyMismatch, HeldWrongType), so it is never replayed; false
+	// for a change held for an unknown table or column (HeldUnknownTable,
+	// HeldUnknownColumn), replayed when the schema defines it.
+	DoesNotFit bool
 	ReceivedAt uint64 // local wall ms when it was held
 }
 
-// Quarantined lists the changes held for table (all tables when table is
+// HeldChanges lists the changes held for table (all tables when table is
 // empty), in table then HLC order.
-func (e *Engine) Quarantined(table string) ([]HeldChange, error) {
+func (e *Engine) HeldChanges(table string) ([]HeldChange, error) {
 	if err := e.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -173,13 +194,13 @@ func (e *Engine) Quarantined(table string) ([]HeldChange, error) {
 	}
 	err := e.store.View(func(tx kv.Tx) error {
 		var derr error
-		err := tx.Scan(layout.BucketQuarantine, r, func(k, v []byte) bool {
+		err := tx.Scan(layout.BucketHeld, r, func(k, v []byte) bool {
 			h, err := decodeHeld(v)
 			if err != nil {
 				derr = err
 				return false
 			}
-			out = append(out, HeldChange{Change: h.change, Forward: h.forward, Misfit: h.misfit, ReceivedAt: h.receivedAt})
+			out = append(out, HeldChange{Change: h.change, Forward: h.forward, DoesNotFit: h.noReplay, ReceivedAt: h.receivedAt})
 			return true
 		})
 		if err != nil {
@@ -190,16 +211,18 @@ func (e *Engine) Quarantined(table string) ([]HeldChange, error) {
 	return out, err
 }
 
-// drainBatch bounds the changes replayed per kv transaction.
-const drainBatch = 5000
+// replayBatch bounds the changes replayed per kv transaction.
+const replayBatch = 5000
 
-// DrainQuarantine replays the changes held for the listed tables (every
-// held table when none is listed) that now exist in the schema, exactly as
-// fresh remote changes (LWW, tombstones), and removes them from the hold
-// whether they won or not; changes for tables still missing stay held
-// (docs/design.md § Changes that do not fit). It returns the number of changes replayed.
+// ReplayHeld replays the changes held for the listed tables (every table
+// with held changes when none is listed) that now fit the schema — their
+// table exists and defines their column — exactly as fresh remote changes
+// (LWW, tombstones), and removes them from the hold whether they won or
+// not; changes for tables or columns still missing stay held, and those
+// whose key or value does not fit are never replayed (docs/design.md §
+// Held changes). It returns the number of changes replayed.
 // Open and ApplyChanges call it when they create a table.
-func (e *Engine) DrainQuarantine(tables ...string) (int, error) {
+func (e *Engine) ReplayHeld(tables ...string) (int, error) {
 	if err := e.checkOpen(); err != nil {
 		return 0, err
 	}
@@ -212,7 +235,7 @@ func (e *Engine) DrainQuarantine(tables ...string) (int, error) {
 	total := 0
 	for _, name := range tables {
 		for {
-			n, more, err := e.drainSome(name)
+			n, more, err := e.replaySome(name)
 			total += n
 			if err != nil {
 				return total, err
@@ -231,7 +254,7 @@ func (e *Engine) heldTables() ([]string, error) {
 		var start []byte
 		for {
 			var k []byte
-			err := tx.Scan(layout.BucketQuarantine, kv.Range{Start: start, Limit: 1, KeysOnly: true}, func(key, _ []byte) bool {
+			err := tx.Scan(layout.BucketHeld, kv.Range{Start: start, Limit: 1, KeysOnly: true}, func(key, _ []byte) bool {
 				k = bytes.Clone(key)
 				return false
 			})
@@ -252,7 +275,7 @@ func (e *Engine) heldTables() ([]string, error) {
 	return out, err
 }
 
-func (e *Engine) drainSome(name string) (n int, more bool, err error) {
+func (e *Engine) replaySome(name string) (n int, more bool, err error) {
 	var out applyOutcome
 	err = e.store.Update(func(tx kv.Tx) error {
 		n, more = 0, false
@@ -267,8 +290,8 @@ func (e *Engine) drainSome(name string) (n int, more bool, err error) {
 		var keys [][]byte
 		var changes []Change
 		var derr error
-		err = tx.Scan(layout.BucketQuarantine, kv.Range{Start: layout.TableKey(name), End: kv.PrefixEnd(layout.TableKey(name))}, func(k, v []byte) bool {
-			if len(keys) == drainBatch {
+		err = tx.Scan(layout.BucketHeld, kv.Range{Start: layout.TableKey(name), End: kv.PrefixEnd(layout.TableKey(name))}, func(k, v []byte) bool {
+			if len(keys) == replayBatch {
 				more = true
 				return false
 			}
@@ -277,7 +300,7 @@ func (e *Engine) drainSome(name string) (n int, more bool, err error) {
 				derr = err
 				return false
 			}
-			if h.misfit {
+			if h.noReplay {
 				return true // never replayed; stays until pruned
 			}
 			if c := &h.change; c.Type == ColumnChange && !t.asReceived && t.cols[c.Column] == nil {
@@ -294,7 +317,7 @@ func (e *Engine) drainSome(name string) (n int, more bool, err error) {
 			return err
 		}
 		for _, k := range keys {
-			if err := tx.Delete(layout.BucketQuarantine, k); err != nil {
+			if err := tx.Delete(layout.BucketHeld, k); err != nil {
 				return err
 			}
 		}
