@@ -164,7 +164,7 @@
 // value of another type than its key column (or a key column set to a
 // value that contradicts the key), and HeldWrongType, a value
 // that is neither null nor of its column's type, are never replayed
-// (HeldChanges lists them with DoesNotFit set). Prune drops held changes at
+// (HeldChanges lists them with NeverReplayed set). Prune drops held changes at
 // the horizon. A snapshot applies without the cells and rows that do not
 // fit (held and reported the same way) rather than being refused. NotNull is not
 // enforced on peers' facts: column-level merges legitimately produce
@@ -220,7 +220,7 @@
 // with another type) gets ErrSchema from Open, naming the column: rename the
 // column or the table in the new app version. Changes from a device that
 // keyed a table differently (another primary key) do not fit the winning
-// definition: they are held (HeldChanges lists them with DoesNotFit set, a
+// definition: they are held (HeldChanges lists them with NeverReplayed set, a
 // ChangesHeld event says why: HeldKeyMismatch) instead of blocking sync, and pruned at
 // the retention horizon; so are, on typed replicas, values written under a
 // declaration whose column type lost the fold. The relay, which knows the

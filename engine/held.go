@@ -173,12 +173,12 @@ func decodeChange(v []byte) (Change, error) {
 type HeldChange struct {
 	Change  Change
 	Forward bool // re-offered by ChangesSince (HoldAndForward)
-	// DoesNotFit: its key or value does not fit the local table
+	// NeverReplayed: its key or value does not fit the local table
 	// (HeldKeyMismatch, HeldWrongType), so it is never replayed; false
 	// for a change held for an unknown table or column (HeldUnknownTable,
 	// HeldUnknownColumn), replayed when the schema defines it.
-	DoesNotFit bool
-	ReceivedAt uint64 // local wall ms when it was held
+	NeverReplayed bool
+	ReceivedAt    uint64 // local wall ms when it was held
 }
 
 // HeldChanges lists the changes held for table (all tables when table is
@@ -200,7 +200,7 @@ func (e *Engine) HeldChanges(table string) ([]HeldChange, error) {
 				derr = err
 				return false
 			}
-			out = append(out, HeldChange{Change: h.change, Forward: h.forward, DoesNotFit: h.noReplay, ReceivedAt: h.receivedAt})
+			out = append(out, HeldChange{Change: h.change, Forward: h.forward, NeverReplayed: h.noReplay, ReceivedAt: h.receivedAt})
 			return true
 		})
 		if err != nil {

@@ -169,8 +169,8 @@ func TestHeldChangesOption(t *testing.T) {
 			// only for the unknown table; the wrong type never replayed.
 			for _, h := range kept {
 				fwd := c.policy == "hold-and-forward" && h.Change.Table == "ghosts"
-				if h.Forward != fwd || h.DoesNotFit != (h.Change.Table == "items") {
-					t.Errorf("held %s: forward %v, does not fit %v", h.Change.Table, h.Forward, h.DoesNotFit)
+				if h.Forward != fwd || h.NeverReplayed != (h.Change.Table == "items") {
+					t.Errorf("held %s: forward %v, does not fit %v", h.Change.Table, h.Forward, h.NeverReplayed)
 				}
 			}
 		})

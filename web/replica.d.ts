@@ -294,10 +294,10 @@ declare namespace Replica {
 		 * HeldReason). "hold" (the default) keeps them and applies those for
 		 * a missing table or column when it appears; "drop" discards them,
 		 * those for known tables that do not fit included; "hold-and-forward"
-		 * holds them and also forwards those for a missing table or column to
-		 * peers. Whichever it is, each batch fires a `held` event per table.
-		 * The older names "quarantine", "ignore" and "store-and-forward" are
-		 * accepted too, for one release.
+		 * holds them and, on a replica that pushes other sites' changes on
+		 * (a native Go peer), forwards those for a missing table or column;
+		 * a browser replica pushes only its own changes, so there it acts as
+		 * "hold". Whichever it is, each batch fires a `held` event per table.
 		 */
 		heldChanges?: HeldPolicy;
 		/**

@@ -91,7 +91,7 @@ func (s *suite) testBadInput(t *testing.T) {
 			t.Fatalf("key that does not fit: result %+v, events %+v", res, events)
 		}
 		held := must(b.HeldChanges("trips"))(t)
-		if len(held) == 0 || !held[len(held)-1].DoesNotFit && !held[0].DoesNotFit {
+		if len(held) == 0 || !held[len(held)-1].NeverReplayed && !held[0].NeverReplayed {
 			t.Fatalf("key that does not fit not held: %+v", held)
 		}
 		if n := must(b.ReplayHeld("trips"))(t); n != 0 {

@@ -113,7 +113,7 @@ func (s *suite) testRemoteDoesNotFit(t *testing.T) {
 			t.Errorf("%s: remote null for a notNull column: %s", name, fmtRow(g))
 		}
 		held := must(a.HeldChanges("trips"))(t)
-		if len(held) != 1 || held[0].DoesNotFit != (name != "unknown column") {
+		if len(held) != 1 || held[0].NeverReplayed != (name != "unknown column") {
 			t.Errorf("%s: held %+v", name, held)
 		}
 		if n := must(a.ReplayHeld("trips"))(t); n != 0 {

@@ -178,7 +178,7 @@ func (s *suite) testConflictingPrimaryKeysWedge(t *testing.T) {
 	}
 	var unfit int
 	for _, h := range must(a.HeldChanges("notes"))(t) {
-		if h.DoesNotFit {
+		if h.NeverReplayed {
 			unfit++
 		}
 	}
