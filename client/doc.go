@@ -203,7 +203,12 @@
 //     version 4): its own deletes (pruned, they would never be pushed)
 //     and its own cells of a delete-wins row whose tombstone goes (the
 //     row keeps them alone, as the relay will once they arrive); a later
-//     mark prunes them once its siteHlc covers them. Then it
+//     mark prunes them once its siteHlc covers them. A kept own deletion
+//     that superseded an older one (received after this replica deleted
+//     the row) stands where the relay's row still had the older one:
+//     when the mark prunes that one, a delete-wins row keeps only the own
+//     deletion and the own cells above siteHlc, as the relay, which
+//     pruned the row and then applied the own deletion. Then it
 //     stores the wall as this relay log's
 //     horizon (sync:<serverSiteId>/<databaseId>:horizon). A mark whose wall
 //     is not above the stored horizon is skipped, so marks carried again

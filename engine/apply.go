@@ -701,6 +701,11 @@ func (w *writeTx) mergeRow(r *txRow, facts []pendingFact, out *applyOutcome) {
 	for _, f := range facts {
 		switch f.c.Type {
 		case RowDeletion:
+			if r.cur.HasTomb && f.c.HLC.Less(r.cur.Tomb) && r.cur.Tomb.Site == w.e.site {
+				// A deletion the own one superseded: the row's shadow
+				// until the own one reaches the relay (putShadow).
+				r.noteShadow(f.c.HLC)
+			}
 			r.mergeDeletion(f.c)
 		case ColumnChange:
 			r.mergeCell(f.c, resolver)
