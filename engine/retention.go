@@ -93,10 +93,12 @@ type PruneTombstonesOptions struct {
 	// but the own ones above Sent (pruneShadow; the simulator's seed
 	// 271).
 	//
-	// Known gap: an own cell a later cell of another site superseded
-	// here is not in the row, so it is not kept, though the relay applies
-	// it after its pruning when it was pushed before the mark and
-	// arrived after it (TestPruneSupersededUnsentCell).
+	// An own fact a later fact of another site removed from its row is
+	// not kept (the row does not hold it), though the relay applies it
+	// after its pruning when it was pushed before the mark and reached
+	// the relay after it: the sync client asks the relay for those
+	// ChangeSets and merges them back (ApplyOptions.MergeOwn;
+	// TestPruneSupersededUnsentCell).
 	KeepUnsent bool
 	Sent       HLC
 }

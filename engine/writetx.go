@@ -54,6 +54,10 @@ type writeTx struct {
 	// find the tables whose shape a migration changed.
 	schema0 *schemaState
 
+	// mergeOwn: an apply merges this replica's own ChangeSets too
+	// (ApplyOptions.MergeOwn).
+	mergeOwn bool
+
 	// Local transactions: base is the tick taken at begin; opSeq numbers
 	// the facts. A transaction that records no fact writes no clock.
 	base  HLC
@@ -650,7 +654,7 @@ func (w *writeTx) diffTomb(r *txRow, rk []byte) error {
 	}
 	if s := r.shadow; !s.IsZero() {
 		r.shadow = HLC{}
-		if nHas && r.cur.Tomb.Site == w.e.site && s.Less(r.cur.Tomb) {
+		if nHas && r.cur.Tomb.Site == w.e.site && s.Less(r.cur.Tomb) && s.Base() != nb {
 			return w.putShadow(nb, s, rk)
 		}
 	}
