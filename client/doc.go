@@ -203,7 +203,23 @@
 //     version 4): its own deletes (pruned, they would never be pushed)
 //     and its own cells of a delete-wins row whose tombstone goes (the
 //     row keeps them alone, as the relay will once they arrive); a later
-//     mark prunes them once its siteHlc covers them. Then it
+//     mark prunes them once its siteHlc covers them. A kept own deletion
+//     that superseded an older one (received after this replica deleted
+//     the row) stands where the relay's row still had the older one:
+//     when the mark prunes that one, a delete-wins row keeps only the own
+//     deletion and the own cells above siteHlc, as the relay, which
+//     pruned the row and then applied the own deletion. When the mark's
+//     siteHlc is below the highest of its own transactions it had
+//     pushed (the sent watermark, the handshake_ack's siteHlc, a push in
+//     flight), the relay got those after the mark and applies them after
+//     its pruning, and this replica's rows may no longer hold all of their
+//     facts (a later fact of another site superseded one, and the mark
+//     pruned that fact): its pulls ask them back (get_changes' ownAbove
+//     and ownUpTo, wire's "Own ChangeSets after a mark") until the next
+//     mark, and it merges them in their place in the log
+//     (engine.ApplyOptions.MergeOwn), as the relay did. A changes page
+//     whose leading marks set that range was read without it and is not
+//     applied; the pull asks again. Then it
 //     stores the wall as this relay log's
 //     horizon (sync:<serverSiteId>/<databaseId>:horizon). A mark whose wall
 //     is not above the stored horizon is skipped, so marks carried again
@@ -431,6 +447,12 @@
 //	                                         snapshot's header; absent: none. One
 //	                                         that does not decode is discarded (the
 //	                                         marks apply again)
+//	sync:<serverSiteId>/<databaseId>:echo    own transactions asked back after
+//	                                         the last mark applied (see "The
+//	                                         tombstone horizon"): "<ownAbove>
+//	                                         <ownUpTo>", two HLCs in wire's text
+//	                                         form; absent: none. One that does not
+//	                                         decode is discarded
 //	sync:relay:<url>#<databaseId>            "sync:<serverSiteId>/<databaseId>" last
 //	                                         seen at that URL (lets Pending find
 //	                                         the watermark before a handshake)

@@ -267,3 +267,59 @@ func TestHorizonKeepsOwnFactsAfterTheMark(t *testing.T) {
 		t.Fatalf("%d tombstones after a mark whose siteHlc covers the delete, want 0", n)
 	}
 }
+
+// TestHorizonAsksOwnBack: a mark whose siteHlc is below what this replica
+// had pushed when it applied it (the relay got those pushes after the
+// mark) makes the pulls ask them back (get_changes' ownAbove and ownUpTo,
+// stored under echoKey), and the client merges them in their place (wire
+// version 5: engine.TestPruneSupersededUnsentCell is what it is for). A
+// page whose leading mark set that range was read without it: it is not
+// applied, and the pull from the same cursor asks again.
+func TestHorizonAsksOwnBack(t *testing.T) {
+	relay := newScriptRelay(t)
+	clk := newFakeClock()
+	db, _ := newEngine(t)
+	insert(t, db, "mine", "x")
+	c := newClient(t, db, quietOptions(clk))
+	ev := recordEvents(t, c)
+	p := connectSynced(t, relay, c, ev, 5)
+	first := expect[*wire.ApplyChanges](t, p)
+	p.ackPush(t, first)
+	ev.wait(t, "the ack", func(e Event) bool { return e.Type == PushAcked })
+	held := first.ChangeSets[len(first.ChangeSets)-1].HLC // what the relay holds at its mark
+	clk.Advance(time.Second)
+	insert(t, db, "second", "y")
+	clk.Advance(time.Second)
+	second := expect[*wire.ApplyChanges](t, p)
+	p.ackPush(t, second) // appended by the relay after its mark
+	ev.wait(t, "the second ack", func(e Event) bool { return e.Type == PushAcked && ev.count(PushAcked) == 2 })
+	upTo := second.ChangeSets[len(second.ChangeSets)-1].HLC
+
+	ch := func(n int) wire.Chain { return wire.GenesisChain.Next(testServerSite, strconv.Itoa(n)) }
+	sets := peerSets(t, 2, "p")
+	p.send(t, &wire.PushChanges{Cursor: 20, ChangeSets: sets[1:2]}) // a gap: pull since 5
+	if g := expect[*wire.GetChanges](t, p); g.Since != 5 || g.OwnStated {
+		t.Fatalf("pull %+v, want since 5 asking nothing back", g)
+	}
+	mark := wire.Horizon{Cursor: 5, Wall: uint64(time.Now().UnixMilli()), Chain: ch(5), SiteHLC: held, SiteHLCStated: true}
+	p.send(t, &wire.Changes{Cursor: 7, More: true, Chain: ch(7), ChangeSets: sets[:1], Horizons: []wire.Horizon{mark}})
+	g := expect[*wire.GetChanges](t, p)
+	if g.Since != 5 || !g.OwnStated || g.OwnAbove != held || g.OwnUpTo != upTo {
+		t.Fatalf("pull after the mark %+v, want since 5 asking back (%s, %s]", g, held, upTo)
+	}
+	if got, want := stateOf(t, db, echoKey(testNS)), wire.FormatHLC(held)+" "+wire.FormatHLC(upTo); got != want {
+		t.Fatalf("stored range %q, want %q", got, want)
+	}
+	// The same page with the own ChangeSet asked back: applied (the mark
+	// is not applied again), and the pulls go on asking.
+	p.send(t, &wire.Changes{Cursor: 7, More: true, Chain: ch(7), ChangeSets: []model.ChangeSet{second.ChangeSets[0], sets[0]}, Horizons: []wire.Horizon{mark}})
+	if g := expect[*wire.GetChanges](t, p); g.Since != 7 || !g.OwnStated {
+		t.Fatalf("next pull %+v, want since 7 asking back", g)
+	}
+	// A later mark covering the pushes ends the range.
+	p.send(t, &wire.Changes{Cursor: 20, Chain: ch(20), ChangeSets: sets[1:2], Horizons: []wire.Horizon{{Cursor: 20, Wall: mark.Wall + 1, Chain: ch(20), SiteHLC: upTo, SiteHLCStated: true}}})
+	p.barrier(t)
+	if got := stateOf(t, db, echoKey(testNS)); got != "" {
+		t.Fatalf("stored range %q after a mark covering the pushes, want none", got)
+	}
+}

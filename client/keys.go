@@ -47,6 +47,43 @@ func ackedKey(ns string) string  { return ns + ":acked" }
 // bootstrapping snapshot's header (wire's "Tombstone horizon").
 func horizonKey(ns string) string { return ns + ":horizon" }
 
+// echoKey names the range of this replica's own transactions it asks the
+// relay log ns to send back (get_changes' ownAbove and ownUpTo, wire's
+// "Own ChangeSets after a mark"): "<ownAbove> <ownUpTo>", two HLCs in
+// wire's text form; absent: none.
+func echoKey(ns string) string { return ns + ":echo" }
+
+// ownEcho is such a range; zero upTo: none.
+type ownEcho struct{ above, upTo model.HLC }
+
+func (o ownEcho) set() bool { return !o.upTo.IsZero() }
+
+func encodeEcho(o ownEcho) []byte {
+	if !o.set() {
+		return nil
+	}
+	return []byte(wire.FormatHLC(o.above) + " " + wire.FormatHLC(o.upTo))
+}
+
+func decodeEcho(b []byte) (ownEcho, error) {
+	a, u, ok := strings.Cut(string(b), " ")
+	if !ok {
+		return ownEcho{}, fmt.Errorf("client: stored own range %q: want two HLCs", b)
+	}
+	var o ownEcho
+	var err error
+	if o.above, err = wire.ParseHLC(a); err == nil {
+		o.upTo, err = wire.ParseHLC(u)
+	}
+	if err == nil && !o.above.Less(o.upTo) {
+		err = errors.New("the upper bound is not above the lower one")
+	}
+	if err != nil {
+		return ownEcho{}, fmt.Errorf("client: stored own range %q: %w", b, err)
+	}
+	return o, nil
+}
+
 // relayKey names the hint that maps a relay URL and database to the
 // serverSiteId last seen there, so that Pending can find the sent
 // watermark before the handshake.
@@ -125,6 +162,8 @@ type syncState struct {
 	// horizon is the tombstone horizon applied (horizonKey); 0: none,
 	// or it did not decode (marks are then applied again: idempotent).
 	horizon uint64
+	// echo is the range of own transactions asked back (echoKey).
+	echo ownEcho
 }
 
 // errDecode marks a stored value that does not decode.
@@ -197,6 +236,12 @@ func loadState(db *engine.Engine, ns string, discard bool) (st syncState, resets
 		if err != nil {
 			err = fmt.Errorf("client: stored tombstone horizon %q is not a wall time", b)
 		}
+		return err
+	}); err != nil {
+		return st, resets, err
+	}
+	if _, err = read(echoKey(ns), func(b []byte) (err error) {
+		st.echo, err = decodeEcho(b)
 		return err
 	}); err != nil {
 		return st, resets, err

@@ -54,6 +54,7 @@ type session struct {
 	ownCursor bool       // cursor is this replica's position in this relay log (stored, not voided; or a snapshot's), not 0 for want of one
 	chain     wire.Chain // the relay log's chain value at cursor; zero: unknown
 	horizon   uint64     // the tombstone horizon applied (horizonKey); 0: none
+	echo      ownEcho    // own transactions asked back in get_changes (echoKey)
 	sent      model.HLC
 	ackedKept bool // the acknowledged watermark is stored apart (below sent)
 	// relayHLC: the handshake_ack's siteHlc, the newest of this
@@ -73,6 +74,7 @@ type session struct {
 	pullSince uint64    // its since
 	pullFor   uint64    // pullWant when it was sent: its answer must reach it
 	pullWant  uint64    // highest cursor seen in a push_changes
+	pullEcho  ownEcho   // echo when it was sent: the own transactions it asked back
 	pullFails int       // consecutive failed pulls; > 0: not Synced
 	pullRetry Timer
 
@@ -358,7 +360,7 @@ func (s *session) onHandshakeAck(m *wire.HandshakeAck) error {
 	}
 	s.acked = true // only now: a local failure above keeps the backoff growing
 	s.ns, s.cursor, s.chain, s.sent, s.ackedKept = ns, st.cursor, st.chain, st.sent, st.haveAcked
-	s.horizon = st.horizon
+	s.horizon, s.echo = st.horizon, st.echo
 	s.ownCursor = st.haveCursor && !st.reset
 	s.relayHLC = model.HLC{}
 	if m.SiteHLCStated {
@@ -633,8 +635,12 @@ func (s *session) pull() {
 	if s.pulling || s.snap != nil || s.pullRetry != nil {
 		return
 	}
-	s.pulling, s.pullAt, s.pullSince, s.pullFor = true, s.c.clock.Now(), s.cursor, s.pullWant
-	s.send(&wire.GetChanges{Since: s.cursor})
+	s.pulling, s.pullAt, s.pullSince, s.pullFor, s.pullEcho = true, s.c.clock.Now(), s.cursor, s.pullWant, s.echo
+	gc := &wire.GetChanges{Since: s.cursor}
+	if s.echo.set() {
+		gc.OwnAbove, gc.OwnUpTo, gc.OwnStated = s.echo.above, s.echo.upTo, true
+	}
+	s.send(gc)
 }
 
 // pullFailed schedules the pull's retry after the backoff delay; the
@@ -707,13 +713,24 @@ func (s *session) onChanges(m *wire.Changes) {
 		s.pullFailed(err)
 		return
 	}
+	if s.echo.set() && s.echo != s.pullEcho {
+		// The marks changed the own transactions to ask back: the page,
+		// read without them, may lack some. Nothing of it is applied;
+		// the pull from the same cursor asks for them (the marks apply
+		// once: their walls are stored).
+		s.pull()
+		return
+	}
 	next := max(s.cursor, m.Cursor)
 	chain := m.Chain
 	if next != m.Cursor {
 		chain = wire.Chain{}
 	}
 	if len(m.ChangeSets) > 0 {
-		res, err := s.db.Apply(m.ChangeSets, engine.ApplyOptions{State: cursorState(s.ns, next, chain)})
+		// MergeOwn: the ChangeSets of this replica's own in the page are
+		// those asked back (get_changes' ownAbove and ownUpTo), which
+		// the relay applied after a mark's pruning.
+		res, err := s.db.Apply(m.ChangeSets, engine.ApplyOptions{State: cursorState(s.ns, next, chain), MergeOwn: true})
 		if err != nil {
 			s.pullFailed(fmt.Errorf("client: applying changes %d..%d: %w", m.Cursor-uint64(len(m.ChangeSets))+1, m.Cursor, err))
 			return
@@ -814,7 +831,10 @@ func (s *session) onPushChanges(m *wire.PushChanges) {
 		s.pull()
 		return
 	}
-	opts := engine.ApplyOptions{State: cursorState(s.ns, m.Cursor, m.Chain)}
+	// MergeOwn: a push_changes carries this replica's own ChangeSets only
+	// when another connection of it pushed them (a sibling tab); merged
+	// in their place in the log, as the relay did.
+	opts := engine.ApplyOptions{State: cursorState(s.ns, m.Cursor, m.Chain), MergeOwn: true}
 	res, err := s.db.Apply(m.ChangeSets, opts)
 	if err != nil {
 		// A failure like a failed pull: not Synced until the pull below
@@ -885,10 +905,48 @@ func (s *session) applyMarks(hs []wire.Horizon) error {
 		if h.SiteHLCStated {
 			held = h.SiteHLC
 		}
+		// The range first: a crash before the horizon is stored applies
+		// the mark again.
+		if err := s.askOwnBack(held); err != nil {
+			return err
+		}
 		if err := s.pruneTo(h.Wall, held); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// askOwnBack sets the range of this replica's own transactions the pulls
+// ask back (get_changes' ownAbove and ownUpTo; wire's "Own ChangeSets
+// after a mark") after a mark whose siteHlc is held: those above held
+// that it pushed before it applied the mark (up to the highest of the
+// sent watermark, the handshake's siteHlc and the push in flight). The
+// relay did not hold them at the mark and applies them after its
+// pruning, where they may revive rows this replica pruned without them
+// (a write of its a later fact of another site had removed from its row).
+// The log holds them in their place, and this replica merges them there
+// as every other replica does. The range replaces the previous mark's
+// (whose transactions not yet in the log at this mark lie above held too).
+func (s *session) askOwnBack(held model.HLC) error {
+	upTo := s.sent
+	if upTo.Less(s.relayHLC) {
+		upTo = s.relayHLC
+	}
+	if s.push != nil && upTo.Less(s.push.hlc) {
+		upTo = s.push.hlc
+	}
+	var e ownEcho
+	if held.Less(upTo) {
+		e = ownEcho{above: held, upTo: upTo}
+	}
+	if e == s.echo {
+		return nil
+	}
+	if err := s.db.SetState(echoKey(s.ns), encodeEcho(e)); err != nil {
+		return fmt.Errorf("client: storing the range of own transactions to ask back: %w", err)
+	}
+	s.echo = e
 	return nil
 }
 

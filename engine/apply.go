@@ -25,6 +25,14 @@ type ApplyOptions struct {
 	// appends to its arrival log here, atomically with the merge. It must
 	// only use buckets the engine does not own.
 	Extra func(tx kv.Tx, res ApplyResult) error
+	// MergeOwn merges the changes of this replica's own ChangeSets
+	// (their schema migrations are its own already) instead of skipping
+	// them as its own echo. The sync client sets it for the ChangeSets of
+	// its own the relay sends back after a horizon mark (wire's "Own
+	// ChangeSets after a mark"): the relay applied them after pruning, to
+	// rows that may no longer hold them here. Facts a row still holds
+	// merge as no-ops; none counts as a conflict.
+	MergeOwn bool
 }
 
 // ApplyChanges merges ChangeSets from peers into this replica (docs/design.md §
@@ -93,6 +101,7 @@ func (e *Engine) Apply(sets []ChangeSet, opts ApplyOptions) (ApplyResult, error)
 		if err != nil {
 			return err
 		}
+		w.mergeOwn = opts.MergeOwn
 		out, err = w.applySets(sets, false)
 		if err != nil {
 			return err
@@ -316,6 +325,7 @@ func checkFinite(v Value) error {
 type pendingFact struct {
 	set int
 	c   *Change
+	own bool // of this replica's own ChangeSet (ApplyOptions.MergeOwn)
 }
 
 // applySets merges sets into the transaction. replay marks a replay of
@@ -343,7 +353,11 @@ func (w *writeTx) applySets(sets []ChangeSet, replay bool) (applyOutcome, error)
 	}
 	appliedFacts := map[int][]Change{}
 	w.mergeRows(rows, rowOrder, appliedFacts, &out)
-	emitSets(sets, w.e.site, appliedFacts, appliedMigs, &out)
+	local := w.e.site
+	if w.mergeOwn {
+		local = SiteID{} // own facts that landed change rows too
+	}
+	emitSets(sets, local, appliedFacts, appliedMigs, &out)
 	w.receiveClock(maxH)
 	return out, nil
 }
@@ -417,7 +431,8 @@ func (w *writeTx) groupSetChanges(sets []ChangeSet, replay bool, rows map[string
 	var d heldTally
 	for i := range sets {
 		cs := &sets[i]
-		if cs.SiteID == w.e.site {
+		own := cs.SiteID == w.e.site
+		if own && !w.mergeOwn {
 			continue
 		}
 		for j := range cs.Changes {
@@ -436,7 +451,7 @@ func (w *writeTx) groupSetChanges(sets []ChangeSet, replay bool, rows map[string
 				rows[rk] = rf
 				rowOrder = append(rowOrder, rk)
 			}
-			rf.facts = append(rf.facts, pendingFact{set: i, c: c})
+			rf.facts = append(rf.facts, pendingFact{set: i, c: c, own: own})
 		}
 	}
 	for _, n := range d.order {
@@ -690,6 +705,11 @@ func (w *writeTx) mergeRow(r *txRow, facts []pendingFact, out *applyOutcome) {
 	for _, f := range facts {
 		switch f.c.Type {
 		case RowDeletion:
+			if r.cur.HasTomb && f.c.HLC.Less(r.cur.Tomb) && r.cur.Tomb.Site == w.e.site {
+				// A deletion the own one superseded: the row's shadow
+				// until the own one reaches the relay (putShadow).
+				r.noteShadow(f.c.HLC)
+			}
 			r.mergeDeletion(f.c)
 		case ColumnChange:
 			r.mergeCell(f.c, resolver)
@@ -762,7 +782,7 @@ func (r *txRow) rowConflicts(facts []pendingFact, out *applyOutcome) {
 	}
 	for _, f := range facts {
 		c := f.c
-		if c.Type != ColumnChange {
+		if c.Type != ColumnChange || f.own {
 			continue
 		}
 		i := orig.Find(c.Column)

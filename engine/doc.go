@@ -186,7 +186,11 @@
 // relay's horizon). Prune drops held changes older than the retention
 // horizon (30 days by default) and tidies the own change log; tombstones go
 // only through PruneTombstones, at a bound every replica shares (the
-// relay's horizon marks; docs/design.md § Retention).
+// relay's horizon marks; docs/design.md § Retention). PruneTombstonesWith
+// with KeepUnsent ends a replica as the relay's row at the mark, pruned,
+// merged with the replica's own facts the relay did not hold yet; for a
+// row whose own deletion superseded an older one, the prune index keeps
+// that one (the row's shadow tombstone) to prune by.
 //
 // # Where this differs from its origins
 //

@@ -618,6 +618,11 @@ func (w *writeTx) delete(name string, pkArg Key) (bool, error) {
 // tombstone records a local deletion of a live row.
 func (w *writeTx) tombstone(r *txRow) {
 	prior := priorImage(r.cur.Row())
+	if r.cur.HasTomb {
+		// A row live under its tombstone (resurrection allowed): the
+		// superseded tombstone is the row's shadow (putShadow).
+		r.noteShadow(r.cur.Tomb)
+	}
 	r.cur.HasTomb = true
 	r.cur.Tomb = w.nextHLC()
 	r.cur.PriorRow = prior

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"os"
 	"testing"
 
 	"github.com/replica-sync/replica/kv/memkv"
@@ -16,15 +15,13 @@ import (
 // own write arrived and had dropped the other site's cell with the row,
 // revives the row from the own write alone. Every replica pulling the own
 // write does the same; the writer never pulls its own write back, so it
-// alone lacks the row, for good.
-//
-// Not fixed yet; the test fails: run it with REPLICA_KNOWN_FAILURES=1.
+// alone lacked the row, for good. Now the relay sends the writer its own
+// ChangeSets above the mark's siteHlc that it had pushed when it applied
+// the mark (wire's "Own ChangeSets after a mark"), and the writer merges
+// them in their place (ApplyOptions.MergeOwn), as every replica does:
+// without MergeOwn, Apply skips them as the writer's own echo and the test
+// fails.
 func TestPruneSupersededUnsentCell(t *testing.T) {
-	if os.Getenv("REPLICA_KNOWN_FAILURES") == "" {
-		t.Skip("not fixed (2026-12-02): the writer alone loses its own write superseded locally before a pruning; " +
-			"a fix is for the relay to send a site its own ChangeSets that arrived after a mark above the mark's siteHlc, " +
-			"for the client to apply after pruning as the relay did. REPLICA_KNOWN_FAILURES=1 runs it")
-	}
 	clock := &manualClock{ms: replaceT0}
 	relay := openReplace(t, memkv.New(Buckets...), clock)
 	dev := openReplace(t, memkv.New(Buckets...), clock)
@@ -79,6 +76,9 @@ func TestPruneSupersededUnsentCell(t *testing.T) {
 	_, err = other.PruneTombstonesWith(cutoff, PruneTombstonesOptions{KeepUnsent: true, Sent: HLC{}})
 	mustDo(t, err)
 	apply(other, inFlight)
+	// dev gets its write back after the mark, in its place in the log.
+	_, err = dev.Apply(inFlight, ApplyOptions{MergeOwn: true})
+	mustDo(t, err)
 	if _, err := relay.Get("items", Key{1}); err != nil {
 		t.Fatalf("the relay lacks row 1 (%v): the test does not reach the case", err)
 	}
@@ -86,6 +86,59 @@ func TestPruneSupersededUnsentCell(t *testing.T) {
 		t.Fatalf("other lacks row 1 (%v): the test does not reach the case", err)
 	}
 	if got, want := crdtState(t, dev), crdtState(t, relay); got != want {
-		t.Fatalf("dev and the relay differ for good after the pruning (dev's write is never pulled back):\ndev:%s\nrelay:%s", got, want)
+		t.Fatalf("dev and the relay differ for good after the pruning (dev did not merge its write back):\ndev:%s\nrelay:%s", got, want)
+	}
+}
+
+// TestPruneKilledUnsentCell is TestPruneSupersededUnsentCell's other
+// form: dev's own write, pushed before the mark and arriving after it, is
+// gone from dev's row because another site's later deletion killed it
+// (no later cell at all). The relay pruned that deletion at the mark, so
+// the write revives the row there and on every replica pulling the log;
+// dev, which never pulled its own write back, lacked the row; now it pulls
+// it back as in TestPruneSupersededUnsentCell.
+func TestPruneKilledUnsentCell(t *testing.T) {
+	clock := &manualClock{ms: replaceT0}
+	relay := openReplace(t, memkv.New(Buckets...), clock)
+	dev := openReplace(t, memkv.New(Buckets...), clock)
+	own := func(from *Engine, since HLC) []ChangeSet {
+		t.Helper()
+		sets, err := from.ChangesSince(since, 0, ChangesFilter{OnlyLocal: true})
+		mustDo(t, err)
+		return sets
+	}
+	apply := func(dst *Engine, sets []ChangeSet) {
+		t.Helper()
+		_, err := dst.ApplyChanges(sets)
+		mustDo(t, err)
+	}
+	_, err := relay.Insert("items", map[string]any{"id": 1, "name": "n1", "a": "a1"})
+	mustDo(t, err)
+	clock.ms++
+	ins := own(relay, HLC{})
+	apply(dev, ins)
+	// dev's write (its push in flight), then the relay's deletion, later.
+	_, err = dev.Update("items", Key{1}, map[string]any{"name": "mine"})
+	mustDo(t, err)
+	inFlight := own(dev, HLC{})
+	clock.ms++
+	_, err = relay.Delete("items", Key{1})
+	mustDo(t, err)
+	del := own(relay, ins[len(ins)-1].HLC)
+	clock.ms++
+	cutoff := clock.ms
+	_, err = relay.PruneTombstones(cutoff)
+	mustDo(t, err)
+	apply(relay, inFlight)
+	apply(dev, del)
+	_, err = dev.PruneTombstonesWith(cutoff, PruneTombstonesOptions{KeepUnsent: true, Sent: HLC{}})
+	mustDo(t, err)
+	_, err = dev.Apply(inFlight, ApplyOptions{MergeOwn: true})
+	mustDo(t, err)
+	if _, err := relay.Get("items", Key{1}); err != nil {
+		t.Fatalf("the relay lacks row 1 (%v): the test does not reach the case", err)
+	}
+	if got, want := crdtState(t, dev), crdtState(t, relay); got != want {
+		t.Fatalf("dev and the relay differ for good after the pruning (dev did not merge its write back):\ndev:%s\nrelay:%s", got, want)
 	}
 }

@@ -12,8 +12,9 @@ import (
 
 // PruneResult counts what Prune or PruneTombstones removed.
 type PruneResult struct {
-	// Tombstones removed (PruneTombstones only); Rows counts the rows that
-	// disappeared with them (deleted rows of a delete-wins table, and
+	// Tombstones removed (PruneTombstones only; a shadow tombstone by
+	// which a row lost its cells counts: PruneTombstonesOptions); Rows
+	// counts the rows that disappeared with them (deleted rows of a delete-wins table, and
 	// deleted rows with no cell written after the deletion).
 	Tombstones, Rows int
 	// Held counts held changes dropped.
@@ -86,6 +87,18 @@ type PruneTombstonesOptions struct {
 	// pruning to a row it no longer holds, and so does every replica
 	// that pulls them, which is that same row (the simulator's seed 72:
 	// the device dropped its unsent write with the row, for good).
+	// A kept own tombstone that superseded another (its shadow, below
+	// before) stood, on the relay, in the place of that one, by which
+	// the relay pruned the row: a delete-wins row then loses every cell
+	// but the own ones above Sent (pruneShadow; the simulator's seed
+	// 271).
+	//
+	// An own fact a later fact of another site removed from its row is
+	// not kept (the row does not hold it), though the relay applies it
+	// after its pruning when it was pushed before the mark and reached
+	// the relay after it: the sync client asks the relay for those
+	// ChangeSets and merges them back (ApplyOptions.MergeOwn;
+	// TestPruneSupersededUnsentCell).
 	KeepUnsent bool
 	Sent       HLC
 }
@@ -174,7 +187,8 @@ func (e *Engine) pruneTombstoneBatch(tx kv.Tx, start, wallEnd []byte, cutoff uin
 
 // pruneTombstone removes the tombstone of row rk, deleted at base, unless
 // the row no longer holds it or it is not past cutoff: then the index
-// entry is stale (it should not happen) and only it goes. keep (nil:
+// entry is the row's shadow tombstone's (pruneShadow) or stale (it should
+// not happen), and only it goes. keep (nil:
 // none) names the cells of a delete-wins row that stay with it.
 func (w *writeTx) pruneTombstone(base HLC, rk []byte, cutoff uint64, keep func(HLC) bool, res *PruneResult) error {
 	name, pk, err := layout.SplitRowKey(rk)
@@ -189,7 +203,14 @@ func (w *writeTx) pruneTombstone(base HLC, rk []byte, cutoff uint64, keep func(H
 	if err != nil {
 		return err
 	}
-	if r.cur == nil || !r.cur.HasTomb || r.cur.Tomb.Base() != base || r.cur.Tomb.Wall >= cutoff {
+	if r.cur != nil && r.cur.HasTomb && r.cur.Tomb.Base() != base {
+		// The entry of a shadow tombstone, or a stale one.
+		if err := w.pruneShadow(t, r, base, rk, cutoff, keep, res); err != nil {
+			return err
+		}
+		return w.kv.Delete(layout.BucketTombs, layout.TombKey(base, rk))
+	}
+	if r.cur == nil || !r.cur.HasTomb || r.cur.Tomb.Wall >= cutoff {
 		return w.kv.Delete(layout.BucketTombs, layout.TombKey(base, rk))
 	}
 	r.cur.HasTomb, r.cur.Tomb, r.cur.PriorRow = false, HLC{}, nil
@@ -214,6 +235,41 @@ func (w *writeTx) pruneTombstone(base HLC, rk []byte, cutoff uint64, keep func(H
 	if len(r.cur.Cells) == 0 {
 		res.Rows++
 	}
+	return nil
+}
+
+// pruneShadow prunes the shadow tombstone of base base of row r (rk), if
+// it is the row's (putShadow): a tombstone deleted before cutoff that the
+// row's own tombstone superseded before the relay held it. The relay's row
+// carried the shadow when it made the mark, and pruned by it: under
+// delete-wins, the row with every cell, the dead ones of other sites
+// included; then it applies the own deletion (and the own writes after
+// it) to a row it no longer holds. So when keep keeps the own tombstone
+// (above the mark's siteHlc: PruneTombstonesOptions.KeepUnsent), the row
+// keeps that tombstone and the cells keep names, and loses the rest, as
+// the relay's does; otherwise the relay held the own tombstone at the
+// mark, which decides alone. Either way the shadow goes.
+func (w *writeTx) pruneShadow(t *table, r *txRow, base HLC, rk []byte, cutoff uint64, keep func(HLC) bool, res *PruneResult) error {
+	s, err := w.shadowOf(r.cur.Tomb.Base(), rk)
+	if err != nil || s.IsZero() || s.Base() != base || s.Wall >= cutoff {
+		return err // a stale entry (past cutoff: not scanned)
+	}
+	if _, err := w.dropShadow(r.cur.Tomb.Base(), rk); err != nil {
+		return err
+	}
+	if keep == nil || !keep(r.cur.Tomb) || keep(s) || t.resurrect {
+		return nil
+	}
+	kept := r.cur.Cells[:0]
+	for _, c := range r.cur.Cells {
+		if keep(c.HLC) {
+			kept = append(kept, c)
+		}
+	}
+	clear(r.cur.Cells[len(kept):])
+	r.cur.Cells = kept
+	r.dirty = true
+	res.Tombstones++
 	return nil
 }
 

@@ -26,6 +26,19 @@ type txRow struct {
 	orig  *rowrec.Record
 	cur   *rowrec.Record
 	dirty bool
+	// shadow is the newest tombstone this transaction saw lose to the
+	// row's own tombstone (noteShadow; zero: none), recorded at flush
+	// (diffTomb, putShadow).
+	shadow HLC
+}
+
+// noteShadow notes h, a tombstone the row's tombstone of this replica
+// superseded (or is about to), as the row's shadow tombstone if it is the
+// newest so noted (see putShadow).
+func (r *txRow) noteShadow(h HLC) {
+	if r.shadow.Less(h) {
+		r.shadow = h
+	}
 }
 
 // writeTx is the state of one kv read-write transaction of the engine, used
@@ -40,6 +53,10 @@ type writeTx struct {
 	// schema0 is the schema at begin: commit compares it with schema to
 	// find the tables whose shape a migration changed.
 	schema0 *schemaState
+
+	// mergeOwn: an apply merges this replica's own ChangeSets too
+	// (ApplyOptions.MergeOwn).
+	mergeOwn bool
 
 	// Local transactions: base is the tick taken at begin; opSeq numbers
 	// the facts. A transaction that records no fact writes no clock.
@@ -417,6 +434,13 @@ func (w *writeTx) flushRows(final bool) error {
 	var ob, nb []HLC // scratch: the bases of each row's states
 	for _, r := range w.dirtyRows() {
 		rk := []byte(r.key)
+		if !r.dirty {
+			// A row that only gained a shadow tombstone.
+			if err := w.diffTomb(r, rk); err != nil {
+				return err
+			}
+			continue
+		}
 		ob, nb = r.orig.AppendBases(ob), r.cur.AppendBases(nb)
 		var err error
 		if buf, err = w.writeRecord(r, rk, buf, ob, nb, local); err != nil {
@@ -443,20 +467,21 @@ func (w *writeTx) flushRows(final bool) error {
 	return w.flushOwnLog()
 }
 
-// dirtyRows returns the dirty rows, in key order.
+// dirtyRows returns the dirty rows, and those with only a shadow
+// tombstone to record (txRow.shadow), in key order.
 func (w *writeTx) dirtyRows() []*txRow {
 	dirty := make([]*txRow, 0, len(w.rows))
 	if len(w.order) == len(w.rows) {
 		// Rows are usually added in key order (a snapshot chunk, a bulk
 		// insert of ascending keys): then they need no sort.
 		for _, r := range w.order {
-			if r.dirty {
+			if r.dirty || !r.shadow.IsZero() {
 				dirty = append(dirty, r)
 			}
 		}
 	} else {
 		for _, r := range w.rows {
-			if r.dirty {
+			if r.dirty || !r.shadow.IsZero() {
 				dirty = append(dirty, r)
 			}
 		}
@@ -612,6 +637,12 @@ func (w *writeTx) diffTomb(r *txRow, rk []byte) error {
 		nb = r.cur.Tomb.Base()
 	}
 	if oHas && (!nHas || ob != nb) {
+		if r.orig.Tomb.Site == w.e.site {
+			// An own tombstone's entry may name a shadow tombstone.
+			if _, err := w.dropShadow(ob, rk); err != nil {
+				return err
+			}
+		}
 		if err := w.kv.Delete(layout.BucketTombs, layout.TombKey(ob, rk)); err != nil {
 			return err
 		}
@@ -621,7 +652,86 @@ func (w *writeTx) diffTomb(r *txRow, rk []byte) error {
 			return err
 		}
 	}
+	if s := r.shadow; !s.IsZero() {
+		r.shadow = HLC{}
+		if nHas && r.cur.Tomb.Site == w.e.site && s.Less(r.cur.Tomb) && s.Base() != nb {
+			return w.putShadow(nb, s, rk)
+		}
+	}
 	return nil
+}
+
+// Shadow tombstones. A row whose tombstone is this replica's own may have
+// superseded another tombstone, its shadow: the newest the row received
+// (from a peer, or its own earlier one) below the own one. Until the own
+// deletion reaches the relay, the relay's row carries the shadow instead,
+// and prunes at a horizon mark by it: a delete-wins row whose tombstone
+// goes loses its cells, the dead ones of other sites included, and the own
+// deletion applied after that pruning leaves a bare tombstone. The row
+// record keeps one tombstone, so the prune index keeps the shadow:
+//
+//	tombs  own tombstone's base ‖ rk → the shadow's HLC (30 bytes)
+//	       shadow's base ‖ rk        → empty
+//
+// The second entry lies where PruneTombstonesWith looks for tombstones
+// past its bound; the first tells it which row's shadow it is (a row keeps
+// the newest only). An engine of an earlier version reads both as entries
+// of the row's tombstone, the second as a stale one it deletes.
+
+// putShadow records s as the shadow of row rk, whose own tombstone has
+// base nb, unless it already has a newer one.
+func (w *writeTx) putShadow(nb, s HLC, rk []byte) error {
+	tk := layout.TombKey(nb, rk)
+	v, err := w.kv.Get(layout.BucketTombs, tk)
+	if err != nil && !errors.Is(err, kv.ErrNotFound) {
+		return err
+	}
+	if old, ok := decodeShadow(v); ok {
+		if !old.Less(s) {
+			return nil
+		}
+		if err := w.kv.Delete(layout.BucketTombs, layout.TombKey(old.Base(), rk)); err != nil {
+			return err
+		}
+	}
+	if err := w.kv.Put(layout.BucketTombs, layout.TombKey(s.Base(), rk), nil); err != nil {
+		return err
+	}
+	return w.kv.Put(layout.BucketTombs, tk, s.Bytes())
+}
+
+// dropShadow removes the shadow recorded with the own tombstone of base
+// ob of row rk, if any, and returns it.
+func (w *writeTx) dropShadow(ob HLC, rk []byte) (HLC, error) {
+	s, err := w.shadowOf(ob, rk)
+	if err != nil || s.IsZero() {
+		return s, err
+	}
+	if err := w.kv.Delete(layout.BucketTombs, layout.TombKey(s.Base(), rk)); err != nil {
+		return HLC{}, err
+	}
+	return s, w.kv.Put(layout.BucketTombs, layout.TombKey(ob, rk), nil)
+}
+
+// shadowOf returns the shadow recorded with the own tombstone of base ob
+// of row rk (zero: none).
+func (w *writeTx) shadowOf(ob HLC, rk []byte) (HLC, error) {
+	v, err := w.kv.Get(layout.BucketTombs, layout.TombKey(ob, rk))
+	if err != nil && !errors.Is(err, kv.ErrNotFound) {
+		return HLC{}, err
+	}
+	s, _ := decodeShadow(v)
+	return s, nil
+}
+
+// decodeShadow reads the value of an own tombstone's prune index entry:
+// its shadow, if it has one.
+func decodeShadow(v []byte) (HLC, bool) {
+	if len(v) != HLCSize {
+		return HLC{}, false
+	}
+	s, err := HLCFromBytes(v)
+	return s, err == nil && !s.IsZero()
 }
 
 func containsBase(list []HLC, b HLC) bool {

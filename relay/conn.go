@@ -519,7 +519,11 @@ func (c *conn) fatalStatus(code wire.ErrorCode, status websocket.StatusCode, for
 
 // getChanges answers get_changes.
 func (c *conn) getChanges(m *wire.GetChanges) {
-	frame, err := c.db.readChanges(m.Since, c.site)
+	var echo ownRange
+	if m.OwnStated {
+		echo = ownRange{above: m.OwnAbove, upTo: m.OwnUpTo, set: true}
+	}
+	frame, err := c.db.readChanges(m.Since, c.site, echo)
 	var sr *errSnapshotRequired
 	switch {
 	case errors.As(err, &sr):

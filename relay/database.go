@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -528,11 +529,12 @@ func changeSetsFrame(t wire.MessageType, cursor uint64, chain wire.Chain, more b
 // readChanges returns the changes frame answering get_changes{since} for a
 // client of site own: the ChangeSets after since in cursor order, without
 // those of site own (the client has them; its engine would skip them as its
-// own echo), bounded by PageChanges and the frame size at ChangeSet
-// granularity (a larger ChangeSet goes alone). It returns
+// own echo) but those in echo (get_changes' ownAbove and ownUpTo: wire's
+// "Own ChangeSets after a mark"), bounded by PageChanges and the frame size
+// at ChangeSet granularity (a larger ChangeSet goes alone). It returns
 // *errSnapshotRequired when since is older than the retained log or ahead
 // of it.
-func (d *database) readChanges(since uint64, own model.SiteID) ([]byte, error) {
+func (d *database) readChanges(since uint64, own model.SiteID, echo ownRange) ([]byte, error) {
 	var frame []byte
 	err := d.store.View(func(tx kv.Tx) error {
 		cur, err := getCounter(tx, keyCursor)
@@ -555,7 +557,7 @@ func (d *database) readChanges(since uint64, own model.SiteID) ([]byte, error) {
 		} else if len(ms) > 0 {
 			end = ms[0].Cursor
 		}
-		p, err := d.readPage(tx, since, end, own)
+		p, err := d.readPage(tx, since, end, own, echo)
 		if err != nil {
 			return err
 		}
@@ -604,11 +606,40 @@ type changesPage struct {
 	more    bool     // the page stopped before end: it is full
 }
 
+// ownRange is the range of a client's own ChangeSets it asks for again
+// (get_changes' ownAbove and ownUpTo), by transaction: those whose base is
+// above above's and at most upTo's. set false: none.
+type ownRange struct {
+	above, upTo model.HLC
+	set         bool
+}
+
+// has reports whether the ChangeSet of the arrival record whose dedup key
+// is key (site ‖ transactionId "wall:counter:site") lies in the range.
+func (o ownRange) has(key []byte) bool {
+	var site model.SiteID
+	if !o.set || len(key) <= len(site) {
+		return false
+	}
+	copy(site[:], key)
+	parts := strings.SplitN(string(key[len(model.SiteID{}):]), ":", 3)
+	if len(parts) != 3 {
+		return false
+	}
+	wall, err1 := strconv.ParseUint(parts[0], 10, 64)
+	counter, err2 := strconv.ParseUint(parts[1], 10, 16)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	base := model.HLC{Wall: wall, Counter: uint16(counter), Site: site}
+	return o.above.Base().Less(base) && !o.upTo.Base().Less(base)
+}
+
 // readPage reads the arrival log's records after since up to end in tx,
-// leaving out those of site own, until the page is full (PageChanges facts
-// or the frame size, at ChangeSet granularity: the first one goes in
-// whatever its size).
-func (d *database) readPage(tx kv.Tx, since, end uint64, own model.SiteID) (changesPage, error) {
+// leaving out those of site own but those in echo, until the page is full
+// (PageChanges facts or the frame size, at ChangeSet granularity: the
+// first one goes in whatever its size).
+func (d *database) readPage(tx kv.Tx, since, end uint64, own model.SiteID, echo ownRange) (changesPage, error) {
 	p := changesPage{last: since}
 	if since >= end {
 		return p, nil
@@ -623,7 +654,7 @@ func (d *database) readPage(tx kv.Tx, since, end uint64, own model.SiteID) (chan
 			var r record
 			r, err = decodeRecord(v)
 			if err == nil {
-				if s, ok := r.site(); ok && s == own {
+				if s, ok := r.site(); ok && s == own && !echo.has(r.key) {
 					p.last, p.lastKey = c, k
 					return true
 				}

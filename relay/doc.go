@@ -181,7 +181,10 @@
 // current, more: false}. ChangeSets of the requesting client's own site (its
 // handshake siteId) are left out of the page, cheaply (the site id is in
 // each record's header): the client has them, and its engine would skip them
-// as its own echo. The cursor still covers them. A since older than the
+// as its own echo; but those get_changes asks back with ownAbove and ownUpTo
+// (version 5, wire's "Own ChangeSets after a mark": the transaction id in
+// the record's key says whether one lies in the range). The cursor still
+// covers them. A since older than the
 // retained log, or above the current cursor (it comes from another log, or
 // the database was recreated), is answered with SNAPSHOT_REQUIRED
 // (transient): the client bootstraps from a snapshot and pulls from its

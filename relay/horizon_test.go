@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -387,5 +388,50 @@ func TestHorizonResumeAfterMark(t *testing.T) {
 	cp2 := model.SnapshotCheckpoint{SnapshotID: h2.SnapshotID, SiteID: h2.SiteID, HLC: h2.HLC, Cursor: h2.Cursor}
 	if got := collectSnapshot(t, b, &wire.ResumeSnapshot{Checkpoint: cp2}).header; got.SnapshotID != h2.SnapshotID || got.Horizon != h2.Horizon || h2.Horizon == 0 {
 		t.Fatalf("resume after the mark: snapshot %q horizon %d, want %q resumed with horizon %d", got.SnapshotID, got.Horizon, h2.SnapshotID, h2.Horizon)
+	}
+}
+
+// TestOwnChangeSetsAskedBack: get_changes with ownAbove and ownUpTo
+// (version 5, wire's "Own ChangeSets after a mark") gets the requester's
+// own ChangeSets whose hlc lies in that range, in their place in the log,
+// with the others' as always; without them, none of its own.
+func TestOwnChangeSetsAskedBack(t *testing.T) {
+	clock := newManualClock()
+	r := startRelay(t, Config{Clock: clock})
+	repA := newReplica(t, clock)
+	repC := newReplica(t, clock)
+	a := connectAs(t, r, "acme", repA)
+	c := connectAs(t, r, "acme", repC)
+	mine := insertStops(t, repA, "a", 4) // four transactions
+	a.apply("apply-1", mine[:1])
+	recvType[*wire.PushChanges](c)
+	theirs := insertStops(t, repC, "c", 1)
+	c.apply("apply-c", theirs)
+	recvType[*wire.PushChanges](a)
+	a.apply("apply-2", mine[1:])
+	recvType[*wire.PushChanges](c)
+
+	names := func(ch *wire.Changes) []string {
+		var out []string
+		for _, cs := range ch.ChangeSets {
+			out = append(out, cs.TransactionID)
+		}
+		return out
+	}
+	ch := a.getChanges(0)
+	if got := names(ch); !slices.Equal(got, []string{theirs[0].TransactionID}) || ch.Cursor != 5 {
+		t.Errorf("a's changes since 0 without a range: %v at cursor %d, want c's alone at 5", got, ch.Cursor)
+	}
+	a.send(&wire.GetChanges{OwnAbove: mine[0].HLC, OwnUpTo: mine[2].HLC, OwnStated: true})
+	ch = recvType[*wire.Changes](a)
+	want := []string{theirs[0].TransactionID, mine[1].TransactionID, mine[2].TransactionID}
+	if got := names(ch); !slices.Equal(got, want) || ch.Cursor != 5 {
+		t.Errorf("a's changes since 0 asking back (%s, %s]: %v at cursor %d, want %v at 5", mine[0].HLC, mine[2].HLC, got, ch.Cursor, want)
+	}
+	a.send(&wire.GetChanges{Since: 3, OwnUpTo: mine[3].HLC, OwnStated: true})
+	ch = recvType[*wire.Changes](a)
+	want = []string{mine[2].TransactionID, mine[3].TransactionID}
+	if got := names(ch); !slices.Equal(got, want) {
+		t.Errorf("a's changes since 3 asking back (zero, %s]: %v, want %v", mine[3].HLC, got, want)
 	}
 }

@@ -177,6 +177,10 @@
 //
 //   - since (cursor, optional): the cursor of the last ChangeSet the client
 //     applied; absent (or 0) means from the beginning of the log.
+//   - ownAbove, ownUpTo (HLC, version 5, optional, both or neither;
+//     ownUpTo above ownAbove): the client's own ChangeSets whose
+//     transaction lies above ownAbove's and at most ownUpTo's are sent
+//     too, in their place (see "Own ChangeSets after a mark").
 //
 // Answered by changes, or by an error: SNAPSHOT_REQUIRED when since is
 // older than the oldest ChangeSet the relay still holds (its log was
@@ -203,7 +207,8 @@
 //     arrived after since, in arrival order, up to cursor; whole
 //     ChangeSets only, never split. The relay leaves out ChangeSets of the
 //     requesting client's own site (the handshake's siteId): the client
-//     has them, and its engine would skip them as its own echo. Their
+//     has them, and its engine would skip them as its own echo; but those
+//     get_changes asked back (ownAbove, ownUpTo: version 5). Their
 //     sequences still count, so the carried sequences are consecutive
 //     only when none was left out. A page with more true carries at least
 //     one ChangeSet, unless it ends at a tombstone horizon mark (version
@@ -689,10 +694,12 @@
 // # Protocol version
 //
 // ProtocolVersion is an integer, compared for equality at the handshake;
-// its changelog sits above the constant. This package speaks version 3
-// (2026-12-02: tombstone horizon marks, see "Tombstone horizon"; version 2,
+// its changelog sits above the constant. This package speaks version 5
+// (2026-12-03: own ChangeSets asked back after a mark, see "Own ChangeSets
+// after a mark"; version 4, 2026-12-02, siteHlc in marks; version 3,
+// tombstone horizon marks, see "Tombstone horizon"; version 2,
 // 2026-12-01, verified the relay's log, see "Verifying the relay's log");
-// a peer of version 1 or 2 is answered with PROTOCOL_VERSION_MISMATCH and
+// a peer of another version is answered with PROTOCOL_VERSION_MISMATCH and
 // stops, keeping its data, until it is updated. Every version must be able to read
 // the version of a peer of any other version, so the handshake and
 // handshake_ack are decoded version first: when protocolVersion is absent
@@ -786,6 +793,29 @@
 // streaming (it tries again at its next pass), so that a snapshot's data
 // and its header's horizon agree. A change older than the horizon for a
 // deleted row may revive it (a partial row), but alike on every replica.
+//
+// # Own ChangeSets after a mark
+//
+// A receiver keeps, at a mark, its own facts above siteHlc, which the
+// relay applies after its pruning. Those it had pushed before it applied
+// the mark are fixed, though, and its rows may no longer hold all of
+// them: a later fact of another site (a cell, a deletion) that the log
+// held at the mark superseded one, the mark pruned that fact with its
+// row, and the relay, and every replica pulling the log, then revive the
+// row from the pushed fact — which the writer alone never received, as a
+// relay leaves a client's own ChangeSets out of what it sends it. So
+// (version 5) a client that applies a mark whose siteHlc is below the
+// highest of its own ChangeSets it pushed before (its sent watermark, the
+// handshake_ack's siteHlc, a push in flight) asks them back: its
+// get_changes carry ownAbove (the mark's siteHlc) and ownUpTo (that
+// highest hlc) until it applies the next mark, which sets the range anew
+// (none when its siteHlc covers them). The relay sends the requester's own
+// ChangeSets in that range in their place in the log, and the client
+// merges them there (engine.ApplyOptions.MergeOwn), after its pruning, as
+// the relay did; facts its rows still hold merge as no-ops. A page
+// answering a request without the range, whose leading marks set one, may
+// lack some: the client applies none of it and asks again. The client
+// stores the range with its cursor (client's "Persisted state").
 //
 // # Verifying the relay's log
 //

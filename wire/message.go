@@ -40,7 +40,7 @@ type Message interface {
 // Handshake (client → relay) opens a session. It must be the first frame
 // on a connection.
 //
-//	{"type":"handshake","protocolVersion":4,"databaseId":"trips","siteId":"<22>","token":"…","serverSiteId":"<22>","cursor":41,"chain":"<22>"}
+//	{"type":"handshake","protocolVersion":5,"databaseId":"trips","siteId":"<22>","token":"…","serverSiteId":"<22>","cursor":41,"chain":"<22>"}
 type Handshake struct {
 	// ProtocolVersion is the client's ProtocolVersion; 0 means the frame
 	// had none. When it is not this package's ProtocolVersion, Decode
@@ -66,7 +66,7 @@ type Handshake struct {
 
 // HandshakeAck (relay → client) accepts a handshake.
 //
-//	{"type":"handshake_ack","protocolVersion":4,"databaseId":"trips","serverSiteId":"<22>","connectionId":"c-17","siteHlc":"<40>","history":"continues"}
+//	{"type":"handshake_ack","protocolVersion":5,"databaseId":"trips","serverSiteId":"<22>","connectionId":"c-17","siteHlc":"<40>","history":"continues"}
 type HandshakeAck struct {
 	// ProtocolVersion is the relay's ProtocolVersion, decoded as for
 	// Handshake: when it differs, every other field is left zero.
@@ -99,10 +99,17 @@ type HandshakeAck struct {
 // cursor.
 //
 //	{"type":"get_changes","since":41}
+//	{"type":"get_changes","since":41,"ownAbove":"<40>","ownUpTo":"<40>"}
 type GetChanges struct {
 	// Since is the cursor of the last ChangeSet the client applied; 0
 	// (omitted) means from the beginning.
 	Since uint64
+	// OwnAbove and OwnUpTo (version 5; JSON "ownAbove", "ownUpTo",
+	// both or neither; OwnStated says which): the requester's own
+	// ChangeSets whose hlc is above OwnAbove and at most OwnUpTo are
+	// sent too, in their place (see "Own ChangeSets after a mark").
+	OwnAbove, OwnUpTo model.HLC
+	OwnStated         bool
 }
 
 // Changes (relay → client) answers get_changes with the next ChangeSets in
@@ -524,6 +531,15 @@ func (m *GetChanges) appendTo(b []byte) ([]byte, error) {
 			return b, err
 		}
 	}
+	if m.OwnStated {
+		if !m.OwnAbove.Less(m.OwnUpTo) {
+			return b, at(invalid("ownUpTo not above ownAbove"), "ownUpTo")
+		}
+		b = append(b, `,"ownAbove":`...)
+		b = appendHLC(b, m.OwnAbove)
+		b = append(b, `,"ownUpTo":`...)
+		b = appendHLC(b, m.OwnUpTo)
+	}
 	return append(b, '}'), nil
 }
 
@@ -869,9 +885,33 @@ func (r *reader) getChanges() (Message, error) {
 				m.Since, err = r.uint(MaxCursor)
 			}
 			return at(err, "since")
+		case "ownAbove":
+			err := seen.See(&r.Reader, 4, key)
+			if err == nil {
+				m.OwnAbove, err = r.hlc()
+			}
+			return at(err, "ownAbove")
+		case "ownUpTo":
+			err := seen.See(&r.Reader, 8, key)
+			if err == nil {
+				m.OwnUpTo, err = r.hlc()
+			}
+			return at(err, "ownUpTo")
 		}
 		return r.UnknownKey(key)
 	})
+	if err == nil {
+		switch seen & 12 {
+		case 0:
+		case 12:
+			m.OwnStated = true
+			if !m.OwnAbove.Less(m.OwnUpTo) {
+				err = r.Fail("ownUpTo not above ownAbove")
+			}
+		default:
+			err = r.Fail("ownAbove and ownUpTo go together")
+		}
+	}
 	return m, err
 }
 

@@ -35,14 +35,14 @@ func TestRoundTripEveryMessage(t *testing.T) {
 func TestDecodeAnyMemberOrder(t *testing.T) {
 	site := siteA.String()
 	for _, frame := range []string{
-		`{"siteId":"` + site + `","databaseId":"db","protocolVersion":4,"type":"handshake"}`,
-		" {\n\t\"databaseId\" : \"db\" ,\r\n \"type\" : \"handshake\", \"siteId\":\"" + site + "\",\"protocolVersion\":4 } \n",
+		`{"siteId":"` + site + `","databaseId":"db","protocolVersion":5,"type":"handshake"}`,
+		" {\n\t\"databaseId\" : \"db\" ,\r\n \"type\" : \"handshake\", \"siteId\":\"" + site + "\",\"protocolVersion\":5 } \n",
 	} {
 		m, err := Decode([]byte(frame))
 		if err != nil {
 			t.Fatalf("Decode(%s): %v", frame, err)
 		}
-		if want := (&Handshake{ProtocolVersion: 4, DatabaseID: "db", SiteID: siteA}); *m.(*Handshake) != *want {
+		if want := (&Handshake{ProtocolVersion: 5, DatabaseID: "db", SiteID: siteA}); *m.(*Handshake) != *want {
 			t.Fatalf("got %+v", m)
 		}
 	}
@@ -106,6 +106,8 @@ func TestDecodeStrict(t *testing.T) {
 		{"since exponent", `{"type":"get_changes","since":5e1}`, []string{"since"}},
 		{"since negative", `{"type":"get_changes","since":-1}`, []string{"since"}},
 		{"since above 2^53", `{"type":"get_changes","since":9007199254740993}`, []string{"since", "above the limit"}},
+		{"ownAbove alone", `{"type":"get_changes","since":5,"ownAbove":"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE"}`, []string{"ownAbove and ownUpTo go together"}},
+		{"ownUpTo not above", `{"type":"get_changes","ownAbove":"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE","ownUpTo":"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE"}`, []string{"ownUpTo not above ownAbove"}},
 		{"changes missing more", `{"type":"changes","cursor":1,"changeSets":[]}`, []string{`missing required field "more"`}},
 		{"changes missing cursor", `{"type":"changes","more":false,"changeSets":[]}`, []string{`missing required field "cursor"`}},
 		{"changes more not bool", `{"type":"changes","cursor":1,"more":0,"changeSets":[]}`, []string{"more: want a boolean"}},
@@ -120,13 +122,13 @@ func TestDecodeStrict(t *testing.T) {
 		{"handshake version string", `{"type":"handshake","protocolVersion":"1"}`, []string{"protocolVersion: want a number"}},
 		{"handshake version negative", `{"type":"handshake","protocolVersion":-1}`, []string{"protocolVersion"}},
 		{"handshake version fraction", `{"type":"handshake","protocolVersion":1.5}`, []string{"protocolVersion"}},
-		{"handshake duplicate version", `{"type":"handshake","protocolVersion":5,"protocolVersion":4}`, []string{"duplicate"}},
-		{"handshake bad JSON past the version", `{"type":"handshake","protocolVersion":5,"x":[}`, nil},
-		{"handshake missing site", `{"type":"handshake","protocolVersion":4,"databaseId":"d"}`, []string{`missing required field "siteId"`}},
-		{"handshake token null", `{"type":"handshake","protocolVersion":4,"siteId":"` + site + `","token":null}`, []string{"token: want a string, got null"}},
-		{"handshake unknown field", `{"type":"handshake","protocolVersion":4,"siteId":"` + site + `","caps":[]}`, []string{`unknown field "caps"`}},
-		{"handshake_ack missing connection", `{"type":"handshake_ack","protocolVersion":4,"databaseId":"d","serverSiteId":"` + site + `"}`, []string{`"connectionId"`}},
-		{"handshake_ack empty database", `{"type":"handshake_ack","protocolVersion":4,"databaseId":"","serverSiteId":"` + site + `","connectionId":"c"}`, []string{"databaseId: must not be empty"}},
+		{"handshake duplicate version", `{"type":"handshake","protocolVersion":6,"protocolVersion":5}`, []string{"duplicate"}},
+		{"handshake bad JSON past the version", `{"type":"handshake","protocolVersion":6,"x":[}`, nil},
+		{"handshake missing site", `{"type":"handshake","protocolVersion":5,"databaseId":"d"}`, []string{`missing required field "siteId"`}},
+		{"handshake token null", `{"type":"handshake","protocolVersion":5,"siteId":"` + site + `","token":null}`, []string{"token: want a string, got null"}},
+		{"handshake unknown field", `{"type":"handshake","protocolVersion":5,"siteId":"` + site + `","caps":[]}`, []string{`unknown field "caps"`}},
+		{"handshake_ack missing connection", `{"type":"handshake_ack","protocolVersion":5,"databaseId":"d","serverSiteId":"` + site + `"}`, []string{`"connectionId"`}},
+		{"handshake_ack empty database", `{"type":"handshake_ack","protocolVersion":5,"databaseId":"","serverSiteId":"` + site + `","connectionId":"c"}`, []string{"databaseId: must not be empty"}},
 		// Error.
 		{"error missing message", `{"type":"error","code":"X"}`, []string{`"message"`}},
 		{"error empty code", `{"type":"error","code":"","message":""}`, []string{"code: must not be empty"}},
@@ -248,7 +250,7 @@ func TestHandshakeVersionFirst(t *testing.T) {
 		{`{"type":"handshake"}`, 0},
 		{`{"type":"handshake","sinceHLC":"x","siteId":"not a site id"}`, 0},
 		// Another version: its other fields follow its own rules.
-		{`{"type":"handshake","protocolVersion":5,"databaseId":"d","siteId":"` + site + `","capabilities":["zstd"]}`, 5},
+		{`{"type":"handshake","protocolVersion":6,"databaseId":"d","siteId":"` + site + `","capabilities":["zstd"]}`, 6},
 		{`{"capabilities":{"a":[1]},"protocolVersion":0,"type":"handshake"}`, 0},
 	}
 	for _, tt := range tests {
@@ -271,13 +273,13 @@ func TestHandshakeVersionFirst(t *testing.T) {
 	}
 	// The current version without a databaseId decodes, so the relay can
 	// answer MISSING_DATABASE_ID.
-	m, err = Decode([]byte(`{"type":"handshake","protocolVersion":4,"siteId":"` + site + `"}`))
-	if err != nil || *m.(*Handshake) != (Handshake{ProtocolVersion: 4, SiteID: siteA}) {
+	m, err = Decode([]byte(`{"type":"handshake","protocolVersion":5,"siteId":"` + site + `"}`))
+	if err != nil || *m.(*Handshake) != (Handshake{ProtocolVersion: 5, SiteID: siteA}) {
 		t.Fatalf("handshake without databaseId: %+v, %v", m, err)
 	}
-	roundTrip(t, &Handshake{ProtocolVersion: 4, SiteID: siteA})
-	roundTrip(t, &Handshake{ProtocolVersion: 5})
-	roundTrip(t, &HandshakeAck{ProtocolVersion: 5})
+	roundTrip(t, &Handshake{ProtocolVersion: 5, SiteID: siteA})
+	roundTrip(t, &Handshake{ProtocolVersion: 6})
+	roundTrip(t, &HandshakeAck{ProtocolVersion: 6})
 }
 
 func TestErrorFrameFatalFallback(t *testing.T) {

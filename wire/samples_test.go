@@ -128,6 +128,7 @@ func sampleMessages(t testing.TB) []namedMessage {
 			SiteHLC: css[0].HLC, SiteHLCStated: true, History: HistoryDiverged}},
 		{"get_changes_initial", &GetChanges{}},
 		{"get_changes", &GetChanges{Since: 41}},
+		{"get_changes_own", &GetChanges{Since: 41, OwnAbove: css[0].HLC, OwnUpTo: css[1].HLC, OwnStated: true}},
 		{"changes", &Changes{Cursor: 43, More: true, ChangeSets: css[:2], Chain: sampleChain(43)}},
 		{"changes_caught_up", &Changes{Cursor: 43, Chain: sampleChain(43)}},
 		{"apply_changes", &ApplyChanges{RequestID: "apply-3", ChangeSets: css[1:2]}},
@@ -161,7 +162,7 @@ func sampleMessages(t testing.TB) []namedMessage {
 		{"snapshot_complete", &SnapshotComplete{}},
 		{"ping", &Ping{}},
 		{"pong", &Pong{}},
-		{"error_fatal", NewError(CodeProtocolVersionMismatch, "client speaks version %d, relay speaks %d", 5, ProtocolVersion)},
+		{"error_fatal", NewError(CodeProtocolVersionMismatch, "client speaks version %d, relay speaks %d", 6, ProtocolVersion)},
 		{"error_transient", &Error{Code: CodeApplyChangesError, Message: "clock drift: remote time is 61000 ms ahead", RequestID: "apply-4"}},
 	}
 }

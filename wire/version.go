@@ -101,7 +101,20 @@ import (
 //     drops the rows it carried. Peers of version 3 and 4 do not
 //     talk (PROTOCOL_VERSION_MISMATCH, fatal); upgrade the relay and the
 //     app together.
-const ProtocolVersion = 4
+//   - 5: 2026-12-03: get_changes may carry ownAbove and ownUpTo: the relay
+//     then sends the requester its own ChangeSets with an hlc in that
+//     range too ("Own ChangeSets after a mark" in the package
+//     documentation). A client that applied a mark while the relay did
+//     not yet hold writes it had pushed gets them back, in their place
+//     after the mark, and merges them after its pruning as the relay did:
+//     a write of its that a later fact of another site had removed from
+//     its row, and the mark pruned with that fact, revives the row on the
+//     relay and every replica pulling the log, and did not on the writer
+//     (engine.TestPruneSupersededUnsentCell). A relay of version 4
+//     refuses the members (unknown field), so peers of version 4 and 5 do
+//     not talk (PROTOCOL_VERSION_MISMATCH, fatal); upgrade the relay and
+//     the app together.
+const ProtocolVersion = 5
 
 // DefaultMaxMessageSize is the largest frame, in bytes, a relay or client
 // accepts unless configured otherwise: 16 MiB. A sender splits its work to

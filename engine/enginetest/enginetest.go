@@ -219,11 +219,14 @@ func DumpStore(t testing.TB, st kv.Store) Dump {
 	}
 	d.Buckets["log"] = rep.Live
 	err = st.View(func(tx kv.Tx) error {
-		for _, b := range []string{"rows", "lograw", "index", "migrations", "quarantine", "tombs"} {
+		for _, b := range []string{"rows", "lograw", "index", "migrations", "quarantine", "tombsraw"} {
 			var lines []string
 			bucket := b
-			if b == "lograw" {
+			switch b {
+			case "lograw":
 				bucket = "log"
+			case "tombsraw":
+				bucket = "tombs"
 			}
 			err := tx.Scan(bucket, kv.Range{}, func(k, v []byte) bool {
 				if b == "migrations" {
@@ -238,7 +241,9 @@ func DumpStore(t testing.TB, st kv.Store) Dump {
 			sort.Strings(lines)
 			d.Buckets[b] = lines
 		}
-		return nil
+		tombs, err := tombIndex(tx)
+		d.Buckets["tombs"] = tombs
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -252,9 +257,47 @@ func diffDumps(a, b Dump) string {
 }
 
 // diffStore compares two dumps of one store (before and after something
-// that must write nothing), raw change log included.
+// that must write nothing), raw change log and prune index included.
 func diffStore(a, b Dump) string {
-	return diffBuckets(a, b, "rows", "lograw", "log", "index", "migrations", "quarantine", "tombs")
+	return diffBuckets(a, b, "rows", "lograw", "log", "index", "migrations", "quarantine", "tombsraw")
+}
+
+// tombIndex reads the prune index as replicas share it: one entry per
+// tombstoned row. A replica's own tombstone may record a shadow, the
+// tombstone it superseded (a value naming it, and the shadow's own entry:
+// engine/writetx.go, putShadow), which depends on the order the replica
+// saw the deletions in, and is left out.
+func tombIndex(tx kv.Tx) ([]string, error) {
+	type entry struct{ k, v []byte }
+	var es []entry
+	err := tx.Scan("tombs", kv.Range{}, func(k, v []byte) bool {
+		es = append(es, entry{bytes.Clone(k), bytes.Clone(v)})
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	shadow := map[string]bool{}
+	for _, e := range es {
+		if len(e.v) != engine.HLCSize || len(e.k) < engine.BaseSize {
+			continue
+		}
+		h, err := engine.HLCFromBytes(e.v)
+		if err != nil {
+			return nil, err
+		}
+		sk := make([]byte, engine.BaseSize, len(e.k))
+		h.PutBase(sk)
+		shadow[string(append(sk, e.k[engine.BaseSize:]...))] = true
+	}
+	var lines []string
+	for _, e := range es {
+		if !shadow[string(e.k)] {
+			lines = append(lines, fmt.Sprintf("%x=", e.k))
+		}
+	}
+	sort.Strings(lines)
+	return lines, nil
 }
 
 // diffData compares only the data: rows, change log and indexes (replicas

@@ -19,7 +19,11 @@
 //	                    live fact in the row (absent with
 //	                    engine.Options.LocalChangeLogOnly)
 //	tombs       base ‖ table ‖ pk → empty: one entry per tombstoned row,
-//	            ordered by the deletion's HLC, for engine.Prune
+//	            ordered by the deletion's HLC, for engine.Prune; the entry
+//	            of a row's own tombstone (this replica's deletion) may hold
+//	            instead the 30-byte HLC of the row's shadow, the tombstone
+//	            the own one superseded, which has an entry of its own
+//	            (engine/writetx.go, putShadow)
 //	index       table ‖ index name ‖ column values ‖ pk → empty
 //	migrations  class ‖ HLC → schema migration: its JSON form
 //	            (model.AppendMigrationJSON; engine/migrate.go), hlc included

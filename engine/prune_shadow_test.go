@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/replica-sync/replica/kv"
+	"github.com/replica-sync/replica/kv/memkv"
+
+	"github.com/replica-sync/replica/engine/internal/layout"
+)
+
+// TestPruneShadowTombstone (the simulator's seed 271): dev deleted a
+// delete-wins row, offline, without having seen an older deletion of
+// another site; then it pulled that deletion (which lost to its own,
+// newer one) and another site's later, dead, cells, and applied a horizon
+// mark above the older deletion before its own reached the relay. The
+// relay pruned the row by the older deletion, dead cells included, and
+// then applied dev's deletion to a row it no longer held: a bare
+// tombstone. dev's row carried its own deletion instead, so it pruned
+// nothing and kept the dead cells: CRDT states that differed, though no
+// replica showed a row. dev now keeps the superseded deletion as the
+// row's shadow and prunes by it as the relay does.
+//
+// The variants check the shadow decides only what the relay's row
+// decided: no older deletion at all (the cells were live on the relay
+// until dev's deletion came), and two older deletions, the newer one not
+// past the mark.
+func TestPruneShadowTombstone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// deletes lists the older deletions, by whom (1: the relay,
+		// 2: other), each at the next millisecond.
+		deletes []int
+		// cutoffAfter is how many of them the mark's bound is after.
+		cutoffAfter int
+		wantBare    bool
+		// snapshot: dev gets the deletions and other's write in a
+		// snapshot of the relay (merged) instead of as changes.
+		snapshot bool
+	}{
+		{"pruned", []int{1}, 1, true, false},
+		{"pruned_snapshot", []int{1}, 1, true, true},
+		{"none", nil, 0, false, false},
+		{"newest_not_past_mark", []int{1, 2}, 1, false, false},
+		{"both_past_mark", []int{1, 2}, 2, true, false},
+		{"both_past_mark_snapshot", []int{1, 2}, 2, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &manualClock{ms: replaceT0}
+			relay := openReplace(t, memkv.New(Buckets...), clock)
+			dev := openReplace(t, memkv.New(Buckets...), clock)
+			other := openReplace(t, memkv.New(Buckets...), clock)
+			own := func(from *Engine, since HLC) []ChangeSet {
+				t.Helper()
+				sets, err := from.ChangesSince(since, 0, ChangesFilter{OnlyLocal: true})
+				mustDo(t, err)
+				return sets
+			}
+			apply := func(dst *Engine, sets []ChangeSet) {
+				t.Helper()
+				_, err := dst.ApplyChanges(sets)
+				mustDo(t, err)
+			}
+			_, err := relay.Insert("items", map[string]any{"id": 1, "name": "n1", "a": "a1"})
+			mustDo(t, err)
+			clock.ms++
+			ins := own(relay, HLC{})
+			apply(dev, ins)
+			apply(other, ins)
+			third := openReplace(t, memkv.New(Buckets...), clock)
+			apply(third, ins)
+			// The older deletions: of the relay, and of a third site.
+			var dels []ChangeSet
+			var cutoff uint64
+			for i, who := range tc.deletes {
+				e := relay
+				if who == 2 {
+					e = third
+				}
+				_, err := e.Delete("items", Key{1})
+				mustDo(t, err)
+				sets := own(e, ins[len(ins)-1].HLC)
+				dels = append(dels, sets[len(sets)-1])
+				clock.ms++
+				if i+1 == tc.cutoffAfter {
+					cutoff = clock.ms
+					clock.ms++
+				}
+			}
+			// dev's deletion (it saw none of them), unsent; then
+			// other's later write, made before other saw any deletion.
+			_, err = dev.Delete("items", Key{1})
+			mustDo(t, err)
+			mine := own(dev, ins[len(ins)-1].HLC)
+			clock.ms++
+			_, err = other.Update("items", Key{1}, map[string]any{"b": "theirs", "c": "theirs"})
+			mustDo(t, err)
+			theirs := own(other, ins[len(ins)-1].HLC)
+			clock.ms++
+			// The relay's log: the older deletions, other's write, the
+			// mark (dev's deletion not arrived: its siteHlc is zero),
+			// then dev's deletion.
+			apply(relay, dels)
+			apply(relay, theirs)
+			if tc.snapshot {
+				applyAll(t, dev, relay, SnapshotOptions{}, ApplySnapshotOptions{})
+			}
+			if cutoff != 0 {
+				_, err = relay.PruneTombstones(cutoff)
+				mustDo(t, err)
+			}
+			apply(relay, mine)
+			// dev pulls the log to the mark and prunes there, keeping its
+			// own facts the relay did not hold.
+			if !tc.snapshot {
+				for _, cs := range dels {
+					apply(dev, []ChangeSet{cs})
+				}
+				apply(dev, theirs)
+			}
+			if cutoff != 0 {
+				_, err = dev.PruneTombstonesWith(cutoff, PruneTombstonesOptions{KeepUnsent: true, Sent: HLC{}})
+				mustDo(t, err)
+			}
+			if _, err := dev.Get("items", Key{1}); err == nil {
+				t.Fatal("row 1 is alive on dev: the test does not reach the case")
+			}
+			got, want := crdtState(t, dev), crdtState(t, relay)
+			if got != want {
+				t.Fatalf("dev and the relay differ after the pruning:\ndev:%s\nrelay:%s", got, want)
+			}
+			if bare := !strings.Contains(want, "="); bare != tc.wantBare {
+				t.Errorf("the relay's row:%s; want a bare tombstone: %v", want, tc.wantBare)
+			}
+			// A later mark past dev's deletion, once the relay holds it,
+			// drops the row everywhere and leaves no index entry.
+			clock.ms += 10
+			_, err = relay.PruneTombstones(clock.ms)
+			mustDo(t, err)
+			_, err = dev.PruneTombstonesWith(clock.ms, PruneTombstonesOptions{KeepUnsent: true, Sent: mine[0].HLC})
+			mustDo(t, err)
+			if got, want := crdtState(t, dev), crdtState(t, relay); got != "" || want != "" {
+				t.Fatalf("after the last mark: dev:%s\nrelay:%s\nwant both empty", got, want)
+			}
+			if n := countTombEntries(t, dev); n != 0 {
+				t.Errorf("dev holds %d prune index entries after the last mark, want 0", n)
+			}
+		})
+	}
+}
+
+// countTombEntries counts e's prune index entries.
+func countTombEntries(t *testing.T, e *Engine) int {
+	t.Helper()
+	n := 0
+	mustDo(t, e.store.View(func(tx kv.Tx) error {
+		return tx.Scan(layout.BucketTombs, kv.Range{}, func(_, _ []byte) bool { n++; return true })
+	}))
+	return n
+}
