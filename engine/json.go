@@ -231,15 +231,6 @@ func appendJSONString(dst []byte, s string) []byte {
 	return jsontext.AppendString(dst, s, storedEscape)
 }
 
-// appendJSONBytes appends b as encoding/json writes a []byte: a base64
-// (standard encoding) string, null for nil.
-func appendJSONBytes(dst, b []byte) []byte {
-	if b == nil {
-		return append(dst, "null"...)
-	}
-	return jsontext.AppendBase64(dst, b)
-}
-
 // appendJSONStrings appends a []string as json.Marshal writes it (null for
 // nil).
 func appendJSONStrings(dst []byte, l []string) []byte {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/replica-sync/replica/engine/internal/keyenc"
+	"github.com/replica-sync/replica/internal/jsontext"
 	"github.com/replica-sync/replica/kv"
 
 	"github.com/replica-sync/replica/engine/internal/layout"
@@ -1117,9 +1118,9 @@ func writeCheckpoint(tx kv.Tx, cp *SnapshotCheckpoint) error {
 	b := append([]byte(nil), `{"id":`...)
 	b = appendJSONString(b, cp.SnapshotID)
 	b = append(b, `,"site":`...)
-	b = appendJSONBytes(b, cp.SiteID[:])
+	b = jsontext.AppendBase64(b, cp.SiteID[:])
 	b = append(b, `,"hlc":`...)
-	b = appendJSONBytes(b, cp.HLC.Bytes())
+	b = jsontext.AppendBase64(b, cp.HLC.Bytes())
 	b = append(b, `,"cursor":`...)
 	b = strconv.AppendUint(b, cp.Cursor, 10)
 	b = append(b, `,"completed":`...)
@@ -1130,7 +1131,7 @@ func writeCheckpoint(tx kv.Tx, cp *SnapshotCheckpoint) error {
 	b = strconv.AppendUint(b, cp.CreatedAt, 10)
 	if cp.Replace {
 		b = append(b, `,"replace":true,"keepOwnAfter":`...)
-		b = appendJSONBytes(b, cp.KeepOwnAfter.Bytes())
+		b = jsontext.AppendBase64(b, cp.KeepOwnAfter.Bytes())
 	}
 	b = append(b, '}')
 	return tx.Put(layout.BucketMeta, layout.MetaCheckpoint, b)

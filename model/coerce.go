@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/replica-sync/replica/internal/jsontext"
 )
 
 // CoerceValue converts a Go value given by a caller (the Go API or the JS
@@ -702,7 +704,7 @@ func toJSONValue(x *coerceInput) (Value, string, bool) {
 		return Value{kind: KindJSON, s: `"` + formatTimestampMillis(x.i) + `"`}, "", true
 	case cinBytes:
 		if x.other == nil {
-			return Value{kind: KindJSON, s: string(appendJSONBytes(nil, []byte(x.s)))}, "", true // base64, as json.Marshal writes []byte
+			return Value{kind: KindJSON, s: string(jsontext.AppendBase64(nil, []byte(x.s)))}, "", true // base64, as json.Marshal writes []byte
 		}
 	}
 	j, err := marshalJSON(x.other)

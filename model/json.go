@@ -86,15 +86,6 @@ func appendJSONString(dst []byte, s string, html bool) []byte {
 	return jsontext.AppendString(dst, s, jsontext.EscapeLineSeparators)
 }
 
-// appendJSONBytes appends b as encoding/json writes a []byte: a base64
-// (standard encoding) string, null for nil.
-func appendJSONBytes(dst, b []byte) []byte {
-	if b == nil {
-		return append(dst, "null"...)
-	}
-	return jsontext.AppendBase64(dst, b)
-}
-
 var (
 	rawMessageType    = reflect.TypeFor[json.RawMessage]()
 	numberType        = reflect.TypeFor[json.Number]()
@@ -124,7 +115,7 @@ func marshalJSON(v any) ([]byte, error) {
 	case string:
 		return appendJSONString(nil, x, false), nil
 	case []byte:
-		return appendJSONBytes(nil, x), nil
+		return jsontext.AppendBase64(nil, x), nil
 	}
 	b, err := appendJSONOf(nil, reflect.ValueOf(v), 0)
 	if errors.Is(err, errJSONMethods) {
@@ -189,7 +180,7 @@ func appendJSONOf(dst []byte, v reflect.Value, depth int) ([]byte, error) {
 			return append(dst, "null"...), nil
 		}
 		if t.Elem().Kind() == reflect.Uint8 && !hasJSONMethods(t.Elem()) {
-			return appendJSONBytes(dst, v.Bytes()), nil
+			return jsontext.AppendBase64(dst, v.Bytes()), nil
 		}
 		return appendJSONElems(dst, v, depth)
 	case reflect.Array:

@@ -132,9 +132,12 @@ func AppendStrings(dst []byte, l []string, esc Escape) []byte {
 	return append(dst, ']')
 }
 
-// AppendBase64 appends b as a string of its standard (padded) base64
-// encoding, as encoding/json writes a []byte.
+// AppendBase64 appends b as encoding/json writes a []byte: a string of
+// its standard (padded) base64 encoding, null for nil.
 func AppendBase64(dst, b []byte) []byte {
+	if b == nil {
+		return append(dst, "null"...)
+	}
 	dst = append(dst, '"')
 	dst = base64.StdEncoding.AppendEncode(dst, b)
 	return append(dst, '"')

@@ -391,7 +391,7 @@ func TestAppendAgainstEncodingJSON(t *testing.T) {
 			}
 		}
 	}
-	for _, b := range [][]byte{{}, {0}, {1, 2, 255}, []byte(strs[len(strs)-1])} {
+	for _, b := range [][]byte{nil, {}, {0}, {1, 2, 255}, []byte(strs[len(strs)-1])} {
 		want, _ := json.Marshal(b)
 		if got := AppendBase64(nil, b); string(got) != string(want) {
 			t.Fatalf("AppendBase64(%v) = %s, want %s", b, got, want)
