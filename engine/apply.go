@@ -362,7 +362,8 @@ func (w *writeTx) applySets(sets []ChangeSet, replay bool) (applyOutcome, error)
 	return out, nil
 }
 
-// applySetMigrations counts the sets (those of this replica are skipped),
+// applySetMigrations counts the sets (those of this replica are skipped;
+// under MergeOwn only their migrations, mergeRows counting their changes),
 // and stores their schema migrations not stored yet, in HLC order, adding
 // to applied those it stored, per set. It returns the sets' greatest HLC.
 func (w *writeTx) applySetMigrations(sets []ChangeSet, applied map[int][]SchemaMigration, out *applyOutcome) (HLC, error) {
@@ -377,7 +378,11 @@ func (w *writeTx) applySetMigrations(sets []ChangeSet, applied map[int][]SchemaM
 	for i := range sets {
 		cs := &sets[i]
 		if cs.SiteID == local {
-			out.result.Skipped += len(cs.Changes) + len(cs.Migrations)
+			out.result.Skipped += len(cs.Migrations)
+			if !w.mergeOwn {
+				// Under MergeOwn, mergeRows counts the changes.
+				out.result.Skipped += len(cs.Changes)
+			}
 			continue
 		}
 		out.result.Transactions++
