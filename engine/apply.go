@@ -710,9 +710,11 @@ func (w *writeTx) mergeRow(r *txRow, facts []pendingFact, out *applyOutcome) {
 	for _, f := range facts {
 		switch f.c.Type {
 		case RowDeletion:
-			if r.cur.HasTomb && f.c.HLC.Less(r.cur.Tomb) && r.cur.Tomb.Site == w.e.site {
+			if r.cur.HasTomb && f.c.HLC.Less(r.cur.Tomb) && r.cur.Tomb.Site == w.e.site && (r.tbl == nil || !r.tbl.resurrect) {
 				// A deletion the own one superseded: the row's shadow
-				// until the own one reaches the relay (putShadow).
+				// until the own one reaches the relay (putShadow); a
+				// delete-wins row's only, the one pruning by it
+				// decides (pruneShadow).
 				r.noteShadow(f.c.HLC)
 			}
 			r.mergeDeletion(f.c)

@@ -618,11 +618,9 @@ func (w *writeTx) delete(name string, pkArg Key) (bool, error) {
 // tombstone records a local deletion of a live row.
 func (w *writeTx) tombstone(r *txRow) {
 	prior := priorImage(r.cur.Row())
-	if r.cur.HasTomb {
-		// A row live under its tombstone (resurrection allowed): the
-		// superseded tombstone is the row's shadow (putShadow).
-		r.noteShadow(r.cur.Tomb)
-	}
+	// A row live under its tombstone is one of a table allowing
+	// resurrection: the tombstone this one supersedes is no shadow
+	// (putShadow), as pruning by it decides no cell there (pruneShadow).
 	r.cur.HasTomb = true
 	r.cur.Tomb = w.nextHLC()
 	r.cur.PriorRow = prior

@@ -159,3 +159,56 @@ func countTombEntries(t *testing.T, e *Engine) int {
 	}))
 	return n
 }
+
+// TestNoShadowUnderResurrection: a shadow tombstone decides only the cells
+// of a delete-wins row (pruneShadow), so a table allowing resurrection
+// records none: re-deleting a resurrected row, or receiving a deletion its
+// own newer one supersedes, writes the prune index entry of its tombstone
+// alone, not a shadow's entry and value too (a read and two writes more
+// per such delete, for nothing).
+func TestNoShadowUnderResurrection(t *testing.T) {
+	clock := &manualClock{ms: replaceT0}
+	schema := replaceSchema()
+	for i := range schema.Tables {
+		schema.Tables[i].Resurrection = ResurrectionAllowed
+	}
+	open := func() *Engine {
+		e, err := Open(memkv.New(Buckets...), Options{Schema: schema, Clock: clock})
+		mustDo(t, err)
+		return e
+	}
+	dev, other := open(), open()
+	_, err := dev.Insert("items", map[string]any{"id": 1, "name": "n1"})
+	mustDo(t, err)
+	clock.ms++
+	ins, err := dev.ChangesSince(HLC{}, 0, ChangesFilter{OnlyLocal: true})
+	mustDo(t, err)
+	_, err = other.ApplyChanges(ins)
+	mustDo(t, err)
+	// other's deletion, which dev has not seen yet.
+	_, err = other.Delete("items", Key{1})
+	mustDo(t, err)
+	clock.ms++
+	theirs, err := other.ChangesSince(ins[len(ins)-1].HLC, 0, ChangesFilter{OnlyLocal: true})
+	mustDo(t, err)
+	// dev deletes, resurrects and deletes again: its first deletion is
+	// superseded by its second.
+	_, err = dev.Delete("items", Key{1})
+	mustDo(t, err)
+	clock.ms++
+	_, err = dev.Insert("items", map[string]any{"id": 1, "name": "n2"})
+	mustDo(t, err)
+	clock.ms++
+	_, err = dev.Delete("items", Key{1})
+	mustDo(t, err)
+	clock.ms++
+	if n := countTombEntries(t, dev); n != 1 {
+		t.Errorf("after re-deleting a resurrected row: %d prune index entries, want 1", n)
+	}
+	// other's older deletion loses to dev's.
+	_, err = dev.ApplyChanges(theirs)
+	mustDo(t, err)
+	if n := countTombEntries(t, dev); n != 1 {
+		t.Errorf("after a deletion superseded by the own one: %d prune index entries, want 1", n)
+	}
+}

@@ -663,7 +663,8 @@ func (w *writeTx) diffTomb(r *txRow, rk []byte) error {
 
 // Shadow tombstones. A row whose tombstone is this replica's own may have
 // superseded another tombstone, its shadow: the newest the row received
-// (from a peer, or its own earlier one) below the own one. Until the own
+// below the own one. A delete-wins row's only: under resurrection the
+// pruning of a tombstone decides no cell (pruneShadow). Until the own
 // deletion reaches the relay, the relay's row carries the shadow instead,
 // and prunes at a horizon mark by it: a delete-wins row whose tombstone
 // goes loses its cells, the dead ones of other sites included, and the own
