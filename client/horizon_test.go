@@ -274,7 +274,9 @@ func TestHorizonKeepsOwnFactsAfterTheMark(t *testing.T) {
 // stored under echoKey), and the client merges them in their place (wire
 // version 5: engine.TestPruneSupersededUnsentCell is what it is for). A
 // page whose leading mark set that range was read without it: it is not
-// applied, and the pull from the same cursor asks again.
+// applied, and the pull from the same cursor asks again. The own
+// ChangeSet asked back revives the row a peer's later deletion, pruned at
+// the mark, had taken from this replica, as on the relay.
 func TestHorizonAsksOwnBack(t *testing.T) {
 	relay := newScriptRelay(t)
 	clk := newFakeClock()
@@ -294,6 +296,22 @@ func TestHorizonAsksOwnBack(t *testing.T) {
 	p.ackPush(t, second) // appended by the relay after its mark
 	ev.wait(t, "the second ack", func(e Event) bool { return e.Type == PushAcked && ev.count(PushAcked) == 2 })
 	upTo := second.ChangeSets[len(second.ChangeSets)-1].HLC
+	// A peer's later deletion of the second row, which this replica
+	// pulled before the mark: it kills the row's own cells, and the mark
+	// prunes it, so the row is gone here; the relay, which got the
+	// second push after its pruning, revived the row from it.
+	peer, _ := newEngine(t)
+	if _, err := peer.ApplyChanges(second.ChangeSets); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := peer.Delete("notes", engine.Key{"second"}); err != nil {
+		t.Fatal(err)
+	}
+	del := dataSets(t, peer)
+	if _, err := db.ApplyChanges(del[len(del)-1:]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Millisecond) // the mark's wall is past the deletion
 
 	ch := func(n int) wire.Chain { return wire.GenesisChain.Next(testServerSite, strconv.Itoa(n)) }
 	sets := peerSets(t, 2, "p")
@@ -310,11 +328,17 @@ func TestHorizonAsksOwnBack(t *testing.T) {
 	if got, want := stateOf(t, db, echoKey(testNS)), wire.FormatHLC(held)+" "+wire.FormatHLC(upTo); got != want {
 		t.Fatalf("stored range %q, want %q", got, want)
 	}
+	if has(t, db, "second") {
+		t.Fatal("the second row survived the mark: the test does not reach the case")
+	}
 	// The same page with the own ChangeSet asked back: applied (the mark
 	// is not applied again), and the pulls go on asking.
 	p.send(t, &wire.Changes{Cursor: 7, More: true, Chain: ch(7), ChangeSets: []model.ChangeSet{second.ChangeSets[0], sets[0]}, Horizons: []wire.Horizon{mark}})
 	if g := expect[*wire.GetChanges](t, p); g.Since != 7 || !g.OwnStated {
 		t.Fatalf("next pull %+v, want since 7 asking back", g)
+	}
+	if !has(t, db, "second") {
+		t.Fatal("the second row is not back: the own ChangeSet asked back was not merged (engine.ApplyOptions.MergeOwn)")
 	}
 	// A later mark covering the pushes ends the range.
 	p.send(t, &wire.Changes{Cursor: 20, Chain: ch(20), ChangeSets: sets[1:2], Horizons: []wire.Horizon{{Cursor: 20, Wall: mark.Wall + 1, Chain: ch(20), SiteHLC: upTo, SiteHLCStated: true}}})
