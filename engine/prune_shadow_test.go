@@ -51,25 +51,14 @@ func TestPruneShadowTombstone(t *testing.T) {
 			relay := openReplace(t, memkv.New(Buckets...), clock)
 			dev := openReplace(t, memkv.New(Buckets...), clock)
 			other := openReplace(t, memkv.New(Buckets...), clock)
-			own := func(from *Engine, since HLC) []ChangeSet {
-				t.Helper()
-				sets, err := from.ChangesSince(since, 0, ChangesFilter{OnlyLocal: true})
-				mustDo(t, err)
-				return sets
-			}
-			apply := func(dst *Engine, sets []ChangeSet) {
-				t.Helper()
-				_, err := dst.ApplyChanges(sets)
-				mustDo(t, err)
-			}
 			_, err := relay.Insert("items", map[string]any{"id": 1, "name": "n1", "a": "a1"})
 			mustDo(t, err)
 			clock.ms++
-			ins := own(relay, HLC{})
-			apply(dev, ins)
-			apply(other, ins)
+			ins := ownSets(t, relay, HLC{})
+			applySets(t, dev, ins)
+			applySets(t, other, ins)
 			third := openReplace(t, memkv.New(Buckets...), clock)
-			apply(third, ins)
+			applySets(t, third, ins)
 			// The older deletions: of the relay, and of a third site.
 			var dels []ChangeSet
 			var cutoff uint64
@@ -80,7 +69,7 @@ func TestPruneShadowTombstone(t *testing.T) {
 				}
 				_, err := e.Delete("items", Key{1})
 				mustDo(t, err)
-				sets := own(e, ins[len(ins)-1].HLC)
+				sets := ownSets(t, e, ins[len(ins)-1].HLC)
 				dels = append(dels, sets[len(sets)-1])
 				clock.ms++
 				if i+1 == tc.cutoffAfter {
@@ -92,17 +81,17 @@ func TestPruneShadowTombstone(t *testing.T) {
 			// other's later write, made before other saw any deletion.
 			_, err = dev.Delete("items", Key{1})
 			mustDo(t, err)
-			mine := own(dev, ins[len(ins)-1].HLC)
+			mine := ownSets(t, dev, ins[len(ins)-1].HLC)
 			clock.ms++
 			_, err = other.Update("items", Key{1}, map[string]any{"b": "theirs", "c": "theirs"})
 			mustDo(t, err)
-			theirs := own(other, ins[len(ins)-1].HLC)
+			theirs := ownSets(t, other, ins[len(ins)-1].HLC)
 			clock.ms++
 			// The relay's log: the older deletions, other's write, the
 			// mark (dev's deletion not arrived: its siteHlc is zero),
 			// then dev's deletion.
-			apply(relay, dels)
-			apply(relay, theirs)
+			applySets(t, relay, dels)
+			applySets(t, relay, theirs)
 			if tc.snapshot {
 				applyAll(t, dev, relay, SnapshotOptions{}, ApplySnapshotOptions{})
 			}
@@ -110,14 +99,14 @@ func TestPruneShadowTombstone(t *testing.T) {
 				_, err = relay.PruneTombstones(cutoff)
 				mustDo(t, err)
 			}
-			apply(relay, mine)
+			applySets(t, relay, mine)
 			// dev pulls the log to the mark and prunes there, keeping its
 			// own facts the relay did not hold.
 			if !tc.snapshot {
 				for _, cs := range dels {
-					apply(dev, []ChangeSet{cs})
+					applySets(t, dev, []ChangeSet{cs})
 				}
-				apply(dev, theirs)
+				applySets(t, dev, theirs)
 			}
 			if cutoff != 0 {
 				_, err = dev.PruneTombstonesWith(cutoff, PruneTombstonesOptions{KeepUnsent: true, Sent: HLC{}})

@@ -26,56 +26,45 @@ func TestPruneSupersededUnsentCell(t *testing.T) {
 	relay := openReplace(t, memkv.New(Buckets...), clock)
 	dev := openReplace(t, memkv.New(Buckets...), clock)
 	other := openReplace(t, memkv.New(Buckets...), clock)
-	own := func(from *Engine, since HLC) []ChangeSet {
-		t.Helper()
-		sets, err := from.ChangesSince(since, 0, ChangesFilter{OnlyLocal: true})
-		mustDo(t, err)
-		return sets
-	}
-	apply := func(dst *Engine, sets []ChangeSet) {
-		t.Helper()
-		_, err := dst.ApplyChanges(sets)
-		mustDo(t, err)
-	}
 	_, err := relay.Insert("items", map[string]any{"id": 1, "name": "n1", "a": "a1"})
 	mustDo(t, err)
 	clock.ms++
-	ins := own(relay, HLC{})
-	apply(dev, ins)
-	apply(other, ins)
+	ins := ownSets(t, relay, HLC{})
+	applySets(t, dev, ins)
+	applySets(t, other, ins)
 	// The relay's deletion; then dev's write (its push in flight) and
 	// other's later write of the same column, neither having seen the
 	// deletion.
 	_, err = relay.Delete("items", Key{1})
 	mustDo(t, err)
-	del := own(relay, ins[len(ins)-1].HLC)
+	del := ownSets(t, relay, ins[len(ins)-1].HLC)
 	clock.ms++
 	_, err = dev.Update("items", Key{1}, map[string]any{"name": "mine"})
 	mustDo(t, err)
-	inFlight := own(dev, HLC{})
+	inFlight := ownSets(t, dev, HLC{})
 	clock.ms++
 	_, err = other.Update("items", Key{1}, map[string]any{"name": "theirs"})
 	mustDo(t, err)
-	theirs := own(other, HLC{})
+	theirs := ownSets(t, other, HLC{})
 	clock.ms++
 	// The relay's log: the deletion, other's write, then the mark (dev's
 	// write not yet arrived: its siteHlc is below it), then dev's write.
-	apply(relay, theirs)
+	applySets(t, relay, theirs)
 	cutoff := clock.ms + 1
 	_, err = relay.PruneTombstones(cutoff)
 	mustDo(t, err)
-	apply(relay, inFlight)
+	applySets(t, relay, inFlight)
 	// dev pulls the deletion and other's write, then prunes at the mark
 	// keeping its own facts above the mark's siteHlc (none held).
-	apply(dev, del)
-	apply(dev, theirs)
+	applySets(t, dev, del)
+	applySets(t, dev, theirs)
 	_, err = dev.PruneTombstonesWith(cutoff, PruneTombstonesOptions{KeepUnsent: true, Sent: HLC{}})
 	mustDo(t, err)
 	// other, pulling the same log, ends as the relay does.
-	apply(other, del)
+	applySets(t, other, del)
 	_, err = other.PruneTombstonesWith(cutoff, PruneTombstonesOptions{KeepUnsent: true, Sent: HLC{}})
 	mustDo(t, err)
-	apply(other, inFlight)
+	applySets(t, other, inFlight)
 	// dev gets its write back after the mark, in its place in the log.
 	_, err = dev.Apply(inFlight, ApplyOptions{MergeOwn: true})
 	mustDo(t, err)
@@ -101,36 +90,25 @@ func TestPruneKilledUnsentCell(t *testing.T) {
 	clock := &manualClock{ms: replaceT0}
 	relay := openReplace(t, memkv.New(Buckets...), clock)
 	dev := openReplace(t, memkv.New(Buckets...), clock)
-	own := func(from *Engine, since HLC) []ChangeSet {
-		t.Helper()
-		sets, err := from.ChangesSince(since, 0, ChangesFilter{OnlyLocal: true})
-		mustDo(t, err)
-		return sets
-	}
-	apply := func(dst *Engine, sets []ChangeSet) {
-		t.Helper()
-		_, err := dst.ApplyChanges(sets)
-		mustDo(t, err)
-	}
 	_, err := relay.Insert("items", map[string]any{"id": 1, "name": "n1", "a": "a1"})
 	mustDo(t, err)
 	clock.ms++
-	ins := own(relay, HLC{})
-	apply(dev, ins)
+	ins := ownSets(t, relay, HLC{})
+	applySets(t, dev, ins)
 	// dev's write (its push in flight), then the relay's deletion, later.
 	_, err = dev.Update("items", Key{1}, map[string]any{"name": "mine"})
 	mustDo(t, err)
-	inFlight := own(dev, HLC{})
+	inFlight := ownSets(t, dev, HLC{})
 	clock.ms++
 	_, err = relay.Delete("items", Key{1})
 	mustDo(t, err)
-	del := own(relay, ins[len(ins)-1].HLC)
+	del := ownSets(t, relay, ins[len(ins)-1].HLC)
 	clock.ms++
 	cutoff := clock.ms
 	_, err = relay.PruneTombstones(cutoff)
 	mustDo(t, err)
-	apply(relay, inFlight)
-	apply(dev, del)
+	applySets(t, relay, inFlight)
+	applySets(t, dev, del)
 	_, err = dev.PruneTombstonesWith(cutoff, PruneTombstonesOptions{KeepUnsent: true, Sent: HLC{}})
 	mustDo(t, err)
 	_, err = dev.Apply(inFlight, ApplyOptions{MergeOwn: true})
@@ -141,4 +119,19 @@ func TestPruneKilledUnsentCell(t *testing.T) {
 	if got, want := crdtState(t, dev), crdtState(t, relay); got != want {
 		t.Fatalf("dev and the relay differ for good after the pruning (dev did not merge its write back):\ndev:%s\nrelay:%s", got, want)
 	}
+}
+
+// ownSets returns from's own ChangeSets above since.
+func ownSets(t *testing.T, from *Engine, since HLC) []ChangeSet {
+	t.Helper()
+	sets, err := from.ChangesSince(since, 0, ChangesFilter{OnlyLocal: true})
+	mustDo(t, err)
+	return sets
+}
+
+// applySets applies sets to dst.
+func applySets(t *testing.T, dst *Engine, sets []ChangeSet) {
+	t.Helper()
+	_, err := dst.ApplyChanges(sets)
+	mustDo(t, err)
 }
