@@ -1406,6 +1406,21 @@ func (s *session) onSnapshotChunk(m *wire.SnapshotChunk) error {
 			"horizon", h.Horizon, "applied", s.horizon, "sent", s.sent)
 		s.snap.apply = engine.ApplySnapshotOptions{Replace: true, KeepOwnAfter: s.heldOwn()}
 	}
+	// A header that resumes the stored checkpoint under the horizon
+	// this replica applied at its first header: that pruning ran before
+	// any of the transfer's rows merged, and the tables it completed
+	// since carry tombstones below the horizon (late deletes the relay
+	// applied after its mark, which every replica keeps until the next
+	// mark) that the resumed stream does not send again. Pruning again
+	// would drop them for good here only (the simulator's seed 301).
+	resumedUnder := false
+	if h := m.Chunk.Header; h != nil && h.Horizon != 0 && h.Horizon == s.horizon {
+		prev, err := s.db.SnapshotCheckpoint()
+		if err != nil {
+			return &snapshotFailure{err}
+		}
+		resumedUnder = prev != nil && prev.SnapshotID == h.SnapshotID
+	}
 	p, err := s.db.ApplySnapshotChunkWith(m.Chunk, s.snap.apply)
 	if err != nil {
 		err = fmt.Errorf("client: applying a snapshot %s chunk: %w", m.Chunk.Type, err)
@@ -1426,8 +1441,10 @@ func (s *session) onSnapshotChunk(m *wire.SnapshotChunk) error {
 		// late deletes it applied after its mark (up to the snapshot's
 		// cursor), which the rows carry and every replica keeps until
 		// the next mark.
-		if err := s.pruneTo(s.snap.horizon, s.heldOwn()); err != nil {
-			return &snapshotFailure{err}
+		if !resumedUnder {
+			if err := s.pruneTo(s.snap.horizon, s.heldOwn()); err != nil {
+				return &snapshotFailure{err}
+			}
 		}
 		if cp, err = s.db.SnapshotCheckpoint(); err != nil {
 			return &snapshotFailure{err}
