@@ -139,12 +139,18 @@ type Changes struct {
 	Horizons []Horizon
 }
 
-// ApplyChanges (client → relay) pushes the client's own ChangeSets.
+// ApplyChanges (client → relay) pushes the client's own ChangeSets, or,
+// as a repair push, facts of other sites it holds.
 //
 //	{"type":"apply_changes","requestId":"apply-3","changes":[…]}
+//	{"type":"apply_changes","requestId":"apply-4","repair":true,"changes":[…]}
 type ApplyChanges struct {
 	// RequestID is echoed in the apply_result; "" (omitted) for none.
 	RequestID string
+	// Repair (version 6; JSON "repair", true or omitted) marks a repair
+	// push: ChangeSets of sites other than the sender's, which it holds
+	// and the relay's log may have lost (see "Repair pushes").
+	Repair bool
 	// ChangeSets to store, in any order; JSON field "changes".
 	ChangeSets []model.ChangeSet
 }
@@ -577,6 +583,9 @@ func (m *ApplyChanges) appendTo(b []byte) ([]byte, error) {
 			return b, at(err, "requestId")
 		}
 	}
+	if m.Repair {
+		b = append(b, `,"repair":true`...)
+	}
 	b = append(b, `,"changes":`...)
 	if b, err = appendChangeSets(b, m.ChangeSets); err != nil {
 		return b, at(err, "changes")
@@ -974,6 +983,7 @@ func (r *reader) applyChanges() (Message, error) {
 		fType fields = 1 << iota
 		fRequest
 		fSets
+		fRepair
 	)
 	err := r.Members(func(key []byte) error {
 		var err error
@@ -983,6 +993,13 @@ func (r *reader) applyChanges() (Message, error) {
 		case "requestId":
 			if err = seen.See(&r.Reader, fRequest, key); err == nil {
 				m.RequestID, err = r.Str()
+			}
+		case "repair":
+			if err = seen.See(&r.Reader, fRepair, key); err == nil {
+				start := r.Pos
+				if m.Repair, err = r.Boolean(); err == nil && !m.Repair {
+					err = r.FailAt(start, "repair is true or omitted")
+				}
 			}
 		case "changes":
 			if err = seen.See(&r.Reader, fSets, key); err == nil {

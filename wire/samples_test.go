@@ -133,6 +133,7 @@ func sampleMessages(t testing.TB) []namedMessage {
 		{"changes_caught_up", &Changes{Cursor: 43, Chain: sampleChain(43)}},
 		{"apply_changes", &ApplyChanges{RequestID: "apply-3", ChangeSets: css[1:2]}},
 		{"apply_changes_no_id", &ApplyChanges{ChangeSets: css[:1]}},
+		{"apply_changes_repair", &ApplyChanges{RequestID: "apply-4", Repair: true, ChangeSets: css[2:]}},
 		{"apply_result", &ApplyResult{RequestID: "apply-3", ApplyResult: model.ApplyResult{Applied: 2, Skipped: 1, Conflicts: 1, Transactions: 1}}},
 		{"apply_result_unknown_table", &ApplyResult{ApplyResult: model.ApplyResult{Applied: 0, Transactions: 2, Held: 7}}},
 		{"push_changes", &PushChanges{Cursor: 44, ChangeSets: css[2:], Chain: sampleChain(44)}},
@@ -162,7 +163,7 @@ func sampleMessages(t testing.TB) []namedMessage {
 		{"snapshot_complete", &SnapshotComplete{}},
 		{"ping", &Ping{}},
 		{"pong", &Pong{}},
-		{"error_fatal", NewError(CodeProtocolVersionMismatch, "client speaks version %d, relay speaks %d", 6, ProtocolVersion)},
+		{"error_fatal", NewError(CodeProtocolVersionMismatch, "client speaks version %d, relay speaks %d", ProtocolVersion+1, ProtocolVersion)},
 		{"error_transient", &Error{Code: CodeApplyChangesError, Message: "clock drift: remote time is 61000 ms ahead", RequestID: "apply-4"}},
 	}
 }

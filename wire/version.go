@@ -114,7 +114,19 @@ import (
 //     refuses the members (unknown field), so peers of version 4 and 5 do
 //     not talk (PROTOCOL_VERSION_MISMATCH, fatal); upgrade the relay and
 //     the app together.
-const ProtocolVersion = 5
+//   - 6: 2026-12-03: apply_changes may carry repair: true, a repair push
+//     ("Repair pushes" in the package documentation): after the relay lost
+//     history (restored from an older copy, wiped, or a log new to the
+//     client), a client pushes the facts of other sites it holds, and the
+//     relay appends those that change its merged replica under the
+//     sender's name, so that a fact only a non-author still holds (a
+//     tombstone its author pruned, the writes of a device that is gone)
+//     reaches every replica again. A pull leaves out what the requester
+//     sent, not what its site authored. A relay of version 5 refuses the
+//     member (unknown field), so peers of version 5 and 6 do not talk
+//     (PROTOCOL_VERSION_MISMATCH, fatal); upgrade the relay and the app
+//     together.
+const ProtocolVersion = 6
 
 // DefaultMaxMessageSize is the largest frame, in bytes, a relay or client
 // accepts unless configured otherwise: 16 MiB. A sender splits its work to
