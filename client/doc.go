@@ -375,6 +375,7 @@
 //     interrupted snapshot's checkpoint) is discarded and the client
 //     bootstraps again: the snapshot merges into the replica, so nothing
 //     local is lost, and it pulls from the snapshot's cursor.
+//
 //   - It keeps the highest hlc the relay acknowledged (the acknowledged
 //     watermark; a skipped transaction moves the sent watermark only).
 //     When the ack's siteHlc, the newest transaction of this replica the
@@ -383,12 +384,25 @@
 //     again once the session is synced (the relay deduplicates). Pending
 //     counts them meanwhile.
 //
+//   - Either finding, or a log this replica holds no cursor in while it
+//     last synced with another one (a relay whose data directory was
+//     deleted is a new log, a new serverSiteId), starts a repair push when
+//     the replica holds facts of other sites (wire's "Repair pushes",
+//     protocol version 6): once synced, after its own transactions, it
+//     pushes every fact of other sites it holds (engine.PeerFacts), page
+//     by page, marked repair; the relay appends those that change its
+//     merged replica, and every other replica, their author included,
+//     pulls them. So a write that only another device still holds (its
+//     author is gone for good, or pruned it) is not lost. The progress is
+//     stored (sync:…:repair); a repair resumes after a lost connection.
+//     The state reads Synced during a repair as during any push.
+//
 // Either finding is reported once per session as an ErrorReported event
 // whose Err matches ErrRelayDiverged, saying what was found. Once every
-// device has reconnected, each has pushed back what only it had and every
-// device, and a fresh one, holds every row. A relay whose data directory
-// was deleted is a new log (a new serverSiteId, so no stored state
-// applies): the client pushes everything and pulls the new log from the
+// device that holds a fact has reconnected, every device, and a fresh
+// one, holds every row. A relay whose data directory was deleted is a new
+// log: the client pushes everything, its own transactions and, by the
+// repair, the facts of others it holds, and pulls the new log from the
 // start. A relay of protocol version 1 states nothing: the client of
 // version 2 cannot talk to it (PROTOCOL_VERSION_MISMATCH).
 //
@@ -453,6 +467,18 @@
 //	                                         <ownUpTo>", two HLCs in wire's text
 //	                                         form; absent: none. One that does not
 //	                                         decode is discarded
+//	sync:<serverSiteId>/<databaseId>:repair  a repair push pending (wire's "Repair
+//	                                         pushes"): "@" and the engine.PeerFacts
+//	                                         position to resume from, base64url
+//	                                         ("@" alone: the beginning); absent:
+//	                                         none. Written at a handshake that finds
+//	                                         the log lost history (diverged or
+//	                                         unverified cursor, siteHlc below the
+//	                                         acknowledged watermark, no cursor in a
+//	                                         log other than the last one seen) while
+//	                                         this replica holds facts of other
+//	                                         sites; one that does not decode starts
+//	                                         the repair again
 //	sync:relay:<url>#<databaseId>            "sync:<serverSiteId>/<databaseId>" last
 //	                                         seen at that URL (lets Pending find
 //	                                         the watermark before a handshake)

@@ -253,11 +253,14 @@
 //	               "merged" → "2" once the merged replica holds every retained
 //	               arrival merged by this version's rules (absent: merged again at open)
 //	arrivals       cursor (8-byte big-endian) → version 1 ‖ arrival time ms (8)
-//	               ‖ fact count (4) ‖ uvarint length ‖ dedup key ‖ ChangeSet wire JSON
-//	arrivals_tx    site id (16 bytes) ‖ transactionId → cursor (8) ‖ fact count (4)
+//	               ‖ fact count (4) ‖ uvarint length ‖ dedup key ‖ ChangeSet wire JSON;
+//	               the key of a repair entry (wire's "Repair pushes") is the
+//	               sender's site id (16) ‖ "repair <author site id> <transactionId>"
+//	arrivals_tx    site id (16 bytes) ‖ transactionId → cursor (8) ‖ fact count (4);
+//	               no entry for repair entries
 //	arrivals_chain cursor (8-byte big-endian) → chain value there (16 bytes)
 //	arrivals_site  site id (16 bytes) → highest hlc of its stored ChangeSets
-//	               (30 bytes, model.HLC.Bytes); never pruned
+//	               (30 bytes, model.HLC.Bytes), repair entries left out; never pruned
 //	arrivals_horizon cursor (8-byte big-endian) → wall ms (8) ‖ chain value at
 //	               cursor (16): the tombstone horizon marks (one per cursor;
 //	               see "Retention and maintenance")
