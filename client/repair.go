@@ -146,3 +146,20 @@ func (s *session) skipRepair(cs *model.ChangeSet, code wire.ErrorCode, msg strin
 	s.c.log.Warn("replica sync: facts of another site will not be pushed back to the relay", "site", cs.SiteID, "transaction", cs.TransactionID, "err", err)
 	s.c.report(err)
 }
+
+// pushOwnMergedBack flushes when sets, just merged (MergeOwn), carry facts
+// of this replica's own above its sent watermark: another replica's
+// repair push gave back facts this one had pruned or lost (its own
+// tombstone, say), so they count as pending here again. Pushing them is
+// harmless (the relay holds them: it merges them as no-ops and appends
+// them as this replica's own), and moves the sent watermark past them;
+// left alone, they would stay pending until the next local write.
+func (s *session) pushOwnMergedBack(sets []model.ChangeSet) {
+	own := s.db.SiteID()
+	for i := range sets {
+		if sets[i].SiteID == own && s.sent.Less(sets[i].HLC) {
+			s.flush() // or deferred while a push is in flight
+			return
+		}
+	}
+}

@@ -754,6 +754,7 @@ func (s *session) onChanges(m *wire.Changes) {
 			return
 		}
 		s.c.post(Event{Type: ChangesApplied, Result: res})
+		s.pushOwnMergedBack(m.ChangeSets)
 	} else if next != s.cursor || chain != s.chain {
 		// The chain value names its cursor: stored after it, a failure
 		// between the two leaves the cursor without one, never with
@@ -863,6 +864,7 @@ func (s *session) onPushChanges(m *wire.PushChanges) {
 		contiguous = false
 	} else {
 		s.c.post(Event{Type: ChangesApplied, Result: res})
+		s.pushOwnMergedBack(m.ChangeSets)
 	}
 	if contiguous {
 		s.cursor, s.chain = m.Cursor, m.Chain
