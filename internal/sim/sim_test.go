@@ -290,6 +290,21 @@ func TestSimFixedSeeds(t *testing.T) {
 		// there only. Fixed in client (a resumed header does not prune
 		// again).
 		{"retention", 301, 2000, keepLog, false},
+		// Seed 11, pruning with relay wipes (restores left out): a wiped
+		// relay (a new log) got back from each device only its own
+		// facts; a tombstone its author had pruned at a mark of the lost
+		// log lived on devices that had not applied that mark, so
+		// replicas that pruned and replicas that had not disagreed for
+		// good ("r0 and r2 differ"). Fixed by repair pushes (wire
+		// version 6: relay.TestRepairPush,
+		// client.TestE2ERepairAfterWipeDeviceGone).
+		{"repair", 11, 1687, map[string]bool{"relay.restore_old": true}, false},
+		// Seed 78, same configuration: a device's own tombstones, pruned
+		// there, came back in another device's repair entries after its
+		// own push had ended; merged back above its sent watermark, they
+		// counted as pending for good ("r1 has 4 transactions
+		// unacknowledged"). Fixed in client (pushOwnMergedBack).
+		{"repair", 78, 2000, map[string]bool{"relay.restore_old": true}, false},
 	} {
 		t.Run(fmt.Sprintf("%s/%d", c.name, c.seed), func(t *testing.T) {
 			cfg := DefaultConfig(c.seed)
