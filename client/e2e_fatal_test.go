@@ -20,7 +20,7 @@ import (
 )
 
 // versionProxy forwards WebSocket frames between clients and a relay,
-// rewriting "protocolVersion":5 to 6 in the first frame of one direction
+// rewriting "protocolVersion":6 to 7 in the first frame of one direction
 // (the handshake, or the handshake_ack), and passing close statuses on.
 type versionProxy struct {
 	url   string
@@ -56,7 +56,7 @@ func startVersionProxy(t *testing.T, upstream string, rewriteAck bool) *versionP
 					return
 				}
 				if first && rewrite {
-					b = []byte(strings.Replace(string(b), `"protocolVersion":5`, `"protocolVersion":6`, 1))
+					b = []byte(strings.Replace(string(b), `"protocolVersion":6`, `"protocolVersion":7`, 1))
 				}
 				first = false
 				if to.Write(ctx, typ, b) != nil {

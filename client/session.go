@@ -306,7 +306,7 @@ func (s *session) handle(f frame) error {
 }
 
 // closeError maps a read error to the session's end: a fatal close status
-// (4001–4004) without its error frame is fatal as well.
+// (4001–4005) without its error frame is fatal as well.
 func closeError(err error) error {
 	st := peerCloseStatus(err)
 	var code wire.ErrorCode
@@ -319,6 +319,8 @@ func closeError(err error) error {
 		code = wire.CodeProtocolVersionMismatch
 	case wire.CloseAlreadyAuthenticated:
 		code = wire.CodeAlreadyAuthenticated
+	case wire.CloseSealedMismatch:
+		code = wire.CodeSealedMismatch
 	case 1008: // policy violation: rate limited (RATE_LIMITED lost) or no handshake in time
 		return &rateLimited{fmt.Errorf("client: relay closed the connection with status 1008 (policy violation: rate limited, or no handshake in time): %w", err)}
 	default:

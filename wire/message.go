@@ -40,7 +40,7 @@ type Message interface {
 // Handshake (client → relay) opens a session. It must be the first frame
 // on a connection.
 //
-//	{"type":"handshake","protocolVersion":5,"databaseId":"trips","siteId":"<22>","token":"…","serverSiteId":"<22>","cursor":41,"chain":"<22>"}
+//	{"type":"handshake","protocolVersion":6,"databaseId":"trips","siteId":"<22>","token":"…","serverSiteId":"<22>","cursor":41,"chain":"<22>"}
 type Handshake struct {
 	// ProtocolVersion is the client's ProtocolVersion; 0 means the frame
 	// had none. When it is not this package's ProtocolVersion, Decode
@@ -62,11 +62,18 @@ type Handshake struct {
 	Log    model.SiteID
 	Cursor uint64
 	Chain  Chain
+	// Sealed (version 6; JSON "sealed", written only when true) says the
+	// client expects a sealed database (docs/design.md § Sealed
+	// databases): it pushes envelopes and opens what it pulls. A
+	// handshake that creates the database decides its mode for good; one
+	// that differs from an existing database's mode is refused with
+	// SEALED_MISMATCH (fatal).
+	Sealed bool
 }
 
 // HandshakeAck (relay → client) accepts a handshake.
 //
-//	{"type":"handshake_ack","protocolVersion":5,"databaseId":"trips","serverSiteId":"<22>","connectionId":"c-17","siteHlc":"<40>","history":"continues"}
+//	{"type":"handshake_ack","protocolVersion":6,"databaseId":"trips","serverSiteId":"<22>","connectionId":"c-17","siteHlc":"<40>","history":"continues"}
 type HandshakeAck struct {
 	// ProtocolVersion is the relay's ProtocolVersion, decoded as for
 	// Handshake: when it differs, every other field is left zero.
@@ -93,6 +100,11 @@ type HandshakeAck struct {
 	// the relay can no longer check (below its retained log, or without a
 	// chain value while within the log).
 	History History
+	// Sealed (version 6; JSON "sealed", written only when true) is the
+	// database's mode: true for a sealed database. It equals the
+	// handshake's Sealed (the relay refuses a mismatch); a client stops
+	// (fatal) on an ack that differs.
+	Sealed bool
 }
 
 // GetChanges (client → relay) asks for the ChangeSets that arrived after a
@@ -462,6 +474,9 @@ func (m *Handshake) appendTo(b []byte) ([]byte, error) {
 	} else if m.Cursor != 0 || !m.Chain.IsZero() {
 		return b, at(invalid("a cursor or chain value without serverSiteId"), "cursor")
 	}
+	if m.Sealed {
+		b = append(b, `,"sealed":true`...)
+	}
 	return append(b, '}'), nil
 }
 
@@ -509,6 +524,9 @@ func (m *HandshakeAck) appendTo(b []byte) ([]byte, error) {
 		b = append(b, '"')
 	default:
 		return b, at(invalid("%q is not a history verdict", m.History), "history")
+	}
+	if m.Sealed {
+		b = append(b, `,"sealed":true`...)
 	}
 	return append(b, '}'), nil
 }
@@ -749,6 +767,7 @@ func (r *reader) handshake() (Message, error) {
 		fLog
 		fCursor
 		fChain
+		fSealed
 	)
 	err = r.Members(func(key []byte) error {
 		var err error
@@ -784,6 +803,10 @@ func (r *reader) handshake() (Message, error) {
 		case "chain":
 			if err = seen.See(&r.Reader, fChain, key); err == nil {
 				m.Chain, err = r.chain()
+			}
+		case "sealed":
+			if err = seen.See(&r.Reader, fSealed, key); err == nil {
+				m.Sealed, err = r.Boolean()
 			}
 		default:
 			return r.UnknownKey(key)
@@ -821,6 +844,7 @@ func (r *reader) handshakeAck() (Message, error) {
 		fConn
 		fSiteHLC
 		fHistory
+		fSealed
 	)
 	err = r.Members(func(key []byte) error {
 		var err error
@@ -860,6 +884,10 @@ func (r *reader) handshakeAck() (Message, error) {
 						err = r.FailAt(start, "history %q: want %q or %q", h, HistoryContinues, HistoryDiverged)
 					}
 				}
+			}
+		case "sealed":
+			if err = seen.See(&r.Reader, fSealed, key); err == nil {
+				m.Sealed, err = r.Boolean()
 			}
 		default:
 			return r.UnknownKey(key)

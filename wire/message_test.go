@@ -35,14 +35,14 @@ func TestRoundTripEveryMessage(t *testing.T) {
 func TestDecodeAnyMemberOrder(t *testing.T) {
 	site := siteA.String()
 	for _, frame := range []string{
-		`{"siteId":"` + site + `","databaseId":"db","protocolVersion":5,"type":"handshake"}`,
-		" {\n\t\"databaseId\" : \"db\" ,\r\n \"type\" : \"handshake\", \"siteId\":\"" + site + "\",\"protocolVersion\":5 } \n",
+		`{"siteId":"` + site + `","databaseId":"db","protocolVersion":6,"type":"handshake"}`,
+		" {\n\t\"databaseId\" : \"db\" ,\r\n \"type\" : \"handshake\", \"siteId\":\"" + site + "\",\"protocolVersion\":6 } \n",
 	} {
 		m, err := Decode([]byte(frame))
 		if err != nil {
 			t.Fatalf("Decode(%s): %v", frame, err)
 		}
-		if want := (&Handshake{ProtocolVersion: 5, DatabaseID: "db", SiteID: siteA}); *m.(*Handshake) != *want {
+		if want := (&Handshake{ProtocolVersion: 6, DatabaseID: "db", SiteID: siteA}); *m.(*Handshake) != *want {
 			t.Fatalf("got %+v", m)
 		}
 	}
@@ -122,13 +122,19 @@ func TestDecodeStrict(t *testing.T) {
 		{"handshake version string", `{"type":"handshake","protocolVersion":"1"}`, []string{"protocolVersion: want a number"}},
 		{"handshake version negative", `{"type":"handshake","protocolVersion":-1}`, []string{"protocolVersion"}},
 		{"handshake version fraction", `{"type":"handshake","protocolVersion":1.5}`, []string{"protocolVersion"}},
-		{"handshake duplicate version", `{"type":"handshake","protocolVersion":6,"protocolVersion":5}`, []string{"duplicate"}},
-		{"handshake bad JSON past the version", `{"type":"handshake","protocolVersion":6,"x":[}`, nil},
-		{"handshake missing site", `{"type":"handshake","protocolVersion":5,"databaseId":"d"}`, []string{`missing required field "siteId"`}},
-		{"handshake token null", `{"type":"handshake","protocolVersion":5,"siteId":"` + site + `","token":null}`, []string{"token: want a string, got null"}},
-		{"handshake unknown field", `{"type":"handshake","protocolVersion":5,"siteId":"` + site + `","caps":[]}`, []string{`unknown field "caps"`}},
-		{"handshake_ack missing connection", `{"type":"handshake_ack","protocolVersion":5,"databaseId":"d","serverSiteId":"` + site + `"}`, []string{`"connectionId"`}},
-		{"handshake_ack empty database", `{"type":"handshake_ack","protocolVersion":5,"databaseId":"","serverSiteId":"` + site + `","connectionId":"c"}`, []string{"databaseId: must not be empty"}},
+		{"handshake duplicate version", `{"type":"handshake","protocolVersion":7,"protocolVersion":6}`, []string{"duplicate"}},
+		{"handshake bad JSON past the version", `{"type":"handshake","protocolVersion":7,"x":[}`, nil},
+		{"handshake missing site", `{"type":"handshake","protocolVersion":6,"databaseId":"d"}`, []string{`missing required field "siteId"`}},
+		{"handshake token null", `{"type":"handshake","protocolVersion":6,"siteId":"` + site + `","token":null}`, []string{"token: want a string, got null"}},
+		{"handshake unknown field", `{"type":"handshake","protocolVersion":6,"siteId":"` + site + `","caps":[]}`, []string{`unknown field "caps"`}},
+		{"handshake_ack missing connection", `{"type":"handshake_ack","protocolVersion":6,"databaseId":"d","serverSiteId":"` + site + `"}`, []string{`"connectionId"`}},
+		{"handshake_ack empty database", `{"type":"handshake_ack","protocolVersion":6,"databaseId":"","serverSiteId":"` + site + `","connectionId":"c"}`, []string{"databaseId: must not be empty"}},
+		// Sealed ChangeSets (version 6).
+		{"envelope and changes", `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"t","hlc":"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE","changes":[],"envelope":"` + strings.Repeat("A", 52) + `"}]}`, []string{"either an envelope or changes"}},
+		{"envelope too short", `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"t","hlc":"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE","envelope":"AAAA"}]}`, []string{"shorter than an envelope's 37"}},
+		{"envelope not base64", `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"t","hlc":"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE","envelope":"A-B_"}]}`, []string{"not padded standard base64"}},
+		{"sealed without hlc", `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"t","envelope":"` + strings.Repeat("A", 52) + `"}]}`, []string{`missing required field "hlc"`}},
+		{"handshake sealed string", `{"type":"handshake","protocolVersion":6,"siteId":"` + site + `","sealed":"yes"}`, []string{"sealed: want a boolean"}},
 		// Error.
 		{"error missing message", `{"type":"error","code":"X"}`, []string{`"message"`}},
 		{"error empty code", `{"type":"error","code":"","message":""}`, []string{"code: must not be empty"}},
@@ -250,7 +256,7 @@ func TestHandshakeVersionFirst(t *testing.T) {
 		{`{"type":"handshake"}`, 0},
 		{`{"type":"handshake","sinceHLC":"x","siteId":"not a site id"}`, 0},
 		// Another version: its other fields follow its own rules.
-		{`{"type":"handshake","protocolVersion":6,"databaseId":"d","siteId":"` + site + `","capabilities":["zstd"]}`, 6},
+		{`{"type":"handshake","protocolVersion":7,"databaseId":"d","siteId":"` + site + `","capabilities":["zstd"]}`, 7},
 		{`{"capabilities":{"a":[1]},"protocolVersion":0,"type":"handshake"}`, 0},
 	}
 	for _, tt := range tests {
@@ -273,13 +279,13 @@ func TestHandshakeVersionFirst(t *testing.T) {
 	}
 	// The current version without a databaseId decodes, so the relay can
 	// answer MISSING_DATABASE_ID.
-	m, err = Decode([]byte(`{"type":"handshake","protocolVersion":5,"siteId":"` + site + `"}`))
-	if err != nil || *m.(*Handshake) != (Handshake{ProtocolVersion: 5, SiteID: siteA}) {
+	m, err = Decode([]byte(`{"type":"handshake","protocolVersion":6,"siteId":"` + site + `"}`))
+	if err != nil || *m.(*Handshake) != (Handshake{ProtocolVersion: 6, SiteID: siteA}) {
 		t.Fatalf("handshake without databaseId: %+v, %v", m, err)
 	}
-	roundTrip(t, &Handshake{ProtocolVersion: 5, SiteID: siteA})
-	roundTrip(t, &Handshake{ProtocolVersion: 6})
-	roundTrip(t, &HandshakeAck{ProtocolVersion: 6})
+	roundTrip(t, &Handshake{ProtocolVersion: 6, SiteID: siteA})
+	roundTrip(t, &Handshake{ProtocolVersion: 7})
+	roundTrip(t, &HandshakeAck{ProtocolVersion: 7})
 }
 
 func TestErrorFrameFatalFallback(t *testing.T) {

@@ -162,9 +162,27 @@ func sampleMessages(t testing.TB) []namedMessage {
 		{"snapshot_complete", &SnapshotComplete{}},
 		{"ping", &Ping{}},
 		{"pong", &Pong{}},
-		{"error_fatal", NewError(CodeProtocolVersionMismatch, "client speaks version %d, relay speaks %d", 6, ProtocolVersion)},
+		{"error_fatal", NewError(CodeProtocolVersionMismatch, "client speaks version %d, relay speaks %d", 7, ProtocolVersion)},
+		{"handshake_sealed", &Handshake{ProtocolVersion: ProtocolVersion, DatabaseID: "acme:vault", SiteID: siteA, Sealed: true}},
+		{"handshake_ack_sealed", &HandshakeAck{ProtocolVersion: ProtocolVersion, DatabaseID: "acme:vault", ServerSiteID: siteB, ConnectionID: "c-20",
+			SiteHLCStated: true, Sealed: true}},
+		{"apply_changes_sealed", &ApplyChanges{RequestID: "apply-5", ChangeSets: []model.ChangeSet{sampleSealed(css[1])}}},
+		{"push_changes_sealed", &PushChanges{Cursor: 45, ChangeSets: []model.ChangeSet{sampleSealed(css[2])}, Chain: sampleChain(45)}},
+		{"error_sealed_mismatch", NewError(CodeSealedMismatch, "database %q is sealed: connect with its key", "acme:vault")},
 		{"error_transient", &Error{Code: CodeApplyChangesError, Message: "clock drift: remote time is 61000 ms ahead", RequestID: "apply-4"}},
 	}
+}
+
+// sampleSealed returns cs as a sealed ChangeSet: its visible members and
+// an envelope-shaped byte string (version 1, a key id, a nonce, 24 bytes
+// standing for ciphertext and tag). Real envelopes, sealed and opened, are
+// in testdata/envelopes.json (package seal's test).
+func sampleSealed(cs model.ChangeSet) model.ChangeSet {
+	env := []byte{EnvelopeVersion}
+	for i := 0; i < EnvelopeHeaderSize-1+24; i++ {
+		env = append(env, byte(i*37+11))
+	}
+	return model.ChangeSet{SiteID: cs.SiteID, TransactionID: cs.TransactionID, HLC: cs.HLC, Envelope: env}
 }
 
 // sampleChain is a chain value standing for the one at cursor n of a

@@ -114,7 +114,18 @@ import (
 //     refuses the members (unknown field), so peers of version 4 and 5 do
 //     not talk (PROTOCOL_VERSION_MISMATCH, fatal); upgrade the relay and
 //     the app together.
-const ProtocolVersion = 5
+//   - 6: 2026-12-03: sealed databases ("Envelopes" and "Sealed databases"
+//     in the package documentation; docs/design.md § Sealed databases).
+//     A ChangeSet may carry envelope (an AES-GCM envelope of its wire
+//     form, under a key the relay never sees) instead of changes and
+//     schemaMigrations; handshake and handshake_ack carry sealed, the
+//     mode the client expects and the database's; new error codes
+//     SEALED_MISMATCH (fatal, close 4005), ENVELOPE_REQUIRED and
+//     ENVELOPE_REFUSED (transient). A relay of version 5 refuses the
+//     members (unknown field), so peers of version 5 and 6 do not talk
+//     (PROTOCOL_VERSION_MISMATCH, fatal); upgrade the relay and the app
+//     together.
+const ProtocolVersion = 6
 
 // DefaultMaxMessageSize is the largest frame, in bytes, a relay or client
 // accepts unless configured otherwise: 16 MiB. A sender splits its work to
@@ -257,6 +268,23 @@ const (
 	// handshake does not reset, so a client that keeps exceeding the rate
 	// waits longer each time. Added 2026-12-01.
 	CodeRateLimited ErrorCode = "RATE_LIMITED"
+
+	// CodeSealedMismatch (fatal, close 4005; version 6): the handshake's
+	// sealed flag differs from the database's mode (a database is sealed
+	// or plain from its creation on, for its life). The message says
+	// which the database is. Nothing was stored; the client stops until
+	// it is configured for the database's mode.
+	CodeSealedMismatch ErrorCode = "SEALED_MISMATCH"
+	// CodeEnvelopeRequired (transient; version 6): apply_changes to a
+	// sealed database carried a plaintext ChangeSet (changes instead of
+	// an envelope). Refused as a whole, nothing stored, requestId echoed;
+	// the same batch would be refused again.
+	CodeEnvelopeRequired ErrorCode = "ENVELOPE_REQUIRED"
+	// CodeEnvelopeRefused (transient; version 6): apply_changes to a
+	// plain database carried a sealed ChangeSet (an envelope). Refused as
+	// a whole, nothing stored, requestId echoed; the same batch would be
+	// refused again.
+	CodeEnvelopeRefused ErrorCode = "ENVELOPE_REFUSED"
 )
 
 // WebSocket close statuses the relay uses after a fatal error frame. They
@@ -266,6 +294,7 @@ const (
 	CloseMissingDatabaseID       = 4002
 	CloseProtocolVersionMismatch = 4003
 	CloseAlreadyAuthenticated    = 4004
+	CloseSealedMismatch          = 4005
 )
 
 // Fatal reports whether c is one of the codes that end a session.
@@ -284,13 +313,15 @@ func (c ErrorCode) CloseStatus() int {
 		return CloseProtocolVersionMismatch
 	case CodeAlreadyAuthenticated:
 		return CloseAlreadyAuthenticated
+	case CodeSealedMismatch:
+		return CloseSealedMismatch
 	}
 	return 0
 }
 
 // IsFatal reports whether an error code is in the known-fatal set
 // (PROTOCOL_VERSION_MISMATCH, AUTH_FAILED, MISSING_DATABASE_ID,
-// ALREADY_AUTHENTICATED). It is the fallback for an error frame that lacks
+// ALREADY_AUTHENTICATED, SEALED_MISMATCH). It is the fallback for an error frame that lacks
 // the fatal flag (servers of the origin protocol predating the flag send
 // none): Decode applies it to such frames. Every other code is transient.
 func IsFatal(code string) bool { return ErrorCode(code).Fatal() }
