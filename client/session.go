@@ -70,6 +70,9 @@ type session struct {
 	lastSent      time.Time // when the last frame was queued
 
 	pulling   bool      // a get_changes is in flight
+	// keyStalled: an envelope no key opens stopped the pulls of this
+	// session (keyMissing).
+	keyStalled bool
 	pullAt    time.Time // when it was sent
 	pullSince uint64    // its since
 	pullFor   uint64    // pullWant when it was sent: its answer must reach it
@@ -178,7 +181,7 @@ func (c *Client) session(ctx context.Context, t target) outcome {
 
 	c.setState(Syncing)
 	s.keepTimer = c.clock.NewTimer(c.opts.PingInterval)
-	hs := &wire.Handshake{ProtocolVersion: wire.ProtocolVersion, DatabaseID: t.databaseID, SiteID: c.db.SiteID(), Token: t.token}
+	hs := &wire.Handshake{ProtocolVersion: wire.ProtocolVersion, DatabaseID: t.databaseID, SiteID: c.db.SiteID(), Token: t.token, Sealed: c.sealed()}
 	s.presentPosition(hs)
 	s.send(hs)
 	o := s.loop(hsCtx.Done(), hsTimer)
@@ -496,6 +499,9 @@ func (s *session) checkAck(m *wire.HandshakeAck) error {
 	if m.DatabaseID != s.t.databaseID {
 		return &fatalError{fmt.Errorf("%w: handshake_ack for database %q, asked for %q", ErrProtocol, m.DatabaseID, s.t.databaseID)}
 	}
+	if m.Sealed != s.c.sealed() {
+		return &fatalError{fmt.Errorf("%w: handshake_ack says sealed %v for database %q, the client's mode is sealed %v", ErrProtocol, m.Sealed, m.DatabaseID, s.c.sealed())}
+	}
 	return nil
 }
 
@@ -634,7 +640,7 @@ func (s *session) onError(m *wire.Error) error {
 // pull sends get_changes from the cursor unless one is in flight, a
 // snapshot is landing, or a retry is scheduled.
 func (s *session) pull() {
-	if s.pulling || s.snap != nil || s.pullRetry != nil {
+	if s.pulling || s.snap != nil || s.pullRetry != nil || s.keyStalled {
 		return
 	}
 	s.pulling, s.pullAt, s.pullSince, s.pullFor, s.pullEcho = true, s.c.clock.Now(), s.cursor, s.pullWant, s.echo
@@ -723,16 +729,23 @@ func (s *session) onChanges(m *wire.Changes) {
 		s.pull()
 		return
 	}
+	// A sealed client opens the envelopes (the marks at since, at its
+	// cursor, stand whatever they hold).
+	sets, err := s.openSets(m.ChangeSets, false)
+	if err != nil {
+		s.keyMissing(err)
+		return
+	}
 	next := max(s.cursor, m.Cursor)
 	chain := m.Chain
 	if next != m.Cursor {
 		chain = wire.Chain{}
 	}
-	if len(m.ChangeSets) > 0 {
+	if len(sets) > 0 {
 		// MergeOwn: the ChangeSets of this replica's own in the page are
 		// those asked back (get_changes' ownAbove and ownUpTo), which
 		// the relay applied after a mark's pruning.
-		res, err := s.db.Apply(m.ChangeSets, engine.ApplyOptions{State: cursorState(s.ns, next, chain), MergeOwn: true})
+		res, err := s.db.Apply(sets, engine.ApplyOptions{State: cursorState(s.ns, next, chain), MergeOwn: true})
 		if err != nil {
 			s.pullFailed(fmt.Errorf("client: applying changes %d..%d: %w", m.Cursor-uint64(len(m.ChangeSets))+1, m.Cursor, err))
 			return
@@ -826,6 +839,20 @@ func (s *session) onPushChanges(m *wire.PushChanges) {
 		s.pull()
 		return
 	}
+	sets := m.ChangeSets
+	if s.c.sealed() {
+		// Opened here only when every envelope opens; otherwise the
+		// pull brings them, and refuses or holds them there.
+		if s.keyStalled {
+			return
+		}
+		var err error
+		if sets, err = s.openSets(m.ChangeSets, true); err != nil {
+			s.pullWant = max(s.pullWant, m.Cursor)
+			s.pull()
+			return
+		}
+	}
 	if err := s.applyMarks(before); err != nil {
 		s.pullFails++
 		s.showState()
@@ -837,7 +864,7 @@ func (s *session) onPushChanges(m *wire.PushChanges) {
 	// when another connection of it pushed them (a sibling tab); merged
 	// in their place in the log, as the relay did.
 	opts := engine.ApplyOptions{State: cursorState(s.ns, m.Cursor, m.Chain), MergeOwn: true}
-	res, err := s.db.Apply(m.ChangeSets, opts)
+	res, err := s.db.Apply(sets, opts)
 	if err != nil {
 		// A failure like a failed pull: not Synced until the pull below
 		// (or its retry) applies them; the state moves before the report.
@@ -1079,10 +1106,16 @@ func (s *session) sendPush(sets []model.ChangeSet, full bool, maxSets int) {
 			batch = batch[:maxSets]
 		}
 		maxSets = 0
+		// A sealed client pushes envelopes (sealed: batch sealed, the
+		// same ChangeSets' visible members).
+		sealed, err := s.sealSets(batch)
+		if err != nil {
+			s.pushFailed(fmt.Errorf("client: sealing local changes: %w", err))
+			return
+		}
 		var b []byte
-		var err error
 		for {
-			b, err = wire.EncodeClient(&wire.ApplyChanges{RequestID: id, ChangeSets: batch})
+			b, err = wire.EncodeClient(&wire.ApplyChanges{RequestID: id, ChangeSets: sealed[:len(batch)]})
 			if (err == nil && int64(len(b)) <= s.c.opts.MaxMessageSize) || len(batch) == 1 {
 				break
 			}

@@ -78,6 +78,9 @@ var (
 	// pruned at (horizon.go): present only between the two.
 	keyHorizonPending = []byte("horizonPending")
 	keyChain          = []byte("chain")
+	// keySealed is "1" in a sealed database's file (written when the
+	// file is created, never changed); absent: plain.
+	keySealed = []byte("sealed")
 	// keyPrunedChain is the chain value at the compaction point.
 	keyPrunedChain = []byte("prunedChain")
 )
@@ -110,7 +113,12 @@ func dedupKey(cs *model.ChangeSet) []byte {
 }
 
 // facts counts the changes and schema migrations of a ChangeSet.
-func facts(cs *model.ChangeSet) int { return len(cs.Changes) + len(cs.Migrations) }
+func facts(cs *model.ChangeSet) int {
+	if cs.Sealed() {
+		return 1 // an envelope counts as one change for the limits and pages
+	}
+	return len(cs.Changes) + len(cs.Migrations)
+}
 
 // encodeRecord builds an arrival record.
 func encodeRecord(arrivedMs uint64, nfacts int, key, js []byte) []byte {

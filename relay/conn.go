@@ -467,12 +467,20 @@ func (c *conn) handshake(m *wire.Handshake) bool {
 		c.log.Warn("relay: authentication failed", "database", m.DatabaseID, "site", m.SiteID, "err", err)
 		return c.fatal(wire.CodeAuthFailed, "credentials do not grant database %q", m.DatabaseID)
 	}
-	d, err := c.s.acquire(m.DatabaseID)
+	d, err := c.s.acquire(m.DatabaseID, m.Sealed)
 	if err != nil {
 		c.log.Error("relay: cannot open database", "database", m.DatabaseID, "err", err)
 		c.sendError(codeInternal, "", "the relay cannot open database %q now; retry later", m.DatabaseID)
 		c.closeWith(websocket.StatusInternalError, "database unavailable", true)
 		return false
+	}
+	if d.sealed != m.Sealed {
+		c.s.release(d)
+		c.log.Warn("relay: handshake refused: sealed mode mismatch", "database", m.DatabaseID, "site", m.SiteID, "sealed", d.sealed)
+		if d.sealed {
+			return c.fatal(wire.CodeSealedMismatch, "database %q is sealed: connect with its key (the handshake must say sealed)", m.DatabaseID)
+		}
+		return c.fatal(wire.CodeSealedMismatch, "database %q is plain (not sealed): connect without a key", m.DatabaseID)
 	}
 	pos, err := d.checkPosition(m.SiteID, m.Log, m.Cursor, m.Chain)
 	if err != nil {
@@ -492,7 +500,7 @@ func (c *conn) handshake(m *wire.Handshake) bool {
 	// The ack is queued before the connection joins the database, so no
 	// push_changes can precede it.
 	c.send(&wire.HandshakeAck{ProtocolVersion: wire.ProtocolVersion, DatabaseID: d.id, ServerSiteID: d.site, ConnectionID: c.id,
-		SiteHLC: pos.siteHLC, SiteHLCStated: true, History: pos.history})
+		SiteHLC: pos.siteHLC, SiteHLCStated: true, History: pos.history, Sealed: d.sealed})
 	d.addConn(c)
 	c.log.Info("relay: session started", "site", m.SiteID)
 	return true
@@ -579,6 +587,12 @@ func (c *conn) applyChanges(m *wire.ApplyChanges) {
 func (c *conn) applyFailed(requestID string, err error) {
 	var drift *model.DriftError
 	switch {
+	case errors.Is(err, errEnvelopeRequired):
+		c.log.Warn("relay: apply_changes refused: plaintext to a sealed database", "requestId", requestID, "err", err)
+		c.sendError(wire.CodeEnvelopeRequired, requestID, "%v (nothing was stored)", err)
+	case errors.Is(err, errEnvelopeRefused):
+		c.log.Warn("relay: apply_changes refused: an envelope to a plain database", "requestId", requestID, "err", err)
+		c.sendError(wire.CodeEnvelopeRefused, requestID, "%v (nothing was stored)", err)
 	case refused(err):
 		c.log.Warn("relay: apply_changes refused", "requestId", requestID, "err", err)
 		c.sendError(wire.CodeApplyChangesRefused, requestID, "%v (nothing was stored; the same ChangeSets would be refused again)", err)
@@ -640,6 +654,12 @@ func (c *conn) snapshot(resume *model.SnapshotCheckpoint) {
 	}
 	cursor, horizon, markCursor := d.snapshotStarted()
 	defer d.snapshotEnded()
+	if d.sealed {
+		// The relay holds no replica of a sealed database: its snapshot
+		// is empty, at the start of the log (nothing of a sealed log
+		// is pruned), and the client pulls every envelope after it.
+		cursor, horizon, resume = 0, 0, nil
+	}
 	if resume != nil && horizon != 0 && markCursor >= resume.Cursor {
 		c.log.Info("relay: a tombstone horizon mark is not older than the checkpoint; sending a new snapshot instead of resuming", "checkpointCursor", resume.Cursor, "markCursor", markCursor)
 		resume = nil
