@@ -69,17 +69,18 @@ type session struct {
 	lastRecv      time.Time
 	lastSent      time.Time // when the last frame was queued
 
-	pulling bool // a get_changes is in flight
+	pulling   bool      // a get_changes is in flight
+	pullAt    time.Time // when it was sent
+	pullSince uint64    // its since
+	pullFor   uint64    // pullWant when it was sent: its answer must reach it
+	pullWant  uint64    // highest cursor seen in a push_changes
+	pullEcho  ownEcho   // echo when it was sent: the own transactions it asked back
+	pullFails int       // consecutive failed pulls; > 0: not Synced
+	pullRetry Timer
+
 	// keyStalled: an envelope no key opens stopped the pulls of this
 	// session (keyMissing).
 	keyStalled bool
-	pullAt     time.Time // when it was sent
-	pullSince  uint64    // its since
-	pullFor    uint64    // pullWant when it was sent: its answer must reach it
-	pullWant   uint64    // highest cursor seen in a push_changes
-	pullEcho   ownEcho   // echo when it was sent: the own transactions it asked back
-	pullFails  int       // consecutive failed pulls; > 0: not Synced
-	pullRetry  Timer
 
 	push          *inflight // the apply_changes in flight
 	pushFails     int
