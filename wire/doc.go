@@ -132,6 +132,11 @@
 //     cursor, as the relay sent it with the changes or push_changes that
 //     brought the client there. Absent when the client does not know it
 //     (after a snapshot, before the first pull; state of an older version).
+//   - sealed (boolean, version 6, optional, written only when true): the
+//     client expects a sealed database (see "Sealed databases"). The
+//     handshake that creates a database decides its mode for good; the
+//     relay answers a handshake of the other mode with SEALED_MISMATCH
+//     (fatal, close 4005), after checking the token.
 //
 // The position is what the relay judges in handshake_ack.history.
 //
@@ -166,6 +171,9 @@
 //     position, one of another log (another serverSiteId), a cursor below
 //     the retained log (get_changes answers SNAPSHOT_REQUIRED), or a cursor
 //     within the log without a chain value.
+//   - sealed (boolean, version 6, optional, written only when true): the
+//     database is sealed. It equals the handshake's; a client whose mode
+//     differs stops (fatal).
 //
 // # Message get_changes
 //
@@ -489,9 +497,20 @@
 //   - transactionId (string, required, non-empty): "wall:counter:site" of
 //     the transaction's base HLC (model.HLC.TransactionID).
 //   - hlc (HLC, required): the highest fact HLC of the transaction.
-//   - changes (array of Change, required, may be empty).
+//   - changes (array of Change, required unless envelope, may be empty).
 //   - schemaMigrations (array of SchemaMigration, optional, omitted when
 //     empty): applied before the changes.
+//   - envelope (string, version 6): a sealed ChangeSet (see "Sealed
+//     databases"): the padded standard base64 of an envelope (see
+//     "Envelopes"), at least 37 bytes, sealing the ChangeSet's plaintext
+//     wire form. With it, changes and schemaMigrations are absent (a frame
+//     with both is malformed), and siteId, transactionId and hlc are the
+//     sealed ChangeSet's own, bound into the envelope.
+//
+// A sealed ChangeSet:
+//
+//	{"siteId":"AY86XH4RQpugDcRVbiGQ_g","transactionId":"1764374405000:2:AY86XH4RQpugDcRVbiGQ_g",
+//	 "hlc":"AAABmszo34gAAgGPOlx+EUKboA3EVW4hkP4AAAAC","envelope":"AQswVXqf…"}
 //
 // A decoder checks structure only; the engine checks meaning (every fact
 // of the transaction's site and base, hlc the maximum, known tables and
@@ -660,6 +679,8 @@
 //	AUTH_FAILED                4001  token does not grant the database
 //	MISSING_DATABASE_ID        4002  databaseId absent or invalid
 //	ALREADY_AUTHENTICATED      4004  a second handshake on the connection
+//	SEALED_MISMATCH            4005  the handshake's sealed differs from the
+//	                                 database's mode (version 6)
 //
 // Transient (one request failed; the connection stays open):
 //
@@ -686,6 +707,10 @@
 //	RATE_LIMITED           the connection stayed above the relay's frame or byte
 //	                       rate; the relay closes it next (status 1008): reconnect
 //	                       after a growing backoff (since 2026-12-01)
+//	ENVELOPE_REQUIRED      apply_changes to a sealed database carried a plaintext
+//	                       ChangeSet; refused whole, nothing stored (version 6)
+//	ENVELOPE_REFUSED       apply_changes to a plain database carried an envelope;
+//	                       refused whole, nothing stored (version 6)
 //
 // Codes this list lacks are transient unless their frame says fatal. The
 // ErrorCode constants, ErrorCode.CloseStatus, IsFatal and DecodeErrorCode
@@ -694,8 +719,9 @@
 // # Protocol version
 //
 // ProtocolVersion is an integer, compared for equality at the handshake;
-// its changelog sits above the constant. This package speaks version 5
-// (2026-12-03: own ChangeSets asked back after a mark, see "Own ChangeSets
+// its changelog sits above the constant. This package speaks version 6
+// (2026-12-03: sealed databases, see "Sealed databases"; version 5,
+// 2026-12-03, own ChangeSets asked back after a mark, see "Own ChangeSets
 // after a mark"; version 4, 2026-12-02, siteHlc in marks; version 3,
 // tombstone horizon marks, see "Tombstone horizon"; version 2,
 // 2026-12-01, verified the relay's log, see "Verifying the relay's log");
@@ -861,6 +887,83 @@
 // replica. A relay whose storage was deleted is a new log (a new
 // serverSiteId): clients treat their old cursor as void and push
 // everything again, as before.
+//
+// # Sealed databases
+//
+// A database is plain or sealed (docs/design.md § Sealed databases),
+// decided by the handshake that creates it (sealed) and kept for its
+// life. In a sealed database every ChangeSet travels as an envelope (the
+// ChangeSet's envelope member): the client seals its own transactions
+// before apply_changes and opens what changes and push_changes bring
+// before it applies them, with keys the relay never sees. The relay stores,
+// deduplicates (by site id and transactionId: a resend, sealed anew with
+// another nonce, is not stored again), sequences and fans out envelopes
+// without reading them, exactly as plain ChangeSets, and checks what it
+// can see: the sender's site id, that hlc names transactionId, and the
+// 60 s clock-drift gate on hlc (CLOCK_DRIFT). It keeps no merged replica
+// of a sealed database: get_snapshot is answered with an empty snapshot
+// at cursor 0 (every member as usual, no tables), so a new device pulls
+// the whole log, and the relay does not prune a sealed log at its
+// retention horizon (sealed checkpoints, which would let it, are not
+// implemented yet). Tombstone horizon marks work as in plain databases:
+// devices prune at them. The relay answers a plaintext ChangeSet pushed
+// to a sealed database with ENVELOPE_REQUIRED and an envelope pushed to a
+// plain one with ENVELOPE_REFUSED; a refused batch stores nothing.
+//
+// The HLC stays visible, as in Evolu, so that the relay keeps its drift
+// gate and the delivery rules that use HLCs (siteHlc, ownAbove and
+// ownUpTo) work unchanged. What the relay learns, and what it can still
+// do, is docs/SECURITY.md.
+//
+// # Envelopes
+//
+// An envelope is AES-256-GCM (NIST SP 800-38D) of a plaintext under one
+// key of the database, with associated data binding it to its place:
+//
+//	envelope = version (1 byte, 1) ‖ key id (8) ‖ nonce (12) ‖ ciphertext ‖ tag (16)
+//
+// The plaintext of a ChangeSet's envelope is the ChangeSet's wire form
+// (MarshalChangeSet: siteId, transactionId, hlc, changes,
+// schemaMigrations, as in "ChangeSet"), UTF-8 JSON; a receiver opens it
+// and refuses the ChangeSet unless its siteId, transactionId and hlc equal
+// the visible ones. Blob values are sealed inside it like any other value.
+//
+// The associated data (never sent; both ends build it) is
+//
+//	"replica-envelope" (16 ASCII bytes) ‖ version (1) ‖ kind (1; 1 = ChangeSet, 2 reserved
+//	for sealed checkpoints) ‖ key id (8) ‖ len(databaseId) (2, big-endian) ‖ databaseId ‖
+//	siteId (16) ‖ len(transactionId) (2, big-endian) ‖ transactionId (UTF-8) ‖ hlc (30 bytes,
+//	the HLC's binary form)
+//
+// so an envelope moved to another database, attributed to another site or
+// transaction, or given another HLC does not authenticate.
+//
+// The nonce is 96 random bits (a CSPRNG) per envelope, not a counter: a
+// counter would have to be kept per site and key across browser tabs,
+// restores from backups and devices, and a repeated nonce breaks
+// AES-GCM; random nonces need no state. The price is NIST SP 800-38D §
+// 8.3's bound of 2^32 envelopes per key (over every device using it) to
+// keep the chance of a repeat below 2^-32: rotate the key well before
+// (seal.MaxEnvelopesPerKey; Replica does not count).
+//
+// Keys (package seal's "Keys"): a key is 32 bytes, random or
+// PBKDF2-HMAC-SHA-256 of a passphrase (600,000 iterations, salt "replica
+// passphrase v1 " followed by the database id). HKDF-SHA-256 (RFC 5869,
+// empty salt) of the key derives the AES-256 key (info "replica
+// aes-256-gcm v1", 32 bytes) and the key id (info "replica key id v1", 8
+// bytes), which names the key without revealing it. A receiver holding
+// several keys (rotation) picks the one the key id names. One whose key
+// id names none of its keys, or whose version it does not know, cannot
+// open the envelope (DECRYPT_FAILED: the client holds it); one naming a
+// key it holds that does not authenticate is refused (ENVELOPE_INVALID).
+//
+// testdata/envelopes.json holds test vectors (keys, key ids, a
+// passphrase, associated data and envelopes for fixed nonces, and
+// envelopes that must not open) that every implementation reproduces
+// (package seal's TestEnvelopeVectors; checked independently with
+// Python's hashlib and cryptography.AESGCM when written). This package
+// holds the layout only (EnvelopeAD, ParseEnvelope,
+// AppendEnvelopeHeader), no cipher: the browser build links none.
 //
 // # Limits
 //
