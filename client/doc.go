@@ -399,6 +399,41 @@
 // than its retention horizon cannot judge cursors it pruned (those get
 // SNAPSHOT_REQUIRED anyway).
 //
+// # Sealed databases
+//
+// With Options.Sealer set (natively a *seal.Keyring: a current key and
+// older ones), the client syncs a sealed database (docs/design.md §
+// Sealed databases; wire's "Sealed databases"; docs/SECURITY.md): its
+// handshake says sealed, and an ack or an error saying otherwise
+// (SEALED_MISMATCH) stops it (fatal). It seals each ChangeSet of a push
+// into an envelope at push time, outside any kv transaction (the Sealer
+// may block, as WebCrypto will in the browser), and opens each ChangeSet
+// of a changes or push_changes frame before the apply transaction. A
+// push_changes whose envelopes do not all open is not applied; the pull it
+// triggers handles them:
+//
+//   - An envelope no key opens (its key id names none of the Sealer's keys:
+//     a wrong key, or a key another device rotated to) stops the session's
+//     pulls: nothing of that page is applied, the cursor stays before it,
+//     the envelopes stay held in the relay's log, and ErrDecryptFailed
+//     (DECRYPT_FAILED) is reported once. The state is Syncing, not Synced;
+//     nothing retries in a loop. SetSealer with the right keys drops the
+//     session, and the next one applies them. A session pushes only once its
+//     first pull caught up, so a device given a wrong key that meets
+//     envelopes it cannot open does not push envelopes the others cannot
+//     open either (one that meets none cannot tell: docs/SECURITY.md).
+//   - An envelope that does not authenticate under the key its key id
+//     names (altered, or moved to another database, site, transaction or
+//     HLC), or opens to another ChangeSet, is refused: reported as
+//     ErrEnvelopeInvalid (ENVELOPE_INVALID), left out, and the rest of the
+//     page applies; the cursor moves past it.
+//
+// Rotation: SetSealer(seal.NewKeyring(newKey, oldKey)) seals from then on
+// with the new key and still opens the old one's envelopes. A new device
+// bootstraps by pulling the whole sealed log (the relay's snapshot of a
+// sealed database is empty), so it needs every key the log was sealed
+// with. The relay never sees a key, and the client stores none.
+//
 // # Keepalive and timeouts
 //
 // Every PingInterval (30 s) the client sends ping if it received nothing,
@@ -538,7 +573,9 @@
 // CLOCK_DRIFT refusing a push (this device is ahead) and the engine's
 // *model.DriftError refusing changes from the relay (this device is
 // behind). The client's
-// own are ErrProtocolVersion, ErrProtocol, ErrTimeout, ErrSnapshotStalled,
+// own are ErrDecryptFailed and ErrEnvelopeInvalid (sealed databases, see
+// "Sealed databases"; package seal's errors), ErrNotSealed (SetSealer),
+// ErrProtocolVersion, ErrProtocol, ErrTimeout, ErrSnapshotStalled,
 // ErrTooLarge, ErrRefused (a *RefusedError: a local transaction skipped,
 // see "Transactions that cannot be synced"), ErrSyncStateReset and
 // ErrRelayDiverged (reported, repaired: see "Persisted state" and

@@ -246,7 +246,9 @@
 // that differ only in case stay apart on case-insensitive file systems).
 // Inside, next to the engine's buckets (engine.Buckets, engine/internal/layout):
 //
-//	relay          "format" → "2"; "cursor" → last cursor (8-byte big-endian);
+//	relay          "format" → "2"; "sealed" → "1" in a sealed database (written
+//	               when the file is created, never changed; absent: plain);
+//	               "cursor" → last cursor (8-byte big-endian);
 //	               "pruned" → last cursor removed by retention (8-byte big-endian);
 //	               "chain" → chain value at "cursor" (16 bytes);
 //	               "prunedChain" → chain value at "pruned" (16 bytes);
@@ -273,6 +275,41 @@
 // the decoded frame), so pages and pushes are assembled from stored bytes
 // without decoding. Each database is its own file: a connection is bound to
 // the one database its handshake named, and no request reads another.
+//
+// # Sealed databases
+//
+// A database is sealed or plain (docs/design.md § Sealed databases; wire's
+// "Sealed databases"), decided by the handshake that creates its file
+// (handshake.sealed; "sealed" in the relay bucket) and kept for its life:
+// deleting the file is the only way to change it. A handshake of the other
+// mode is answered, after authentication, with SEALED_MISMATCH (fatal,
+// close 4005), logged as a warning. The ack says the mode (sealed).
+//
+// For a sealed database the relay stores, deduplicates, sequences and fans
+// out envelopes without reading them: apply_changes appends each
+// ChangeSet the log does not hold (site id, transactionId) as for a plain
+// database, with its cursor and chain value, in one kv transaction, but
+// merges nothing (the merged replica stays empty). It checks what it can
+// see: every ChangeSet is an envelope (a plaintext one refuses the batch
+// with ENVELOPE_REQUIRED), of the connection's site, with an hlc naming
+// its transactionId (else APPLY_CHANGES_REFUSED), not more than 60 s
+// ahead of the relay's clock (CLOCK_DRIFT). A resend of a held
+// transaction, sealed anew with another nonce, is counted as skipped and
+// not compared (its facts cannot be read). apply_result counts one change
+// per envelope: applied when stored, skipped when held. An envelope pushed
+// to a plain database refuses the batch with ENVELOPE_REFUSED. Limits,
+// authentication, rate limits, metrics and logs work the same (an envelope
+// counts as one change for MaxChangesPerApply and PageChanges).
+//
+// get_snapshot and resume_snapshot of a sealed database stream an empty
+// snapshot at cursor 0 (no tables), so a new device pulls the whole log.
+// Maintenance makes tombstone horizon marks as for a plain database (the
+// devices prune at them) but does not prune a sealed arrival log: with no
+// merged replica, the log is the only copy the relay can serve a new
+// device. Sealed checkpoints uploaded by devices, which would let it
+// prune, are not implemented yet. docs/SECURITY.md is the threat model:
+// what the relay's operator and its disk learn (ids, sizes, times, HLCs,
+// key ids) and cannot (tables, columns, values, blobs).
 //
 // # Authentication
 //
