@@ -156,3 +156,38 @@ func OpenChangeSet(s Sealer, databaseID string, cs *model.ChangeSet) (model.Chan
 	}
 	return in, nil
 }
+
+// SealCheckpointPart fills p.Envelope with the envelope of chunk, one
+// chunk of a snapshot stream, as part p.Part of the sealed checkpoint
+// p describes (database databaseID): the plaintext is the chunk's
+// snapshot_chunk frame (wire.Encode), bound to p's checkpoint id, site id,
+// HLC, cursor, part number and last flag (wire's "Envelopes", kind 2).
+func SealCheckpointPart(s Sealer, databaseID string, p *wire.CheckpointPart, chunk model.SnapshotChunk) error {
+	frame, err := wire.Encode(&wire.SnapshotChunk{Chunk: chunk})
+	if err != nil {
+		return fmt.Errorf("seal: checkpoint %s part %d: %w", p.CheckpointID, p.Part, err)
+	}
+	env, err := s.Seal(wire.CheckpointAD(databaseID, p), frame)
+	if err != nil {
+		return fmt.Errorf("seal: checkpoint %s part %d: %w", p.CheckpointID, p.Part, err)
+	}
+	p.Envelope = env
+	return nil
+}
+
+// OpenCheckpointPart returns the snapshot chunk part p of a sealed
+// checkpoint of database databaseID seals. Errors wrap ErrDecryptFailed
+// or ErrEnvelopeInvalid (which also covers a plaintext that is not a
+// snapshot_chunk frame).
+func OpenCheckpointPart(s Sealer, databaseID string, p *wire.CheckpointPart) (model.SnapshotChunk, error) {
+	frame, err := s.Open(wire.CheckpointAD(databaseID, p), p.Envelope)
+	if err != nil {
+		return model.SnapshotChunk{}, fmt.Errorf("seal: checkpoint %s part %d: %w", p.CheckpointID, p.Part, err)
+	}
+	m, err := wire.Decode(frame)
+	sc, ok := m.(*wire.SnapshotChunk)
+	if err != nil || !ok {
+		return model.SnapshotChunk{}, fmt.Errorf("seal: checkpoint %s part %d opens to no snapshot chunk (%v): %w", p.CheckpointID, p.Part, err, ErrEnvelopeInvalid)
+	}
+	return sc.Chunk, nil
+}

@@ -47,6 +47,10 @@ type envelopeVector struct {
 	TransactionID string `json:"transactionId"`
 	HLC           string `json:"hlc"` // wire form
 	Kind          int    `json:"kind"`
+	// Checkpoint parts (kind 2) only.
+	Cursor uint64 `json:"cursor,omitempty"`
+	Part   uint32 `json:"part,omitempty"`
+	Last   bool   `json:"last,omitempty"`
 	Nonce         string `json:"nonce"`     // hex
 	Plaintext     string `json:"plaintext"` // the ChangeSet's wire form
 	AD            string `json:"ad"`        // hex associated data
@@ -150,6 +154,32 @@ func buildVectors(t *testing.T) vectorFile {
 	add("moved to another database", raw1, seqBytes(12, 0x10), func(_ []byte, ad *wire.EnvelopeAD) { ad.DatabaseID = "acme:other" }, CodeEnvelopeInvalid)
 	add("re-attributed hlc", raw1, seqBytes(12, 0x10), func(_ []byte, ad *wire.EnvelopeAD) { ad.HLC.Wall++ }, CodeEnvelopeInvalid)
 	add("unknown key id", raw1, seqBytes(12, 0x10), func(env []byte, _ *wire.EnvelopeAD) { env[1] ^= 0xff }, CodeDecryptFailed)
+
+	// A checkpoint part: kind 2, the part's fields appended to the
+	// associated data; the plaintext a snapshot_chunk frame.
+	part := wire.CheckpointPart{CheckpointID: "c41-0011223344556677", SiteID: site, HLC: h, Cursor: 41, Part: 3, Last: true}
+	frame := `{"type":"snapshot_chunk","chunk":{"type":"footer","tableCount":1,"rowCount":3}}`
+	addPart := func(name string, mutate func(env []byte, ad *wire.EnvelopeAD), wantErr string) {
+		key, _ := NewKey(raw1)
+		ad := wire.CheckpointAD(db, &part)
+		var n [wire.EnvelopeNonceSize]byte
+		copy(n[:], seqBytes(12, 0x20))
+		env, err := key.seal(ad, n, []byte(frame))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mutate != nil {
+			mutate(env, &ad)
+		}
+		adBytes, _ := ad.Append(nil, key.ID())
+		vf.Envelopes = append(vf.Envelopes, envelopeVector{Name: name, Raw: hex.EncodeToString(raw1), DatabaseID: ad.DatabaseID,
+			SiteID: ad.SiteID.String(), TransactionID: ad.TransactionID, HLC: wire.FormatHLC(ad.HLC), Kind: int(ad.Kind),
+			Cursor: ad.Cursor, Part: ad.Part, Last: ad.Last,
+			Nonce: hex.EncodeToString(n[:]), Plaintext: frame, AD: hex.EncodeToString(adBytes), Envelope: hex.EncodeToString(env), Error: wantErr})
+	}
+	addPart("checkpoint part", nil, "")
+	addPart("checkpoint part renumbered", func(_ []byte, ad *wire.EnvelopeAD) { ad.Part = 2 }, CodeEnvelopeInvalid)
+	addPart("checkpoint part not last", func(_ []byte, ad *wire.EnvelopeAD) { ad.Last = false }, CodeEnvelopeInvalid)
 	return vf
 }
 
@@ -218,7 +248,8 @@ func TestEnvelopeVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ad := wire.EnvelopeAD{Kind: wire.EnvelopeKind(ev.Kind), DatabaseID: ev.DatabaseID, SiteID: site, TransactionID: ev.TransactionID, HLC: h}
+			ad := wire.EnvelopeAD{Kind: wire.EnvelopeKind(ev.Kind), DatabaseID: ev.DatabaseID, SiteID: site, TransactionID: ev.TransactionID, HLC: h,
+				Cursor: ev.Cursor, Part: ev.Part, Last: ev.Last}
 			if adBytes, err := ad.Append(nil, key.ID()); err != nil || hex.EncodeToString(adBytes) != ev.AD {
 				t.Fatalf("associated data %x (%v), want %s", adBytes, err, ev.AD)
 			}

@@ -44,7 +44,9 @@ type EnvelopeKind byte
 const (
 	// EnvelopeChangeSet seals one ChangeSet's wire form.
 	EnvelopeChangeSet EnvelopeKind = 1
-	// 2 is reserved for sealed checkpoints.
+	// EnvelopeCheckpoint seals one part of a sealed checkpoint: the frame
+	// of one snapshot_chunk of the uploader's snapshot.
+	EnvelopeCheckpoint EnvelopeKind = 2
 )
 
 // KeyID names a key in an envelope without revealing it: the first 8 bytes
@@ -59,12 +61,22 @@ func (k KeyID) String() string { return fmt.Sprintf("%x", k[:]) }
 // travel visibly beside the envelope. An envelope moved to another
 // database, re-attributed to another site or transaction, or given another
 // HLC does not open.
+//
+// A sealed checkpoint's part (Kind EnvelopeCheckpoint) is bound to the
+// uploader's site id, the checkpoint's id (in TransactionID), its HLC, and
+// besides to its cursor, its part number and whether it is the last part,
+// so that parts cannot be reordered, dropped, repeated, truncated at the
+// end, or moved to another cursor or checkpoint.
 type EnvelopeAD struct {
 	Kind          EnvelopeKind
 	DatabaseID    string
 	SiteID        model.SiteID
 	TransactionID string
 	HLC           model.HLC
+	// Checkpoint parts only (Kind EnvelopeCheckpoint).
+	Cursor uint64
+	Part   uint32
+	Last   bool
 }
 
 // ChangeSetAD returns the associated data fields of a (sealed or plain)
@@ -101,7 +113,24 @@ func (a EnvelopeAD) Append(b []byte, keyID KeyID) ([]byte, error) {
 	b = append(b, a.TransactionID...)
 	var h [model.HLCSize]byte
 	a.HLC.Put(h[:])
-	return append(b, h[:]...), nil
+	b = append(b, h[:]...)
+	if a.Kind == EnvelopeCheckpoint {
+		b = binary.BigEndian.AppendUint64(b, a.Cursor)
+		b = binary.BigEndian.AppendUint32(b, a.Part)
+		last := byte(0)
+		if a.Last {
+			last = 1
+		}
+		b = append(b, last)
+	}
+	return b, nil
+}
+
+// CheckpointAD returns the associated data fields of part p of a sealed
+// checkpoint of database databaseID.
+func CheckpointAD(databaseID string, p *CheckpointPart) EnvelopeAD {
+	return EnvelopeAD{Kind: EnvelopeCheckpoint, DatabaseID: databaseID, SiteID: p.SiteID, TransactionID: p.CheckpointID,
+		HLC: p.HLC, Cursor: p.Cursor, Part: p.Part, Last: p.Last}
 }
 
 // Envelope is an envelope taken apart (ParseEnvelope). Sealed is the

@@ -105,6 +105,13 @@ type HandshakeAck struct {
 	// handshake's Sealed (the relay refuses a mismatch); a client stops
 	// (fatal) on an ack that differs.
 	Sealed bool
+	// CheckpointCursor and CheckpointAt (version 6; JSON
+	// "checkpointCursor", "checkpointAt", omitted when 0) describe the
+	// newest sealed checkpoint of a sealed database: its cursor, and when
+	// the relay stored it (ms since the Unix epoch, the relay's clock).
+	// Zero: none. A device uses them to decide whether to upload one.
+	CheckpointCursor uint64
+	CheckpointAt     uint64
 }
 
 // GetChanges (client → relay) asks for the ChangeSets that arrived after a
@@ -318,7 +325,8 @@ func Encode(m Message) ([]byte, error) {
 }
 
 // ClientMessage is a message a client sends: *Handshake, *GetChanges,
-// *ApplyChanges, *GetSnapshot, *ResumeSnapshot, *Ping or *Pong.
+// *ApplyChanges, *GetSnapshot, *ResumeSnapshot, *PutCheckpoint, *Ping or
+// *Pong.
 type ClientMessage interface {
 	Message
 	appendClient(b []byte) ([]byte, error)
@@ -397,6 +405,16 @@ func Decode(frame []byte) (Message, error) {
 		m, err = &Ping{}, r.emptyMessage()
 	case TypePong:
 		m, err = &Pong{}, r.emptyMessage()
+	case TypePutCheckpoint:
+		var p CheckpointPart
+		p, err = r.checkpointPart()
+		m = &PutCheckpoint{p}
+	case TypeCheckpointPart:
+		var p CheckpointPart
+		p, err = r.checkpointPart()
+		m = &CheckpointPartMessage{p}
+	case TypeCheckpointResult:
+		m, err = r.checkpointResult()
 	default:
 		if _, _, err := r.Skip(); err != nil {
 			return nil, err
@@ -527,6 +545,16 @@ func (m *HandshakeAck) appendTo(b []byte) ([]byte, error) {
 	}
 	if m.Sealed {
 		b = append(b, `,"sealed":true`...)
+	}
+	if m.CheckpointCursor != 0 {
+		if b, err = appendCursor(b, "checkpointCursor", m.CheckpointCursor); err != nil {
+			return b, err
+		}
+	}
+	if m.CheckpointAt != 0 {
+		if b, err = appendCursor(b, "checkpointAt", m.CheckpointAt); err != nil {
+			return b, err
+		}
 	}
 	return append(b, '}'), nil
 }
@@ -845,6 +873,8 @@ func (r *reader) handshakeAck() (Message, error) {
 		fSiteHLC
 		fHistory
 		fSealed
+		fCkptCursor
+		fCkptAt
 	)
 	err = r.Members(func(key []byte) error {
 		var err error
@@ -888,6 +918,14 @@ func (r *reader) handshakeAck() (Message, error) {
 		case "sealed":
 			if err = seen.See(&r.Reader, fSealed, key); err == nil {
 				m.Sealed, err = r.Boolean()
+			}
+		case "checkpointCursor":
+			if err = seen.See(&r.Reader, fCkptCursor, key); err == nil {
+				m.CheckpointCursor, err = r.uint(MaxCursor)
+			}
+		case "checkpointAt":
+			if err = seen.See(&r.Reader, fCkptAt, key); err == nil {
+				m.CheckpointAt, err = r.uint(MaxCursor)
 			}
 		default:
 			return r.UnknownKey(key)

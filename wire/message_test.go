@@ -506,7 +506,7 @@ func baseText(h model.HLC) string { return string(appendBaseText(nil, h)) }
 // the samples whose direction is client → relay or both.
 func TestEncodeClient(t *testing.T) {
 	clientTypes := map[MessageType]bool{TypeHandshake: true, TypeGetChanges: true, TypeApplyChanges: true,
-		TypeGetSnapshot: true, TypeResumeSnapshot: true, TypePing: true, TypePong: true}
+		TypeGetSnapshot: true, TypeResumeSnapshot: true, TypePutCheckpoint: true, TypePing: true, TypePong: true}
 	seen := map[MessageType]bool{}
 	for _, s := range sampleMessages(t) {
 		cm, ok := s.m.(ClientMessage)

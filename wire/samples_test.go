@@ -168,6 +168,12 @@ func sampleMessages(t testing.TB) []namedMessage {
 			SiteHLCStated: true, Sealed: true}},
 		{"apply_changes_sealed", &ApplyChanges{RequestID: "apply-5", ChangeSets: []model.ChangeSet{sampleSealed(css[1])}}},
 		{"push_changes_sealed", &PushChanges{Cursor: 45, ChangeSets: []model.ChangeSet{sampleSealed(css[2])}, Chain: sampleChain(45)}},
+		{"handshake_ack_checkpoint", &HandshakeAck{ProtocolVersion: ProtocolVersion, DatabaseID: "acme:vault", ServerSiteID: siteB, ConnectionID: "c-21",
+			SiteHLCStated: true, Sealed: true, CheckpointCursor: 4211, CheckpointAt: 1764374501234}},
+		{"put_checkpoint", &PutCheckpoint{sampleCheckpointPart(0, false)}},
+		{"checkpoint_part_last", &CheckpointPartMessage{sampleCheckpointPart(7, true)}},
+		{"checkpoint_result", &CheckpointResult{CheckpointID: "c4211-5f0e", Part: 0}},
+		{"checkpoint_result_stored", &CheckpointResult{CheckpointID: "c4211-5f0e", Part: 7, Stored: true}},
 		{"error_sealed_mismatch", NewError(CodeSealedMismatch, "database %q is sealed: connect with its key", "acme:vault")},
 		{"error_transient", &Error{Code: CodeApplyChangesError, Message: "clock drift: remote time is 61000 ms ahead", RequestID: "apply-4"}},
 	}
@@ -183,6 +189,12 @@ func sampleSealed(cs model.ChangeSet) model.ChangeSet {
 		env = append(env, byte(i*37+11))
 	}
 	return model.ChangeSet{SiteID: cs.SiteID, TransactionID: cs.TransactionID, HLC: cs.HLC, Envelope: env}
+}
+
+// sampleCheckpointPart returns part n of a sample sealed checkpoint.
+func sampleCheckpointPart(n uint32, last bool) CheckpointPart {
+	env := sampleSealed(model.ChangeSet{}).Envelope
+	return CheckpointPart{CheckpointID: "c4211-5f0e", SiteID: siteA, HLC: hlcAt(9000, 0, 0), Cursor: 4211, Part: n, Last: last, Envelope: env}
 }
 
 // sampleChain is a chain value standing for the one at cursor n of a

@@ -285,6 +285,12 @@ const (
 	// a whole, nothing stored, requestId echoed; the same batch would be
 	// refused again.
 	CodeEnvelopeRefused ErrorCode = "ENVELOPE_REFUSED"
+	// CodeCheckpointRefused (transient; version 6): a put_checkpoint
+	// was refused (a plain database, a cursor not above the newest
+	// checkpoint's or above the log's head, a part out of order, a
+	// checkpoint above the relay's size limit, a clock too far ahead).
+	// The upload is abandoned; nothing of it is kept.
+	CodeCheckpointRefused ErrorCode = "CHECKPOINT_REFUSED"
 )
 
 // WebSocket close statuses the relay uses after a fatal error frame. They
