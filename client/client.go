@@ -69,6 +69,15 @@ type Options struct {
 	// SEALED_MISMATCH, fatal). SetSealer replaces it later. Replica
 	// neither sends nor stores keys.
 	Sealer seal.Sealer
+	// CheckpointChanges and CheckpointInterval decide when a sealed
+	// client uploads a sealed checkpoint (see "Sealed checkpoints"): once
+	// its cursor is CheckpointChanges ChangeSets past the relay's newest
+	// checkpoint, or past it at all once that one is CheckpointInterval
+	// old. Zero means DefaultCheckpointChanges (1000) and
+	// DefaultCheckpointInterval (24 h); a negative CheckpointChanges
+	// turns uploads off.
+	CheckpointChanges  int
+	CheckpointInterval time.Duration
 }
 
 func (o *Options) fill() {
@@ -83,6 +92,12 @@ func (o *Options) fill() {
 	}
 	if o.Logger == nil {
 		o.Logger = stdLogger{}
+	}
+	if o.CheckpointChanges == 0 {
+		o.CheckpointChanges = DefaultCheckpointChanges
+	}
+	if o.CheckpointInterval <= 0 {
+		o.CheckpointInterval = DefaultCheckpointInterval
 	}
 	if o.PushLimit <= 0 {
 		o.PushLimit = engine.DefaultChangesLimit
@@ -145,9 +160,12 @@ type Client struct {
 	wantSnap bool               // RequestSnapshot not yet served
 	snapBusy bool               // a snapshot transfer is in flight
 	sealer   seal.Sealer        // Options.Sealer, or SetSealer's
-	sentNS   string             // namespace of sent (for Pending)
-	sent     model.HLC          // the sent watermark of sentNS
-	conn     socket             // the current session's socket; nil when none
+	// refusedCkpt is the last sealed checkpoint this client refused (it
+	// did not verify); the run goroutine's.
+	refusedCkpt string
+	sentNS      string    // namespace of sent (for Pending)
+	sent        model.HLC // the sent watermark of sentNS
+	conn        socket    // the current session's socket; nil when none
 }
 
 type target struct{ url, databaseID, token string }

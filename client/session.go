@@ -81,6 +81,14 @@ type session struct {
 	// keyStalled: an envelope no key opens stopped the pulls of this
 	// session (keyMissing).
 	keyStalled bool
+	// Sealed checkpoints (checkpoint.go): the relay's newest
+	// (handshake_ack, or this session's upload), the upload in flight,
+	// whether uploads are off for the session (one failed), and whether
+	// the session fell back to the log after refusing one.
+	ckptCursor, ckptAt uint64
+	upload             *ckptUpload
+	ckptOff            bool
+	ckptFallback       bool
 
 	push          *inflight // the apply_changes in flight
 	pushFails     int
@@ -119,6 +127,8 @@ type snapTransfer struct {
 	// than this session's (its site is not the handshake's server site
 	// id): the relay refuses it with SNAPSHOT_ERROR, for good.
 	foreign bool
+	// ckpt is the sealed checkpoint being received (sealed databases).
+	ckpt *ckptStream
 	// apply is how the header is applied: a replacing apply (see
 	// replaceSnapshot) or a merge. The engine keeps the mode of a
 	// resumed checkpoint whatever apply says.
@@ -190,6 +200,7 @@ func (c *Client) session(ctx context.Context, t target) outcome {
 	for _, tm := range []Timer{s.keepTimer, s.debTimer, s.pushRetry, s.pullRetry, s.stallTimer} {
 		stopTimer(tm)
 	}
+	s.endUpload(nil)
 	c.mu.Lock()
 	c.conn = nil
 	if s.snapAfterPull {
@@ -303,6 +314,10 @@ func (s *session) handle(f frame) error {
 		return s.onSnapshotChunk(m)
 	case *wire.SnapshotComplete:
 		return s.onSnapshotComplete()
+	case *wire.CheckpointPartMessage:
+		return s.onCheckpointPart(m)
+	case *wire.CheckpointResult:
+		s.onCheckpointResult(m)
 	default:
 		return fmt.Errorf("%w: unexpected %s from the relay", ErrProtocol, f.msg.Type())
 	}
@@ -367,6 +382,7 @@ func (s *session) onHandshakeAck(m *wire.HandshakeAck) error {
 	s.acked = true // only now: a local failure above keeps the backoff growing
 	s.ns, s.cursor, s.chain, s.sent, s.ackedKept = ns, st.cursor, st.chain, st.sent, st.haveAcked
 	s.horizon, s.echo = st.horizon, st.echo
+	s.ckptCursor, s.ckptAt = m.CheckpointCursor, m.CheckpointAt
 	s.ownCursor = st.haveCursor && !st.reset
 	s.relayHLC = model.HLC{}
 	if m.SiteHLCStated {
@@ -580,6 +596,11 @@ func (s *session) onError(m *wire.Error) error {
 	// (pullFailed, pushFailed), so whoever sees the ErrorReported event
 	// sees the state it left; the other errors are reported here.
 	switch {
+	case m.Code == wire.CodeCheckpointRefused:
+		if s.upload != nil {
+			s.endUpload(m)
+			return nil
+		}
 	case m.Code == wire.CodeRateLimited:
 		// The relay closes the connection next (status 1008).
 		s.c.report(m)
@@ -591,6 +612,16 @@ func (s *session) onError(m *wire.Error) error {
 		}
 	case m.Code == wire.CodeSnapshotRequired:
 		s.c.report(m)
+		if s.snap == nil && s.ckptFallback {
+			// The log below the refused checkpoint is pruned: nothing to
+			// bootstrap from until a device uploads a newer one. No loop:
+			// this session pulls no more.
+			s.pulling, s.keyStalled = false, true
+			s.pullFails++
+			s.showState()
+			s.c.report(fmt.Errorf("%w: the relay's log before it is pruned, so this device cannot bootstrap until a device uploads a newer checkpoint", ErrCheckpointRefused))
+			return nil
+		}
 		if s.snap == nil {
 			// The relay can no longer serve the cursor pulled from.
 			// When it is this replica's own position in this log, the
@@ -790,6 +821,7 @@ func (s *session) onChanges(m *wire.Changes) {
 		s.flush()
 	}
 	s.showState()
+	s.maybeCheckpoint()
 }
 
 // showState shows Syncing or Synced while no snapshot lands: Synced once
@@ -886,6 +918,7 @@ func (s *session) onPushChanges(m *wire.PushChanges) {
 		}
 	}
 	if contiguous {
+		s.maybeCheckpoint()
 		return
 	}
 	s.pullWant = max(s.pullWant, m.Cursor)
@@ -930,6 +963,11 @@ func (s *session) applyMarks(hs []wire.Horizon) error {
 	for _, h := range hs {
 		if h.Wall <= s.horizon {
 			continue
+		}
+		if s.upload != nil {
+			// The checkpoint's rows, read across pulls, would mix both
+			// sides of the mark: abandoned at the next answer.
+			s.upload.marked = true
 		}
 		held := s.sent
 		if h.SiteHLCStated {
@@ -1345,7 +1383,7 @@ func (s *session) startSnapshot(cp *model.SnapshotCheckpoint, replace bool) {
 	}
 	if cp != nil {
 		server, _ := namespaceServer(s.ns, s.t.databaseID)
-		s.snap.foreign = cp.SiteID != server
+		s.snap.foreign = cp.SiteID != server && !s.c.sealed()
 		if cp.Replace {
 			keep := cp.KeepOwnAfter
 			if s.sent.Less(keep) {
@@ -1357,9 +1395,12 @@ func (s *session) startSnapshot(cp *model.SnapshotCheckpoint, replace bool) {
 	s.c.setState(Syncing)
 	s.c.setProgress(&engine.SnapshotProgress{})
 	s.armStall()
-	if cp != nil {
+	if cp != nil && !s.c.sealed() {
 		s.send(&wire.ResumeSnapshot{Checkpoint: *cp})
 	} else {
+		// A sealed client never names its tables to the relay: it asks
+		// for the newest sealed checkpoint, whose header resumes the
+		// engine's checkpoint when it is the same one.
 		s.send(&wire.GetSnapshot{})
 	}
 }
@@ -1509,6 +1550,9 @@ func (s *session) onSnapshotChunk(m *wire.SnapshotChunk) error {
 func (s *session) onSnapshotComplete() error {
 	if s.snap == nil {
 		return fmt.Errorf("%w: snapshot_complete without a snapshot request", ErrProtocol)
+	}
+	if s.snap.ckpt != nil && s.snap.ckpt.refused {
+		return s.checkpointFallback()
 	}
 	if !s.snap.done {
 		return &snapshotFailure{fmt.Errorf("%w: snapshot_complete before the footer", ErrProtocol)}

@@ -66,6 +66,10 @@ var _ Conn = (*websocket.Conn)(nil)
 // wait for room in the queue; pushes from other connections never wait (see
 // push).
 type conn struct {
+	// upload is the sealed checkpoint this connection is uploading
+	// (put_checkpoint; the read goroutine's), nil when none.
+	upload *checkpointMeta
+
 	s      *Server
 	ws     Conn
 	id     string
@@ -158,6 +162,7 @@ func (c *conn) run() {
 	c.stopCancel()
 	if c.db != nil {
 		c.db.removeConn(c)
+		c.db.dropUpload(c)
 		c.s.release(c.db)
 	}
 	c.log.Debug("relay: connection ended", "duration", c.s.cfg.Timers.Now().Sub(c.start))
@@ -405,6 +410,8 @@ func (c *conn) handle(frame []byte) bool {
 	case *wire.ResumeSnapshot:
 		cp := m.Checkpoint
 		c.snapshot(&cp)
+	case *wire.PutCheckpoint:
+		c.putCheckpoint(m)
 	case *wire.Pong, *wire.Error:
 		// A keepalive answer, or a client reporting something: nothing
 		// to answer (answering an error with an error could loop).
@@ -490,6 +497,14 @@ func (c *conn) handshake(m *wire.Handshake) bool {
 		c.closeWith(websocket.StatusInternalError, "database unavailable", true)
 		return false
 	}
+	ckCursor, ckAt, err := d.checkpointInfo()
+	if err != nil {
+		c.s.release(d)
+		c.log.Error("relay: cannot read the sealed checkpoint", "database", m.DatabaseID, "err", err)
+		c.sendError(codeInternal, "", "the relay cannot read database %q now; retry later", m.DatabaseID)
+		c.closeWith(websocket.StatusInternalError, "database unavailable", true)
+		return false
+	}
 	c.db, c.site = d, m.SiteID
 	c.ws.SetReadLimit(2 * c.frameLimit()) // from the next frame on
 	c.log = c.log.With("database", d.id)
@@ -500,7 +515,8 @@ func (c *conn) handshake(m *wire.Handshake) bool {
 	// The ack is queued before the connection joins the database, so no
 	// push_changes can precede it.
 	c.send(&wire.HandshakeAck{ProtocolVersion: wire.ProtocolVersion, DatabaseID: d.id, ServerSiteID: d.site, ConnectionID: c.id,
-		SiteHLC: pos.siteHLC, SiteHLCStated: true, History: pos.history, Sealed: d.sealed})
+		SiteHLC: pos.siteHLC, SiteHLCStated: true, History: pos.history, Sealed: d.sealed,
+		CheckpointCursor: ckCursor, CheckpointAt: ckAt})
 	d.addConn(c)
 	c.log.Info("relay: session started", "site", m.SiteID)
 	return true
@@ -655,9 +671,17 @@ func (c *conn) snapshot(resume *model.SnapshotCheckpoint) {
 	cursor, horizon, markCursor := d.snapshotStarted()
 	defer d.snapshotEnded()
 	if d.sealed {
-		// The relay holds no replica of a sealed database: its snapshot
-		// is empty, at the start of the log (nothing of a sealed log
-		// is pruned), and the client pulls every envelope after it.
+		// The relay holds no replica of a sealed database: it streams
+		// the newest sealed checkpoint, or, with none, an empty snapshot
+		// at the start of the log (nothing of a sealed log is pruned
+		// before a checkpoint), and the client pulls every envelope
+		// after it.
+		c.setSnapshot(true)
+		served := c.streamCheckpoint()
+		c.setSnapshot(false)
+		if served {
+			return
+		}
 		cursor, horizon, resume = 0, 0, nil
 	}
 	if resume != nil && horizon != 0 && markCursor >= resume.Cursor {

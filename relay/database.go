@@ -149,7 +149,13 @@ func (d *database) open(sealed bool) error {
 	d.store, d.eng, d.site = st, eng, eng.SiteID()
 	d.cursor.Store(cur)
 	if d.sealed {
-		// Nothing to merge: the relay cannot read envelopes.
+		// Nothing to merge: the relay cannot read envelopes. Parts of
+		// checkpoint uploads a stop interrupted go.
+		if err := d.dropStrayParts(); err != nil {
+			_ = eng.Close()
+			_ = st.Close()
+			return fmt.Errorf("open database %q: %w", d.id, err)
+		}
 	} else if err := d.remerge(); err != nil {
 		_ = eng.Close()
 		_ = st.Close()
@@ -730,11 +736,16 @@ func (d *database) readPage(tx kv.Tx, since, end uint64, own model.SiteID, echo 
 // pruneBatch records, and moves the pruned counter past them. It returns the
 // number removed.
 func (d *database) pruneArrivals(cutoffMs uint64) (int, error) {
+	// A sealed database has no merged replica: below its newest sealed
+	// checkpoint the log may go, above it it is the only copy the relay
+	// can serve a new device.
+	var capCursor uint64 = wire.MaxCursor
 	if d.sealed {
-		// A sealed log is the only copy of its database the relay
-		// can serve a new device (no merged replica, no sealed
-		// checkpoints yet): it is kept whole.
-		return 0, nil
+		ck, _, err := d.checkpointInfo()
+		if err != nil {
+			return 0, err
+		}
+		capCursor = ck
 	}
 	total := 0
 	for {
@@ -763,7 +774,7 @@ func (d *database) pruneArrivals(cutoffMs uint64) (int, error) {
 					derr = err
 					return false
 				}
-				if r.arrivedMs >= cutoffMs {
+				if r.arrivedMs >= cutoffMs || c > capCursor {
 					done = true
 					return false
 				}

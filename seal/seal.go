@@ -160,10 +160,10 @@ func OpenChangeSet(s Sealer, databaseID string, cs *model.ChangeSet) (model.Chan
 // SealCheckpointPart fills p.Envelope with the envelope of chunk, one
 // chunk of a snapshot stream, as part p.Part of the sealed checkpoint
 // p describes (database databaseID): the plaintext is the chunk's
-// snapshot_chunk frame (wire.Encode), bound to p's checkpoint id, site id,
+// snapshot_chunk frame (wire.EncodeSnapshotChunk), bound to p's checkpoint id, site id,
 // HLC, cursor, part number and last flag (wire's "Envelopes", kind 2).
 func SealCheckpointPart(s Sealer, databaseID string, p *wire.CheckpointPart, chunk model.SnapshotChunk) error {
-	frame, err := wire.Encode(&wire.SnapshotChunk{Chunk: chunk})
+	frame, err := wire.EncodeSnapshotChunk(chunk)
 	if err != nil {
 		return fmt.Errorf("seal: checkpoint %s part %d: %w", p.CheckpointID, p.Part, err)
 	}

@@ -248,3 +248,10 @@ func (r *reader) checkpointResult() (Message, error) {
 	}
 	return m, err
 }
+
+// EncodeSnapshotChunk returns the snapshot_chunk frame of chunk, as Encode
+// does, without linking the encoders of the other messages (a device
+// seals its checkpoint's chunks in this form: package seal).
+func EncodeSnapshotChunk(chunk model.SnapshotChunk) ([]byte, error) {
+	return (&SnapshotChunk{Chunk: chunk}).appendTo(make([]byte, 0, 128))
+}

@@ -1,0 +1,177 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
+	"github.com/replica-sync/replica/seal"
+	"github.com/replica-sync/replica/wire"
+)
+
+// Sealed checkpoints (see "Sealed checkpoints" in the package
+// documentation): this device uploads its snapshot, sealed part by part,
+// when the relay's newest checkpoint lags; a bootstrapping device opens
+// and applies one, and refuses one that does not verify.
+
+// Defaults of Options.CheckpointChanges and Options.CheckpointInterval.
+const (
+	DefaultCheckpointChanges  = 1000
+	DefaultCheckpointInterval = 24 * time.Hour
+)
+
+// ErrCheckpointRefused is reported (ErrorReported) when a sealed checkpoint
+// the relay streams does not verify: a part does not open (it wraps
+// ErrEnvelopeInvalid or ErrDecryptFailed), parts are missing, out of order
+// or renumbered, or the snapshot inside is malformed. Nothing more of it is
+// applied, and the device falls back to the log: it pulls from cursor 0.
+// When the relay pruned the log below that checkpoint, that pull gets
+// SNAPSHOT_REQUIRED and the session stops pulling (reported again) until a
+// device uploads a newer checkpoint.
+var ErrCheckpointRefused = errors.New("client: sealed checkpoint refused")
+
+// ckptUpload is a sealed checkpoint this session is uploading.
+type ckptUpload struct {
+	part   wire.CheckpointPart // the part in flight (Envelope set)
+	next   func() (model.SnapshotChunk, error, bool)
+	stop   func()
+	parts  int
+	bytes  int
+	marked bool // a horizon mark was applied meanwhile: abandon
+}
+
+// ckptStream is the state of a sealed checkpoint being received.
+type ckptStream struct {
+	id      string
+	site    model.SiteID
+	hlc     model.HLC
+	cursor  uint64
+	next    uint32
+	refused bool
+}
+
+// endUpload ends the upload in flight; with err, it is abandoned for this
+// session (logged; a later session tries again).
+func (s *session) endUpload(err error) {
+	if s.upload == nil {
+		return
+	}
+	s.upload.stop()
+	s.upload = nil
+	if err != nil {
+		s.ckptOff = true
+		s.c.log.Warn("replica sync: sealed checkpoint abandoned", "err", err)
+	}
+}
+
+// onCheckpointResult takes the relay's answer to the part in flight.
+func (s *session) onCheckpointResult(m *wire.CheckpointResult) {
+	u := s.upload
+	if u == nil || m.CheckpointID != u.part.CheckpointID || m.Part != u.part.Part {
+		return // an upload abandoned meanwhile
+	}
+	if u.marked {
+		s.endUpload(nil) // a mark pruned the data meanwhile; the next pull may start another
+		return
+	}
+	if m.Stored || u.part.Last {
+		if m.Stored {
+			s.ckptCursor, s.ckptAt = u.part.Cursor, uint64(s.c.clock.Now().UnixMilli())
+			s.c.log.Debug("replica sync: sealed checkpoint stored", "cursor", u.part.Cursor, "parts", u.parts, "bytes", u.bytes)
+			s.c.post(Event{Type: CheckpointUploaded, Cursor: u.part.Cursor})
+			s.endUpload(nil)
+		} else {
+			s.endUpload(fmt.Errorf("the relay did not store checkpoint %s", u.part.CheckpointID))
+		}
+		return
+	}
+	u.part.Part++
+	s.sendCheckpointPart()
+}
+
+// onCheckpointPart applies one part of a sealed checkpoint the relay
+// streams (in answer to get_snapshot): it opens the part and applies the
+// snapshot chunk inside as a plain snapshot's. A part that does not verify
+// refuses the checkpoint (refuseCheckpoint).
+func (s *session) onCheckpointPart(m *wire.CheckpointPartMessage) error {
+	if s.snap == nil || !s.c.sealed() {
+		return fmt.Errorf("%w: checkpoint_part without a sealed snapshot request", ErrProtocol)
+	}
+	s.armStall()
+	st := s.snap.ckpt
+	p := &m.CheckpointPart
+	switch {
+	case st != nil && st.refused:
+		return nil // the rest of a refused checkpoint
+	case st == nil && p.Part != 0:
+		s.refuseCheckpoint(p.CheckpointID, fmt.Errorf("the stream starts at part %d", p.Part))
+		return nil
+	case st == nil && s.c.refusedCkpt == p.CheckpointID:
+		s.snap.ckpt = &ckptStream{id: p.CheckpointID, refused: true}
+		s.c.report(fmt.Errorf("%w: checkpoint %s was refused before; falling back to the log", ErrCheckpointRefused, p.CheckpointID))
+		return nil
+	case st == nil:
+		st = &ckptStream{id: p.CheckpointID, site: p.SiteID, hlc: p.HLC, cursor: p.Cursor}
+		s.snap.ckpt = st
+	case p.CheckpointID != st.id || p.SiteID != st.site || p.HLC != st.hlc || p.Cursor != st.cursor || p.Part != st.next:
+		s.refuseCheckpoint(st.id, fmt.Errorf("part %d of checkpoint %s follows part %d of checkpoint %s", p.Part, p.CheckpointID, st.next-1, st.id))
+		return nil
+	}
+	chunk, err := seal.OpenCheckpointPart(s.c.sealerNow(), s.t.databaseID, p)
+	if err == nil {
+		switch {
+		case p.Part == 0 && (chunk.Type != model.ChunkHeader || chunk.Header.Cursor != p.Cursor):
+			err = fmt.Errorf("part 0 is no header at cursor %d", p.Cursor)
+		case p.Last != (chunk.Type == model.ChunkFooter):
+			err = fmt.Errorf("part %d: last %v, but a %s chunk", p.Part, p.Last, chunk.Type)
+		}
+	}
+	if err != nil {
+		s.refuseCheckpoint(st.id, err)
+		return nil
+	}
+	st.next++
+	err = s.onSnapshotChunk(&wire.SnapshotChunk{Chunk: chunk})
+	var sf *snapshotFailure
+	if errors.As(err, &sf) && (errors.Is(err, model.ErrMalformed) || errors.Is(err, engine.ErrSnapshotFormat)) {
+		s.refuseCheckpoint(st.id, err)
+		return nil
+	}
+	return err
+}
+
+// refuseCheckpoint refuses the sealed checkpoint id being received: it is
+// reported (ErrCheckpointRefused wrapping cause), remembered for the
+// Client's life, the rest of its stream is ignored, the engine's snapshot
+// checkpoint is discarded, and at snapshot_complete the device pulls the
+// log from cursor 0 (onSnapshotComplete).
+func (s *session) refuseCheckpoint(id string, cause error) {
+	if s.snap.ckpt == nil {
+		s.snap.ckpt = &ckptStream{id: id}
+	}
+	s.snap.ckpt.refused = true
+	s.c.refusedCkpt = id
+	err := fmt.Errorf("%w: checkpoint %s: %w; falling back to the log", ErrCheckpointRefused, id, cause)
+	s.c.log.Warn("replica sync: a sealed checkpoint does not verify", "err", err)
+	s.c.report(err)
+}
+
+// checkpointFallback ends a transfer whose sealed checkpoint was refused:
+// the engine's snapshot checkpoint goes, and the device pulls from cursor
+// 0 (the log the checkpoint stood for), keeping what it applied (merged,
+// authentic parts).
+func (s *session) checkpointFallback() error {
+	s.snap = nil
+	stopTimer(s.stallTimer)
+	s.stallTimer = nil
+	s.c.setProgress(nil)
+	if err := s.db.DiscardSnapshotCheckpoint(); err != nil {
+		return err
+	}
+	s.cursor, s.chain, s.ownCursor, s.pullWant = 0, wire.Chain{}, false, 0
+	s.ckptFallback = true
+	s.pull()
+	return nil
+}
