@@ -16,13 +16,13 @@ import (
 
 // Defaults of the Config fields; cmd/relay uses them as its flag defaults.
 const (
-	DefaultAddr                = "127.0.0.1:8080"
-	DefaultDataDir             = "data"
-	DefaultWebDir              = "web"
-	DefaultMaxChangesPerApply  = 100_000
+	DefaultAddr               = "127.0.0.1:8080"
+	DefaultDataDir            = "data"
+	DefaultWebDir             = "web"
+	DefaultMaxChangesPerApply = 100_000
 	// DefaultMaxCheckpointBytes bounds one sealed checkpoint's envelopes
 	// (Config.MaxCheckpointBytes): 1 GiB.
-	DefaultMaxCheckpointBytes = 1 << 30
+	DefaultMaxCheckpointBytes  = 1 << 30
 	DefaultPageChanges         = 1000
 	DefaultIdleTimeout         = 90 * time.Second
 	DefaultWriteTimeout        = 10 * time.Second

@@ -48,13 +48,13 @@ type envelopeVector struct {
 	HLC           string `json:"hlc"` // wire form
 	Kind          int    `json:"kind"`
 	// Checkpoint parts (kind 2) only.
-	Cursor uint64 `json:"cursor,omitempty"`
-	Part   uint32 `json:"part,omitempty"`
-	Last   bool   `json:"last,omitempty"`
-	Nonce         string `json:"nonce"`     // hex
-	Plaintext     string `json:"plaintext"` // the ChangeSet's wire form
-	AD            string `json:"ad"`        // hex associated data
-	Envelope      string `json:"envelope"`  // hex
+	Cursor    uint64 `json:"cursor,omitempty"`
+	Part      uint32 `json:"part,omitempty"`
+	Last      bool   `json:"last,omitempty"`
+	Nonce     string `json:"nonce"`     // hex
+	Plaintext string `json:"plaintext"` // the ChangeSet's wire form
+	AD        string `json:"ad"`        // hex associated data
+	Envelope  string `json:"envelope"`  // hex
 	// Error, for an envelope that must not open: DECRYPT_FAILED or
 	// ENVELOPE_INVALID (Plaintext and Nonce then describe the original).
 	Error string `json:"error,omitempty"`
