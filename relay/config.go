@@ -14,15 +14,16 @@ import (
 	"github.com/replica-sync/replica/wire"
 )
 
+// DefaultMaxCheckpointBytes bounds one sealed checkpoint's envelopes
+// (Config.MaxCheckpointBytes): 1 GiB.
+const DefaultMaxCheckpointBytes = 1 << 30
+
 // Defaults of the Config fields; cmd/relay uses them as its flag defaults.
 const (
-	DefaultAddr               = "127.0.0.1:8080"
-	DefaultDataDir            = "data"
-	DefaultWebDir             = "web"
-	DefaultMaxChangesPerApply = 100_000
-	// DefaultMaxCheckpointBytes bounds one sealed checkpoint's envelopes
-	// (Config.MaxCheckpointBytes): 1 GiB.
-	DefaultMaxCheckpointBytes  = 1 << 30
+	DefaultAddr                = "127.0.0.1:8080"
+	DefaultDataDir             = "data"
+	DefaultWebDir              = "web"
+	DefaultMaxChangesPerApply  = 100_000
 	DefaultPageChanges         = 1000
 	DefaultIdleTimeout         = 90 * time.Second
 	DefaultWriteTimeout        = 10 * time.Second
