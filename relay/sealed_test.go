@@ -195,3 +195,61 @@ func TestSealedRelayRefusals(t *testing.T) {
 		t.Fatalf("apply_result %+v after the restart", res.ApplyResult)
 	}
 }
+
+// TestSealedCheckpointUpload: the relay stores a sealed checkpoint a device
+// uploads part by part (answering each with checkpoint_result, the last
+// stored), announces it in handshake_ack, streams it back to get_snapshot
+// byte for byte, and refuses an upload to a plain database, one at a
+// cursor above the log's head or not above the newest checkpoint's, and a
+// part out of order (CHECKPOINT_REFUSED).
+func TestSealedCheckpointUpload(t *testing.T) {
+	clock := newManualClock()
+	r := startRelay(t, Config{Clock: clock})
+	kr := testKeyring(t, 5)
+	e := newReplica(t, clock)
+	a := dial(t, r, nil)
+	a.site = e.SiteID()
+	a.sealedHandshake("vault")
+	sets := sealAll(t, kr, "vault", append(localSets(t, e), insertStops(t, e, "t1", 3)...))
+	a.apply("apply-1", sets) // cursor 4
+	h, err := e.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := func(i int) []byte { return bytes.Repeat([]byte{byte(i + 1)}, wire.EnvelopeOverhead+10) }
+	part := func(id string, cursor uint64, n uint32, last bool) *wire.PutCheckpoint {
+		return &wire.PutCheckpoint{CheckpointPart: wire.CheckpointPart{CheckpointID: id, SiteID: a.site, HLC: h, Cursor: cursor, Part: n, Last: last, Envelope: env(int(n))}}
+	}
+	a.send(part("ahead", 5, 0, false))
+	a.expectError(wire.CodeCheckpointRefused)
+	a.send(part("skip", 4, 1, false))
+	a.expectError(wire.CodeCheckpointRefused)
+	for n := uint32(0); n < 3; n++ {
+		a.send(part("c4", 4, n, n == 2))
+		res := recvType[*wire.CheckpointResult](a)
+		if res.CheckpointID != "c4" || res.Part != n || res.Stored != (n == 2) {
+			t.Fatalf("checkpoint_result %+v for part %d", res, n)
+		}
+	}
+	a.send(part("again", 4, 0, false))
+	a.expectError(wire.CodeCheckpointRefused)
+
+	b := dial(t, r, nil)
+	if ack := b.sealedHandshake("vault"); ack.CheckpointCursor != 4 || ack.CheckpointAt == 0 {
+		t.Fatalf("handshake_ack announces checkpoint cursor %d at %d, want 4", ack.CheckpointCursor, ack.CheckpointAt)
+	}
+	b.send(&wire.GetSnapshot{})
+	for n := uint32(0); n < 3; n++ {
+		p := recvType[*wire.CheckpointPartMessage](b)
+		if p.CheckpointID != "c4" || p.Cursor != 4 || p.Part != n || p.Last != (n == 2) || p.SiteID != a.site || p.HLC != h || !bytes.Equal(p.Envelope, env(int(n))) {
+			t.Fatalf("checkpoint_part %d: %+v", n, p.CheckpointPart)
+		}
+	}
+	recvType[*wire.SnapshotComplete](b)
+
+	p := dial(t, r, nil)
+	p.site = a.site
+	p.handshake("plain", "")
+	p.send(part("plain", 0, 0, true))
+	p.expectError(wire.CodeCheckpointRefused)
+}
