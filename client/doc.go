@@ -430,9 +430,45 @@
 //
 // Rotation: SetSealer(seal.NewKeyring(newKey, oldKey)) seals from then on
 // with the new key and still opens the old one's envelopes. A new device
-// bootstraps by pulling the whole sealed log (the relay's snapshot of a
-// sealed database is empty), so it needs every key the log was sealed
+// bootstraps from the newest sealed checkpoint and the log after it (the
+// whole log while there is none), so it needs every key those were sealed
 // with. The relay never sees a key, and the client stores none.
+//
+// # Sealed checkpoints
+//
+// The relay cannot snapshot a sealed database, so devices upload sealed
+// checkpoints (wire's "Sealed checkpoints"). A sealed client that is
+// caught up (after a pull that says more = false, or a push_changes
+// continuing its cursor), with nothing above its sent watermark, no
+// push, snapshot or upload in flight and no key missing, uploads one
+// when its cursor is Options.CheckpointChanges (1000) ChangeSets past the
+// relay's newest checkpoint (handshake_ack.checkpointCursor), or past it
+// at all once that one is Options.CheckpointInterval (24 h) old: its
+// engine.Snapshot at its cursor, header.horizon its applied tombstone
+// horizon, each chunk sealed into one put_checkpoint part, one in flight
+// at a time (rows chunks sized so that a part fits MaxMessageSize). A
+// CheckpointUploaded event reports the relay's stored:true. A horizon mark
+// applied meanwhile abandons the upload (its rows would straddle the
+// mark); CHECKPOINT_REFUSED, or a part that cannot be made, abandons it
+// for the session. Uploading is native only for now (the browser build
+// would link engine.Snapshot and the rows chunk encoder); a browser device
+// bootstraps from checkpoints others upload.
+//
+// A bootstrapping sealed client sends get_snapshot (never
+// resume_snapshot, which would name its tables); the relay streams the
+// newest checkpoint's parts. The client opens each, checks that it
+// follows the previous one, and applies the chunk inside exactly as a
+// plain snapshot's chunk (progress events, the stall timeout, the engine's
+// checkpoint: a transfer interrupted and streamed again resumes there).
+// A part that does not open (ErrEnvelopeInvalid, ErrDecryptFailed), does
+// not follow, or holds a malformed chunk refuses the checkpoint: reported
+// as ErrCheckpointRefused wrapping the cause, remembered for the client's
+// life, the rest of the stream ignored, the engine's snapshot checkpoint
+// discarded (rows already applied stay: they are authentic), and at
+// snapshot_complete the client pulls the log from cursor 0 instead. When
+// the relay pruned the log below that checkpoint, the pull gets
+// SNAPSHOT_REQUIRED: the client reports it (ErrCheckpointRefused) and
+// pulls no more in that session, until a device uploads a newer one.
 //
 // # Keepalive and timeouts
 //
@@ -517,9 +553,10 @@
 // # Events
 //
 // Subscribe delivers StateChanged, SnapshotProgressed, ErrorReported,
-// PushAcked and ChangesApplied events in order on one goroutine the client
-// owns (never the caller's, never the session's), from an unbounded queue,
-// so a slow subscriber delays later events but never the sync.
+// PushAcked, ChangesApplied and CheckpointUploaded events in order on one
+// goroutine the client owns (never the caller's, never the session's),
+// from an unbounded queue, so a slow subscriber delays later events but
+// never the sync.
 //
 // # Goroutines
 //
@@ -574,7 +611,8 @@
 // *model.DriftError refusing changes from the relay (this device is
 // behind). The client's
 // own are ErrDecryptFailed and ErrEnvelopeInvalid (sealed databases, see
-// "Sealed databases"; package seal's errors), ErrNotSealed (SetSealer),
+// "Sealed databases"; package seal's errors), ErrCheckpointRefused ("Sealed
+// checkpoints"), ErrNotSealed (SetSealer),
 // ErrProtocolVersion, ErrProtocol, ErrTimeout, ErrSnapshotStalled,
 // ErrTooLarge, ErrRefused (a *RefusedError: a local transaction skipped,
 // see "Transactions that cannot be synced"), ErrSyncStateReset and

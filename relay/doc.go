@@ -248,6 +248,9 @@
 //
 //	relay          "format" → "2"; "sealed" → "1" in a sealed database (written
 //	               when the file is created, never changed; absent: plain);
+//	               "checkpoint" → the newest sealed checkpoint: version 1 ‖
+//	               cursor (8) ‖ parts (4) ‖ bytes (8) ‖ stored at ms (8) ‖
+//	               hlc (30) ‖ uploader site id (16) ‖ checkpointId;
 //	               "cursor" → last cursor (8-byte big-endian);
 //	               "pruned" → last cursor removed by retention (8-byte big-endian);
 //	               "chain" → chain value at "cursor" (16 bytes);
@@ -260,6 +263,9 @@
 //	arrivals_chain cursor (8-byte big-endian) → chain value there (16 bytes)
 //	arrivals_site  site id (16 bytes) → highest hlc of its stored ChangeSets
 //	               (30 bytes, model.HLC.Bytes); never pruned
+//	checkpoint_parts site id (16) ‖ len(checkpointId) (1) ‖ checkpointId ‖ part
+//	               (4-byte big-endian) → the part's envelope: the newest sealed
+//	               checkpoint's parts, and those of uploads in progress
 //	arrivals_horizon cursor (8-byte big-endian) → wall ms (8) ‖ chain value at
 //	               cursor (16): the tombstone horizon marks (one per cursor;
 //	               see "Retention and maintenance")
@@ -301,15 +307,34 @@
 // authentication, rate limits, metrics and logs work the same (an envelope
 // counts as one change for MaxChangesPerApply and PageChanges).
 //
-// get_snapshot and resume_snapshot of a sealed database stream an empty
-// snapshot at cursor 0 (no tables), so a new device pulls the whole log.
+// Sealed checkpoints (wire's "Sealed checkpoints"): a device uploads its
+// snapshot sealed part by part (put_checkpoint). The relay stages the
+// parts of each connection's upload in the checkpoint_parts bucket and
+// answers each with checkpoint_result; on the last part, if the upload's
+// cursor is still above the newest checkpoint's, the upload becomes the
+// newest ("checkpoint" in the relay bucket: id, uploader, hlc, cursor,
+// parts, bytes, when it was stored) and the older one's parts go, in one
+// transaction. It refuses (CHECKPOINT_REFUSED, logged as a warning) an
+// upload to a plain database, at a cursor above the log's head or not
+// above the newest checkpoint's, of another site than the connection's,
+// with an hlc more than 60 s ahead, with a part out of order, or above
+// MaxCheckpointBytes (1 GiB) in all. An upload a connection leaves
+// unfinished is dropped when it ends (and at the next open, after a stop).
+// get_snapshot and resume_snapshot of a sealed database stream the newest
+// checkpoint's parts as checkpoint_part frames, one read per transaction
+// as the queue takes them, then snapshot_complete; with no checkpoint, an
+// empty snapshot at cursor 0 (no tables), so a new device pulls the whole
+// log. handshake_ack announces the newest (checkpointCursor,
+// checkpointAt).
+//
 // Maintenance makes tombstone horizon marks as for a plain database (the
-// devices prune at them) but does not prune a sealed arrival log: with no
-// merged replica, the log is the only copy the relay can serve a new
-// device. Sealed checkpoints uploaded by devices, which would let it
-// prune, are not implemented yet. docs/SECURITY.md is the threat model:
-// what the relay's operator and its disk learn (ids, sizes, times, HLCs,
-// key ids) and cannot (tables, columns, values, blobs).
+// devices prune at them) and prunes a sealed arrival log by the same
+// retention rule, but never above the newest checkpoint's cursor: with no
+// merged replica, the log after it is the only copy the relay can serve.
+// A device behind the pruned point gets SNAPSHOT_REQUIRED and bootstraps
+// from the checkpoint. docs/SECURITY.md is the threat model: what the
+// relay's operator and its disk learn (ids, sizes, times, HLCs, key ids,
+// checkpoint sizes) and cannot (tables, columns, values, blobs).
 //
 // # Authentication
 //
@@ -457,6 +482,7 @@
 //	replica_relay_changes_applied_total       counter  changes that changed a merged replica
 //	replica_relay_changes_skipped_total       counter  changes that did not (older, equal, duplicate)
 //	replica_relay_changesets_stored_total     counter  ChangeSets appended to arrival logs
+//	replica_relay_sealed_checkpoints_total    counter  sealed checkpoints, by result (stored, refused, served)
 //	replica_relay_apply_duration_seconds      histogram  merge + append + commit of one apply_changes
 //	replica_relay_pushes_dropped_total        counter  push_changes not delivered, by reason (queue_full, snapshot)
 //	replica_relay_arrivals_pruned_total       counter  arrival-log entries removed by retention

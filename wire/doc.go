@@ -96,9 +96,10 @@
 // The relay handles one connection's frames in order and answers each
 // request with exactly one frame, its response or an error frame, in
 // request order: handshake → handshake_ack, get_changes → changes,
-// apply_changes → apply_result, ping → pong, and get_snapshot or
-// resume_snapshot → a snapshot stream ending in snapshot_complete (an error
-// frame ends it early). push_changes may arrive between any two frames,
+// apply_changes → apply_result, put_checkpoint → checkpoint_result, ping
+// → pong, and get_snapshot or resume_snapshot → a snapshot stream ending in
+// snapshot_complete (an error frame ends it early; for a sealed database
+// with a checkpoint, checkpoint_part frames: see "Sealed checkpoints"). push_changes may arrive between any two frames,
 // except inside a snapshot stream. A client applying a snapshot drops any
 // changes or push_changes that reach it meanwhile, leaving its cursor
 // where it was, so the catch-up pull after the snapshot fetches them.
@@ -174,6 +175,10 @@
 //   - sealed (boolean, version 6, optional, written only when true): the
 //     database is sealed. It equals the handshake's; a client whose mode
 //     differs stops (fatal).
+//   - checkpointCursor, checkpointAt (version 6, optional, omitted when
+//     0): the cursor of the sealed database's newest sealed checkpoint,
+//     and when the relay stored it (ms since the Unix epoch, the relay's
+//     clock); see "Sealed checkpoints".
 //
 // # Message get_changes
 //
@@ -711,6 +716,7 @@
 //	                       ChangeSet; refused whole, nothing stored (version 6)
 //	ENVELOPE_REFUSED       apply_changes to a plain database carried an envelope;
 //	                       refused whole, nothing stored (version 6)
+//	CHECKPOINT_REFUSED     put_checkpoint refused; the upload is abandoned (version 6)
 //
 // Codes this list lacks are transient unless their frame says fatal. The
 // ErrorCode constants, ErrorCode.CloseStatus, IsFatal and DecodeErrorCode
@@ -901,19 +907,86 @@
 // without reading them, exactly as plain ChangeSets, and checks what it
 // can see: the sender's site id, that hlc names transactionId, and the
 // 60 s clock-drift gate on hlc (CLOCK_DRIFT). It keeps no merged replica
-// of a sealed database: get_snapshot is answered with an empty snapshot
-// at cursor 0 (every member as usual, no tables), so a new device pulls
-// the whole log, and the relay does not prune a sealed log at its
-// retention horizon (sealed checkpoints, which would let it, are not
-// implemented yet). Tombstone horizon marks work as in plain databases:
-// devices prune at them. The relay answers a plaintext ChangeSet pushed
-// to a sealed database with ENVELOPE_REQUIRED and an envelope pushed to a
-// plain one with ENVELOPE_REFUSED; a refused batch stores nothing.
+// of a sealed database, so it cannot make snapshots: devices upload sealed
+// checkpoints instead (see "Sealed checkpoints"). Tombstone horizon marks
+// work as in plain databases: devices prune at them. The relay answers a
+// plaintext ChangeSet pushed to a sealed database with ENVELOPE_REQUIRED
+// and an envelope pushed to a plain one with ENVELOPE_REFUSED; a refused
+// batch stores nothing.
 //
 // The HLC stays visible, as in Evolu, so that the relay keeps its drift
 // gate and the delivery rules that use HLCs (siteHlc, ownAbove and
 // ownUpTo) work unchanged. What the relay learns, and what it can still
 // do, is docs/SECURITY.md.
+//
+// # Sealed checkpoints
+//
+// A sealed checkpoint is a device's snapshot at a cursor, sealed part by
+// part (secsync's design): part n seals the frame of the n-th
+// snapshot_chunk of the device's own snapshot stream (header, schema,
+// table_start, rows, table_end, footer, exactly as a relay would stream
+// it; header.cursor is the checkpoint's cursor, header.horizon the
+// tombstone horizon the device applied), in an envelope of kind 2 bound to
+// the checkpoint's id, uploader, HLC, cursor, part number and last flag
+// (see "Envelopes"). The relay keeps the newest.
+//
+// Who uploads and when: a device decides (client's Options
+// CheckpointChanges, default 1000, and CheckpointInterval, default 24 h):
+// once it is caught up, holds nothing the relay lacks (no transaction
+// above its sent watermark) and no upload or snapshot is in flight, when
+// its cursor is CheckpointChanges ChangeSets past the relay's newest
+// checkpoint (handshake_ack's checkpointCursor), or past it at all once
+// that one is CheckpointInterval old (checkpointAt). Several devices may
+// upload at once; the relay keeps the highest cursor.
+//
+//	> {"type":"put_checkpoint","checkpointId":"c4211-5f0e","siteId":"AY86XH4RQpugDcRVbiGQ_g","hlc":"AAABmszo7ygAAAGPOlx+EUKboA3EVW4hkP4AAAAA","cursor":4211,"part":0,"envelope":"AQsw…"}
+//	< {"type":"checkpoint_result","checkpointId":"c4211-5f0e","part":0}
+//	…
+//	> {"type":"put_checkpoint",…,"part":7,"last":true,"envelope":"…"}
+//	< {"type":"checkpoint_result","checkpointId":"c4211-5f0e","part":7,"stored":true}
+//
+// Members of put_checkpoint and checkpoint_part (CheckpointPart), all
+// required but last:
+//
+//   - checkpointId (string, 1 to 128 bytes): chosen by the uploader.
+//   - siteId (site id): the uploader's, the connection's.
+//   - hlc (HLC): the uploader's clock; the relay drift-checks it.
+//   - cursor (cursor): the position in the log the checkpoint stands for.
+//   - part (integer, 0 to 2^32−1): parts are numbered from 0 without gaps.
+//   - last (boolean, written only when true): the final part (the footer).
+//   - envelope (padded standard base64 of an envelope, kind 2).
+//
+// The client sends one part at a time and the relay answers each with
+// checkpoint_result {checkpointId, part, stored}, stored true for the last
+// once the checkpoint is the database's newest, or with CHECKPOINT_REFUSED
+// (the upload is abandoned and nothing of it kept): on a plain database;
+// for a part 0 whose cursor is above the log's head or not above the
+// newest checkpoint's, whose siteId or hlc's site is not the connection's,
+// or whose hlc is more than 60 s ahead; for a part that does not follow
+// the connection's upload (another id, hlc or cursor, a gap); above the
+// relay's size limit; when another checkpoint at a cursor not below this
+// one's was stored meanwhile. A part 0 starts a new upload, dropping the
+// connection's unfinished one; a connection that ends drops its own.
+//
+// Bootstrap: get_snapshot (and resume_snapshot) on a sealed database with
+// a checkpoint is answered with its parts as checkpoint_part frames, in
+// order, then snapshot_complete; with none, with an empty snapshot at
+// cursor 0 (the relay prunes nothing of a sealed log before a checkpoint).
+// The client opens each part, checks that parts follow one another (same
+// checkpointId, siteId, hlc and cursor; consecutive part numbers; part 0 a
+// header at that cursor; last exactly on the footer), and applies the
+// chunk inside as a plain snapshot's, then pulls from the cursor. A part
+// that does not verify refuses the checkpoint: the client applies nothing
+// more of it, and pulls the log from 0 instead (see client's "Sealed
+// checkpoints"). A sealed client sends get_snapshot, never
+// resume_snapshot (whose completedTables would name tables to the relay):
+// a checkpoint it had begun to apply resumes in its engine when the
+// relay streams the same one again (the same header).
+//
+// Retention: the relay may prune a sealed log, as a plain one, after its
+// retention period, but never above its newest checkpoint's cursor; a
+// device behind that gets SNAPSHOT_REQUIRED and bootstraps from the
+// checkpoint.
 //
 // # Envelopes
 //
@@ -930,13 +1003,19 @@
 //
 // The associated data (never sent; both ends build it) is
 //
-//	"replica-envelope" (16 ASCII bytes) ‖ version (1) ‖ kind (1; 1 = ChangeSet, 2 reserved
-//	for sealed checkpoints) ‖ key id (8) ‖ len(databaseId) (2, big-endian) ‖ databaseId ‖
+//	"replica-envelope" (16 ASCII bytes) ‖ version (1) ‖ kind (1; 1 = ChangeSet, 2 = sealed
+//	checkpoint part) ‖ key id (8) ‖ len(databaseId) (2, big-endian) ‖ databaseId ‖
 //	siteId (16) ‖ len(transactionId) (2, big-endian) ‖ transactionId (UTF-8) ‖ hlc (30 bytes,
 //	the HLC's binary form)
+//	[kind 2 only:] ‖ cursor (8, big-endian) ‖ part (4, big-endian) ‖ last (1: 1 or 0)
 //
 // so an envelope moved to another database, attributed to another site or
-// transaction, or given another HLC does not authenticate.
+// transaction, or given another HLC does not authenticate. For a
+// checkpoint part, transactionId is the checkpointId, siteId and hlc the
+// uploader's, and the plaintext the frame of one snapshot_chunk; a part
+// renumbered, moved to another cursor, or marked last (or not) otherwise
+// than sealed does not authenticate either, so the relay cannot reorder,
+// drop from the end, or splice checkpoints.
 //
 // The nonce is 96 random bits (a CSPRNG) per envelope, not a counter: a
 // counter would have to be kept per site and key across browser tabs,
