@@ -89,6 +89,9 @@ type session struct {
 	upload             *ckptUpload
 	ckptOff            bool
 	ckptFallback       bool
+	// booted: a snapshot completed in this session, at bootCursor.
+	booted     bool
+	bootCursor uint64
 
 	push          *inflight // the apply_changes in flight
 	pushFails     int
@@ -612,6 +615,16 @@ func (s *session) onError(m *wire.Error) error {
 		}
 	case m.Code == wire.CodeSnapshotRequired:
 		s.c.report(m)
+		if s.snap == nil && s.c.sealed() && s.booted && s.pulling && s.pullSince == s.bootCursor {
+			// The relay cannot serve the cursor of the checkpoint it just
+			// streamed (it pruned the log above it: a relay that serves
+			// an old checkpoint). Asking again would loop.
+			s.pulling, s.keyStalled = false, true
+			s.pullFails++
+			s.showState()
+			s.c.report(fmt.Errorf("%w: the relay cannot serve the log after the checkpoint it streamed (cursor %d); not asking again this session", ErrProtocol, s.bootCursor))
+			return nil
+		}
 		if s.snap == nil && s.ckptFallback {
 			// The log below the refused checkpoint is pruned: nothing to
 			// bootstrap from until a device uploads a newer one. No loop:
@@ -1554,6 +1567,7 @@ func (s *session) onSnapshotComplete() error {
 	if s.snap.ckpt != nil && s.snap.ckpt.refused {
 		return s.checkpointFallback()
 	}
+	s.booted, s.bootCursor = s.snap.done, s.snap.cursor
 	if !s.snap.done {
 		return &snapshotFailure{fmt.Errorf("%w: snapshot_complete before the footer", ErrProtocol)}
 	}
