@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/replica-sync/replica/engine"
@@ -50,6 +51,83 @@ type ckptStream struct {
 	cursor  uint64
 	next    uint32
 	refused bool
+	// snapID is the snapshot id of the header inside part 0.
+	snapID string
+	// tables and rows count the tables completed and the row entries
+	// applied over the whole transfer (resumed ones included).
+	tables int
+	rows   int64
+	// resume is where this stream resumes an interrupted transfer (the
+	// relay skipped the parts between 1 and resume.fromPart), nil when it
+	// streams every part.
+	resume *sealedResume
+}
+
+// sealedResume is where an interrupted transfer of a sealed checkpoint
+// resumes, stored under sync:<serverSiteId>/<databaseId>:sealedsnap as
+// "<checkpointId> <snapshotId> <fromPart> <tables> <rows>" (ids quoted as
+// Go strings) after each table the engine completed: the next part, the
+// tables completed and the row entries they held.
+type sealedResume struct {
+	ckptID, snapID string
+	fromPart       uint32
+	tables         int
+	rows           int64
+}
+
+func sealedSnapKey(ns string) string { return ns + ":sealedsnap" }
+
+func (r sealedResume) encode() []byte {
+	return fmt.Appendf(nil, "%q %q %d %d %d", r.ckptID, r.snapID, r.fromPart, r.tables, r.rows)
+}
+
+// loadSealedResume returns the stored resume point that continues the
+// engine's snapshot checkpoint cp, or nil (none, another transfer's, or
+// one that does not decode).
+func (s *session) loadSealedResume(cp *model.SnapshotCheckpoint) *sealedResume {
+	v, err := s.db.State(sealedSnapKey(s.ns))
+	if err != nil || v == nil || cp == nil {
+		return nil
+	}
+	var r sealedResume
+	if n, err := fmt.Sscanf(string(v), "%q %q %d %d %d", &r.ckptID, &r.snapID, &r.fromPart, &r.tables, &r.rows); err != nil || n != 5 {
+		return nil
+	}
+	if r.snapID != cp.SnapshotID || r.tables != len(cp.CompletedTables) || r.fromPart <= 2 || r.rows < 0 {
+		return nil
+	}
+	return &r
+}
+
+// rewriteResumed adapts the chunk inside part p of a resumed transfer to
+// what the engine expects of a resumed stream (as a plain relay streams
+// one): the header lists the tables not completed, the footer counts this
+// stream's tables and rows. An error ends the session (the next one
+// streams every part).
+func (s *session) rewriteResumed(st *ckptStream, chunk *model.SnapshotChunk) error {
+	r := st.resume
+	switch chunk.Type {
+	case model.ChunkHeader:
+		cp, err := s.db.SnapshotCheckpoint()
+		if err != nil {
+			return err
+		}
+		h := *chunk.Header
+		if cp == nil || cp.SnapshotID != h.SnapshotID || len(h.Tables) < r.tables || !slices.Equal(h.Tables[:r.tables], cp.CompletedTables) {
+			return errors.New("the checkpoint does not continue the interrupted transfer")
+		}
+		h.Tables = h.Tables[r.tables:]
+		chunk.Header = &h
+	case model.ChunkFooter:
+		f := *chunk.Footer
+		if f.Tables < r.tables || f.Rows < r.rows {
+			return errors.New("the checkpoint's footer counts less than the transfer applied")
+		}
+		f.Tables -= r.tables
+		f.Rows -= r.rows
+		chunk.Footer = &f
+	}
+	return nil
 }
 
 // endUpload ends the upload in flight; with err, it is abandoned for this
@@ -114,6 +192,9 @@ func (s *session) onCheckpointPart(m *wire.CheckpointPartMessage) error {
 		return nil
 	case st == nil:
 		st = &ckptStream{id: p.CheckpointID, site: p.SiteID, hlc: p.HLC, cursor: p.Cursor}
+		if r := s.snap.sealedFrom; r != nil && r.ckptID == p.CheckpointID {
+			st.resume, st.tables, st.rows = r, r.tables, r.rows
+		}
 		s.snap.ckpt = st
 	case p.CheckpointID != st.id || p.SiteID != st.site || p.HLC != st.hlc || p.Cursor != st.cursor || p.Part != st.next:
 		s.refuseCheckpoint(st.id, fmt.Errorf("part %d of checkpoint %s follows part %d of checkpoint %s", p.Part, p.CheckpointID, st.next-1, st.id))
@@ -133,13 +214,38 @@ func (s *session) onCheckpointPart(m *wire.CheckpointPartMessage) error {
 		return nil
 	}
 	st.next++
+	if st.resume != nil {
+		if st.next == 2 {
+			st.next = st.resume.fromPart // the relay skips to it
+		}
+		if err := s.rewriteResumed(st, &chunk); err != nil {
+			_ = s.db.SetState(sealedSnapKey(s.ns), nil)
+			return &snapshotFailure{fmt.Errorf("client: resuming sealed checkpoint %s: %w", st.id, err)}
+		}
+	}
+	if chunk.Type == model.ChunkHeader {
+		st.snapID = chunk.Header.SnapshotID
+	}
 	err = s.onSnapshotChunk(&wire.SnapshotChunk{Chunk: chunk})
 	var sf *snapshotFailure
 	if errors.As(err, &sf) && (errors.Is(err, model.ErrMalformed) || errors.Is(err, engine.ErrSnapshotFormat)) {
 		s.refuseCheckpoint(st.id, err)
 		return nil
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	switch chunk.Type {
+	case model.ChunkRows:
+		st.rows += int64(len(chunk.Rows))
+	case model.ChunkTableEnd:
+		st.tables++
+		r := sealedResume{ckptID: st.id, snapID: st.snapID, fromPart: p.Part + 1, tables: st.tables, rows: st.rows}
+		return s.db.SetState(sealedSnapKey(s.ns), r.encode())
+	case model.ChunkFooter:
+		return s.db.SetState(sealedSnapKey(s.ns), nil)
+	}
+	return nil
 }
 
 // refuseCheckpoint refuses the sealed checkpoint id being received: it is

@@ -459,7 +459,14 @@
 // newest checkpoint's parts. The client opens each, checks that it
 // follows the previous one, and applies the chunk inside exactly as a
 // plain snapshot's chunk (progress events, the stall timeout, the engine's
-// checkpoint: a transfer interrupted and streamed again resumes there).
+// checkpoint). After each table the engine completes it stores where to
+// resume (sync:<serverSiteId>/<databaseId>:sealedsnap: the checkpoint,
+// the next part, the tables and rows done); an interrupted transfer asks
+// for that checkpoint from that part (get_snapshot's checkpointId and
+// fromPart), and hands the engine the header with the tables not yet
+// completed and the footer with the resumed stream's counts. A stored
+// point that does not match the engine's checkpoint is ignored (every
+// part is streamed again).
 // A part that does not open (ErrEnvelopeInvalid, ErrDecryptFailed), does
 // not follow, or holds a malformed chunk refuses the checkpoint: reported
 // as ErrCheckpointRefused wrapping the cause, remembered for the client's
@@ -524,6 +531,13 @@
 //	                                         <ownUpTo>", two HLCs in wire's text
 //	                                         form; absent: none. One that does not
 //	                                         decode is discarded
+//	sync:<serverSiteId>/<databaseId>:sealedsnap where an interrupted transfer
+//	                                         of a sealed checkpoint resumes:
+//	                                         "<checkpointId> <snapshotId>
+//	                                         <fromPart> <tables> <rows>" (ids as
+//	                                         quoted Go strings); absent: none.
+//	                                         One that does not decode or match
+//	                                         the engine's checkpoint is ignored
 //	sync:relay:<url>#<databaseId>            "sync:<serverSiteId>/<databaseId>" last
 //	                                         seen at that URL (lets Pending find
 //	                                         the watermark before a handshake)

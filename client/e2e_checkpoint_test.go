@@ -17,10 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/boltkv"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/relay"
 	"github.com/replica-sync/replica/seal"
 )
@@ -239,5 +242,113 @@ func TestE2ESealedCheckpointTampered(t *testing.T) {
 	}
 	if st := d.c.State().State; st == client.Synced {
 		t.Fatal("d reads Synced without the data")
+	}
+}
+
+// cutSocket is a client Socket over coder/websocket that drops the
+// connection after it has delivered cut checkpoint_part frames (cut 0:
+// never).
+type cutSocket struct {
+	c     *websocket.Conn
+	cut   int32
+	parts atomic.Int32
+}
+
+func (s *cutSocket) Read(ctx context.Context) (bool, []byte, error) {
+	typ, b, err := s.c.Read(ctx)
+	if err != nil || typ != websocket.MessageText {
+		return false, nil, err
+	}
+	if bytes.HasPrefix(b, []byte(`{"type":"checkpoint_part"`)) {
+		if n := s.parts.Add(1); s.cut > 0 && n > s.cut {
+			_ = s.c.CloseNow()
+			return false, nil, errors.New("test: connection cut during the checkpoint")
+		}
+	}
+	return true, b, nil
+}
+
+func (s *cutSocket) Write(ctx context.Context, b []byte) error {
+	return s.c.Write(ctx, websocket.MessageText, b)
+}
+func (s *cutSocket) Close(code int, reason string) error {
+	return s.c.Close(websocket.StatusCode(code), reason)
+}
+func (s *cutSocket) CloseNow() error { return s.c.CloseNow() }
+
+// TestE2ESealedCheckpointResume: a bootstrap from a sealed checkpoint cut
+// after its first table resumes at the next session from the part after
+// that table (the relay sends the header, the schema and the parts from
+// there, not the parts already applied), and the device ends with every
+// row, its progress reported.
+func TestE2ESealedCheckpointResume(t *testing.T) {
+	checkNoLeaks(t)
+	dir := t.TempDir()
+	clock := &msClock{}
+	clock.ms.Store(uint64(time.Now().UnixMilli()))
+	rl := startRelayClock(t, dir, clock, time.Hour)
+	key := seal.GenerateKey()
+	schema := &model.Schema{}
+	for _, name := range []string{"alpha", "beta", "gamma"} {
+		schema.Tables = append(schema.Tables, model.TableDef{Name: name, Columns: []model.ColumnDef{
+			{Name: "id", Type: model.KindText}, {Name: "body", Type: model.KindText}}})
+	}
+	open := func(name string, every int, dial client.DialFunc) *replica {
+		return newReplica(t, name, schema, engine.Options{}, client.Options{Sealer: keyring(t, key), BackoffBase: 50 * time.Millisecond,
+			CheckpointChanges: every, Dial: dial})
+	}
+	a := open("a", -1, nil)
+	a.connect(t, rl.url, "vault", "")
+	waitState(t, a, client.Synced)
+	for _, table := range []string{"alpha", "beta", "gamma"} {
+		for k := range 5 { // 5 transactions of 500 rows a table: 3 rows chunks each
+			if _, err := a.db.Transact(func(tx *engine.Tx) error {
+				for i := range 500 {
+					if _, err := tx.Insert(table, map[string]any{"id": fmt.Sprintf("%s-%d-%03d", table, k, i), "body": "sealed row body"}); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitFor(t, "a pushed", func() bool { return pending(t, a) == 0 })
+	b := open("b", 16, nil) // schema + 15: one checkpoint of everything
+	b.connect(t, rl.url, "vault", "")
+	waitFor(t, "b uploaded the checkpoint", func() bool { _, c := uploaded(b); return c == 16 })
+	puts := metric(t, rl, `replica_relay_messages_received_total{type="put_checkpoint"}`)
+
+	var dials atomic.Int32
+	var second atomic.Pointer[cutSocket]
+	dial := func(ctx context.Context, url string, _ []string, limit int64) (client.Socket, error) {
+		c, _, err := websocket.Dial(ctx, url, nil)
+		if err != nil {
+			return nil, err
+		}
+		c.SetReadLimit(limit)
+		s := &cutSocket{c: c}
+		switch dials.Add(1) {
+		case 1:
+			s.cut = 8 // header, schema, alpha's start, 3 rows chunks, end; then into beta
+		case 2:
+			second.Store(s)
+		}
+		return s, nil
+	}
+	c := open("c", -1, dial)
+	c.connect(t, rl.url, "vault", "")
+	converged(t, a, c)
+	if n := count(t, c.db, "gamma"); n != 2500 {
+		t.Fatalf("c holds %d gamma rows, want 2500", n)
+	}
+	if dials.Load() < 2 {
+		t.Fatal("the connection was never cut")
+	}
+	// The resumed transfer carried the header, the schema and the parts
+	// after alpha's table_end (part 6): puts − 7 + 2 of them.
+	if got, want := second.Load().parts.Load(), int32(puts)-7+2; got != want {
+		t.Fatalf("the resumed transfer carried %d checkpoint parts of %v, want %d", got, puts, want)
 	}
 }

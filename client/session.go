@@ -130,8 +130,10 @@ type snapTransfer struct {
 	// than this session's (its site is not the handshake's server site
 	// id): the relay refuses it with SNAPSHOT_ERROR, for good.
 	foreign bool
-	// ckpt is the sealed checkpoint being received (sealed databases).
-	ckpt *ckptStream
+	// ckpt is the sealed checkpoint being received (sealed databases);
+	// sealedFrom where get_snapshot asked to resume one.
+	ckpt       *ckptStream
+	sealedFrom *sealedResume
 	// apply is how the header is applied: a replacing apply (see
 	// replaceSnapshot) or a merge. The engine keeps the mode of a
 	// resumed checkpoint whatever apply says.
@@ -1318,6 +1320,7 @@ func (s *session) onApplyResult(m *wire.ApplyResult) {
 	s.c.post(Event{Type: PushAcked, Result: m.ApplyResult})
 	s.pushNext(p)
 	s.showState()
+	s.maybeCheckpoint() // once nothing is left to push
 }
 
 // pushNext sends what follows p, once p is done (acknowledged or
@@ -1408,12 +1411,21 @@ func (s *session) startSnapshot(cp *model.SnapshotCheckpoint, replace bool) {
 	s.c.setState(Syncing)
 	s.c.setProgress(&engine.SnapshotProgress{})
 	s.armStall()
-	if cp != nil && !s.c.sealed() {
+	switch {
+	case cp != nil && !s.c.sealed():
 		s.send(&wire.ResumeSnapshot{Checkpoint: *cp})
-	} else {
+	case cp != nil:
 		// A sealed client never names its tables to the relay: it asks
-		// for the newest sealed checkpoint, whose header resumes the
-		// engine's checkpoint when it is the same one.
+		// for the newest sealed checkpoint, from the part after the last
+		// table its engine completed when it is still the same one
+		// (checkpoint.go), whose header resumes the engine's checkpoint.
+		gs := &wire.GetSnapshot{}
+		if r := s.loadSealedResume(cp); r != nil {
+			s.snap.sealedFrom = r
+			gs.CheckpointID, gs.FromPart = r.ckptID, r.fromPart
+		}
+		s.send(gs)
+	default:
 		s.send(&wire.GetSnapshot{})
 	}
 }

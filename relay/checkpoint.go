@@ -244,10 +244,13 @@ func (d *database) dropStrayParts() error {
 
 // streamCheckpoint streams the newest sealed checkpoint to c as
 // checkpoint_part frames, one part read per transaction as the queue
-// takes them, then snapshot_complete. ok is false when the database has
-// none (the caller streams the empty snapshot at cursor 0). Under
-// c.snapshot's bookkeeping (pushes dropped meanwhile).
-func (c *conn) streamCheckpoint() (ok bool) {
+// takes them, then snapshot_complete. When from resumes that checkpoint
+// (its checkpointId) at a part above 2, parts 0 and 1 (the header and the
+// schema the client's engine needs again) are followed by the parts from
+// that one on (at most the last). ok is false when the database has none
+// (the caller streams the empty snapshot at cursor 0). Under c.snapshot's
+// bookkeeping (pushes dropped meanwhile).
+func (c *conn) streamCheckpoint(from *wire.GetSnapshot) (ok bool) {
 	d := c.db
 	m, ok, err := func() (checkpointMeta, bool, error) {
 		var m checkpointMeta
@@ -268,7 +271,14 @@ func (c *conn) streamCheckpoint() (ok bool) {
 	if !ok {
 		return false
 	}
+	skipTo := uint32(0)
+	if from != nil && from.CheckpointID == m.id && from.FromPart > 2 && m.parts > 2 {
+		skipTo = min(from.FromPart, m.parts-1)
+	}
 	for n := uint32(0); n < m.parts; n++ {
+		if n == 2 && skipTo > 2 {
+			n = skipTo
+		}
 		if c.stopCtx.Err() != nil {
 			c.log.Info("relay: sealed checkpoint abandoned: connection closing", "parts", n)
 			return true
@@ -299,7 +309,7 @@ func (c *conn) streamCheckpoint() (ok bool) {
 	c.s.storageOK(d.id, opRead)
 	c.s.metrics.checkpoints.WithLabelValues("served").Inc()
 	c.send(&wire.SnapshotComplete{})
-	c.log.Info("relay: sealed checkpoint sent", "checkpoint", m.id, "cursor", m.cursor, "parts", m.parts)
+	c.log.Info("relay: sealed checkpoint sent", "checkpoint", m.id, "cursor", m.cursor, "parts", m.parts, "resumedAt", skipTo)
 	return true
 }
 

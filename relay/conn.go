@@ -406,10 +406,10 @@ func (c *conn) handle(frame []byte) bool {
 	case *wire.ApplyChanges:
 		c.applyChanges(m)
 	case *wire.GetSnapshot:
-		c.snapshot(nil)
+		c.snapshot(nil, m)
 	case *wire.ResumeSnapshot:
 		cp := m.Checkpoint
-		c.snapshot(&cp)
+		c.snapshot(&cp, nil)
 	case *wire.PutCheckpoint:
 		c.putCheckpoint(m)
 	case *wire.Pong, *wire.Error:
@@ -661,7 +661,11 @@ func refused(err error) bool {
 // snapshot is streamed instead, under a new id and the current cursor: a
 // resumed stream's client pulls from the checkpoint's cursor, and would
 // skip for good the entries the log holds below it.
-func (c *conn) snapshot(resume *model.SnapshotCheckpoint) {
+//
+// For a sealed database it streams the newest sealed checkpoint instead
+// (streamCheckpoint; from: a get_snapshot's resume of one), or an empty
+// snapshot at cursor 0 when there is none.
+func (c *conn) snapshot(resume *model.SnapshotCheckpoint, from *wire.GetSnapshot) {
 	d := c.db
 	if resume != nil && resume.SiteID != d.site {
 		c.sendError(wire.CodeSnapshotError, "",
@@ -677,7 +681,7 @@ func (c *conn) snapshot(resume *model.SnapshotCheckpoint) {
 		// before a checkpoint), and the client pulls every envelope
 		// after it.
 		c.setSnapshot(true)
-		served := c.streamCheckpoint()
+		served := c.streamCheckpoint(from)
 		c.setSnapshot(false)
 		if served {
 			return

@@ -322,7 +322,9 @@
 // unfinished is dropped when it ends (and at the next open, after a stop).
 // get_snapshot and resume_snapshot of a sealed database stream the newest
 // checkpoint's parts as checkpoint_part frames, one read per transaction
-// as the queue takes them, then snapshot_complete; with no checkpoint, an
+// as the queue takes them, then snapshot_complete (a get_snapshot naming
+// the newest checkpoint and a fromPart above 2 gets parts 0 and 1, then
+// the parts from fromPart on); with no checkpoint, an
 // empty snapshot at cursor 0 (no tables), so a new device pulls the whole
 // log. handshake_ack announces the newest (checkpointCursor,
 // checkpointAt).

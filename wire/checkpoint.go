@@ -255,3 +255,37 @@ func (r *reader) checkpointResult() (Message, error) {
 func EncodeSnapshotChunk(chunk model.SnapshotChunk) ([]byte, error) {
 	return (&SnapshotChunk{Chunk: chunk}).appendTo(make([]byte, 0, 128))
 }
+
+func (r *reader) getSnapshot() (Message, error) {
+	m := &GetSnapshot{}
+	var seen fields
+	const (
+		fType fields = 1 << iota
+		fID
+		fFrom
+	)
+	err := r.Members(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "type":
+			return r.typeField(&seen, key)
+		case "checkpointId":
+			if err = seen.See(&r.Reader, fID, key); err == nil {
+				m.CheckpointID, err = r.checkpointID()
+			}
+		case "fromPart":
+			if err = seen.See(&r.Reader, fFrom, key); err == nil {
+				var n uint64
+				n, err = r.uint(math.MaxUint32)
+				m.FromPart = uint32(n)
+			}
+		default:
+			return r.UnknownKey(key)
+		}
+		return at(err, string(key))
+	})
+	if err == nil && seen&(fID|fFrom) != 0 {
+		err = seen.Require(&r.Reader, fID|fFrom, "type", "checkpointId", "fromPart")
+	}
+	return m, err
+}

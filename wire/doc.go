@@ -340,9 +340,16 @@
 // # Message get_snapshot
 //
 // Client → relay: stream a full snapshot of the database (type
-// GetSnapshot). No other members.
+// GetSnapshot).
 //
 //	{"type":"get_snapshot"}
+//	{"type":"get_snapshot","checkpointId":"c4211-5f0e","fromPart":12}
+//
+// checkpointId and fromPart (version 6, sealed databases only, both or
+// neither): resume an interrupted transfer of the sealed checkpoint
+// checkpointId: if it is still the newest, the relay streams its parts 0
+// and 1 and then its parts from fromPart on; otherwise the newest from
+// part 0 (see "Sealed checkpoints").
 //
 // # Message resume_snapshot
 //
@@ -979,9 +986,14 @@
 // that does not verify refuses the checkpoint: the client applies nothing
 // more of it, and pulls the log from 0 instead (see client's "Sealed
 // checkpoints"). A sealed client sends get_snapshot, never
-// resume_snapshot (whose completedTables would name tables to the relay):
-// a checkpoint it had begun to apply resumes in its engine when the
-// relay streams the same one again (the same header).
+// resume_snapshot (whose completedTables would name tables to the relay).
+// To resume an interrupted transfer it names the checkpoint and the part
+// after the last table its engine completed (get_snapshot's checkpointId
+// and fromPart); the relay streams parts 0 and 1 and the parts from there,
+// and the client hands its engine the header with the tables not yet
+// completed and the footer with this stream's counts, as a plain relay's
+// resumed stream carries them. Progress, stalls and failures are those of
+// a plain snapshot.
 //
 // Retention: the relay may prune a sealed log, as a plain one, after its
 // retention period, but never above its newest checkpoint's cursor; a

@@ -203,7 +203,17 @@ type PushChanges struct {
 // GetSnapshot (client → relay) asks for a full snapshot.
 //
 //	{"type":"get_snapshot"}
-type GetSnapshot struct{}
+//	{"type":"get_snapshot","checkpointId":"c4211-5f0e","fromPart":12}
+type GetSnapshot struct {
+	// CheckpointID and FromPart (version 6, sealed databases; JSON
+	// "checkpointId", "fromPart", both or neither, omitted when
+	// CheckpointID is ""): resume the sealed checkpoint CheckpointID: if
+	// it is still the newest, the relay streams its parts 0 and 1 (the
+	// header and the schema) and then its parts from FromPart on (see
+	// "Sealed checkpoints").
+	CheckpointID string
+	FromPart     uint32
+}
 
 // ResumeSnapshot (client → relay) asks to continue an interrupted snapshot.
 //
@@ -398,7 +408,7 @@ func Decode(frame []byte) (Message, error) {
 	case TypeError:
 		m, err = r.errorMessage()
 	case TypeGetSnapshot:
-		m, err = &GetSnapshot{}, r.emptyMessage()
+		m, err = r.getSnapshot()
 	case TypeSnapshotComplete:
 		m, err = &SnapshotComplete{}, r.emptyMessage()
 	case TypePing:
@@ -729,8 +739,25 @@ func (m *Error) appendTo(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func (*GetSnapshot) appendTo(b []byte) ([]byte, error) {
-	return append(header(b, TypeGetSnapshot), '}'), nil
+func (m *GetSnapshot) appendTo(b []byte) ([]byte, error) {
+	b = header(b, TypeGetSnapshot)
+	if m.CheckpointID == "" {
+		if m.FromPart != 0 {
+			return b, at(invalid("fromPart without checkpointId"), "fromPart")
+		}
+		return append(b, '}'), nil
+	}
+	if err := checkCheckpointID(m.CheckpointID); err != nil {
+		return b, err
+	}
+	b = append(b, `,"checkpointId":`...)
+	b, err := appendString(b, m.CheckpointID)
+	if err != nil {
+		return b, at(err, "checkpointId")
+	}
+	b = append(b, `,"fromPart":`...)
+	b = appendUint(b, uint64(m.FromPart))
+	return append(b, '}'), nil
 }
 
 func (*SnapshotComplete) appendTo(b []byte) ([]byte, error) {

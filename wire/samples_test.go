@@ -172,6 +172,7 @@ func sampleMessages(t testing.TB) []namedMessage {
 			SiteHLCStated: true, Sealed: true, CheckpointCursor: 4211, CheckpointAt: 1764374501234}},
 		{"put_checkpoint", &PutCheckpoint{sampleCheckpointPart(0, false)}},
 		{"checkpoint_part_last", &CheckpointPartMessage{sampleCheckpointPart(7, true)}},
+		{"get_snapshot_checkpoint", &GetSnapshot{CheckpointID: "c4211-5f0e", FromPart: 12}},
 		{"checkpoint_result", &CheckpointResult{CheckpointID: "c4211-5f0e", Part: 0}},
 		{"checkpoint_result_stored", &CheckpointResult{CheckpointID: "c4211-5f0e", Part: 7, Stored: true}},
 		{"error_sealed_mismatch", NewError(CodeSealedMismatch, "database %q is sealed: connect with its key", "acme:vault")},
