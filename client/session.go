@@ -1389,6 +1389,7 @@ func (s *session) heldOwn() model.HLC {
 // lowered to the sent watermark when the handshake lowered that (the
 // relay may have lost what was acknowledged).
 func (s *session) startSnapshot(cp *model.SnapshotCheckpoint, replace bool) {
+	s.endUpload(nil) // a sealed checkpoint's rows must not mix with a snapshot's
 	s.pulling, s.snapAfterPull = false, false
 	s.synced = false
 	s.snap = &snapTransfer{resumed: cp != nil}
