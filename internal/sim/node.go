@@ -11,12 +11,12 @@ import (
 	"math/rand/v2"
 
 	"github.com/replica-sync/replica/client"
-	"github.com/replica-sync/replica/seal"
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/memkv"
 	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/relay"
+	"github.com/replica-sync/replica/seal"
 )
 
 const (
