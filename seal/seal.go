@@ -3,7 +3,8 @@
 // "Envelopes", the threat model docs/SECURITY.md): every ChangeSet a
 // sealed replica pushes leaves the device as an AES-GCM-256 envelope under
 // a key the relay never sees, and is opened on the receiving device before
-// its apply transaction.
+// its apply transaction; devices upload sealed checkpoints, their
+// snapshots sealed part by part (SealCheckpointPart, OpenCheckpointPart).
 //
 // Sealing and opening sit behind Sealer, so that the browser build can seal
 // with WebCrypto (asynchronous: a Sealer may block its goroutine while a
@@ -32,12 +33,12 @@
 // A Keyring holds a current key and older ones: it seals with the current
 // key and opens envelopes of any of them. To rotate, give every device the
 // new key as current and the old one as older; devices that still seal
-// with the old key stay readable. Once every device has the new key and
-// the log holds no envelope of the old one a device still needs (a new
-// device pulls the whole log: keep old keys while the log holds their
-// envelopes), the old key can be dropped. A leaked key stays able to
-// open every envelope sealed with it: rotation protects only what is
-// sealed after it (docs/SECURITY.md).
+// with the old key stay readable. A new device bootstraps from the newest
+// sealed checkpoint and the log after it, so the old key can be dropped
+// once every device has the new one and a checkpoint uploaded after the
+// rotation (sealed with the new key) has let the relay prune the log
+// before it. A leaked key stays able to open every envelope sealed with
+// it: rotation protects only what is sealed after it (docs/SECURITY.md).
 package seal
 
 import (
