@@ -25,8 +25,11 @@ const (
 
 // ErrCheckpointRefused is reported (ErrorReported) when a sealed checkpoint
 // the relay streams does not verify: a part does not open (it wraps
-// ErrEnvelopeInvalid or ErrDecryptFailed), parts are missing, out of order
-// or renumbered, or the snapshot inside is malformed. Nothing more of it is
+// ErrEnvelopeInvalid or ErrDecryptFailed: altered, renumbered, moved to
+// another cursor or checkpoint, its last flag changed), or the snapshot
+// inside is malformed. (Parts missing or out of order on the way fail the
+// transfer instead, retried as a plain snapshot's: the checkpoint is not
+// at fault.) Nothing more of it is
 // applied, and the device falls back to the log: it pulls from cursor 0.
 // When the relay pruned the log below that checkpoint, that pull gets
 // SNAPSHOT_REQUIRED and the session stops pulling (reported again) until a
@@ -184,8 +187,10 @@ func (s *session) onCheckpointPart(m *wire.CheckpointPartMessage) error {
 	case st != nil && st.refused:
 		return nil // the rest of a refused checkpoint
 	case st == nil && p.Part != 0:
-		s.refuseCheckpoint(p.CheckpointID, fmt.Errorf("the stream starts at part %d", p.Part))
-		return nil
+		// A part lost on the way, or withheld: the transfer fails, as a
+		// plain snapshot with a chunk missing, and is asked again after
+		// a backoff; the checkpoint itself is not at fault.
+		return &snapshotFailure{fmt.Errorf("%w: the sealed checkpoint stream starts at part %d", ErrProtocol, p.Part)}
 	case st == nil && s.c.refusedCkpt == p.CheckpointID:
 		s.snap.ckpt = &ckptStream{id: p.CheckpointID, refused: true}
 		s.c.report(fmt.Errorf("%w: checkpoint %s was refused before; falling back to the log", ErrCheckpointRefused, p.CheckpointID))
@@ -197,8 +202,7 @@ func (s *session) onCheckpointPart(m *wire.CheckpointPartMessage) error {
 		}
 		s.snap.ckpt = st
 	case p.CheckpointID != st.id || p.SiteID != st.site || p.HLC != st.hlc || p.Cursor != st.cursor || p.Part != st.next:
-		s.refuseCheckpoint(st.id, fmt.Errorf("part %d of checkpoint %s follows part %d of checkpoint %s", p.Part, p.CheckpointID, st.next-1, st.id))
-		return nil
+		return &snapshotFailure{fmt.Errorf("%w: part %d of sealed checkpoint %s follows part %d of checkpoint %s", ErrProtocol, p.Part, p.CheckpointID, st.next-1, st.id)}
 	}
 	chunk, err := seal.OpenCheckpointPart(s.c.sealerNow(), s.t.databaseID, p)
 	if err == nil {

@@ -457,9 +457,10 @@
 // A bootstrapping sealed client sends get_snapshot (never
 // resume_snapshot, which would name its tables); the relay streams the
 // newest checkpoint's parts. The client opens each, checks that it
-// follows the previous one, and applies the chunk inside exactly as a
-// plain snapshot's chunk (progress events, the stall timeout, the engine's
-// checkpoint). After each table the engine completes it stores where to
+// follows the previous one (a part missing or out of order fails the
+// transfer like a plain snapshot's missing chunk: retried after a backoff
+// delay), and applies the chunk inside exactly as a plain snapshot's
+// chunk (progress events, the stall timeout, the engine's checkpoint). After each table the engine completes it stores where to
 // resume (sync:<serverSiteId>/<databaseId>:sealedsnap: the checkpoint,
 // the next part, the tables and rows done); an interrupted transfer asks
 // for that checkpoint from that part (get_snapshot's checkpointId and
@@ -467,9 +468,11 @@
 // completed and the footer with the resumed stream's counts. A stored
 // point that does not match the engine's checkpoint is ignored (every
 // part is streamed again).
-// A part that does not open (ErrEnvelopeInvalid, ErrDecryptFailed), does
-// not follow, or holds a malformed chunk refuses the checkpoint: reported
-// as ErrCheckpointRefused wrapping the cause, remembered for the client's
+//
+// A part that does not open (ErrEnvelopeInvalid, ErrDecryptFailed:
+// altered, renumbered, spliced from another checkpoint) or holds a
+// malformed chunk refuses the checkpoint: reported as
+// ErrCheckpointRefused wrapping the cause, remembered for the client's
 // life, the rest of the stream ignored, the engine's snapshot checkpoint
 // discarded (rows already applied stay: they are authentic), and at
 // snapshot_complete the client pulls the log from cursor 0 instead. When

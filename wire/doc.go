@@ -983,9 +983,10 @@
 // checkpointId, siteId, hlc and cursor; consecutive part numbers; part 0 a
 // header at that cursor; last exactly on the footer), and applies the
 // chunk inside as a plain snapshot's, then pulls from the cursor. A part
-// that does not verify refuses the checkpoint: the client applies nothing
-// more of it, and pulls the log from 0 instead (see client's "Sealed
-// checkpoints"). A sealed client sends get_snapshot, never
+// that does not open, or a header or last flag out of place, refuses the
+// checkpoint: the client applies nothing more of it, and pulls the log
+// from 0 instead (see client's "Sealed checkpoints"). A part missing or
+// out of order fails the transfer, retried as a plain snapshot's. A sealed client sends get_snapshot, never
 // resume_snapshot (whose completedTables would name tables to the relay).
 // To resume an interrupted transfer it names the checkpoint and the part
 // after the last table its engine completed (get_snapshot's checkpointId
