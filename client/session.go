@@ -89,9 +89,11 @@ type session struct {
 	upload             *ckptUpload
 	ckptOff            bool
 	ckptFallback       bool
-	// booted: a snapshot completed in this session, at bootCursor.
+	// booted: a snapshot completed in this session, at bootCursor;
+	// bootLoops counts the times the relay could not serve that cursor.
 	booted     bool
 	bootCursor uint64
+	bootLoops  int
 
 	push          *inflight // the apply_changes in flight
 	pushFails     int
@@ -618,9 +620,14 @@ func (s *session) onError(m *wire.Error) error {
 	case m.Code == wire.CodeSnapshotRequired:
 		s.c.report(m)
 		if s.snap == nil && s.c.sealed() && s.booted && s.pulling && s.pullSince == s.bootCursor {
-			// The relay cannot serve the cursor of the checkpoint it just
-			// streamed (it pruned the log above it: a relay that serves
-			// an old checkpoint). Asking again would loop.
+			s.bootLoops++
+		}
+		if s.bootLoops > maxBootLoops {
+			// The relay keeps streaming a checkpoint whose cursor it then
+			// cannot serve (it pruned the log above it: a relay serving
+			// an old checkpoint). Asking again would loop. (Once or twice
+			// is a race: a newer checkpoint stored and the log pruned
+			// below it while this one streamed.)
 			s.pulling, s.keyStalled = false, true
 			s.pullFails++
 			s.showState()
@@ -683,6 +690,10 @@ func (s *session) onError(m *wire.Error) error {
 	s.c.report(m)
 	return nil
 }
+
+// maxBootLoops bounds the snapshots a sealed session takes whose cursor the
+// relay then cannot serve (SNAPSHOT_REQUIRED at once).
+const maxBootLoops = 3
 
 // pull sends get_changes from the cursor unless one is in flight, a
 // snapshot is landing, or a retry is scheduled.
