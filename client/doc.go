@@ -478,7 +478,12 @@
 // snapshot_complete the client pulls the log from cursor 0 instead. When
 // the relay pruned the log below that checkpoint, the pull gets
 // SNAPSHOT_REQUIRED: the client reports it (ErrCheckpointRefused) and
-// pulls no more in that session, until a device uploads a newer one.
+// pulls no more in that session, until a device uploads a newer one. A
+// relay that answers SNAPSHOT_REQUIRED to the cursor of the checkpoint it
+// just streamed (a newer one was stored and the log pruned below it while
+// this one streamed; or a relay serving an old one) gets the bootstrap
+// again, up to 3 times in a session; then the client reports ErrProtocol
+// and pulls no more in that session.
 //
 // # Keepalive and timeouts
 //
