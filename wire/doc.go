@@ -1110,7 +1110,10 @@
 // browser build does, leaves the relay's encoders out of its binary.
 // MarshalValue, UnmarshalValue, MarshalChangeSet,
 // UnmarshalChangeSet, FormatHLC and ParseHLC expose the pieces;
-// ParseSchema and MarshalSchema read and write schema declarations. Errors
+// ParseSchema and MarshalSchema read and write schema declarations;
+// ParseEnvelope, AppendEnvelopeHeader, EnvelopeAD (ChangeSetAD,
+// CheckpointAD) and EncodeSnapshotChunk give the envelope layout and what
+// a checkpoint part seals (package seal seals and opens). Errors
 // match ErrMalformed (decoding), ErrUnknownType (decoding, unknown type),
 // ErrInvalidMessage (encoding) or model.ErrSchema (ParseSchema), and name
 // the offending member by its path, as in
