@@ -24,10 +24,11 @@ const (
 )
 
 // ErrCheckpointRefused is reported (ErrorReported) when a sealed checkpoint
-// the relay streams does not verify: a part does not open (it wraps
-// ErrEnvelopeInvalid or ErrDecryptFailed: altered, renumbered, moved to
-// another cursor or checkpoint, its last flag changed), or the snapshot
-// inside is malformed. (Parts missing or out of order on the way fail the
+// the relay streams does not verify: a part does not authenticate (it
+// wraps ErrEnvelopeInvalid: altered, renumbered, moved to another cursor or
+// checkpoint, its last flag changed), or the snapshot inside is malformed.
+// (A part no key of the client opens, ErrDecryptFailed, is held instead,
+// as the log's envelopes are.) (Parts missing or out of order on the way fail the
 // transfer instead, retried as a plain snapshot's: the checkpoint is not
 // at fault.) Nothing more of it is
 // applied, and the device falls back to the log: it pulls from cursor 0.
@@ -54,6 +55,10 @@ type ckptStream struct {
 	cursor  uint64
 	next    uint32
 	refused bool
+	// keyMissing: a part no key of the client opens (DECRYPT_FAILED):
+	// nothing more is applied, and the session stops as for an envelope
+	// of the log (keyMissing), holding the checkpoint until SetSealer.
+	keyMissing error
 	// snapID is the snapshot id of the header inside part 0.
 	snapID string
 	// tables and rows count the tables completed and the row entries
@@ -184,8 +189,8 @@ func (s *session) onCheckpointPart(m *wire.CheckpointPartMessage) error {
 	st := s.snap.ckpt
 	p := &m.CheckpointPart
 	switch {
-	case st != nil && st.refused:
-		return nil // the rest of a refused checkpoint
+	case st != nil && (st.refused || st.keyMissing != nil):
+		return nil // the rest of a refused or unopenable checkpoint
 	case st == nil && p.Part != 0:
 		// A part lost on the way, or withheld: the transfer fails, as a
 		// plain snapshot with a chunk missing, and is asked again after
@@ -205,6 +210,12 @@ func (s *session) onCheckpointPart(m *wire.CheckpointPartMessage) error {
 		return &snapshotFailure{fmt.Errorf("%w: part %d of sealed checkpoint %s follows part %d of checkpoint %s", ErrProtocol, p.Part, p.CheckpointID, st.next-1, st.id)}
 	}
 	chunk, err := seal.OpenCheckpointPart(s.c.sealerNow(), s.t.databaseID, p)
+	if errors.Is(err, seal.ErrDecryptFailed) {
+		// Not the checkpoint's fault: this client lacks its key. Held,
+		// like the log's envelopes (keyMissing at snapshot_complete).
+		st.keyMissing = err
+		return nil
+	}
 	if err == nil {
 		switch {
 		case p.Part == 0 && (chunk.Type != model.ChunkHeader || chunk.Header.Cursor != p.Cursor):

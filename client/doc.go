@@ -469,9 +469,12 @@
 // point that does not match the engine's checkpoint is ignored (every
 // part is streamed again).
 //
-// A part that does not open (ErrEnvelopeInvalid, ErrDecryptFailed:
-// altered, renumbered, spliced from another checkpoint) or holds a
-// malformed chunk refuses the checkpoint: reported as
+// A part no key of the client opens (ErrDecryptFailed) is held like the
+// log's envelopes: nothing more is applied, it is reported once and the
+// session pulls no more until SetSealer. A part that does not
+// authenticate (ErrEnvelopeInvalid: altered, renumbered, spliced from
+// another checkpoint) or holds a malformed chunk refuses the checkpoint:
+// reported as
 // ErrCheckpointRefused wrapping the cause, remembered for the client's
 // life, the rest of the stream ignored, the engine's snapshot checkpoint
 // discarded (rows already applied stay: they are authentic), and at

@@ -150,10 +150,27 @@ func TestE2ESealedCheckpointBootstrap(t *testing.T) {
 	if rows := snapshotRows(c); rows < int64(ckCursor)-2 {
 		t.Fatalf("c's snapshot carried %d rows: it did not bootstrap from the checkpoint at cursor %d", rows, ckCursor)
 	}
-	// A device that pulls the log from 0 cannot any more: it was pruned.
 	if errs := reportedErrs(c, client.ErrCheckpointRefused); len(errs) != 0 {
 		t.Fatalf("c refused a checkpoint: %v", errs)
 	}
+
+	// A device with a wrong key: the checkpoint does not open (the log
+	// below it is gone), so it holds it (DECRYPT_FAILED), applies
+	// nothing, and bootstraps once given the right key.
+	e := checkpointReplica(t, "e", keyring(t, seal.GenerateKey()), -1)
+	e.connect(t, rl.url, "vault", "")
+	waitFor(t, "DECRYPT_FAILED on e", func() bool { return len(reportedErrs(e, client.ErrDecryptFailed)) > 0 })
+	time.Sleep(300 * time.Millisecond)
+	if n := len(reportedErrs(e, client.ErrDecryptFailed)); n != 1 || count(t, e.db, "vaultnotes") != 0 {
+		t.Fatalf("e: DECRYPT_FAILED reported %d times, %d notes applied; want once, none", n, count(t, e.db, "vaultnotes"))
+	}
+	if errs := reportedErrs(e, client.ErrCheckpointRefused); len(errs) != 0 {
+		t.Fatalf("e refused the checkpoint for a key it lacks: %v", errs)
+	}
+	if err := e.c.SetSealer(keyring(t, key)); err != nil {
+		t.Fatal(err)
+	}
+	converged(t, a, e)
 }
 
 // TestE2ESealedCheckpointTampered: a part of the relay's sealed checkpoint

@@ -1591,6 +1591,15 @@ func (s *session) onSnapshotComplete() error {
 	if s.snap.ckpt != nil && s.snap.ckpt.refused {
 		return s.checkpointFallback()
 	}
+	if s.snap.ckpt != nil && s.snap.ckpt.keyMissing != nil {
+		err := s.snap.ckpt.keyMissing
+		s.snap = nil
+		stopTimer(s.stallTimer)
+		s.stallTimer = nil
+		s.c.setProgress(nil)
+		s.keyMissing(err)
+		return nil
+	}
 	s.booted, s.bootCursor = s.snap.done, s.snap.cursor
 	if !s.snap.done {
 		return &snapshotFailure{fmt.Errorf("%w: snapshot_complete before the footer", ErrProtocol)}
