@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/replica-sync/replica/engine"
@@ -86,7 +88,42 @@ type sealedResume struct {
 func sealedSnapKey(ns string) string { return ns + ":sealedsnap" }
 
 func (r sealedResume) encode() []byte {
-	return fmt.Appendf(nil, "%q %q %d %d %d", r.ckptID, r.snapID, r.fromPart, r.tables, r.rows)
+	b := strconv.AppendQuote(nil, r.ckptID)
+	b = append(b, ' ')
+	b = strconv.AppendQuote(b, r.snapID)
+	b = append(b, ' ')
+	b = strconv.AppendUint(b, uint64(r.fromPart), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(r.tables), 10)
+	b = append(b, ' ')
+	return strconv.AppendInt(b, r.rows, 10)
+}
+
+// decodeSealedResume parses encode's form.
+func decodeSealedResume(v string) (r sealedResume, ok bool) {
+	var err error
+	for _, id := range []*string{&r.ckptID, &r.snapID} {
+		q, qerr := strconv.QuotedPrefix(v)
+		if qerr != nil {
+			return r, false
+		}
+		if *id, err = strconv.Unquote(q); err != nil || len(v) <= len(q) || v[len(q)] != ' ' {
+			return r, false
+		}
+		v = v[len(q)+1:]
+	}
+	f := strings.Split(v, " ")
+	if len(f) != 3 {
+		return r, false
+	}
+	part, err1 := strconv.ParseUint(f[0], 10, 32)
+	tables, err2 := strconv.Atoi(f[1])
+	rows, err3 := strconv.ParseInt(f[2], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return r, false
+	}
+	r.fromPart, r.tables, r.rows = uint32(part), tables, rows
+	return r, true
 }
 
 // loadSealedResume returns the stored resume point that continues the
@@ -97,8 +134,8 @@ func (s *session) loadSealedResume(cp *model.SnapshotCheckpoint) *sealedResume {
 	if err != nil || v == nil || cp == nil {
 		return nil
 	}
-	var r sealedResume
-	if n, err := fmt.Sscanf(string(v), "%q %q %d %d %d", &r.ckptID, &r.snapID, &r.fromPart, &r.tables, &r.rows); err != nil || n != 5 {
+	r, ok := decodeSealedResume(string(v))
+	if !ok {
 		return nil
 	}
 	if r.snapID != cp.SnapshotID || r.tables != len(cp.CompletedTables) || r.fromPart <= 2 || r.rows < 0 {
