@@ -52,9 +52,11 @@
 //     databaseId passes ValidDatabaseID (else MISSING_DATABASE_ID, close
 //     4002); siteId is not all zeros (else MESSAGE_ERROR marked fatal,
 //     close 1002); the token grants the database (else AUTH_FAILED, close
-//     4001). It then answers handshake_ack. A frame other than handshake before
-//     that is answered with NOT_AUTHENTICATED; a second handshake with
-//     ALREADY_AUTHENTICATED (close 4004). The client checks the ack's
+//     4001); and, for an existing database, sealed equals its mode (else
+//     SEALED_MISMATCH, close 4005; a handshake that creates the database
+//     sets its mode). It then answers handshake_ack. A frame other than
+//     handshake before that is answered with NOT_AUTHENTICATED; a second
+//     handshake with ALREADY_AUTHENTICATED (close 4004). The client checks the ack's
 //     protocolVersion the same way and stops, without reconnecting, when it
 //     differs or is absent. A returning client presents its position in
 //     the relay's log (serverSiteId, cursor, chain) and repairs what the
