@@ -4,6 +4,7 @@ package client_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,7 +21,7 @@ import (
 )
 
 // versionProxy forwards WebSocket frames between clients and a relay,
-// rewriting "protocolVersion":6 to 7 in the first frame of one direction
+// rewriting "protocolVersion":wire.ProtocolVersion to the next version in the first frame of one direction
 // (the handshake, or the handshake_ack), and passing close statuses on.
 type versionProxy struct {
 	url   string
@@ -56,7 +57,7 @@ func startVersionProxy(t *testing.T, upstream string, rewriteAck bool) *versionP
 					return
 				}
 				if first && rewrite {
-					b = []byte(strings.Replace(string(b), `"protocolVersion":6`, `"protocolVersion":7`, 1))
+					b = []byte(strings.Replace(string(b), fmt.Sprintf(`"protocolVersion":%d`, wire.ProtocolVersion), fmt.Sprintf(`"protocolVersion":%d`, wire.ProtocolVersion+1), 1))
 				}
 				first = false
 				if to.Write(ctx, typ, b) != nil {

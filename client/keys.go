@@ -1,6 +1,8 @@
 package client
 
 import (
+	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
@@ -52,6 +54,28 @@ func horizonKey(ns string) string { return ns + ":horizon" }
 // "Own ChangeSets after a mark"): "<ownAbove> <ownUpTo>", two HLCs in
 // wire's text form; absent: none.
 func echoKey(ns string) string { return ns + ":echo" }
+
+// repairKey names the progress of a repair push to the relay log ns
+// (wire's "Repair pushes"): "@" followed by the engine.PeerFacts position
+// to resume from, base64url without padding ("@" alone: from the
+// beginning); absent: no repair pending.
+func repairKey(ns string) string { return ns + ":repair" }
+
+func encodeRepair(pos []byte) []byte {
+	return append([]byte{'@'}, base64.RawURLEncoding.EncodeToString(pos)...)
+}
+
+func decodeRepair(b []byte) ([]byte, error) {
+	rest, ok := bytes.CutPrefix(b, []byte{'@'})
+	if !ok {
+		return nil, fmt.Errorf("client: stored repair position %q does not start with @", b)
+	}
+	pos, err := base64.RawURLEncoding.DecodeString(string(rest))
+	if err != nil {
+		return nil, fmt.Errorf("client: stored repair position %q: %w", b, err)
+	}
+	return pos, nil
+}
 
 // ownEcho is such a range; zero upTo: none.
 type ownEcho struct{ above, upTo model.HLC }
@@ -164,6 +188,11 @@ type syncState struct {
 	horizon uint64
 	// echo is the range of own transactions asked back (echoKey).
 	echo ownEcho
+	// repairing: a repair push is pending (repairKey), to resume from
+	// repairPos (nil: the beginning). A position that does not decode
+	// starts it again from the beginning.
+	repairing bool
+	repairPos []byte
 }
 
 // errDecode marks a stored value that does not decode.
@@ -246,6 +275,15 @@ func loadState(db *engine.Engine, ns string, discard bool) (st syncState, resets
 	}); err != nil {
 		return st, resets, err
 	}
+	n = len(resets)
+	if st.repairing, err = read(repairKey(ns), func(b []byte) (err error) {
+		st.repairPos, err = decodeRepair(b)
+		return err
+	}); err != nil {
+		return st, resets, err
+	}
+	// A position that does not decode: the repair starts again.
+	st.repairing = st.repairing || len(resets) > n
 	return st, resets, nil
 }
 

@@ -4,6 +4,7 @@ package client
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/replica-sync/replica/engine"
@@ -128,7 +129,7 @@ func TestVersionMismatch(t *testing.T) {
 		name string
 		ack  string
 	}{
-		{"other", `{"type":"handshake_ack","protocolVersion":7,"databaseId":"db1","serverSiteId":"AY86XH4RQpugDcRVbiGQ_g","connectionId":"c"}`},
+		{"other", `{"type":"handshake_ack","protocolVersion":` + strconv.Itoa(wire.ProtocolVersion+1) + `,"databaseId":"db1","serverSiteId":"AY86XH4RQpugDcRVbiGQ_g","connectionId":"c"}`},
 		{"absent", `{"type":"handshake_ack","databaseId":"db1","serverSiteId":"AY86XH4RQpugDcRVbiGQ_g","connectionId":"c"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

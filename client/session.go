@@ -78,6 +78,17 @@ type session struct {
 	pullFails int       // consecutive failed pulls; > 0: not Synced
 	pullRetry Timer
 
+	// A repair push (repair.go): repairing while one is pending, from
+	// repairPos (the stored position); repairPage is the rest of the
+	// page read last (repairRead), whose end is repairNext (nil: the
+	// last page); repairMax bounds a batch after a refusal (0: none).
+	repairing  bool
+	repairPos  []byte
+	repairPage []model.ChangeSet
+	repairNext []byte
+	repairRead bool
+	repairMax  int
+
 	// keyStalled: an envelope no key opens stopped the pulls of this
 	// session (keyMissing).
 	keyStalled bool
@@ -114,6 +125,9 @@ type inflight struct {
 	sets []model.ChangeSet // the request's ChangeSets (to split a refused one)
 	full bool              // the request hit a limit: more may be pending
 	at   time.Time
+	// repair: a repair push (repair.go) of other sites' facts; it
+	// moves no watermark of this replica's own.
+	repair bool
 
 	// ahead is the batch after this one, read while the relay works on
 	// this one (full requests only); aheadFull is its full flag.
@@ -381,6 +395,9 @@ func (s *session) onHandshakeAck(m *wire.HandshakeAck) error {
 		return err
 	}
 	why = append(why, lowered...)
+	if err := s.startRepair(ns, &st, diverged, len(lowered) > 0); err != nil {
+		return err
+	}
 	if len(why) > 0 {
 		err := fmt.Errorf("%w: relay %s, database %q: %s", ErrRelayDiverged, m.ServerSiteID, s.t.databaseID, strings.Join(why, "; "))
 		s.c.log.Warn("replica sync: the relay's log is not a continuation of the one this replica synced with; repairing", "err", err)
@@ -390,6 +407,7 @@ func (s *session) onHandshakeAck(m *wire.HandshakeAck) error {
 	s.ns, s.cursor, s.chain, s.sent, s.ackedKept = ns, st.cursor, st.chain, st.sent, st.haveAcked
 	s.horizon, s.echo = st.horizon, st.echo
 	s.ckptCursor, s.ckptAt = m.CheckpointCursor, m.CheckpointAt
+	s.repairing, s.repairPos = st.repairing, st.repairPos
 	s.ownCursor = st.haveCursor && !st.reset
 	s.relayHLC = model.HLC{}
 	if m.SiteHLCStated {
@@ -1121,6 +1139,9 @@ func (s *session) flush() {
 	}
 	s.flushDeferred = false
 	s.sendPush(nil, true, 0)
+	if s.push == nil && s.repairing {
+		s.sendRepair() // own writes first
+	}
 }
 
 // readLocal reads a push's worth of local ChangeSets above since; full
@@ -1277,6 +1298,17 @@ func (s *session) pushRefused(m *wire.Error) {
 	p := s.push
 	s.push = nil
 	s.pushFails = 0
+	if p.repair {
+		s.repairRefused(p, m)
+		s.c.pushFailing = false
+		if s.snap != nil {
+			s.flushDeferred = true
+			return
+		}
+		s.flush()
+		s.showState()
+		return
+	}
 	if len(p.sets) > 1 {
 		s.c.log.Debug("replica sync: push refused; splitting it", "requestId", p.id, "transactions", len(p.sets), "err", m)
 		if s.snap != nil {
@@ -1327,7 +1359,11 @@ func (s *session) onApplyResult(m *wire.ApplyResult) {
 	s.push = nil
 	s.pushFails = 0
 	s.c.pushFailing = false
-	s.advanceSent(p.hlc, true)
+	if p.repair {
+		s.repairAcked(p)
+	} else {
+		s.advanceSent(p.hlc, true)
+	}
 	s.c.post(Event{Type: PushAcked, Result: m.ApplyResult})
 	s.pushNext(p)
 	s.showState()
@@ -1342,7 +1378,7 @@ func (s *session) pushNext(p *inflight) {
 		s.flushDeferred = true
 	case len(p.ahead) > 0:
 		s.sendPush(p.ahead, p.aheadFull, 0)
-	case p.full || s.flushDeferred:
+	case p.full || s.flushDeferred || s.repairing:
 		s.flush()
 	}
 }

@@ -25,6 +25,13 @@ type ApplyOptions struct {
 	// appends to its arrival log here, atomically with the merge. It must
 	// only use buckets the engine does not own.
 	Extra func(tx kv.Tx, res ApplyResult) error
+	// ExtraSets is Extra with, per ChangeSet of the batch (by index),
+	// whether merging it changed this replica's state: a fact or
+	// schema migration of it applied. It runs after Extra, in the same
+	// transaction. The relay appends a repair push's ChangeSet to its
+	// arrival log only when it changed the merged replica (wire's
+	// "Repair pushes").
+	ExtraSets func(tx kv.Tx, res ApplyResult, changed []bool) error
 	// MergeOwn merges the changes of this replica's own ChangeSets
 	// (their schema migrations are its own already) instead of skipping
 	// them as its own echo. The sync client sets it for the ChangeSets of
@@ -115,7 +122,12 @@ func (e *Engine) Apply(sets []ChangeSet, opts ApplyOptions) (ApplyResult, error)
 			return err
 		}
 		if opts.Extra != nil {
-			return opts.Extra(tx, out.result)
+			if err := opts.Extra(tx, out.result); err != nil {
+				return err
+			}
+		}
+		if opts.ExtraSets != nil {
+			return opts.ExtraSets(tx, out.result, out.changed)
 		}
 		return nil
 	})
@@ -137,6 +149,7 @@ type applyOutcome struct {
 	conflicts []Conflict
 	held      []HeldReport
 	created   []string // tables created or given columns by this batch
+	changed   []bool   // per ChangeSet: a fact or migration of it applied
 }
 
 // columnCounts returns the number of columns of each table of s.
@@ -577,7 +590,9 @@ func (w *writeTx) mergeRows(rows map[string]*setRowFacts, rowOrder []string, app
 // emitSets adds to out.remote, for its event, one ChangeSet per set of
 // another site than local with changes or migrations that landed.
 func emitSets(sets []ChangeSet, local SiteID, appliedFacts map[int][]Change, appliedMigs map[int][]SchemaMigration, out *applyOutcome) {
+	out.changed = make([]bool, len(sets))
 	for i := range sets {
+		out.changed[i] = len(appliedFacts[i]) > 0 || len(appliedMigs[i]) > 0
 		cs := &sets[i]
 		if cs.SiteID == local {
 			continue

@@ -580,7 +580,7 @@ func (c *conn) applyChanges(m *wire.ApplyChanges) {
 		return
 	}
 	start := time.Now()
-	res, added, err := c.db.apply(c, m.ChangeSets)
+	res, added, err := c.db.apply(c, m.ChangeSets, m.Repair)
 	c.s.metrics.applyDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		c.applyFailed(m.RequestID, err)

@@ -215,6 +215,10 @@ type pendingSet struct {
 	facts int
 	site  model.SiteID
 	hlc   model.HLC
+	// repair: of a repair push (wire's "Repair pushes"): key is
+	// repairKey's, and the entry neither enters the dedup index nor
+	// raises its author's siteHlc.
+	repair bool
 }
 
 // apply merges sets into the replica and appends the ChangeSets the log does
@@ -223,8 +227,12 @@ type pendingSet struct {
 // and the number of ChangeSets appended. Nothing is stored when it fails:
 // errors satisfy refused for a batch refused for its content,
 // model.ErrClockDrift for one too far ahead, or are storage errors.
-func (d *database) apply(sender *conn, sets []model.ChangeSet) (model.ApplyResult, int, error) {
-	sets, pend, err := d.prepareBatch(sender, sets)
+//
+// A repair push (repair; wire's "Repair pushes") carries other sites'
+// ChangeSets: each is merged, and appended only if it changed the merged
+// replica (applyRepair).
+func (d *database) apply(sender *conn, sets []model.ChangeSet, repair bool) (model.ApplyResult, int, error) {
+	sets, pend, err := d.prepareBatch(sender, sets, repair)
 	if err != nil {
 		return model.ApplyResult{}, 0, err
 	}
@@ -232,6 +240,9 @@ func (d *database) apply(sender *conn, sets []model.ChangeSet) (model.ApplyResul
 
 	d.applyMu.Lock()
 	defer d.applyMu.Unlock()
+	if repair {
+		return d.applyRepair(sender, sets, pend, now)
+	}
 	// A resend of a transaction the log holds is not merged again: after
 	// a horizon mark pruned the row it wrote, merging it would revive the
 	// row in the merged replica (and every later snapshot) with no log
@@ -308,14 +319,26 @@ func (d *database) dropHeld(sets []model.ChangeSet, pend []pendingSet) ([]model.
 // prepareBatch checks a batch pushed by sender before anything is merged
 // and encodes it for the arrival log: it returns the batch without its
 // repeated transactions (dedupBatch) and a pendingSet per ChangeSet of it.
-func (d *database) prepareBatch(sender *conn, sets []model.ChangeSet) ([]model.ChangeSet, []pendingSet, error) {
+func (d *database) prepareBatch(sender *conn, sets []model.ChangeSet, repair bool) ([]model.ChangeSet, []pendingSet, error) {
+	if repair && d.sealed {
+		// The relay cannot merge envelopes to tell which facts it lacks
+		// (wire's "Repair pushes").
+		return nil, nil, fmt.Errorf("%w: database %q is sealed: the relay cannot merge a repair push's envelopes", errRefused, d.id)
+	}
 	// A connection pushes its own site's transactions only: a ChangeSet of
 	// another site would reach every device but that one (its pulls leave
-	// its own site out), and they would diverge for good.
+	// its own site out), and they would diverge for good. A repair push
+	// carries other sites' only (its entries are the sender's: its pulls
+	// leave them out, their authors' do not).
 	for i := range sets {
-		if cs := &sets[i]; cs.SiteID != sender.site {
+		cs := &sets[i]
+		switch {
+		case !repair && cs.SiteID != sender.site:
 			return nil, nil, fmt.Errorf("%w: ChangeSet %d (%s) is of site %s, but this connection's handshake declared site %s: a client pushes only its own transactions",
 				errRefused, i, cs.TransactionID, cs.SiteID, sender.site)
+		case repair && cs.SiteID == sender.site:
+			return nil, nil, fmt.Errorf("%w: repair push: ChangeSet %d (%s) is of the sender's own site %s: a repair push carries other sites' facts, a client's own go in a plain apply_changes",
+				errRefused, i, cs.TransactionID, cs.SiteID)
 		}
 		switch cs := &sets[i]; {
 		case d.sealed && !cs.Sealed():
@@ -324,9 +347,13 @@ func (d *database) prepareBatch(sender *conn, sets []model.ChangeSet) ([]model.C
 			return nil, nil, fmt.Errorf("%w: ChangeSet %d (%s) is an envelope, and database %q is plain: it cannot be merged", errEnvelopeRefused, i, cs.TransactionID, d.id)
 		}
 	}
-	sets, err := dedupBatch(sets)
-	if err != nil {
-		return nil, nil, err
+	var err error
+	if !repair {
+		// A repair push is merged whatever repeats: its entries are
+		// appended only where they change the merged replica.
+		if sets, err = dedupBatch(sets); err != nil {
+			return nil, nil, err
+		}
 	}
 	pend := make([]pendingSet, len(sets))
 	for i := range sets {
@@ -339,6 +366,9 @@ func (d *database) prepareBatch(sender *conn, sets []model.ChangeSet) ([]model.C
 			return nil, nil, fmt.Errorf("%w: ChangeSet %d: %w", model.ErrMalformed, i, err)
 		}
 		pend[i] = pendingSet{key: dedupKey(cs), json: js, facts: facts(cs), site: cs.SiteID, hlc: cs.HLC}
+		if repair {
+			pend[i].key, pend[i].repair = repairKey(sender.site, cs), true
+		}
 	}
 	return sets, pend, nil
 }
@@ -366,6 +396,15 @@ func (d *database) appendArrivals(tx kv.Tx, pend []pendingSet, arrivedMs uint64)
 	}
 	var added []arrival
 	for i, p := range pend {
+		if p.repair {
+			// Not deduplicated: applyRepair passes only the
+			// ChangeSets that changed the merged replica.
+			cur, chain, added, err = d.appendOne(tx, cur, chain, arrivedMs, p, added)
+			if err != nil {
+				return nil, nil, 0, err
+			}
+			continue
+		}
 		v, err := tx.Get(bucketArrivalsTx, p.key)
 		switch {
 		case err == nil:
@@ -382,15 +421,9 @@ func (d *database) appendArrivals(tx kv.Tx, pend []pendingSet, arrivedMs uint64)
 		case !errors.Is(err, kv.ErrNotFound):
 			return nil, nil, 0, err
 		}
-		if cur >= wire.MaxCursor {
-			return nil, nil, 0, fmt.Errorf("relay: arrival log of %q is full (cursor %d)", d.id, cur)
-		}
-		cur++
-		chain = nextChain(chain, p.key)
-		if err := putArrival(tx, cur, chain, arrivedMs, p); err != nil {
+		if cur, chain, added, err = d.appendOne(tx, cur, chain, arrivedMs, p, added); err != nil {
 			return nil, nil, 0, err
 		}
-		added = append(added, arrival{cursor: cur, chain: chain, facts: p.facts, json: p.json})
 	}
 	if len(added) == 0 {
 		return nil, marks, cur, nil
@@ -401,18 +434,36 @@ func (d *database) appendArrivals(tx kv.Tx, pend []pendingSet, arrivedMs uint64)
 	return added, marks, cur, tx.Put(bucketRelay, keyCursor, cursorKey(cur))
 }
 
+// appendOne appends p after cursor cur (chain value chain) and returns the
+// new head and added with p's arrival.
+func (d *database) appendOne(tx kv.Tx, cur uint64, chain wire.Chain, arrivedMs uint64, p pendingSet, added []arrival) (uint64, wire.Chain, []arrival, error) {
+	if cur >= wire.MaxCursor {
+		return cur, chain, added, fmt.Errorf("relay: arrival log of %q is full (cursor %d)", d.id, cur)
+	}
+	cur++
+	chain = nextChain(chain, p.key)
+	if err := putArrival(tx, cur, chain, arrivedMs, p); err != nil {
+		return cur, chain, added, err
+	}
+	return cur, chain, append(added, arrival{cursor: cur, chain: chain, facts: p.facts, json: p.json}), nil
+}
+
 // putArrival stores p as the log's entry at cursor cur, with chain value
 // chain: its record, its dedup entry (arrivals_tx), its chain value, and
-// its site's highest appended HLC.
+// its site's highest appended HLC; a repair entry only its record and
+// chain value.
 func putArrival(tx kv.Tx, cur uint64, chain wire.Chain, arrivedMs uint64, p pendingSet) error {
 	if err := tx.Put(bucketArrivals, cursorKey(cur), encodeRecord(arrivedMs, p.facts, p.key, p.json)); err != nil {
 		return err
 	}
-	idx := binary.BigEndian.AppendUint32(cursorKey(cur), uint32(p.facts))
-	if err := tx.Put(bucketArrivalsTx, p.key, idx); err != nil {
+	if err := tx.Put(bucketChain, cursorKey(cur), chain[:]); err != nil {
 		return err
 	}
-	if err := tx.Put(bucketChain, cursorKey(cur), chain[:]); err != nil {
+	if p.repair {
+		return nil
+	}
+	idx := binary.BigEndian.AppendUint32(cursorKey(cur), uint32(p.facts))
+	if err := tx.Put(bucketArrivalsTx, p.key, idx); err != nil {
 		return err
 	}
 	return raiseSiteHLC(tx, p.site, p.hlc)

@@ -43,7 +43,7 @@ func TestProtocolVersionMismatch(t *testing.T) {
 	r := startRelay(t, Config{})
 	for name, frame := range map[string]string{
 		"older":   `{"type":"handshake","protocolVersion":1,"databaseId":"acme","siteId":"AY86XH4RQpugDcRVbiGQ_g"}`,
-		"newer":   `{"type":"handshake","protocolVersion":7,"databaseId":"acme","siteId":"AAAAAAAAAAAAAAAAAAAAAA","future":{"x":1}}`,
+		"newer":   `{"type":"handshake","protocolVersion":1000,"databaseId":"acme","siteId":"AAAAAAAAAAAAAAAAAAAAAA","future":{"x":1}}`,
 		"missing": `{"type":"handshake","databaseId":"acme","siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
 		"zero":    `{"type":"handshake","protocolVersion":0,"databaseId":"acme","siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
 	} {
@@ -65,10 +65,10 @@ func TestProtocolVersionMismatch(t *testing.T) {
 func TestMissingDatabaseID(t *testing.T) {
 	r := startRelay(t, Config{})
 	for name, frame := range map[string]string{
-		"absent":  `{"type":"handshake","protocolVersion":6,"siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
-		"empty":   `{"type":"handshake","protocolVersion":6,"databaseId":"","siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
-		"slash":   `{"type":"handshake","protocolVersion":6,"databaseId":"../etc","siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
-		"toolong": `{"type":"handshake","protocolVersion":6,"databaseId":"` + strings.Repeat("a", 129) + `","siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
+		"absent":  `{"type":"handshake","protocolVersion":` + curVersion + `,"siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
+		"empty":   `{"type":"handshake","protocolVersion":` + curVersion + `,"databaseId":"","siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
+		"slash":   `{"type":"handshake","protocolVersion":` + curVersion + `,"databaseId":"../etc","siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
+		"toolong": `{"type":"handshake","protocolVersion":` + curVersion + `,"databaseId":"` + strings.Repeat("a", 129) + `","siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := dial(t, r, nil)
@@ -187,7 +187,7 @@ func TestMalformedFrames(t *testing.T) {
 		{"\xff\xfe", wire.CodeMessageError},
 		{`{"type":"teleport"}`, wire.CodeUnknownMessage},
 		{`{"type":"changes","cursor":1,"more":false,"changeSets":[]}`, wire.CodeUnknownMessage},
-		{`{"type":"handshake_ack","protocolVersion":6,"databaseId":"x","serverSiteId":"AAAAAAAAAAAAAAAAAAAAAA","connectionId":"c"}`, wire.CodeUnknownMessage},
+		{`{"type":"handshake_ack","protocolVersion":` + curVersion + `,"databaseId":"x","serverSiteId":"AAAAAAAAAAAAAAAAAAAAAA","connectionId":"c"}`, wire.CodeUnknownMessage},
 	} {
 		c.sendRaw([]byte(tc.frame))
 		c.expectError(tc.code)
@@ -269,3 +269,6 @@ func TestDatabaseFileNames(t *testing.T) {
 		t.Fatal("ids differing in case share a file name")
 	}
 }
+
+// curVersion is wire.ProtocolVersion as frames spell it.
+var curVersion = strconv.Itoa(wire.ProtocolVersion)

@@ -13,8 +13,8 @@ func TestChainMembersStrict(t *testing.T) {
 	site := siteA.String()
 	ch := sampleChain(1).String()
 	zero := Chain{}.String()
-	hs := `{"type":"handshake","protocolVersion":6,"databaseId":"d","siteId":"` + site + `"`
-	ack := `{"type":"handshake_ack","protocolVersion":6,"databaseId":"d","serverSiteId":"` + site + `","connectionId":"c"`
+	hs := `{"type":"handshake","protocolVersion":` + curVersion + `,"databaseId":"d","siteId":"` + site + `"`
+	ack := `{"type":"handshake_ack","protocolVersion":` + curVersion + `,"databaseId":"d","serverSiteId":"` + site + `","connectionId":"c"`
 	for _, tt := range []struct{ name, frame, want string }{
 		{"cursor without serverSiteId", hs + `,"cursor":4}`, `missing required field "serverSiteId"`},
 		{"serverSiteId without cursor", hs + `,"serverSiteId":"` + site + `"}`, `missing required field "cursor"`},

@@ -286,7 +286,7 @@ func (r *reader) changeSet() (model.ChangeSet, error) {
 		return cs, err
 	}
 	if seen&fEnvelope != 0 {
-		// A sealed ChangeSet (version 6): the envelope replaces
+		// A sealed ChangeSet (version 7): the envelope replaces
 		// changes and schemaMigrations.
 		if seen&(fChanges|fMigrations) != 0 {
 			return cs, r.Fail("a ChangeSet carries either an envelope or changes, not both")

@@ -6,7 +6,7 @@ import (
 	"github.com/replica-sync/replica/model"
 )
 
-// Sealed checkpoints (version 6; "Sealed checkpoints" in the package
+// Sealed checkpoints (version 7; "Sealed checkpoints" in the package
 // documentation): a device of a sealed database uploads its snapshot at a
 // cursor as sealed parts (put_checkpoint, answered part by part with
 // checkpoint_result); the relay keeps the newest and streams it to a

@@ -135,7 +135,7 @@
 //     cursor, as the relay sent it with the changes or push_changes that
 //     brought the client there. Absent when the client does not know it
 //     (after a snapshot, before the first pull; state of an older version).
-//   - sealed (boolean, version 6, optional, written only when true): the
+//   - sealed (boolean, version 7, optional, written only when true): the
 //     client expects a sealed database (see "Sealed databases"). The
 //     handshake that creates a database decides its mode for good; the
 //     relay answers a handshake of the other mode with SEALED_MISMATCH
@@ -174,10 +174,10 @@
 //     position, one of another log (another serverSiteId), a cursor below
 //     the retained log (get_changes answers SNAPSHOT_REQUIRED), or a cursor
 //     within the log without a chain value.
-//   - sealed (boolean, version 6, optional, written only when true): the
+//   - sealed (boolean, version 7, optional, written only when true): the
 //     database is sealed. It equals the handshake's; a client whose mode
 //     differs stops (fatal).
-//   - checkpointCursor, checkpointAt (version 6, optional, omitted when
+//   - checkpointCursor, checkpointAt (version 7, optional, omitted when
 //     0): the cursor of the sealed database's newest sealed checkpoint,
 //     and when the relay stored it (ms since the Unix epoch, the relay's
 //     clock); see "Sealed checkpoints".
@@ -220,10 +220,12 @@
 //     cursor.
 //   - changeSets (array of ChangeSet, required): the ChangeSets that
 //     arrived after since, in arrival order, up to cursor; whole
-//     ChangeSets only, never split. The relay leaves out ChangeSets of the
-//     requesting client's own site (the handshake's siteId): the client
-//     has them, and its engine would skip them as its own echo; but those
-//     get_changes asked back (ownAbove, ownUpTo: version 5). Their
+//     ChangeSets only, never split. The relay leaves out ChangeSets the
+//     requesting client's own site (the handshake's siteId) sent: its own
+//     pushes and its repair pushes (version 6; a repair push's ChangeSets
+//     of other sites reach their authors). The client has them, and its
+//     engine would skip its own as its echo; but those get_changes asked
+//     back (ownAbove, ownUpTo: version 5). Their
 //     sequences still count, so the carried sequences are consecutive
 //     only when none was left out. A page with more true carries at least
 //     one ChangeSet, unless it ends at a tombstone horizon mark (version
@@ -263,13 +265,17 @@
 //     flight answers that push: one with another id is a protocol error
 //     (the client retries the push after a backoff delay); one arriving
 //     while no push is in flight (stale, duplicate) is ignored.
-//   - changes (array of ChangeSet, required): the ChangeSets to store,
-//     every one of the site the handshake declared (siteId): a client
-//     pushes its own transactions only. A batch with a ChangeSet of
-//     another site is refused whole (APPLY_CHANGES_REFUSED, naming both
-//     site ids): the relay leaves a client's own site out of its pulls,
-//     so a ChangeSet pushed in another device's name would reach every
-//     device but that one.
+//   - repair (boolean, version 6, optional: true or omitted): a repair
+//     push (see "Repair pushes").
+//   - changes (array of ChangeSet, required): the ChangeSets to store.
+//     Without repair, every one of the site the handshake declared
+//     (siteId): a client pushes its own transactions only. A batch with a
+//     ChangeSet of another site is refused whole (APPLY_CHANGES_REFUSED,
+//     naming both site ids): the relay leaves a client's own site out of
+//     its pulls, so a ChangeSet pushed in another device's name would
+//     reach every device but that one. With repair, every one of another
+//     site than the sender's and the relay's (the same refusal
+//     otherwise).
 //
 // The relay validates and stores every ChangeSet or none. A batch refused
 // for its content, which would be refused again if resent unchanged, is
@@ -347,7 +353,7 @@
 //	{"type":"get_snapshot"}
 //	{"type":"get_snapshot","checkpointId":"c4211-5f0e","fromPart":12}
 //
-// checkpointId and fromPart (version 6, sealed databases only, both or
+// checkpointId and fromPart (version 7, sealed databases only, both or
 // neither): resume an interrupted transfer of the sealed checkpoint
 // checkpointId: if it is still the newest, the relay streams its parts 0
 // and 1 and then its parts from fromPart on; otherwise the newest from
@@ -514,7 +520,7 @@
 //   - changes (array of Change, required unless envelope, may be empty).
 //   - schemaMigrations (array of SchemaMigration, optional, omitted when
 //     empty): applied before the changes.
-//   - envelope (string, version 6): a sealed ChangeSet (see "Sealed
+//   - envelope (string, version 7): a sealed ChangeSet (see "Sealed
 //     databases"): the padded standard base64 of an envelope (see
 //     "Envelopes"), at least 37 bytes, sealing the ChangeSet's plaintext
 //     wire form. With it, changes and schemaMigrations are absent (a frame
@@ -694,7 +700,7 @@
 //	MISSING_DATABASE_ID        4002  databaseId absent or invalid
 //	ALREADY_AUTHENTICATED      4004  a second handshake on the connection
 //	SEALED_MISMATCH            4005  the handshake's sealed differs from the
-//	                                 database's mode (version 6)
+//	                                 database's mode (version 7)
 //
 // Transient (one request failed; the connection stays open):
 //
@@ -722,10 +728,10 @@
 //	                       rate; the relay closes it next (status 1008): reconnect
 //	                       after a growing backoff (since 2026-12-01)
 //	ENVELOPE_REQUIRED      apply_changes to a sealed database carried a plaintext
-//	                       ChangeSet; refused whole, nothing stored (version 6)
+//	                       ChangeSet; refused whole, nothing stored (version 7)
 //	ENVELOPE_REFUSED       apply_changes to a plain database carried an envelope;
-//	                       refused whole, nothing stored (version 6)
-//	CHECKPOINT_REFUSED     put_checkpoint refused; the upload is abandoned (version 6)
+//	                       refused whole, nothing stored (version 7)
+//	CHECKPOINT_REFUSED     put_checkpoint refused; the upload is abandoned (version 7)
 //
 // Codes this list lacks are transient unless their frame says fatal. The
 // ErrorCode constants, ErrorCode.CloseStatus, IsFatal and DecodeErrorCode
@@ -734,10 +740,11 @@
 // # Protocol version
 //
 // ProtocolVersion is an integer, compared for equality at the handshake;
-// its changelog sits above the constant. This package speaks version 6
-// (2026-12-03: sealed databases, see "Sealed databases"; version 5,
-// 2026-12-03, own ChangeSets asked back after a mark, see "Own ChangeSets
-// after a mark"; version 4, 2026-12-02, siteHlc in marks; version 3,
+// its changelog sits above the constant. This package speaks version 7
+// (2026-12-03: sealed databases, see "Sealed databases"; version 6,
+// 2026-12-03, repair pushes, see "Repair pushes"; version 5, 2026-12-03,
+// own ChangeSets asked back after a mark, see "Own ChangeSets after a
+// mark"; version 4, 2026-12-02, siteHlc in marks; version 3,
 // tombstone horizon marks, see "Tombstone horizon"; version 2,
 // 2026-12-01, verified the relay's log, see "Verifying the relay's log");
 // a peer of another version is answered with PROTOCOL_VERSION_MISMATCH and
@@ -857,6 +864,53 @@
 // answering a request without the range, whose leading marks set one, may
 // lack some: the client applies none of it and asks again. The client
 // stores the range with its cursor (client's "Persisted state").
+//
+// # Repair pushes
+//
+// A relay that lost history (restored from an older copy, its storage
+// wiped, or simply a relay new to a device that synced elsewhere) may lack
+// facts that only a device other than their author still holds: a
+// tombstone its author pruned at a tombstone horizon mark the relay lost,
+// the writes of a device that is gone for good. Pushing back its own
+// transactions (see "Verifying the relay's log") cannot bring those back.
+// So (version 6) a client that finds the relay's history lost — its
+// cursor diverged or could not be verified, the relay holds fewer of its
+// transactions than it acknowledged (siteHlc), or the log is one it holds
+// no cursor in — pushes, once it caught up with the log, every fact of
+// other sites it holds (engine.PeerFacts: its rows' live cells and
+// tombstones and the schema migrations it received), in apply_changes
+// frames with repair: true, bounded like any push. Such a ChangeSet is a
+// subset of its transaction (a transaction's facts as one page of rows
+// holds them), under its author's siteId and transactionId.
+//
+// The relay merges a repair push into its merged replica like any push
+// and appends to its log, at the next cursors, the ChangeSets that changed
+// it (a fact or migration applied), under the sender's name: the entry's
+// chain input is the sender's siteId and the transactionId
+// "repair <author siteId> <transactionId>". A ChangeSet that changed
+// nothing is not appended: every fact of it is held, or superseded, by
+// what the log already carries. Repair entries neither raise the author's
+// siteHlc nor enter the deduplication index (a repair resent changes
+// nothing the second time). A pull leaves out the entries the requester
+// sent, so a repair entry reaches every replica but its sender, its
+// author included (whose engine merges its own facts back: MergeOwn).
+// Every replica thus converges to the union of what the devices hold. A
+// delete that every device pruned and the relay lost is gone for good:
+// rows the relay's older copy still holds come back everywhere, the
+// inherent limit of restoring a copy older than the retention horizon.
+//
+// A client stores how far its repair came (client's "Persisted state"),
+// so it resumes after a crash or a lost connection; a new loss of history
+// starts it again from the beginning. The cost is one upload of the
+// device's state per device and loss, merged by the relay (only the first
+// copy of a fact is appended).
+//
+// Sealed databases (version 7) have no repair pushes: the relay cannot
+// merge envelopes to tell which facts it lacks. It refuses a repair push
+// to a sealed database with APPLY_CHANGES_REFUSED, and a sealed client
+// sends none: after a loss of history its devices push back their own
+// transactions (siteHlc) and bootstrap from the newest sealed checkpoint,
+// and facts only a non-author holds are not restored (a known limit).
 //
 // # Verifying the relay's log
 //

@@ -47,7 +47,7 @@ func FuzzDecode(f *testing.F) {
 	addGoldenSeeds(f)
 	for _, s := range []string{
 		`{"type":"handshake"}`,
-		`{"protocolVersion":6,"type":"handshake","x":[1,{"y":null}]}`,
+		`{"protocolVersion":` + curVersion + `,"type":"handshake","x":[1,{"y":null}]}`,
 		`{"type":"get_changes","since":9007199254740992}`,
 		`{"chunk":{"rows":[[null,[[0,"x",0,7],[1,2.5]]],[[2],[]]],"bases":["AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4="],"key":[0],"columns":["a","b"],"table":"t","type":"rows"},"type":"snapshot_chunk"}`,
 		`{"type":"error","code":"AUTH_FAILED","message":"\ud83d\ude8b"}`,

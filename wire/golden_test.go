@@ -151,7 +151,7 @@ func sampleTranscripts(t testing.TB) []transcript {
 
 	mismatch := transcript{name: "version_mismatch"}
 	mismatch.note("A client of another protocol version: the relay answers before reading anything else, then closes with 4003.")
-	mismatch.frame(t, ">", &Handshake{ProtocolVersion: 7})
+	mismatch.frame(t, ">", &Handshake{ProtocolVersion: ProtocolVersion + 1})
 	r(&mismatch, "error_fatal")
 
 	return []transcript{sync, boot, resume, restored, mismatch}

@@ -40,7 +40,7 @@ type Message interface {
 // Handshake (client → relay) opens a session. It must be the first frame
 // on a connection.
 //
-//	{"type":"handshake","protocolVersion":6,"databaseId":"trips","siteId":"<22>","token":"…","serverSiteId":"<22>","cursor":41,"chain":"<22>"}
+//	{"type":"handshake","protocolVersion":7,"databaseId":"trips","siteId":"<22>","token":"…","serverSiteId":"<22>","cursor":41,"chain":"<22>"}
 type Handshake struct {
 	// ProtocolVersion is the client's ProtocolVersion; 0 means the frame
 	// had none. When it is not this package's ProtocolVersion, Decode
@@ -62,7 +62,7 @@ type Handshake struct {
 	Log    model.SiteID
 	Cursor uint64
 	Chain  Chain
-	// Sealed (version 6; JSON "sealed", written only when true) says the
+	// Sealed (version 7; JSON "sealed", written only when true) says the
 	// client expects a sealed database (docs/design.md § Sealed
 	// databases): it pushes envelopes and opens what it pulls. A
 	// handshake that creates the database decides its mode for good; one
@@ -73,7 +73,7 @@ type Handshake struct {
 
 // HandshakeAck (relay → client) accepts a handshake.
 //
-//	{"type":"handshake_ack","protocolVersion":6,"databaseId":"trips","serverSiteId":"<22>","connectionId":"c-17","siteHlc":"<40>","history":"continues"}
+//	{"type":"handshake_ack","protocolVersion":7,"databaseId":"trips","serverSiteId":"<22>","connectionId":"c-17","siteHlc":"<40>","history":"continues"}
 type HandshakeAck struct {
 	// ProtocolVersion is the relay's ProtocolVersion, decoded as for
 	// Handshake: when it differs, every other field is left zero.
@@ -100,12 +100,12 @@ type HandshakeAck struct {
 	// the relay can no longer check (below its retained log, or without a
 	// chain value while within the log).
 	History History
-	// Sealed (version 6; JSON "sealed", written only when true) is the
+	// Sealed (version 7; JSON "sealed", written only when true) is the
 	// database's mode: true for a sealed database. It equals the
 	// handshake's Sealed (the relay refuses a mismatch); a client stops
 	// (fatal) on an ack that differs.
 	Sealed bool
-	// CheckpointCursor and CheckpointAt (version 6; JSON
+	// CheckpointCursor and CheckpointAt (version 7; JSON
 	// "checkpointCursor", "checkpointAt", omitted when 0) describe the
 	// newest sealed checkpoint of a sealed database: its cursor, and when
 	// the relay stored it (ms since the Unix epoch, the relay's clock).
@@ -158,12 +158,18 @@ type Changes struct {
 	Horizons []Horizon
 }
 
-// ApplyChanges (client → relay) pushes the client's own ChangeSets.
+// ApplyChanges (client → relay) pushes the client's own ChangeSets, or,
+// as a repair push, facts of other sites it holds.
 //
 //	{"type":"apply_changes","requestId":"apply-3","changes":[…]}
+//	{"type":"apply_changes","requestId":"apply-4","repair":true,"changes":[…]}
 type ApplyChanges struct {
 	// RequestID is echoed in the apply_result; "" (omitted) for none.
 	RequestID string
+	// Repair (version 6; JSON "repair", true or omitted) marks a repair
+	// push: ChangeSets of sites other than the sender's, which it holds
+	// and the relay's log may have lost (see "Repair pushes").
+	Repair bool
 	// ChangeSets to store, in any order; JSON field "changes".
 	ChangeSets []model.ChangeSet
 }
@@ -205,7 +211,7 @@ type PushChanges struct {
 //	{"type":"get_snapshot"}
 //	{"type":"get_snapshot","checkpointId":"c4211-5f0e","fromPart":12}
 type GetSnapshot struct {
-	// CheckpointID and FromPart (version 6, sealed databases; JSON
+	// CheckpointID and FromPart (version 7, sealed databases; JSON
 	// "checkpointId", "fromPart", both or neither, omitted when
 	// CheckpointID is ""): resume the sealed checkpoint CheckpointID: if
 	// it is still the newest, the relay streams its parts 0 and 1 (the
@@ -632,6 +638,9 @@ func (m *ApplyChanges) appendTo(b []byte) ([]byte, error) {
 		if b, err = appendString(b, m.RequestID); err != nil {
 			return b, at(err, "requestId")
 		}
+	}
+	if m.Repair {
+		b = append(b, `,"repair":true`...)
 	}
 	b = append(b, `,"changes":`...)
 	if b, err = appendChangeSets(b, m.ChangeSets); err != nil {
@@ -1067,6 +1076,7 @@ func (r *reader) applyChanges() (Message, error) {
 		fType fields = 1 << iota
 		fRequest
 		fSets
+		fRepair
 	)
 	err := r.Members(func(key []byte) error {
 		var err error
@@ -1076,6 +1086,13 @@ func (r *reader) applyChanges() (Message, error) {
 		case "requestId":
 			if err = seen.See(&r.Reader, fRequest, key); err == nil {
 				m.RequestID, err = r.Str()
+			}
+		case "repair":
+			if err = seen.See(&r.Reader, fRepair, key); err == nil {
+				start := r.Pos
+				if m.Repair, err = r.Boolean(); err == nil && !m.Repair {
+					err = r.FailAt(start, "repair is true or omitted")
+				}
 			}
 		case "changes":
 			if err = seen.See(&r.Reader, fSets, key); err == nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -35,14 +36,14 @@ func TestRoundTripEveryMessage(t *testing.T) {
 func TestDecodeAnyMemberOrder(t *testing.T) {
 	site := siteA.String()
 	for _, frame := range []string{
-		`{"siteId":"` + site + `","databaseId":"db","protocolVersion":6,"type":"handshake"}`,
-		" {\n\t\"databaseId\" : \"db\" ,\r\n \"type\" : \"handshake\", \"siteId\":\"" + site + "\",\"protocolVersion\":6 } \n",
+		`{"siteId":"` + site + `","databaseId":"db","protocolVersion":` + curVersion + `,"type":"handshake"}`,
+		" {\n\t\"databaseId\" : \"db\" ,\r\n \"type\" : \"handshake\", \"siteId\":\"" + site + "\",\"protocolVersion\":" + curVersion + " } \n",
 	} {
 		m, err := Decode([]byte(frame))
 		if err != nil {
 			t.Fatalf("Decode(%s): %v", frame, err)
 		}
-		if want := (&Handshake{ProtocolVersion: 6, DatabaseID: "db", SiteID: siteA}); *m.(*Handshake) != *want {
+		if want := (&Handshake{ProtocolVersion: ProtocolVersion, DatabaseID: "db", SiteID: siteA}); *m.(*Handshake) != *want {
 			t.Fatalf("got %+v", m)
 		}
 	}
@@ -122,19 +123,19 @@ func TestDecodeStrict(t *testing.T) {
 		{"handshake version string", `{"type":"handshake","protocolVersion":"1"}`, []string{"protocolVersion: want a number"}},
 		{"handshake version negative", `{"type":"handshake","protocolVersion":-1}`, []string{"protocolVersion"}},
 		{"handshake version fraction", `{"type":"handshake","protocolVersion":1.5}`, []string{"protocolVersion"}},
-		{"handshake duplicate version", `{"type":"handshake","protocolVersion":7,"protocolVersion":6}`, []string{"duplicate"}},
-		{"handshake bad JSON past the version", `{"type":"handshake","protocolVersion":7,"x":[}`, nil},
-		{"handshake missing site", `{"type":"handshake","protocolVersion":6,"databaseId":"d"}`, []string{`missing required field "siteId"`}},
-		{"handshake token null", `{"type":"handshake","protocolVersion":6,"siteId":"` + site + `","token":null}`, []string{"token: want a string, got null"}},
-		{"handshake unknown field", `{"type":"handshake","protocolVersion":6,"siteId":"` + site + `","caps":[]}`, []string{`unknown field "caps"`}},
-		{"handshake_ack missing connection", `{"type":"handshake_ack","protocolVersion":6,"databaseId":"d","serverSiteId":"` + site + `"}`, []string{`"connectionId"`}},
-		{"handshake_ack empty database", `{"type":"handshake_ack","protocolVersion":6,"databaseId":"","serverSiteId":"` + site + `","connectionId":"c"}`, []string{"databaseId: must not be empty"}},
-		// Sealed ChangeSets (version 6).
+		{"handshake duplicate version", `{"type":"handshake","protocolVersion":1000,"protocolVersion":` + curVersion + `}`, []string{"duplicate"}},
+		{"handshake bad JSON past the version", `{"type":"handshake","protocolVersion":1000,"x":[}`, nil},
+		{"handshake missing site", `{"type":"handshake","protocolVersion":` + curVersion + `,"databaseId":"d"}`, []string{`missing required field "siteId"`}},
+		{"handshake token null", `{"type":"handshake","protocolVersion":` + curVersion + `,"siteId":"` + site + `","token":null}`, []string{"token: want a string, got null"}},
+		{"handshake unknown field", `{"type":"handshake","protocolVersion":` + curVersion + `,"siteId":"` + site + `","caps":[]}`, []string{`unknown field "caps"`}},
+		{"handshake_ack missing connection", `{"type":"handshake_ack","protocolVersion":` + curVersion + `,"databaseId":"d","serverSiteId":"` + site + `"}`, []string{`"connectionId"`}},
+		{"handshake_ack empty database", `{"type":"handshake_ack","protocolVersion":` + curVersion + `,"databaseId":"","serverSiteId":"` + site + `","connectionId":"c"}`, []string{"databaseId: must not be empty"}},
+		// Sealed ChangeSets (version 7).
 		{"envelope and changes", `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"t","hlc":"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE","changes":[],"envelope":"` + strings.Repeat("A", 52) + `"}]}`, []string{"either an envelope or changes"}},
 		{"envelope too short", `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"t","hlc":"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE","envelope":"AAAA"}]}`, []string{"shorter than an envelope's 37"}},
 		{"envelope not base64", `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"t","hlc":"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE","envelope":"A-B_"}]}`, []string{"not padded standard base64"}},
 		{"sealed without hlc", `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"t","envelope":"` + strings.Repeat("A", 52) + `"}]}`, []string{`missing required field "hlc"`}},
-		{"handshake sealed string", `{"type":"handshake","protocolVersion":6,"siteId":"` + site + `","sealed":"yes"}`, []string{"sealed: want a boolean"}},
+		{"handshake sealed string", `{"type":"handshake","protocolVersion":` + curVersion + `,"siteId":"` + site + `","sealed":"yes"}`, []string{"sealed: want a boolean"}},
 		// Error.
 		{"error missing message", `{"type":"error","code":"X"}`, []string{`"message"`}},
 		{"error empty code", `{"type":"error","code":"","message":""}`, []string{"code: must not be empty"}},
@@ -256,7 +257,7 @@ func TestHandshakeVersionFirst(t *testing.T) {
 		{`{"type":"handshake"}`, 0},
 		{`{"type":"handshake","sinceHLC":"x","siteId":"not a site id"}`, 0},
 		// Another version: its other fields follow its own rules.
-		{`{"type":"handshake","protocolVersion":7,"databaseId":"d","siteId":"` + site + `","capabilities":["zstd"]}`, 7},
+		{`{"type":"handshake","protocolVersion":1000,"databaseId":"d","siteId":"` + site + `","capabilities":["zstd"]}`, 1000},
 		{`{"capabilities":{"a":[1]},"protocolVersion":0,"type":"handshake"}`, 0},
 	}
 	for _, tt := range tests {
@@ -273,19 +274,19 @@ func TestHandshakeVersionFirst(t *testing.T) {
 	if err != nil || *m.(*HandshakeAck) != (HandshakeAck{}) {
 		t.Fatalf("ack without version: %+v, %v", m, err)
 	}
-	m, err = Decode([]byte(`{"type":"handshake_ack","protocolVersion":7,"x":1}`))
-	if err != nil || *m.(*HandshakeAck) != (HandshakeAck{ProtocolVersion: 7}) {
-		t.Fatalf("ack of version 7: %+v, %v", m, err)
+	m, err = Decode([]byte(`{"type":"handshake_ack","protocolVersion":1000,"x":1}`))
+	if err != nil || *m.(*HandshakeAck) != (HandshakeAck{ProtocolVersion: 1000}) {
+		t.Fatalf("ack of another version: %+v, %v", m, err)
 	}
 	// The current version without a databaseId decodes, so the relay can
 	// answer MISSING_DATABASE_ID.
-	m, err = Decode([]byte(`{"type":"handshake","protocolVersion":6,"siteId":"` + site + `"}`))
-	if err != nil || *m.(*Handshake) != (Handshake{ProtocolVersion: 6, SiteID: siteA}) {
+	m, err = Decode([]byte(`{"type":"handshake","protocolVersion":` + curVersion + `,"siteId":"` + site + `"}`))
+	if err != nil || *m.(*Handshake) != (Handshake{ProtocolVersion: ProtocolVersion, SiteID: siteA}) {
 		t.Fatalf("handshake without databaseId: %+v, %v", m, err)
 	}
-	roundTrip(t, &Handshake{ProtocolVersion: 6, SiteID: siteA})
-	roundTrip(t, &Handshake{ProtocolVersion: 7})
-	roundTrip(t, &HandshakeAck{ProtocolVersion: 7})
+	roundTrip(t, &Handshake{ProtocolVersion: ProtocolVersion, SiteID: siteA})
+	roundTrip(t, &Handshake{ProtocolVersion: ProtocolVersion + 1})
+	roundTrip(t, &HandshakeAck{ProtocolVersion: ProtocolVersion + 1})
 }
 
 func TestErrorFrameFatalFallback(t *testing.T) {
@@ -535,3 +536,7 @@ func TestEncodeClient(t *testing.T) {
 		t.Errorf("EncodeClient error %v, Encode error %v", err, werr)
 	}
 }
+
+// curVersion is ProtocolVersion as frames spell it, so that tests of the
+// current version's frames survive a version bump.
+var curVersion = strconv.Itoa(ProtocolVersion)

@@ -279,7 +279,7 @@ func TestSiteIDText(t *testing.T) {
 		t.Fatalf("site id text %q", s)
 	}
 	dec := func(text string) error {
-		frame := `{"type":"handshake","protocolVersion":6,"databaseId":"d","siteId":"` + text + `"}`
+		frame := `{"type":"handshake","protocolVersion":` + curVersion + `,"databaseId":"d","siteId":"` + text + `"}`
 		m, err := Decode([]byte(frame))
 		if err == nil && m.(*Handshake).SiteID != siteB {
 			t.Fatalf("decoded %v, want %v", m.(*Handshake).SiteID, siteB)

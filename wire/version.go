@@ -114,18 +114,34 @@ import (
 //     refuses the members (unknown field), so peers of version 4 and 5 do
 //     not talk (PROTOCOL_VERSION_MISMATCH, fatal); upgrade the relay and
 //     the app together.
-//   - 6: 2026-12-03: sealed databases ("Envelopes" and "Sealed databases"
+//   - 6: 2026-12-03: apply_changes may carry repair: true, a repair push
+//     ("Repair pushes" in the package documentation): after the relay lost
+//     history (restored from an older copy, wiped, or a log new to the
+//     client), a client pushes the facts of other sites it holds, and the
+//     relay appends those that change its merged replica under the
+//     sender's name, so that a fact only a non-author still holds (a
+//     tombstone its author pruned, the writes of a device that is gone)
+//     reaches every replica again. A pull leaves out what the requester
+//     sent, not what its site authored. A relay of version 5 refuses the
+//     member (unknown field), so peers of version 5 and 6 do not talk
+//     (PROTOCOL_VERSION_MISMATCH, fatal); upgrade the relay and the app
+//     together.
+//   - 7: 2026-12-03: sealed databases ("Envelopes" and "Sealed databases"
 //     in the package documentation; docs/design.md § Sealed databases).
 //     A ChangeSet may carry envelope (an AES-GCM envelope of its wire
 //     form, under a key the relay never sees) instead of changes and
 //     schemaMigrations; handshake and handshake_ack carry sealed, the
 //     mode the client expects and the database's; new error codes
 //     SEALED_MISMATCH (fatal, close 4005), ENVELOPE_REQUIRED and
-//     ENVELOPE_REFUSED (transient). A relay of version 5 refuses the
-//     members (unknown field), so peers of version 5 and 6 do not talk
+//     ENVELOPE_REFUSED (transient). Sealed checkpoints ("Sealed
+//     checkpoints"): put_checkpoint, checkpoint_result, checkpoint_part,
+//     get_snapshot's checkpointId and fromPart, handshake_ack's
+//     checkpointCursor and checkpointAt, CHECKPOINT_REFUSED. Repair pushes
+//     (version 6) are plain databases' only. A relay of version 6 refuses the
+//     members (unknown field), so peers of version 6 and 7 do not talk
 //     (PROTOCOL_VERSION_MISMATCH, fatal); upgrade the relay and the app
 //     together.
-const ProtocolVersion = 6
+const ProtocolVersion = 7
 
 // DefaultMaxMessageSize is the largest frame, in bytes, a relay or client
 // accepts unless configured otherwise: 16 MiB. A sender splits its work to
@@ -269,23 +285,23 @@ const (
 	// waits longer each time. Added 2026-12-01.
 	CodeRateLimited ErrorCode = "RATE_LIMITED"
 
-	// CodeSealedMismatch (fatal, close 4005; version 6): the handshake's
+	// CodeSealedMismatch (fatal, close 4005; version 7): the handshake's
 	// sealed flag differs from the database's mode (a database is sealed
 	// or plain from its creation on, for its life). The message says
 	// which the database is. Nothing was stored; the client stops until
 	// it is configured for the database's mode.
 	CodeSealedMismatch ErrorCode = "SEALED_MISMATCH"
-	// CodeEnvelopeRequired (transient; version 6): apply_changes to a
+	// CodeEnvelopeRequired (transient; version 7): apply_changes to a
 	// sealed database carried a plaintext ChangeSet (changes instead of
 	// an envelope). Refused as a whole, nothing stored, requestId echoed;
 	// the same batch would be refused again.
 	CodeEnvelopeRequired ErrorCode = "ENVELOPE_REQUIRED"
-	// CodeEnvelopeRefused (transient; version 6): apply_changes to a
+	// CodeEnvelopeRefused (transient; version 7): apply_changes to a
 	// plain database carried a sealed ChangeSet (an envelope). Refused as
 	// a whole, nothing stored, requestId echoed; the same batch would be
 	// refused again.
 	CodeEnvelopeRefused ErrorCode = "ENVELOPE_REFUSED"
-	// CodeCheckpointRefused (transient; version 6): a put_checkpoint
+	// CodeCheckpointRefused (transient; version 7): a put_checkpoint
 	// was refused (a plain database, a cursor not above the newest
 	// checkpoint's or above the log's head, a part out of order, a
 	// checkpoint above the relay's size limit, a clock too far ahead).
