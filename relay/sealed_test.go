@@ -130,8 +130,9 @@ func TestSealedRelayStoresAndForwards(t *testing.T) {
 // TestSealedRelayRefusals: the mode is fixed when a database is created; a
 // handshake of the other mode is refused with SEALED_MISMATCH (fatal,
 // 4005), a plaintext push to a sealed database with ENVELOPE_REQUIRED, an
-// envelope to a plain one with ENVELOPE_REFUSED, a visible HLC too far
-// ahead with CLOCK_DRIFT; nothing of a refused batch is stored.
+// envelope to a plain one with ENVELOPE_REFUSED, a repair push to a sealed
+// one with APPLY_CHANGES_REFUSED, a visible HLC too far ahead with
+// CLOCK_DRIFT; nothing of a refused batch is stored.
 func TestSealedRelayRefusals(t *testing.T) {
 	clock := newManualClock()
 	r := startRelay(t, Config{Clock: clock})
@@ -169,6 +170,10 @@ func TestSealedRelayRefusals(t *testing.T) {
 	// A sealed batch mixing both is refused whole.
 	s.send(&wire.ApplyChanges{RequestID: "a-3", ChangeSets: append(append([]model.ChangeSet(nil), sealed...), plain...)})
 	s.expectError(wire.CodeEnvelopeRequired)
+	// Repair pushes are plain databases' only.
+	other := newReplica(t, clock)
+	s.send(&wire.ApplyChanges{RequestID: "a-r", Repair: true, ChangeSets: sealAll(t, kr, "vault", localSets(t, other))})
+	s.expectError(wire.CodeApplyChangesRefused)
 	// The visible HLC passes the drift gate.
 	ahead := sealed[0]
 	ahead.HLC.Wall = clock.Now() + 2*model.MaxDrift
