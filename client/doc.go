@@ -428,6 +428,12 @@
 //     ErrEnvelopeInvalid (ENVELOPE_INVALID), left out, and the rest of the
 //     page applies; the cursor moves past it.
 //
+// A sealed client sends no repair pushes (wire's "Repair pushes": the
+// relay cannot merge envelopes): after the relay lost history it pushes
+// back its own transactions and bootstraps from the newest sealed
+// checkpoint, and facts only another device than their author holds are
+// not restored.
+//
 // Rotation: SetSealer(seal.NewKeyring(newKey, oldKey)) seals from then on
 // with the new key and still opens the old one's envelopes. A new device
 // bootstraps from the newest sealed checkpoint and the log after it (the

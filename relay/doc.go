@@ -304,7 +304,9 @@
 // transaction, sealed anew with another nonce, is counted as skipped and
 // not compared (its facts cannot be read). apply_result counts one change
 // per envelope: applied when stored, skipped when held. An envelope pushed
-// to a plain database refuses the batch with ENVELOPE_REFUSED. Limits,
+// to a plain database refuses the batch with ENVELOPE_REFUSED, and a
+// repair push (wire's "Repair pushes") to a sealed one with
+// APPLY_CHANGES_REFUSED: the relay cannot merge envelopes. Limits,
 // authentication, rate limits, metrics and logs work the same (an envelope
 // counts as one change for MaxChangesPerApply and PageChanges).
 //
