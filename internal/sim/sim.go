@@ -43,8 +43,10 @@ type Config struct {
 	// Sealed syncs a sealed database (docs/design.md § Sealed databases):
 	// every device seals with one key and uploads sealed checkpoints
 	// every 15 ChangeSets; the relay, with no merged replica, is not
-	// compared with the devices, and a device's cursor may move back to a
-	// checkpoint's (an older position it pulls forward from again).
+	// compared with the devices (the rows a horizon mark prunes, left out
+	// of the oracle comparison, are read from the oracle instead), and a
+	// device's cursor may move back to a checkpoint's (an older position
+	// it pulls forward from again).
 	// Envelope nonces come from crypto/rand, so a sealed run's trace hash
 	// differs between runs; its steps and faults do not.
 	Sealed bool
