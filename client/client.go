@@ -13,6 +13,7 @@ import (
 
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/model"
+	"github.com/replica-sync/replica/seal"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -57,6 +58,26 @@ type Options struct {
 	RequestTimeout       time.Duration
 	BackoffBase          time.Duration
 	BackoffMax           time.Duration
+
+	// Sealer, when not nil, makes the client sync a sealed database
+	// (docs/design.md § Sealed databases; "Sealed databases" in the
+	// package documentation): its handshake says sealed, every ChangeSet
+	// it pushes is sealed into an envelope by Sealer (natively a
+	// *seal.Keyring: the current key and older ones), and every one it
+	// receives is opened before its apply transaction. nil: a plain
+	// database. The mode must match the database's on the relay (else
+	// SEALED_MISMATCH, fatal). SetSealer replaces it later. Replica
+	// neither sends nor stores keys.
+	Sealer seal.Sealer
+	// CheckpointChanges and CheckpointInterval decide when a sealed
+	// client uploads a sealed checkpoint (see "Sealed checkpoints"): once
+	// its cursor is CheckpointChanges ChangeSets past the relay's newest
+	// checkpoint, or past it at all once that one is CheckpointInterval
+	// old. Zero means DefaultCheckpointChanges (1000) and
+	// DefaultCheckpointInterval (24 h); a negative CheckpointChanges
+	// turns uploads off.
+	CheckpointChanges  int
+	CheckpointInterval time.Duration
 }
 
 func (o *Options) fill() {
@@ -71,6 +92,12 @@ func (o *Options) fill() {
 	}
 	if o.Logger == nil {
 		o.Logger = stdLogger{}
+	}
+	if o.CheckpointChanges == 0 {
+		o.CheckpointChanges = DefaultCheckpointChanges
+	}
+	if o.CheckpointInterval <= 0 {
+		o.CheckpointInterval = DefaultCheckpointInterval
 	}
 	if o.PushLimit <= 0 {
 		o.PushLimit = engine.DefaultChangesLimit
@@ -132,9 +159,13 @@ type Client struct {
 	done     chan struct{}      // closed when the current run ends
 	wantSnap bool               // RequestSnapshot not yet served
 	snapBusy bool               // a snapshot transfer is in flight
-	sentNS   string             // namespace of sent (for Pending)
-	sent     model.HLC          // the sent watermark of sentNS
-	conn     socket             // the current session's socket; nil when none
+	sealer   seal.Sealer        // Options.Sealer, or SetSealer's
+	// refusedCkpt is the last sealed checkpoint this client refused (it
+	// did not verify); the run goroutine's.
+	refusedCkpt string
+	sentNS      string    // namespace of sent (for Pending)
+	sent        model.HLC // the sent watermark of sentNS
+	conn        socket    // the current session's socket; nil when none
 }
 
 type target struct{ url, databaseID, token string }
@@ -153,6 +184,7 @@ func New(db *engine.Engine, opts Options) *Client {
 		kick:     make(chan struct{}, 1),
 		snapReq:  make(chan struct{}, 1),
 		dispStop: make(chan struct{}),
+		sealer:   opts.Sealer,
 	}
 	c.unsub = db.Subscribe(func(ev engine.Event) {
 		if ev.Type == engine.LocalChange {

@@ -413,6 +413,101 @@
 // than its retention horizon cannot judge cursors it pruned (those get
 // SNAPSHOT_REQUIRED anyway).
 //
+// # Sealed databases
+//
+// With Options.Sealer set (natively a *seal.Keyring: a current key and
+// older ones), the client syncs a sealed database (docs/design.md §
+// Sealed databases; wire's "Sealed databases"; docs/SECURITY.md): its
+// handshake says sealed, and an ack or an error saying otherwise
+// (SEALED_MISMATCH) stops it (fatal). It seals each ChangeSet of a push
+// into an envelope at push time, outside any kv transaction (the Sealer
+// may block, as WebCrypto will in the browser), and opens each ChangeSet
+// of a changes or push_changes frame before the apply transaction. A
+// push_changes whose envelopes do not all open is not applied; the pull it
+// triggers handles them:
+//
+//   - An envelope no key opens (its key id names none of the Sealer's keys:
+//     a wrong key, or a key another device rotated to) stops the session's
+//     pulls: nothing of that page is applied, the cursor stays before it,
+//     the envelopes stay held in the relay's log, and ErrDecryptFailed
+//     (DECRYPT_FAILED) is reported once. The state is Syncing, not Synced;
+//     nothing retries in a loop. SetSealer with the right keys drops the
+//     session, and the next one applies them. A session pushes only once its
+//     first pull caught up, so a device given a wrong key that meets
+//     envelopes it cannot open does not push envelopes the others cannot
+//     open either (one that meets none cannot tell: docs/SECURITY.md).
+//   - An envelope that does not authenticate under the key its key id
+//     names (altered, or moved to another database, site, transaction or
+//     HLC), or opens to another ChangeSet, is refused: reported as
+//     ErrEnvelopeInvalid (ENVELOPE_INVALID), left out, and the rest of the
+//     page applies; the cursor moves past it.
+//
+// A sealed client sends no repair pushes (wire's "Repair pushes": the
+// relay cannot merge envelopes): after the relay lost history it pushes
+// back its own transactions and bootstraps from the newest sealed
+// checkpoint, and facts only another device than their author holds are
+// not restored.
+//
+// Rotation: SetSealer(seal.NewKeyring(newKey, oldKey)) seals from then on
+// with the new key and still opens the old one's envelopes. A new device
+// bootstraps from the newest sealed checkpoint and the log after it (the
+// whole log while there is none), so it needs every key those were sealed
+// with. The relay never sees a key, and the client stores none.
+//
+// # Sealed checkpoints
+//
+// The relay cannot snapshot a sealed database, so devices upload sealed
+// checkpoints (wire's "Sealed checkpoints"). A sealed client that is
+// caught up (after a pull that says more = false, or a push_changes
+// continuing its cursor), with nothing above its sent watermark, no
+// push, snapshot or upload in flight and no key missing, uploads one
+// when its cursor is Options.CheckpointChanges (1000) ChangeSets past the
+// relay's newest checkpoint (handshake_ack.checkpointCursor), or past it
+// at all once that one is Options.CheckpointInterval (24 h) old: its
+// engine.Snapshot at its cursor, header.horizon its applied tombstone
+// horizon, each chunk sealed into one put_checkpoint part, one in flight
+// at a time (rows chunks sized so that a part fits MaxMessageSize). A
+// CheckpointUploaded event reports the relay's stored:true. A horizon mark
+// applied meanwhile abandons the upload (its rows would straddle the
+// mark); CHECKPOINT_REFUSED, or a part that cannot be made, abandons it
+// for the session. Uploading is native only for now (the browser build
+// would link engine.Snapshot and the rows chunk encoder); a browser device
+// bootstraps from checkpoints others upload.
+//
+// A bootstrapping sealed client sends get_snapshot (never
+// resume_snapshot, which would name its tables); the relay streams the
+// newest checkpoint's parts. The client opens each, checks that it
+// follows the previous one (a part missing or out of order fails the
+// transfer like a plain snapshot's missing chunk: retried after a backoff
+// delay), and applies the chunk inside exactly as a plain snapshot's
+// chunk (progress events, the stall timeout, the engine's checkpoint). After each table the engine completes it stores where to
+// resume (sync:<serverSiteId>/<databaseId>:sealedsnap: the checkpoint,
+// the next part, the tables and rows done); an interrupted transfer asks
+// for that checkpoint from that part (get_snapshot's checkpointId and
+// fromPart), and hands the engine the header with the tables not yet
+// completed and the footer with the resumed stream's counts. A stored
+// point that does not match the engine's checkpoint is ignored (every
+// part is streamed again).
+//
+// A part no key of the client opens (ErrDecryptFailed) is held like the
+// log's envelopes: nothing more is applied, it is reported once and the
+// session pulls no more until SetSealer. A part that does not
+// authenticate (ErrEnvelopeInvalid: altered, renumbered, spliced from
+// another checkpoint) or holds a malformed chunk refuses the checkpoint:
+// reported as
+// ErrCheckpointRefused wrapping the cause, remembered for the client's
+// life, the rest of the stream ignored, the engine's snapshot checkpoint
+// discarded (rows already applied stay: they are authentic), and at
+// snapshot_complete the client pulls the log from cursor 0 instead. When
+// the relay pruned the log below that checkpoint, the pull gets
+// SNAPSHOT_REQUIRED: the client reports it (ErrCheckpointRefused) and
+// pulls no more in that session, until a device uploads a newer one. A
+// relay that answers SNAPSHOT_REQUIRED to the cursor of the checkpoint it
+// just streamed (a newer one was stored and the log pruned below it while
+// this one streamed; or a relay serving an old one) gets the bootstrap
+// again, up to 3 times in a session; then the client reports ErrProtocol
+// and pulls no more in that session.
+//
 // # Keepalive and timeouts
 //
 // Every PingInterval (30 s) the client sends ping if it received nothing,
@@ -479,6 +574,13 @@
 //	                                         this replica holds facts of other
 //	                                         sites; one that does not decode starts
 //	                                         the repair again
+//	sync:<serverSiteId>/<databaseId>:sealedsnap where an interrupted transfer
+//	                                         of a sealed checkpoint resumes:
+//	                                         "<checkpointId> <snapshotId>
+//	                                         <fromPart> <tables> <rows>" (ids as
+//	                                         quoted Go strings); absent: none.
+//	                                         One that does not decode or match
+//	                                         the engine's checkpoint is ignored
 //	sync:relay:<url>#<databaseId>            "sync:<serverSiteId>/<databaseId>" last
 //	                                         seen at that URL (lets Pending find
 //	                                         the watermark before a handshake)
@@ -508,9 +610,10 @@
 // # Events
 //
 // Subscribe delivers StateChanged, SnapshotProgressed, ErrorReported,
-// PushAcked and ChangesApplied events in order on one goroutine the client
-// owns (never the caller's, never the session's), from an unbounded queue,
-// so a slow subscriber delays later events but never the sync.
+// PushAcked, ChangesApplied and CheckpointUploaded events in order on one
+// goroutine the client owns (never the caller's, never the session's),
+// from an unbounded queue, so a slow subscriber delays later events but
+// never the sync.
 //
 // # Goroutines
 //
@@ -564,7 +667,10 @@
 // CLOCK_DRIFT refusing a push (this device is ahead) and the engine's
 // *model.DriftError refusing changes from the relay (this device is
 // behind). The client's
-// own are ErrProtocolVersion, ErrProtocol, ErrTimeout, ErrSnapshotStalled,
+// own are ErrDecryptFailed and ErrEnvelopeInvalid (sealed databases, see
+// "Sealed databases"; package seal's errors), ErrCheckpointRefused ("Sealed
+// checkpoints"), ErrNotSealed (SetSealer),
+// ErrProtocolVersion, ErrProtocol, ErrTimeout, ErrSnapshotStalled,
 // ErrTooLarge, ErrRefused (a *RefusedError: a local transaction skipped,
 // see "Transactions that cannot be synced"), ErrSyncStateReset and
 // ErrRelayDiverged (reported, repaired: see "Persisted state" and

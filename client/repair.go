@@ -32,6 +32,11 @@ func (s *session) startRepair(ns string, st *syncState, diverged, lowered bool) 
 	if !lost {
 		return nil
 	}
+	if s.c.sealed() {
+		// A sealed database has no repair pushes: the relay cannot merge
+		// envelopes (wire's "Repair pushes").
+		return nil
+	}
 	if sets, _, err := s.db.PeerFacts(nil, 1); err != nil || len(sets) == 0 {
 		// Nothing of other sites here (a new replica): no repair. A
 		// pending one ends.

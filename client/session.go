@@ -89,6 +89,23 @@ type session struct {
 	repairRead bool
 	repairMax  int
 
+	// keyStalled: an envelope no key opens stopped the pulls of this
+	// session (keyMissing).
+	keyStalled bool
+	// Sealed checkpoints (checkpoint.go): the relay's newest
+	// (handshake_ack, or this session's upload), the upload in flight,
+	// whether uploads are off for the session (one failed), and whether
+	// the session fell back to the log after refusing one.
+	ckptCursor, ckptAt uint64
+	upload             *ckptUpload
+	ckptOff            bool
+	ckptFallback       bool
+	// booted: a snapshot completed in this session, at bootCursor;
+	// bootLoops counts the times the relay could not serve that cursor.
+	booted     bool
+	bootCursor uint64
+	bootLoops  int
+
 	push          *inflight // the apply_changes in flight
 	pushFails     int
 	pushRetry     Timer
@@ -129,6 +146,10 @@ type snapTransfer struct {
 	// than this session's (its site is not the handshake's server site
 	// id): the relay refuses it with SNAPSHOT_ERROR, for good.
 	foreign bool
+	// ckpt is the sealed checkpoint being received (sealed databases);
+	// sealedFrom where get_snapshot asked to resume one.
+	ckpt       *ckptStream
+	sealedFrom *sealedResume
 	// apply is how the header is applied: a replacing apply (see
 	// replaceSnapshot) or a merge. The engine keeps the mode of a
 	// resumed checkpoint whatever apply says.
@@ -192,7 +213,7 @@ func (c *Client) session(ctx context.Context, t target) outcome {
 
 	c.setState(Syncing)
 	s.keepTimer = c.clock.NewTimer(c.opts.PingInterval)
-	hs := &wire.Handshake{ProtocolVersion: wire.ProtocolVersion, DatabaseID: t.databaseID, SiteID: c.db.SiteID(), Token: t.token}
+	hs := &wire.Handshake{ProtocolVersion: wire.ProtocolVersion, DatabaseID: t.databaseID, SiteID: c.db.SiteID(), Token: t.token, Sealed: c.sealed()}
 	s.presentPosition(hs)
 	s.send(hs)
 	o := s.loop(hsCtx.Done(), hsTimer)
@@ -200,6 +221,7 @@ func (c *Client) session(ctx context.Context, t target) outcome {
 	for _, tm := range []Timer{s.keepTimer, s.debTimer, s.pushRetry, s.pullRetry, s.stallTimer} {
 		stopTimer(tm)
 	}
+	s.endUpload(nil)
 	c.mu.Lock()
 	c.conn = nil
 	if s.snapAfterPull {
@@ -313,6 +335,10 @@ func (s *session) handle(f frame) error {
 		return s.onSnapshotChunk(m)
 	case *wire.SnapshotComplete:
 		return s.onSnapshotComplete()
+	case *wire.CheckpointPartMessage:
+		return s.onCheckpointPart(m)
+	case *wire.CheckpointResult:
+		s.onCheckpointResult(m)
 	default:
 		return fmt.Errorf("%w: unexpected %s from the relay", ErrProtocol, f.msg.Type())
 	}
@@ -320,7 +346,7 @@ func (s *session) handle(f frame) error {
 }
 
 // closeError maps a read error to the session's end: a fatal close status
-// (4001–4004) without its error frame is fatal as well.
+// (4001–4005) without its error frame is fatal as well.
 func closeError(err error) error {
 	st := peerCloseStatus(err)
 	var code wire.ErrorCode
@@ -333,6 +359,8 @@ func closeError(err error) error {
 		code = wire.CodeProtocolVersionMismatch
 	case wire.CloseAlreadyAuthenticated:
 		code = wire.CodeAlreadyAuthenticated
+	case wire.CloseSealedMismatch:
+		code = wire.CodeSealedMismatch
 	case 1008: // policy violation: rate limited (RATE_LIMITED lost) or no handshake in time
 		return &rateLimited{fmt.Errorf("client: relay closed the connection with status 1008 (policy violation: rate limited, or no handshake in time): %w", err)}
 	default:
@@ -378,6 +406,7 @@ func (s *session) onHandshakeAck(m *wire.HandshakeAck) error {
 	s.acked = true // only now: a local failure above keeps the backoff growing
 	s.ns, s.cursor, s.chain, s.sent, s.ackedKept = ns, st.cursor, st.chain, st.sent, st.haveAcked
 	s.horizon, s.echo = st.horizon, st.echo
+	s.ckptCursor, s.ckptAt = m.CheckpointCursor, m.CheckpointAt
 	s.repairing, s.repairPos = st.repairing, st.repairPos
 	s.ownCursor = st.haveCursor && !st.reset
 	s.relayHLC = model.HLC{}
@@ -512,6 +541,9 @@ func (s *session) checkAck(m *wire.HandshakeAck) error {
 	if m.DatabaseID != s.t.databaseID {
 		return &fatalError{fmt.Errorf("%w: handshake_ack for database %q, asked for %q", ErrProtocol, m.DatabaseID, s.t.databaseID)}
 	}
+	if m.Sealed != s.c.sealed() {
+		return &fatalError{fmt.Errorf("%w: handshake_ack says sealed %v for database %q, the client's mode is sealed %v", ErrProtocol, m.Sealed, m.DatabaseID, s.c.sealed())}
+	}
 	return nil
 }
 
@@ -589,6 +621,11 @@ func (s *session) onError(m *wire.Error) error {
 	// (pullFailed, pushFailed), so whoever sees the ErrorReported event
 	// sees the state it left; the other errors are reported here.
 	switch {
+	case m.Code == wire.CodeCheckpointRefused:
+		if s.upload != nil {
+			s.endUpload(m)
+			return nil
+		}
 	case m.Code == wire.CodeRateLimited:
 		// The relay closes the connection next (status 1008).
 		s.c.report(m)
@@ -600,6 +637,31 @@ func (s *session) onError(m *wire.Error) error {
 		}
 	case m.Code == wire.CodeSnapshotRequired:
 		s.c.report(m)
+		if s.snap == nil && s.c.sealed() && s.booted && s.pulling && s.pullSince == s.bootCursor {
+			s.bootLoops++
+		}
+		if s.bootLoops > maxBootLoops {
+			// The relay keeps streaming a checkpoint whose cursor it then
+			// cannot serve (it pruned the log above it: a relay serving
+			// an old checkpoint). Asking again would loop. (Once or twice
+			// is a race: a newer checkpoint stored and the log pruned
+			// below it while this one streamed.)
+			s.pulling, s.keyStalled = false, true
+			s.pullFails++
+			s.showState()
+			s.c.report(fmt.Errorf("%w: the relay cannot serve the log after the checkpoint it streamed (cursor %d); not asking again this session", ErrProtocol, s.bootCursor))
+			return nil
+		}
+		if s.snap == nil && s.ckptFallback {
+			// The log below the refused checkpoint is pruned: nothing to
+			// bootstrap from until a device uploads a newer one. No loop:
+			// this session pulls no more.
+			s.pulling, s.keyStalled = false, true
+			s.pullFails++
+			s.showState()
+			s.c.report(fmt.Errorf("%w: the relay's log before it is pruned, so this device cannot bootstrap until a device uploads a newer checkpoint", ErrCheckpointRefused))
+			return nil
+		}
 		if s.snap == nil {
 			// The relay can no longer serve the cursor pulled from.
 			// When it is this replica's own position in this log, the
@@ -647,10 +709,14 @@ func (s *session) onError(m *wire.Error) error {
 	return nil
 }
 
+// maxBootLoops bounds the snapshots a sealed session takes whose cursor the
+// relay then cannot serve (SNAPSHOT_REQUIRED at once).
+const maxBootLoops = 3
+
 // pull sends get_changes from the cursor unless one is in flight, a
 // snapshot is landing, or a retry is scheduled.
 func (s *session) pull() {
-	if s.pulling || s.snap != nil || s.pullRetry != nil {
+	if s.pulling || s.snap != nil || s.pullRetry != nil || s.keyStalled {
 		return
 	}
 	s.pulling, s.pullAt, s.pullSince, s.pullFor, s.pullEcho = true, s.c.clock.Now(), s.cursor, s.pullWant, s.echo
@@ -739,16 +805,23 @@ func (s *session) onChanges(m *wire.Changes) {
 		s.pull()
 		return
 	}
+	// A sealed client opens the envelopes (the marks at since, at its
+	// cursor, stand whatever they hold).
+	sets, err := s.openSets(m.ChangeSets, false)
+	if err != nil {
+		s.keyMissing(err)
+		return
+	}
 	next := max(s.cursor, m.Cursor)
 	chain := m.Chain
 	if next != m.Cursor {
 		chain = wire.Chain{}
 	}
-	if len(m.ChangeSets) > 0 {
+	if len(sets) > 0 {
 		// MergeOwn: the ChangeSets of this replica's own in the page are
 		// those asked back (get_changes' ownAbove and ownUpTo), which
 		// the relay applied after a mark's pruning.
-		res, err := s.db.Apply(m.ChangeSets, engine.ApplyOptions{State: cursorState(s.ns, next, chain), MergeOwn: true})
+		res, err := s.db.Apply(sets, engine.ApplyOptions{State: cursorState(s.ns, next, chain), MergeOwn: true})
 		if err != nil {
 			s.pullFailed(fmt.Errorf("client: applying changes %d..%d: %w", m.Cursor-uint64(len(m.ChangeSets))+1, m.Cursor, err))
 			return
@@ -793,6 +866,7 @@ func (s *session) onChanges(m *wire.Changes) {
 		s.flush()
 	}
 	s.showState()
+	s.maybeCheckpoint()
 }
 
 // showState shows Syncing or Synced while no snapshot lands: Synced once
@@ -843,6 +917,20 @@ func (s *session) onPushChanges(m *wire.PushChanges) {
 		s.pull()
 		return
 	}
+	sets := m.ChangeSets
+	if s.c.sealed() {
+		// Opened here only when every envelope opens; otherwise the
+		// pull brings them, and refuses or holds them there.
+		if s.keyStalled {
+			return
+		}
+		var err error
+		if sets, err = s.openSets(m.ChangeSets, true); err != nil {
+			s.pullWant = max(s.pullWant, m.Cursor)
+			s.pull()
+			return
+		}
+	}
 	if err := s.applyMarks(before); err != nil {
 		s.pullFails++
 		s.showState()
@@ -854,7 +942,7 @@ func (s *session) onPushChanges(m *wire.PushChanges) {
 	// when another connection of it pushed them (a sibling tab); merged
 	// in their place in the log, as the relay did.
 	opts := engine.ApplyOptions{State: cursorState(s.ns, m.Cursor, m.Chain), MergeOwn: true}
-	res, err := s.db.Apply(m.ChangeSets, opts)
+	res, err := s.db.Apply(sets, opts)
 	if err != nil {
 		// A failure like a failed pull: not Synced until the pull below
 		// (or its retry) applies them; the state moves before the report.
@@ -876,6 +964,7 @@ func (s *session) onPushChanges(m *wire.PushChanges) {
 		}
 	}
 	if contiguous {
+		s.maybeCheckpoint()
 		return
 	}
 	s.pullWant = max(s.pullWant, m.Cursor)
@@ -920,6 +1009,11 @@ func (s *session) applyMarks(hs []wire.Horizon) error {
 	for _, h := range hs {
 		if h.Wall <= s.horizon {
 			continue
+		}
+		if s.upload != nil {
+			// The checkpoint's rows, read across pulls, would mix both
+			// sides of the mark: abandoned at the next answer.
+			s.upload.marked = true
 		}
 		held := s.sent
 		if h.SiteHLCStated {
@@ -1100,10 +1194,16 @@ func (s *session) sendPush(sets []model.ChangeSet, full bool, maxSets int) {
 			batch = batch[:maxSets]
 		}
 		maxSets = 0
+		// A sealed client pushes envelopes (sealed: batch sealed, the
+		// same ChangeSets' visible members).
+		sealed, err := s.sealSets(batch)
+		if err != nil {
+			s.pushFailed(fmt.Errorf("client: sealing local changes: %w", err))
+			return
+		}
 		var b []byte
-		var err error
 		for {
-			b, err = wire.EncodeClient(&wire.ApplyChanges{RequestID: id, ChangeSets: batch})
+			b, err = wire.EncodeClient(&wire.ApplyChanges{RequestID: id, ChangeSets: sealed[:len(batch)]})
 			if (err == nil && int64(len(b)) <= s.c.opts.MaxMessageSize) || len(batch) == 1 {
 				break
 			}
@@ -1269,6 +1369,7 @@ func (s *session) onApplyResult(m *wire.ApplyResult) {
 	s.c.post(Event{Type: PushAcked, Result: m.ApplyResult})
 	s.pushNext(p)
 	s.showState()
+	s.maybeCheckpoint() // once nothing is left to push
 }
 
 // pushNext sends what follows p, once p is done (acknowledged or
@@ -1337,6 +1438,7 @@ func (s *session) heldOwn() model.HLC {
 // lowered to the sent watermark when the handshake lowered that (the
 // relay may have lost what was acknowledged).
 func (s *session) startSnapshot(cp *model.SnapshotCheckpoint, replace bool) {
+	s.endUpload(nil) // a sealed checkpoint's rows must not mix with a snapshot's
 	s.pulling, s.snapAfterPull = false, false
 	s.synced = false
 	s.snap = &snapTransfer{resumed: cp != nil}
@@ -1347,7 +1449,7 @@ func (s *session) startSnapshot(cp *model.SnapshotCheckpoint, replace bool) {
 	}
 	if cp != nil {
 		server, _ := namespaceServer(s.ns, s.t.databaseID)
-		s.snap.foreign = cp.SiteID != server
+		s.snap.foreign = cp.SiteID != server && !s.c.sealed()
 		if cp.Replace {
 			keep := cp.KeepOwnAfter
 			if s.sent.Less(keep) {
@@ -1359,9 +1461,21 @@ func (s *session) startSnapshot(cp *model.SnapshotCheckpoint, replace bool) {
 	s.c.setState(Syncing)
 	s.c.setProgress(&engine.SnapshotProgress{})
 	s.armStall()
-	if cp != nil {
+	switch {
+	case cp != nil && !s.c.sealed():
 		s.send(&wire.ResumeSnapshot{Checkpoint: *cp})
-	} else {
+	case cp != nil:
+		// A sealed client never names its tables to the relay: it asks
+		// for the newest sealed checkpoint, from the part after the last
+		// table its engine completed when it is still the same one
+		// (checkpoint.go), whose header resumes the engine's checkpoint.
+		gs := &wire.GetSnapshot{}
+		if r := s.loadSealedResume(cp); r != nil {
+			s.snap.sealedFrom = r
+			gs.CheckpointID, gs.FromPart = r.ckptID, r.fromPart
+		}
+		s.send(gs)
+	default:
 		s.send(&wire.GetSnapshot{})
 	}
 }
@@ -1512,6 +1626,19 @@ func (s *session) onSnapshotComplete() error {
 	if s.snap == nil {
 		return fmt.Errorf("%w: snapshot_complete without a snapshot request", ErrProtocol)
 	}
+	if s.snap.ckpt != nil && s.snap.ckpt.refused {
+		return s.checkpointFallback()
+	}
+	if s.snap.ckpt != nil && s.snap.ckpt.keyMissing != nil {
+		err := s.snap.ckpt.keyMissing
+		s.snap = nil
+		stopTimer(s.stallTimer)
+		s.stallTimer = nil
+		s.c.setProgress(nil)
+		s.keyMissing(err)
+		return nil
+	}
+	s.booted, s.bootCursor = s.snap.done, s.snap.cursor
 	if !s.snap.done {
 		return &snapshotFailure{fmt.Errorf("%w: snapshot_complete before the footer", ErrProtocol)}
 	}

@@ -93,6 +93,9 @@ const (
 	// ChangesApplied: changes from the relay (a changes reply or a
 	// push_changes) were applied; Event.Result has the counts.
 	ChangesApplied
+	// CheckpointUploaded: this client's sealed checkpoint became the
+	// relay's newest (sealed databases); Event.Cursor is its cursor.
+	CheckpointUploaded
 )
 
 func (t EventType) String() string {
@@ -107,6 +110,8 @@ func (t EventType) String() string {
 		return "pushAcked"
 	case ChangesApplied:
 		return "changesApplied"
+	case CheckpointUploaded:
+		return "checkpointUploaded"
 	}
 	return fmt.Sprintf("EventType(%d)", int(t))
 }
@@ -123,6 +128,8 @@ type Event struct {
 	// Result is set for PushAcked (the relay's counts) and ChangesApplied
 	// (this replica's).
 	Result model.ApplyResult
+	// Cursor is set for CheckpointUploaded.
+	Cursor uint64
 }
 
 // dispatcher delivers events to subscribers, in order, on its own

@@ -203,6 +203,9 @@ func validateChangeSet(cs *ChangeSet) error {
 	if cs.SiteID.IsZero() {
 		return malformed("no site id")
 	}
+	if cs.Sealed() {
+		return malformed("sealed ChangeSet (an envelope): open it with the database's key before applying")
+	}
 	n := len(cs.Changes) + len(cs.Migrations)
 	if n == 0 {
 		return malformed("empty ChangeSet")

@@ -59,13 +59,23 @@ type Change struct {
 //     watermark may rest on.
 //   - Migrations come first (lowest opSeqs), then Changes, each in opSeq
 //     order.
+//   - Envelope, when not nil, is a sealed ChangeSet (docs/design.md §
+//     Sealed databases; wire's "Envelopes"): the AES-GCM envelope of the
+//     ChangeSet's wire form, sealed under a key the relay never sees, and
+//     Migrations and Changes are empty. SiteID, TransactionID and HLC stay
+//     visible (the envelope's associated data binds them). The engine
+//     never applies a sealed ChangeSet: a client opens it first.
 type ChangeSet struct {
 	SiteID        SiteID
 	TransactionID string
 	HLC           HLC
 	Migrations    []SchemaMigration
 	Changes       []Change
+	Envelope      []byte
 }
+
+// Sealed reports whether cs is a sealed ChangeSet (Envelope set).
+func (cs *ChangeSet) Sealed() bool { return cs.Envelope != nil }
 
 // MigrationType names a schema migration.
 type MigrationType string

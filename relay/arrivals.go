@@ -64,6 +64,9 @@ const (
 	bucketArrivalsTx = "arrivals_tx"
 	bucketChain      = "arrivals_chain"
 	bucketSites      = "arrivals_site"
+	// bucketCheckpoint holds the parts of sealed checkpoints: the newest
+	// one's, and those of an upload in progress (checkpointPartKey).
+	bucketCheckpoint = "checkpoint_parts"
 
 	relayFormat   = "2"
 	recordVersion = 1
@@ -78,12 +81,18 @@ var (
 	// pruned at (horizon.go): present only between the two.
 	keyHorizonPending = []byte("horizonPending")
 	keyChain          = []byte("chain")
+	// keySealed is "1" in a sealed database's file (written when the
+	// file is created, never changed); absent: plain.
+	keySealed = []byte("sealed")
+	// keyCheckpoint is the newest sealed checkpoint's record
+	// (encodeCheckpointMeta); absent: none.
+	keyCheckpoint = []byte("checkpoint")
 	// keyPrunedChain is the chain value at the compaction point.
 	keyPrunedChain = []byte("prunedChain")
 )
 
 // storeBuckets are the buckets a database file is opened with.
-var storeBuckets = append(append([]string(nil), engine.Buckets...), bucketRelay, bucketArrivals, bucketArrivalsTx, bucketChain, bucketSites, bucketHorizons, bucketHorizonSites)
+var storeBuckets = append(append([]string(nil), engine.Buckets...), bucketRelay, bucketArrivals, bucketArrivalsTx, bucketChain, bucketSites, bucketHorizons, bucketHorizonSites, bucketCheckpoint)
 
 // errCorrupt is returned when a stored relay record does not parse.
 var errCorrupt = errors.New("relay: corrupt arrival log")
@@ -110,7 +119,12 @@ func dedupKey(cs *model.ChangeSet) []byte {
 }
 
 // facts counts the changes and schema migrations of a ChangeSet.
-func facts(cs *model.ChangeSet) int { return len(cs.Changes) + len(cs.Migrations) }
+func facts(cs *model.ChangeSet) int {
+	if cs.Sealed() {
+		return 1 // an envelope counts as one change for the limits and pages
+	}
+	return len(cs.Changes) + len(cs.Migrations)
+}
 
 // encodeRecord builds an arrival record.
 func encodeRecord(arrivedMs uint64, nfacts int, key, js []byte) []byte {

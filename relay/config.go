@@ -14,6 +14,10 @@ import (
 	"github.com/replica-sync/replica/wire"
 )
 
+// DefaultMaxCheckpointBytes bounds one sealed checkpoint's envelopes
+// (Config.MaxCheckpointBytes): 1 GiB.
+const DefaultMaxCheckpointBytes = 1 << 30
+
 // Defaults of the Config fields; cmd/relay uses them as its flag defaults.
 const (
 	DefaultAddr                = "127.0.0.1:8080"
@@ -86,6 +90,11 @@ type Config struct {
 	// apply_changes; a larger one is refused with APPLY_CHANGES_REFUSED.
 	// Default 100 000.
 	MaxChangesPerApply int
+	// MaxCheckpointBytes bounds the envelope bytes of one sealed
+	// checkpoint a device uploads (put_checkpoint); a larger upload is
+	// refused with CHECKPOINT_REFUSED and nothing of it is kept. Default
+	// DefaultMaxCheckpointBytes (1 GiB).
+	MaxCheckpointBytes int64
 	// PageChanges bounds the changes plus schema migrations of one
 	// changes or push_changes frame, at ChangeSet granularity: a
 	// ChangeSet larger than the bound travels alone. Default 1000.
@@ -219,6 +228,12 @@ func (c Config) withDefaults() (Config, error) {
 // defaultCounts fills the zero durations and counts of c with their
 // defaults; a negative one is an error naming the field.
 func (c *Config) defaultCounts() error {
+	if c.MaxCheckpointBytes < 0 {
+		return fmt.Errorf("relay: Config.MaxCheckpointBytes is negative (%d)", c.MaxCheckpointBytes)
+	}
+	if c.MaxCheckpointBytes == 0 {
+		c.MaxCheckpointBytes = DefaultMaxCheckpointBytes
+	}
 	for _, f := range []struct {
 		v    *time.Duration
 		d    time.Duration

@@ -66,6 +66,10 @@ var _ Conn = (*websocket.Conn)(nil)
 // wait for room in the queue; pushes from other connections never wait (see
 // push).
 type conn struct {
+	// upload is the sealed checkpoint this connection is uploading
+	// (put_checkpoint; the read goroutine's), nil when none.
+	upload *checkpointMeta
+
 	s      *Server
 	ws     Conn
 	id     string
@@ -158,6 +162,7 @@ func (c *conn) run() {
 	c.stopCancel()
 	if c.db != nil {
 		c.db.removeConn(c)
+		c.db.dropUpload(c)
 		c.s.release(c.db)
 	}
 	c.log.Debug("relay: connection ended", "duration", c.s.cfg.Timers.Now().Sub(c.start))
@@ -401,10 +406,12 @@ func (c *conn) handle(frame []byte) bool {
 	case *wire.ApplyChanges:
 		c.applyChanges(m)
 	case *wire.GetSnapshot:
-		c.snapshot(nil)
+		c.snapshot(nil, m)
 	case *wire.ResumeSnapshot:
 		cp := m.Checkpoint
-		c.snapshot(&cp)
+		c.snapshot(&cp, nil)
+	case *wire.PutCheckpoint:
+		c.putCheckpoint(m)
 	case *wire.Pong, *wire.Error:
 		// A keepalive answer, or a client reporting something: nothing
 		// to answer (answering an error with an error could loop).
@@ -467,17 +474,33 @@ func (c *conn) handshake(m *wire.Handshake) bool {
 		c.log.Warn("relay: authentication failed", "database", m.DatabaseID, "site", m.SiteID, "err", err)
 		return c.fatal(wire.CodeAuthFailed, "credentials do not grant database %q", m.DatabaseID)
 	}
-	d, err := c.s.acquire(m.DatabaseID)
+	d, err := c.s.acquire(m.DatabaseID, m.Sealed)
 	if err != nil {
 		c.log.Error("relay: cannot open database", "database", m.DatabaseID, "err", err)
 		c.sendError(codeInternal, "", "the relay cannot open database %q now; retry later", m.DatabaseID)
 		c.closeWith(websocket.StatusInternalError, "database unavailable", true)
 		return false
 	}
+	if d.sealed != m.Sealed {
+		c.s.release(d)
+		c.log.Warn("relay: handshake refused: sealed mode mismatch", "database", m.DatabaseID, "site", m.SiteID, "sealed", d.sealed)
+		if d.sealed {
+			return c.fatal(wire.CodeSealedMismatch, "database %q is sealed: connect with its key (the handshake must say sealed)", m.DatabaseID)
+		}
+		return c.fatal(wire.CodeSealedMismatch, "database %q is plain (not sealed): connect without a key", m.DatabaseID)
+	}
 	pos, err := d.checkPosition(m.SiteID, m.Log, m.Cursor, m.Chain)
 	if err != nil {
 		c.s.release(d)
 		c.log.Error("relay: cannot read the arrival log", "database", m.DatabaseID, "err", err)
+		c.sendError(codeInternal, "", "the relay cannot read database %q now; retry later", m.DatabaseID)
+		c.closeWith(websocket.StatusInternalError, "database unavailable", true)
+		return false
+	}
+	ckCursor, ckAt, err := d.checkpointInfo()
+	if err != nil {
+		c.s.release(d)
+		c.log.Error("relay: cannot read the sealed checkpoint", "database", m.DatabaseID, "err", err)
 		c.sendError(codeInternal, "", "the relay cannot read database %q now; retry later", m.DatabaseID)
 		c.closeWith(websocket.StatusInternalError, "database unavailable", true)
 		return false
@@ -492,7 +515,8 @@ func (c *conn) handshake(m *wire.Handshake) bool {
 	// The ack is queued before the connection joins the database, so no
 	// push_changes can precede it.
 	c.send(&wire.HandshakeAck{ProtocolVersion: wire.ProtocolVersion, DatabaseID: d.id, ServerSiteID: d.site, ConnectionID: c.id,
-		SiteHLC: pos.siteHLC, SiteHLCStated: true, History: pos.history})
+		SiteHLC: pos.siteHLC, SiteHLCStated: true, History: pos.history, Sealed: d.sealed,
+		CheckpointCursor: ckCursor, CheckpointAt: ckAt})
 	d.addConn(c)
 	c.log.Info("relay: session started", "site", m.SiteID)
 	return true
@@ -579,6 +603,12 @@ func (c *conn) applyChanges(m *wire.ApplyChanges) {
 func (c *conn) applyFailed(requestID string, err error) {
 	var drift *model.DriftError
 	switch {
+	case errors.Is(err, errEnvelopeRequired):
+		c.log.Warn("relay: apply_changes refused: plaintext to a sealed database", "requestId", requestID, "err", err)
+		c.sendError(wire.CodeEnvelopeRequired, requestID, "%v (nothing was stored)", err)
+	case errors.Is(err, errEnvelopeRefused):
+		c.log.Warn("relay: apply_changes refused: an envelope to a plain database", "requestId", requestID, "err", err)
+		c.sendError(wire.CodeEnvelopeRefused, requestID, "%v (nothing was stored)", err)
 	case refused(err):
 		c.log.Warn("relay: apply_changes refused", "requestId", requestID, "err", err)
 		c.sendError(wire.CodeApplyChangesRefused, requestID, "%v (nothing was stored; the same ChangeSets would be refused again)", err)
@@ -631,7 +661,11 @@ func refused(err error) bool {
 // snapshot is streamed instead, under a new id and the current cursor: a
 // resumed stream's client pulls from the checkpoint's cursor, and would
 // skip for good the entries the log holds below it.
-func (c *conn) snapshot(resume *model.SnapshotCheckpoint) {
+//
+// For a sealed database it streams the newest sealed checkpoint instead
+// (streamCheckpoint; from: a get_snapshot's resume of one), or an empty
+// snapshot at cursor 0 when there is none.
+func (c *conn) snapshot(resume *model.SnapshotCheckpoint, from *wire.GetSnapshot) {
 	d := c.db
 	if resume != nil && resume.SiteID != d.site {
 		c.sendError(wire.CodeSnapshotError, "",
@@ -640,6 +674,20 @@ func (c *conn) snapshot(resume *model.SnapshotCheckpoint) {
 	}
 	cursor, horizon, markCursor := d.snapshotStarted()
 	defer d.snapshotEnded()
+	if d.sealed {
+		// The relay holds no replica of a sealed database: it streams
+		// the newest sealed checkpoint, or, with none, an empty snapshot
+		// at the start of the log (nothing of a sealed log is pruned
+		// before a checkpoint), and the client pulls every envelope
+		// after it.
+		c.setSnapshot(true)
+		served := c.streamCheckpoint(from)
+		c.setSnapshot(false)
+		if served {
+			return
+		}
+		cursor, horizon, resume = 0, 0, nil
+	}
 	if resume != nil && horizon != 0 && markCursor >= resume.Cursor {
 		c.log.Info("relay: a tombstone horizon mark is not older than the checkpoint; sending a new snapshot instead of resuming", "checkpointCursor", resume.Cursor, "markCursor", markCursor)
 		resume = nil

@@ -36,6 +36,12 @@ type database struct {
 	store kv.Store
 	eng   *engine.Engine
 	site  model.SiteID
+	// sealed is the database's mode (docs/design.md § Sealed databases;
+	// wire's "Sealed databases"): its ChangeSets are envelopes the relay
+	// stores, sequences and fans out without reading them. The merged
+	// replica (eng) then stays empty: nothing is merged into it, and a
+	// snapshot is empty at the start of the log.
+	sealed bool
 
 	// applyMu serializes apply: the merge, the arrival-log append and the
 	// fan-out, so that pushes leave in cursor order.
@@ -69,6 +75,15 @@ type database struct {
 // APPLY_CHANGES_REFUSED.
 var errRefused = errors.New("apply_changes refused")
 
+// errEnvelopeRequired and errEnvelopeRefused mark a batch refused for its
+// mode: a plaintext ChangeSet pushed to a sealed database
+// (ENVELOPE_REQUIRED), an envelope pushed to a plain one
+// (ENVELOPE_REFUSED). Both are refusals for content (refused).
+var (
+	errEnvelopeRequired = fmt.Errorf("%w: envelope required", errRefused)
+	errEnvelopeRefused  = fmt.Errorf("%w: envelope refused", errRefused)
+)
+
 // errSnapshotRequired is returned by readChanges for a cursor the arrival log
 // cannot serve.
 type errSnapshotRequired struct{ since, pruned, current uint64 }
@@ -80,8 +95,10 @@ func (e *errSnapshotRequired) Error() string {
 	return fmt.Sprintf("cursor %d is older than the retained log (entries up to %d were pruned); bootstrap from a snapshot", e.since, e.pruned)
 }
 
-// open opens (creating if needed) the database file and its replica.
-func (d *database) open() error {
+// open opens (creating if needed) the database file and its replica. A file
+// it creates is sealed when sealed is true; an existing one keeps the mode
+// it was created with.
+func (d *database) open(sealed bool) error {
 	st, err := d.openStore()
 	if err != nil {
 		return fmt.Errorf("open database %q: %w", d.id, err)
@@ -94,6 +111,11 @@ func (d *database) open() error {
 			if err := tx.Put(bucketRelay, keyFormat, []byte(relayFormat)); err != nil {
 				return err
 			}
+			if sealed {
+				if err := tx.Put(bucketRelay, keySealed, []byte("1")); err != nil {
+					return err
+				}
+			}
 		case err != nil:
 			return err
 		case string(f) == "1":
@@ -103,6 +125,14 @@ func (d *database) open() error {
 			}
 		case string(f) != relayFormat:
 			return fmt.Errorf("%w: relay format %q, this version reads %s", errCorrupt, f, relayFormat)
+		}
+		switch v, err := tx.Get(bucketRelay, keySealed); {
+		case err == nil && string(v) == "1":
+			d.sealed = true
+		case err == nil:
+			return fmt.Errorf("%w: sealed flag %q", errCorrupt, v)
+		case !errors.Is(err, kv.ErrNotFound):
+			return err
 		}
 		cur, err = getCounter(tx, keyCursor)
 		return err
@@ -118,7 +148,15 @@ func (d *database) open() error {
 	}
 	d.store, d.eng, d.site = st, eng, eng.SiteID()
 	d.cursor.Store(cur)
-	if err := d.remerge(); err != nil {
+	if d.sealed {
+		// Nothing to merge: the relay cannot read envelopes. Parts of
+		// checkpoint uploads a stop interrupted go.
+		if err := d.dropStrayParts(); err != nil {
+			_ = eng.Close()
+			_ = st.Close()
+			return fmt.Errorf("open database %q: %w", d.id, err)
+		}
+	} else if err := d.remerge(); err != nil {
 		_ = eng.Close()
 		_ = st.Close()
 		return fmt.Errorf("open database %q: %w", d.id, err)
@@ -216,6 +254,9 @@ func (d *database) apply(sender *conn, sets []model.ChangeSet, repair bool) (mod
 	if len(sets) == 0 {
 		return held, 0, nil
 	}
+	if d.sealed {
+		return d.applySealed(sender, sets, pend, held, now)
+	}
 	var added []arrival
 	var marks []wire.Horizon
 	var last uint64
@@ -250,10 +291,16 @@ func (d *database) dropHeld(sets []model.ChangeSet, pend []pendingSet) ([]model.
 			case err != nil:
 				return err
 			}
-			if err := checkResend(tx, v, p.json, i); err != nil {
-				return err
+			if !d.sealed {
+				if err := checkResend(tx, v, p.json, i); err != nil {
+					return err
+				}
 			}
-			held.Skipped += len(sets[i].Changes)
+			if d.sealed {
+				held.Skipped++ // one change per envelope
+			} else {
+				held.Skipped += len(sets[i].Changes)
+			}
 			held.Transactions++
 		}
 		return nil
@@ -273,6 +320,11 @@ func (d *database) dropHeld(sets []model.ChangeSet, pend []pendingSet) ([]model.
 // and encodes it for the arrival log: it returns the batch without its
 // repeated transactions (dedupBatch) and a pendingSet per ChangeSet of it.
 func (d *database) prepareBatch(sender *conn, sets []model.ChangeSet, repair bool) ([]model.ChangeSet, []pendingSet, error) {
+	if repair && d.sealed {
+		// The relay cannot merge envelopes to tell which facts it lacks
+		// (wire's "Repair pushes").
+		return nil, nil, fmt.Errorf("%w: database %q is sealed: the relay cannot merge a repair push's envelopes", errRefused, d.id)
+	}
 	// A connection pushes its own site's transactions only: a ChangeSet of
 	// another site would reach every device but that one (its pulls leave
 	// its own site out), and they would diverge for good. A repair push
@@ -287,6 +339,12 @@ func (d *database) prepareBatch(sender *conn, sets []model.ChangeSet, repair boo
 		case repair && cs.SiteID == sender.site:
 			return nil, nil, fmt.Errorf("%w: repair push: ChangeSet %d (%s) is of the sender's own site %s: a repair push carries other sites' facts, a client's own go in a plain apply_changes",
 				errRefused, i, cs.TransactionID, cs.SiteID)
+		}
+		switch cs := &sets[i]; {
+		case d.sealed && !cs.Sealed():
+			return nil, nil, fmt.Errorf("%w: ChangeSet %d (%s) is plaintext, and database %q is sealed: push envelopes", errEnvelopeRequired, i, cs.TransactionID, d.id)
+		case !d.sealed && cs.Sealed():
+			return nil, nil, fmt.Errorf("%w: ChangeSet %d (%s) is an envelope, and database %q is plain: it cannot be merged", errEnvelopeRefused, i, cs.TransactionID, d.id)
 		}
 	}
 	var err error
@@ -351,9 +409,13 @@ func (d *database) appendArrivals(tx kv.Tx, pend []pendingSet, arrivedMs uint64)
 		switch {
 		case err == nil:
 			// Held already: a resend adds nothing to the log, if
-			// it is one (see checkResend).
-			if err := checkResend(tx, v, p.json, i); err != nil {
-				return nil, nil, 0, err
+			// it is one (see checkResend; an envelope resent is
+			// sealed anew, with another nonce, and cannot be
+			// compared: the first copy stays).
+			if !d.sealed {
+				if err := checkResend(tx, v, p.json, i); err != nil {
+					return nil, nil, 0, err
+				}
 			}
 			continue
 		case !errors.Is(err, kv.ErrNotFound):
@@ -729,6 +791,17 @@ func (d *database) readPage(tx kv.Tx, since, end uint64, own model.SiteID, echo 
 // pruneBatch records, and moves the pruned counter past them. It returns the
 // number removed.
 func (d *database) pruneArrivals(cutoffMs uint64) (int, error) {
+	// A sealed database has no merged replica: below its newest sealed
+	// checkpoint the log may go, above it it is the only copy the relay
+	// can serve a new device.
+	var capCursor uint64 = wire.MaxCursor
+	if d.sealed {
+		ck, _, err := d.checkpointInfo()
+		if err != nil {
+			return 0, err
+		}
+		capCursor = ck
+	}
 	total := 0
 	for {
 		var n int
@@ -756,7 +829,7 @@ func (d *database) pruneArrivals(cutoffMs uint64) (int, error) {
 					derr = err
 					return false
 				}
-				if r.arrivedMs >= cutoffMs {
+				if r.arrivedMs >= cutoffMs || c > capCursor {
 					done = true
 					return false
 				}

@@ -41,6 +41,7 @@
 //	-token-file            REPLICA_RELAY_TOKEN_FILE                            token file for -auth tokens
 //	-allow-origin          REPLICA_RELAY_ALLOW_ORIGIN                          other origins allowed to connect from a browser (OriginPatterns)
 //	-max-frame             REPLICA_RELAY_MAX_FRAME             16MiB           largest frame in bytes (MaxMessageSize)
+//	-max-checkpoint        REPLICA_RELAY_MAX_CHECKPOINT        1GiB            sealed checkpoint bytes (MaxCheckpointBytes)
 //	-max-apply-changes     REPLICA_RELAY_MAX_APPLY_CHANGES     100000          changes per apply_changes (MaxChangesPerApply)
 //	-page-changes          REPLICA_RELAY_PAGE_CHANGES          1000            changes per changes/push_changes frame (PageChanges)
 //	-send-queue            REPLICA_RELAY_SEND_QUEUE            64              frames queued per connection (SendQueue)
@@ -246,7 +247,12 @@
 // that differ only in case stay apart on case-insensitive file systems).
 // Inside, next to the engine's buckets (engine.Buckets, engine/internal/layout):
 //
-//	relay          "format" → "2"; "cursor" → last cursor (8-byte big-endian);
+//	relay          "format" → "2"; "sealed" → "1" in a sealed database (written
+//	               when the file is created, never changed; absent: plain);
+//	               "checkpoint" → the newest sealed checkpoint: version 1 ‖
+//	               cursor (8) ‖ parts (4) ‖ bytes (8) ‖ stored at ms (8) ‖
+//	               hlc (30) ‖ uploader site id (16) ‖ checkpointId;
+//	               "cursor" → last cursor (8-byte big-endian);
 //	               "pruned" → last cursor removed by retention (8-byte big-endian);
 //	               "chain" → chain value at "cursor" (16 bytes);
 //	               "prunedChain" → chain value at "pruned" (16 bytes);
@@ -261,6 +267,9 @@
 //	arrivals_chain cursor (8-byte big-endian) → chain value there (16 bytes)
 //	arrivals_site  site id (16 bytes) → highest hlc of its stored ChangeSets
 //	               (30 bytes, model.HLC.Bytes), repair entries left out; never pruned
+//	checkpoint_parts site id (16) ‖ len(checkpointId) (1) ‖ checkpointId ‖ part
+//	               (4-byte big-endian) → the part's envelope: the newest sealed
+//	               checkpoint's parts, and those of uploads in progress
 //	arrivals_horizon cursor (8-byte big-endian) → wall ms (8) ‖ chain value at
 //	               cursor (16): the tombstone horizon marks (one per cursor;
 //	               see "Retention and maintenance")
@@ -276,6 +285,64 @@
 // the decoded frame), so pages and pushes are assembled from stored bytes
 // without decoding. Each database is its own file: a connection is bound to
 // the one database its handshake named, and no request reads another.
+//
+// # Sealed databases
+//
+// A database is sealed or plain (docs/design.md § Sealed databases; wire's
+// "Sealed databases"), decided by the handshake that creates its file
+// (handshake.sealed; "sealed" in the relay bucket) and kept for its life:
+// deleting the file is the only way to change it. A handshake of the other
+// mode is answered, after authentication, with SEALED_MISMATCH (fatal,
+// close 4005), logged as a warning. The ack says the mode (sealed).
+//
+// For a sealed database the relay stores, deduplicates, sequences and fans
+// out envelopes without reading them: apply_changes appends each
+// ChangeSet the log does not hold (site id, transactionId) as for a plain
+// database, with its cursor and chain value, in one kv transaction, but
+// merges nothing (the merged replica stays empty). It checks what it can
+// see: every ChangeSet is an envelope (a plaintext one refuses the batch
+// with ENVELOPE_REQUIRED), of the connection's site, with an hlc naming
+// its transactionId (else APPLY_CHANGES_REFUSED), not more than 60 s
+// ahead of the relay's clock (CLOCK_DRIFT). A resend of a held
+// transaction, sealed anew with another nonce, is counted as skipped and
+// not compared (its facts cannot be read). apply_result counts one change
+// per envelope: applied when stored, skipped when held. An envelope pushed
+// to a plain database refuses the batch with ENVELOPE_REFUSED, and a
+// repair push (wire's "Repair pushes") to a sealed one with
+// APPLY_CHANGES_REFUSED: the relay cannot merge envelopes. Limits,
+// authentication, rate limits, metrics and logs work the same (an envelope
+// counts as one change for MaxChangesPerApply and PageChanges).
+//
+// Sealed checkpoints (wire's "Sealed checkpoints"): a device uploads its
+// snapshot sealed part by part (put_checkpoint). The relay stages the
+// parts of each connection's upload in the checkpoint_parts bucket and
+// answers each with checkpoint_result; on the last part, if the upload's
+// cursor is still above the newest checkpoint's, the upload becomes the
+// newest ("checkpoint" in the relay bucket: id, uploader, hlc, cursor,
+// parts, bytes, when it was stored) and the older one's parts go, in one
+// transaction. It refuses (CHECKPOINT_REFUSED, logged as a warning) an
+// upload to a plain database, at a cursor above the log's head or not
+// above the newest checkpoint's, of another site than the connection's,
+// with an hlc more than 60 s ahead, with a part out of order, or above
+// MaxCheckpointBytes (1 GiB) in all. An upload a connection leaves
+// unfinished is dropped when it ends (and at the next open, after a stop).
+// get_snapshot and resume_snapshot of a sealed database stream the newest
+// checkpoint's parts as checkpoint_part frames, one read per transaction
+// as the queue takes them, then snapshot_complete (a get_snapshot naming
+// the newest checkpoint and a fromPart above 2 gets parts 0 and 1, then
+// the parts from fromPart on); with no checkpoint, an
+// empty snapshot at cursor 0 (no tables), so a new device pulls the whole
+// log. handshake_ack announces the newest (checkpointCursor,
+// checkpointAt).
+//
+// Maintenance makes tombstone horizon marks as for a plain database (the
+// devices prune at them) and prunes a sealed arrival log by the same
+// retention rule, but never above the newest checkpoint's cursor: with no
+// merged replica, the log after it is the only copy the relay can serve.
+// A device behind the pruned point gets SNAPSHOT_REQUIRED and bootstraps
+// from the checkpoint. docs/SECURITY.md is the threat model: what the
+// relay's operator and its disk learn (ids, sizes, times, HLCs, key ids,
+// checkpoint sizes) and cannot (tables, columns, values, blobs).
 //
 // # Authentication
 //
@@ -423,6 +490,7 @@
 //	replica_relay_changes_applied_total       counter  changes that changed a merged replica
 //	replica_relay_changes_skipped_total       counter  changes that did not (older, equal, duplicate)
 //	replica_relay_changesets_stored_total     counter  ChangeSets appended to arrival logs
+//	replica_relay_sealed_checkpoints_total    counter  sealed checkpoints, by result (stored, refused, served)
 //	replica_relay_apply_duration_seconds      histogram  merge + append + commit of one apply_changes
 //	replica_relay_pushes_dropped_total        counter  push_changes not delivered, by reason (queue_full, snapshot)
 //	replica_relay_arrivals_pruned_total       counter  arrival-log entries removed by retention

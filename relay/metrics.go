@@ -25,6 +25,7 @@ type metrics struct {
 	changesApplied   prometheus.Counter
 	changesSkipped   prometheus.Counter
 	changeSetsStored prometheus.Counter
+	checkpoints      *prometheus.CounterVec
 	applyDuration    prometheus.Histogram
 	pushesDropped    *prometheus.CounterVec
 	arrivalsPruned   prometheus.Counter
@@ -61,6 +62,8 @@ func newMetrics() *metrics {
 		Help: "Changes received that did not change the merged replica (older, equal, duplicate)."})
 	m.changeSetsStored = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "changesets_stored_total",
 		Help: "ChangeSets appended to arrival logs (each got a new cursor)."})
+	m.checkpoints = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "sealed_checkpoints_total",
+		Help: "Sealed checkpoints: stored (an upload became a sealed database's newest), refused (CHECKPOINT_REFUSED), served (streamed to a bootstrapping device)."}, []string{"result"})
 	m.applyDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "apply_duration_seconds",
 		Help:    "Time to merge one apply_changes and append it to the arrival log, commit included.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 12)})
@@ -77,7 +80,7 @@ func newMetrics() *metrics {
 	m.storageFailing = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "storage_failing",
 		Help: "Operations (open, write, read) of databases whose last attempt failed; /healthz answers 503 while it is above 0."})
 	m.reg.MustRegister(m.rateLimited, m.storageErrors, m.storageFailing, m.connections, m.connectionsTotal, m.connsRefused, m.databasesOpen, m.messagesIn, m.messagesOut,
-		m.bytesIn, m.bytesOut, m.errors, m.changesApplied, m.changesSkipped, m.changeSetsStored,
+		m.bytesIn, m.bytesOut, m.errors, m.changesApplied, m.changesSkipped, m.changeSetsStored, m.checkpoints,
 		m.applyDuration, m.pushesDropped, m.arrivalsPruned, m.horizonMarks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

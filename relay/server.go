@@ -360,7 +360,10 @@ func (s *Server) serve(c *conn, ws Conn) {
 
 // acquire returns the open database id, opening it if needed, and counts a
 // reference to it; release gives the reference back.
-func (s *Server) acquire(id string) (*database, error) {
+//
+// A database the call creates is sealed when sealed is true (its mode for
+// good; see database.sealed); an existing one keeps its mode.
+func (s *Server) acquire(id string, sealed bool) (*database, error) {
 	for {
 		s.dbMu.Lock()
 		s.mu.Lock()
@@ -376,7 +379,7 @@ func (s *Server) acquire(id string) (*database, error) {
 				log: s.log.With("database", id), ready: make(chan struct{}), done: make(chan struct{})}
 			s.dbs[id] = d
 			s.dbMu.Unlock()
-			d.openErr = d.open()
+			d.openErr = d.open(sealed)
 			if d.openErr != nil {
 				s.storageFailed(id, opOpen, d.openErr)
 				s.dbMu.Lock()
@@ -557,7 +560,7 @@ func (s *Server) maintain(d *database) error {
 	n := 0
 	var err error
 	if now > horizon {
-		n, err = d.pruneArrivals(now - horizon)
+		n, err = d.pruneArrivals(now - horizon) // none for a sealed database
 		s.metrics.arrivalsPruned.Add(float64(n))
 		if err != nil {
 			s.storageFailed(d.id, opPrune, err)

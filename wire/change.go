@@ -57,6 +57,17 @@ func appendChangeSet(b []byte, cs *model.ChangeSet) ([]byte, error) {
 	}
 	b = append(b, `,"hlc":`...)
 	b = appendHLC(b, cs.HLC)
+	if cs.Sealed() {
+		if len(cs.Changes) > 0 || len(cs.Migrations) > 0 {
+			return b, at(invalid("a sealed ChangeSet carries no changes or migrations beside its envelope"), "envelope")
+		}
+		if len(cs.Envelope) < EnvelopeOverhead {
+			return b, at(invalid("%d bytes, shorter than an envelope's %d of header and tag", len(cs.Envelope), EnvelopeOverhead), "envelope")
+		}
+		b = append(b, `,"envelope":"`...)
+		b = stdStrict.AppendEncode(b, cs.Envelope)
+		return append(b, `"}`...), nil
+	}
 	b = append(b, `,"changes":[`...)
 	for i := range cs.Changes {
 		if i > 0 {
@@ -233,6 +244,7 @@ func (r *reader) changeSet() (model.ChangeSet, error) {
 		fHLC
 		fChanges
 		fMigrations
+		fEnvelope
 	)
 	err := r.Members(func(key []byte) error {
 		var err error
@@ -261,15 +273,27 @@ func (r *reader) changeSet() (model.ChangeSet, error) {
 			if err = seen.See(&r.Reader, fMigrations, key); err == nil {
 				cs.Migrations, err = r.migrations()
 			}
+		case "envelope":
+			if err = seen.See(&r.Reader, fEnvelope, key); err == nil {
+				cs.Envelope, err = r.envelope()
+			}
 		default:
 			return r.UnknownKey(key)
 		}
 		return at(err, string(key))
 	})
-	if err == nil {
-		err = seen.Require(&r.Reader, fSite|fTx|fHLC|fChanges, "siteId", "transactionId", "hlc", "changes")
+	if err != nil {
+		return cs, err
 	}
-	return cs, err
+	if seen&fEnvelope != 0 {
+		// A sealed ChangeSet (version 7): the envelope replaces
+		// changes and schemaMigrations.
+		if seen&(fChanges|fMigrations) != 0 {
+			return cs, r.Fail("a ChangeSet carries either an envelope or changes, not both")
+		}
+		return cs, seen.Require(&r.Reader, fSite|fTx|fHLC, "siteId", "transactionId", "hlc")
+	}
+	return cs, seen.Require(&r.Reader, fSite|fTx|fHLC|fChanges, "siteId", "transactionId", "hlc", "changes")
 }
 
 // The members of a change, as bits of a fields set (change, checkChangeShape).
@@ -450,4 +474,26 @@ func (r *reader) migration() (model.SchemaMigration, error) {
 // given by the enclosing key when not "".
 func (r *reader) tableDef(name string, canonical bool) (model.TableDef, error) {
 	return model.ReadTableDefJSON(&r.Reader, name, canonical)
+}
+
+// envelope reads a JSON string holding an envelope: padded standard base64
+// of at least EnvelopeOverhead bytes.
+func (r *reader) envelope() ([]byte, error) {
+	start := r.Pos
+	if r.Peek() != '"' {
+		return nil, r.Want("an envelope (a string)")
+	}
+	s, err := r.StringBytes()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, stdStrict.DecodedLen(len(s)))
+	n, err := stdStrict.Decode(out, s)
+	if err != nil {
+		return nil, r.FailAt(start, "envelope: not padded standard base64")
+	}
+	if n < EnvelopeOverhead {
+		return nil, r.FailAt(start, "envelope: %d bytes, shorter than an envelope's %d of header and tag", n, EnvelopeOverhead)
+	}
+	return out[:n:n], nil
 }

@@ -52,9 +52,11 @@
 //     databaseId passes ValidDatabaseID (else MISSING_DATABASE_ID, close
 //     4002); siteId is not all zeros (else MESSAGE_ERROR marked fatal,
 //     close 1002); the token grants the database (else AUTH_FAILED, close
-//     4001). It then answers handshake_ack. A frame other than handshake before
-//     that is answered with NOT_AUTHENTICATED; a second handshake with
-//     ALREADY_AUTHENTICATED (close 4004). The client checks the ack's
+//     4001); and, for an existing database, sealed equals its mode (else
+//     SEALED_MISMATCH, close 4005; a handshake that creates the database
+//     sets its mode). It then answers handshake_ack. A frame other than
+//     handshake before that is answered with NOT_AUTHENTICATED; a second
+//     handshake with ALREADY_AUTHENTICATED (close 4004). The client checks the ack's
 //     protocolVersion the same way and stops, without reconnecting, when it
 //     differs or is absent. A returning client presents its position in
 //     the relay's log (serverSiteId, cursor, chain) and repairs what the
@@ -96,9 +98,10 @@
 // The relay handles one connection's frames in order and answers each
 // request with exactly one frame, its response or an error frame, in
 // request order: handshake → handshake_ack, get_changes → changes,
-// apply_changes → apply_result, ping → pong, and get_snapshot or
-// resume_snapshot → a snapshot stream ending in snapshot_complete (an error
-// frame ends it early). push_changes may arrive between any two frames,
+// apply_changes → apply_result, put_checkpoint → checkpoint_result, ping
+// → pong, and get_snapshot or resume_snapshot → a snapshot stream ending in
+// snapshot_complete (an error frame ends it early; for a sealed database
+// with a checkpoint, checkpoint_part frames: see "Sealed checkpoints"). push_changes may arrive between any two frames,
 // except inside a snapshot stream. A client applying a snapshot drops any
 // changes or push_changes that reach it meanwhile, leaving its cursor
 // where it was, so the catch-up pull after the snapshot fetches them.
@@ -132,6 +135,11 @@
 //     cursor, as the relay sent it with the changes or push_changes that
 //     brought the client there. Absent when the client does not know it
 //     (after a snapshot, before the first pull; state of an older version).
+//   - sealed (boolean, version 7, optional, written only when true): the
+//     client expects a sealed database (see "Sealed databases"). The
+//     handshake that creates a database decides its mode for good; the
+//     relay answers a handshake of the other mode with SEALED_MISMATCH
+//     (fatal, close 4005), after checking the token.
 //
 // The position is what the relay judges in handshake_ack.history.
 //
@@ -166,6 +174,13 @@
 //     position, one of another log (another serverSiteId), a cursor below
 //     the retained log (get_changes answers SNAPSHOT_REQUIRED), or a cursor
 //     within the log without a chain value.
+//   - sealed (boolean, version 7, optional, written only when true): the
+//     database is sealed. It equals the handshake's; a client whose mode
+//     differs stops (fatal).
+//   - checkpointCursor, checkpointAt (version 7, optional, omitted when
+//     0): the cursor of the sealed database's newest sealed checkpoint,
+//     and when the relay stored it (ms since the Unix epoch, the relay's
+//     clock); see "Sealed checkpoints".
 //
 // # Message get_changes
 //
@@ -333,9 +348,16 @@
 // # Message get_snapshot
 //
 // Client → relay: stream a full snapshot of the database (type
-// GetSnapshot). No other members.
+// GetSnapshot).
 //
 //	{"type":"get_snapshot"}
+//	{"type":"get_snapshot","checkpointId":"c4211-5f0e","fromPart":12}
+//
+// checkpointId and fromPart (version 7, sealed databases only, both or
+// neither): resume an interrupted transfer of the sealed checkpoint
+// checkpointId: if it is still the newest, the relay streams its parts 0
+// and 1 and then its parts from fromPart on; otherwise the newest from
+// part 0 (see "Sealed checkpoints").
 //
 // # Message resume_snapshot
 //
@@ -495,9 +517,20 @@
 //   - transactionId (string, required, non-empty): "wall:counter:site" of
 //     the transaction's base HLC (model.HLC.TransactionID).
 //   - hlc (HLC, required): the highest fact HLC of the transaction.
-//   - changes (array of Change, required, may be empty).
+//   - changes (array of Change, required unless envelope, may be empty).
 //   - schemaMigrations (array of SchemaMigration, optional, omitted when
 //     empty): applied before the changes.
+//   - envelope (string, version 7): a sealed ChangeSet (see "Sealed
+//     databases"): the padded standard base64 of an envelope (see
+//     "Envelopes"), at least 37 bytes, sealing the ChangeSet's plaintext
+//     wire form. With it, changes and schemaMigrations are absent (a frame
+//     with both is malformed), and siteId, transactionId and hlc are the
+//     sealed ChangeSet's own, bound into the envelope.
+//
+// A sealed ChangeSet:
+//
+//	{"siteId":"AY86XH4RQpugDcRVbiGQ_g","transactionId":"1764374405000:2:AY86XH4RQpugDcRVbiGQ_g",
+//	 "hlc":"AAABmszo34gAAgGPOlx+EUKboA3EVW4hkP4AAAAC","envelope":"AQswVXqf…"}
 //
 // A decoder checks structure only; the engine checks meaning (every fact
 // of the transaction's site and base, hlc the maximum, known tables and
@@ -666,6 +699,8 @@
 //	AUTH_FAILED                4001  token does not grant the database
 //	MISSING_DATABASE_ID        4002  databaseId absent or invalid
 //	ALREADY_AUTHENTICATED      4004  a second handshake on the connection
+//	SEALED_MISMATCH            4005  the handshake's sealed differs from the
+//	                                 database's mode (version 7)
 //
 // Transient (one request failed; the connection stays open):
 //
@@ -692,6 +727,11 @@
 //	RATE_LIMITED           the connection stayed above the relay's frame or byte
 //	                       rate; the relay closes it next (status 1008): reconnect
 //	                       after a growing backoff (since 2026-12-01)
+//	ENVELOPE_REQUIRED      apply_changes to a sealed database carried a plaintext
+//	                       ChangeSet; refused whole, nothing stored (version 7)
+//	ENVELOPE_REFUSED       apply_changes to a plain database carried an envelope;
+//	                       refused whole, nothing stored (version 7)
+//	CHECKPOINT_REFUSED     put_checkpoint refused; the upload is abandoned (version 7)
 //
 // Codes this list lacks are transient unless their frame says fatal. The
 // ErrorCode constants, ErrorCode.CloseStatus, IsFatal and DecodeErrorCode
@@ -700,8 +740,9 @@
 // # Protocol version
 //
 // ProtocolVersion is an integer, compared for equality at the handshake;
-// its changelog sits above the constant. This package speaks version 6
-// (2026-12-03: repair pushes, see "Repair pushes"; version 5, 2026-12-03,
+// its changelog sits above the constant. This package speaks version 7
+// (2026-12-03: sealed databases, see "Sealed databases"; version 6,
+// 2026-12-03, repair pushes, see "Repair pushes"; version 5, 2026-12-03,
 // own ChangeSets asked back after a mark, see "Own ChangeSets after a
 // mark"; version 4, 2026-12-02, siteHlc in marks; version 3,
 // tombstone horizon marks, see "Tombstone horizon"; version 2,
@@ -864,6 +905,13 @@
 // device's state per device and loss, merged by the relay (only the first
 // copy of a fact is appended).
 //
+// Sealed databases (version 7) have no repair pushes: the relay cannot
+// merge envelopes to tell which facts it lacks. It refuses a repair push
+// to a sealed database with APPLY_CHANGES_REFUSED, and a sealed client
+// sends none: after a loss of history its devices push back their own
+// transactions (siteHlc) and bootstrap from the newest sealed checkpoint,
+// and facts only a non-author holds are not restored (a known limit).
+//
 // # Verifying the relay's log
 //
 // A relay can lose data behind its clients' backs: its data restored from
@@ -908,6 +956,162 @@
 // replica. A relay whose storage was deleted is a new log (a new
 // serverSiteId): clients treat their old cursor as void and push
 // everything again, as before.
+//
+// # Sealed databases
+//
+// A database is plain or sealed (docs/design.md § Sealed databases),
+// decided by the handshake that creates it (sealed) and kept for its
+// life. In a sealed database every ChangeSet travels as an envelope (the
+// ChangeSet's envelope member): the client seals its own transactions
+// before apply_changes and opens what changes and push_changes bring
+// before it applies them, with keys the relay never sees. The relay stores,
+// deduplicates (by site id and transactionId: a resend, sealed anew with
+// another nonce, is not stored again), sequences and fans out envelopes
+// without reading them, exactly as plain ChangeSets, and checks what it
+// can see: the sender's site id, that hlc names transactionId, and the
+// 60 s clock-drift gate on hlc (CLOCK_DRIFT). It keeps no merged replica
+// of a sealed database, so it cannot make snapshots: devices upload sealed
+// checkpoints instead (see "Sealed checkpoints"). Tombstone horizon marks
+// work as in plain databases: devices prune at them. The relay answers a
+// plaintext ChangeSet pushed to a sealed database with ENVELOPE_REQUIRED
+// and an envelope pushed to a plain one with ENVELOPE_REFUSED; a refused
+// batch stores nothing.
+//
+// The HLC stays visible, as in Evolu, so that the relay keeps its drift
+// gate and the delivery rules that use HLCs (siteHlc, ownAbove and
+// ownUpTo) work unchanged. What the relay learns, and what it can still
+// do, is docs/SECURITY.md.
+//
+// # Sealed checkpoints
+//
+// A sealed checkpoint is a device's snapshot at a cursor, sealed part by
+// part (secsync's design): part n seals the frame of the n-th
+// snapshot_chunk of the device's own snapshot stream (header, schema,
+// table_start, rows, table_end, footer, exactly as a relay would stream
+// it; header.cursor is the checkpoint's cursor, header.horizon the
+// tombstone horizon the device applied), in an envelope of kind 2 bound to
+// the checkpoint's id, uploader, HLC, cursor, part number and last flag
+// (see "Envelopes"). The relay keeps the newest.
+//
+// Who uploads and when: a device decides (client's Options
+// CheckpointChanges, default 1000, and CheckpointInterval, default 24 h):
+// once it is caught up, holds nothing the relay lacks (no transaction
+// above its sent watermark) and no upload or snapshot is in flight, when
+// its cursor is CheckpointChanges ChangeSets past the relay's newest
+// checkpoint (handshake_ack's checkpointCursor), or past it at all once
+// that one is CheckpointInterval old (checkpointAt). Several devices may
+// upload at once; the relay keeps the highest cursor.
+//
+//	> {"type":"put_checkpoint","checkpointId":"c4211-5f0e","siteId":"AY86XH4RQpugDcRVbiGQ_g","hlc":"AAABmszo7ygAAAGPOlx+EUKboA3EVW4hkP4AAAAA","cursor":4211,"part":0,"envelope":"AQsw…"}
+//	< {"type":"checkpoint_result","checkpointId":"c4211-5f0e","part":0}
+//	…
+//	> {"type":"put_checkpoint",…,"part":7,"last":true,"envelope":"…"}
+//	< {"type":"checkpoint_result","checkpointId":"c4211-5f0e","part":7,"stored":true}
+//
+// Members of put_checkpoint and checkpoint_part (CheckpointPart), all
+// required but last:
+//
+//   - checkpointId (string, 1 to 128 bytes): chosen by the uploader.
+//   - siteId (site id): the uploader's, the connection's.
+//   - hlc (HLC): the uploader's clock; the relay drift-checks it.
+//   - cursor (cursor): the position in the log the checkpoint stands for.
+//   - part (integer, 0 to 2^32−1): parts are numbered from 0 without gaps.
+//   - last (boolean, written only when true): the final part (the footer).
+//   - envelope (padded standard base64 of an envelope, kind 2).
+//
+// The client sends one part at a time and the relay answers each with
+// checkpoint_result {checkpointId, part, stored}, stored true for the last
+// once the checkpoint is the database's newest, or with CHECKPOINT_REFUSED
+// (the upload is abandoned and nothing of it kept): on a plain database;
+// for a part 0 whose cursor is above the log's head or not above the
+// newest checkpoint's, whose siteId or hlc's site is not the connection's,
+// or whose hlc is more than 60 s ahead; for a part that does not follow
+// the connection's upload (another id, hlc or cursor, a gap); above the
+// relay's size limit; when another checkpoint at a cursor not below this
+// one's was stored meanwhile. A part 0 starts a new upload, dropping the
+// connection's unfinished one; a connection that ends drops its own.
+//
+// Bootstrap: get_snapshot (and resume_snapshot) on a sealed database with
+// a checkpoint is answered with its parts as checkpoint_part frames, in
+// order, then snapshot_complete; with none, with an empty snapshot at
+// cursor 0 (the relay prunes nothing of a sealed log before a checkpoint).
+// The client opens each part, checks that parts follow one another (same
+// checkpointId, siteId, hlc and cursor; consecutive part numbers; part 0 a
+// header at that cursor; last exactly on the footer), and applies the
+// chunk inside as a plain snapshot's, then pulls from the cursor. A part
+// that does not open, or a header or last flag out of place, refuses the
+// checkpoint: the client applies nothing more of it, and pulls the log
+// from 0 instead (see client's "Sealed checkpoints"). A part missing or
+// out of order fails the transfer, retried as a plain snapshot's. A sealed client sends get_snapshot, never
+// resume_snapshot (whose completedTables would name tables to the relay).
+// To resume an interrupted transfer it names the checkpoint and the part
+// after the last table its engine completed (get_snapshot's checkpointId
+// and fromPart); the relay streams parts 0 and 1 and the parts from there,
+// and the client hands its engine the header with the tables not yet
+// completed and the footer with this stream's counts, as a plain relay's
+// resumed stream carries them. Progress, stalls and failures are those of
+// a plain snapshot.
+//
+// Retention: the relay may prune a sealed log, as a plain one, after its
+// retention period, but never above its newest checkpoint's cursor; a
+// device behind that gets SNAPSHOT_REQUIRED and bootstraps from the
+// checkpoint.
+//
+// # Envelopes
+//
+// An envelope is AES-256-GCM (NIST SP 800-38D) of a plaintext under one
+// key of the database, with associated data binding it to its place:
+//
+//	envelope = version (1 byte, 1) ‖ key id (8) ‖ nonce (12) ‖ ciphertext ‖ tag (16)
+//
+// The plaintext of a ChangeSet's envelope is the ChangeSet's wire form
+// (MarshalChangeSet: siteId, transactionId, hlc, changes,
+// schemaMigrations, as in "ChangeSet"), UTF-8 JSON; a receiver opens it
+// and refuses the ChangeSet unless its siteId, transactionId and hlc equal
+// the visible ones. Blob values are sealed inside it like any other value.
+//
+// The associated data (never sent; both ends build it) is
+//
+//	"replica-envelope" (16 ASCII bytes) ‖ version (1) ‖ kind (1; 1 = ChangeSet, 2 = sealed
+//	checkpoint part) ‖ key id (8) ‖ len(databaseId) (2, big-endian) ‖ databaseId ‖
+//	siteId (16) ‖ len(transactionId) (2, big-endian) ‖ transactionId (UTF-8) ‖ hlc (30 bytes,
+//	the HLC's binary form)
+//	[kind 2 only:] ‖ cursor (8, big-endian) ‖ part (4, big-endian) ‖ last (1: 1 or 0)
+//
+// so an envelope moved to another database, attributed to another site or
+// transaction, or given another HLC does not authenticate. For a
+// checkpoint part, transactionId is the checkpointId, siteId and hlc the
+// uploader's, and the plaintext the frame of one snapshot_chunk; a part
+// renumbered, moved to another cursor, or marked last (or not) otherwise
+// than sealed does not authenticate either, so the relay cannot reorder,
+// drop from the end, or splice checkpoints.
+//
+// The nonce is 96 random bits (a CSPRNG) per envelope, not a counter: a
+// counter would have to be kept per site and key across browser tabs,
+// restores from backups and devices, and a repeated nonce breaks
+// AES-GCM; random nonces need no state. The price is NIST SP 800-38D §
+// 8.3's bound of 2^32 envelopes per key (over every device using it) to
+// keep the chance of a repeat below 2^-32: rotate the key well before
+// (seal.MaxEnvelopesPerKey; Replica does not count).
+//
+// Keys (package seal's "Keys"): a key is 32 bytes, random or
+// PBKDF2-HMAC-SHA-256 of a passphrase (600,000 iterations, salt "replica
+// passphrase v1 " followed by the database id). HKDF-SHA-256 (RFC 5869,
+// empty salt) of the key derives the AES-256 key (info "replica
+// aes-256-gcm v1", 32 bytes) and the key id (info "replica key id v1", 8
+// bytes), which names the key without revealing it. A receiver holding
+// several keys (rotation) picks the one the key id names. One whose key
+// id names none of its keys, or whose version it does not know, cannot
+// open the envelope (DECRYPT_FAILED: the client holds it); one naming a
+// key it holds that does not authenticate is refused (ENVELOPE_INVALID).
+//
+// testdata/envelopes.json holds test vectors (keys, key ids, a
+// passphrase, associated data and envelopes for fixed nonces, and
+// envelopes that must not open) that every implementation reproduces
+// (package seal's TestEnvelopeVectors; checked independently with
+// Python's hashlib and cryptography.AESGCM when written). This package
+// holds the layout only (EnvelopeAD, ParseEnvelope,
+// AppendEnvelopeHeader), no cipher: the browser build links none.
 //
 // # Limits
 //
@@ -962,7 +1166,10 @@
 // browser build does, leaves the relay's encoders out of its binary.
 // MarshalValue, UnmarshalValue, MarshalChangeSet,
 // UnmarshalChangeSet, FormatHLC and ParseHLC expose the pieces;
-// ParseSchema and MarshalSchema read and write schema declarations. Errors
+// ParseSchema and MarshalSchema read and write schema declarations;
+// ParseEnvelope, AppendEnvelopeHeader, EnvelopeAD (ChangeSetAD,
+// CheckpointAD) and EncodeSnapshotChunk give the envelope layout and what
+// a checkpoint part seals (package seal seals and opens). Errors
 // match ErrMalformed (decoding), ErrUnknownType (decoding, unknown type),
 // ErrInvalidMessage (encoding) or model.ErrSchema (ParseSchema), and name
 // the offending member by its path, as in

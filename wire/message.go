@@ -40,7 +40,7 @@ type Message interface {
 // Handshake (client → relay) opens a session. It must be the first frame
 // on a connection.
 //
-//	{"type":"handshake","protocolVersion":5,"databaseId":"trips","siteId":"<22>","token":"…","serverSiteId":"<22>","cursor":41,"chain":"<22>"}
+//	{"type":"handshake","protocolVersion":7,"databaseId":"trips","siteId":"<22>","token":"…","serverSiteId":"<22>","cursor":41,"chain":"<22>"}
 type Handshake struct {
 	// ProtocolVersion is the client's ProtocolVersion; 0 means the frame
 	// had none. When it is not this package's ProtocolVersion, Decode
@@ -62,11 +62,18 @@ type Handshake struct {
 	Log    model.SiteID
 	Cursor uint64
 	Chain  Chain
+	// Sealed (version 7; JSON "sealed", written only when true) says the
+	// client expects a sealed database (docs/design.md § Sealed
+	// databases): it pushes envelopes and opens what it pulls. A
+	// handshake that creates the database decides its mode for good; one
+	// that differs from an existing database's mode is refused with
+	// SEALED_MISMATCH (fatal).
+	Sealed bool
 }
 
 // HandshakeAck (relay → client) accepts a handshake.
 //
-//	{"type":"handshake_ack","protocolVersion":5,"databaseId":"trips","serverSiteId":"<22>","connectionId":"c-17","siteHlc":"<40>","history":"continues"}
+//	{"type":"handshake_ack","protocolVersion":7,"databaseId":"trips","serverSiteId":"<22>","connectionId":"c-17","siteHlc":"<40>","history":"continues"}
 type HandshakeAck struct {
 	// ProtocolVersion is the relay's ProtocolVersion, decoded as for
 	// Handshake: when it differs, every other field is left zero.
@@ -93,6 +100,18 @@ type HandshakeAck struct {
 	// the relay can no longer check (below its retained log, or without a
 	// chain value while within the log).
 	History History
+	// Sealed (version 7; JSON "sealed", written only when true) is the
+	// database's mode: true for a sealed database. It equals the
+	// handshake's Sealed (the relay refuses a mismatch); a client stops
+	// (fatal) on an ack that differs.
+	Sealed bool
+	// CheckpointCursor and CheckpointAt (version 7; JSON
+	// "checkpointCursor", "checkpointAt", omitted when 0) describe the
+	// newest sealed checkpoint of a sealed database: its cursor, and when
+	// the relay stored it (ms since the Unix epoch, the relay's clock).
+	// Zero: none. A device uses them to decide whether to upload one.
+	CheckpointCursor uint64
+	CheckpointAt     uint64
 }
 
 // GetChanges (client → relay) asks for the ChangeSets that arrived after a
@@ -190,7 +209,17 @@ type PushChanges struct {
 // GetSnapshot (client → relay) asks for a full snapshot.
 //
 //	{"type":"get_snapshot"}
-type GetSnapshot struct{}
+//	{"type":"get_snapshot","checkpointId":"c4211-5f0e","fromPart":12}
+type GetSnapshot struct {
+	// CheckpointID and FromPart (version 7, sealed databases; JSON
+	// "checkpointId", "fromPart", both or neither, omitted when
+	// CheckpointID is ""): resume the sealed checkpoint CheckpointID: if
+	// it is still the newest, the relay streams its parts 0 and 1 (the
+	// header and the schema) and then its parts from FromPart on (see
+	// "Sealed checkpoints").
+	CheckpointID string
+	FromPart     uint32
+}
 
 // ResumeSnapshot (client → relay) asks to continue an interrupted snapshot.
 //
@@ -312,7 +341,8 @@ func Encode(m Message) ([]byte, error) {
 }
 
 // ClientMessage is a message a client sends: *Handshake, *GetChanges,
-// *ApplyChanges, *GetSnapshot, *ResumeSnapshot, *Ping or *Pong.
+// *ApplyChanges, *GetSnapshot, *ResumeSnapshot, *PutCheckpoint, *Ping or
+// *Pong.
 type ClientMessage interface {
 	Message
 	appendClient(b []byte) ([]byte, error)
@@ -384,13 +414,23 @@ func Decode(frame []byte) (Message, error) {
 	case TypeError:
 		m, err = r.errorMessage()
 	case TypeGetSnapshot:
-		m, err = &GetSnapshot{}, r.emptyMessage()
+		m, err = r.getSnapshot()
 	case TypeSnapshotComplete:
 		m, err = &SnapshotComplete{}, r.emptyMessage()
 	case TypePing:
 		m, err = &Ping{}, r.emptyMessage()
 	case TypePong:
 		m, err = &Pong{}, r.emptyMessage()
+	case TypePutCheckpoint:
+		var p CheckpointPart
+		p, err = r.checkpointPart()
+		m = &PutCheckpoint{p}
+	case TypeCheckpointPart:
+		var p CheckpointPart
+		p, err = r.checkpointPart()
+		m = &CheckpointPartMessage{p}
+	case TypeCheckpointResult:
+		m, err = r.checkpointResult()
 	default:
 		if _, _, err := r.Skip(); err != nil {
 			return nil, err
@@ -468,6 +508,9 @@ func (m *Handshake) appendTo(b []byte) ([]byte, error) {
 	} else if m.Cursor != 0 || !m.Chain.IsZero() {
 		return b, at(invalid("a cursor or chain value without serverSiteId"), "cursor")
 	}
+	if m.Sealed {
+		b = append(b, `,"sealed":true`...)
+	}
 	return append(b, '}'), nil
 }
 
@@ -515,6 +558,19 @@ func (m *HandshakeAck) appendTo(b []byte) ([]byte, error) {
 		b = append(b, '"')
 	default:
 		return b, at(invalid("%q is not a history verdict", m.History), "history")
+	}
+	if m.Sealed {
+		b = append(b, `,"sealed":true`...)
+	}
+	if m.CheckpointCursor != 0 {
+		if b, err = appendCursor(b, "checkpointCursor", m.CheckpointCursor); err != nil {
+			return b, err
+		}
+	}
+	if m.CheckpointAt != 0 {
+		if b, err = appendCursor(b, "checkpointAt", m.CheckpointAt); err != nil {
+			return b, err
+		}
 	}
 	return append(b, '}'), nil
 }
@@ -692,8 +748,25 @@ func (m *Error) appendTo(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func (*GetSnapshot) appendTo(b []byte) ([]byte, error) {
-	return append(header(b, TypeGetSnapshot), '}'), nil
+func (m *GetSnapshot) appendTo(b []byte) ([]byte, error) {
+	b = header(b, TypeGetSnapshot)
+	if m.CheckpointID == "" {
+		if m.FromPart != 0 {
+			return b, at(invalid("fromPart without checkpointId"), "fromPart")
+		}
+		return append(b, '}'), nil
+	}
+	if err := checkCheckpointID(m.CheckpointID); err != nil {
+		return b, err
+	}
+	b = append(b, `,"checkpointId":`...)
+	b, err := appendString(b, m.CheckpointID)
+	if err != nil {
+		return b, at(err, "checkpointId")
+	}
+	b = append(b, `,"fromPart":`...)
+	b = appendUint(b, uint64(m.FromPart))
+	return append(b, '}'), nil
 }
 
 func (*SnapshotComplete) appendTo(b []byte) ([]byte, error) {
@@ -758,6 +831,7 @@ func (r *reader) handshake() (Message, error) {
 		fLog
 		fCursor
 		fChain
+		fSealed
 	)
 	err = r.Members(func(key []byte) error {
 		var err error
@@ -793,6 +867,10 @@ func (r *reader) handshake() (Message, error) {
 		case "chain":
 			if err = seen.See(&r.Reader, fChain, key); err == nil {
 				m.Chain, err = r.chain()
+			}
+		case "sealed":
+			if err = seen.See(&r.Reader, fSealed, key); err == nil {
+				m.Sealed, err = r.Boolean()
 			}
 		default:
 			return r.UnknownKey(key)
@@ -830,6 +908,9 @@ func (r *reader) handshakeAck() (Message, error) {
 		fConn
 		fSiteHLC
 		fHistory
+		fSealed
+		fCkptCursor
+		fCkptAt
 	)
 	err = r.Members(func(key []byte) error {
 		var err error
@@ -869,6 +950,18 @@ func (r *reader) handshakeAck() (Message, error) {
 						err = r.FailAt(start, "history %q: want %q or %q", h, HistoryContinues, HistoryDiverged)
 					}
 				}
+			}
+		case "sealed":
+			if err = seen.See(&r.Reader, fSealed, key); err == nil {
+				m.Sealed, err = r.Boolean()
+			}
+		case "checkpointCursor":
+			if err = seen.See(&r.Reader, fCkptCursor, key); err == nil {
+				m.CheckpointCursor, err = r.uint(MaxCursor)
+			}
+		case "checkpointAt":
+			if err = seen.See(&r.Reader, fCkptAt, key); err == nil {
+				m.CheckpointAt, err = r.uint(MaxCursor)
 			}
 		default:
 			return r.UnknownKey(key)

@@ -130,6 +130,12 @@ func TestDecodeStrict(t *testing.T) {
 		{"handshake unknown field", `{"type":"handshake","protocolVersion":` + curVersion + `,"siteId":"` + site + `","caps":[]}`, []string{`unknown field "caps"`}},
 		{"handshake_ack missing connection", `{"type":"handshake_ack","protocolVersion":` + curVersion + `,"databaseId":"d","serverSiteId":"` + site + `"}`, []string{`"connectionId"`}},
 		{"handshake_ack empty database", `{"type":"handshake_ack","protocolVersion":` + curVersion + `,"databaseId":"","serverSiteId":"` + site + `","connectionId":"c"}`, []string{"databaseId: must not be empty"}},
+		// Sealed ChangeSets (version 7).
+		{"envelope and changes", `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"t","hlc":"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE","changes":[],"envelope":"` + strings.Repeat("A", 52) + `"}]}`, []string{"either an envelope or changes"}},
+		{"envelope too short", `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"t","hlc":"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE","envelope":"AAAA"}]}`, []string{"shorter than an envelope's 37"}},
+		{"envelope not base64", `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"t","hlc":"AAABmszozAAAAAGPOlx+EUKboA3EVW4hkP4AAAAE","envelope":"A-B_"}]}`, []string{"not padded standard base64"}},
+		{"sealed without hlc", `{"type":"apply_changes","changes":[{"siteId":"` + site + `","transactionId":"t","envelope":"` + strings.Repeat("A", 52) + `"}]}`, []string{`missing required field "hlc"`}},
+		{"handshake sealed string", `{"type":"handshake","protocolVersion":` + curVersion + `,"siteId":"` + site + `","sealed":"yes"}`, []string{"sealed: want a boolean"}},
 		// Error.
 		{"error missing message", `{"type":"error","code":"X"}`, []string{`"message"`}},
 		{"error empty code", `{"type":"error","code":"","message":""}`, []string{"code: must not be empty"}},
@@ -268,9 +274,9 @@ func TestHandshakeVersionFirst(t *testing.T) {
 	if err != nil || *m.(*HandshakeAck) != (HandshakeAck{}) {
 		t.Fatalf("ack without version: %+v, %v", m, err)
 	}
-	m, err = Decode([]byte(`{"type":"handshake_ack","protocolVersion":7,"x":1}`))
-	if err != nil || *m.(*HandshakeAck) != (HandshakeAck{ProtocolVersion: 7}) {
-		t.Fatalf("ack of version 7: %+v, %v", m, err)
+	m, err = Decode([]byte(`{"type":"handshake_ack","protocolVersion":1000,"x":1}`))
+	if err != nil || *m.(*HandshakeAck) != (HandshakeAck{ProtocolVersion: 1000}) {
+		t.Fatalf("ack of another version: %+v, %v", m, err)
 	}
 	// The current version without a databaseId decodes, so the relay can
 	// answer MISSING_DATABASE_ID.
@@ -501,7 +507,7 @@ func baseText(h model.HLC) string { return string(appendBaseText(nil, h)) }
 // the samples whose direction is client → relay or both.
 func TestEncodeClient(t *testing.T) {
 	clientTypes := map[MessageType]bool{TypeHandshake: true, TypeGetChanges: true, TypeApplyChanges: true,
-		TypeGetSnapshot: true, TypeResumeSnapshot: true, TypePing: true, TypePong: true}
+		TypeGetSnapshot: true, TypeResumeSnapshot: true, TypePutCheckpoint: true, TypePing: true, TypePong: true}
 	seen := map[MessageType]bool{}
 	for _, s := range sampleMessages(t) {
 		cm, ok := s.m.(ClientMessage)

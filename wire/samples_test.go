@@ -164,8 +164,39 @@ func sampleMessages(t testing.TB) []namedMessage {
 		{"ping", &Ping{}},
 		{"pong", &Pong{}},
 		{"error_fatal", NewError(CodeProtocolVersionMismatch, "client speaks version %d, relay speaks %d", ProtocolVersion+1, ProtocolVersion)},
+		{"handshake_sealed", &Handshake{ProtocolVersion: ProtocolVersion, DatabaseID: "acme:vault", SiteID: siteA, Sealed: true}},
+		{"handshake_ack_sealed", &HandshakeAck{ProtocolVersion: ProtocolVersion, DatabaseID: "acme:vault", ServerSiteID: siteB, ConnectionID: "c-20",
+			SiteHLCStated: true, Sealed: true}},
+		{"apply_changes_sealed", &ApplyChanges{RequestID: "apply-5", ChangeSets: []model.ChangeSet{sampleSealed(css[1])}}},
+		{"push_changes_sealed", &PushChanges{Cursor: 45, ChangeSets: []model.ChangeSet{sampleSealed(css[2])}, Chain: sampleChain(45)}},
+		{"handshake_ack_checkpoint", &HandshakeAck{ProtocolVersion: ProtocolVersion, DatabaseID: "acme:vault", ServerSiteID: siteB, ConnectionID: "c-21",
+			SiteHLCStated: true, Sealed: true, CheckpointCursor: 4211, CheckpointAt: 1764374501234}},
+		{"put_checkpoint", &PutCheckpoint{sampleCheckpointPart(0, false)}},
+		{"checkpoint_part_last", &CheckpointPartMessage{sampleCheckpointPart(7, true)}},
+		{"get_snapshot_checkpoint", &GetSnapshot{CheckpointID: "c4211-5f0e", FromPart: 12}},
+		{"checkpoint_result", &CheckpointResult{CheckpointID: "c4211-5f0e", Part: 0}},
+		{"checkpoint_result_stored", &CheckpointResult{CheckpointID: "c4211-5f0e", Part: 7, Stored: true}},
+		{"error_sealed_mismatch", NewError(CodeSealedMismatch, "database %q is sealed: connect with its key", "acme:vault")},
 		{"error_transient", &Error{Code: CodeApplyChangesError, Message: "clock drift: remote time is 61000 ms ahead", RequestID: "apply-4"}},
 	}
+}
+
+// sampleSealed returns cs as a sealed ChangeSet: its visible members and
+// an envelope-shaped byte string (version 1, a key id, a nonce, 24 bytes
+// standing for ciphertext and tag). Real envelopes, sealed and opened, are
+// in testdata/envelopes.json (package seal's test).
+func sampleSealed(cs model.ChangeSet) model.ChangeSet {
+	env := []byte{EnvelopeVersion}
+	for i := 0; i < EnvelopeHeaderSize-1+24; i++ {
+		env = append(env, byte(i*37+11))
+	}
+	return model.ChangeSet{SiteID: cs.SiteID, TransactionID: cs.TransactionID, HLC: cs.HLC, Envelope: env}
+}
+
+// sampleCheckpointPart returns part n of a sample sealed checkpoint.
+func sampleCheckpointPart(n uint32, last bool) CheckpointPart {
+	env := sampleSealed(model.ChangeSet{}).Envelope
+	return CheckpointPart{CheckpointID: "c4211-5f0e", SiteID: siteA, HLC: hlcAt(9000, 0, 0), Cursor: 4211, Part: n, Last: last, Envelope: env}
 }
 
 // sampleChain is a chain value standing for the one at cursor n of a

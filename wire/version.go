@@ -126,7 +126,22 @@ import (
 //     member (unknown field), so peers of version 5 and 6 do not talk
 //     (PROTOCOL_VERSION_MISMATCH, fatal); upgrade the relay and the app
 //     together.
-const ProtocolVersion = 6
+//   - 7: 2026-12-03: sealed databases ("Envelopes" and "Sealed databases"
+//     in the package documentation; docs/design.md § Sealed databases).
+//     A ChangeSet may carry envelope (an AES-GCM envelope of its wire
+//     form, under a key the relay never sees) instead of changes and
+//     schemaMigrations; handshake and handshake_ack carry sealed, the
+//     mode the client expects and the database's; new error codes
+//     SEALED_MISMATCH (fatal, close 4005), ENVELOPE_REQUIRED and
+//     ENVELOPE_REFUSED (transient). Sealed checkpoints ("Sealed
+//     checkpoints"): put_checkpoint, checkpoint_result, checkpoint_part,
+//     get_snapshot's checkpointId and fromPart, handshake_ack's
+//     checkpointCursor and checkpointAt, CHECKPOINT_REFUSED. Repair pushes
+//     (version 6) are plain databases' only. A relay of version 6 refuses the
+//     members (unknown field), so peers of version 6 and 7 do not talk
+//     (PROTOCOL_VERSION_MISMATCH, fatal); upgrade the relay and the app
+//     together.
+const ProtocolVersion = 7
 
 // DefaultMaxMessageSize is the largest frame, in bytes, a relay or client
 // accepts unless configured otherwise: 16 MiB. A sender splits its work to
@@ -269,6 +284,29 @@ const (
 	// handshake does not reset, so a client that keeps exceeding the rate
 	// waits longer each time. Added 2026-12-01.
 	CodeRateLimited ErrorCode = "RATE_LIMITED"
+
+	// CodeSealedMismatch (fatal, close 4005; version 7): the handshake's
+	// sealed flag differs from the database's mode (a database is sealed
+	// or plain from its creation on, for its life). The message says
+	// which the database is. Nothing was stored; the client stops until
+	// it is configured for the database's mode.
+	CodeSealedMismatch ErrorCode = "SEALED_MISMATCH"
+	// CodeEnvelopeRequired (transient; version 7): apply_changes to a
+	// sealed database carried a plaintext ChangeSet (changes instead of
+	// an envelope). Refused as a whole, nothing stored, requestId echoed;
+	// the same batch would be refused again.
+	CodeEnvelopeRequired ErrorCode = "ENVELOPE_REQUIRED"
+	// CodeEnvelopeRefused (transient; version 7): apply_changes to a
+	// plain database carried a sealed ChangeSet (an envelope). Refused as
+	// a whole, nothing stored, requestId echoed; the same batch would be
+	// refused again.
+	CodeEnvelopeRefused ErrorCode = "ENVELOPE_REFUSED"
+	// CodeCheckpointRefused (transient; version 7): a put_checkpoint
+	// was refused (a plain database, a cursor not above the newest
+	// checkpoint's or above the log's head, a part out of order, a
+	// checkpoint above the relay's size limit, a clock too far ahead).
+	// The upload is abandoned; nothing of it is kept.
+	CodeCheckpointRefused ErrorCode = "CHECKPOINT_REFUSED"
 )
 
 // WebSocket close statuses the relay uses after a fatal error frame. They
@@ -278,6 +316,7 @@ const (
 	CloseMissingDatabaseID       = 4002
 	CloseProtocolVersionMismatch = 4003
 	CloseAlreadyAuthenticated    = 4004
+	CloseSealedMismatch          = 4005
 )
 
 // Fatal reports whether c is one of the codes that end a session.
@@ -296,13 +335,15 @@ func (c ErrorCode) CloseStatus() int {
 		return CloseProtocolVersionMismatch
 	case CodeAlreadyAuthenticated:
 		return CloseAlreadyAuthenticated
+	case CodeSealedMismatch:
+		return CloseSealedMismatch
 	}
 	return 0
 }
 
 // IsFatal reports whether an error code is in the known-fatal set
 // (PROTOCOL_VERSION_MISMATCH, AUTH_FAILED, MISSING_DATABASE_ID,
-// ALREADY_AUTHENTICATED). It is the fallback for an error frame that lacks
+// ALREADY_AUTHENTICATED, SEALED_MISMATCH). It is the fallback for an error frame that lacks
 // the fatal flag (servers of the origin protocol predating the flag send
 // none): Decode applies it to such frames. Every other code is transient.
 func IsFatal(code string) bool { return ErrorCode(code).Fatal() }

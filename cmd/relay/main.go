@@ -83,6 +83,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.StringVar(&o.tokenFile, "token-file", "", "`file` of tokens for -auth tokens: a JSON object {\"<databaseId>\": \"<token>\", …}")
 	fs.StringVar(&o.origins, "allow-origin", "", "comma-separated host `patterns` of other origins whose pages may connect from a browser (\"*\": any)")
 	fs.Var(byteSize{&o.cfg.MaxMessageSize, wire.DefaultMaxMessageSize}, "max-frame", "largest frame in `bytes` (suffixes KiB, MiB, GiB allowed); larger frames get MESSAGE_TOO_LARGE")
+	fs.Var(byteSize{&o.cfg.MaxCheckpointBytes, relay.DefaultMaxCheckpointBytes}, "max-checkpoint", "largest sealed checkpoint a device may upload, in envelope `bytes` (suffixes KiB, MiB, GiB allowed); larger uploads get CHECKPOINT_REFUSED")
 	fs.IntVar(&o.cfg.MaxChangesPerApply, "max-apply-changes", relay.DefaultMaxChangesPerApply, "most changes (plus schema migrations) in one apply_changes")
 	fs.IntVar(&o.cfg.PageChanges, "page-changes", relay.DefaultPageChanges, "most changes per changes or push_changes frame (a larger ChangeSet travels alone)")
 	fs.IntVar(&o.cfg.SendQueue, "send-queue", relay.DefaultSendQueue, "frames queued per connection before a slow connection is closed")

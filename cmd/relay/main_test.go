@@ -259,11 +259,12 @@ func TestHelpDefaults(t *testing.T) {
 		}
 	}
 	for f, want := range map[string]string{
-		"max-frame":  "(default 16MiB)",
-		"retention":  "(default 30d)",
-		"log-level":  "(default info)",
-		"addr":       `(default "127.0.0.1:8080")`,
-		"send-queue": "(default 64)",
+		"max-frame":      "(default 16MiB)",
+		"retention":      "(default 30d)",
+		"log-level":      "(default info)",
+		"addr":           `(default "127.0.0.1:8080")`,
+		"send-queue":     "(default 64)",
+		"max-checkpoint": "(default 1GiB)",
 	} {
 		if !strings.Contains(usage[f], want) {
 			t.Errorf("-%s: %q lacks %s", f, usage[f], want)

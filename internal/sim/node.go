@@ -16,6 +16,7 @@ import (
 	"github.com/replica-sync/replica/kv/memkv"
 	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/relay"
+	"github.com/replica-sync/replica/seal"
 )
 
 const (
@@ -149,14 +150,31 @@ func (r *replica) start() error {
 		}
 	}
 	rng := rand.New(rand.NewPCG(r.sim.seed, uint64(r.idx)<<32|r.runs|1<<63))
-	r.cl = client.New(eng, client.Options{
+	opts := client.Options{
 		Clock: r.tm, Rand: rng.Float64, Logger: r.clientLogger(), Dial: r.dial,
 		MaxMessageSize: r.sim.cfg.MaxMessageSize, PushLimit: r.sim.cfg.PushLimit,
-	})
+	}
+	if r.sim.cfg.Sealed {
+		if opts.Sealer, err = simKeyring(); err != nil {
+			_ = eng.Close()
+			return err
+		}
+		opts.CheckpointChanges = 15
+	}
+	r.cl = client.New(eng, opts)
 	if r.online {
 		return r.cl.Connect(relayURL, databaseID, "")
 	}
 	return nil
+}
+
+// simKeyring is the key of a sealed run's database (Config.Sealed).
+func simKeyring() (*seal.Keyring, error) {
+	k, err := seal.NewKey([]byte("replica simulator sealed key 32B"))
+	if err != nil {
+		return nil, err
+	}
+	return seal.NewKeyring(k)
 }
 
 // stop ends the process: crash makes its disk refuse everything first (no

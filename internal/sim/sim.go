@@ -40,6 +40,16 @@ type Config struct {
 	// Resurrection declares the pairs table (schema version 3)
 	// resurrection-allowed: a set_resurrection_policy migration.
 	Resurrection bool
+	// Sealed syncs a sealed database (docs/design.md § Sealed databases):
+	// every device seals with one key and uploads sealed checkpoints
+	// every 15 ChangeSets; the relay, with no merged replica, is not
+	// compared with the devices (the rows a horizon mark prunes, left out
+	// of the oracle comparison, are read from the oracle instead), and a
+	// device's cursor may move back to a checkpoint's (an older position
+	// it pulls forward from again).
+	// Envelope nonces come from crypto/rand, so a sealed run's trace hash
+	// differs between runs; its steps and faults do not.
+	Sealed bool
 	// Watch names one row as failures print it (`pairs [0 "i0"]`):
 	// Result.Watch then records each change of that row on every device
 	// and in the oracle, after each event (a debugging aid: it reads

@@ -70,6 +70,9 @@ func report(t *testing.T, cfg Config, res Result) {
 	if resurrectSet() {
 		extra += fmt.Sprintf(" -sim.resurrection=%v", cfg.Resurrection)
 	}
+	if cfg.Sealed {
+		extra += " -sim.sealed"
+	}
 	t.Errorf("seed %d: %v\nshrunk to the first %d steps (%v):%s\nreplay: go test ./internal/sim -run TestSim -v -seed %d -ops %d%s",
 		cfg.Seed, res.Err, shrunk.Prefix, sres.Err, b.String(), cfg.Seed, shrunk.Prefix, extra)
 }
@@ -164,7 +167,24 @@ func simConfig(seed uint64) Config {
 	if *opsFlag > 0 {
 		cfg.Ops = *opsFlag
 	}
+	cfg.Sealed = *sealedFlag
 	return cfg
+}
+
+var sealedFlag = flag.Bool("sim.sealed", false, "sync a sealed database (Config.Sealed) in TestSim and TestSimBudget")
+
+// TestSimSealed runs a few seeds of DefaultConfig with a sealed database
+// (Config.Sealed): envelopes, sealed checkpoints uploaded every 15
+// ChangeSets and bootstraps from them, under every fault of the default
+// runs. Replay a failure with TestSim's command and -sim.sealed.
+func TestSimSealed(t *testing.T) {
+	for seed := uint64(1); seed <= 6; seed++ {
+		cfg := DefaultConfig(seed)
+		cfg.Sealed = true
+		if res := Run(t, cfg); res.Err != nil {
+			t.Errorf("seed %d (sealed): %v\nreplay: go test ./internal/sim -run TestSim -v -seed %d -sim.sealed", seed, res.Err, seed)
+		}
+	}
 }
 
 // TestSimKnownFailures names the failures the simulator found that are not
