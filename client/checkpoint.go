@@ -300,6 +300,32 @@ func (s *session) onCheckpointPart(m *wire.CheckpointPartMessage) error {
 	return nil
 }
 
+// checkSealedPlainChunk checks a plaintext snapshot_chunk streamed to a
+// sealed client. The relay of a sealed database holds no replica of it:
+// the only plaintext snapshot it streams is the empty one at cursor 0
+// (no sealed checkpoint yet: header without tables, rows or horizon, an
+// empty schema, a footer counting nothing); everything else comes sealed
+// (checkpoint_part). Any other plaintext chunk would write into the
+// replica rows, tombstones, a schema or a tombstone horizon that no key
+// authenticated (a malicious relay forging content), so it is a protocol
+// violation: the session ends, nothing of the chunk is applied.
+func checkSealedPlainChunk(c *model.SnapshotChunk) error {
+	ok := false
+	switch c.Type {
+	case model.ChunkHeader:
+		h := c.Header
+		ok = h != nil && h.Cursor == 0 && h.Horizon == 0 && len(h.Tables) == 0 && h.Rows == 0
+	case model.ChunkSchema:
+		ok = len(c.Migrations) == 0
+	case model.ChunkFooter:
+		ok = c.Footer != nil && c.Footer.Tables == 0 && c.Footer.Rows == 0
+	}
+	if !ok {
+		return fmt.Errorf("%w: a plaintext snapshot %s chunk for a sealed database (only the empty snapshot at cursor 0 may be plaintext; nothing of it applied)", ErrProtocol, c.Type)
+	}
+	return nil
+}
+
 // refuseCheckpoint refuses the sealed checkpoint id being received: it is
 // reported (ErrCheckpointRefused wrapping cause), remembered for the
 // Client's life, the rest of its stream is ignored, the engine's snapshot

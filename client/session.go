@@ -332,6 +332,11 @@ func (s *session) handle(f frame) error {
 	case *wire.PushChanges:
 		s.onPushChanges(m)
 	case *wire.SnapshotChunk:
+		if s.c.sealed() {
+			if err := checkSealedPlainChunk(&m.Chunk); err != nil {
+				return err
+			}
+		}
 		return s.onSnapshotChunk(m)
 	case *wire.SnapshotComplete:
 		return s.onSnapshotComplete()
