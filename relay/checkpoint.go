@@ -131,12 +131,24 @@ func (d *database) putCheckpointPart(c *conn, p *wire.CheckpointPart) (stored bo
 		if head := d.cursor.Load(); p.Cursor > head {
 			return refuse("cursor %d is above the log's head %d", p.Cursor, head)
 		}
-		newest, _, err := d.checkpointInfo()
+		var newest checkpointMeta
+		err := d.store.View(func(tx kv.Tx) error {
+			var err error
+			newest, _, err = newestCheckpoint(tx)
+			return err
+		})
 		if err != nil {
 			return false, err
 		}
-		if p.Cursor <= newest {
-			return refuse("cursor %d is not above the newest checkpoint's %d", p.Cursor, newest)
+		if p.Cursor <= newest.cursor {
+			return refuse("cursor %d is not above the newest checkpoint's %d", p.Cursor, newest.cursor)
+		}
+		// Parts are stored under the uploader's site and the id: an
+		// upload reusing the id of a checkpoint still stored (the
+		// newest, or a replaced one a stream still reads) would
+		// overwrite its parts in place.
+		if pre := string(partPrefix(p.SiteID, p.CheckpointID)); (newest.site == p.SiteID && newest.id == p.CheckpointID) || d.ckptInUse(pre) {
+			return refuse("checkpoint id %s of site %s is taken by a stored checkpoint: choose a new one", p.CheckpointID, p.SiteID)
 		}
 		c.upload = &checkpointMeta{id: p.CheckpointID, site: p.SiteID, hlc: p.HLC, cursor: p.Cursor}
 	}
@@ -157,6 +169,8 @@ func (d *database) putCheckpointPart(c *conn, p *wire.CheckpointPart) (stored bo
 	}
 	var old checkpointMeta
 	var hadOld, above bool
+	d.ckptMu.Lock()
+	defer d.ckptMu.Unlock()
 	err = d.store.Update(func(tx kv.Tx) error {
 		var err error
 		if old, hadOld, err = newestCheckpoint(tx); err != nil {
@@ -175,10 +189,23 @@ func (d *database) putCheckpointPart(c *conn, p *wire.CheckpointPart) (stored bo
 		}
 		if hadOld && (old.site != m.site || old.id != m.id) {
 			pre := partPrefix(old.site, old.id)
+			if d.ckptReaders[string(pre)] > 0 {
+				// Streams still read it: its last one deletes it
+				// (endCheckpointStream).
+				return nil
+			}
 			return tx.DeleteRange(bucketCheckpoint, pre, kv.PrefixEnd(pre))
 		}
 		return nil
 	})
+	if err == nil && above && hadOld && (old.site != u.site || old.id != u.id) {
+		if pre := string(partPrefix(old.site, old.id)); d.ckptReaders[pre] > 0 {
+			if d.ckptOrphans == nil {
+				d.ckptOrphans = map[string]bool{}
+			}
+			d.ckptOrphans[pre] = true
+		}
+	}
 	if err != nil {
 		return false, err
 	}
@@ -188,6 +215,57 @@ func (d *database) putCheckpointPart(c *conn, p *wire.CheckpointPart) (stored bo
 	c.upload = nil
 	d.log.Info("relay: sealed checkpoint stored", "checkpoint", u.id, "site", u.site, "cursor", u.cursor, "parts", p.Part+1, "bytes", u.bytes)
 	return true, nil
+}
+
+// ckptInUse reports whether the parts under prefix pre belong to a
+// checkpoint that streams still read (the newest, or one replaced
+// meanwhile).
+func (d *database) ckptInUse(pre string) bool {
+	d.ckptMu.Lock()
+	defer d.ckptMu.Unlock()
+	return d.ckptReaders[pre] > 0 || d.ckptOrphans[pre]
+}
+
+// startCheckpointStream reads the newest sealed checkpoint's record and
+// counts a stream reading its parts, so that a newer checkpoint stored
+// meanwhile leaves them until endCheckpointStream. ok is false when there
+// is none.
+func (d *database) startCheckpointStream() (m checkpointMeta, ok bool, err error) {
+	d.ckptMu.Lock()
+	defer d.ckptMu.Unlock()
+	err = d.store.View(func(tx kv.Tx) error {
+		var err error
+		m, ok, err = newestCheckpoint(tx)
+		return err
+	})
+	if err == nil && ok {
+		if d.ckptReaders == nil {
+			d.ckptReaders = map[string]int{}
+		}
+		d.ckptReaders[string(partPrefix(m.site, m.id))]++
+	}
+	return m, ok, err
+}
+
+// endCheckpointStream ends a stream of m (startCheckpointStream): the last
+// stream of a checkpoint replaced meanwhile deletes its parts.
+func (d *database) endCheckpointStream(m checkpointMeta) {
+	d.ckptMu.Lock()
+	defer d.ckptMu.Unlock()
+	pre := partPrefix(m.site, m.id)
+	if d.ckptReaders[string(pre)]--; d.ckptReaders[string(pre)] > 0 {
+		return
+	}
+	delete(d.ckptReaders, string(pre))
+	if !d.ckptOrphans[string(pre)] {
+		return
+	}
+	delete(d.ckptOrphans, string(pre))
+	err := d.store.Update(func(tx kv.Tx) error { return tx.DeleteRange(bucketCheckpoint, pre, kv.PrefixEnd(pre)) })
+	if err != nil {
+		// dropStrayParts deletes them at the next open.
+		d.log.Warn("relay: deleting a replaced sealed checkpoint's parts failed", "checkpoint", m.id, "err", err)
+	}
 }
 
 // dropUpload deletes the parts of c's unfinished upload, if any.
@@ -252,16 +330,7 @@ func (d *database) dropStrayParts() error {
 // bookkeeping (pushes dropped meanwhile).
 func (c *conn) streamCheckpoint(from *wire.GetSnapshot) (ok bool) {
 	d := c.db
-	m, ok, err := func() (checkpointMeta, bool, error) {
-		var m checkpointMeta
-		var ok bool
-		err := d.store.View(func(tx kv.Tx) error {
-			var err error
-			m, ok, err = newestCheckpoint(tx)
-			return err
-		})
-		return m, ok, err
-	}()
+	m, ok, err := d.startCheckpointStream()
 	if err != nil {
 		c.log.Error("relay: reading the sealed checkpoint failed", "err", err)
 		c.s.storageFailed(d.id, opRead, err)
@@ -271,6 +340,7 @@ func (c *conn) streamCheckpoint(from *wire.GetSnapshot) (ok bool) {
 	if !ok {
 		return false
 	}
+	defer d.endCheckpointStream(m)
 	skipTo := uint32(0)
 	if from != nil && from.CheckpointID == m.id && from.FromPart > 2 && m.parts > 2 {
 		skipTo = min(from.FromPart, m.parts-1)

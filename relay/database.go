@@ -58,6 +58,16 @@ type database struct {
 	horizon   wire.Horizon
 	snapshots int
 
+	// ckptMu guards ckptReaders and ckptOrphans, and orders the reading
+	// of the newest sealed checkpoint's record by a stream against its
+	// replacement (checkpoint.go): ckptReaders counts the streams reading
+	// each checkpoint's parts (by partPrefix), ckptOrphans holds the
+	// replaced checkpoints whose parts are deleted when their last stream
+	// ends.
+	ckptMu      sync.Mutex
+	ckptReaders map[string]int
+	ckptOrphans map[string]bool
+
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
 
