@@ -5,6 +5,8 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +16,9 @@ import (
 
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv"
+	"github.com/replica-sync/replica/kv/boltkv"
+	"github.com/replica-sync/replica/relay"
 	"github.com/replica-sync/replica/seal"
 	"github.com/replica-sync/replica/wire"
 )
@@ -130,5 +135,113 @@ func TestE2ESealedForgedPlainSnapshot(t *testing.T) {
 	}
 	if len(reportedErrs(v, client.ErrProtocol)) == 0 {
 		t.Fatal("the forged snapshot was not reported")
+	}
+}
+
+// TestE2ESealedCheckpointFromAnotherDatabase: a relay that serves a
+// bootstrapping device of database "vault" the sealed checkpoint of
+// another database sealed with the same key ("vault2": its record and
+// parts copied into vault's file) does not get its rows applied: the
+// associated data binds each part to its database, so the device refuses
+// the checkpoint (ENVELOPE_INVALID), falls back to vault's log, and ends
+// with vault's rows only.
+func TestE2ESealedCheckpointFromAnotherDatabase(t *testing.T) {
+	checkNoLeaks(t)
+	dir := t.TempDir()
+	clock := &msClock{}
+	clock.ms.Store(uint64(time.Now().UnixMilli()))
+	rl := startRelayClock(t, dir, clock, time.Hour)
+	key := seal.GenerateKey()
+	// Writers a and o; their databases' other devices ua and uo upload
+	// checkpoints.
+	a := checkpointReplica(t, "a", keyring(t, key), -1)
+	o := checkpointReplica(t, "o", keyring(t, key), -1)
+	ua := checkpointReplica(t, "ua", keyring(t, key), 4)
+	uo := checkpointReplica(t, "uo", keyring(t, key), 4)
+	for _, r := range []*replica{a, ua} {
+		r.connect(t, rl.url, "vault", "")
+	}
+	for _, r := range []*replica{o, uo} {
+		r.connect(t, rl.url, "vault2", "")
+	}
+	for _, r := range []*replica{a, o, ua, uo} {
+		waitState(t, r, client.Synced)
+	}
+	for i := range 6 {
+		writeNote(t, a, i)
+		writeNote(t, o, 100+i)
+		waitFor(t, "pushed", func() bool { return pending(t, a) == 0 && pending(t, o) == 0 })
+	}
+	converged(t, a, ua)
+	converged(t, o, uo)
+	waitFor(t, "both uploaded a checkpoint", func() bool {
+		na, _ := uploaded(ua)
+		no, _ := uploaded(uo)
+		return na > 0 && no > 0
+	})
+	for _, r := range []*replica{a, o, ua, uo} {
+		r.c.Disconnect()
+	}
+	rl.stop()
+
+	// The malicious relay: vault2's checkpoint in vault's file.
+	var meta []byte
+	parts := map[string][]byte{}
+	read := func(tx kv.Tx) error {
+		v, err := tx.Get("relay", []byte("checkpoint"))
+		if err != nil {
+			return err
+		}
+		meta = append([]byte(nil), v...)
+		return tx.Scan("checkpoint_parts", kv.Range{}, func(k, v []byte) bool {
+			parts[string(k)] = append([]byte(nil), v...)
+			return true
+		})
+	}
+	write := func(tx kv.Tx) error {
+		if err := tx.DeleteRange("checkpoint_parts", nil, nil); err != nil {
+			return err
+		}
+		for k, v := range parts {
+			if err := tx.Put("checkpoint_parts", []byte(k), v); err != nil {
+				return err
+			}
+		}
+		return tx.Put("relay", []byte("checkpoint"), meta)
+	}
+	for _, step := range []struct {
+		file string
+		fn   func(kv.Tx) error
+	}{{"vault2.db", read}, {"vault.db", write}} {
+		st, err := boltkv.Open(filepath.Join(dir, step.file), relay.StoreBuckets(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = st.Update(step.fn)
+		if cerr := st.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", step.file, err)
+		}
+	}
+	if len(parts) < 3 {
+		t.Fatalf("vault2's checkpoint has %d parts", len(parts))
+	}
+
+	rl2 := startRelayClock(t, dir, clock, time.Hour)
+	c := checkpointReplica(t, "c", keyring(t, key), -1)
+	c.connect(t, rl2.url, "vault", "")
+	waitFor(t, "c refused the checkpoint", func() bool { return len(reportedErrs(c, client.ErrCheckpointRefused)) > 0 })
+	if err := reportedErrs(c, client.ErrCheckpointRefused)[0]; !errors.Is(err, client.ErrEnvelopeInvalid) {
+		t.Fatalf("refused for %v, want ENVELOPE_INVALID", err)
+	}
+	waitFor(t, "c holds vault's notes from the log", func() bool { return count(t, c.db, "vaultnotes") >= 6 })
+	waitState(t, c, client.Synced)
+	if n := count(t, c.db, "vaultnotes"); n != 6 {
+		t.Fatalf("c holds %d notes, want vault's 6 (none of vault2's)", n)
+	}
+	if _, err := c.db.Get("vaultnotes", engine.Key{"note100"}); err == nil {
+		t.Fatal("c applied a row of another database's checkpoint")
 	}
 }
