@@ -442,6 +442,14 @@
 //     ErrEnvelopeInvalid (ENVELOPE_INVALID), left out, and the rest of the
 //     page applies; the cursor moves past it.
 //
+// A sealed client takes no plaintext content from the relay: a ChangeSet
+// without an envelope is refused as above (ErrEnvelopeInvalid), and the
+// only plaintext snapshot it takes is the empty one at cursor 0 that a
+// relay without a sealed checkpoint streams (a header without tables,
+// rows or horizon, an empty schema, a footer counting nothing); any other
+// snapshot_chunk is a protocol violation (ErrProtocol, reported; nothing
+// of it applied; the session ends and the next one backs off).
+//
 // A sealed client sends no repair pushes (wire's "Repair pushes": the
 // relay cannot merge envelopes): after the relay lost history it pushes
 // back its own transactions and bootstraps from the newest sealed
