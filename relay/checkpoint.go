@@ -109,7 +109,9 @@ var errCheckpointRefused = errors.New("checkpoint refused")
 // upload state, c.upload). Part 0 starts an upload (dropping c's unfinished
 // one); each next part must follow; the last makes the checkpoint the
 // database's newest if its cursor is still above the newest's, dropping
-// the older one's parts. stored reports that. Errors wrap
+// the older one's parts (when the streams reading them end:
+// endCheckpointStream). A part 0 reusing the id of a checkpoint still
+// held is refused. stored reports that. Errors wrap
 // errCheckpointRefused (the upload is dropped) or are storage errors.
 func (d *database) putCheckpointPart(c *conn, p *wire.CheckpointPart) (stored bool, err error) {
 	refuse := func(format string, args ...any) (bool, error) {

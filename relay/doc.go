@@ -320,9 +320,12 @@
 // cursor is still above the newest checkpoint's, the upload becomes the
 // newest ("checkpoint" in the relay bucket: id, uploader, hlc, cursor,
 // parts, bytes, when it was stored) and the older one's parts go, in one
-// transaction. It refuses (CHECKPOINT_REFUSED, logged as a warning) an
+// transaction — or, while devices are still streaming the older one, when
+// the last of those streams ends (so a bootstrap under way finishes). It
+// refuses (CHECKPOINT_REFUSED, logged as a warning) an
 // upload to a plain database, at a cursor above the log's head or not
-// above the newest checkpoint's, of another site than the connection's,
+// above the newest checkpoint's, reusing the id of a checkpoint the
+// relay still holds, of another site than the connection's,
 // with an hlc more than 60 s ahead, with a part out of order, or above
 // MaxCheckpointBytes (1 GiB) in all. An upload a connection leaves
 // unfinished is dropped when it ends (and at the next open, after a stop).

@@ -1025,7 +1025,8 @@
 // (the upload is abandoned and nothing of it kept): on a plain database;
 // for a part 0 whose cursor is above the log's head or not above the
 // newest checkpoint's, whose siteId or hlc's site is not the connection's,
-// or whose hlc is more than 60 s ahead; for a part that does not follow
+// or whose hlc is more than 60 s ahead, or whose checkpointId (with its
+// siteId) names a checkpoint the relay still holds; for a part that does not follow
 // the connection's upload (another id, hlc or cursor, a gap); above the
 // relay's size limit; when another checkpoint at a cursor not below this
 // one's was stored meanwhile. A part 0 starts a new upload, dropping the
