@@ -5,8 +5,14 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -243,5 +249,96 @@ func TestE2ESealedCheckpointFromAnotherDatabase(t *testing.T) {
 	}
 	if _, err := c.db.Get("vaultnotes", engine.Key{"note100"}); err == nil {
 		t.Fatal("c applied a row of another database's checkpoint")
+	}
+}
+
+// lockedBuffer is a log sink safe for the relay's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]byte(nil), l.b.Bytes()...)
+}
+
+// TestE2ESealedRelayLogsAndMetrics: the relay's logs at debug level and its
+// /metrics, over a sealed sync with a checkpoint upload, a bootstrap from
+// it, and a plain client of the sealed database refused at its handshake,
+// show none of the plaintext (table and column names, values, blobs): a
+// regression guard for what the relay logs, beside TestE2ESealedSync's
+// for its files.
+func TestE2ESealedRelayLogsAndMetrics(t *testing.T) {
+	checkNoLeaks(t)
+	logs := &lockedBuffer{}
+	srv, err := relay.New(relay.Config{DataDir: t.TempDir(), Auth: relay.AllowAll, NoSync: true,
+		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl := &liveRelay{srv: srv}
+	rl.hs = httptest.NewServer(srv.Handler())
+	rl.url = "ws" + strings.TrimPrefix(rl.hs.URL, "http") + "/sync"
+	t.Cleanup(rl.stop)
+
+	key := seal.GenerateKey()
+	a := checkpointReplica(t, "a", keyring(t, key), -1)
+	b := checkpointReplica(t, "b", keyring(t, key), 3)
+	a.connect(t, rl.url, "vault", "")
+	b.connect(t, rl.url, "vault", "")
+	waitState(t, a, client.Synced)
+	waitState(t, b, client.Synced)
+	for i := range 6 {
+		writeNote(t, a, i)
+		waitFor(t, "a pushed", func() bool { return pending(t, a) == 0 })
+	}
+	converged(t, a, b)
+	waitFor(t, "b uploaded a checkpoint", func() bool { n, _ := uploaded(b); return n > 0 })
+	c := checkpointReplica(t, "c", keyring(t, key), -1)
+	c.connect(t, rl.url, "vault", "")
+	converged(t, a, b, c)
+	// A plain client of the sealed database is refused at its handshake
+	// (its rows never leave it).
+	p := newReplica(t, "p", vaultSchema(), engine.Options{}, client.Options{})
+	writeNote(t, p, 50)
+	p.connect(t, rl.url, "vault", "")
+	waitState(t, p, client.Error)
+
+	resp, err := http.Get(rl.hs.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*replica{a, b, c, p} {
+		r.c.Disconnect()
+	}
+	rl.stop()
+	out := logs.Bytes()
+	if !bytes.Contains(out, []byte("sealed checkpoint stored")) {
+		t.Fatalf("the relay's debug log is not the one expected (%d bytes)", len(out))
+	}
+	needles := [][]byte{[]byte("vaultnotes"), []byte("secretcaption"), []byte("secretphoto"), []byte("secretcount"),
+		[]byte("Plaintext-Caption"), []byte("900003"), []byte("note003"), []byte("note050")}
+	for i := range 6 {
+		needles = append(needles, []byte(base64.StdEncoding.EncodeToString(photo(i))[:24]), photo(i)[:24])
+	}
+	for name, data := range map[string][]byte{"logs": out, "metrics": metrics} {
+		for _, n := range needles {
+			if bytes.Contains(data, n) {
+				t.Errorf("the relay's %s contain the plaintext %q", name, n)
+			}
+		}
 	}
 }
