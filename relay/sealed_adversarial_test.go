@@ -170,3 +170,83 @@ func countParts(t *testing.T, d *database) int {
 	}
 	return n
 }
+
+// TestSealedCheckpointBadUploads: uploads the relay must refuse
+// (CHECKPOINT_REFUSED) leave nothing behind: above MaxCheckpointBytes,
+// another site's, a part changing the upload's hlc or cursor midway, a
+// clock too far ahead; and the database keeps no checkpoint.
+func TestSealedCheckpointBadUploads(t *testing.T) {
+	clock := newManualClock()
+	r := startRelay(t, Config{Clock: clock, MaxCheckpointBytes: 3 * (wire.EnvelopeOverhead + 100)})
+	kr := testKeyring(t, 6)
+	e := newReplica(t, clock)
+	a := dial(t, r, nil)
+	a.site = e.SiteID()
+	a.sealedHandshake("vault")
+	a.apply("apply-1", sealAll(t, kr, "vault", append(localSets(t, e), insertStops(t, e, "t1", 3)...))) // cursor 4
+	h, err := e.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := bytes.Repeat([]byte{0x5a}, wire.EnvelopeOverhead+100)
+	put := func(id string, site model.SiteID, hh model.HLC, cursor uint64, n uint32, last bool) {
+		a.send(&wire.PutCheckpoint{CheckpointPart: wire.CheckpointPart{CheckpointID: id, SiteID: site, HLC: hh, Cursor: cursor, Part: n, Last: last, Envelope: env}})
+	}
+	ok := func(id string, n uint32) {
+		t.Helper()
+		if res := recvType[*wire.CheckpointResult](a); res.CheckpointID != id || res.Part != n || res.Stored {
+			t.Fatalf("checkpoint_result %+v", res)
+		}
+	}
+	d := func() *database {
+		r.srv.mu.Lock()
+		defer r.srv.mu.Unlock()
+		return r.srv.dbs["vault"]
+	}()
+
+	// Above the size limit at its fourth part.
+	for n := range uint32(3) {
+		put("big", a.site, h, 4, n, false)
+		ok("big", n)
+	}
+	put("big", a.site, h, 4, 3, true)
+	a.expectError(wire.CodeCheckpointRefused)
+	if n := countParts(t, d); n != 0 {
+		t.Fatalf("a refused oversize upload left %d parts", n)
+	}
+
+	// Another site's, by site id or by the hlc's site.
+	other := model.SiteID{0xfe}
+	put("x1", other, h, 4, 0, false)
+	a.expectError(wire.CodeCheckpointRefused)
+	hOther := h
+	hOther.Site = other
+	put("x2", a.site, hOther, 4, 0, false)
+	a.expectError(wire.CodeCheckpointRefused)
+
+	// An hlc or cursor changed midway.
+	put("mid", a.site, h, 4, 0, false)
+	ok("mid", 0)
+	h2 := h
+	h2.Counter++
+	put("mid", a.site, h2, 4, 1, true)
+	a.expectError(wire.CodeCheckpointRefused)
+	put("mid2", a.site, h, 4, 0, false)
+	ok("mid2", 0)
+	put("mid2", a.site, h, 3, 1, true)
+	a.expectError(wire.CodeCheckpointRefused)
+
+	// A clock too far ahead.
+	ahead := h
+	ahead.Wall = clock.Now() + 2*model.MaxDrift
+	put("ahead", a.site, ahead, 4, 0, true)
+	a.expectError(wire.CodeCheckpointRefused)
+
+	if n := countParts(t, d); n != 0 {
+		t.Fatalf("refused uploads left %d parts", n)
+	}
+	b := dial(t, r, nil)
+	if ack := b.sealedHandshake("vault"); ack.CheckpointCursor != 0 || ack.CheckpointAt != 0 {
+		t.Fatalf("after refused uploads the relay announces a checkpoint at %d", ack.CheckpointCursor)
+	}
+}
