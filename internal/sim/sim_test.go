@@ -290,6 +290,22 @@ func TestSimFixedSeeds(t *testing.T) {
 		// there only. Fixed in client (a resumed header does not prune
 		// again).
 		{"retention", 301, 2000, keepLog, false},
+		// Seed 66 (1944 steps), pruning with relay wipes (no restore),
+		// and seed 41 (2000 steps), every fault: after a wipe, device
+		// r6 caught up with the new log and repair-pushed the facts of
+		// other sites it held, a delete-wins row's old tombstone among
+		// them; the relay had made a mark meanwhile, which reaches a
+		// client only with the next changes after it, and appended the
+		// repair entry after that mark. r6 applied the mark later,
+		// pruning the tombstone (keeping its own cells above the mark's
+		// siteHlc), and its pulls left its own repair entry out, so it
+		// never merged the tombstone back; every other replica did, and
+		// the next mark pruned the row with r6's cells there, not on r6
+		// ("r0 and r6 differ"). Fixed in relay (a repair entry reaches
+		// its sender too, in push_changes and pulls:
+		// relay.TestRepairPush).
+		{"wipe", 66, 1944, map[string]bool{"relay.restore_old": true}, false},
+		{"all", 41, 2000, map[string]bool{}, false},
 	} {
 		t.Run(fmt.Sprintf("%s/%d", c.name, c.seed), func(t *testing.T) {
 			cfg := DefaultConfig(c.seed)
