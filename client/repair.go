@@ -147,6 +147,33 @@ func (s *session) skipRepair(cs *model.ChangeSet, code wire.ErrorCode, msg strin
 	s.c.report(err)
 }
 
+// noteOwnInLog records the facts of this replica's own that sets, just
+// merged from the relay's log, carry (s.ownInLog): a repair entry of
+// another replica gives back facts of this one's the log then holds,
+// though its siteHlc, which counts this replica's own pushes only, does
+// not say so. A mark after them prunes them as the relay did (pruneTo).
+func (s *session) noteOwnInLog(sets []model.ChangeSet) {
+	own := s.db.SiteID()
+	for i := range sets {
+		if sets[i].SiteID != own {
+			continue
+		}
+		if s.ownInLog == nil {
+			s.ownInLog = map[model.HLC]struct{}{}
+		}
+		for _, c := range sets[i].Changes {
+			s.ownInLog[c.HLC] = struct{}{}
+		}
+	}
+}
+
+// heldInLog reports whether h, a fact of this replica's own, reached this
+// session's pulls from the relay's log (noteOwnInLog).
+func (s *session) heldInLog(h model.HLC) bool {
+	_, ok := s.ownInLog[h]
+	return ok
+}
+
 // pushOwnMergedBack flushes when sets, just merged (MergeOwn), carry facts
 // of this replica's own above its sent watermark: another replica's
 // repair push gave back facts this one had pruned or lost (its own

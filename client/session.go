@@ -88,6 +88,11 @@ type session struct {
 	repairNext []byte
 	repairRead bool
 	repairMax  int
+	// ownInLog: facts of this replica's own that ChangeSets pulled from
+	// the relay's log in this session carried (repair entries of other
+	// replicas, own ChangeSets asked back): the log holds them, whatever
+	// a mark's siteHlc says (pruneTo).
+	ownInLog map[model.HLC]struct{}
 
 	push          *inflight // the apply_changes in flight
 	pushFails     int
@@ -754,6 +759,7 @@ func (s *session) onChanges(m *wire.Changes) {
 			return
 		}
 		s.c.post(Event{Type: ChangesApplied, Result: res})
+		s.noteOwnInLog(m.ChangeSets)
 		s.pushOwnMergedBack(m.ChangeSets)
 	} else if next != s.cursor || chain != s.chain {
 		// The chain value names its cursor: stored after it, a failure
@@ -864,6 +870,7 @@ func (s *session) onPushChanges(m *wire.PushChanges) {
 		contiguous = false
 	} else {
 		s.c.post(Event{Type: ChangesApplied, Result: res})
+		s.noteOwnInLog(m.ChangeSets)
 		s.pushOwnMergedBack(m.ChangeSets)
 	}
 	if contiguous {
@@ -971,14 +978,20 @@ func (s *session) askOwnBack(held model.HLC) error {
 }
 
 // pruneTo prunes the tombstones deleted before wall, keeping this
-// replica's own facts above held, and stores wall as the horizon applied
-// for this relay log (0: the key is deleted).
+// replica's own facts above held but those this session pulled from the
+// log (heldInLog: the relay held them too), and stores wall as the
+// horizon applied for this relay log (0: the key is deleted).
+//
+// Limit: ownInLog lives in the session, so a mark applied in a later
+// session than the pull of such a fact (a crash or a lost connection
+// between a page and the next page ending at the mark) keeps it as
+// unsent, as before.
 func (s *session) pruneTo(wall uint64, held model.HLC) error {
 	if wall != 0 {
 		// This replica's own facts the relay did not hold when it
 		// pruned are kept: the relay applies them to the pruned rows
 		// when they arrive (a pruned own delete would never be pushed).
-		res, err := s.db.PruneTombstonesWith(wall, engine.PruneTombstonesOptions{KeepUnsent: true, Sent: held})
+		res, err := s.db.PruneTombstonesWith(wall, engine.PruneTombstonesOptions{KeepUnsent: true, Sent: held, Held: s.heldInLog})
 		if err != nil {
 			return fmt.Errorf("client: pruning tombstones at the relay's horizon %d: %w", wall, err)
 		}

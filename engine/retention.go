@@ -101,6 +101,14 @@ type PruneTombstonesOptions struct {
 	// TestPruneSupersededUnsentCell).
 	KeepUnsent bool
 	Sent       HLC
+	// Held, when not nil, names own facts above Sent that the relay held
+	// when it pruned all the same: they reached its log before the mark
+	// in other ChangeSets than this replica's own pushes (a repair entry
+	// of another replica carrying them, wire's "Repair pushes"), which
+	// the mark's siteHlc does not count. They are pruned as the relay
+	// pruned them (an own tombstone the relay held decides its row
+	// alone: the simulator's seed 16 with wipes).
+	Held func(HLC) bool
 }
 
 // PruneTombstonesWith is PruneTombstones keeping what o says. A kept
@@ -115,7 +123,9 @@ func (e *Engine) PruneTombstonesWith(before uint64, o PruneTombstonesOptions) (P
 	}
 	var keep func(h HLC) bool
 	if o.KeepUnsent {
-		keep = func(h HLC) bool { return h.Site == e.site && o.Sent.Less(h) }
+		keep = func(h HLC) bool {
+			return h.Site == e.site && o.Sent.Less(h) && (o.Held == nil || !o.Held(h))
+		}
 	}
 	err := e.pruneTombstones(before, keep, &res)
 	return res, err

@@ -860,6 +860,12 @@
 // the entry after that mark, and so must the sender, or a later mark
 // prunes on them what it keeps (the simulator's seeds 41 and 66; until
 // 2026-12-03 a pull left out the entries the requester sent).
+// A mark's siteHlc counts the receiver's own pushes only, not its facts
+// that repair entries of other replicas gave the log back before the
+// mark: a receiver treats those (it pulled them, merged as its own) as
+// held by the relay at the mark, and prunes them as the relay did,
+// rather than keeping them as unsent (an own deletion the relay held
+// decides its row alone: the simulator's seed 16).
 // Every replica thus converges to the union of what the devices hold. A
 // delete that every device pruned and the relay lost is gone for good:
 // rows the relay's older copy still holds come back everywhere, the

@@ -306,6 +306,19 @@ func TestSimFixedSeeds(t *testing.T) {
 		// relay.TestRepairPush).
 		{"wipe", 66, 1944, map[string]bool{"relay.restore_old": true}, false},
 		{"all", 41, 2000, map[string]bool{}, false},
+		// Seeds 16 and 85 (2000 steps), pruning with relay wipes: after
+		// a wipe, other devices' repair pushes gave the new log device
+		// r2's deletion of a delete-wins row (which superseded an
+		// older deletion, its shadow) before a mark; the mark's siteHlc
+		// for r2, which counts r2's own pushes only, was zero. The
+		// relay pruned only the shadow (r2's deletion is past the mark)
+		// and kept another site's later cells; r2 kept its deletion as
+		// unsent and pruned by the shadow as if the relay had, dropping
+		// those cells ("r0 and r2 differ"). Fixed in client and engine
+		// (own facts pulled from the log are held:
+		// PruneTombstonesOptions.Held, engine.TestPruneHeldOwnTombstone).
+		{"wipe", 16, 2000, map[string]bool{"relay.restore_old": true}, false},
+		{"wipe", 85, 2000, map[string]bool{"relay.restore_old": true}, false},
 	} {
 		t.Run(fmt.Sprintf("%s/%d", c.name, c.seed), func(t *testing.T) {
 			cfg := DefaultConfig(c.seed)
