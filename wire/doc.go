@@ -865,7 +865,14 @@
 // mark: a receiver treats those (it pulled them, merged as its own) as
 // held by the relay at the mark, and prunes them as the relay did,
 // rather than keeping them as unsent (an own deletion the relay held
-// decides its row alone: the simulator's seed 16).
+// decides its row alone: the simulator's seed 16). Until its repair
+// push is done, a receiver keeps at a mark the facts of other sites it
+// holds that it did not pull from the log (it held them before the loss
+// of history): the relay did not hold them when it pruned, and the
+// repair push gives them to it after the mark, where it applies them as
+// late facts, as does every replica pulling the repair entries (pruned,
+// a deletion would take the cells of a delete-wins row with it on that
+// replica alone: the simulator's seed 55).
 // Every replica thus converges to the union of what the devices hold. A
 // delete that every device pruned and the relay lost is gone for good:
 // rows the relay's older copy still holds come back everywhere, the
