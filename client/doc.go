@@ -391,8 +391,9 @@
 //     protocol version 6): once synced, after its own transactions, it
 //     pushes every fact of other sites it holds (engine.PeerFacts), page
 //     by page, marked repair; the relay appends those that change its
-//     merged replica, and every other replica, their author included,
-//     pulls them. So a write that only another device still holds (its
+//     merged replica, and every replica, their author and this one
+//     included, pulls them (this one merges them in their place in the
+//     log, after the marks before them, as every other replica does). So a write that only another device still holds (its
 //     author is gone for good, or pruned it) is not lost. The progress is
 //     stored (sync:…:repair); a repair resumes after a lost connection.
 //     The state reads Synced during a repair as during any push.

@@ -114,6 +114,7 @@ func (s *session) advanceRepair() error {
 	s.repairRead = false
 	if s.repairNext == nil {
 		s.repairing, s.repairPos = false, nil
+		s.othersInLog = nil // kept for a pending repair only (keepOthers)
 		s.c.log.Debug("replica sync: repair push done", "database", s.t.databaseID)
 		return s.db.SetState(repairKey(s.ns), nil)
 	}
@@ -150,6 +151,56 @@ func (s *session) skipRepair(cs *model.ChangeSet, code wire.ErrorCode, msg strin
 	err := &RefusedError{TransactionID: cs.TransactionID, HLC: cs.HLC, Code: code, Message: "repair push of another site's facts: " + msg, Err: cause}
 	s.c.log.Warn("replica sync: facts of another site will not be pushed back to the relay", "site", cs.SiteID, "transaction", cs.TransactionID, "err", err)
 	s.c.report(err)
+}
+
+// noteInLog records the facts that sets, just merged from the relay's
+// log, carry. Those of this replica's own go in s.ownInLog: a repair
+// entry of another replica gives back facts of this one's the log then
+// holds, though its siteHlc, which counts this replica's own pushes only,
+// does not say so; a mark after them prunes them as the relay did
+// (pruneTo). While a repair is pending, those of other sites go in
+// s.othersInLog: a mark keeps the facts of other sites this replica
+// holds but not those (keepOthers).
+func (s *session) noteInLog(sets []model.ChangeSet) {
+	own := s.db.SiteID()
+	for i := range sets {
+		var m *map[model.HLC]struct{}
+		switch {
+		case sets[i].SiteID == own:
+			m = &s.ownInLog
+		case s.repairing:
+			m = &s.othersInLog
+		default:
+			continue
+		}
+		if *m == nil {
+			*m = map[model.HLC]struct{}{}
+		}
+		for _, c := range sets[i].Changes {
+			(*m)[c.HLC] = struct{}{}
+		}
+	}
+}
+
+// keepOthers reports whether a mark keeps h, a fact of another site, while
+// a repair is pending: unless this session pulled it from the log, the
+// relay did not hold it when it pruned (this replica kept it from before
+// the loss of history), and the repair push gives it to the relay after
+// the mark, which applies it there as every replica pulling its repair
+// entry does (wire's "Repair pushes"). A fact kept though the relay held
+// it (pulled in an earlier session) is pushed again all the same: the
+// relay appends it if its pruning dropped it, so replicas agree either
+// way.
+func (s *session) keepOthers(h model.HLC) bool {
+	_, ok := s.othersInLog[h]
+	return !ok
+}
+
+// heldInLog reports whether h, a fact of this replica's own, reached this
+// session's pulls from the relay's log (noteOwnInLog).
+func (s *session) heldInLog(h model.HLC) bool {
+	_, ok := s.ownInLog[h]
+	return ok
 }
 
 // pushOwnMergedBack flushes when sets, just merged (MergeOwn), carry facts

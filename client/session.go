@@ -88,6 +88,16 @@ type session struct {
 	repairNext []byte
 	repairRead bool
 	repairMax  int
+	// ownInLog: facts of this replica's own that ChangeSets pulled from
+	// the relay's log in this session carried (repair entries of other
+	// replicas, own ChangeSets asked back): the log holds them, whatever
+	// a mark's siteHlc says (pruneTo).
+	ownInLog map[model.HLC]struct{}
+	// othersInLog: while a repair is pending, the facts of other sites
+	// pulled from the log in this session; a mark keeps the others this
+	// replica holds (keepOthers): the relay did not hold them when it
+	// pruned, and the repair push gives them to it after the mark.
+	othersInLog map[model.HLC]struct{}
 
 	// keyStalled: an envelope no key opens stopped the pulls of this
 	// session (keyMissing).
@@ -832,6 +842,7 @@ func (s *session) onChanges(m *wire.Changes) {
 			return
 		}
 		s.c.post(Event{Type: ChangesApplied, Result: res})
+		s.noteInLog(m.ChangeSets)
 		s.pushOwnMergedBack(m.ChangeSets)
 	} else if next != s.cursor || chain != s.chain {
 		// The chain value names its cursor: stored after it, a failure
@@ -957,6 +968,7 @@ func (s *session) onPushChanges(m *wire.PushChanges) {
 		contiguous = false
 	} else {
 		s.c.post(Event{Type: ChangesApplied, Result: res})
+		s.noteInLog(m.ChangeSets)
 		s.pushOwnMergedBack(m.ChangeSets)
 	}
 	if contiguous {
@@ -1070,14 +1082,29 @@ func (s *session) askOwnBack(held model.HLC) error {
 }
 
 // pruneTo prunes the tombstones deleted before wall, keeping this
-// replica's own facts above held, and stores wall as the horizon applied
-// for this relay log (0: the key is deleted).
+// replica's own facts above held but those this session pulled from the
+// log (heldInLog: the relay held them too), and stores wall as the
+// horizon applied for this relay log (0: the key is deleted).
+//
+// While a repair is pending it keeps, too, the facts of other sites not
+// pulled from the log (keepOthers), which the repair push gives the relay
+// after the mark.
+//
+// Limit: ownInLog and othersInLog live in the session, so a mark applied
+// in a later session than the pull of such a fact (a crash or a lost
+// connection between a page and the next page ending at the mark) keeps
+// it, as before for an own fact; a fact of another site kept so is
+// repair-pushed, and appended if the relay's pruning dropped it.
 func (s *session) pruneTo(wall uint64, held model.HLC) error {
 	if wall != 0 {
 		// This replica's own facts the relay did not hold when it
 		// pruned are kept: the relay applies them to the pruned rows
 		// when they arrive (a pruned own delete would never be pushed).
-		res, err := s.db.PruneTombstonesWith(wall, engine.PruneTombstonesOptions{KeepUnsent: true, Sent: held})
+		o := engine.PruneTombstonesOptions{KeepUnsent: true, Sent: held, Held: s.heldInLog}
+		if s.repairing {
+			o.KeepOthers = s.keepOthers
+		}
+		res, err := s.db.PruneTombstonesWith(wall, o)
 		if err != nil {
 			return fmt.Errorf("client: pruning tombstones at the relay's horizon %d: %w", wall, err)
 		}

@@ -201,3 +201,155 @@ func TestNoShadowUnderResurrection(t *testing.T) {
 		t.Errorf("after a deletion superseded by the own one: %d prune index entries, want 1", n)
 	}
 }
+
+// TestPruneHeldOwnTombstone (the simulator's seed 16 with relay wipes):
+// as in TestPruneShadowTombstone's "pruned" case, dev deleted a
+// delete-wins row without having seen an older deletion of the relay's,
+// and other wrote cells after both; but the relay lost its log and got
+// dev's deletion back before the mark from another replica's repair push
+// (wire's "Repair pushes"), which the mark's siteHlc for dev (zero) does
+// not count. The relay's row carried dev's deletion at the mark, past
+// it: it pruned only the older deletion and kept other's cells. dev,
+// told by PruneTombstonesOptions.Held that the relay holds its deletion,
+// does the same; without Held it would prune by the shadow as if the
+// relay had, dropping other's cells for good.
+func TestPruneHeldOwnTombstone(t *testing.T) {
+	for _, held := range []bool{true, false} {
+		clock := &manualClock{ms: replaceT0}
+		relay := openReplace(t, memkv.New(Buckets...), clock)
+		dev := openReplace(t, memkv.New(Buckets...), clock)
+		other := openReplace(t, memkv.New(Buckets...), clock)
+		_, err := relay.Insert("items", map[string]any{"id": 1, "name": "n1", "a": "a1"})
+		mustDo(t, err)
+		clock.ms++
+		ins := ownSets(t, relay, HLC{})
+		applySets(t, dev, ins)
+		applySets(t, other, ins)
+		// The relay's older deletion, then the mark's bound.
+		_, err = relay.Delete("items", Key{1})
+		mustDo(t, err)
+		sets := ownSets(t, relay, ins[len(ins)-1].HLC)
+		del := sets[len(sets)-1]
+		clock.ms++
+		cutoff := clock.ms
+		clock.ms++
+		// dev's deletion (it saw none), then other's later write.
+		_, err = dev.Delete("items", Key{1})
+		mustDo(t, err)
+		mine := ownSets(t, dev, ins[len(ins)-1].HLC)
+		clock.ms++
+		_, err = other.Update("items", Key{1}, map[string]any{"b": "theirs", "c": "theirs"})
+		mustDo(t, err)
+		theirs := ownSets(t, other, ins[len(ins)-1].HLC)
+		clock.ms++
+		// The relay holds dev's deletion before the mark (a repair
+		// entry), the older deletion and other's write; it prunes at
+		// the mark.
+		applySets(t, relay, []ChangeSet{del})
+		applySets(t, relay, mine)
+		applySets(t, relay, theirs)
+		_, err = relay.PruneTombstones(cutoff)
+		mustDo(t, err)
+		// dev pulls the log (its own deletion comes back in the repair
+		// entry, merged as a no-op) and prunes at the mark, whose
+		// siteHlc for dev is zero.
+		applySets(t, dev, []ChangeSet{del})
+		applySets(t, dev, theirs)
+		o := PruneTombstonesOptions{KeepUnsent: true, Sent: HLC{}}
+		if held {
+			heldFacts := map[HLC]bool{}
+			for _, cs := range mine {
+				for _, c := range cs.Changes {
+					heldFacts[c.HLC] = true
+				}
+			}
+			o.Held = func(h HLC) bool { return heldFacts[h] }
+		}
+		_, err = dev.PruneTombstonesWith(cutoff, o)
+		mustDo(t, err)
+		got, want := crdtState(t, dev), crdtState(t, relay)
+		if !strings.Contains(want, "theirs") {
+			t.Fatalf("the relay's row lost other's cells:%s: the test does not reach the case", want)
+		}
+		if held && got != want {
+			t.Fatalf("dev and the relay differ after the pruning (Held names dev's deletion):\ndev:%s\nrelay:%s", got, want)
+		}
+		if !held && got == want {
+			t.Fatalf("without Held, dev and the relay agree:%s: the test does not reach the case", got)
+		}
+	}
+}
+
+// TestPruneKeepOthers (the simulator's seed 55 with relay wipes): the
+// relay lost its log; dev, behind, still holds site X's old deletion of a
+// delete-wins row, which every other replica pruned long ago, and pulls
+// the new log: other's later cells of the row, then a mark past the
+// deletion. The relay never held the deletion: it prunes nothing of the
+// row. dev keeps the deletion (PruneTombstonesOptions.KeepOthers: it
+// did not come from the log) and its repair push gives it to the relay
+// after the mark, so both hold the deletion and the cells. Pruned at the
+// mark, the deletion took the cells with it on dev alone.
+func TestPruneKeepOthers(t *testing.T) {
+	for _, keepOthers := range []bool{true, false} {
+		clock := &manualClock{ms: replaceT0}
+		relay := openReplace(t, memkv.New(Buckets...), clock)
+		dev := openReplace(t, memkv.New(Buckets...), clock)
+		x := openReplace(t, memkv.New(Buckets...), clock)
+		other := openReplace(t, memkv.New(Buckets...), clock)
+		_, err := x.Insert("items", map[string]any{"id": 1, "name": "n1", "a": "a1"})
+		mustDo(t, err)
+		clock.ms++
+		ins := ownSets(t, x, HLC{})
+		applySets(t, dev, ins)
+		applySets(t, other, ins)
+		_, err = x.Delete("items", Key{1})
+		mustDo(t, err)
+		del := ownSets(t, x, ins[len(ins)-1].HLC)
+		clock.ms++
+		cutoff := clock.ms
+		clock.ms++
+		applySets(t, dev, del)
+		// other never saw the deletion (pruned before it came): it
+		// writes the row again, and pushes that to the new log.
+		_, err = other.Update("items", Key{1}, map[string]any{"b": "theirs"})
+		mustDo(t, err)
+		theirs := ownSets(t, other, ins[len(ins)-1].HLC)
+		applySets(t, relay, theirs)
+		_, err = relay.PruneTombstones(cutoff)
+		mustDo(t, err)
+		// dev pulls other's write, then applies the mark.
+		inLog := map[HLC]bool{}
+		for _, cs := range theirs {
+			for _, c := range cs.Changes {
+				inLog[c.HLC] = true
+			}
+		}
+		applySets(t, dev, theirs)
+		o := PruneTombstonesOptions{KeepUnsent: true}
+		if keepOthers {
+			o.KeepOthers = func(h HLC) bool { return !inLog[h] }
+		}
+		_, err = dev.PruneTombstonesWith(cutoff, o)
+		mustDo(t, err)
+		// dev's repair push: the facts of other sites it holds.
+		var facts []ChangeSet
+		var pos []byte
+		for {
+			page, next, err := dev.PeerFacts(pos, 0)
+			mustDo(t, err)
+			facts = append(facts, page...)
+			if next == nil {
+				break
+			}
+			pos = next
+		}
+		applySets(t, relay, facts)
+		got, want := crdtState(t, dev), crdtState(t, relay)
+		if keepOthers && got != want {
+			t.Fatalf("dev and the relay differ after the mark and the repair push (KeepOthers):\ndev:%s\nrelay:%s", got, want)
+		}
+		if !keepOthers && got == want {
+			t.Fatalf("without KeepOthers, dev and the relay agree:%s: the test does not reach the case", got)
+		}
+	}
+}

@@ -101,6 +101,23 @@ type PruneTombstonesOptions struct {
 	// TestPruneSupersededUnsentCell).
 	KeepUnsent bool
 	Sent       HLC
+	// Held, when not nil, names own facts above Sent that the relay held
+	// when it pruned all the same: they reached its log before the mark
+	// in other ChangeSets than this replica's own pushes (a repair entry
+	// of another replica carrying them, wire's "Repair pushes"), which
+	// the mark's siteHlc does not count. They are pruned as the relay
+	// pruned them (an own tombstone the relay held decides its row
+	// alone: the simulator's seed 16 with wipes).
+	Held func(HLC) bool
+	// KeepOthers, when not nil, names facts of other sites to keep as
+	// well: facts the relay did not hold when it pruned, which this
+	// replica pushes to it afterwards (a replica catching up with a log
+	// that lost history pushes the facts of other sites it holds once
+	// caught up, wire's "Repair pushes": the relay applies them after
+	// its pruning, as it does unsent own facts; the simulator's seed 55
+	// with wipes). A delete-wins row whose tombstone is kept keeps its
+	// cells; one whose tombstone goes keeps the cells named.
+	KeepOthers func(HLC) bool
 }
 
 // PruneTombstonesWith is PruneTombstones keeping what o says. A kept
@@ -114,8 +131,13 @@ func (e *Engine) PruneTombstonesWith(before uint64, o PruneTombstonesOptions) (P
 		return res, nil
 	}
 	var keep func(h HLC) bool
-	if o.KeepUnsent {
-		keep = func(h HLC) bool { return h.Site == e.site && o.Sent.Less(h) }
+	if o.KeepUnsent || o.KeepOthers != nil {
+		keep = func(h HLC) bool {
+			if h.Site != e.site {
+				return o.KeepOthers != nil && o.KeepOthers(h)
+			}
+			return o.KeepUnsent && o.Sent.Less(h) && (o.Held == nil || !o.Held(h))
+		}
 	}
 	err := e.pruneTombstones(before, keep, &res)
 	return res, err
@@ -175,9 +197,6 @@ func (e *Engine) pruneTombstoneBatch(tx kv.Tx, start, wallEnd []byte, cutoff uin
 		return 0, last, err
 	}
 	for _, en := range ents {
-		if keep != nil && keep(en.base) {
-			continue
-		}
 		if err := w.pruneTombstone(en.base, en.rk, cutoff, keep, res); err != nil {
 			return len(ents), last, err
 		}
@@ -205,6 +224,9 @@ func (w *writeTx) pruneTombstone(base HLC, rk []byte, cutoff uint64, keep func(H
 	}
 	if r.cur != nil && r.cur.HasTomb && r.cur.Tomb.Base() != base {
 		// The entry of a shadow tombstone, or a stale one.
+		if keep != nil && keep(base) {
+			return nil // kept, with its entry, for a later call
+		}
 		if err := w.pruneShadow(t, r, base, rk, cutoff, keep, res); err != nil {
 			return err
 		}
@@ -212,6 +234,11 @@ func (w *writeTx) pruneTombstone(base HLC, rk []byte, cutoff uint64, keep func(H
 	}
 	if r.cur == nil || !r.cur.HasTomb || r.cur.Tomb.Wall >= cutoff {
 		return w.kv.Delete(layout.BucketTombs, layout.TombKey(base, rk))
+	}
+	if keep != nil && keep(r.cur.Tomb) {
+		// Kept (by its full HLC: Held and KeepOthers name facts), with
+		// its index entry, for a later call.
+		return nil
 	}
 	r.cur.HasTomb, r.cur.Tomb, r.cur.PriorRow = false, HLC{}, nil
 	if !t.resurrect {

@@ -338,8 +338,8 @@ func (d *database) prepareBatch(sender *conn, sets []model.ChangeSet, repair boo
 	// A connection pushes its own site's transactions only: a ChangeSet of
 	// another site would reach every device but that one (its pulls leave
 	// its own site out), and they would diverge for good. A repair push
-	// carries other sites' only (its entries are the sender's: its pulls
-	// leave them out, their authors' do not).
+	// carries other sites' only (its entries are the sender's, which
+	// every replica pulls, the sender and the authors included).
 	for i := range sets {
 		cs := &sets[i]
 		switch {
@@ -754,7 +754,9 @@ func (o ownRange) has(key []byte) bool {
 }
 
 // readPage reads the arrival log's records after since up to end in tx,
-// leaving out those of site own but those in echo, until the page is full
+// leaving out those of site own but those in echo and its repair entries
+// (wire's "Repair pushes": the sender merges them in their place too),
+// until the page is full
 // (PageChanges facts or the frame size, at ChangeSet granularity: the
 // first one goes in whatever its size).
 func (d *database) readPage(tx kv.Tx, since, end uint64, own model.SiteID, echo ownRange) (changesPage, error) {
@@ -772,7 +774,7 @@ func (d *database) readPage(tx kv.Tx, since, end uint64, own model.SiteID, echo 
 			var r record
 			r, err = decodeRecord(v)
 			if err == nil {
-				if s, ok := r.site(); ok && s == own && !echo.has(r.key) {
+				if s, ok := r.site(); ok && s == own && !isRepairKey(r.key) && !echo.has(r.key) {
 					p.last, p.lastKey = c, k
 					return true
 				}

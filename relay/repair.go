@@ -3,6 +3,8 @@
 package relay
 
 import (
+	"strings"
+
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/model"
@@ -11,8 +13,9 @@ import (
 
 // repairKey is the record key of a repair entry (wire's "Repair pushes"):
 // the sender's site id, then "repair <author site id> <transactionId>". It
-// names the sender first, so the sender's pulls leave the entry out
-// (readPage) and its author's take it; it is never an arrivals_tx key.
+// names the sender first, as the log's chain input; unlike the sender's
+// own ChangeSets, its pulls take the entry (readPage: isRepairKey), as do
+// its author's; it is never an arrivals_tx key.
 func repairKey(sender model.SiteID, cs *model.ChangeSet) []byte {
 	k := make([]byte, 0, len(sender)+8+22+1+len(cs.TransactionID))
 	k = append(k, sender[:]...)
@@ -20,6 +23,12 @@ func repairKey(sender model.SiteID, cs *model.ChangeSet) []byte {
 	k = append(k, cs.SiteID.String()...)
 	k = append(k, ' ')
 	return append(k, cs.TransactionID...)
+}
+
+// isRepairKey reports whether key, an arrival record's key, is a repair
+// entry's (repairKey).
+func isRepairKey(key []byte) bool {
+	return len(key) > len(model.SiteID{}) && strings.HasPrefix(string(key[len(model.SiteID{}):]), "repair ")
 }
 
 // applyRepair merges a repair push (prepared by prepareBatch) and appends,
@@ -45,6 +54,8 @@ func (d *database) applyRepair(sender *conn, sets []model.ChangeSet, pend []pend
 		return model.ApplyResult{}, 0, err
 	}
 	d.cursor.Store(last)
-	d.broadcast(sender, added, marks)
+	// The sender too: it merges its repair entries in their place in the
+	// log, after the marks before them (wire's "Repair pushes").
+	d.broadcast(nil, added, marks)
 	return res, len(added), nil
 }

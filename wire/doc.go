@@ -221,9 +221,9 @@
 //   - changeSets (array of ChangeSet, required): the ChangeSets that
 //     arrived after since, in arrival order, up to cursor; whole
 //     ChangeSets only, never split. The relay leaves out ChangeSets the
-//     requesting client's own site (the handshake's siteId) sent: its own
-//     pushes and its repair pushes (version 6; a repair push's ChangeSets
-//     of other sites reach their authors). The client has them, and its
+//     requesting client's own site (the handshake's siteId) pushed as its
+//     own (a repair push's entries are not left out, version 6: see
+//     "Repair pushes"). The client has them, and its
 //     engine would skip its own as its echo; but those get_changes asked
 //     back (ownAbove, ownUpTo: version 5). Their
 //     sequences still count, so the carried sequences are consecutive
@@ -891,9 +891,29 @@
 // nothing is not appended: every fact of it is held, or superseded, by
 // what the log already carries. Repair entries neither raise the author's
 // siteHlc nor enter the deduplication index (a repair resent changes
-// nothing the second time). A pull leaves out the entries the requester
-// sent, so a repair entry reaches every replica but its sender, its
-// author included (whose engine merges its own facts back: MergeOwn).
+// nothing the second time). A repair entry reaches every replica, in
+// push_changes and in pulls, its author included (whose engine merges its
+// own facts back: MergeOwn) and its sender too: the sender merges it in
+// its place in the log like every other replica. It holds those facts,
+// but may prune some at a mark the relay made before it appended the
+// entry and that the sender applies only after its push (a mark reaches
+// a client with the next changes after it): every other replica merges
+// the entry after that mark, and so must the sender, or a later mark
+// prunes on them what it keeps (the simulator's seeds 41 and 66; until
+// 2026-12-03 a pull left out the entries the requester sent).
+// A mark's siteHlc counts the receiver's own pushes only, not its facts
+// that repair entries of other replicas gave the log back before the
+// mark: a receiver treats those (it pulled them, merged as its own) as
+// held by the relay at the mark, and prunes them as the relay did,
+// rather than keeping them as unsent (an own deletion the relay held
+// decides its row alone: the simulator's seed 16). Until its repair
+// push is done, a receiver keeps at a mark the facts of other sites it
+// holds that it did not pull from the log (it held them before the loss
+// of history): the relay did not hold them when it pruned, and the
+// repair push gives them to it after the mark, where it applies them as
+// late facts, as does every replica pulling the repair entries (pruned,
+// a deletion would take the cells of a delete-wins row with it on that
+// replica alone: the simulator's seed 55).
 // Every replica thus converges to the union of what the devices hold. A
 // delete that every device pruned and the relay lost is gone for good:
 // rows the relay's older copy still holds come back everywhere, the
@@ -903,7 +923,8 @@
 // so it resumes after a crash or a lost connection; a new loss of history
 // starts it again from the beginning. The cost is one upload of the
 // device's state per device and loss, merged by the relay (only the first
-// copy of a fact is appended).
+// copy of a fact is appended), and every appended entry pulled by every
+// replica, its sender's included.
 //
 // Sealed databases (version 7) have no repair pushes: the relay cannot
 // merge envelopes to tell which facts it lacks. It refuses a repair push

@@ -195,12 +195,13 @@ func TestSimKnownFailures(t *testing.T) {
 	t.Run("retention", func(t *testing.T) {
 		t.Skip("not fixed (measured 2026-12-03, wire version 5): DefaultConfig never combines retention pruning with a relay that loses its log. " +
 			"With the relay's log kept, seeds 1..300 and 302..501 passed before the fix of seed 301 (2026-12-03) and 290..339 after it; seeds 271 and 301 are in TestSimFixedSeeds. " +
-			"Left: pruning with wipes or restores as well. A wiped relay (a new log) or one restored from a copy older than a mark loses " +
+			"The failures combine pruning with wipes or restores. A wiped relay (a new log) or one restored from a copy older than a mark loses " +
 			"the marks' place in the log, and a device pushes only its own facts again, so replicas that pruned at the lost marks and " +
 			"replicas that had not decide the facts pushed again differently (see the issue note of 2026-12-02). " +
-			"With -sim.without relay.restore_old (wipes on), seeds 1..100: 32 fail (1 2 11 12 15 20 28 30 32 35 36 38 43 44 45 48 55 " +
-			"60 62 64 67 70 71 72 73 76 78 82 83 84 86 96), the same before and after the fixes of seed 271 and F2 (measured 2026-12-03). " +
-			"Replay: go test ./internal/sim -run TestSim -v -seed 11 -ops 1687 -sim.without relay.restore_old")
+			"With -sim.without relay.restore_old (wipes on), seeds 1..100: 32 failed before repair pushes (wire version 6), 6 after, " +
+			"0 after the fixes of seeds 41/66, 16 and 55 (measured 2026-12-03); with every fault (-sim.without none) seeds 1..100: 0. " +
+			"Left: restores without wipes (-sim.without relay.wipe), seeds 1..100: 3 fail (5 12 82), as before those fixes. " +
+			"Replay: go test ./internal/sim -run TestSim -v -seed 12 -ops 1453 -sim.without relay.wipe")
 	})
 }
 
@@ -325,6 +326,54 @@ func TestSimFixedSeeds(t *testing.T) {
 		// counted as pending for good ("r1 has 4 transactions
 		// unacknowledged"). Fixed in client (pushOwnMergedBack).
 		{"repair", 78, 2000, map[string]bool{"relay.restore_old": true}, false},
+		// Seed 66 (1944 steps), pruning with relay wipes (no restore),
+		// and seed 41 (2000 steps), every fault: after a wipe, device
+		// r6 caught up with the new log and repair-pushed the facts of
+		// other sites it held, a delete-wins row's old tombstone among
+		// them; the relay had made a mark meanwhile, which reaches a
+		// client only with the next changes after it, and appended the
+		// repair entry after that mark. r6 applied the mark later,
+		// pruning the tombstone (keeping its own cells above the mark's
+		// siteHlc), and its pulls left its own repair entry out, so it
+		// never merged the tombstone back; every other replica did, and
+		// the next mark pruned the row with r6's cells there, not on r6
+		// ("r0 and r6 differ"). Fixed in relay (a repair entry reaches
+		// its sender too, in push_changes and pulls:
+		// relay.TestRepairPush).
+		{"wipe-prefix", 66, 1944, map[string]bool{"relay.restore_old": true}, false},
+		{"all", 41, 2000, map[string]bool{}, false},
+		// Seed 16 (2000 steps), pruning with relay wipes: after
+		// a wipe, other devices' repair pushes gave the new log device
+		// r2's deletion of a delete-wins row (which superseded an
+		// older deletion, its shadow) before a mark; the mark's siteHlc
+		// for r2, which counts r2's own pushes only, was zero. The
+		// relay pruned only the shadow (r2's deletion is past the mark)
+		// and kept another site's later cells; r2 kept its deletion as
+		// unsent and pruned by the shadow as if the relay had, dropping
+		// those cells ("r0 and r2 differ"). Fixed in client and engine
+		// (own facts pulled from the log are held:
+		// PruneTombstonesOptions.Held, engine.TestPruneHeldOwnTombstone).
+		{"wipe", 16, 2000, map[string]bool{"relay.restore_old": true}, false},
+		// Seeds 55, 71, 85 and 66 (2000 steps), pruning with relay
+		// wipes: devices r3 and r6 (seed 55; r6 on 71, r1 on 85),
+		// stuck behind (clock drift) since long before, still held
+		// another site's old deletion of a delete-wins row that every
+		// other replica had pruned. At quiescence they
+		// pulled the wiped relay's new log from 0: other sites' later
+		// cells of the row, then a mark past the deletion, which the
+		// relay never held (nobody pushed it before the mark), so it
+		// pruned nothing of the row. r3 and r6 pruned their deletion
+		// at the mark and, delete-wins, the cells with it; the cells
+		// pushed before the mark never came back ("r0 and r3 differ",
+		// seed 55). Fixed in client and engine (while a repair is
+		// pending, a mark keeps the facts of other sites not pulled
+		// from the log, which the repair push then gives the relay:
+		// PruneTombstonesOptions.KeepOthers,
+		// engine.TestPruneKeepOthers).
+		{"wipe", 55, 2000, map[string]bool{"relay.restore_old": true}, false},
+		{"wipe", 71, 2000, map[string]bool{"relay.restore_old": true}, false},
+		{"wipe", 85, 2000, map[string]bool{"relay.restore_old": true}, false},
+		{"wipe", 66, 2000, map[string]bool{"relay.restore_old": true}, false},
 	} {
 		t.Run(fmt.Sprintf("%s/%d", c.name, c.seed), func(t *testing.T) {
 			cfg := DefaultConfig(c.seed)
