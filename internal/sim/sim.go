@@ -63,17 +63,32 @@ type Config struct {
 // DefaultConfig returns the configuration of make test's runs for seed:
 // 3 devices at the start, 2000 driver steps, small frame, page and chunk
 // limits so that paging and size limits are hit, and every fault but one
-// pair: retention pruning together with a relay that loses its log (wiped,
-// or restored from an older copy), which fails some seeds
-// (TestSimKnownFailures). Seeds s with s/2 even run every fault but
-// pruning; the others prune and leave the relay's log alone. Odd seeds
+// pair: retention pruning together with a relay restored from an older
+// copy, which fails some seeds (TestSimKnownFailures). Seeds s with s/2
+// even run every fault but pruning; the others prune with relay wipes
+// (repair pushes: wire's "Repair pushes") and no restores. Odd seeds
 // declare the pairs table resurrection-allowed (Resurrection), even seeds
 // leave it delete-wins, so that a budget runs both policies with both
 // fault sets.
 func DefaultConfig(seed uint64) Config {
+	return defaultConfig(seed, false)
+}
+
+// SealedConfig is DefaultConfig for a sealed database (Config.Sealed):
+// pruning never goes with wipes, since a sealed database has no repair
+// pushes (the relay cannot merge envelopes; docs/SECURITY.md), so seeds s
+// with s/2 odd prune and leave the relay's log alone.
+func SealedConfig(seed uint64) Config {
+	return defaultConfig(seed, true)
+}
+
+func defaultConfig(seed uint64, sealed bool) Config {
 	without := map[string]bool{"prune": true}
 	if seed/2%2 == 1 {
-		without = map[string]bool{"relay.restore_old": true, "relay.wipe": true}
+		without = map[string]bool{"relay.restore_old": true}
+		if sealed {
+			without["relay.wipe"] = true
+		}
 	}
 	return Config{
 		Seed: seed, Replicas: 3, Ops: 2000, Faults: true,
@@ -81,6 +96,7 @@ func DefaultConfig(seed uint64) Config {
 		SnapshotChunkRows: 7, MaxChangesPerApply: 200, PushLimit: 30,
 		Without:      without,
 		Resurrection: seed%2 == 1,
+		Sealed:       sealed,
 	}
 }
 
