@@ -144,10 +144,15 @@ declare namespace Replica {
 	 *   key or passphrase, or a key another device rotated to that this one
 	 *   was not given). Nothing from that point of the log on is applied; the
 	 *   envelopes stay held in the relay's log, this device stops pulling (no
-	 *   retry loop; its own writes are still pushed) and the status stays
-	 *   "syncing". `connect` with the right key (as `key` or in `oldKeys`)
-	 *   applies them. Also `Replica.importKey`/`deriveKey` never reject with
-	 *   it: a key is only found wrong against an envelope.
+	 *   retry loop) and the status stays "syncing". `connect` with the right
+	 *   key (as `key` or in `oldKeys`) applies them. `Replica.importKey` and
+	 *   `deriveKey` never reject with it: a key is only found wrong against
+	 *   an envelope, so a device whose first connect meets an empty log
+	 *   cannot tell. Beware: this device's own writes are still pushed,
+	 *   sealed with the key it was given; the other devices cannot open
+	 *   them (DECRYPT_FAILED there, holding everything after them) until
+	 *   given that key too, in `oldKeys`. Confirm a key (a first pull that
+	 *   applies) before writing.
 	 * - `ENVELOPE_INVALID`: (sync, sealed) in `SyncState.lastError`: an
 	 *   envelope names a key this device holds but does not authenticate
 	 *   (altered by the relay or on the way, or moved to another database,
@@ -619,8 +624,8 @@ declare namespace Replica {
 		 * from an older backup, its log truncated or replaced; this device
 		 * bootstraps again and pushes the writes the relay lost),
 		 * "DECRYPT_FAILED", "ENVELOPE_INVALID" or "CHECKPOINT_REFUSED" (a
-		 * sealed database: see ErrorCode; a DECRYPT_FAILED is cleared only by
-		 * a connect with new keys, or once changes apply) or
+		 * sealed database: see ErrorCode; a DECRYPT_FAILED stays until
+		 * changes apply again, after a connect with the right key) or
 		 * "SYNC_ERROR" (anything else); `message` says what failed; `at` is
 		 * when it last happened, ms since the epoch.
 		 * A SNAPSHOT_REQUIRED answer is not an error (the replica
