@@ -416,13 +416,13 @@
 //
 // # Sealed databases
 //
-// With Options.Sealer set (natively a *seal.Keyring: a current key and
-// older ones), the client syncs a sealed database (docs/design.md §
+// With Options.Sealer set (natively a *seal.Keyring, in the browser a
+// *seal.WebKeyring: a current key and older ones), the client syncs a sealed database (docs/design.md §
 // Sealed databases; wire's "Sealed databases"; docs/SECURITY.md): its
 // handshake says sealed, and an ack or an error saying otherwise
 // (SEALED_MISMATCH) stops it (fatal). It seals each ChangeSet of a push
 // into an envelope at push time, outside any kv transaction (the Sealer
-// may block, as WebCrypto will in the browser), and opens each ChangeSet
+// may block, as WebCrypto does in the browser), and opens each ChangeSet
 // of a changes or push_changes frame before the apply transaction. A
 // push_changes whose envelopes do not all open is not applied; the pull it
 // triggers handles them:
