@@ -612,6 +612,13 @@ func (s *session) presentPosition(h *wire.Handshake) {
 		h.Log, h.Cursor = server, cp.Cursor
 	}
 	if !h.Log.IsZero() {
+		// The horizon applied in that log: a relay restored from a copy
+		// taken before a mark this replica applied holds the same chain
+		// value at the cursor, and says so only if it sees the horizon
+		// (wire version 8).
+		h.Horizon = st.horizon
+	}
+	if !h.Log.IsZero() {
 		s.presented = string(hint)
 	}
 }
