@@ -985,9 +985,10 @@
 // the cursor has a lower wall, or when it holds none there (a client
 // applies marks up to its cursor only, and every mark it applied was one of
 // this log's). The client then bootstraps again like any client whose
-// history diverged: the merging snapshot brings back the tombstones it
-// pruned at the lost mark, its header's horizon replaces the one applied,
-// and its repair push gives the relay the facts of other sites it holds,
+// history diverged: it voids the horizon applied with its cursor (pulling
+// the log again, it applies every mark again), the merging snapshot brings
+// back the tombstones it pruned at the lost mark, its header's horizon
+// becomes the one applied, and its repair push gives the relay the facts of other sites it holds,
 // so that every replica holds the relay's older state merged with theirs
 // and prunes it at the relay's next marks, alike. The relay judges a
 // cursor from its compaction point up (below it get_changes answers
