@@ -371,7 +371,11 @@
 //
 //   - It keeps, with its cursor, the relay's chain value at that cursor
 //     (changes.chain, push_changes.chain) and presents both in the
-//     handshake. When the ack says history "diverged", the cursor (and an
+//     handshake, with the tombstone horizon it applied in that log
+//     (protocol version 8: a copy restored from before a mark the relay
+//     made at its head holds the same chain value there, and only the
+//     horizon tells that this replica pruned at a mark the relay lost).
+//     When the ack says history "diverged", the cursor (and an
 //     interrupted snapshot's checkpoint) is discarded and the client
 //     bootstraps again: the snapshot merges into the replica, so nothing
 //     local is lost, and it pulls from the snapshot's cursor.

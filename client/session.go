@@ -493,7 +493,16 @@ func (s *session) voidUnverifiedCursor(m *wire.HandshakeAck, ns string, st *sync
 	}
 	diverged = diverged || unverified
 	if diverged {
-		for _, k := range []string{cursorKey(ns), chainKey(ns)} {
+		// The horizon applied goes with the cursor: it names a mark of
+		// the history this replica saw, which the relay may have lost
+		// (wire version 8). Kept, it would make the replica skip the
+		// relay's marks up to it when it pulls the log again (from 0
+		// when it holds facts of its own and the bootstrap failed), and
+		// present it again with its next cursor: diverged once more,
+		// for good (the simulator's seed 79 with every fault). The
+		// snapshot's header sets it anew; marks pulled apply again,
+		// which is idempotent.
+		for _, k := range []string{cursorKey(ns), chainKey(ns), horizonKey(ns)} {
 			if err := s.db.SetState(k, nil); err != nil {
 				return false, nil, err
 			}
@@ -504,7 +513,7 @@ func (s *session) voidUnverifiedCursor(m *wire.HandshakeAck, ns string, st *sync
 			}
 			*cp = nil
 		}
-		st.cursor, st.haveCursor, st.chain = 0, false, wire.Chain{}
+		st.cursor, st.haveCursor, st.chain, st.horizon = 0, false, wire.Chain{}, 0
 	}
 	return diverged, why, nil
 }
@@ -610,6 +619,13 @@ func (s *session) presentPosition(h *wire.Handshake) {
 		h.Log, h.Cursor, h.Chain = server, st.cursor, st.chain
 	} else if cp, err := s.db.SnapshotCheckpoint(); err == nil && cp != nil && cp.SiteID == server {
 		h.Log, h.Cursor = server, cp.Cursor
+	}
+	if !h.Log.IsZero() {
+		// The horizon applied in that log: a relay restored from a copy
+		// taken before a mark this replica applied holds the same chain
+		// value at the cursor, and says so only if it sees the horizon
+		// (wire version 8).
+		h.Horizon = st.horizon
 	}
 	if !h.Log.IsZero() {
 		s.presented = string(hint)

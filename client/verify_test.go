@@ -178,3 +178,61 @@ func syncedAtSeven(t *testing.T, relay *scriptRelay, c *Client, ev *eventLog) (*
 	ev.waitState(t, Synced)
 	return p, ch
 }
+
+// TestDivergedVoidsHorizon (wire version 8): the handshake presents the
+// tombstone horizon applied with the cursor; an ack saying the history
+// diverged voids both. When the bootstrap then fails and the replica,
+// holding facts of its own, pulls the log from 0, it applies the log's
+// marks again, the older ones too. Kept, the horizon made it skip them
+// and present it again with its next cursor: diverged again at every
+// handshake, the cursor moving back each time (the simulator's seed 79
+// with every fault).
+func TestDivergedVoidsHorizon(t *testing.T) {
+	relay := newScriptRelay(t)
+	db, _ := newEngine(t)
+	insert(t, db, "x", "mine")
+	c := newClient(t, db, Options{})
+	ev := recordEvents(t, c)
+	c.Connect(relay.url, "db1", "")
+	p := relay.accept(t)
+	p.ack(t)
+	expect[*wire.GetChanges](t, p)
+	ch := wire.GenesisChain.Next(testServerSite, "t-7")
+	const high, low = 1_764_633_600_000, 1_764_000_000_000
+	p.send(t, &wire.Changes{Cursor: 7, Chain: ch, Horizons: []wire.Horizon{{Cursor: 7, Wall: high, Chain: ch}}})
+	ev.waitState(t, Synced)
+	p.ackPush(t, expect[*wire.ApplyChanges](t, p))
+	ev.wait(t, "the ack", func(e Event) bool { return e.Type == PushAcked })
+	if got := stateOf(t, db, horizonKey(testNS)); got != "1764633600000" {
+		t.Fatalf("stored horizon %q", got)
+	}
+	c.Disconnect()
+
+	c.Connect(relay.url, "db1", "")
+	p = relay.accept(t)
+	h := expect[*wire.Handshake](t, p)
+	if h.Log != testServerSite || h.Cursor != 7 || h.Chain != ch || h.Horizon != high {
+		t.Fatalf("second handshake presents %s %d %s horizon %d, want %s 7 %s %d", h.Log, h.Cursor, h.Chain, h.Horizon, testServerSite, ch, uint64(high))
+	}
+	p.send(t, &wire.HandshakeAck{ProtocolVersion: wire.ProtocolVersion, DatabaseID: "db1", ServerSiteID: testServerSite, ConnectionID: "c",
+		History: wire.HistoryDiverged, SiteHLCStated: true})
+	expect[*wire.GetSnapshot](t, p)
+	for _, k := range []string{cursorKey(testNS), horizonKey(testNS)} {
+		if got := stateOf(t, db, k); got != "" {
+			t.Fatalf("%s %q kept after diverged", k, got)
+		}
+	}
+	// The bootstrap never gets its header: the replica holds facts of its
+	// own, so it pulls the log from 0 and applies its mark.
+	c.Disconnect()
+	c.Connect(relay.url, "db1", "")
+	p = relay.accept(t)
+	if h := p.ack(t); !h.Log.IsZero() || h.Horizon != 0 {
+		t.Fatalf("third handshake presents %+v", h)
+	}
+	if g := expect[*wire.GetChanges](t, p); g.Since != 0 {
+		t.Fatalf("pull since %d, want 0", g.Since)
+	}
+	p.send(t, &wire.Changes{Cursor: 7, Chain: ch, Horizons: []wire.Horizon{{Cursor: 7, Wall: low, Chain: ch}}})
+	waitCond(t, "the relay's mark applied", func() bool { return stateOf(t, db, horizonKey(testNS)) == "1764000000000" })
+}

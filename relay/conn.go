@@ -489,7 +489,7 @@ func (c *conn) handshake(m *wire.Handshake) bool {
 		}
 		return c.fatal(wire.CodeSealedMismatch, "database %q is plain (not sealed): connect without a key", m.DatabaseID)
 	}
-	pos, err := d.checkPosition(m.SiteID, m.Log, m.Cursor, m.Chain)
+	pos, err := d.checkPosition(m.SiteID, m.Log, m.Cursor, m.Chain, m.Horizon)
 	if err != nil {
 		c.s.release(d)
 		c.log.Error("relay: cannot read the arrival log", "database", m.DatabaseID, "err", err)
@@ -510,7 +510,7 @@ func (c *conn) handshake(m *wire.Handshake) bool {
 	c.log = c.log.With("database", d.id)
 	if pos.history == wire.HistoryDiverged {
 		c.log.Warn("relay: a client's position is not in this log's history (restored from an older copy, truncated or replaced?); it bootstraps again",
-			"site", m.SiteID, "cursor", m.Cursor)
+			"site", m.SiteID, "cursor", m.Cursor, "horizon", m.Horizon)
 	}
 	// The ack is queued before the connection joins the database, so no
 	// push_changes can precede it.

@@ -936,13 +936,15 @@ type logPosition struct {
 	siteHLC model.HLC // zero: the log never appended a ChangeSet of the site
 }
 
-// checkPosition answers a handshake of site that presented cursor and
-// chain in the log named by logSite (zero: none presented): whether this
-// log continues that history (wire.HistoryContinues), is not a
-// continuation of it (wire.HistoryDiverged: its head is below cursor, or
-// its chain value at cursor differs), or cannot tell (""), and the
-// highest hlc of the site's appended ChangeSets.
-func (d *database) checkPosition(site, logSite model.SiteID, cursor uint64, chain wire.Chain) (logPosition, error) {
+// checkPosition answers a handshake of site that presented cursor, chain
+// and the tombstone horizon it applied (0: none) in the log named by
+// logSite (zero: none presented): whether this log continues that history
+// (wire.HistoryContinues), is not a continuation of it
+// (wire.HistoryDiverged: its head is below cursor, its chain value at
+// cursor differs, or it lost a horizon mark the client applied: see
+// lostMark), or cannot tell (""), and the highest hlc of the site's
+// appended ChangeSets.
+func (d *database) checkPosition(site, logSite model.SiteID, cursor uint64, chain wire.Chain, horizon uint64) (logPosition, error) {
 	var p logPosition
 	err := d.store.View(func(tx kv.Tx) error {
 		h, _, err := siteHLC(tx, site)
@@ -958,6 +960,12 @@ func (d *database) checkPosition(site, logSite model.SiteID, cursor uint64, chai
 			return err
 		}
 		if cursor > cur {
+			p.history = wire.HistoryDiverged
+			return nil
+		}
+		if lost, err := lostMark(tx, cursor, horizon); err != nil {
+			return err
+		} else if lost {
 			p.history = wire.HistoryDiverged
 			return nil
 		}

@@ -98,11 +98,14 @@
 // stable for the life of its file), the connection (connectionId "c-N"),
 // siteHlc (the highest hlc among the ChangeSets of the handshake's site
 // the log ever stored, zero for none) and history, the verdict on the
-// position the handshake presented (serverSiteId, cursor, chain):
+// position the handshake presented (serverSiteId, cursor, chain, horizon):
 // "continues" when this database's log holds cursor with that chain value,
-// "diverged" when its cursor is below the presented one or its chain value
-// there differs (logged as a warning: the file was restored from an older
-// copy, or the client synced with another log of the same id), nothing
+// "diverged" when its cursor is below the presented one, its chain value
+// there differs, or (version 8) the newest horizon mark it holds at or
+// below the presented cursor has a wall below the presented horizon, or
+// there is none (logged as a warning: the file was restored from an older
+// copy, which may lack a mark made at its head, or the client synced with
+// another log of the same id), nothing
 // when there is nothing to judge (see wire's "Verifying the relay's log").
 // Frames other than handshake before that get NOT_AUTHENTICATED; a second
 // handshake gets ALREADY_AUTHENTICATED (close 4004). A frame that is not a
@@ -470,7 +473,9 @@
 //     checked), so get_changes from before it gets SNAPSHOT_REQUIRED (a
 //     client offline longer than the horizon re-bootstraps instead of
 //     missing deletions). Horizon marks below "pruned" go with them; the
-//     newest is always kept.
+//     newest is always kept, and so is the newest below "pruned" when no
+//     mark lies at it (the handshake's horizon is judged against the
+//     newest mark at or below the presented cursor).
 //
 // A database that is not open is pruned when it next is and the loop runs.
 // The log line "relay: pruned" reports the horizon, whether a mark was

@@ -171,6 +171,35 @@ func latestMark(tx kv.Tx) (wire.Horizon, error) {
 	return h, err
 }
 
+// lostMark reports whether a client at cursor (at most the head) that
+// applied the tombstone horizon horizon (0: none) pruned at a mark this log
+// does not hold: the newest mark at or below cursor has a lower wall, or
+// there is none. The chain does not cover marks, so a copy of the store
+// taken before a mark made at its head, restored, holds the same chain
+// value there (wire's "Verifying the relay's log", version 8). A cursor
+// below the compaction point is not judged (get_changes answers it
+// SNAPSHOT_REQUIRED); from the compaction point up the newest mark at or
+// below it is kept (pruneMarks).
+func lostMark(tx kv.Tx, cursor, horizon uint64) (bool, error) {
+	if horizon == 0 {
+		return false, nil
+	}
+	pruned, err := getCounter(tx, keyPruned)
+	if err != nil || cursor < pruned {
+		return false, err
+	}
+	var h wire.Horizon
+	var derr error
+	err = tx.Scan(bucketHorizons, kv.Range{End: cursorKey(cursor + 1), Reverse: true, Limit: 1}, func(k, v []byte) bool {
+		h, derr = decodeMark(k, v)
+		return false
+	})
+	if err == nil {
+		err = derr
+	}
+	return err == nil && h.Wall < horizon, err
+}
+
 // marksIn returns the horizon marks with lo ≤ cursor ≤ hi, ascending.
 func marksIn(tx kv.Tx, lo, hi uint64) ([]wire.Horizon, error) {
 	if lo > hi {
@@ -324,7 +353,10 @@ func (d *database) snapshotEnded() {
 
 // pruneMarks drops the horizon marks below the arrival log's compaction
 // point (no get_changes can ask for them: since below it is answered
-// SNAPSHOT_REQUIRED), always keeping the newest. It returns how many.
+// SNAPSHOT_REQUIRED), always keeping the newest, and the newest below the
+// compaction point unless a mark at the compaction point follows it: the
+// one a client at a cursor with no retained mark at or below it applied
+// last, which lostMark compares its horizon with. It returns how many.
 func (d *database) pruneMarks() (int, error) {
 	n := 0
 	err := d.store.Update(func(tx kv.Tx) error {
@@ -343,6 +375,17 @@ func (d *database) pruneMarks() (int, error) {
 		})
 		if err != nil {
 			return err
+		}
+		if len(dead) > 0 {
+			// The newest below the compaction point stays unless a
+			// mark at the compaction point follows it.
+			_, err := tx.Get(bucketHorizons, cursorKey(pruned))
+			switch {
+			case errors.Is(err, kv.ErrNotFound):
+				dead = dead[:len(dead)-1]
+			case err != nil:
+				return err
+			}
 		}
 		for _, k := range dead {
 			if bytes.Equal(k, cursorKey(newest.Cursor)) && newest.Wall != 0 {

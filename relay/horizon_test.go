@@ -435,3 +435,71 @@ func TestOwnChangeSetsAskedBack(t *testing.T) {
 		t.Errorf("a's changes since 3 asking back (zero, %s]: %v, want %v", mine[3].HLC, got, want)
 	}
 }
+
+// TestHandshakeHorizonVerdict (wire version 8): a handshake presents the
+// tombstone horizon its client applied with its position; the relay
+// answers "diverged" when the newest mark it holds at or below the cursor
+// has a lower wall (or there is none): a restored copy lost a mark the
+// client applied, which the chain value at the cursor does not show. The
+// newest mark below the arrival log's compaction point is kept for a
+// client at a cursor with no retained mark at or below it; below the
+// compaction point there is no verdict (SNAPSHOT_REQUIRED follows).
+func TestHandshakeHorizonVerdict(t *testing.T) {
+	clock := newManualClock()
+	r := startRelay(t, Config{Clock: clock})
+	rep := newReplica(t, behindClock{clock, 40 * 24 * time.Hour})
+	a := connectAs(t, r, "acme", rep)
+	sets := append(localSets(t, rep), deleteStop(t, rep)...)
+	a.apply("apply-1", sets)
+	if err := r.srv.Maintain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n := uint64(len(sets))
+	hs := marks(t, r, "acme")
+	if len(hs) != 1 || hs[0].Cursor != n {
+		t.Fatalf("first mark: %+v", hs)
+	}
+	w1 := hs[0].Wall
+	more := insertStops(t, rep, "x", 2) // cursors n+1, n+2: pruned below
+	a.apply("apply-2", more)
+	sets = append(sets, more...)
+	clock.Advance(engine.DefaultRetention + time.Hour)
+	recent := insertStops(t, rep, "y", 2) // n+3, n+4: kept
+	a.apply("apply-3", recent)
+	sets = append(sets, recent...)
+	chain := chainOf(sets)
+	server := a.ack.ServerSiteID
+
+	check := func(name string, cursor, horizon uint64, want wire.History) {
+		t.Helper()
+		c := dial(t, r, nil)
+		c.site = rep.SiteID()
+		c.send(&wire.Handshake{ProtocolVersion: wire.ProtocolVersion, DatabaseID: "acme", SiteID: c.site,
+			Log: server, Cursor: cursor, Chain: chain[cursor], Horizon: horizon})
+		if ack := recvType[*wire.HandshakeAck](c); ack.History != want {
+			t.Errorf("%s (cursor %d, horizon %d): history %q, want %q", name, cursor, horizon, ack.History, want)
+		}
+	}
+	check("the mark applied", n, w1, wire.HistoryContinues)
+	check("no horizon", n, 0, wire.HistoryContinues)
+	check("a lost mark at the cursor", n, w1+1, wire.HistoryDiverged)
+	check("no mark at or below the cursor", n-1, w1, wire.HistoryDiverged)
+	check("the mark below the cursor", n+2, w1, wire.HistoryContinues)
+
+	// The pass makes a mark at the head and prunes the arrivals up to
+	// n+2: the mark at n stays, the newest below the compaction point.
+	if err := r.srv.Maintain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hs = marks(t, r, "acme")
+	if len(hs) != 2 || hs[0].Cursor != n || hs[1].Cursor != n+4 {
+		t.Fatalf("after pruning the arrivals to %d: marks %+v, want at %d and %d", n+2, hs, n, n+4)
+	}
+	w2 := hs[1].Wall
+	check("at the compaction point", n+2, w1, wire.HistoryContinues)
+	check("at the compaction point, a lost mark", n+2, w1+1, wire.HistoryDiverged)
+	check("at n+3", n+3, w1, wire.HistoryContinues)
+	check("at the head", n+4, w2, wire.HistoryContinues)
+	check("at the head, a lost mark", n+4, w2+1, wire.HistoryDiverged)
+	check("below the compaction point", n+1, w2+1, "")
+}

@@ -135,6 +135,11 @@
 //     cursor, as the relay sent it with the changes or push_changes that
 //     brought the client there. Absent when the client does not know it
 //     (after a snapshot, before the first pull; state of an older version).
+//   - horizon (wall time ms, version 8, optional; needs cursor; omitted
+//     when 0): the tombstone horizon the client applied in that log (the
+//     wall of the newest horizon mark it pruned at, or the horizon of the
+//     snapshot header it bootstrapped under). See "Verifying the relay's
+//     log".
 //   - sealed (boolean, version 7, optional, written only when true): the
 //     client expects a sealed database (see "Sealed databases"). The
 //     handshake that creates a database decides its mode for good; the
@@ -169,8 +174,10 @@
 //   - history (string, optional): the relay's verdict on the handshake's
 //     position: "continues" (its log holds cursor with that chain value:
 //     pull from cursor), "diverged" (its head is below cursor, or its chain
-//     value at cursor differs: the cursor names other entries or none, so
-//     the client bootstraps again); absent when the handshake presented no
+//     value at cursor differs, or, version 8, it holds no horizon mark at
+//     or below cursor whose wall reaches the handshake's horizon: the
+//     cursor names other entries or none, or the client pruned at a mark
+//     the log lost, so the client bootstraps again); absent when the handshake presented no
 //     position, one of another log (another serverSiteId), a cursor below
 //     the retained log (get_changes answers SNAPSHOT_REQUIRED), or a cursor
 //     within the log without a chain value.
@@ -740,8 +747,9 @@
 // # Protocol version
 //
 // ProtocolVersion is an integer, compared for equality at the handshake;
-// its changelog sits above the constant. This package speaks version 7
-// (2026-12-03: sealed databases, see "Sealed databases"; version 6,
+// its changelog sits above the constant. This package speaks version 8
+// (2026-12-03: the handshake's horizon, see "Verifying the relay's log";
+// version 7, 2026-12-03, sealed databases, see "Sealed databases"; version 6,
 // 2026-12-03, repair pushes, see "Repair pushes"; version 5, 2026-12-03,
 // own ChangeSets asked back after a mark, see "Own ChangeSets after a
 // mark"; version 4, 2026-12-02, siteHlc in marks; version 3,
@@ -964,6 +972,32 @@
 //     cursor.
 //   - no history: nothing to judge (see handshake_ack); a cursor ahead of
 //     the log still gets SNAPSHOT_REQUIRED from get_changes.
+//
+// The chain covers the entries, not the horizon marks between them: a
+// relay restored from a copy taken before it made a mark at its head holds
+// the same chain value there, and a client at that cursor may have applied
+// the lost mark, pruning tombstones the restored merged replica still
+// holds; replicas then decide later facts of those rows differently for
+// good (a late cell revives a delete-wins row where the tombstone is gone
+// and stays dead where it is not). So (version 8) the client presents, with
+// its cursor, the horizon it applied in that log (handshake.horizon), and
+// the relay answers "diverged" when the newest mark it holds at or below
+// the cursor has a lower wall, or when it holds none there (a client
+// applies marks up to its cursor only, and every mark it applied was one of
+// this log's). The client then bootstraps again like any client whose
+// history diverged: it voids the horizon applied with its cursor (pulling
+// the log again, it applies every mark again), the merging snapshot brings
+// back the tombstones it pruned at the lost mark, its header's horizon
+// becomes the one applied, and its repair push gives the relay the facts of other sites it holds,
+// so that every replica holds the relay's older state merged with theirs
+// and prunes it at the relay's next marks, alike. The relay judges a
+// cursor from its compaction point up (below it get_changes answers
+// SNAPSHOT_REQUIRED anyway): it keeps, besides the marks of its retained
+// log and its newest one, the newest mark below the compaction point when
+// none lies at it. A
+// store whose older version dropped that mark may answer "diverged" once
+// to a client at a cursor with no retained mark below it: a needless
+// bootstrap, never a lost fact.
 //
 // Independently, siteHlc says what the relay holds of the client's own
 // transactions: when it is below the highest hlc the relay had

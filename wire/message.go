@@ -40,7 +40,7 @@ type Message interface {
 // Handshake (client → relay) opens a session. It must be the first frame
 // on a connection.
 //
-//	{"type":"handshake","protocolVersion":7,"databaseId":"trips","siteId":"<22>","token":"…","serverSiteId":"<22>","cursor":41,"chain":"<22>"}
+//	{"type":"handshake","protocolVersion":8,"databaseId":"trips","siteId":"<22>","token":"…","serverSiteId":"<22>","cursor":41,"chain":"<22>"}
 type Handshake struct {
 	// ProtocolVersion is the client's ProtocolVersion; 0 means the frame
 	// had none. When it is not this package's ProtocolVersion, Decode
@@ -62,6 +62,13 @@ type Handshake struct {
 	Log    model.SiteID
 	Cursor uint64
 	Chain  Chain
+	// Horizon (version 8; JSON "horizon", optional, needs Cursor, omitted
+	// when 0) is the tombstone horizon the client applied in that log: the
+	// wall of the newest horizon mark it pruned at, or of the snapshot
+	// header it bootstrapped under. The relay answers HistoryDiverged when
+	// its log holds no mark that high at or below Cursor (a restored copy
+	// lost a mark the client applied).
+	Horizon uint64
 	// Sealed (version 7; JSON "sealed", written only when true) says the
 	// client expects a sealed database (docs/design.md § Sealed
 	// databases): it pushes envelopes and opens what it pulls. A
@@ -73,7 +80,7 @@ type Handshake struct {
 
 // HandshakeAck (relay → client) accepts a handshake.
 //
-//	{"type":"handshake_ack","protocolVersion":7,"databaseId":"trips","serverSiteId":"<22>","connectionId":"c-17","siteHlc":"<40>","history":"continues"}
+//	{"type":"handshake_ack","protocolVersion":8,"databaseId":"trips","serverSiteId":"<22>","connectionId":"c-17","siteHlc":"<40>","history":"continues"}
 type HandshakeAck struct {
 	// ProtocolVersion is the relay's ProtocolVersion, decoded as for
 	// Handshake: when it differs, every other field is left zero.
@@ -505,8 +512,13 @@ func (m *Handshake) appendTo(b []byte) ([]byte, error) {
 			b = append(b, `,"chain":`...)
 			b = appendChain(b, m.Chain)
 		}
-	} else if m.Cursor != 0 || !m.Chain.IsZero() {
-		return b, at(invalid("a cursor or chain value without serverSiteId"), "cursor")
+		if m.Horizon != 0 {
+			if b, err = appendCursor(b, "horizon", m.Horizon); err != nil {
+				return b, err
+			}
+		}
+	} else if m.Cursor != 0 || !m.Chain.IsZero() || m.Horizon != 0 {
+		return b, at(invalid("a cursor, chain value or horizon without serverSiteId"), "cursor")
 	}
 	if m.Sealed {
 		b = append(b, `,"sealed":true`...)
@@ -832,6 +844,7 @@ func (r *reader) handshake() (Message, error) {
 		fCursor
 		fChain
 		fSealed
+		fHorizon
 	)
 	err = r.Members(func(key []byte) error {
 		var err error
@@ -868,6 +881,10 @@ func (r *reader) handshake() (Message, error) {
 			if err = seen.See(&r.Reader, fChain, key); err == nil {
 				m.Chain, err = r.chain()
 			}
+		case "horizon":
+			if err = seen.See(&r.Reader, fHorizon, key); err == nil {
+				m.Horizon, err = r.uint(MaxCursor)
+			}
 		case "sealed":
 			if err = seen.See(&r.Reader, fSealed, key); err == nil {
 				m.Sealed, err = r.Boolean()
@@ -880,7 +897,7 @@ func (r *reader) handshake() (Message, error) {
 	if err == nil {
 		err = seen.Require(&r.Reader, fSite, "type", "protocolVersion", "databaseId", "siteId")
 	}
-	if err == nil && seen&(fCursor|fChain) != 0 {
+	if err == nil && seen&(fCursor|fChain|fHorizon) != 0 {
 		err = seen.Require(&r.Reader, fLog|fCursor, "type", "protocolVersion", "databaseId", "siteId", "token", "serverSiteId", "cursor")
 	}
 	if err == nil && seen&fLog != 0 {

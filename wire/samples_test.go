@@ -120,6 +120,8 @@ func sampleMessages(t testing.TB) []namedMessage {
 			Log: siteB, Cursor: 41, Chain: sampleChain(41)}},
 		{"handshake_no_token", &Handshake{ProtocolVersion: ProtocolVersion, DatabaseID: "trips", SiteID: siteA}},
 		{"handshake_no_chain", &Handshake{ProtocolVersion: ProtocolVersion, DatabaseID: "trips", SiteID: siteA, Log: siteB, Cursor: 4211}},
+		{"handshake_horizon", &Handshake{ProtocolVersion: ProtocolVersion, DatabaseID: "acme:trips", SiteID: siteA, Token: "tok-3f9a",
+			Log: siteB, Cursor: 41, Chain: sampleChain(41), Horizon: 1764633600000}},
 		{"handshake_ack", &HandshakeAck{ProtocolVersion: ProtocolVersion, DatabaseID: "acme:trips", ServerSiteID: siteB, ConnectionID: "c-17",
 			SiteHLC: css[0].HLC, SiteHLCStated: true, History: HistoryContinues}},
 		{"handshake_ack_new", &HandshakeAck{ProtocolVersion: ProtocolVersion, DatabaseID: "trips", ServerSiteID: siteB, ConnectionID: "c-18",

@@ -141,7 +141,26 @@ import (
 //     members (unknown field), so peers of version 6 and 7 do not talk
 //     (PROTOCOL_VERSION_MISMATCH, fatal); upgrade the relay and the app
 //     together.
-const ProtocolVersion = 7
+//   - 8: 2026-12-03: handshake carries horizon, the tombstone horizon the
+//     client applied in the log it presents ("Verifying the relay's log"
+//     in the package documentation). A relay restored from a copy taken
+//     before a horizon mark it had made at its head holds the same chain
+//     value at that cursor, so a client that applied the mark there was
+//     told its history continues, while the restored merged replica
+//     still held the tombstones the client had pruned: replicas decided
+//     later facts of those rows differently for good (found by the
+//     simulator, seeds 5, 12 and 82 with restores). The relay now answers
+//     history "diverged" when its log holds no mark at or below the
+//     presented cursor whose wall reaches the presented horizon, and the
+//     client bootstraps again (merging) and repair-pushes, as for any
+//     lost history. The relay keeps, besides the marks of its retained
+//     log and the newest, the newest mark below its compaction point
+//     (when none lies at it), so that it can judge a position there. A relay of
+//     version 7 refuses the member (unknown field), so peers of version
+//     7 and 8 do not talk (PROTOCOL_VERSION_MISMATCH, fatal: the client
+//     stops and keeps its data until it is updated); upgrade the relay
+//     and the app together.
+const ProtocolVersion = 8
 
 // DefaultMaxMessageSize is the largest frame, in bytes, a relay or client
 // accepts unless configured otherwise: 16 MiB. A sender splits its work to

@@ -93,7 +93,7 @@ var (
 	budgetFlag    = flag.Int("sim.ops", 100_000, "TestSimBudget: driver steps in all, across seeds")
 	firstFlag     = flag.Uint64("sim.first", 1, "TestSimBudget: the first seed")
 	parallelFlag  = flag.Int("sim.parallel", 2, "TestSimBudget: seeds run at once")
-	withoutFlag   = flag.String("sim.without", "", "fault kinds not to inject, comma-separated (cut, crash.replica, crash.relay, relay.restore_old, relay.wipe, skew.within, skew.beyond, clock.step_back, prune; none: every kind); default: DefaultConfig's (prune left out on seeds s with s/2 even, relay.restore_old and relay.wipe on the others)")
+	withoutFlag   = flag.String("sim.without", "", "fault kinds not to inject, comma-separated (cut, crash.replica, crash.relay, relay.restore_old, relay.wipe, skew.within, skew.beyond, clock.step_back, prune; none: every kind); default: DefaultConfig's (prune left out on seeds s with s/2 even, nothing on the others)")
 	resurrectFlag = flag.Bool("sim.resurrection", false, "declare the pairs table resurrection-allowed (true) or leave it delete-wins (false) in every seed; unset: odd seeds allow resurrection (DefaultConfig)")
 )
 
@@ -189,27 +189,15 @@ func TestSimSealed(t *testing.T) {
 }
 
 // TestSimKnownFailures names the failures the simulator found that are not
-// fixed yet; DefaultConfig leaves their trigger out (retention pruning
-// together with a relay that loses its log) so that make test stays
-// meaningful for the rest. Each replays with its command.
+// fixed yet, each with its replay command; DefaultConfig leaves their
+// trigger out so that make test stays meaningful for the rest. None is
+// known now.
 func TestSimKnownFailures(t *testing.T) {
-	t.Run("retention", func(t *testing.T) {
-		t.Skip("not fixed (measured 2026-12-03, wire version 7): DefaultConfig never combines retention pruning with a relay restored from an older copy (it does combine pruning with wipes since repair pushes). " +
-			"With the relay's log kept, seeds 1..300 and 302..501 passed before the fix of seed 301 (2026-12-03) and 290..339 after it; seeds 271 and 301 are in TestSimFixedSeeds. " +
-			"The failures combine pruning with wipes or restores. A wiped relay (a new log) or one restored from a copy older than a mark loses " +
-			"the marks' place in the log, and a device pushes only its own facts again, so replicas that pruned at the lost marks and " +
-			"replicas that had not decide the facts pushed again differently (see the issue note of 2026-12-02). " +
-			"With -sim.without relay.restore_old (wipes on), seeds 1..100: 32 failed before repair pushes (wire version 6), 6 after, " +
-			"0 after the fixes of seeds 41/66, 16 and 55 (measured 2026-12-03); with every fault (-sim.without none) seeds 1..100: 0. " +
-			"Left: restores without wipes (-sim.without relay.wipe), seeds 1..100: 3 fail (5 12 82), as before those fixes. " +
-			"Seed 12 (traced in part; the lost mark at the head is inferred): the relay came back restored from a copy taken before a mark it had made at its head, with no ChangeSet after; " +
-			"devices whose cursor was that head had applied the mark (pruning a delete-wins row's old tombstone) and were told their history " +
-			"continues, while the restored merged replica still held the tombstone: it came back on the devices that bootstrapped again " +
-			"(and killed later cells of the row there and on the relay at the next mark), not on those (\"r0 and r2 differ\"). " +
-			"A fix would tell a client the relay's newest mark (handshake_ack) so that one whose applied horizon is above it treats " +
-			"the history as lost (diverged: merging snapshot and repair); seeds 5 and 82 look alike (not traced). " +
-			"Replay: go test ./internal/sim -run TestSim -v -seed 12 -ops 1453 -sim.without relay.wipe")
-	})
+	t.Skip("none known (measured 2026-12-03, wire version 8, 2 shared cores): DefaultConfig runs every fault on seeds s with s/2 odd " +
+		"(retention pruning with relay wipes and restores) and every fault but pruning on the others. " +
+		"Seeds 1..100: 0 failed with -sim.without relay.wipe (restores, no wipes; 3 before wire version 8: 5 12 82, now in TestSimFixedSeeds), " +
+		"0 with -sim.without none (every fault; 1 with version 8 before a voided cursor voided its horizon: 79, in TestSimFixedSeeds); " +
+		"TestSimBudget (seeds 1..50, 100 000 steps): 0.")
 }
 
 // TestSimFixedSeeds replays the seeds that found bugs since fixed, with the
@@ -381,6 +369,36 @@ func TestSimFixedSeeds(t *testing.T) {
 		{"wipe", 71, 2000, map[string]bool{"relay.restore_old": true}, false},
 		{"wipe", 85, 2000, map[string]bool{"relay.restore_old": true}, false},
 		{"wipe", 66, 2000, map[string]bool{"relay.restore_old": true}, false},
+		// Seed 12 (1453 steps), pruning with relays restored from an
+		// older copy (no wipes), and seeds 5 and 82 (2000 steps), same
+		// configuration: the relay came back restored from a copy taken
+		// before a horizon mark it had made at its head; devices whose
+		// cursor was that head had applied the mark (pruning a
+		// delete-wins row's old tombstone), and the chain value at their
+		// cursor was the same, so the relay said their history
+		// continues, while its restored merged replica held the
+		// tombstone again. It came back on the devices that bootstrapped
+		// later and killed the row's later cells there (and on the relay,
+		// pruned with the tombstone at its next mark), not on the others,
+		// which kept the row ("r0 and r2 differ"). Fixed in wire version
+		// 8: the handshake presents the horizon applied, the relay
+		// answers diverged when it holds no mark at or below the cursor
+		// that high, and the client bootstraps again (merging the
+		// tombstone back) and repair-pushes (relay.TestHandshakeHorizonVerdict,
+		// client.TestE2ERestoredRelayLostMarkAtHead).
+		{"restore", 12, 1453, map[string]bool{"relay.wipe": true}, false},
+		{"restore", 5, 2000, map[string]bool{"relay.wipe": true}, false},
+		{"restore", 82, 2000, map[string]bool{"relay.wipe": true}, false},
+		// Seed 79 (1704 steps), every fault, with the fix above but
+		// the horizon kept when the cursor was voided: a device whose
+		// history diverged (a restore) failed its bootstrap (clock
+		// drift) and, holding facts of its own, pulled the log from 0;
+		// it skipped the relay's marks up to the horizon it had applied
+		// in the lost history, and presented that horizon with its next
+		// cursor: diverged again, its cursor moving back without a new
+		// restore ("cursor of r6 moved backwards"). Fixed in client (a
+		// voided cursor voids its horizon: client.TestDivergedVoidsHorizon).
+		{"all", 79, 1704, map[string]bool{}, false},
 	} {
 		t.Run(fmt.Sprintf("%s/%d", c.name, c.seed), func(t *testing.T) {
 			cfg := DefaultConfig(c.seed)
