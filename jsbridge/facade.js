@@ -489,6 +489,16 @@ function toSealKey(k, database, what) {
 	return Promise.reject(argErr("db.sync.connect: " + what + " must be a Uint8Array of 32 bytes, {passphrase: string}, or a key from Replica.importKey or Replica.deriveKey, got " + describe(k)));
 }
 
+// syncSerial runs fn once the db's previous connect or disconnect has
+// settled, so that they take effect in the order they were called (a
+// sealed connect waits for its keys first: PBKDF2 takes about half a
+// second).
+function syncSerial(s, fn) {
+	const p = s.syncQueue.then(fn);
+	s.syncQueue = p.then(() => { }, () => { });
+	return p;
+}
+
 class Sync {
 	#s;
 	constructor(s) { this.#s = s; }
@@ -511,22 +521,25 @@ class Sync {
 			} else if (old !== undefined) {
 				throw argErr("db.sync.connect: options.oldKeys needs options.key (the current key)");
 			}
-			return keys.then((ks) => call(OPS.syncConnect, s.h, 0, url, o, ks).then((t) => {
+			// Keys are derived at once, but the target is set in call
+			// order (syncSerial): a connect deriving a passphrase's key
+			// does not land after a later disconnect or connect.
+			return syncSerial(s, () => keys.then((ks) => call(OPS.syncConnect, s.h, 0, url, o, ks).then((t) => {
 				s.syncTarget = t;
 				s.syncKeys = ks;
 				post(s, { sync: t, keys: ks }); // every tab records it; the leader connects
-			}));
+			})));
 		});
 	}
 	disconnect() {
 		return attempt(() => {
 			const s = this.#s;
 			live(s, "db.sync.disconnect");
-			return call(OPS.syncDisconnect, s.h, 0).then(() => {
+			return syncSerial(s, () => call(OPS.syncDisconnect, s.h, 0).then(() => {
 				s.syncTarget = null;
 				s.syncKeys = undefined;
 				post(s, { sync: null });
-			});
+			}));
 		});
 	}
 	requestSnapshot() {
@@ -828,7 +841,7 @@ function makeDb(h, name, siteId) {
 	const s = {
 		h, name, siteId, closed: false, closing: null, subs: new Map(), listeners: new Map(),
 		channel: null, lockAbort: null, lockRelease: null, isLeader: false, suspended: false, unwatch: null,
-		syncState: { status: "disconnected", pending: 0, leader: false }, syncTarget: null, syncKeys: undefined, sync: null,
+		syncState: { status: "disconnected", pending: 0, leader: false }, syncTarget: null, syncKeys: undefined, syncQueue: Promise.resolve(), sync: null,
 		tabId: tabBase + "." + (++tabSeq), peers: new Set(), mask: 0, persisted: null,
 	};
 	askPersist(s);

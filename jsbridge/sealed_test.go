@@ -134,3 +134,37 @@ func TestSealKeysReachLeader(t *testing.T) {
 	must(t, b.Get("sync").Call("disconnect"))
 	must(t, c.Call("close"))
 }
+
+// TestSealedConnectOrder: a connect whose key is still being derived (a
+// passphrase: PBKDF2, about half a second) does not take effect after a
+// disconnect or a connect called after it: the last call wins.
+func TestSealedConnectOrder(t *testing.T) {
+	db := openT(t)
+	waitFor(t, "leadership", func() bool { return db.Get("isLeader").Bool() })
+	s := db.Get("sync")
+	d := dbOf(t, db)
+	target := func() *syncTarget {
+		var tg *syncTarget
+		d.enqueueWait(func() { tg = d.sy.target })
+		return tg
+	}
+	const url = "ws://127.0.0.1:9/sync"
+	both := jsfn("s, url", `return Promise.all([
+		s.connect(url, {database: "order", key: {passphrase: "a passphrase being stretched"}}),
+		s.disconnect()])`)
+	must(t, both.Invoke(s, url))
+	if tg := target(); tg != nil {
+		t.Errorf("connect (deriving its key) then disconnect: target %+v, want none", tg)
+	}
+	if st := s.Get("state").Get("status").String(); st != "disconnected" {
+		t.Errorf("status %s, want disconnected", st)
+	}
+	then := jsfn("s, url", `return Promise.all([
+		s.connect(url, {database: "order", key: {passphrase: "a passphrase being stretched"}}),
+		s.connect(url, {database: "order-plain"})])`)
+	must(t, then.Invoke(s, url))
+	if tg := target(); tg == nil || tg.Database != "order-plain" || len(tg.Keys) != 0 {
+		t.Errorf("sealed connect then plain connect: target %+v, want the plain one", tg)
+	}
+	must(t, s.Call("disconnect"))
+}

@@ -777,7 +777,9 @@ declare namespace Replica {
 		 * or the right key after DECRYPT_FAILED) reconnects with them and
 		 * pulls again what the old keys could not open; the same keys leave
 		 * the connection alone. With a `{passphrase}` it resolves once the
-		 * key is derived.
+		 * key is derived. Calls of `connect` and `disconnect` take effect in
+		 * the order they were made (one still deriving its key holds back the
+		 * ones after it).
 		 */
 		connect(url: string, options: SyncOptions): Promise<void>;
 		/** Stop syncing (in every tab's name: the target is forgotten). Resolves when the socket is closed. */
