@@ -63,7 +63,8 @@ type Config struct {
 	// Inspect serves GET /inspect/{database}: the newest entries of a
 	// sealed database's log as stored (ciphertext and metadata; see
 	// serveInspect), for the demo. Off by default; leave it off in
-	// production (it answers without auth).
+	// production. It asks Auth as a handshake would (the token of an
+	// "Authorization: Bearer" header): under AllowAll anyone may ask.
 	Inspect bool
 
 	// Auth decides which handshakes may use which database. Required:

@@ -3,9 +3,11 @@
 package relay
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/wire"
@@ -38,13 +40,25 @@ type InspectEntry struct {
 // and the metadata docs/SECURITY.md lists. It answers 404 for a database
 // that is not open on this relay (it never opens or creates one: a
 // database is open while a device is connected, and a while after) and
-// 403 for a plain database (whose entries are plaintext). No auth: it
-// shows what anyone holding the relay's disk sees of a sealed database;
-// leave Config.Inspect off in production.
+// 403 for a plain database (whose entries are plaintext). It asks
+// Config.Auth as a handshake would, with the token of an "Authorization:
+// Bearer <token>" header, and answers 401 when it refuses, before looking
+// at the database (under AllowAll, as `make run`, anyone may ask); it
+// shows what anyone holding the relay's disk sees of a sealed database.
+// Leave Config.Inspect off in production.
 func (s *Server) serveInspect(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("database")
 	if !wire.ValidDatabaseID(id) {
 		http.Error(w, "invalid database id", http.StatusBadRequest)
+		return
+	}
+	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.AuthTimeout)
+	err := s.cfg.Auth.Authenticate(ctx, AuthRequest{DatabaseID: id, Token: token, RemoteAddr: r.RemoteAddr, Header: r.Header})
+	cancel()
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="replica"`)
+		http.Error(w, "the token does not grant this database", http.StatusUnauthorized)
 		return
 	}
 	// A reference keeps the database open while its log is read.
@@ -69,7 +83,7 @@ func (s *Server) serveInspect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var out []InspectEntry
-	err := d.store.View(func(tx kv.Tx) error {
+	err = d.store.View(func(tx kv.Tx) error {
 		var perr error
 		err := tx.Scan(bucketArrivals, kv.Range{Reverse: true, Limit: inspectEntries}, func(k, v []byte) bool {
 			rec, err := decodeRecord(v)

@@ -84,3 +84,51 @@ func TestInspect(t *testing.T) {
 		t.Errorf("without Inspect: %d, want 404", resp.StatusCode)
 	}
 }
+
+// TestInspectAuth: GET /inspect/{database} asks Config.Auth as a
+// handshake would (the token of an Authorization: Bearer header): with
+// -auth tokens it shows a sealed database's log only to its token's
+// holder, and tells others nothing (401, not 404 or 403).
+func TestInspectAuth(t *testing.T) {
+	tokens, err := NewTokens(map[string]string{"vault": "tok-v", "plain": "tok-p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startRelay(t, Config{Inspect: true, Auth: tokens})
+	a := dial(t, r, nil)
+	a.send(&wire.Handshake{ProtocolVersion: wire.ProtocolVersion, DatabaseID: "vault", SiteID: a.site, Token: "tok-v", Sealed: true})
+	recvType[*wire.HandshakeAck](a)
+	p := dial(t, r, nil)
+	p.handshake("plain", "tok-p")
+	get := func(path, token string) int {
+		t.Helper()
+		req, err := http.NewRequest("GET", r.url(path), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		path, token string
+		want        int
+	}{
+		{"/inspect/vault", "", http.StatusUnauthorized},
+		{"/inspect/vault", "tok-p", http.StatusUnauthorized},
+		{"/inspect/plain", "", http.StatusUnauthorized},
+		{"/inspect/nowhere", "", http.StatusUnauthorized},
+		{"/inspect/vault", "tok-v", http.StatusOK},
+		{"/inspect/plain", "tok-p", http.StatusForbidden},
+	} {
+		if got := get(c.path, c.token); got != c.want {
+			t.Errorf("GET %s with token %q: %d, want %d", c.path, c.token, got, c.want)
+		}
+	}
+}
