@@ -474,8 +474,16 @@ function deriveKey(options) {
 		if (!isRecord(options) || typeof options.passphrase !== "string" || typeof options.database !== "string") {
 			throw argErr("Replica.deriveKey: options must be {passphrase: string, database: string}, got " + describe(options));
 		}
-		return call(OPS.sealKey, 0, 0, options.database, options.passphrase);
+		return derivePass(options.database, options.passphrase);
 	});
+}
+
+// derivePass asks Go for the SealKey of a passphrase, given as UTF-8
+// bytes, overwritten once Go has copied them (go() copies its arguments
+// before call returns), so that Go can overwrite its copy too.
+function derivePass(database, passphrase) {
+	const p = new TextEncoder().encode(passphrase);
+	try { return call(OPS.sealKey, 0, 0, database, undefined, p); } finally { p.fill(0); }
 }
 
 // toSealKey turns one key option (a Uint8Array of 32 bytes, {passphrase},
@@ -484,7 +492,7 @@ function toSealKey(k, database, what) {
 	if (isSealKey(k)) return Promise.resolve(k);
 	if (k instanceof Uint8Array) return importKey(k);
 	if (isRecord(k) && typeof k.passphrase === "string") {
-		return call(OPS.sealKey, 0, 0, typeof database === "string" ? database : "", k.passphrase);
+		return derivePass(typeof database === "string" ? database : "", k.passphrase);
 	}
 	return Promise.reject(argErr("db.sync.connect: " + what + " must be a Uint8Array of 32 bytes, {passphrase: string}, or a key from Replica.importKey or Replica.deriveKey, got " + describe(k)));
 }

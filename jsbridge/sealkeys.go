@@ -23,26 +23,30 @@ import (
 
 // sealKeyOp serves Replica.importKey and Replica.deriveKey (and the key
 // options of db.sync.connect): a = database id (for a passphrase), b =
-// the passphrase, or the key's 32 bytes. It derives the key on a goroutine
-// of its own (WebCrypto answers asynchronously; PBKDF2 takes about half a
-// second) and resolves with a SealKey.
+// the key's 32 bytes, or c = the passphrase as UTF-8 bytes (facade.js
+// encodes it and overwrites its copy once Go has copied it, so that no Go
+// string, which could not be overwritten, ever holds it). It derives the
+// key on a goroutine of its own (WebCrypto answers asynchronously; PBKDF2
+// takes about half a second), overwrites the bytes and resolves with a
+// SealKey.
 func sealKeyOp(c *call) {
-	database, pass, raw := c.str(0), c.str(1), c.bytes(1)
+	database, raw, pass := c.str(0), c.bytes(1), c.bytes(2)
 	go func() {
 		k, err := func() (k seal.WebKey, err error) {
+			defer clear(raw)
+			defer clear(pass)
 			defer func() {
 				if p := recover(); p != nil {
 					err = panicError("deriving a key", p)
 				}
 			}()
 			if raw != nil {
-				defer clear(raw)
 				if len(raw) != seal.KeySize {
 					return k, argError("a key is a Uint8Array of %d bytes, got %d", seal.KeySize, len(raw))
 				}
 				return seal.ImportWebKey(raw)
 			}
-			if pass == "" {
+			if len(pass) == 0 {
 				return k, argError("the passphrase must be a non-empty string")
 			}
 			if !wire.ValidDatabaseID(database) {

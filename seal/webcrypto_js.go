@@ -170,18 +170,20 @@ func ImportWebKey(raw []byte) (WebKey, error) {
 // PassphraseWebKey returns the WebKey of a passphrase for database
 // databaseID: the 32 bytes of PBKDF2-HMAC-SHA-256 with PBKDF2Iterations
 // iterations and salt PassphraseSalt(databaseID), as PassphraseKey derives
-// them natively, given to ImportWebKey and then overwritten. It blocks
-// for as long as the browser takes (about half a second in Chromium, by
-// design). Errors: an empty passphrase, an invalid database id;
-// ErrNoWebCrypto; WebCrypto's.
-func PassphraseWebKey(passphrase, databaseID string) (WebKey, error) {
-	if passphrase == "" {
+// them natively, given to ImportWebKey and then overwritten. passphrase
+// is its UTF-8 bytes (bytes, not a string, so that the caller can
+// overwrite them when done; PassphraseWebKey neither keeps nor changes
+// them). It blocks for as long as the browser takes (about half a second
+// in Chromium, by design). Errors: an empty passphrase, an invalid
+// database id; ErrNoWebCrypto; WebCrypto's.
+func PassphraseWebKey(passphrase []byte, databaseID string) (WebKey, error) {
+	if len(passphrase) == 0 {
 		return WebKey{}, fmt.Errorf("seal: empty passphrase")
 	}
 	if !wire.ValidDatabaseID(databaseID) {
 		return WebKey{}, fmt.Errorf("seal: invalid database id %q", databaseID)
 	}
-	p := toJS([]byte(passphrase))
+	p := toJS(passphrase)
 	base, err := call("importKey", "raw", p, "PBKDF2", false, []any{"deriveBits"})
 	p.Call("fill", 0)
 	if err != nil {

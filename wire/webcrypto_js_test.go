@@ -81,7 +81,7 @@ func TestWebCryptoVectors(t *testing.T) {
 		}
 	}
 	for _, pv := range vf.Passphrases {
-		k, err := seal.PassphraseWebKey(pv.Passphrase, pv.DatabaseID)
+		k, err := seal.PassphraseWebKey([]byte(pv.Passphrase), pv.DatabaseID)
 		if err != nil {
 			t.Fatal(err)
 		}
