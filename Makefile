@@ -76,7 +76,7 @@ sim:
 
 test-browser: browser-deps
 	$(BROWSER_ENV) $(GO) test -count=1 $(call test_dirs,$(BROWSER_TEST_DIRS))
-	$(BROWSER_ENV) $(GO) test -count=1 -run 'TestWebCrypto|TestWebKey' ./wire
+	$(BROWSER_ENV) $(GO) test -count=1 -run 'TestWebCrypto|TestWebKey' ./wire ./seal
 	REPLICA_CHROMIUM="$(CHROMIUM)" $(GO) test -count=1 -run 'TestLoader|TestSync' ./cmd/wasm
 
 bench-browser: browser-deps

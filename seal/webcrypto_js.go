@@ -52,8 +52,9 @@ type settled struct {
 
 // await blocks until promise settles and returns its value, or its
 // rejection as an error (a js.Error). Both callbacks are released before it
-// returns; neither blocks (the channel has room for the one that runs).
-func await(promise js.Value) (js.Value, error) {
+// returns, whatever happens (promise not a thenable, its then throwing);
+// neither blocks (the channel has room for the one that runs).
+func await(promise js.Value) (_ js.Value, err error) {
 	ch := make(chan settled, 1)
 	ok := js.FuncOf(func(_ js.Value, args []js.Value) any {
 		v := js.Undefined()
@@ -63,6 +64,7 @@ func await(promise js.Value) (js.Value, error) {
 		ch <- settled{v: v}
 		return nil
 	})
+	defer ok.Release()
 	fail := js.FuncOf(func(_ js.Value, args []js.Value) any {
 		v := js.Undefined()
 		if len(args) > 0 {
@@ -71,10 +73,23 @@ func await(promise js.Value) (js.Value, error) {
 		ch <- settled{err: js.Error{Value: v}}
 		return nil
 	})
-	promise.Call("then", ok, fail)
+	defer fail.Release()
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("seal: awaiting a WebCrypto answer: %v", r)
+			}
+		}()
+		if promise.Type() != js.TypeObject || promise.Get("then").Type() != js.TypeFunction {
+			err = fmt.Errorf("seal: WebCrypto answered %s, not a Promise", promise.Type())
+			return
+		}
+		promise.Call("then", ok, fail)
+	}()
+	if err != nil {
+		return js.Value{}, err
+	}
 	r := <-ch
-	ok.Release()
-	fail.Release()
 	return r.v, r.err
 }
 
