@@ -65,14 +65,14 @@ type session struct {
 
 // runner drives Chromium against the bench server at base.
 type runner struct {
-	base    string
-	opts    flowOptions
+	base string
+	opts flowOptions
 	// sealedDB is the sealed database holding the rows and a sealed
 	// checkpoint of them (W5 of "Replica sealed"); sealedOff says why
 	// that system was left out ("" while it runs).
 	sealedDB, sealedOff string
-	profile bool
-	log     io.Writer
+	profile             bool
+	log                 io.Writer
 }
 
 // eval evaluates the promise expression expr in ctx's page and decodes its
