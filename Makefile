@@ -76,6 +76,7 @@ sim:
 
 test-browser: browser-deps
 	$(BROWSER_ENV) $(GO) test -count=1 $(call test_dirs,$(BROWSER_TEST_DIRS))
+	$(BROWSER_ENV) $(GO) test -count=1 -run 'TestWebCrypto|TestWebKey' ./wire
 	REPLICA_CHROMIUM="$(CHROMIUM)" $(GO) test -count=1 -run 'TestLoader|TestSync' ./cmd/wasm
 
 bench-browser: browser-deps
@@ -150,7 +151,7 @@ RUN_ADDR ?= 127.0.0.1:8080
 run: wasm | $(BIN)
 	$(GO) build -o $(BIN)/relay ./cmd/relay
 	@echo "Starting the relay. Open the URL below in two browser windows (or add ?db=NAME for a database of your own); Ctrl-C stops it."
-	@$(BIN)/relay -addr $(RUN_ADDR) -data data -web web
+	@$(BIN)/relay -addr $(RUN_ADDR) -data data -web web -inspect
 
 # The release build, then its data segments merged (internal/wasmsize
 # -pack, Go only): Go's linker starts a data segment at every run of zero

@@ -47,6 +47,7 @@ type bridge struct {
 	settleFn   js.Value // settle(id, kind, text, blobs)
 	emitFn     js.Value // emit(handle, event, kind, text, blobs)
 	deliverFn  js.Value // deliver(handle, sid, kind, text, blobs)
+	settleVFn  js.Value // settleValue(id, value): resolve with a JS value (a SealKey)
 	handleOf   js.Value // handleOf(db object) -> handle (tests)
 	idbHelper  js.Value // the loader's copy of idbkv's helper.js, or undefined
 
@@ -117,6 +118,7 @@ func Install() (uninstall func(), err error) {
 	b.settleFn = built.Get("settle")
 	b.emitFn = built.Get("emit")
 	b.deliverFn = built.Get("deliver")
+	b.settleVFn = built.Get("settleValue")
 	b.handleOf = built.Get("handleOf")
 	if fromLoader {
 		b.idbHelper = loader.Get("_idbHelper")
@@ -163,12 +165,14 @@ type call struct {
 	args           [4]arg // a, b, c, d
 }
 
-// arg is one argument: a string, a number or a Uint8Array (bytes); the
+// arg is one argument: a string, a number or a Uint8Array (bytes), or
+// another object, kept as it is (v: the SealKeys of db.sync.connect); the
 // accessors of another type read the zero value.
 type arg struct {
 	s     string
 	n     int
 	bytes []byte
+	v     js.Value
 }
 
 // setArgs copies the arguments a, b, c, d into Go.
@@ -181,6 +185,10 @@ func (c *call) setArgs(args []js.Value) {
 		case js.TypeNumber:
 			a.n = v.Int()
 		case js.TypeObject:
+			if !v.InstanceOf(jsUint8Array) {
+				a.v = v
+				continue
+			}
 			a.bytes = make([]byte, v.Get("length").Int())
 			js.CopyBytesToGo(a.bytes, v)
 		}
@@ -193,6 +201,10 @@ func (c *call) int(i int) int { return c.args[i].n }
 
 // bytes returns the Uint8Array argument i (nil if absent).
 func (c *call) bytes(i int) []byte { return c.args[i].bytes }
+
+// value returns argument i when it is an object other than a Uint8Array
+// (undefined otherwise).
+func (c *call) value(i int) js.Value { return c.args[i].v }
 
 // dispatch is the single JS->Go entry point: go(op, handle, tx, id, a, b,
 // c, d). It never blocks: it copies the arguments into Go and either
@@ -259,6 +271,13 @@ func (b *bridge) reply(id int, r result) {
 		blobs = a
 	}
 	b.settleFn.Invoke(id, r.kind, r.text, blobs)
+}
+
+// settleValue resolves the promise id with the JS value v.
+func (b *bridge) settleValue(id int, v js.Value) {
+	if id != 0 {
+		b.settleVFn.Invoke(id, v)
+	}
 }
 
 func closedError() error {

@@ -191,6 +191,20 @@
 // forwarded to them. db.sync.connect with the target the leader already
 // syncs with leaves its session alone (client.Connect is a no-op then).
 //
+// Sealed databases (sealkeys.go): db.sync.connect's key and oldKeys
+// (a Uint8Array(32), {passphrase} or a SealKey) become SealKeys in the
+// calling tab's facade first (the sealKey operation: seal.ImportWebKey or
+// seal.PassphraseWebKey on a goroutine of its own, resolved through
+// settleValue with {keyId, cryptoKey}); only SealKeys, whose CryptoKeys are
+// non-extractable, reach Go's target and the other tabs (beside the target
+// JSON, structured-cloned over the channel). A target with keys makes the
+// leader run a client with a seal.WebKeyring (client.Options.Sealer); a
+// client of the other mode is replaced, and other keys for the same
+// target go to client.SetSealer, which reconnects (so envelopes held for
+// want of a key are pulled again). The client seals and opens on its
+// session goroutine, outside kv transactions: WebCrypto's Promises settle
+// while it waits on a channel.
+//
 // The leader keeps the unsent count (SyncState.pending) with or without a
 // client (offline, or before connecting): counted from the change log's
 // keys (client.PendingCount, against the last target) when it may have
@@ -207,8 +221,10 @@
 // at}, emitted at once with the state (and so forwarded to the other tabs):
 // code is the relay's error code when there is one (client.RelayError),
 // else TRANSACTION_TOO_LARGE, CLOCK_DRIFT, QUOTA_EXCEEDED, SYNC_STATE_RESET
-// (client.ErrSyncStateReset), RELAY_DIVERGED (client.ErrRelayDiverged) or
-// SYNC_ERROR.
+// (client.ErrSyncStateReset), RELAY_DIVERGED (client.ErrRelayDiverged),
+// DECRYPT_FAILED (seal.ErrDecryptFailed), CHECKPOINT_REFUSED
+// (client.ErrCheckpointRefused), ENVELOPE_INVALID (seal.ErrEnvelopeInvalid;
+// lasting, as the refused ChangeSet will not sync) or SYNC_ERROR.
 // CLOCK_DRIFT comes both ways: the relay's code refusing a push (this
 // device ahead, with the push's requestId, so a push's error) and the
 // engine's model.ErrClockDrift refusing changes from the relay (this

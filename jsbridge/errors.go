@@ -29,7 +29,15 @@ const (
 	codeProtocolVersion = "PROTOCOL_VERSION_MISMATCH" // sync: the relay speaks another protocol version (in SyncState.error)
 	codeAuthFailed      = "AUTH_FAILED"               // sync: the relay refused the token (in SyncState.error)
 	codeSyncFailed      = "SYNC_FAILED"               // sync: any other failure of the connection (in SyncState.error)
-	codeInternal        = "INTERNAL"                  // a bug: a Go panic, malformed facade requests, kv.ErrTxInactive, ...
+	// Sealed databases (SyncState.error and lastError; the relay's codes
+	// ENVELOPE_REQUIRED and ENVELOPE_REFUSED come as they are).
+	codeSealedMismatch    = "SEALED_MISMATCH"    // the relay's: the database's mode (sealed or plain) differs from the connect's (in SyncState.error)
+	codeDecryptFailed     = "DECRYPT_FAILED"     // seal.ErrDecryptFailed: no key given opens an envelope; held (in SyncState.lastError)
+	codeEnvelopeInvalid   = "ENVELOPE_INVALID"   // seal.ErrEnvelopeInvalid: an envelope does not authenticate; refused (lastError)
+	codeCheckpointRefused = "CHECKPOINT_REFUSED" // client.ErrCheckpointRefused, or the relay's code: a sealed checkpoint refused (lastError)
+	codeEnvelopeRequired  = "ENVELOPE_REQUIRED"  // the relay's: a plain push to a sealed database (lastError)
+	codeEnvelopeRefused   = "ENVELOPE_REFUSED"   // the relay's: a sealed push to a plain database (lastError)
+	codeInternal          = "INTERNAL"           // a bug: a Go panic, malformed facade requests, kv.ErrTxInactive, ...
 )
 
 // bridgeError is an error with its JS code already decided.

@@ -60,6 +60,9 @@ const (
 // are as facade.js sends them; with a transaction id (call.tx != 0) the
 // row operations act on that staged transaction.
 var operations = [...]operation{
+	// Replica.importKey, Replica.deriveKey: a = database id, b = the
+	// passphrase or the key's bytes (see sealKeyOp)
+	{name: "sealKey", method: "Replica.importKey", queue: noReplica, now: func(_ *db, c *call) any { sealKeyOp(c); return nil }},
 	// a = the options as JSON
 	{name: "open", queue: noReplica, now: func(_ *db, c *call) any { c.b.open(c); return nil }},
 	{name: "close", method: "db.close", queue: worker, closes: true, work: closeOp},
@@ -92,7 +95,8 @@ var operations = [...]operation{
 	{name: "syncConnect", method: "db.sync.connect", queue: worker, work: (*db).syncConnect},
 	{name: "syncDisconnect", method: "db.sync.disconnect", queue: worker, work: (*db).syncDisconnect},
 	{name: "syncSnapshot", method: "db.sync.requestSnapshot", queue: worker, work: (*db).syncSnapshot},
-	// another tab's sync target: a = target JSON or "null"; no promise
+	// another tab's sync target: a = target JSON or "null", b = its
+	// SealKeys (an array) or undefined; no promise
 	{name: "syncTarget", method: "db.sync", queue: worker, work: (*db).syncTarget},
 	// a = mask of listen* bits
 	{name: "listen", queue: inDispatch, now: listenOp},

@@ -11,6 +11,7 @@ import (
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/model"
+	"github.com/replica-sync/replica/seal"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -29,11 +30,16 @@ import (
 // deliver its events.
 
 // syncTarget is what db.sync.connect names. As JSON (db.sync.connect's
-// result, and between tabs) it is {url, database, token?}.
+// result, and between tabs) it is {url, database, token?, keyIds?}; the
+// keys of a sealed database travel beside it as SealKeys (sealkeys.go),
+// never in the JSON.
 type syncTarget struct {
 	URL      string
 	Database string
 	Token    string
+	// Keys, when not empty, make the database sealed: Keys[0] seals and
+	// every key opens (older keys after a rotation).
+	Keys []seal.WebKey
 }
 
 func (t *syncTarget) result() result {
@@ -42,6 +48,17 @@ func (t *syncTarget) result() result {
 	o.str("database", t.Database)
 	if t.Token != "" {
 		o.str("token", t.Token)
+	}
+	if len(t.Keys) > 0 {
+		ids := make([]byte, 0, 20*len(t.Keys))
+		ids = append(ids, '[')
+		for i, k := range t.Keys {
+			if i > 0 {
+				ids = append(ids, ',')
+			}
+			ids = appendString(ids, k.ID().String())
+		}
+		o.raw("keyIds", string(append(ids, ']')))
 	}
 	return o.result()
 }
@@ -79,6 +96,7 @@ type syncer struct {
 	mu       sync.Mutex // guards what follows target, read from client events
 	target   *syncTarget
 	cl       *client.Client
+	clKeys   []seal.WebKey // the keys cl seals and opens with; nil: cl syncs a plain database
 	unsub    func()
 	wantSnap bool
 
@@ -151,6 +169,14 @@ func issueFor(err error, now time.Time) *syncIssue {
 		is.code = codeSyncStateReset
 	case errors.Is(err, client.ErrRelayDiverged):
 		is.code = codeRelayDiverged
+	case errors.Is(err, seal.ErrDecryptFailed):
+		is.code = codeDecryptFailed
+	case errors.Is(err, client.ErrCheckpointRefused):
+		is.code = codeCheckpointRefused
+	case errors.Is(err, seal.ErrEnvelopeInvalid):
+		// The ChangeSet is refused for good (the cursor moves past it):
+		// lasting, as a transaction given up on.
+		is.code, is.lasting = codeEnvelopeInvalid, true
 	case errors.Is(err, client.ErrTooLarge):
 		is.code, is.push = "TRANSACTION_TOO_LARGE", true
 	case errors.Is(err, model.ErrClockDrift):
@@ -198,10 +224,15 @@ func (d *db) dropIssue() {
 	d.sy.mu.Unlock()
 }
 
-// syncConnect serves db.sync.connect: a = url, b = options JSON.
+// syncConnect serves db.sync.connect: a = url, b = options JSON (without
+// key and oldKeys), c = the SealKeys of a sealed database (key, then
+// oldKeys) or undefined.
 func (d *db) syncConnect(c *call) (result, error) {
 	t, err := parseTarget(c.str(0), c.str(1))
 	if err != nil {
+		return result{}, err
+	}
+	if t.Keys, err = parseSealKeys(c.value(2)); err != nil {
 		return result{}, err
 	}
 	d.targetChanging(t)
@@ -210,8 +241,8 @@ func (d *db) syncConnect(c *call) (result, error) {
 	return t.result(), d.syncStart()
 }
 
-// syncTarget serves another tab's sync target: a = target JSON or "null"
-// (no promise).
+// syncTarget serves another tab's sync target: a = target JSON or "null",
+// b = its SealKeys or undefined (no promise).
 func (d *db) syncTarget(c *call) (result, error) {
 	t, err := parseSyncTarget(c.str(0))
 	if err != nil {
@@ -219,6 +250,11 @@ func (d *db) syncTarget(c *call) (result, error) {
 	}
 	if t != nil && !wire.ValidDatabaseID(t.Database) {
 		return result{}, argError("invalid database id")
+	}
+	if t != nil {
+		if t.Keys, err = parseSealKeys(c.value(1)); err != nil {
+			return result{}, err
+		}
 	}
 	d.targetChanging(t)
 	d.sy.target = t
@@ -304,17 +340,46 @@ func parseTarget(url, opts string) (*syncTarget, error) {
 
 // syncStart connects when this tab leads and has a target (replacing the
 // previous connection); otherwise it does nothing. Runs on the worker.
+//
+// A target with keys (a sealed database) needs a client made with a
+// Sealer, one without keys a plain client: a client of the other mode is
+// closed and replaced. New keys for a sealed client (another current key,
+// older keys added or dropped) are given with SetSealer, which reconnects
+// so that envelopes held for want of a key (DECRYPT_FAILED) are pulled
+// again; the same keys leave the connection alone.
 func (d *db) syncStart() error {
 	t := d.sy.target
 	if t == nil || !d.leader.Load() {
 		return nil
 	}
+	sealed := len(t.Keys) > 0
+	var ring seal.Sealer
+	if sealed {
+		var err error
+		if ring, err = keyring(t.Keys); err != nil {
+			return argError("%v", err)
+		}
+	}
 	d.sy.mu.Lock()
+	if cl := d.sy.cl; cl != nil && (d.sy.clKeys != nil) != sealed {
+		unsub := d.sy.unsub
+		d.sy.cl, d.sy.unsub, d.sy.clKeys = nil, nil, nil
+		d.sy.mu.Unlock()
+		_ = cl.Close()
+		unsub()
+		d.sy.mu.Lock()
+	}
 	cl := d.sy.cl
 	if cl == nil {
-		cl = client.New(d.eng, client.Options{})
-		d.sy.cl = cl
+		cl = client.New(d.eng, client.Options{Sealer: ring})
+		d.sy.cl, d.sy.clKeys = cl, t.Keys
 		d.sy.unsub = cl.Subscribe(d.onSyncEvent)
+	} else if sealed && !sameKeys(d.sy.clKeys, t.Keys) {
+		d.sy.clKeys = t.Keys
+		if err := cl.SetSealer(ring); err != nil {
+			d.sy.mu.Unlock()
+			return argError("%v", err)
+		}
 	}
 	want := d.sy.wantSnap
 	d.sy.wantSnap = false
@@ -332,7 +397,7 @@ func (d *db) syncStart() error {
 func (d *db) syncStop() {
 	d.sy.mu.Lock()
 	cl, unsub := d.sy.cl, d.sy.unsub
-	d.sy.cl, d.sy.unsub = nil, nil
+	d.sy.cl, d.sy.unsub, d.sy.clKeys = nil, nil, nil
 	d.sy.mu.Unlock()
 	if cl != nil {
 		_ = cl.Close()
@@ -627,6 +692,8 @@ func syncErrorCode(err error) string {
 			return codeProtocolVersion
 		case codeAuthFailed:
 			return codeAuthFailed
+		case codeSealedMismatch:
+			return codeSealedMismatch
 		}
 	}
 	return codeSyncFailed

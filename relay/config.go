@@ -60,6 +60,11 @@ type Config struct {
 	// WebDir is served at "/" (the demo app); "" serves nothing there.
 	// Default: none (cmd/relay passes "web").
 	WebDir string
+	// Inspect serves GET /inspect/{database}: the newest entries of a
+	// sealed database's log as stored (ciphertext and metadata; see
+	// serveInspect), for the demo. Off by default; leave it off in
+	// production (it answers without auth).
+	Inspect bool
 
 	// Auth decides which handshakes may use which database. Required:
 	// AllowAll grants everything, Tokens checks a token per database.

@@ -92,6 +92,9 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /sync", s.serveSync)
 	mux.HandleFunc("GET /healthz", s.serveHealth)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	if cfg.Inspect {
+		mux.HandleFunc("GET /inspect/{database}", s.serveInspect)
+	}
 	if cfg.WebDir != "" {
 		mux.Handle("GET /", staticHandler(cfg.WebDir))
 	}

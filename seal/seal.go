@@ -11,7 +11,10 @@
 // Promise settles; callers never call it inside a kv transaction or from a
 // js.FuncOf callback). This file builds for both; the Go implementation,
 // Keyring over crypto/aes and crypto/cipher, is native only (aesgcm.go,
-// //go:build !js), so that the browser build links no cipher of Go's.
+// //go:build !js), so that the browser build links no cipher of Go's; the
+// browser's, WebKeyring over WebCrypto with non-extractable CryptoKeys, is
+// js/wasm only (webcrypto_js.go). Both derive the same key ids and AES
+// keys and read and write the same envelopes (wire/testdata/envelopes.json).
 //
 // # Keys
 //

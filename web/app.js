@@ -12,6 +12,15 @@
 //   ?relay=URL   the relay's sync endpoint (default: /sync of this page's
 //                origin, which is where `make run` serves it; a relay on
 //                another origin must allow this one: -allow-origin).
+//   ?sealed=1    the database is sealed (end-to-end encrypted; default
+//                database "demo-sealed"): the page asks for a passphrase,
+//                derives the key in WebCrypto (Replica.deriveKey) and keeps
+//                only that key, a non-extractable CryptoKey, in IndexedDB
+//                ("trip-planner-keys"), so a reload asks for nothing;
+//                "Forget key" deletes it. The "What the relay holds" card
+//                shows the relay's newest stored log entries (the relay's
+//                GET /inspect/{database}, served with -inspect, as `make
+//                run` does): envelopes, no trips.
 //
 // For tests and the curious, window.app exposes the open database and a few
 // functions (see the end of this file).
@@ -22,9 +31,10 @@
 
 	const params = new URLSearchParams(location.search);
 	const DB_ID = /^[A-Za-z0-9_.:-]{1,128}$/; // the relay's database id syntax
-	let database = params.get("db") || "demo";
+	const sealed = params.get("sealed") === "1";
+	let database = params.get("db") || (sealed ? "demo-sealed" : "demo");
 	const badDatabase = !DB_ID.test(database) ? database : null;
-	if (badDatabase) database = "demo";
+	if (badDatabase) database = sealed ? "demo-sealed" : "demo";
 	const replicaName = "trip-planner/" + database;
 	const relayURL = params.get("relay") || new URL("sync", location.href).href;
 
@@ -148,7 +158,9 @@
 	// ---- the app object (also what tests drive) --------------------------------
 
 	const app = {
-		database, replicaName, relayURL, schema,
+		database, replicaName, relayURL, schema, sealed,
+		/** The sealed database's key (a SealKey: key id and non-extractable CryptoKey), once given. */
+		key: null,
 		db: null,
 		siteId: null,
 		syncState: { status: "disconnected", pending: 0, leader: false },
@@ -193,6 +205,10 @@
 		startCities(db);
 		for (const e of document.querySelectorAll("[disabled]:not(#sync-toggle)")) e.disabled = false;
 		$("sync-toggle").disabled = false;
+		if (sealed) {
+			await startSealed(db);
+			if (!app.key) return db; // connect once the passphrase is given
+		}
 		await connect();
 		return db;
 	})();
@@ -202,9 +218,125 @@
 
 	async function connect() {
 		try {
-			await app.db.sync.connect(relayURL, { database });
+			if (sealed && !app.key) { $("key-passphrase").focus(); return; }
+			await app.db.sync.connect(relayURL, sealed ? { database, key: app.key } : { database });
 		} catch (e) {
 			showError(e, "connect");
+		}
+	}
+
+	// ---- sealed databases ---------------------------------------------------------
+	//
+	// The key is kept as a SealKey ({keyId, cryptoKey}: the CryptoKey is
+	// non-extractable, so script can use it but nothing can read its bytes)
+	// in an IndexedDB database of the page's own, under relay URL and
+	// database id. The passphrase itself is never stored.
+
+	const KEY_DB = "trip-planner-keys";
+	const keySlot = relayURL + " " + database;
+
+	function keyStore(mode, fn) {
+		return new Promise((resolve, reject) => {
+			const req = indexedDB.open(KEY_DB, 1);
+			req.onupgradeneeded = () => req.result.createObjectStore("keys");
+			req.onerror = () => reject(req.error);
+			req.onsuccess = () => {
+				const idb = req.result;
+				const tx = idb.transaction("keys", mode);
+				const r = fn(tx.objectStore("keys"));
+				tx.oncomplete = () => { idb.close(); resolve(r && r.result); };
+				tx.onerror = tx.onabort = () => { idb.close(); reject(tx.error); };
+			};
+		});
+	}
+
+	function showKey() {
+		const has = !!app.key;
+		$("key-form").hidden = has;
+		$("key-forget").hidden = !has;
+		setText($("info-key"), has ? "key id " + app.key.keyId + " (kept in this browser, not extractable)" : "no key yet: enter the passphrase");
+	}
+
+	async function startSealed(db) {
+		$("info-sealed").hidden = false;
+		$("relay-holds").hidden = false;
+		try {
+			app.key = (await keyStore("readonly", (s) => s.get(keySlot))) || null;
+		} catch (e) {
+			app.key = null;
+		}
+		showKey();
+		$("key-form").addEventListener("submit", async (ev) => {
+			ev.preventDefault();
+			const input = $("key-passphrase");
+			const passphrase = input.value;
+			if (!passphrase) return;
+			const btn = $("key-open");
+			btn.disabled = true;
+			setText($("info-key"), "deriving the key (PBKDF2, 600,000 iterations)…");
+			try {
+				app.key = await Replica.deriveKey({ passphrase, database });
+				input.value = "";
+				await keyStore("readwrite", (s) => s.put(app.key, keySlot));
+				showKey();
+				addLog("sync", "Key " + app.key.keyId + " derived and kept in this browser");
+				await connect();
+			} catch (e) {
+				showKey();
+				showError(e, "open the sealed database");
+			} finally {
+				btn.disabled = false;
+			}
+		});
+		$("key-forget").addEventListener("click", async () => {
+			try {
+				await keyStore("readwrite", (s) => s.delete(keySlot));
+				app.key = null;
+				showKey();
+				await disconnect();
+			} catch (e) {
+				showError(e, "forget the key");
+			}
+		});
+		$("relay-refresh").addEventListener("click", showRelayHolds);
+		db.on("remoteChange", () => showRelayHoldsSoon());
+		db.on("syncState", (st) => { if (st.status === "synced" && st.pending === 0) showRelayHoldsSoon(); });
+		showRelayHolds();
+	}
+
+	// inspectURL is the relay's GET /inspect/{database} (same host as /sync).
+	function inspectURL() {
+		const u = new URL(relayURL, location.href);
+		u.protocol = u.protocol === "wss:" ? "https:" : u.protocol === "ws:" ? "http:" : u.protocol;
+		u.pathname = u.pathname.replace(/sync\/?$/, "") + "inspect/" + encodeURIComponent(database);
+		u.search = "";
+		return u.href;
+	}
+
+	let holdsTimer = 0;
+	function showRelayHoldsSoon() {
+		clearTimeout(holdsTimer);
+		holdsTimer = setTimeout(showRelayHolds, 300);
+	}
+
+	// showRelayHolds shows what the relay stores of this database: its
+	// newest log entries, each the ChangeSet's site id, transactionId, HLC
+	// and envelope (AES-256-GCM under a key the relay never had).
+	async function showRelayHolds() {
+		const out = $("relay-entries");
+		try {
+			const resp = await fetch(inspectURL(), { cache: "no-store" });
+			if (resp.status === 404 && !(await resp.clone().text()).includes("not open")) {
+				setText(out, "This relay does not show its log (start it with -inspect, as `make run` does).");
+				return;
+			}
+			if (!resp.ok) { setText(out, "The relay answered " + resp.status + ": " + (await resp.text())); return; }
+			const entries = await resp.json();
+			app.relayEntries = entries;
+			if (!entries.length) { setText(out, "Nothing stored yet."); return; }
+			setText(out, entries.map((e) => "cursor " + e.cursor + ", " + e.bytes + " bytes, arrived " + clock(new Date(e.arrivedMs)) + ":\n" + e.stored).join("\n\n"));
+		} catch (e) {
+			setText(out, "Could not ask the relay: " + e.message);
 		}
 	}
 
@@ -349,6 +481,13 @@
 		if (le.code === "CLOCK_DRIFT") {
 			return "Changes could not sync because this device's clock and the relay's or another device's disagree by more than a minute" + at +
 				"They are kept and sync once the clocks agree; check this device's date and time.";
+		}
+		if (le.code === "DECRYPT_FAILED") {
+			return "Changes from the relay cannot be opened with this key" + at +
+				"Wrong passphrase? They are held, not lost: press Forget key and enter the right one.";
+		}
+		if (le.code === "ENVELOPE_INVALID") {
+			return "A change from the relay did not authenticate (altered on the way?) and was refused" + at + "The rest applied.";
 		}
 		if (le.code === "APPLY_CHANGES_ERROR" || le.code === "MESSAGE_TOO_LARGE") {
 			return "Sending changes failed" + at + "They are kept and sent again; this note goes away when the relay accepts them.";
@@ -918,5 +1057,5 @@
 	window.addEventListener("hashchange", route);
 	route();
 
-	Object.assign(app, { importCities, runImport, searchCities, cityRow, fold, addStop, moveStop, deleteTrip, addSampleTrip, connect, disconnect });
+	Object.assign(app, { importCities, runImport, searchCities, cityRow, fold, addStop, moveStop, deleteTrip, addSampleTrip, connect, disconnect, showRelayHolds });
 })();

@@ -134,6 +134,41 @@ declare namespace Replica {
 	 * - `SYNC_FAILED`: (sync) in `SyncState.error`: any other failure of the
 	 *   connection (the relay unreachable or not answering, a relay error);
 	 *   the client retries with backoff unless the status is "error".
+	 * - `SEALED_MISMATCH`: (sync, sealed databases) in `SyncState.error`:
+	 *   the relay's database is sealed and `connect` gave no `key`, or it is
+	 *   plain and `connect` gave one (a database is sealed or plain from its
+	 *   creation on, for its life). Nothing was sent; syncing stopped (status
+	 *   "error") until `connect` is called again with the database's mode.
+	 * - `DECRYPT_FAILED`: (sync, sealed) in `SyncState.lastError`: the relay's
+	 *   log holds an envelope that no key given to `connect` opens (a wrong
+	 *   key or passphrase, or a key another device rotated to that this one
+	 *   was not given). Nothing from that point of the log on is applied; the
+	 *   envelopes stay held in the relay's log, this device stops pulling (no
+	 *   retry loop) and the status stays "syncing". `connect` with the right
+	 *   key (as `key` or in `oldKeys`) applies them. `Replica.importKey` and
+	 *   `deriveKey` never reject with it: a key is only found wrong against
+	 *   an envelope, so a device whose first connect meets an empty log
+	 *   cannot tell. Beware: this device's own writes are still pushed,
+	 *   sealed with the key it was given; the other devices cannot open
+	 *   them (DECRYPT_FAILED there, holding everything after them) until
+	 *   given that key too, in `oldKeys`. Confirm a key (a first pull that
+	 *   applies) before writing.
+	 * - `ENVELOPE_INVALID`: (sync, sealed) in `SyncState.lastError`: an
+	 *   envelope names a key this device holds but does not authenticate
+	 *   (altered by the relay or on the way, or moved to another database,
+	 *   site, transaction or HLC). That one transaction is refused (for
+	 *   this device, for good) and the rest applies; the error stays until a
+	 *   newer one, a `disconnect` or a connect to another target.
+	 * - `ENVELOPE_REQUIRED`: (sync, sealed) in `SyncState.lastError`: the
+	 *   relay's code refusing a plaintext push to a sealed database (a
+	 *   client bug or a mode lie; not expected from Replica).
+	 * - `ENVELOPE_REFUSED`: (sync) in `SyncState.lastError`: the relay's code
+	 *   refusing a sealed push to a plain database.
+	 * - `CHECKPOINT_REFUSED`: (sync, sealed) in `SyncState.lastError`: a
+	 *   sealed checkpoint (the bootstrap of a sealed database) did not
+	 *   verify, was refused before, or the relay refused one; the device
+	 *   falls back to the relay's log from 0 (when the relay pruned that
+	 *   log, it cannot bootstrap until a device uploads a newer checkpoint).
 	 * - `INTERNAL`: a bug in Replica (it is logged to the console); the
 	 *   replica keeps working.
 	 */
@@ -151,6 +186,12 @@ declare namespace Replica {
 		| "PROTOCOL_VERSION_MISMATCH"
 		| "AUTH_FAILED"
 		| "SYNC_FAILED"
+		| "SEALED_MISMATCH"
+		| "DECRYPT_FAILED"
+		| "ENVELOPE_INVALID"
+		| "ENVELOPE_REQUIRED"
+		| "ENVELOPE_REFUSED"
+		| "CHECKPOINT_REFUSED"
 		| "INTERNAL";
 
 	/** The error every rejection carries. `instanceof Replica.ReplicaError` holds. */
@@ -581,7 +622,10 @@ declare namespace Replica {
 		 * writes again; nothing is lost), "RELAY_DIVERGED" (the relay's log
 		 * is not the one this device synced with: the relay was restored
 		 * from an older backup, its log truncated or replaced; this device
-		 * bootstraps again and pushes the writes the relay lost) or
+		 * bootstraps again and pushes the writes the relay lost),
+		 * "DECRYPT_FAILED", "ENVELOPE_INVALID" or "CHECKPOINT_REFUSED" (a
+		 * sealed database: see ErrorCode; a DECRYPT_FAILED stays until
+		 * changes apply again, after a connect with the right key) or
 		 * "SYNC_ERROR" (anything else); `message` says what failed; `at` is
 		 * when it last happened, ms since the epoch.
 		 * A SNAPSHOT_REQUIRED answer is not an error (the replica
@@ -644,10 +688,76 @@ declare namespace Replica {
 	}
 
 	/**
+	 * A key of a sealed database, as `Replica.importKey` and
+	 * `Replica.deriveKey` make it: the key id and a non-extractable
+	 * WebCrypto AES-GCM 256-bit CryptoKey derived from the key (HKDF-SHA-256,
+	 * as the native Go client derives it, so both open each other's
+	 * envelopes). It holds no key bytes and no passphrase, and nothing can
+	 * read them out of it. It survives structured clone: keep it in
+	 * IndexedDB (or post it to a worker) and give it to `connect` after a
+	 * reload, with no re-entry of the passphrase. Anyone who can run script
+	 * in this origin can use it (seal and open) while it is stored, though
+	 * not copy it elsewhere.
+	 */
+	interface SealKey {
+		/** The key id envelopes carry: 16 hex digits; the same key gives the same id in every database. */
+		readonly keyId: string;
+		/** Non-extractable; algorithm AES-GCM, length 256; usages encrypt and decrypt. */
+		readonly cryptoKey: CryptoKey;
+	}
+
+	/**
+	 * A key option of `connect`: a SealKey, a Uint8Array of 32 random bytes
+	 * (`crypto.getRandomValues(new Uint8Array(32))`; the app keeps them), or
+	 * `{passphrase}`, stretched with PBKDF2-HMAC-SHA-256, 600,000
+	 * iterations, salt "replica passphrase v1 " + the database id (about half
+	 * a second in Chromium). Bytes and passphrases become SealKeys in the
+	 * calling tab and go no further.
+	 */
+	type SyncKey = SealKey | Uint8Array | { passphrase: string };
+
+	/** `db.sync.connect`'s options. */
+	interface SyncOptions {
+		/** The relay's database id: 1–128 of [A-Za-z0-9_.:-]. */
+		database: string;
+		/** Presented to the relay (its auth). */
+		token?: string;
+		/**
+		 * Makes the database sealed (end-to-end encrypted; the relay stores
+		 * envelopes it cannot read: docs/SECURITY.md): every change this
+		 * replica pushes is sealed with this key (AES-256-GCM in WebCrypto,
+		 * outside any IndexedDB transaction), every change it pulls is
+		 * opened with it or one of `oldKeys`. A database is sealed or plain
+		 * for its life: the relay refuses the other mode (SEALED_MISMATCH).
+		 * Replica never sends a key, and never stores one: the app keeps it
+		 * (e.g. a SealKey in IndexedDB) and gives it to every connect.
+		 */
+		key?: SyncKey;
+		/**
+		 * Rotation: the keys before `key`, still opening the envelopes they
+		 * sealed (another device's, or the relay's log and checkpoints from
+		 * before the rotation). To rotate, connect every device with the new
+		 * key as `key` and the old one in `oldKeys`; drop the old key once
+		 * every device has the new one and the relay's log before the
+		 * rotation is pruned. Needs `key`.
+		 */
+		oldKeys?: SyncKey[];
+	}
+
+	/**
 	 * Syncing with a relay. Only the leader tab holds the connection: other
 	 * tabs' writes reach it through the BroadcastChannel and it pushes them.
 	 * When the leader closes, the next leader connects with the same
 	 * arguments and resumes from the persisted watermarks.
+	 *
+	 * Sealed databases and tabs: the keys of a connect reach every tab as
+	 * SealKeys (non-extractable CryptoKeys, posted over the
+	 * BroadcastChannel with the target; a tab that opens later gets them
+	 * from the leader), so whichever tab leads seals and opens. They live
+	 * only in the tabs' memory: when every tab is closed they are gone, and
+	 * the next page's connect gives them again. The browser client opens
+	 * sealed checkpoints (a new device bootstraps from one) but does not
+	 * upload them: native clients do (`client.Options.Checkpoint`).
 	 */
 	interface Sync {
 		/**
@@ -660,9 +770,16 @@ declare namespace Replica {
 		 * tab). Connecting again to the target the leader is connected to (every
 		 * page calling connect on load) leaves its connection alone. Connection failures do not reject: they show in `state` and the
 		 * `syncState` event. Rejects: INVALID_ARGUMENT (empty url, a database id
-		 * not of 1–128 of [A-Za-z0-9_.:-], unknown option), CLOSED.
+		 * not of 1–128 of [A-Za-z0-9_.:-], unknown option, a key that is not a
+		 * SyncKey, key bytes not 32, an empty passphrase, `oldKeys` without
+		 * `key`, no WebCrypto: a page not in a secure context), CLOSED.
+		 * Connecting again with other keys to the same target (a rotation,
+		 * or the right key after DECRYPT_FAILED) reconnects with them and
+		 * pulls again what the old keys could not open; the same keys leave
+		 * the connection alone. With a `{passphrase}` it resolves once the
+		 * key is derived.
 		 */
-		connect(url: string, options: { database: string; token?: string }): Promise<void>;
+		connect(url: string, options: SyncOptions): Promise<void>;
 		/** Stop syncing (in every tab's name: the target is forgotten). Resolves when the socket is closed. */
 		disconnect(): Promise<void>;
 		/**
@@ -779,6 +896,22 @@ declare namespace Replica {
 		 * when it next syncs (a relay prunes on the same horizon by default).
 		 */
 		open(options: OpenOptions): Promise<Database>;
+		/**
+		 * The SealKey of 32 key bytes (a sealed database's key, see
+		 * `SyncOptions.key`): HKDF-SHA-256 in WebCrypto; the bytes are not
+		 * kept. Rejects: INVALID_ARGUMENT (not a Uint8Array of 32 bytes; no
+		 * WebCrypto: not a secure context).
+		 */
+		importKey(bytes: Uint8Array): Promise<SealKey>;
+		/**
+		 * The SealKey of a passphrase for database `options.database`:
+		 * PBKDF2-HMAC-SHA-256, 600,000 iterations, salt "replica passphrase
+		 * v1 " + database id, then as `importKey`; about half a second in
+		 * Chromium. The salt is public: a passphrase is as strong as it is
+		 * long (docs/SECURITY.md). Rejects: INVALID_ARGUMENT (an empty
+		 * passphrase, an invalid database id, no WebCrypto).
+		 */
+		deriveKey(options: { passphrase: string; database: string }): Promise<SealKey>;
 		/** The class of every error Replica rejects with. */
 		readonly ReplicaError: ReplicaErrorConstructor;
 	}

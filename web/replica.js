@@ -46,12 +46,16 @@
 	const loader = {
 		ready,
 		open(options) { return ready.then(() => loader.open(options)); },
+		importKey(bytes) { return ready.then(() => loader.importKey(bytes)); },
+		deriveKey(options) { return ready.then(() => loader.deriveKey(options)); },
 		ReplicaError: Error,
 		// Used once by replica.wasm, then removed.
 		_facade: replicaFacade,
 		_idbHelper: replicaIDBHelper,
 		_install(api) {
 			loader.open = api.open;
+			loader.importKey = api.importKey;
+			loader.deriveKey = api.deriveKey;
 			loader.ReplicaError = api.ReplicaError;
 			delete loader._facade;
 			delete loader._idbHelper;
@@ -108,7 +112,7 @@ function replicaFacade(go, OPS, KINDS) {
 // facade.js: Replica's JavaScript API, the body of a function (go, OPS, KINDS)
 // that jsbridge calls once at install (compiled with new Function, or taken
 // verbatim from web/replica.js). It returns {api, settle, emit, deliver,
-// handleOf}.
+// handleOf, settleValue}.
 //
 // Division of labour: this file does what JavaScript does cheaply — check
 // argument types, turn values into one JSON text per call (a Uint8Array for
@@ -235,6 +239,12 @@ function decode(kind, text, blobs) {
 		}
 	}
 	throw new ReplicaError("INTERNAL", "unknown result kind " + kind);
+}
+
+// settleValue resolves call id with a value Go made (a SealKey).
+function settleValue(id, v) {
+	const p = pending.get(id);
+	if (p) { pending.delete(id); p[0](v); }
 }
 
 function settle(id, kind, text, blobs) {
@@ -550,6 +560,46 @@ function syncStateNow(s) {
 	return st;
 }
 
+// ---- keys of sealed databases ------------------------------------------------
+//
+// A SealKey is {keyId, cryptoKey}: the key id (16 hex digits) and a
+// non-extractable AES-GCM CryptoKey, made by Go (sealKey: WebCrypto's HKDF,
+// and PBKDF2 for a passphrase). Raw bytes and passphrases are turned into
+// SealKeys here, before anything else sees them; only SealKeys reach the
+// sync target and the other tabs (structured clone over the
+// BroadcastChannel), so the leader tab, whichever it is, can seal and open.
+
+function isSealKey(k) {
+	return k !== null && typeof k === "object" && typeof k.keyId === "string" && typeof CryptoKey === "function" && k.cryptoKey instanceof CryptoKey;
+}
+
+function importKey(bytes) {
+	return attempt(() => {
+		if (!(bytes instanceof Uint8Array)) throw argErr("Replica.importKey: the key must be a Uint8Array of 32 bytes, got " + describe(bytes));
+		return call(OPS.sealKey, 0, 0, "", bytes);
+	});
+}
+
+function deriveKey(options) {
+	return attempt(() => {
+		if (!isRecord(options) || typeof options.passphrase !== "string" || typeof options.database !== "string") {
+			throw argErr("Replica.deriveKey: options must be {passphrase: string, database: string}, got " + describe(options));
+		}
+		return call(OPS.sealKey, 0, 0, options.database, options.passphrase);
+	});
+}
+
+// toSealKey turns one key option (a Uint8Array of 32 bytes, {passphrase},
+// or a SealKey) into a SealKey; what names the option in errors.
+function toSealKey(k, database, what) {
+	if (isSealKey(k)) return Promise.resolve(k);
+	if (k instanceof Uint8Array) return importKey(k);
+	if (isRecord(k) && typeof k.passphrase === "string") {
+		return call(OPS.sealKey, 0, 0, typeof database === "string" ? database : "", k.passphrase);
+	}
+	return Promise.reject(argErr("db.sync.connect: " + what + " must be a Uint8Array of 32 bytes, {passphrase: string}, or a key from Replica.importKey or Replica.deriveKey, got " + describe(k)));
+}
+
 class Sync {
 	#s;
 	constructor(s) { this.#s = s; }
@@ -558,13 +608,25 @@ class Sync {
 			const s = this.#s;
 			live(s, "db.sync.connect");
 			if (typeof url !== "string") throw argErr("db.sync.connect: url must be a string, got " + describe(url));
-			if (!isRecord(options)) throw argErr("db.sync.connect: options must be an object {database, token?}, got " + describe(options));
+			if (!isRecord(options)) throw argErr("db.sync.connect: options must be an object {database, token?, key?, oldKeys?}, got " + describe(options));
+			const rest = {};
+			for (const k of Object.keys(options)) if (k !== "key" && k !== "oldKeys") rest[k] = options[k];
 			let o;
-			try { o = JSON.stringify(options); } catch (e) { throw argErr("db.sync.connect: options: " + e.message); }
-			return call(OPS.syncConnect, s.h, 0, url, o).then((t) => {
+			try { o = JSON.stringify(rest); } catch (e) { throw argErr("db.sync.connect: options: " + e.message); }
+			const key = options.key, old = options.oldKeys;
+			let keys = Promise.resolve(undefined);
+			if (key !== undefined) {
+				if (old !== undefined && !Array.isArray(old)) throw argErr("db.sync.connect: options.oldKeys must be an array of keys, got " + describe(old));
+				const all = [key].concat(old || []);
+				keys = Promise.all(all.map((k, i) => toSealKey(k, options.database, i ? "options.oldKeys[" + (i - 1) + "]" : "options.key")));
+			} else if (old !== undefined) {
+				throw argErr("db.sync.connect: options.oldKeys needs options.key (the current key)");
+			}
+			return keys.then((ks) => call(OPS.syncConnect, s.h, 0, url, o, ks).then((t) => {
 				s.syncTarget = t;
-				post(s, { sync: t }); // every tab records it; the leader connects
-			});
+				s.syncKeys = ks;
+				post(s, { sync: t, keys: ks }); // every tab records it; the leader connects
+			}));
 		});
 	}
 	disconnect() {
@@ -573,6 +635,7 @@ class Sync {
 			live(s, "db.sync.disconnect");
 			return call(OPS.syncDisconnect, s.h, 0).then(() => {
 				s.syncTarget = null;
+				s.syncKeys = undefined;
 				post(s, { sync: null });
 			});
 		});
@@ -828,7 +891,7 @@ function onTabMessage(s, m) {
 	if (m.hello) {
 		const a = { here: true };
 		if (s.isLeader) {
-			if (s.syncTarget) a.sync = s.syncTarget;
+			if (s.syncTarget) { a.sync = s.syncTarget; a.keys = s.syncKeys; }
 			a.syncState = syncStateNow(s);
 		}
 		post(s, a);
@@ -845,7 +908,8 @@ function onTabMessage(s, m) {
 	}
 	if (hasOwn.call(m, "sync")) {
 		s.syncTarget = m.sync;
-		try { go(OPS.syncTarget, s.h, 0, 0, JSON.stringify(m.sync)); } catch (_) { }
+		s.syncKeys = m.sync && Array.isArray(m.keys) ? m.keys : undefined;
+		try { go(OPS.syncTarget, s.h, 0, 0, JSON.stringify(m.sync), s.syncKeys); } catch (_) { }
 	}
 	if (m.requestSnapshot && s.isLeader) { try { go(OPS.syncSnapshot, s.h, 0, 0); } catch (_) { } }
 	if (m.syncState && !s.isLeader) {
@@ -875,7 +939,7 @@ function makeDb(h, name, siteId) {
 	const s = {
 		h, name, siteId, closed: false, closing: null, subs: new Map(), listeners: new Map(),
 		channel: null, lockAbort: null, lockRelease: null, isLeader: false, suspended: false, unwatch: null,
-		syncState: { status: "disconnected", pending: 0, leader: false }, syncTarget: null, sync: null,
+		syncState: { status: "disconnected", pending: 0, leader: false }, syncTarget: null, syncKeys: undefined, sync: null,
 		tabId: tabBase + "." + (++tabSeq), peers: new Set(), mask: 0, persisted: null,
 	};
 	askPersist(s);
@@ -938,6 +1002,8 @@ function deliver(h, sid, kind, text, blobs) {
 const api = {
 	ready: Promise.resolve(),
 	ReplicaError,
+	importKey,
+	deriveKey,
 	open(options) {
 		return attempt(() => {
 			if (!isRecord(options)) throw argErr("Replica.open: options must be an object {name, schema, ...}, got " + describe(options));
@@ -950,7 +1016,7 @@ const api = {
 	},
 };
 
-return { api, settle, emit, deliver, handleOf: (db) => handles.get(db) };
+return { api, settle, settleValue, emit, deliver, handleOf: (db) => handles.get(db) };
 }
 // END jsbridge/facade.js
 

@@ -12,7 +12,7 @@ import (
 // The envelope layout ("Envelopes" in the package documentation). This file
 // holds the byte layout only, no cryptography: package seal seals and opens
 // envelopes (natively with Go's crypto/aes and crypto/cipher; in the
-// browser, later, with WebCrypto), so the browser build of wire links no
+// browser with WebCrypto: seal.WebKeyring), so the browser build of wire links no
 // cipher.
 const (
 	// EnvelopeVersion is the first byte of every envelope this version

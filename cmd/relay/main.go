@@ -79,6 +79,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.StringVar(&o.addr, "addr", relay.DefaultAddr, "TCP `address` to listen on (host:port; :8080 for every interface)")
 	fs.StringVar(&o.cfg.DataDir, "data", relay.DefaultDataDir, "`directory` of the database files (one bbolt file per database)")
 	fs.StringVar(&o.cfg.WebDir, "web", relay.DefaultWebDir, "`directory` served at / (the demo app); empty to serve none")
+	fs.BoolVar(&o.cfg.Inspect, "inspect", false, "serve GET /inspect/{database}: the newest entries of a sealed database's log as stored (ciphertext), without auth; for the demo, not for production")
 	fs.StringVar(&o.auth, "auth", "none", "authentication `mode`: none (anyone may use any database: local development only) or tokens (a token per database, from -token-file)")
 	fs.StringVar(&o.tokenFile, "token-file", "", "`file` of tokens for -auth tokens: a JSON object {\"<databaseId>\": \"<token>\", …}")
 	fs.StringVar(&o.origins, "allow-origin", "", "comma-separated host `patterns` of other origins whose pages may connect from a browser (\"*\": any)")
