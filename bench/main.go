@@ -283,7 +283,8 @@ func seedIfNeeded(o *options, r *runner, addr string, data *dataset) error {
 	for _, sys := range o.systems {
 		needRelay = needRelay || sys.name == "replica" && (o.workloads["w4"] || o.workloads["w5"] || o.workloads["w6"] || o.workloads["w7"] ||
 			strings.HasPrefix(o.cpuprofile, "replica:w4") || strings.HasPrefix(o.cpuprofile, "replica:w5"))
-		needSealed = needSealed || sys.sealed && o.workloads["w5"] && o.cpuprofile == ""
+		needSealed = needSealed || sys.sealed && (o.workloads["w5"] && o.cpuprofile == "" || strings.HasPrefix(o.cpuprofile, "replica-sealed:w4") ||
+			strings.HasPrefix(o.cpuprofile, "replica-sealed:w5"))
 	}
 	if needRelay {
 		say("seeding the relay with %d cities ...", len(data.rows))
