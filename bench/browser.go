@@ -65,10 +65,14 @@ type session struct {
 
 // runner drives Chromium against the bench server at base.
 type runner struct {
-	base    string
-	opts    flowOptions
-	profile bool
-	log     io.Writer
+	base string
+	opts flowOptions
+	// sealedDB is the sealed database holding the rows and a sealed
+	// checkpoint of them (W5 of "Replica sealed"); sealedOff says why
+	// that system was left out ("" while it runs).
+	sealedDB, sealedOff string
+	profile             bool
+	log                 io.Writer
 }
 
 // eval evaluates the promise expression expr in ctx's page and decodes its
@@ -104,6 +108,12 @@ func (r *runner) session(sys *system, tag string, which map[string]bool, skip []
 	defer cancelT()
 	fo := r.opts
 	fo.Skip = skip
+	if sys.sealed {
+		// Only W5 syncs (W7 comes with it): the rest is Replica's.
+		which = map[string]bool{"w5": which["w5"]}
+		fo.RelayDB = r.sealedDB
+		fo.Skip = append(fo.Skip, "w4")
+	}
 	for _, w := range []string{"w1", "w2", "w3"} {
 		if !which[w] && !slices.Contains(fo.Skip, w) {
 			fo.Skip = append(fo.Skip, w)
@@ -130,6 +140,9 @@ func (r *runner) session(sys *system, tag string, which map[string]bool, skip []
 	if which["w4"] || which["w5"] || which["w6"] || which["w7"] {
 		if err := step("W5, W7, W4", tag+"-big", "B.flowBig("+string(o)+")", &s.Big); err != nil {
 			return nil, err
+		}
+		if sys.sealed {
+			return &s, nil
 		}
 		if err := step("W6 warm", tag+"-big", "B.flowWarm()", &s.Warm); err != nil {
 			return nil, err

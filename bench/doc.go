@@ -11,6 +11,7 @@
 //
 //	make bench                 # Go benchmarks + this, under 15 minutes
 //	make bench BENCH_QUICK=1   # fewer repetitions, for development
+//	make bench-page BENCH_QUICK=1 BENCH_FLAGS="-systems raw,replica,replica-sealed -workloads w5,w8"
 //	go run ./bench -wasm bench/out/replica.wasm -reps 1 -systems raw,replica -workloads w1,w2
 //
 // It needs the release build of replica.wasm (-wasm; `make bench` builds it
@@ -52,6 +53,22 @@
 // Timestamps are taken in the pages (performance.timeOrigin + now()).
 // TinyBase syncs through its own WebSocket server (createWsServer over the
 // ws package) started with node.
+//
+// "Replica sealed" (-systems replica-sealed, on by default) is Replica
+// syncing sealed databases, beside the plain one in the same run, under a
+// raw key of 32 random bytes made for the run (seal.GenerateKey): the
+// pages pass it to db.sync.connect as {database, key: Uint8Array(32)}.
+// It runs W5 only (and W7 after it; the other workloads do not sync and
+// are Replica's) and W8. For its W5, before the browser starts, a native
+// replica pushes every city into a sealed database as envelopes and a
+// second native device pulls them and uploads a sealed checkpoint (a
+// device's cursor moves only when it pulls, so the writer itself would
+// not), which the browser replica then bootstraps from, opening each part
+// with WebCrypto. Its W8 database is sealed by the two pages. The report
+// compares both with plain Replica of the same run: W5 as a ratio (target
+// ≤ 1.2×), W8's p50 as a difference (target ≤ +2 ms). A replica.wasm
+// whose db.sync.connect does not take a key leaves the column out, with
+// a note.
 //
 // W9 compresses the files a page loads: gzip -9 (compress/gzip) and brotli
 // -q 11 (the brotli command, else node's zlib).

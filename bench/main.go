@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/replica-sync/replica/internal/cities"
+	"github.com/replica-sync/replica/seal"
 )
 
 func main() {
@@ -51,7 +52,7 @@ func parseFlags() (*options, error) {
 	flag.DurationVar(&o.capped, "cap", 15*time.Second, "stop a system's W1 or W3 after this long (TinyBase: its cost per row grows with the store)")
 	flag.BoolVar(&o.profile, "profile", false, "also count IndexedDB requests and Go<->JS crossings per row (Replica and raw IndexedDB)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "SYSTEM:WORKLOAD (e.g. replica:w2): run only that workload under V8's CPU profiler and summarize it")
-	flag.StringVar(&systemsFlag, "systems", "raw,replica,dexie,tinybase", "systems to run")
+	flag.StringVar(&systemsFlag, "systems", "raw,replica,replica-sealed,dexie,tinybase", "systems to run (replica-sealed: W5 and W8 of a sealed database)")
 	flag.StringVar(&workloadsFlag, "workloads", "w1,w2,w3,w4,w5,w6,w7,w8,w9", "workloads to run")
 	flag.Parse()
 	if o.quick {
@@ -110,6 +111,7 @@ func run() error {
 		return err
 	}
 	start := time.Now()
+	sealKey = seal.GenerateKey()
 	res := newResults(o)
 	noteGoTestFailures(o, res)
 
@@ -141,7 +143,8 @@ func run() error {
 	}
 	defer stop()
 	tag := fmt.Sprintf("%d", time.Now().Unix())
-	r := &runner{base: "http://" + addr, log: os.Stdout, opts: flowOptions{N: o.n, CapMs: int(o.capped.Milliseconds()), Total: len(data.rows), RelayDB: "cities-" + tag}}
+	r := &runner{base: "http://" + addr, log: os.Stdout, opts: flowOptions{N: o.n, CapMs: int(o.capped.Milliseconds()), Total: len(data.rows), RelayDB: "cities-" + tag},
+		sealedDB: "cities-sealed-" + tag}
 	if err := seedIfNeeded(o, r, addr, data); err != nil {
 		return err
 	}
@@ -276,21 +279,51 @@ func startServers(o *options, goroot string, data *dataset) (string, func(), err
 // when a workload of Replica reads them from the relay (W4-W7, or a CPU
 // profile of W4 or W5).
 func seedIfNeeded(o *options, r *runner, addr string, data *dataset) error {
-	needRelay := false
+	needRelay, needSealed := false, false
 	for _, sys := range o.systems {
 		needRelay = needRelay || sys.name == "replica" && (o.workloads["w4"] || o.workloads["w5"] || o.workloads["w6"] || o.workloads["w7"] ||
 			strings.HasPrefix(o.cpuprofile, "replica:w4") || strings.HasPrefix(o.cpuprofile, "replica:w5"))
+		needSealed = needSealed || sys.sealed && (o.workloads["w5"] && o.cpuprofile == "" || strings.HasPrefix(o.cpuprofile, "replica-sealed:w4") ||
+			strings.HasPrefix(o.cpuprofile, "replica-sealed:w5"))
 	}
-	if !needRelay {
-		return nil
+	if needRelay {
+		say("seeding the relay with %d cities ...", len(data.rows))
+		d, err := seedRelay("ws://"+addr+"/sync", r.opts.RelayDB, data.rows, nil)
+		if err != nil {
+			return err
+		}
+		say("  done in %.1fs", d.Seconds())
 	}
-	say("seeding the relay with %d cities ...", len(data.rows))
-	d, err := seedRelay("ws://"+addr+"/sync", r.opts.RelayDB, data.rows)
-	if err != nil {
-		return err
+	if needSealed {
+		say("seeding the relay with %d cities, sealed, and a sealed checkpoint of them ...", len(data.rows))
+		d, err := seedRelay("ws://"+addr+"/sync", r.sealedDB, data.rows, sealKeyring())
+		if err != nil {
+			return fmt.Errorf("sealed: %w", err)
+		}
+		say("  done in %.1fs", d.Seconds())
 	}
-	say("  done in %.1fs", d.Seconds())
 	return nil
+}
+
+// sealKeyring is the Sealer of sealKey, for the native devices.
+func sealKeyring() seal.Sealer {
+	k, err := seal.NewKey(sealKey)
+	if err != nil {
+		panic(err) // 32 bytes from seal.GenerateKey
+	}
+	r, err := seal.NewKeyring(k)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// noSealedSupport reports whether err is a page's db.sync.connect refusing
+// the key option: a replica.wasm built before sealed databases reached the
+// browser. "Replica sealed" is then left out with a note, not a failure.
+func noSealedSupport(err error) bool {
+	m := err.Error()
+	return strings.Contains(m, "unknown option") && strings.Contains(m, "key")
 }
 
 // runRepetitions runs W1-W7: o.reps repetitions, one system at a time, the
@@ -300,6 +333,9 @@ func runRepetitions(o *options, r *runner, res *results, tag string) {
 		say("repetition %d of %d", rep+1, o.reps)
 		for k := range o.systems {
 			sys := o.systems[(k+rep)%len(o.systems)]
+			if sys.sealed && r.sealedOff != "" {
+				continue
+			}
 			// A workload stopped early (o.capped) is not run again.
 			var skip []string
 			for _, w := range []string{"W1", "W3"} {
@@ -308,6 +344,12 @@ func runRepetitions(o *options, r *runner, res *results, tag string) {
 				}
 			}
 			s, err := r.session(sys, fmt.Sprintf("%s-%s-r%d", sys.name, tag, rep), o.workloads, skip)
+			if err != nil && sys.sealed && noSealedSupport(err) {
+				r.sealedOff = err.Error()
+				res.note("Replica sealed left out: this replica.wasm does not take a key at db.sync.connect (%v)", err)
+				say("  Replica sealed left out: no sealed support in this replica.wasm")
+				continue
+			}
 			if err != nil {
 				res.fail(sys, err)
 				say("  %v", err)
@@ -325,8 +367,17 @@ func runW8(o *options, r *runner, res *results, tag string) {
 		if !sys.syncs || sys.name == "tinybase" && r.opts.TinybaseURL == "" {
 			continue
 		}
+		if sys.sealed && r.sealedOff != "" {
+			continue
+		}
 		say("W8 %s: %d writes", sys.title, o.w8Writes)
 		lat, err := r.w8(sys, sys.name+"-"+tag, o.w8Writes)
+		if err != nil && sys.sealed && noSealedSupport(err) {
+			r.sealedOff = err.Error()
+			res.note("Replica sealed left out: this replica.wasm does not take a key at db.sync.connect (%v)", err)
+			say("  Replica sealed left out: no sealed support in this replica.wasm")
+			continue
+		}
 		if err != nil {
 			res.fail(sys, err)
 			say("  %v", err)

@@ -33,7 +33,11 @@ func (r *runner) cpuProfile(sys *system, w, tag, dir string, out io.Writer) erro
 		return err
 	}
 	defer cancel()
-	o, _ := json.Marshal(r.opts)
+	fo := r.opts
+	if sys.sealed {
+		fo.RelayDB = r.sealedDB
+	}
+	o, _ := json.Marshal(fo)
 	if err := chromedp.Do(ctx, chromedp.Navigate(r.url(sys.name, tag+"-one"))); err != nil {
 		return err
 	}

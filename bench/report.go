@@ -188,7 +188,12 @@ func (r *results) cell(sys *system, metric string) string {
 	if c := r.Capped[sys.name][metric]; len(c) > 0 {
 		s = "≥ " + s + " (stopped: " + c[0] + ")"
 	}
-	if sys.name != "raw" {
+	switch {
+	case sys.sealed:
+		if base, ok := r.median("replica", metric); ok && base > 0 {
+			s += " (" + fmtRatio(v/base) + " plain Replica)"
+		}
+	case sys.name != "raw":
 		if base, ok := r.median("raw", metric); ok && base > 0 {
 			s += " (" + fmtRatio(v/base) + ")"
 		}
@@ -202,6 +207,9 @@ func (r *results) missing(sys *system, metric string) string {
 		if strings.HasPrefix(f, sys.title+":") {
 			return "failed (see notes)"
 		}
+	}
+	if sys.sealed && metric != "W5" && metric != "W7js" && metric != "W8p50" {
+		return "— (Replica's: no sync)"
 	}
 	if strings.HasPrefix(metric, "W8") {
 		switch sys.name {
@@ -383,6 +391,9 @@ func (r *results) syncCell(s *system) string {
 // brotli-compressed.
 func (r *results) sizeCell(s *system) string {
 	sz := r.sizes[s.name]
+	if s.sealed {
+		return "Replica's"
+	}
 	if len(sz) == 0 {
 		return "— (built in)"
 	}
@@ -412,6 +423,39 @@ func (r *results) sizeVersus(peer *system) string {
 	return fmtRatio(float64(rg)/float64(pg)) + " (gzip)"
 }
 
+// sealedSummary compares the sealed database's figures with the plain
+// one's of the same run, against the targets of sealed databases: W5
+// (bootstrap from a sealed checkpoint) within 1.2× of plain W5 (from the
+// relay's snapshot), W8's p50 within 2 ms of plain's. "" when Replica
+// sealed did not run.
+func (r *results) sealedSummary() string {
+	var lines []string
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "**missed**"
+	}
+	if sv, ok := r.median("replica-sealed", "W5"); ok {
+		if pv, ok := r.median("replica", "W5"); ok && pv > 0 {
+			lines = append(lines, fmt.Sprintf("- W5 (171,075 rows into a new database): sealed %s (from a sealed checkpoint), plain %s (from the relay's snapshot): %s plain; target ≤ 1.2×: %s",
+				fmtMs(sv), fmtMs(pv), fmtRatio(sv/pv), verdict(sv/pv <= 1.2)))
+		}
+	}
+	if sv, ok := r.median("replica-sealed", "W8p50"); ok {
+		if pv, ok := r.median("replica", "W8p50"); ok {
+			s99, _ := r.median("replica-sealed", "W8p99")
+			p99, _ := r.median("replica", "W8p99")
+			lines = append(lines, fmt.Sprintf("- W8 p50 (commit on A → B's subscription): sealed %s, plain %s: %+.1f ms; target ≤ +2 ms: %s (p99 sealed %s, plain %s)",
+				fmtMs(sv), fmtMs(pv), sv-pv, verdict(sv-pv <= 2), fmtMs(s99), fmtMs(p99)))
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "\nSealed database vs plain, same run:\n\n" + strings.Join(lines, "\n") + "\n"
+}
+
 func (r *results) any(metric string) bool {
 	for _, s := range r.Samples {
 		if len(s[metric]) > 0 {
@@ -430,7 +474,7 @@ func (r *results) write(o *options, took time.Duration) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# make bench, %s\n\n", time.Now().Format("2006-01-02 15:04"))
 	fmt.Fprintf(&b, "Browser workloads: medians of %d repetition(s) per system (fresh Chromium each), one system at a time; ratios in parentheses are to raw IndexedDB in the same run; \"Replica ÷ peer\" below 1 means Replica is faster. W8: one run of the writes.\n\n", r.Reps)
-	tab := r.table()
+	tab := r.table() + r.sealedSummary()
 	b.WriteString(tab)
 	if len(r.Notes)+len(r.Failures) > 0 || len(r.Rows) > 0 {
 		b.WriteString("\nNotes:\n")

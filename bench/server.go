@@ -16,7 +16,14 @@ import (
 // pageConfig is BENCH_CONFIG in every page.
 type pageConfig struct {
 	Schema json.RawMessage `json:"schema"`
+	// SealKey is the 32 raw bytes of the sealed database's key (pages of
+	// a sealed system only), passed to db.sync.connect as a Uint8Array.
+	SealKey []int `json:"sealKey,omitempty"`
 }
+
+// sealKey is the key of this run's sealed databases (W5's, seeded by a
+// native client, and W8's): 32 random bytes (seal.GenerateKey).
+var sealKey []byte
 
 // system is one column of the table.
 type system struct {
@@ -31,11 +38,20 @@ type system struct {
 	files []string
 	// syncs: W8 applies.
 	syncs bool
+	// sealed: Replica syncing sealed databases (the key in BENCH_CONFIG,
+	// the adapter of "replica"); it runs W5 (from a sealed checkpoint),
+	// W7 after it, and W8 only: the other workloads do not sync.
+	sealed bool
+	// adapter names the sys-*.js file when it is not name's.
+	adapter string
 }
 
 var systems = []system{
 	{name: "raw", title: "raw IndexedDB"},
 	{name: "replica", title: "Replica", syncs: true,
+		scripts: []string{"/lib/wasm_exec.js", "GOCOUNT", "/lib/replica.js"},
+		files:   []string{"WASM", "web/replica.js", "GOROOT/lib/wasm/wasm_exec.js"}},
+	{name: "replica-sealed", title: "Replica sealed", syncs: true, sealed: true, adapter: "replica",
 		scripts: []string{"/lib/wasm_exec.js", "GOCOUNT", "/lib/replica.js"},
 		files:   []string{"WASM", "web/replica.js", "GOROOT/lib/wasm/wasm_exec.js"}},
 	{name: "dexie", title: "Dexie", scripts: []string{"/nm/dexie/dist/dexie.min.js"},
@@ -59,7 +75,13 @@ func systemByName(n string) *system {
 // the adapter.
 func page(sys *system, profile bool) string {
 	var b strings.Builder
-	cfg, _ := json.Marshal(pageConfig{Schema: json.RawMessage(schemaJSON)})
+	pc := pageConfig{Schema: json.RawMessage(schemaJSON)}
+	if sys.sealed {
+		for _, b := range sealKey {
+			pc.SealKey = append(pc.SealKey, int(b))
+		}
+	}
+	cfg, _ := json.Marshal(pc)
 	b.WriteString("<!doctype html><meta charset=utf-8><title>bench " + sys.name + "</title>\n")
 	b.WriteString("<script>const T0 = performance.now();</script>\n")
 	if profile {
@@ -75,10 +97,14 @@ func page(sys *system, profile bool) string {
 		fmt.Fprintf(&b, "<script src=%q></script>\n", s)
 	}
 	b.WriteString(`<script src="/js/common.js"></script>` + "\n")
+	adapter := sys.name
+	if sys.adapter != "" {
+		adapter = sys.adapter
+	}
 	if sys.module {
-		fmt.Fprintf(&b, "<script type=module src=\"/js/sys-%s.js\"></script>\n", sys.name)
+		fmt.Fprintf(&b, "<script type=module src=\"/js/sys-%s.js\"></script>\n", adapter)
 	} else {
-		fmt.Fprintf(&b, "<script src=\"/js/sys-%s.js\"></script>\n", sys.name)
+		fmt.Fprintf(&b, "<script src=\"/js/sys-%s.js\"></script>\n", adapter)
 	}
 	return b.String()
 }

@@ -26,6 +26,9 @@ type sizes map[string]map[string]size
 func measureSizes(o *options, goroot string) sizes {
 	out := sizes{}
 	for _, sys := range o.systems {
+		if sys.sealed {
+			continue // Replica's files
+		}
 		for _, f := range sys.files {
 			p := f
 			switch {

@@ -96,7 +96,8 @@ const B = (() => {
 			}
 			return res;
 		},
-		// flowBig: W5 into this page's (empty) database, W7 after it, W4.
+		// flowBig: W5 into this page's (empty) database, W7 after it, W4
+		// (unless o.skip lists "w4").
 		async flowBig(o) {
 			await ready;
 			const S = B.sys;
@@ -107,9 +108,11 @@ const B = (() => {
 			rows = null;
 			await B.gc();
 			res.w7 = B.memory();
-			const prefixes = await B.prefixes();
-			res.w4 = await B.timed(() => S.w4(B.db, prefixes), prefixes.length);
-			if (S.w4getAll) res.w4getAll = await B.timed(() => S.w4getAll(B.db, prefixes), prefixes.length);
+			if (!(o.skip || []).includes("w4")) {
+				const prefixes = await B.prefixes();
+				res.w4 = await B.timed(() => S.w4(B.db, prefixes), prefixes.length);
+				if (S.w4getAll) res.w4getAll = await B.timed(() => S.w4getAll(B.db, prefixes), prefixes.length);
+			}
 			await S.close(B.db);
 			return res;
 		},

@@ -8,12 +8,17 @@
 // bench's relay, whose database BENCH_CONFIG.relayDB holds the rows, until
 // the sync state is "synced" (snapshot applied, caught up). W8: both
 // devices sync database o.syncDB of the relay; B subscribes to the pings
-// table (orderBy -n, limit 1); A inserts ping i.
+// table (orderBy -n, limit 1); A inserts ping i. The page of "Replica
+// sealed" (BENCH_CONFIG.sealKey: 32 raw key bytes) connects with {key: a
+// Uint8Array(32)}: its W5 database holds a sealed checkpoint a native
+// device uploaded, its W8 database is sealed by the two pages.
 (function () {
 	"use strict";
 	const schema = BENCH_CONFIG.schema;
+	const sealKey = BENCH_CONFIG.sealKey ? new Uint8Array(BENCH_CONFIG.sealKey) : null;
+	const target = (database) => sealKey ? {database, key: sealKey} : {database};
 	B.start({
-		name: "replica",
+		name: sealKey ? "replica-sealed" : "replica",
 		rowsFromRelay: true,
 		open: (name) => Replica.open({name, schema}),
 		first: (db) => db.get("cities", "c000000"),
@@ -43,7 +48,7 @@
 					if (st.status === "synced") { off(); ok(); }
 					if (st.status === "error") { off(); fail(new Error("sync: " + JSON.stringify(st))); }
 				});
-				db.sync.connect(url, {database: o.relayDB}).catch(fail);
+				db.sync.connect(url, target(o.relayDB)).catch(fail);
 			});
 			await db.sync.disconnect();
 			const n = await db.count("cities");
@@ -56,7 +61,7 @@
 					if (st.status === "synced") { off(); ok(); }
 					if (st.status === "error") { off(); fail(new Error("sync: " + JSON.stringify(st))); }
 				});
-				db.sync.connect(url, {database: o.syncDB}).catch(fail);
+				db.sync.connect(url, target(o.syncDB)).catch(fail);
 			});
 			db.subscribe("pings", {orderBy: "-n", limit: 1}, (rows) => { if (rows.length) onRow(rows[0].n); });
 		},
