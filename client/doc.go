@@ -549,6 +549,18 @@
 // again, up to 3 times in a session; then the client reports ErrProtocol
 // and pulls no more in that session.
 //
+// A replacing bootstrap from a sealed checkpoint (SNAPSHOT_REQUIRED at this
+// replica's own cursor, or a header under a horizon it never applied:
+// "Snapshots") drops the own facts up to the sent watermark that the
+// snapshot lacks, as for a plain snapshot. But a sealed checkpoint stands
+// for the log up to its cursor only, and this replica's own transactions
+// the relay appended after it are in the log after that cursor, which the
+// relay leaves out of what it sends their author. So the client asks them
+// back (get_changes' ownAbove zero, ownUpTo the watermark kept; stored as
+// after a mark, sync:<serverSiteId>/<databaseId>:echo), and the catch-up
+// pull merges them in their place (otherwise they would be gone from this
+// replica for good, while the relay and the other devices hold them).
+//
 // # Keepalive and timeouts
 //
 // Every PingInterval (30 s) the client sends ping if it received nothing,

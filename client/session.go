@@ -1103,6 +1103,41 @@ func (s *session) askOwnBack(held model.HLC) error {
 	return nil
 }
 
+// askOwnBackAfterCheckpoint asks back (get_changes' ownAbove and ownUpTo)
+// every own transaction up to held after a replacing bootstrap from a
+// sealed checkpoint (sealed databases). The replacing apply drops the own
+// facts at or below held (KeepOwnAfter) that the snapshot lacks, taking
+// the snapshot to reflect them, as the relay's plain snapshot, its whole
+// merged replica, does. A sealed checkpoint stands for the log up to its
+// cursor only: own transactions the relay appended after that cursor
+// (acknowledged, so at or below held) are in the log after it, where the
+// relay leaves a client's own ChangeSets out of what it sends it; they
+// would be gone from this replica for good (the relay and the others hold
+// them). Asked back, the catch-up pull from the checkpoint's cursor brings
+// them, and they merge in their place in the log (MergeOwn), as on every
+// other replica. The range covers own transactions from the first: the
+// relay sends only those after the cursor pulled from, and those before
+// the checkpoint's cursor it reflects. The range stays until the next
+// mark sets one (askOwnBack), like a mark's.
+func (s *session) askOwnBackAfterCheckpoint(held model.HLC) error {
+	if held.IsZero() {
+		return nil
+	}
+	e := ownEcho{upTo: held}
+	if s.echo.set() && held.Less(s.echo.upTo) {
+		e.upTo = s.echo.upTo
+	}
+	if e == s.echo {
+		return nil
+	}
+	if err := s.db.SetState(echoKey(s.ns), encodeEcho(e)); err != nil {
+		return fmt.Errorf("client: storing the range of own transactions to ask back: %w", err)
+	}
+	s.c.log.Debug("replica sync: asking back own transactions after a replacing sealed checkpoint", "upTo", e.upTo)
+	s.echo = e
+	return nil
+}
+
 // pruneTo prunes the tombstones deleted before wall, keeping this
 // replica's own facts above held but those this session pulled from the
 // log (heldInLog: the relay held them too), and stores wall as the
@@ -1656,6 +1691,11 @@ func (s *session) onSnapshotChunk(m *wire.SnapshotChunk) error {
 		// the next mark.
 		if !resumedUnder {
 			if err := s.pruneTo(s.snap.horizon, s.heldOwn()); err != nil {
+				return &snapshotFailure{err}
+			}
+		}
+		if s.c.sealed() && s.snap.apply.Replace {
+			if err := s.askOwnBackAfterCheckpoint(s.snap.apply.KeepOwnAfter); err != nil {
 				return &snapshotFailure{err}
 			}
 		}
