@@ -329,8 +329,9 @@ func TestE2ESealedWrongKeyRestart(t *testing.T) {
 
 // TestE2ESealedRotation: a device rotates to a new key (current key2,
 // key1 kept to open older envelopes) and writes; a device with key1
-// only holds the new envelopes (DECRYPT_FAILED) until given key2; a new
-// device with both keys bootstraps every row from the log.
+// only holds the new envelopes (DECRYPT_FAILED), and pushes nothing, until
+// given key2; a new device needs both keys to bootstrap every row from the
+// log; a device given key2 alone, once its rotation was proven, pushes.
 func TestE2ESealedRotation(t *testing.T) {
 	checkNoLeaks(t)
 	rl := startRelay(t, t.TempDir(), nil)
@@ -354,18 +355,36 @@ func TestE2ESealedRotation(t *testing.T) {
 	if n := count(t, b.db, "vaultnotes"); n != 5 {
 		t.Fatalf("b holds %d notes, want the 5 sealed with key1", n)
 	}
+	// While it holds envelopes it cannot open, b pushes nothing, though
+	// its key1 is still the database's: its write waits for key2.
+	writeNote(t, b, 11)
+	time.Sleep(500 * time.Millisecond)
+	if n := pending(t, b); n != 1 {
+		t.Fatalf("b has %d pending while it misses key2, want its write held", n)
+	}
 	if err := b.c.SetSealer(keyring(t, key2, key1)); err != nil {
 		t.Fatal(err)
 	}
 	writeNote(t, b, 10) // sealed with key2
 	converged(t, a, b)
 
-	c := sealedReplica(t, "c", keyring(t, key2, key1))
+	c := sealedReplica(t, "c", keyring(t, key2))
 	c.connect(t, rl.url, "vault", "")
-	converged(t, a, b, c)
-	if n := count(t, c.db, "vaultnotes"); n != 11 {
-		t.Fatalf("c holds %d notes, want 11", n)
+	waitFor(t, "c cannot open the key1 envelopes", func() bool { return len(reportedErrs(c, client.ErrDecryptFailed)) > 0 })
+	if err := c.c.SetSealer(keyring(t, key2, key1)); err != nil {
+		t.Fatal(err)
 	}
+	converged(t, a, b, c)
+	if n := count(t, c.db, "vaultnotes"); n != 12 {
+		t.Fatalf("c holds %d notes, want 12", n)
+	}
+	// A later keyring without key1 is proven by key2, stored as the
+	// database's when a's rotation was proven (by key1).
+	if err := a.c.SetSealer(keyring(t, key2)); err != nil {
+		t.Fatal(err)
+	}
+	writeNote(t, a, 12)
+	converged(t, a, b, c)
 }
 
 // TestE2ESealedTampered: an envelope altered on the relay's disk (one
