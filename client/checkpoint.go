@@ -265,6 +265,12 @@ func (s *session) onCheckpointPart(m *wire.CheckpointPartMessage) error {
 		s.refuseCheckpoint(st.id, err)
 		return nil
 	}
+	if e, err := wire.ParseEnvelope(p.Envelope); err == nil && !s.keyProven {
+		// It authenticates: the checkpoint proves the key.
+		if err := s.proveKey(e.KeyID); err != nil {
+			return err
+		}
+	}
 	st.next++
 	if st.resume != nil {
 		if st.next == 2 {

@@ -28,7 +28,7 @@ import (
 // past the relay's newest checkpoint, or past it at all once that one is
 // CheckpointInterval old.
 func (s *session) maybeCheckpoint() {
-	if !s.c.sealed() || s.upload != nil || s.ckptOff || s.snap != nil || !s.synced || s.keyStalled ||
+	if !s.c.sealed() || s.upload != nil || s.ckptOff || s.snap != nil || !s.synced || s.pushHeld() ||
 		s.pulling || s.push != nil || s.pushRetry != nil || s.c.opts.CheckpointChanges < 0 || s.cursor <= s.ckptCursor {
 		return
 	}

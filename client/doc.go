@@ -437,15 +437,47 @@
 //     the envelopes stay held in the relay's log, and ErrDecryptFailed
 //     (DECRYPT_FAILED) is reported once. The state is Syncing, not Synced;
 //     nothing retries in a loop. SetSealer with the right keys drops the
-//     session, and the next one applies them. A session pushes only once its
-//     first pull caught up, so a device given a wrong key that meets
-//     envelopes it cannot open does not push envelopes the others cannot
-//     open either (one that meets none cannot tell: docs/SECURITY.md).
+//     session, and the next one applies them. While a session holds such
+//     envelopes it pushes nothing (below).
 //   - An envelope that does not authenticate under the key its key id
 //     names (altered, or moved to another database, site, transaction or
 //     HLC), or opens to another ChangeSet, is refused: reported as
 //     ErrEnvelopeInvalid (ENVELOPE_INVALID), left out, and the rest of the
 //     page applies; the cursor moves past it.
+//
+// A sealed client pushes nothing sealed under a key the database is not
+// known to use, so that one device given a wrong key (a mistyped
+// passphrase) cannot stop every other one (they would hold its envelopes,
+// DECRYPT_FAILED). A session pushes (and uploads checkpoints) only once its
+// Sealer's key is proven, and never while it holds envelopes no key of its
+// opens (the point above). The key is proven when the session opens an
+// envelope pulled from the relay (changes, push_changes) or a part of a
+// sealed checkpoint, when its first pull finds the relay's log empty (the
+// first device of a new database: its key becomes the database's), or at
+// the handshake when one of the Sealer's key ids (seal.Sealer's KeyIDs) is
+// among those stored as the database's (sync:keys#<databaseId>: the key
+// ids of envelopes this replica opened, and the current key of each proven
+// session; so a restart with the same keys pushes at once, even with
+// nothing new to pull). Until then the session's writes stay pending
+// (Pending counts them), and the state is Syncing, not Synced; they go out,
+// sealed with the current key, once the key is proven: a pull that opens
+// an envelope of another device, or SetSealer with the right keys. A
+// device given a wrong key that meets nothing to open (caught up, nobody
+// else writing) thus waits, holding its writes, rather than push what no
+// other device opens; a device given a right key with a stored record
+// pushes at once.
+//
+// Rotation and a missed key: a device that holds envelopes sealed under a
+// key another device rotated to, which it was not given, stops pushing
+// too, though its old key is still the database's (the others keep it to
+// open older envelopes, so its pushes would be readable): it cannot tell a
+// missed rotation from other devices' wrong key, and pushing under the old
+// key after a rotation would extend what a leaked old key opens. Its
+// writes wait, pending, until SetSealer gives it the new key; they are
+// then sealed with it. A rotated-to key is proven by the old key it comes
+// with (seal.NewKeyring(newKey, oldKey) opens the old envelopes, or the
+// old key id is stored), and stored as the database's once proven, so a
+// later keyring without the old key is proven too.
 //
 // A sealed client takes no plaintext content from the relay: a ChangeSet
 // without an envelope is refused as above (ErrEnvelopeInvalid), and the
@@ -521,6 +553,18 @@
 // again, up to 3 times in a session; then the client reports ErrProtocol
 // and pulls no more in that session.
 //
+// A replacing bootstrap from a sealed checkpoint (SNAPSHOT_REQUIRED at this
+// replica's own cursor, or a header under a horizon it never applied:
+// "Snapshots") drops the own facts up to the sent watermark that the
+// snapshot lacks, as for a plain snapshot. But a sealed checkpoint stands
+// for the log up to its cursor only, and this replica's own transactions
+// the relay appended after it are in the log after that cursor, which the
+// relay leaves out of what it sends their author. So the client asks them
+// back (get_changes' ownAbove zero, ownUpTo the watermark kept; stored as
+// after a mark, sync:<serverSiteId>/<databaseId>:echo), and the catch-up
+// pull merges them in their place (otherwise they would be gone from this
+// replica for good, while the relay and the other devices hold them).
+//
 // # Keepalive and timeouts
 //
 // Every PingInterval (30 s) the client sends ping if it received nothing,
@@ -594,6 +638,14 @@
 //	                                         quoted Go strings); absent: none.
 //	                                         One that does not decode or match
 //	                                         the engine's checkpoint is ignored
+//	sync:keys#<databaseId>                   sealed databases: the key ids (hex,
+//	                                         space-separated) the database is
+//	                                         known to use: of envelopes and
+//	                                         checkpoint parts this replica opened,
+//	                                         and the current key of each session
+//	                                         whose key was proven (see "Sealed
+//	                                         databases"). Not secret: every
+//	                                         envelope shows its key id
 //	sync:relay:<url>#<databaseId>            "sync:<serverSiteId>/<databaseId>" last
 //	                                         seen at that URL (lets Pending find
 //	                                         the watermark before a handshake)

@@ -224,10 +224,114 @@ func TestE2ESealedWrongKey(t *testing.T) {
 	}
 }
 
+// TestE2ESealedWrongKeyPushesNothing: a device given a wrong key for a
+// database it synced (a typo in a passphrase: SetSealer, or a restart,
+// with another key) is caught up, so nothing it pulls tells it the key is
+// wrong; it must still push nothing sealed under that key, which the
+// others could not open and would hold, stopping them all. Its writes stay
+// pending while the others keep syncing, and reach every device once it is
+// given the right key.
+func TestE2ESealedWrongKeyPushesNothing(t *testing.T) {
+	checkNoLeaks(t)
+	rl := startRelay(t, t.TempDir(), nil)
+	key := seal.GenerateKey()
+	a := sealedReplica(t, "a", keyring(t, key))
+	b := sealedReplica(t, "b", keyring(t, key))
+	c := sealedReplica(t, "c", keyring(t, key))
+	for _, r := range []*replica{a, b, c} {
+		r.connect(t, rl.url, "vault", "")
+	}
+	for i := range 3 {
+		writeNote(t, a, i)
+	}
+	converged(t, a, b, c)
+
+	if err := c.c.SetSealer(keyring(t, seal.GenerateKey())); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "c reconnected", func() bool { return c.c.State().State != client.Disconnected && pending(t, c) == 0 })
+	time.Sleep(200 * time.Millisecond) // c's new session catches up: nothing new to open
+	for i := 100; i < 103; i++ {
+		writeNote(t, c, i)
+	}
+	time.Sleep(500 * time.Millisecond) // time to push, were it allowed
+	for i := 3; i < 6; i++ {
+		writeNote(t, a, i)
+	}
+	waitFor(t, "b applied a's writes", func() bool { return count(t, b.db, "vaultnotes") == 6 })
+	for _, r := range []*replica{a, b} {
+		if errs := reportedErrs(r, client.ErrDecryptFailed); len(errs) != 0 {
+			t.Fatalf("%s cannot open an envelope (c pushed under its wrong key?): %v", r.name, errs)
+		}
+	}
+	if n := pending(t, c); n != 3 {
+		t.Fatalf("c has %d transactions pending, want its 3 writes held", n)
+	}
+	if st := c.c.State().State; st == client.Synced {
+		t.Fatal("c reads Synced with its writes held under an unproven key")
+	}
+	waitFor(t, "DECRYPT_FAILED on c", func() bool { return len(reportedErrs(c, client.ErrDecryptFailed)) > 0 })
+	if n := count(t, a.db, "vaultnotes"); n != 6 {
+		t.Fatalf("a holds %d notes, want 6 (none of c's)", n)
+	}
+
+	if err := c.c.SetSealer(keyring(t, key)); err != nil {
+		t.Fatal(err)
+	}
+	converged(t, a, b, c)
+	if n := count(t, b.db, "vaultnotes"); n != 9 {
+		t.Fatalf("b holds %d notes, want 9", n)
+	}
+	for _, r := range []*replica{a, b} {
+		if errs := reportedErrs(r, client.ErrDecryptFailed); len(errs) != 0 {
+			t.Fatalf("%s: %v", r.name, errs)
+		}
+	}
+}
+
+// TestE2ESealedWrongKeyRestart: the same typo on a restart (a new client
+// over the same store, as an app reloaded with a mistyped passphrase):
+// the key ids the database is known to use are stored, the wrong one is
+// not among them, so the device pushes nothing; with the right key after
+// the next restart it pushes at once, though nothing new is pulled (the
+// stored key id proves the key).
+func TestE2ESealedWrongKeyRestart(t *testing.T) {
+	checkNoLeaks(t)
+	rl := startRelay(t, t.TempDir(), nil)
+	key := seal.GenerateKey()
+	a := sealedReplica(t, "a", keyring(t, key))
+	b := sealedReplica(t, "b", keyring(t, key))
+	a.connect(t, rl.url, "vault", "")
+	b.connect(t, rl.url, "vault", "")
+	writeNote(t, a, 0)
+	converged(t, a, b)
+
+	b2 := b.restart(t, client.Options{Sealer: keyring(t, seal.GenerateKey()), BackoffBase: 50 * time.Millisecond})
+	b2.connect(t, rl.url, "vault", "")
+	writeNote(t, b2, 1)
+	time.Sleep(700 * time.Millisecond)
+	if n := pending(t, b2); n != 1 {
+		t.Fatalf("b (wrong key) has %d pending, want its write held", n)
+	}
+	writeNote(t, a, 2)
+	waitFor(t, "DECRYPT_FAILED on b", func() bool { return len(reportedErrs(b2, client.ErrDecryptFailed)) > 0 })
+	if errs := reportedErrs(a, client.ErrDecryptFailed); len(errs) != 0 {
+		t.Fatalf("a: %v", errs)
+	}
+
+	b3 := b2.restart(t, client.Options{Sealer: keyring(t, key), BackoffBase: 50 * time.Millisecond})
+	b3.connect(t, rl.url, "vault", "")
+	converged(t, a, b3)
+	if n := count(t, a.db, "vaultnotes"); n != 3 {
+		t.Fatalf("a holds %d notes, want 3", n)
+	}
+}
+
 // TestE2ESealedRotation: a device rotates to a new key (current key2,
 // key1 kept to open older envelopes) and writes; a device with key1
-// only holds the new envelopes (DECRYPT_FAILED) until given key2; a new
-// device with both keys bootstraps every row from the log.
+// only holds the new envelopes (DECRYPT_FAILED), and pushes nothing, until
+// given key2; a new device needs both keys to bootstrap every row from the
+// log; a device given key2 alone, once its rotation was proven, pushes.
 func TestE2ESealedRotation(t *testing.T) {
 	checkNoLeaks(t)
 	rl := startRelay(t, t.TempDir(), nil)
@@ -251,18 +355,36 @@ func TestE2ESealedRotation(t *testing.T) {
 	if n := count(t, b.db, "vaultnotes"); n != 5 {
 		t.Fatalf("b holds %d notes, want the 5 sealed with key1", n)
 	}
+	// While it holds envelopes it cannot open, b pushes nothing, though
+	// its key1 is still the database's: its write waits for key2.
+	writeNote(t, b, 11)
+	time.Sleep(500 * time.Millisecond)
+	if n := pending(t, b); n != 1 {
+		t.Fatalf("b has %d pending while it misses key2, want its write held", n)
+	}
 	if err := b.c.SetSealer(keyring(t, key2, key1)); err != nil {
 		t.Fatal(err)
 	}
 	writeNote(t, b, 10) // sealed with key2
 	converged(t, a, b)
 
-	c := sealedReplica(t, "c", keyring(t, key2, key1))
+	c := sealedReplica(t, "c", keyring(t, key2))
 	c.connect(t, rl.url, "vault", "")
-	converged(t, a, b, c)
-	if n := count(t, c.db, "vaultnotes"); n != 11 {
-		t.Fatalf("c holds %d notes, want 11", n)
+	waitFor(t, "c cannot open the key1 envelopes", func() bool { return len(reportedErrs(c, client.ErrDecryptFailed)) > 0 })
+	if err := c.c.SetSealer(keyring(t, key2, key1)); err != nil {
+		t.Fatal(err)
 	}
+	converged(t, a, b, c)
+	if n := count(t, c.db, "vaultnotes"); n != 12 {
+		t.Fatalf("c holds %d notes, want 12", n)
+	}
+	// A later keyring without key1 is proven by key2, stored as the
+	// database's when a's rotation was proven (by key1).
+	if err := a.c.SetSealer(keyring(t, key2)); err != nil {
+		t.Fatal(err)
+	}
+	writeNote(t, a, 12)
+	converged(t, a, b, c)
 }
 
 // TestE2ESealedTampered: an envelope altered on the relay's disk (one
@@ -357,4 +479,18 @@ func TestE2ESealedModeMismatch(t *testing.T) {
 			t.Fatalf("%s: error %v, want SEALED_MISMATCH", r.name, err)
 		}
 	}
+}
+
+// restart closes r's client and returns r with a new one over the same
+// engine and store, as an app restarted: only what the store holds
+// survives.
+func (r *replica) restart(t testing.TB, opts client.Options) *replica {
+	t.Helper()
+	r.c.Close()
+	if opts.Logger == nil {
+		opts.Logger = quietLogger()
+	}
+	c := client.New(r.db, opts)
+	t.Cleanup(func() { c.Close() })
+	return &replica{name: r.name, db: r.db, store: r.store, c: c, ev: record(c)}
 }

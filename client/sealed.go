@@ -1,11 +1,15 @@
 package client
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/seal"
+	"github.com/replica-sync/replica/wire"
 )
 
 // Errors of sealed databases (see "Sealed databases" in the package
@@ -89,6 +93,7 @@ func (s *session) openSets(sets []model.ChangeSet, quiet bool) ([]model.ChangeSe
 		return sets, nil
 	}
 	out := make([]model.ChangeSet, 0, len(sets))
+	var opened []wire.KeyID
 	for i := range sets {
 		cs, err := seal.OpenChangeSet(sl, s.t.databaseID, &sets[i])
 		switch {
@@ -101,6 +106,14 @@ func (s *session) openSets(sets []model.ChangeSet, quiet bool) ([]model.ChangeSe
 			continue
 		}
 		out = append(out, cs)
+		if e, err := wire.ParseEnvelope(sets[i].Envelope); err == nil {
+			opened = append(opened, e.KeyID)
+		}
+	}
+	if len(opened) > 0 {
+		if err := s.proveKey(opened...); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -115,4 +128,76 @@ func (s *session) keyMissing(err error) {
 	err = fmt.Errorf("client: the changes after cursor %d are held, not applied, until a key that opens them is given (SetSealer): %w", s.cursor, err)
 	s.c.log.Warn("replica sync: no key opens an envelope", "err", err)
 	s.c.report(err)
+}
+
+// knownKeysKey names the ids of the keys a sealed database is known to
+// use, as this replica learned them (see "Sealed databases" in the package
+// documentation): key ids in hex, separated by spaces. A key id reveals
+// nothing of its key (the relay sees them on every envelope).
+func knownKeysKey(databaseID string) string { return "sync:keys#" + databaseID }
+
+// loadKeyProof reads the database's known key ids at the handshake; the
+// session's key is proven at once when the Sealer holds one of them.
+func (s *session) loadKeyProof() error {
+	s.keyProven, s.knownKeys = false, nil
+	if !s.c.sealed() {
+		return nil
+	}
+	b, err := s.db.State(knownKeysKey(s.t.databaseID))
+	if err != nil {
+		return err
+	}
+	for _, f := range strings.Fields(string(b)) {
+		var id wire.KeyID
+		if n, err := hex.Decode(id[:], []byte(f)); err == nil && n == len(id) {
+			s.knownKeys = append(s.knownKeys, id)
+		}
+	}
+	for _, id := range s.c.sealerNow().KeyIDs() {
+		if slices.Contains(s.knownKeys, id) {
+			return s.proveKey()
+		}
+	}
+	return nil
+}
+
+// proveKey records that the session's Sealer holds a key of the database:
+// it opened envelopes (or a checkpoint part) sealed with the keys opened,
+// pulled from the relay, or the relay's log is empty (this device is the
+// first), or it holds a key id stored as the database's. The ids opened
+// and the Sealer's current key id are stored as the database's, so a
+// later session with the same keys (a restart) is proven at once. From
+// then on the session may push (pushHeld).
+func (s *session) proveKey(opened ...wire.KeyID) error {
+	ids := append(opened, s.c.sealerNow().KeyIDs()[0])
+	n := len(s.knownKeys)
+	for _, id := range ids {
+		if !slices.Contains(s.knownKeys, id) {
+			s.knownKeys = append(s.knownKeys, id)
+		}
+	}
+	if !s.keyProven {
+		s.c.log.Debug("replica sync: the key is proven to be the sealed database's", "database", s.t.databaseID)
+	}
+	s.keyProven = true
+	if len(s.knownKeys) == n {
+		return nil
+	}
+	f := make([]string, len(s.knownKeys))
+	for i, id := range s.knownKeys {
+		f[i] = id.String()
+	}
+	return s.db.SetState(knownKeysKey(s.t.databaseID), []byte(strings.Join(f, " ")))
+}
+
+// pushHeld reports whether a sealed session holds its pushes (and
+// checkpoint uploads): until its key is proven to be the database's
+// (proveKey), so that a device given a wrong key pushes nothing the
+// others cannot open; and while it holds envelopes no key of its opens
+// (keyStalled: a wrong key, or one another device rotated to), so that
+// it writes again only once given the keys the database uses. Its writes
+// stay in the replica, pending (Client.Pending), and go out once the
+// session is proven and not stalled (SetSealer with the right keys).
+func (s *session) pushHeld() bool {
+	return s.c.sealed() && (!s.keyProven || s.keyStalled)
 }

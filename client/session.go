@@ -102,6 +102,11 @@ type session struct {
 	// keyStalled: an envelope no key opens stopped the pulls of this
 	// session (keyMissing).
 	keyStalled bool
+	// keyProven: the Sealer's keys are proven to be the database's
+	// (sealed.go, proveKey); until then a sealed session pushes nothing
+	// (pushHeld). knownKeys: the key ids stored as the database's.
+	keyProven bool
+	knownKeys []wire.KeyID
 	// Sealed checkpoints (checkpoint.go): the relay's newest
 	// (handshake_ack, or this session's upload), the upload in flight,
 	// whether uploads are off for the session (one failed), and whether
@@ -429,6 +434,9 @@ func (s *session) onHandshakeAck(m *wire.HandshakeAck) error {
 		s.relayHLC = m.SiteHLC
 	}
 	s.c.setSent(s.ns, st.sent)
+	if err := s.loadKeyProof(); err != nil {
+		return err
+	}
 	for _, k := range []string{relayKey(s.t.url, s.t.databaseID), lastLogKey(s.t.databaseID)} {
 		if hint, err := s.db.State(k); err != nil {
 			return err
@@ -893,7 +901,18 @@ func (s *session) onChanges(m *wire.Changes) {
 		s.startSnapshot(nil, false) // caught up: RequestSnapshot's transfer
 		return
 	}
-	if !s.synced {
+	if s.c.sealed() && !s.keyProven && s.cursor == 0 && s.ckptCursor == 0 && len(m.ChangeSets) == 0 {
+		// Caught up at cursor 0: the log is empty (the relay prunes only
+		// below a checkpoint, and there is none): this device is the
+		// first, and its key becomes the database's.
+		if err := s.proveKey(); err != nil {
+			s.pullFailed(err)
+			return
+		}
+	}
+	if !s.synced || (s.c.sealed() && s.flushDeferred) {
+		// The first pull caught up; or, sealed, pushes held until the
+		// key was proven may go now (flush holds them otherwise).
 		s.synced = true
 		s.flush()
 	}
@@ -916,7 +935,7 @@ func (s *session) showState() {
 		s.c.pushFailing = false // nothing left to push
 	}
 	st := Syncing
-	if s.synced && s.pullFails == 0 && !s.c.pushFailing {
+	if s.synced && s.pullFails == 0 && !s.c.pushFailing && (s.keyProven || !s.c.sealed()) {
 		st = Synced
 	}
 	s.c.showState(st)
@@ -997,6 +1016,9 @@ func (s *session) onPushChanges(m *wire.PushChanges) {
 		}
 	}
 	if contiguous {
+		if s.c.sealed() && s.flushDeferred {
+			s.flush() // pushes held until the key was proven by these
+		}
 		s.maybeCheckpoint()
 		return
 	}
@@ -1097,6 +1119,41 @@ func (s *session) askOwnBack(held model.HLC) error {
 	return nil
 }
 
+// askOwnBackAfterCheckpoint asks back (get_changes' ownAbove and ownUpTo)
+// every own transaction up to held after a replacing bootstrap from a
+// sealed checkpoint (sealed databases). The replacing apply drops the own
+// facts at or below held (KeepOwnAfter) that the snapshot lacks, taking
+// the snapshot to reflect them, as the relay's plain snapshot, its whole
+// merged replica, does. A sealed checkpoint stands for the log up to its
+// cursor only: own transactions the relay appended after that cursor
+// (acknowledged, so at or below held) are in the log after it, where the
+// relay leaves a client's own ChangeSets out of what it sends it; they
+// would be gone from this replica for good (the relay and the others hold
+// them). Asked back, the catch-up pull from the checkpoint's cursor brings
+// them, and they merge in their place in the log (MergeOwn), as on every
+// other replica. The range covers own transactions from the first: the
+// relay sends only those after the cursor pulled from, and those before
+// the checkpoint's cursor it reflects. The range stays until the next
+// mark sets one (askOwnBack), like a mark's.
+func (s *session) askOwnBackAfterCheckpoint(held model.HLC) error {
+	if held.IsZero() {
+		return nil
+	}
+	e := ownEcho{upTo: held}
+	if s.echo.set() && held.Less(s.echo.upTo) {
+		e.upTo = s.echo.upTo
+	}
+	if e == s.echo {
+		return nil
+	}
+	if err := s.db.SetState(echoKey(s.ns), encodeEcho(e)); err != nil {
+		return fmt.Errorf("client: storing the range of own transactions to ask back: %w", err)
+	}
+	s.c.log.Debug("replica sync: asking back own transactions after a replacing sealed checkpoint", "upTo", e.upTo)
+	s.echo = e
+	return nil
+}
+
 // pruneTo prunes the tombstones deleted before wall, keeping this
 // replica's own facts above held but those this session pulled from the
 // log (heldInLog: the relay held them too), and stores wall as the
@@ -1181,9 +1238,11 @@ func (s *session) armDebounce(next time.Time) {
 
 // flush pushes the local ChangeSets above the sent watermark, or defers
 // the push while pushes are held (before the first pull ends, while a
-// snapshot lands, while a push is in flight or waits to be retried).
+// snapshot lands, while a push is in flight or waits to be retried; a
+// sealed client also while its key is not proven or it holds envelopes
+// no key of its opens: pushHeld).
 func (s *session) flush() {
-	if !s.synced || s.snap != nil || s.push != nil || s.pushRetry != nil {
+	if !s.synced || s.snap != nil || s.push != nil || s.pushRetry != nil || s.pushHeld() {
 		s.flushDeferred = true
 		return
 	}
@@ -1218,6 +1277,11 @@ func (s *session) readLocal(since model.HLC) (sets []model.ChangeSet, full bool,
 // skip) and the next one tried. When more follows, the next batch is read
 // ahead while the relay works on this one.
 func (s *session) sendPush(sets []model.ChangeSet, full bool, maxSets int) {
+	if s.pushHeld() {
+		// Read again from the sent watermark once pushes may go.
+		s.flushDeferred = true
+		return
+	}
 	for {
 		if len(sets) == 0 {
 			if !full && !s.flushDeferred {
@@ -1643,6 +1707,11 @@ func (s *session) onSnapshotChunk(m *wire.SnapshotChunk) error {
 		// the next mark.
 		if !resumedUnder {
 			if err := s.pruneTo(s.snap.horizon, s.heldOwn()); err != nil {
+				return &snapshotFailure{err}
+			}
+		}
+		if s.c.sealed() && s.snap.apply.Replace {
+			if err := s.askOwnBackAfterCheckpoint(s.snap.apply.KeepOwnAfter); err != nil {
 				return &snapshotFailure{err}
 			}
 		}

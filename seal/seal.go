@@ -118,6 +118,11 @@ type Sealer interface {
 	// Errors wrap ErrDecryptFailed (no key opens it) or
 	// ErrEnvelopeInvalid (it does not authenticate).
 	Open(ad wire.EnvelopeAD, envelope []byte) ([]byte, error)
+	// KeyIDs returns the ids of the keys it opens envelopes of, the
+	// current key's (the one Seal uses) first. A client compares them
+	// with the key ids its sealed database is known to use before it
+	// pushes anything sealed (client's "Sealed databases").
+	KeyIDs() []wire.KeyID
 }
 
 // SealChangeSet returns cs (plain) as a sealed ChangeSet of database

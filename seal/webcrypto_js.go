@@ -288,6 +288,19 @@ func NewWebKeyring(current WebKey, older ...WebKey) (*WebKeyring, error) {
 // Current returns the id of the key that seals.
 func (r *WebKeyring) Current() wire.KeyID { return r.current.id }
 
+// KeyIDs implements Sealer: the current key's id first, then the older
+// keys' (in no particular order).
+func (r *WebKeyring) KeyIDs() []wire.KeyID {
+	ids := make([]wire.KeyID, 0, len(r.keys))
+	ids = append(ids, r.current.id)
+	for id := range r.keys {
+		if id != r.current.id {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 // Seal implements Sealer: the current key, a random 96-bit nonce from
 // crypto.getRandomValues, AES-256-GCM by crypto.subtle.encrypt.
 func (r *WebKeyring) Seal(ad wire.EnvelopeAD, plaintext []byte) ([]byte, error) {

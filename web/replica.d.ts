@@ -147,12 +147,15 @@ declare namespace Replica {
 	 *   retry loop) and the status stays "syncing". `connect` with the right
 	 *   key (as `key` or in `oldKeys`) applies them. `Replica.importKey` and
 	 *   `deriveKey` never reject with it: a key is only found wrong against
-	 *   an envelope, so a device whose first connect meets an empty log
-	 *   cannot tell. Beware: this device's own writes are still pushed,
-	 *   sealed with the key it was given; the other devices cannot open
-	 *   them (DECRYPT_FAILED there, holding everything after them) until
-	 *   given that key too, in `oldKeys`. Confirm a key (a first pull that
-	 *   applies) before writing.
+	 *   an envelope. This device pushes nothing while it holds envelopes it
+	 *   cannot open, nor before its key is proven (it opened an envelope or
+	 *   checkpoint of the database, in this connection or an earlier one,
+	 *   or the database was empty): its writes stay pending locally, not
+	 *   lost, and go out, sealed with the right key, after a `connect` with
+	 *   it. So a mistyped key never pushes envelopes the other devices
+	 *   cannot open; a wrong key that meets nothing to open (nobody else
+	 *   writes) shows as status "syncing" with writes pending, and
+	 *   DECRYPT_FAILED as soon as another device writes.
 	 * - `ENVELOPE_INVALID`: (sync, sealed) in `SyncState.lastError`: an
 	 *   envelope names a key this device holds but does not authenticate
 	 *   (altered by the relay or on the way, or moved to another database,
