@@ -755,9 +755,12 @@ declare namespace Replica {
 	 * BroadcastChannel with the target; a tab that opens later gets them
 	 * from the leader), so whichever tab leads seals and opens. They live
 	 * only in the tabs' memory: when every tab is closed they are gone, and
-	 * the next page's connect gives them again. The browser client opens
-	 * sealed checkpoints (a new device bootstraps from one) but does not
-	 * upload them: native clients do (`client.Options.Checkpoint`).
+	 * the next page's connect gives them again. The leader tab opens and
+	 * uploads sealed checkpoints as native clients do (a new device
+	 * bootstraps from the newest; the relay prunes the log below it): one
+	 * when its cursor is 1000 ChangeSets past the relay's newest, or past it
+	 * at all once that one is 24 h old (`client.Options.CheckpointChanges`
+	 * and `CheckpointInterval`, the defaults).
 	 */
 	interface Sync {
 		/**
