@@ -704,6 +704,14 @@ declare namespace Replica {
 		readonly keyId: string;
 		/** Non-extractable; algorithm AES-GCM, length 256; usages encrypt and decrypt. */
 		readonly cryptoKey: CryptoKey;
+		/**
+		 * The database a key from `Replica.deriveKey` (or a `{passphrase}`
+		 * key option) was derived for: the passphrase's salt holds its id, so
+		 * the key is that database's only, and `connect` to another database
+		 * rejects it (INVALID_ARGUMENT). Absent for a key from
+		 * `Replica.importKey`, which serves any database.
+		 */
+		readonly database?: string;
 	}
 
 	/**
@@ -774,7 +782,8 @@ declare namespace Replica {
 		 * page calling connect on load) leaves its connection alone. Connection failures do not reject: they show in `state` and the
 		 * `syncState` event. Rejects: INVALID_ARGUMENT (empty url, a database id
 		 * not of 1–128 of [A-Za-z0-9_.:-], unknown option, a key that is not a
-		 * SyncKey, key bytes not 32, an empty passphrase, `oldKeys` without
+		 * SyncKey, key bytes not 32, an empty passphrase, a SealKey derived
+		 * from a passphrase for another database, `oldKeys` without
 		 * `key`, no WebCrypto: a page not in a secure context), CLOSED.
 		 * Connecting again with other keys to the same target (a rotation,
 		 * or the right key after DECRYPT_FAILED) reconnects with them and
@@ -913,8 +922,10 @@ declare namespace Replica {
 		 * PBKDF2-HMAC-SHA-256, 600,000 iterations, salt "replica passphrase
 		 * v1 " + database id, then as `importKey`; about half a second in
 		 * Chromium. The salt is public: a passphrase is as strong as it is
-		 * long (docs/SECURITY.md). Rejects: INVALID_ARGUMENT (an empty
-		 * passphrase, an invalid database id, no WebCrypto).
+		 * long (docs/SECURITY.md). The SealKey records the database
+		 * (`SealKey.database`): a connect to another database rejects it.
+		 * Rejects: INVALID_ARGUMENT (an empty passphrase, an invalid
+		 * database id, no WebCrypto).
 		 */
 		deriveKey(options: { passphrase: string; database: string }): Promise<SealKey>;
 		/** The class of every error Replica rejects with. */
