@@ -1,5 +1,3 @@
-//go:build !js
-
 package client
 
 import (
@@ -8,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"sync"
 
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/internal/sysrand"
@@ -16,11 +15,13 @@ import (
 	"github.com/replica-sync/replica/wire"
 )
 
-// Uploading sealed checkpoints is native only for now: it links
-// engine.Snapshot and the rows chunk encoder, which the browser build does
-// not otherwise need (about 50 KB of replica.wasm gzip, measured
-// 2026-12-03); checkpoint_upload_js.go stubs it. A browser device still
-// bootstraps from checkpoints other devices upload.
+// Native and browser devices alike upload sealed checkpoints. In the
+// browser the snapshot's kv reads and the sealing never overlap: Snapshot
+// reads its header and each rows chunk in a read transaction of its own,
+// ended before the chunk is yielded, and pullChunks runs it one chunk per
+// call, so WebCrypto's await (in SealCheckpointPart, on the session's
+// goroutine) never happens while an IndexedDB transaction is open (one
+// would commit as soon as the event loop idled).
 
 // maybeCheckpoint starts uploading a sealed checkpoint when one is due:
 // a sealed client, caught up, with nothing to push, no snapshot landing
@@ -51,7 +52,7 @@ func (s *session) maybeCheckpoint() {
 	// Rows chunks sized so that the sealed part's frame, base64 of the
 	// chunk's frame plus the envelope's overhead, fits the frame limit.
 	chunkBytes := int(min((s.c.opts.MaxMessageSize-4096)*3/4-4096, engine.DefaultSnapshotChunkBytes))
-	next, stop := iter.Pull2(s.db.Snapshot(engine.SnapshotOptions{Cursor: s.cursor, ChunkBytes: chunkBytes, RowBytes: wire.SnapshotRowSize}))
+	next, stop := pullChunks(s.db.Snapshot(engine.SnapshotOptions{Cursor: s.cursor, ChunkBytes: chunkBytes, RowBytes: wire.SnapshotRowSize}))
 	s.upload = &ckptUpload{next: next, stop: stop,
 		part: wire.CheckpointPart{CheckpointID: fmt.Sprintf("c%d-%s", s.cursor, hex.EncodeToString(rnd[:])), SiteID: s.db.SiteID(), Cursor: s.cursor}}
 	s.c.log.Debug("replica sync: uploading a sealed checkpoint", "cursor", s.cursor, "newest", s.ckptCursor)
@@ -92,4 +93,66 @@ func (s *session) sendCheckpointPart() {
 	u.parts++
 	u.bytes += len(b)
 	s.sendFrame(b)
+}
+
+// pulled is one chunk a pullChunks iteration yielded.
+type pulled struct {
+	chunk model.SnapshotChunk
+	err   error
+}
+
+// pullChunks is iter.Pull2 for the snapshot an upload sends, over a
+// goroutine and channels rather than a coroutine: iter.Pull2 links the
+// runtime's coroutines, which the browser build does not otherwise need
+// (about 3 KB of replica.wasm gzip). As with iter.Pull2, seq runs only
+// while next waits for it: one step per call, so reading a chunk (one kv
+// read transaction, closed before it is yielded) never overlaps the
+// session sealing and sending the previous one. stop ends the iteration
+// (seq's yield returns false) and may be called more than once; next
+// after stop or the end reports ok false.
+func pullChunks(seq iter.Seq2[model.SnapshotChunk, error]) (next func() (model.SnapshotChunk, error, bool), stop func()) {
+	req := make(chan struct{})
+	resp := make(chan pulled)
+	done := make(chan struct{})
+	var once sync.Once
+	started, ended := false, false
+	wait := func() bool {
+		select {
+		case <-req:
+			return true
+		case <-done:
+			return false
+		}
+	}
+	next = func() (model.SnapshotChunk, error, bool) {
+		if ended {
+			return model.SnapshotChunk{}, nil, false
+		}
+		if !started {
+			started = true
+			go func() {
+				defer close(resp)
+				if !wait() {
+					return
+				}
+				for c, err := range seq {
+					resp <- pulled{c, err}
+					if !wait() {
+						return
+					}
+				}
+			}()
+		}
+		req <- struct{}{}
+		p, ok := <-resp
+		if !ok {
+			ended = true
+		}
+		return p.chunk, p.err, ok
+	}
+	stop = func() {
+		ended = true
+		once.Do(func() { close(done) })
+	}
+	return next, stop
 }

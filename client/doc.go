@@ -515,9 +515,9 @@
 // CheckpointUploaded event reports the relay's stored:true. A horizon mark
 // applied meanwhile abandons the upload (its rows would straddle the
 // mark); CHECKPOINT_REFUSED, or a part that cannot be made, abandons it
-// for the session. Uploading is native only for now (the browser build
-// would link engine.Snapshot and the rows chunk encoder); a browser device
-// bootstraps from checkpoints others upload.
+// for the session. Native and browser clients upload alike; in the
+// browser each chunk is read in a kv read transaction that ends before
+// the chunk is sealed (WebCrypto) and sent, never inside one.
 //
 // A bootstrapping sealed client sends get_snapshot (never
 // resume_snapshot, which would name its tables); the relay streams the

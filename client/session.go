@@ -1853,7 +1853,7 @@ func (s *session) read() {
 		case !text:
 			f.err, f.decodeErr = fmt.Errorf("%w: binary frame", ErrProtocol), true
 		default:
-			f.msg, f.err = wire.Decode(b)
+			f.msg, f.err = wire.DecodeServer(b)
 			f.decodeErr = f.err != nil
 		}
 		select {

@@ -3,6 +3,7 @@
 package jsbridge
 
 import (
+	"syscall/js"
 	"testing"
 )
 
@@ -166,5 +167,66 @@ func TestSealedConnectOrder(t *testing.T) {
 	if tg := target(); tg == nil || tg.Database != "order-plain" || len(tg.Keys) != 0 {
 		t.Errorf("sealed connect then plain connect: target %+v, want the plain one", tg)
 	}
+	must(t, s.Call("disconnect"))
+}
+
+// TestSealKeyDatabase: a SealKey derived from a passphrase records its
+// database, and connect refuses it (as key or in oldKeys) for another
+// database with INVALID_ARGUMENT, leaving the target alone; a key from
+// importKey serves any database.
+func TestSealKeyDatabase(t *testing.T) {
+	api := jsv("Replica")
+	p := must(t, api.Call("deriveKey", jsv(`{passphrase: "correct horse battery staple", database: "acme:vault"}`)))
+	if got := p.Get("database"); got.Type() != js.TypeString || got.String() != "acme:vault" {
+		t.Errorf("deriveKey database %s, want acme:vault", describe(got))
+	}
+	if n := jsv("Object.keys").Invoke(p).Length(); n != 3 {
+		t.Errorf("a passphrase's SealKey has %d own properties, want 3 (keyId, cryptoKey, database)", n)
+	}
+	k := must(t, api.Call("importKey", jsv("Uint8Array.from({length: 32}, (_, i) => i)")))
+	if got := k.Get("database"); !got.IsUndefined() {
+		t.Errorf("importKey database %s, want none", describe(got))
+	}
+
+	db := openT(t)
+	waitFor(t, "leadership", func() bool { return db.Get("isLeader").Bool() })
+	s := db.Get("sync")
+	d := dbOf(t, db)
+	const url = "ws://127.0.0.1:9/sync"
+	target := func() string {
+		var out string
+		d.enqueueWait(func() {
+			if d.sy.target != nil {
+				out = d.sy.target.Database
+			}
+		})
+		return out
+	}
+	with := func(database string, key, old js.Value) js.Value {
+		o := jsv(`({})`)
+		o.Set("database", database)
+		o.Set("key", key)
+		if !old.IsUndefined() {
+			o.Set("oldKeys", jsv("Array").Invoke(old))
+		}
+		return s.Call("connect", url, o)
+	}
+	must(t, with("acme:vault", p, js.Undefined()))
+	if got := target(); got != "acme:vault" {
+		t.Fatalf("target %q after a connect with the database's own key", got)
+	}
+	mustReject(t, with("acme:other", p, js.Undefined()), "INVALID_ARGUMENT", "acme:vault")
+	mustReject(t, with("acme:other", k, p), "INVALID_ARGUMENT", "oldKeys[0]")
+	if got := target(); got != "acme:vault" {
+		t.Errorf("target %q after refused connects, want acme:vault", got)
+	}
+	// A key from bytes serves any database; a stored SealKey whose
+	// database is not a string is refused.
+	must(t, with("acme:other", k, js.Undefined()))
+	bad := jsv(`({})`)
+	bad.Set("keyId", p.Get("keyId"))
+	bad.Set("cryptoKey", p.Get("cryptoKey"))
+	bad.Set("database", 7)
+	mustReject(t, with("acme:vault", bad, js.Undefined()), "INVALID_ARGUMENT", "database")
 	must(t, s.Call("disconnect"))
 }

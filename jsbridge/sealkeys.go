@@ -16,7 +16,10 @@ import (
 // SealKey). In JavaScript a key is a SealKey, {keyId, cryptoKey}: the key
 // id as 16 hex digits and a non-extractable AES-GCM CryptoKey
 // (seal.WebKey), which an app can keep in IndexedDB and tabs post to each
-// other over the BroadcastChannel (structured clone). facade.js turns a
+// other over the BroadcastChannel (structured clone). A key derived from a
+// passphrase also records the database it was derived for (database: the
+// PBKDF2 salt holds that id), and connect refuses it for another database;
+// a key from 32 bytes is any database's. facade.js turns a
 // Uint8Array(32) or a {passphrase} into a SealKey with the sealKey
 // operation before connecting; the raw bytes and the passphrase go no
 // further, and no tab stores or posts them.
@@ -65,7 +68,11 @@ func sealKeyOp(c *call) {
 			c.b.reply(c.id, fail(err, method, ""))
 			return
 		}
-		c.b.settleValue(c.id, sealKeyJS(k))
+		o := sealKeyJS(k)
+		if raw == nil {
+			o.Set("database", database)
+		}
+		c.b.settleValue(c.id, o)
 	}()
 }
 
@@ -78,9 +85,11 @@ func sealKeyJS(k seal.WebKey) js.Value {
 }
 
 // parseSealKeys reads an array of SealKeys (the current key first, then
-// older ones), as facade.js passes them; undefined or null: none (a plain
-// database).
-func parseSealKeys(v js.Value) ([]seal.WebKey, error) {
+// older ones) for database, as facade.js passes them; undefined or null:
+// none (a plain database). A SealKey derived from a passphrase for another
+// database (its database member) is refused: it is not the key the
+// database's other devices derive from that passphrase.
+func parseSealKeys(v js.Value, database string) ([]seal.WebKey, error) {
 	if v.Type() != js.TypeObject {
 		return nil, nil
 	}
@@ -101,6 +110,15 @@ func parseSealKeys(v js.Value) ([]seal.WebKey, error) {
 			return nil, argError("%s.keyId must be %d hex digits", what, 2*len(id))
 		}
 		copy(id[:], b)
+		switch db := o.Get("database"); db.Type() {
+		case js.TypeUndefined:
+		case js.TypeString:
+			if db.String() != database {
+				return nil, argError("%s was derived from a passphrase for database %q, not %q: derive the key for this database", what, db.String(), database)
+			}
+		default:
+			return nil, argError("%s.database must be a string (the database a passphrase key was derived for)", what)
+		}
 		k, err := seal.NewWebKey(id, o.Get("cryptoKey"))
 		if err != nil {
 			return nil, argError("%s.cryptoKey: %v", what, err)

@@ -232,7 +232,7 @@ func (d *db) syncConnect(c *call) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	if t.Keys, err = parseSealKeys(c.value(2)); err != nil {
+	if t.Keys, err = parseSealKeys(c.value(2), t.Database); err != nil {
 		return result{}, err
 	}
 	d.targetChanging(t)
@@ -252,7 +252,7 @@ func (d *db) syncTarget(c *call) (result, error) {
 		return result{}, argError("invalid database id")
 	}
 	if t != nil {
-		if t.Keys, err = parseSealKeys(c.value(1)); err != nil {
+		if t.Keys, err = parseSealKeys(c.value(1), t.Database); err != nil {
 			return result{}, err
 		}
 	}

@@ -193,7 +193,7 @@ func OpenCheckpointPart(s Sealer, databaseID string, p *wire.CheckpointPart) (mo
 	if err != nil {
 		return model.SnapshotChunk{}, fmt.Errorf("seal: checkpoint %s part %d: %w", p.CheckpointID, p.Part, err)
 	}
-	m, err := wire.Decode(frame)
+	m, err := wire.DecodeServer(frame)
 	sc, ok := m.(*wire.SnapshotChunk)
 	if err != nil || !ok {
 		return model.SnapshotChunk{}, fmt.Errorf("seal: checkpoint %s part %d opens to no snapshot chunk (%v): %w", p.CheckpointID, p.Part, err, ErrEnvelopeInvalid)

@@ -707,6 +707,14 @@ declare namespace Replica {
 		readonly keyId: string;
 		/** Non-extractable; algorithm AES-GCM, length 256; usages encrypt and decrypt. */
 		readonly cryptoKey: CryptoKey;
+		/**
+		 * The database a key from `Replica.deriveKey` (or a `{passphrase}`
+		 * key option) was derived for: the passphrase's salt holds its id, so
+		 * the key is that database's only, and `connect` to another database
+		 * rejects it (INVALID_ARGUMENT). Absent for a key from
+		 * `Replica.importKey`, which serves any database.
+		 */
+		readonly database?: string;
 	}
 
 	/**
@@ -758,9 +766,12 @@ declare namespace Replica {
 	 * BroadcastChannel with the target; a tab that opens later gets them
 	 * from the leader), so whichever tab leads seals and opens. They live
 	 * only in the tabs' memory: when every tab is closed they are gone, and
-	 * the next page's connect gives them again. The browser client opens
-	 * sealed checkpoints (a new device bootstraps from one) but does not
-	 * upload them: native clients do (`client.Options.Checkpoint`).
+	 * the next page's connect gives them again. The leader tab opens and
+	 * uploads sealed checkpoints as native clients do (a new device
+	 * bootstraps from the newest; the relay prunes the log below it): one
+	 * when its cursor is 1000 ChangeSets past the relay's newest, or past it
+	 * at all once that one is 24 h old (`client.Options.CheckpointChanges`
+	 * and `CheckpointInterval`, the defaults).
 	 */
 	interface Sync {
 		/**
@@ -774,7 +785,8 @@ declare namespace Replica {
 		 * page calling connect on load) leaves its connection alone. Connection failures do not reject: they show in `state` and the
 		 * `syncState` event. Rejects: INVALID_ARGUMENT (empty url, a database id
 		 * not of 1–128 of [A-Za-z0-9_.:-], unknown option, a key that is not a
-		 * SyncKey, key bytes not 32, an empty passphrase, `oldKeys` without
+		 * SyncKey, key bytes not 32, an empty passphrase, a SealKey derived
+		 * from a passphrase for another database, `oldKeys` without
 		 * `key`, no WebCrypto: a page not in a secure context), CLOSED.
 		 * Connecting again with other keys to the same target (a rotation,
 		 * or the right key after DECRYPT_FAILED) reconnects with them and
@@ -913,8 +925,10 @@ declare namespace Replica {
 		 * PBKDF2-HMAC-SHA-256, 600,000 iterations, salt "replica passphrase
 		 * v1 " + database id, then as `importKey`; about half a second in
 		 * Chromium. The salt is public: a passphrase is as strong as it is
-		 * long (docs/SECURITY.md). Rejects: INVALID_ARGUMENT (an empty
-		 * passphrase, an invalid database id, no WebCrypto).
+		 * long (docs/SECURITY.md). The SealKey records the database
+		 * (`SealKey.database`): a connect to another database rejects it.
+		 * Rejects: INVALID_ARGUMENT (an empty passphrase, an invalid
+		 * database id, no WebCrypto).
 		 */
 		deriveKey(options: { passphrase: string; database: string }): Promise<SealKey>;
 		/** The class of every error Replica rejects with. */

@@ -390,6 +390,25 @@ func (m *Pong) appendClient(b []byte) ([]byte, error)           { return m.appen
 // whatever else the frame holds (as long as it is valid JSON), so that the
 // receiver answers a version mismatch rather than a malformed message.
 func Decode(frame []byte) (Message, error) {
+	return decode(frame, (*reader).clientMessage)
+}
+
+// DecodeServer is Decode for a frame a relay sends (handshake_ack, changes,
+// apply_result, push_changes, snapshot_chunk, snapshot_complete,
+// checkpoint_part, checkpoint_result, error, ping, pong). A frame of a
+// message type only a client sends is malformed (not ErrUnknownType: it is
+// no newer protocol's message), as is anything Decode refuses. A program
+// that reads only a relay's frames (the client) calls it rather than Decode
+// so that the decoders of the client's messages are not linked in (the
+// mirror of EncodeClient).
+func DecodeServer(frame []byte) (Message, error) {
+	return decode(frame, nil)
+}
+
+// decode decodes a relay's message, or with clientMessage non-nil also a
+// client's (a function value, not a flag, so that a program calling only
+// DecodeServer does not link the client messages' decoders).
+func decode(frame []byte, clientMessage func(*reader, MessageType) (Message, bool, error)) (Message, error) {
 	r := newReader(frame)
 	if err := checkUTF8(r); err != nil {
 		return nil, err
@@ -398,52 +417,20 @@ func Decode(frame []byte) (Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	var m Message
-	switch MessageType(t) {
-	case TypeHandshake:
-		m, err = r.handshake()
-	case TypeHandshakeAck:
-		m, err = r.handshakeAck()
-	case TypeGetChanges:
-		m, err = r.getChanges()
-	case TypeChanges:
-		m, err = r.changes()
-	case TypeApplyChanges:
-		m, err = r.applyChanges()
-	case TypeApplyResult:
-		m, err = r.applyResult()
-	case TypePushChanges:
-		m, err = r.pushChanges()
-	case TypeResumeSnapshot:
-		m, err = r.resumeSnapshot()
-	case TypeSnapshotChunk:
-		m, err = r.snapshotChunk()
-	case TypeError:
-		m, err = r.errorMessage()
-	case TypeGetSnapshot:
-		m, err = r.getSnapshot()
-	case TypeSnapshotComplete:
-		m, err = &SnapshotComplete{}, r.emptyMessage()
-	case TypePing:
-		m, err = &Ping{}, r.emptyMessage()
-	case TypePong:
-		m, err = &Pong{}, r.emptyMessage()
-	case TypePutCheckpoint:
-		var p CheckpointPart
-		p, err = r.checkpointPart()
-		m = &PutCheckpoint{p}
-	case TypeCheckpointPart:
-		var p CheckpointPart
-		p, err = r.checkpointPart()
-		m = &CheckpointPartMessage{p}
-	case TypeCheckpointResult:
-		m, err = r.checkpointResult()
-	default:
+	m, known, err := r.serverMessage(MessageType(t))
+	if !known && clientMessage != nil {
+		m, known, err = clientMessage(r, MessageType(t))
+	}
+	if !known {
 		if _, _, err := r.Skip(); err != nil {
 			return nil, err
 		}
 		if err := r.End(); err != nil {
 			return nil, err
+		}
+		if isClientType(MessageType(t)) {
+			return nil, &pathError{sentinel: ErrMalformed, rev: []string{"type"},
+				msg: "message type " + quote(t) + " is sent by clients, not by a relay", offset: 0}
 		}
 		return nil, &pathError{sentinel: ErrMalformed, unknown: true, rev: []string{"type"},
 			msg: "unknown message type " + quote(t), offset: 0}
@@ -455,6 +442,74 @@ func Decode(frame []byte) (Message, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// isClientType reports whether t is the type of a message only a client
+// sends.
+func isClientType(t MessageType) bool {
+	switch t {
+	case TypeHandshake, TypeGetChanges, TypeApplyChanges, TypeGetSnapshot, TypeResumeSnapshot, TypePutCheckpoint:
+		return true
+	}
+	return false
+}
+
+// serverMessage decodes a message of type t that a relay sends (ping and
+// pong included); known is false for any other type (nothing read).
+func (r *reader) serverMessage(t MessageType) (m Message, known bool, err error) {
+	switch t {
+	case TypeHandshakeAck:
+		m, err = r.handshakeAck()
+	case TypeChanges:
+		m, err = r.changes()
+	case TypeApplyResult:
+		m, err = r.applyResult()
+	case TypePushChanges:
+		m, err = r.pushChanges()
+	case TypeSnapshotChunk:
+		m, err = r.snapshotChunk()
+	case TypeError:
+		m, err = r.errorMessage()
+	case TypeSnapshotComplete:
+		m, err = &SnapshotComplete{}, r.emptyMessage()
+	case TypePing:
+		m, err = &Ping{}, r.emptyMessage()
+	case TypePong:
+		m, err = &Pong{}, r.emptyMessage()
+	case TypeCheckpointPart:
+		var p CheckpointPart
+		p, err = r.checkpointPart()
+		m = &CheckpointPartMessage{p}
+	case TypeCheckpointResult:
+		m, err = r.checkpointResult()
+	default:
+		return nil, false, nil
+	}
+	return m, true, err
+}
+
+// clientMessage decodes a message of type t that only a client sends;
+// known is false for any other type (nothing read).
+func (r *reader) clientMessage(t MessageType) (m Message, known bool, err error) {
+	switch t {
+	case TypeHandshake:
+		m, err = r.handshake()
+	case TypeGetChanges:
+		m, err = r.getChanges()
+	case TypeApplyChanges:
+		m, err = r.applyChanges()
+	case TypeGetSnapshot:
+		m, err = r.getSnapshot()
+	case TypeResumeSnapshot:
+		m, err = r.resumeSnapshot()
+	case TypePutCheckpoint:
+		var p CheckpointPart
+		p, err = r.checkpointPart()
+		m = &PutCheckpoint{p}
+	default:
+		return nil, false, nil
+	}
+	return m, true, err
 }
 
 func quote(s string) string {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -540,3 +541,30 @@ func TestEncodeClient(t *testing.T) {
 // curVersion is ProtocolVersion as frames spell it, so that tests of the
 // current version's frames survive a version bump.
 var curVersion = strconv.Itoa(ProtocolVersion)
+
+// TestDecodeServer checks that DecodeServer decodes a relay's messages as
+// Decode does and refuses a client's as malformed, not as an unknown
+// (newer) type.
+func TestDecodeServer(t *testing.T) {
+	for _, s := range sampleMessages(t) {
+		frame, err := Encode(s.m)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		want, werr := Decode(frame)
+		got, err := DecodeServer(frame)
+		_, client := s.m.(ClientMessage)
+		if client && s.m.Type() != TypePing && s.m.Type() != TypePong {
+			if err == nil || !errors.Is(err, ErrMalformed) || errors.Is(err, ErrUnknownType) {
+				t.Errorf("%s: DecodeServer = %v, %v; want a malformed-message error", s.name, got, err)
+			}
+			continue
+		}
+		if werr != nil || err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: DecodeServer = %#v, %v; Decode = %#v, %v", s.name, got, err, want, werr)
+		}
+	}
+	if _, err := DecodeServer([]byte(`{"type":"subscribe","tables":["a"]}`)); !errors.Is(err, ErrUnknownType) {
+		t.Errorf("DecodeServer of an unknown type: %v, want ErrUnknownType", err)
+	}
+}

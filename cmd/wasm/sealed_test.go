@@ -14,7 +14,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -301,4 +303,117 @@ func TestSyncSealed(t *testing.T) {
 	for _, tb := range []context.Context{tab, tab2, tab3} {
 		eval(tb, `await db.close(); return "";`)
 	}
+}
+
+// relayClock is a relay clock the test moves by hand (ms since the epoch).
+type relayClock struct{ ms atomic.Uint64 }
+
+func (c *relayClock) Now() uint64 { return c.ms.Load() }
+
+// TestSyncSealedBrowserCheckpoint runs the release build in headless
+// Chromium: a sealed database written only from a browser. Its leader
+// uploads a sealed checkpoint under the default policy
+// (client.DefaultCheckpointChanges ChangeSets past the relay's newest,
+// sealed with WebCrypto outside IndexedDB transactions; a native device
+// that uploads none writes one row); past the
+// retention the relay prunes the sealed log below it; a new native device
+// then bootstraps from it plus the log after it, and holds every row.
+func TestSyncSealedBrowserCheckpoint(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	clock := &relayClock{}
+	clock.ms.Store(uint64(time.Now().UnixMilli()))
+	rs, err := relay.New(relay.Config{DataDir: t.TempDir(), Auth: relay.AllowAll, NoSync: true, OriginPatterns: []string{"127.0.0.1:*"},
+		Clock: clock, Retention: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(rs.Handler())
+	t.Cleanup(func() { rs.Close(); hs.Close() })
+	relayURL := "ws" + strings.TrimPrefix(hs.URL, "http") + "/sync"
+	metric := func(name string) float64 {
+		resp, err := http.Get(hs.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, name+" "); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				return f
+			}
+		}
+		return 0
+	}
+	waitMetric := func(what, name string) {
+		t.Helper()
+		for end := time.Now().Add(60 * time.Second); metric(name) == 0; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("timed out waiting for %s (%s)", what, name)
+			}
+		}
+	}
+	key := bytes.Repeat([]byte{0x33}, 32)
+	n := client.DefaultCheckpointChanges
+
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tab, cancel := chromedp.NewContext(ctx)
+	defer cancel()
+	var ok bool
+	run(t, tab, srv.URL+"/two.html", sealedSetup("browser-ckpt"), &ok)
+	eval := func(js string) string {
+		t.Helper()
+		out, err := chromedp.Run(tab, chromedp.Evaluate[string]("(async () => {"+js+"})()", chromedp.EvalAwaitPromise))
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		return out
+	}
+	// n transactions, n ChangeSets in the relay's log: the leader
+	// uploads a checkpoint at its cursor once caught up.
+	eval(fmt.Sprintf(`await db.sync.connect(%q, {database: "browser-only", key: %s});
+		await waitFor("synced", async () => db.sync.state.status === "synced");
+		for (let i = 1; i <= %d; i++) await db.insert("coffer", {id: "r" + i, caption: "browser row " + i, n: i, photo: new TextEncoder().encode("browser-photo-" + i)});
+		return "";`, relayURL, jsBytes(key), n))
+	// A native device that uploads none writes a row after them: the
+	// browser, whose cursor stays where its last pull left it while it
+	// only pushes (until apply_result carries the log position), pulls to
+	// catch up, then uploads.
+	w := newSealedDevice(t, relayURL, "browser-only", keyring(t, key), -1)
+	w.wait(t, fmt.Sprintf("r%d", n), fmt.Sprintf("browser row %d", n))
+	w.insert(t, "native", "native row", 0)
+	eval(`await waitFor("the native row", async () => seen.includes("native row")); return "";`)
+	waitMetric("the browser's sealed checkpoint", `replica_relay_sealed_checkpoints_total{result="stored"}`)
+	if got := eval(`return String(db.sync.state.lastError ? db.sync.state.lastError.code : "")`); got != "" {
+		t.Errorf("lastError %s after the browser's upload", got)
+	}
+
+	// Past the retention, the relay prunes the log below the checkpoint.
+	clock.ms.Add(uint64(2 * time.Hour / time.Millisecond))
+	if err := rs.Maintain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if p := metric("replica_relay_arrivals_pruned_total"); p < float64(n)/2 {
+		t.Fatalf("the relay pruned %v arrivals below the browser's checkpoint", p)
+	}
+	eval(fmt.Sprintf(`await db.insert("coffer", {id: "after", caption: "after the checkpoint", n: %d}); return "";`, n+1))
+
+	// A new native device bootstraps from the browser's checkpoint.
+	dev := newSealedDevice(t, relayURL, "browser-only", keyring(t, key), -1)
+	dev.wait(t, "after", "after the checkpoint")
+	dev.wait(t, "r1", "browser row 1")
+	dev.wait(t, fmt.Sprintf("r%d", n), fmt.Sprintf("browser row %d", n))
+	if r, _ := dev.eng.Get("coffer", engine.Key{"r7"}); !bytes.Equal(r["photo"].Blob(), []byte("browser-photo-7")) {
+		t.Errorf("the checkpoint's blob arrived as %q", r["photo"])
+	}
+	if metric(`replica_relay_sealed_checkpoints_total{result="served"}`) == 0 {
+		t.Error("the native device did not bootstrap from the browser's checkpoint (none served)")
+	}
+	if c, err := dev.eng.Count("coffer", nil); err != nil || c != n+2 {
+		t.Errorf("the new device holds %d rows (%v), want %d", c, err, n+2)
+	}
+	eval(`await db.close(); return "";`)
 }
