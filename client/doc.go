@@ -284,6 +284,19 @@
 // while a push is in flight (see "Transactions that cannot be synced"). After a full push (the limit reached) the next batch
 // is read while the relay works, and sent when the ack comes.
 //
+// The relay sends no push_changes of a push back to its sender; the
+// apply_result says where the log holds what the push appended (wire
+// version 9, wire's "Acknowledged position": first, cursor, chain, and
+// the horizon marks at first-1 … cursor). When those entries continue the
+// cursor (first-1 ≤ cursor < last) the client applies the marks at first-1,
+// stores last and its chain value as its cursor, and applies the marks at
+// last, as for a push_changes of entries it holds; so a device that only
+// writes keeps its cursor at the log's head (a stale one would be answered
+// SNAPSHOT_REQUIRED after retention compaction, and a sealed device would
+// never upload a checkpoint). Otherwise (other devices' entries between,
+// or a mark after which it asks its own ChangeSets back and this push's
+// are among them) the cursor stays and it pulls.
+//
 // Local changes are debounced (docs/design.md § Client behaviour):
 // the first change after a quiet period is pushed at once and opens a window
 // of DebounceWindow (50 ms); changes inside the window wait, each

@@ -1477,11 +1477,81 @@ func (s *session) onApplyResult(m *wire.ApplyResult) {
 		s.repairAcked(p)
 	} else {
 		s.advanceSent(p.hlc, true)
+		s.ackedPosition(m, p)
 	}
 	s.c.post(Event{Type: PushAcked, Result: m.ApplyResult})
 	s.pushNext(p)
 	s.showState()
 	s.maybeCheckpoint() // once nothing is left to push
+}
+
+// ackedPosition moves the cursor past this replica's own entries that the
+// push p appended to the relay's log, at the position its apply_result m
+// tells (wire version 9, "Acknowledged position"): the relay sends no
+// push_changes of them to their sender, so a replica that only writes
+// would otherwise keep its cursor where its last pull left it (and be
+// answered SNAPSHOT_REQUIRED once retention compaction passes it). It
+// treats them as a push_changes of entries it holds: when they continue
+// its position (first-1 ≤ cursor < last) it applies the marks at first-1,
+// stores last and its chain value, then applies the marks at last. When
+// they do not (entries of other devices lie between: their push_changes
+// was lost or is not yet applied), or a mark makes it ask its own
+// ChangeSets back and p's lie in that range (they must be merged again
+// after the pruning, in their place, as the relay merged them: "Own
+// ChangeSets after a mark"), it keeps its cursor and pulls, as for a
+// push_changes with a gap. No position (a resend, a relay of another
+// version) changes nothing.
+func (s *session) ackedPosition(m *wire.ApplyResult, p *inflight) {
+	if m.Cursor == 0 || m.First == 0 || m.First > m.Cursor || s.snap != nil || !s.ownCursor || m.Cursor <= s.cursor {
+		return
+	}
+	if m.First-1 > s.cursor {
+		s.pullWant = max(s.pullWant, m.Cursor)
+		s.pull()
+		return
+	}
+	before, after, ok := splitMarks(m.Horizons, m.First-1, m.Cursor)
+	if !ok || (len(before) > 0 && s.cursor != m.First-1) {
+		// A mark between its entries, or at first-1 behind the
+		// cursor (a pull went past it): the pull brings them in order.
+		s.pullWant = max(s.pullWant, m.Cursor)
+		s.pull()
+		return
+	}
+	if err := s.applyMarks(before); err != nil {
+		s.pullFails++
+		s.showState()
+		s.c.report(err)
+		s.pullWant = max(s.pullWant, m.Cursor)
+		s.pull()
+		return
+	}
+	if s.echo.set() {
+		for i := range p.sets {
+			if h := p.sets[i].HLC; s.echo.above.Less(h) && !s.echo.upTo.Less(h) {
+				s.pullWant = max(s.pullWant, m.Cursor)
+				s.pull()
+				return
+			}
+		}
+	}
+	st := cursorState(s.ns, m.Cursor, m.Chain)
+	for _, k := range []string{cursorKey(s.ns), chainKey(s.ns)} {
+		if err := s.db.SetState(k, st[k]); err != nil {
+			// Left where it was stored: the pull moves it.
+			s.c.report(fmt.Errorf("client: storing the cursor %d of an acknowledged push: %w", m.Cursor, err))
+			s.pullWant = max(s.pullWant, m.Cursor)
+			s.pull()
+			return
+		}
+	}
+	s.cursor, s.chain = m.Cursor, m.Chain
+	if err := s.applyMarks(after); err != nil {
+		s.pullFails++
+		s.showState()
+		s.c.report(err)
+		s.pull()
+	}
 }
 
 // pushNext sends what follows p, once p is done (acknowledged or

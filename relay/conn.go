@@ -580,7 +580,7 @@ func (c *conn) applyChanges(m *wire.ApplyChanges) {
 		return
 	}
 	start := time.Now()
-	res, added, err := c.db.apply(c, m.ChangeSets, m.Repair)
+	res, st, err := c.db.apply(c, m.ChangeSets, m.Repair)
 	c.s.metrics.applyDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		c.applyFailed(m.RequestID, err)
@@ -589,8 +589,10 @@ func (c *conn) applyChanges(m *wire.ApplyChanges) {
 	c.s.storageOK(c.db.id, opWrite)
 	c.s.metrics.changesApplied.Add(float64(res.Applied))
 	c.s.metrics.changesSkipped.Add(float64(res.Skipped))
-	c.s.metrics.changeSetsStored.Add(float64(added))
-	c.send(&wire.ApplyResult{RequestID: m.RequestID, ApplyResult: res})
+	c.s.metrics.changeSetsStored.Add(float64(st.n))
+	ar := &wire.ApplyResult{RequestID: m.RequestID, ApplyResult: res}
+	st.position(ar) // where the log holds them (wire version 9)
+	c.send(ar)
 }
 
 // applyFailed answers an apply_changes that stored nothing. A refusal for

@@ -231,20 +231,63 @@ type pendingSet struct {
 	repair bool
 }
 
+// stored is what an apply_changes appended to the log: n ChangeSets, and,
+// for the sender's apply_result (wire version 9, "Acknowledged position"),
+// their position: the cursors first … last (consecutive: appended under
+// applyMu), the chain value at last and the horizon marks at first-1 …
+// last with the sender's siteHlc. first is 0 when the position is not
+// told: nothing appended, or a repair push (its entries reach the sender
+// as push_changes).
+type stored struct {
+	n           int
+	first, last uint64
+	chain       wire.Chain
+	marks       []wire.Horizon
+}
+
+// position returns s as an apply_result's members.
+func (s stored) position(m *wire.ApplyResult) {
+	if s.first == 0 {
+		return
+	}
+	m.First, m.Cursor, m.Chain, m.Horizons = s.first, s.last, s.chain, s.marks
+}
+
+// storedOf returns what sender is told of added (and the marks in their
+// range, marks: those at the cursor before the first): their position,
+// the marks with sender's siteHlc. A failure to read the marks' site
+// table leaves the position out (the sender pulls as before version 9).
+func (d *database) storedOf(sender *conn, added []arrival, marks []wire.Horizon) stored {
+	st := stored{n: len(added)}
+	if len(added) == 0 {
+		return st
+	}
+	if len(marks) > 0 {
+		ms, err := d.marksTo(marks, sender.site)
+		if err != nil {
+			sender.log.Warn("relay: reading a horizon mark's site table failed; the apply_result says no position", "err", err)
+			return st
+		}
+		st.marks = ms
+	}
+	st.first, st.last, st.chain = added[0].cursor, added[len(added)-1].cursor, added[len(added)-1].chain
+	return st
+}
+
 // apply merges sets into the replica and appends the ChangeSets the log does
 // not hold yet, in one kv transaction, then sends them as push_changes to
 // every other connection of the database. It returns the engine's result
-// and the number of ChangeSets appended. Nothing is stored when it fails:
+// and what it appended (stored). Nothing is stored when it fails:
 // errors satisfy refused for a batch refused for its content,
 // model.ErrClockDrift for one too far ahead, or are storage errors.
 //
 // A repair push (repair; wire's "Repair pushes") carries other sites'
 // ChangeSets: each is merged, and appended only if it changed the merged
 // replica (applyRepair).
-func (d *database) apply(sender *conn, sets []model.ChangeSet, repair bool) (model.ApplyResult, int, error) {
+func (d *database) apply(sender *conn, sets []model.ChangeSet, repair bool) (model.ApplyResult, stored, error) {
 	sets, pend, err := d.prepareBatch(sender, sets, repair)
 	if err != nil {
-		return model.ApplyResult{}, 0, err
+		return model.ApplyResult{}, stored{}, err
 	}
 	now := d.s.cfg.Clock.Now()
 
@@ -259,10 +302,10 @@ func (d *database) apply(sender *conn, sets []model.ChangeSet, repair bool) (mod
 	// entry, so no replica pulling the log would ever see it.
 	held := model.ApplyResult{}
 	if sets, pend, held, err = d.dropHeld(sets, pend); err != nil {
-		return model.ApplyResult{}, 0, err
+		return model.ApplyResult{}, stored{}, err
 	}
 	if len(sets) == 0 {
-		return held, 0, nil
+		return held, stored{}, nil
 	}
 	if d.sealed {
 		return d.applySealed(sender, sets, pend, held, now)
@@ -276,13 +319,13 @@ func (d *database) apply(sender *conn, sets []model.ChangeSet, repair bool) (mod
 		return err
 	}})
 	if err != nil {
-		return model.ApplyResult{}, 0, err
+		return model.ApplyResult{}, stored{}, err
 	}
 	d.cursor.Store(last)
 	d.broadcast(sender, added, marks)
 	res.Skipped += held.Skipped
 	res.Transactions += held.Transactions
-	return res, len(added), nil
+	return res, d.storedOf(sender, added, marks), nil
 }
 
 // dropHeld removes from sets (and pend) the transactions the log holds

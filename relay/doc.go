@@ -166,12 +166,19 @@
 //   - a storage failure on the relay: APPLY_CHANGES_ERROR, "retry later",
 //     logged as an error.
 //
-// apply_result echoes requestId and carries the engine's counts.
+// apply_result echoes requestId and carries the engine's counts and
+// (wire version 9, "Acknowledged position") the position of what the
+// request appended: first and cursor, the chain value at cursor and the
+// horizon marks at first-1 … cursor with the sender's siteHlc (marks are
+// made at the head under the apply lock, so only one at first-1 can be in
+// range). A request that appended nothing (a resend) and a repair push
+// tell none.
 //
 // After the commit the appended ChangeSets go to every other connection of
 // the database as push_changes {cursor, changeSets}, paged like changes, in
 // cursor order (applies to one database are serialized, fan-out included).
-// The sender gets no push of its own ChangeSets.
+// The sender gets no push of its own ChangeSets (but for a repair push's):
+// its apply_result moves its cursor instead.
 //
 // Every changes and push_changes frame carries the log's chain value at its
 // cursor (chain): the first 16 bytes of SHA-256 of the previous value, the

@@ -35,7 +35,7 @@ func isRepairKey(key []byte) bool {
 // in the same kv transaction, the ChangeSets that changed the merged
 // replica; the others carry nothing the log does not: every fact of theirs
 // is held, or superseded, by the replica the log builds. Under applyMu.
-func (d *database) applyRepair(sender *conn, sets []model.ChangeSet, pend []pendingSet, now uint64) (model.ApplyResult, int, error) {
+func (d *database) applyRepair(sender *conn, sets []model.ChangeSet, pend []pendingSet, now uint64) (model.ApplyResult, stored, error) {
 	var added []arrival
 	var marks []wire.Horizon
 	var last uint64
@@ -51,11 +51,13 @@ func (d *database) applyRepair(sender *conn, sets []model.ChangeSet, pend []pend
 		return err
 	}})
 	if err != nil {
-		return model.ApplyResult{}, 0, err
+		return model.ApplyResult{}, stored{}, err
 	}
 	d.cursor.Store(last)
 	// The sender too: it merges its repair entries in their place in the
-	// log, after the marks before them (wire's "Repair pushes").
+	// log, after the marks before them (wire's "Repair pushes"). So its
+	// apply_result tells no position (wire version 9): the push_changes
+	// moves its cursor.
 	d.broadcast(nil, added, marks)
-	return res, len(added), nil
+	return res, stored{n: len(added)}, nil
 }

@@ -21,15 +21,15 @@ import (
 // The result counts each envelope stored as applied and each held one as
 // skipped, one change per envelope (the relay cannot count the facts
 // inside).
-func (d *database) applySealed(sender *conn, sets []model.ChangeSet, pend []pendingSet, held model.ApplyResult, nowMs uint64) (model.ApplyResult, int, error) {
+func (d *database) applySealed(sender *conn, sets []model.ChangeSet, pend []pendingSet, held model.ApplyResult, nowMs uint64) (model.ApplyResult, stored, error) {
 	for i := range sets {
 		cs := &sets[i]
 		if cs.HLC.Site != cs.SiteID || cs.HLC.TransactionID() != cs.TransactionID {
-			return model.ApplyResult{}, 0, fmt.Errorf("%w: sealed ChangeSet %d: transactionId %s and hlc %s do not name the same transaction of site %s",
+			return model.ApplyResult{}, stored{}, fmt.Errorf("%w: sealed ChangeSet %d: transactionId %s and hlc %s do not name the same transaction of site %s",
 				model.ErrMalformed, i, cs.TransactionID, wire.FormatHLC(cs.HLC), cs.SiteID)
 		}
 		if cs.HLC.Wall > nowMs && cs.HLC.Wall-nowMs > model.MaxDrift {
-			return model.ApplyResult{}, 0, &model.DriftError{Remote: cs.HLC, Now: nowMs}
+			return model.ApplyResult{}, stored{}, &model.DriftError{Remote: cs.HLC, Now: nowMs}
 		}
 	}
 	var added []arrival
@@ -41,12 +41,12 @@ func (d *database) applySealed(sender *conn, sets []model.ChangeSet, pend []pend
 		return err
 	})
 	if err != nil {
-		return model.ApplyResult{}, 0, err
+		return model.ApplyResult{}, stored{}, err
 	}
 	if len(added) > 0 {
 		d.cursor.Store(last)
 	}
 	d.broadcast(sender, added, marks)
 	res := model.ApplyResult{Applied: len(added), Skipped: held.Skipped + len(sets) - len(added), Transactions: held.Transactions + len(sets)}
-	return res, len(added), nil
+	return res, d.storedOf(sender, added, marks), nil
 }

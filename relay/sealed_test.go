@@ -74,6 +74,9 @@ func TestSealedRelayStoresAndForwards(t *testing.T) {
 	if res.Transactions != len(sets) || res.Applied != len(sets) {
 		t.Fatalf("apply_result %+v, want %d transactions applied", res.ApplyResult, len(sets))
 	}
+	if res.First != 1 || res.Cursor != uint64(len(sets)) || res.Chain.IsZero() {
+		t.Fatalf("apply_result position first %d cursor %d chain %s, want 1 … %d with a chain (wire version 9)", res.First, res.Cursor, res.Chain, len(sets))
+	}
 	push := recvType[*wire.PushChanges](b)
 	if push.Cursor != uint64(len(sets)) || len(push.ChangeSets) != len(sets) {
 		t.Fatalf("push_changes cursor %d with %d ChangeSets, want %d", push.Cursor, len(push.ChangeSets), len(sets))
@@ -100,6 +103,9 @@ func TestSealedRelayStoresAndForwards(t *testing.T) {
 	res = a.apply("apply-2", again)
 	if res.Applied != 0 || res.Skipped != len(sets) {
 		t.Fatalf("resend: apply_result %+v, want every one skipped", res.ApplyResult)
+	}
+	if res.Cursor != 0 {
+		t.Fatalf("resend: apply_result tells cursor %d, want none (nothing appended)", res.Cursor)
 	}
 	if ch := b.getChanges(0); ch.Cursor != uint64(len(sets)) {
 		t.Fatalf("after the resend the cursor is %d, want %d", ch.Cursor, len(sets))

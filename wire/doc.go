@@ -84,12 +84,16 @@
 //     echoing requestId. Only then does the client move its sent watermark
 //     (the highest HLC of its own facts known stored) to the highest
 //     ChangeSet hlc of that request. Resending after a lost ack is safe:
-//     applying is idempotent.
+//     applying is idempotent. The apply_result says where the log holds
+//     what the request appended (version 9: first, cursor, chain), so a
+//     client whose cursor stood just before them moves it past its own
+//     writes (see "Acknowledged position").
 //
 //  5. Live updates. When another connection of the database pushes, the
 //     relay forwards the newly stored ChangeSets to every other connection
 //     of the database as < push_changes {cursor, changeSets}. The relay does
-//     not echo a push back to the connection that sent it.
+//     not echo a push back to the connection that sent it (but for a repair
+//     push): its apply_result says where they were stored instead.
 //
 //  6. Keepalive. Either side may send ping at any time; the other answers
 //     pong. A client should ping after some idle time (say 30 s) and treat a
@@ -322,6 +326,47 @@
 //   - unknownTable (optional, absent when 0): changes the relay held
 //     instead of applying (model.ApplyResult.Held; the name is older than
 //     the term "held change" and stays).
+//   - first, cursor (cursors, version 9, both or neither): the arrival
+//     sequences of the first and the last ChangeSet the request appended
+//     to the log, which holds them at first … cursor, consecutive (1 ≤
+//     first ≤ cursor). Absent when it appended none: every ChangeSet was
+//     held already (a resend), or a repair push (its entries reach the
+//     sender as push_changes, see "Repair pushes").
+//   - chain (chain value, version 9, required with cursor): the log's
+//     chain value at cursor.
+//   - horizons (array of horizon marks, version 3's shape, version 9,
+//     optional, only with cursor): the tombstone horizon marks at cursors
+//     first−1 … cursor, each with the sender's siteHlc, as a push_changes
+//     of the same entries would carry them.
+//
+//	{"type":"apply_result","requestId":"apply-6","applied":3,"skipped":0,"conflicts":0,"transactions":2,"first":42,"cursor":43,"chain":"<22>"}
+//
+// See "Acknowledged position" for what the client does with them.
+//
+// # Acknowledged position
+//
+// The relay does not echo a push back to its sender, so before version 9
+// a device that only wrote (the sole active device, or a writer nobody
+// interleaved with) kept its cursor where its last pull had left it: once
+// retention compaction passed that cursor the relay answered
+// SNAPSHOT_REQUIRED and the device downloaded the whole database it had
+// written itself; a sealed device never uploaded a checkpoint (its cursor
+// never passed the newest one); its handshake presented a stale position.
+// Version 9's apply_result carries the position of the entries the request
+// appended (first, cursor, chain, and the marks in first−1 … cursor). The
+// client treats them as a push_changes of its own entries that it need
+// not apply (it holds them): when its cursor c satisfies first−1 ≤ c <
+// cursor, it applies the marks at first−1 (at its position, as a pull
+// applies marks at since), stores cursor and chain as its position and
+// applies the marks at cursor. The relay makes marks at its head, so none
+// lies strictly between first−1 and cursor. When c < first−1 (entries of
+// other devices lie between, their push_changes lost or not yet applied)
+// it keeps its cursor and pulls, as for a push_changes with a gap. When a
+// mark it applies makes it ask its own ChangeSets back (see "Own
+// ChangeSets after a mark") and the request's ChangeSets lie in that
+// range, it keeps its cursor too: the pull brings them back to be merged
+// after the pruning, where the relay merged them. Sealed databases do the
+// same (cursors, chain values and marks are not secret).
 //
 // # Message push_changes
 //
@@ -747,9 +792,10 @@
 // # Protocol version
 //
 // ProtocolVersion is an integer, compared for equality at the handshake;
-// its changelog sits above the constant. This package speaks version 8
-// (2026-12-03: the handshake's horizon, see "Verifying the relay's log";
-// version 7, 2026-12-03, sealed databases, see "Sealed databases"; version 6,
+// its changelog sits above the constant. This package speaks version 9
+// (2026-12-03: apply_result's position, see "Acknowledged position";
+// version 8, 2026-12-03, the handshake's horizon, see "Verifying the
+// relay's log"; version 7, 2026-12-03, sealed databases, see "Sealed databases"; version 6,
 // 2026-12-03, repair pushes, see "Repair pushes"; version 5, 2026-12-03,
 // own ChangeSets asked back after a mark, see "Own ChangeSets after a
 // mark"; version 4, 2026-12-02, siteHlc in marks; version 3,

@@ -96,9 +96,11 @@ func sampleTranscripts(t testing.TB) []transcript {
 	sync.frame(t, "<", &Changes{Cursor: 43, More: false, ChangeSets: css[1:2], Chain: sampleChain(43)})
 	sync.note("Caught up. Push local work; the sent watermark moves only on the matching apply_result.")
 	c(&sync, "apply_changes")
-	r(&sync, "apply_result")
+	sync.frame(t, "<", &ApplyResult{RequestID: "apply-3", ApplyResult: model.ApplyResult{Applied: 2, Skipped: 1, Conflicts: 1, Transactions: 1},
+		First: 44, Cursor: 44, Chain: sampleChain(44)})
+	sync.note("The push was stored at 44 (first 44), and the cursor was 43: the client's cursor moves to 44.")
 	sync.note("Another connection pushed: the relay forwards it with its arrival cursor.")
-	r(&sync, "push_changes")
+	sync.frame(t, "<", &PushChanges{Cursor: 45, ChangeSets: css[2:], Chain: sampleChain(45)})
 	c(&sync, "ping")
 	r(&sync, "pong")
 	sync.note("A rejected push: transient, the connection stays open.")

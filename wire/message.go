@@ -40,7 +40,7 @@ type Message interface {
 // Handshake (client → relay) opens a session. It must be the first frame
 // on a connection.
 //
-//	{"type":"handshake","protocolVersion":8,"databaseId":"trips","siteId":"<22>","token":"…","serverSiteId":"<22>","cursor":41,"chain":"<22>"}
+//	{"type":"handshake","protocolVersion":9,"databaseId":"trips","siteId":"<22>","token":"…","serverSiteId":"<22>","cursor":41,"chain":"<22>"}
 type Handshake struct {
 	// ProtocolVersion is the client's ProtocolVersion; 0 means the frame
 	// had none. When it is not this package's ProtocolVersion, Decode
@@ -80,7 +80,7 @@ type Handshake struct {
 
 // HandshakeAck (relay → client) accepts a handshake.
 //
-//	{"type":"handshake_ack","protocolVersion":8,"databaseId":"trips","serverSiteId":"<22>","connectionId":"c-17","siteHlc":"<40>","history":"continues"}
+//	{"type":"handshake_ack","protocolVersion":9,"databaseId":"trips","serverSiteId":"<22>","connectionId":"c-17","siteHlc":"<40>","history":"continues"}
 type HandshakeAck struct {
 	// ProtocolVersion is the relay's ProtocolVersion, decoded as for
 	// Handshake: when it differs, every other field is left zero.
@@ -184,12 +184,27 @@ type ApplyChanges struct {
 // ApplyResult (relay → client) answers an apply_changes that the relay
 // stored. The counts are the relay's model.ApplyResult.
 //
-//	{"type":"apply_result","requestId":"apply-3","applied":12,"skipped":0,"conflicts":1,"transactions":3}
+//	{"type":"apply_result","requestId":"apply-3","applied":12,"skipped":0,"conflicts":1,"transactions":3,"first":42,"cursor":44,"chain":"<22>"}
 type ApplyResult struct {
 	// RequestID echoes the apply_changes' requestId verbatim; "" when it
 	// had none.
 	RequestID string
 	model.ApplyResult
+	// First and Cursor (version 9; JSON "first" and "cursor", both or
+	// neither, omitted when Cursor is 0) are the arrival sequences of the
+	// first and the last ChangeSet this apply_changes appended to the
+	// log, which holds them at First … Cursor, consecutive ("Acknowledged
+	// position" in the package documentation). 0 when it appended none
+	// (every ChangeSet was held already, or a repair push, whose entries
+	// reach the sender as push_changes). 1 ≤ First ≤ Cursor ≤ MaxCursor.
+	First, Cursor uint64
+	// Chain is the log's chain value at Cursor (version 9; required with
+	// Cursor, absent without).
+	Chain Chain
+	// Horizons are the tombstone horizon marks at cursors First-1 …
+	// Cursor, as a push_changes of the same entries would carry them
+	// (version 9; JSON "horizons", omitted when empty; only with Cursor).
+	Horizons []Horizon
 }
 
 // PushChanges (relay → client) forwards ChangeSets another connection
@@ -744,6 +759,25 @@ func (m *ApplyResult) appendTo(b []byte) ([]byte, error) {
 		}
 		b, _ = appendCursor(b, c.name, uint64(c.n))
 	}
+	switch {
+	case m.Cursor == 0 && (m.First != 0 || !m.Chain.IsZero() || len(m.Horizons) > 0):
+		return b, at(invalid("first, chain and horizons need a cursor"), "cursor")
+	case m.Cursor == 0:
+		return append(b, '}'), nil
+	case m.First == 0 || m.First > m.Cursor:
+		return b, at(invalid("%d outside [1, cursor %d]", m.First, m.Cursor), "first")
+	case m.Chain.IsZero():
+		return b, at(invalid("must not be empty with a cursor"), "chain")
+	}
+	b, _ = appendCursor(b, "first", m.First)
+	if b, err = appendCursor(b, "cursor", m.Cursor); err != nil {
+		return b, err
+	}
+	b = append(b, `,"chain":`...)
+	b = appendChain(b, m.Chain)
+	if b, err = appendHorizons(b, m.Horizons, m.First-1, m.Cursor); err != nil {
+		return b, err
+	}
 	return append(b, '}'), nil
 }
 
@@ -1192,7 +1226,12 @@ func (r *reader) applyResult() (Message, error) {
 		fConflicts
 		fTransactions
 		fUnknown
+		fFirst
+		fCursor
+		fChain
+		fHorizons
 	)
+	hpos, fpos, cpos := 0, 0, 0
 	count := func(bit fields, key []byte, dst *int) error {
 		err := seen.See(&r.Reader, bit, key)
 		if err == nil {
@@ -1221,6 +1260,25 @@ func (r *reader) applyResult() (Message, error) {
 			err = count(fTransactions, key, &m.Transactions)
 		case "unknownTable": // model.ApplyResult.Held (a wire name: it stays)
 			err = count(fUnknown, key, &m.Held)
+		case "first":
+			if err = seen.See(&r.Reader, fFirst, key); err == nil {
+				fpos = r.Pos
+				m.First, err = r.uint(MaxCursor)
+			}
+		case "cursor":
+			if err = seen.See(&r.Reader, fCursor, key); err == nil {
+				cpos = r.Pos
+				m.Cursor, err = r.uint(MaxCursor)
+			}
+		case "chain":
+			if err = seen.See(&r.Reader, fChain, key); err == nil {
+				m.Chain, err = r.chain()
+			}
+		case "horizons":
+			if err = seen.See(&r.Reader, fHorizons, key); err == nil {
+				hpos = r.Pos
+				m.Horizons, err = r.horizons()
+			}
 		default:
 			return r.UnknownKey(key)
 		}
@@ -1229,6 +1287,23 @@ func (r *reader) applyResult() (Message, error) {
 	if err == nil {
 		err = seen.Require(&r.Reader, fApplied|fSkipped|fConflicts|fTransactions,
 			"type", "requestId", "applied", "skipped", "conflicts", "transactions")
+	}
+	if err == nil {
+		// The position of the appended entries: first, cursor and chain
+		// together; horizons only with them.
+		switch {
+		case seen&fCursor == 0 && seen&(fFirst|fChain|fHorizons) != 0:
+			err = at(r.FailAt(r.Pos, "first, chain and horizons need a cursor"), "cursor")
+		case seen&fCursor == 0:
+		case seen&fFirst == 0:
+			err = at(r.FailAt(cpos, "missing with cursor"), "first")
+		case seen&fChain == 0:
+			err = at(r.FailAt(cpos, "missing with cursor"), "chain")
+		case m.First == 0 || m.First > m.Cursor:
+			err = at(r.FailAt(fpos, "%d outside [1, cursor %d]", m.First, m.Cursor), "first")
+		default:
+			err = r.checkDecodedHorizons(m.Horizons, m.First-1, m.Cursor, hpos)
+		}
 	}
 	return m, err
 }

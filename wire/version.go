@@ -160,7 +160,24 @@ import (
 //     7 and 8 do not talk (PROTOCOL_VERSION_MISMATCH, fatal: the client
 //     stops and keeps its data until it is updated); upgrade the relay
 //     and the app together.
-const ProtocolVersion = 8
+//   - 9: 2026-12-03: apply_result carries first, cursor and chain, the
+//     position of the entries the request appended to the log, and the
+//     horizon marks at first-1 … cursor ("Acknowledged position" in the
+//     package documentation). The relay does not echo a push to its
+//     sender, so a device that only wrote (the sole active device, or a
+//     writer nobody interleaved with) kept its cursor where its last pull
+//     had left it: after retention compaction passed it, the relay
+//     answered SNAPSHOT_REQUIRED and the device downloaded the whole
+//     database it had written itself; a sealed device never uploaded a
+//     checkpoint (its cursor never passed the newest one); its handshake
+//     presented a stale position. A client whose cursor stands at
+//     first-1 (or within the range) now moves it to cursor, applying the
+//     marks as from a push_changes; otherwise it pulls. A client of
+//     version 8 refuses the members (unknown field), so peers of version
+//     8 and 9 do not talk (PROTOCOL_VERSION_MISMATCH, fatal: the client
+//     stops and keeps its data until it is updated); upgrade the relay
+//     and the app together.
+const ProtocolVersion = 9
 
 // DefaultMaxMessageSize is the largest frame, in bytes, a relay or client
 // accepts unless configured otherwise: 16 MiB. A sender splits its work to
