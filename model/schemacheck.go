@@ -137,6 +137,8 @@ func validateTableDef(in *TableDef) (TableDef, error) {
 }
 
 // tableError returns the *SchemaError of table, naming col or idx when set.
+//
+//go:noinline
 func tableError(table, col, idx, format string, args ...any) error {
 	return &SchemaError{Table: table, Column: col, Index: idx, Reason: fmt.Sprintf(format, args...)}
 }
