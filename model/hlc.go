@@ -16,6 +16,8 @@ import (
 type SiteID [16]byte
 
 // String returns the text form: base64url without padding, 22 characters.
+//
+//go:noinline
 func (s SiteID) String() string { return base64.RawURLEncoding.EncodeToString(s[:]) }
 
 // MarshalText returns String's form, so that encoding/json and log/slog

@@ -50,6 +50,8 @@ const MaxNameLen = 64
 // ASCII letter or underscore, then up to 63 ASCII letters, digits or
 // underscores (^[A-Za-z_][A-Za-z0-9_]{0,63}$). Names are case-sensitive.
 // The relay checks incoming table names with it.
+//
+//go:noinline
 func ValidName(s string) bool {
 	if len(s) == 0 || len(s) > MaxNameLen {
 		return false
