@@ -172,6 +172,8 @@ func HLCFromBytes(b []byte) (HLC, error) {
 
 // String returns a readable form, "wall.counter@site/opSeq", for logs and
 // errors. It is not a wire format: the wire uses standard base64 of Bytes.
+//
+//go:noinline
 func (h HLC) String() string {
 	return fmt.Sprintf("%d.%d@%s/%d", h.Wall, h.Counter, h.Site, h.OpSeq)
 }

@@ -255,6 +255,10 @@ func validateIndexes(t, in *TableDef) error {
 	return nil
 }
 
+// invalidNameReason says why name is not a valid name of a what (out of
+// line: it runs on failures only).
+//
+//go:noinline
 func invalidNameReason(what, name string) string {
 	if name == "" {
 		return what + " name is empty"
