@@ -80,6 +80,9 @@ type writeTx struct {
 	migs          []SchemaMigration // migrations recorded by this transaction
 }
 
+// begin starts a write transaction without hints (out of line: see checkOpen).
+//
+//go:noinline
 func (e *Engine) begin(tx kv.Tx) (*writeTx, error) {
 	return e.beginHinted(tx, nil)
 }

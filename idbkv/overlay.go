@@ -223,6 +223,8 @@ func (o *overlay) before(k, lo []byte) (p point, ok bool) {
 // nonEmpty reports whether lo < hi, nil bounds being unbounded: whether the
 // half-open interval [lo, hi) can hold a key, and whether IndexedDB accepts it
 // as a key range.
+//
+//go:noinline
 func nonEmpty(lo, hi []byte) bool {
 	return lo == nil || hi == nil || bytes.Compare(lo, hi) < 0
 }

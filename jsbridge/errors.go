@@ -48,6 +48,11 @@ type bridgeError struct {
 
 func (e *bridgeError) Error() string { return e.msg }
 
+// argError returns an INVALID_ARGUMENT error. Out of line (as
+// model.tableError): its call sites are failure paths, and inlined each
+// carried a copy of the formatting call and allocation.
+//
+//go:noinline
 func argError(format string, args ...any) error {
 	return &bridgeError{code: codeInvalidArgument, msg: fmt.Sprintf(format, args...)}
 }

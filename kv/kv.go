@@ -142,6 +142,8 @@ func Prefix(p []byte) Range {
 
 // PrefixEnd returns the smallest key greater than every key that begins with
 // p, or nil if there is none (p is empty or all 0xFF).
+//
+//go:noinline
 func PrefixEnd(p []byte) []byte {
 	end := append([]byte(nil), p...)
 	for i := len(end) - 1; i >= 0; i-- {

@@ -16,6 +16,8 @@ import (
 type SiteID [16]byte
 
 // String returns the text form: base64url without padding, 22 characters.
+//
+//go:noinline
 func (s SiteID) String() string { return base64.RawURLEncoding.EncodeToString(s[:]) }
 
 // MarshalText returns String's form, so that encoding/json and log/slog
@@ -170,6 +172,8 @@ func HLCFromBytes(b []byte) (HLC, error) {
 
 // String returns a readable form, "wall.counter@site/opSeq", for logs and
 // errors. It is not a wire format: the wire uses standard base64 of Bytes.
+//
+//go:noinline
 func (h HLC) String() string {
 	return fmt.Sprintf("%d.%d@%s/%d", h.Wall, h.Counter, h.Site, h.OpSeq)
 }

@@ -40,6 +40,8 @@ const MaxJSONDepth = 256
 
 // jsonTooDeep reports whether the valid JSON text s nests arrays and
 // objects deeper than MaxJSONDepth.
+//
+//go:noinline
 func jsonTooDeep(s string) bool { return jsontext.Deeper(s, MaxJSONDepth) }
 
 // errJSONMethods is returned by appendJSONOf for a value whose encoding

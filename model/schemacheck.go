@@ -50,6 +50,8 @@ const MaxNameLen = 64
 // ASCII letter or underscore, then up to 63 ASCII letters, digits or
 // underscores (^[A-Za-z_][A-Za-z0-9_]{0,63}$). Names are case-sensitive.
 // The relay checks incoming table names with it.
+//
+//go:noinline
 func ValidName(s string) bool {
 	if len(s) == 0 || len(s) > MaxNameLen {
 		return false
@@ -137,6 +139,8 @@ func validateTableDef(in *TableDef) (TableDef, error) {
 }
 
 // tableError returns the *SchemaError of table, naming col or idx when set.
+//
+//go:noinline
 func tableError(table, col, idx, format string, args ...any) error {
 	return &SchemaError{Table: table, Column: col, Index: idx, Reason: fmt.Sprintf(format, args...)}
 }
@@ -251,6 +255,10 @@ func validateIndexes(t, in *TableDef) error {
 	return nil
 }
 
+// invalidNameReason says why name is not a valid name of a what (out of
+// line: it runs on failures only).
+//
+//go:noinline
 func invalidNameReason(what, name string) string {
 	if name == "" {
 		return what + " name is empty"

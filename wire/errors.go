@@ -68,6 +68,8 @@ func (e *pathError) PrependPath(segment string) { e.rev = append(e.rev, segment)
 // wireErr makes an encode error of model's JSON codec (a
 // *jsontext.PathError matching ErrInvalidMessage) a *pathError; other
 // errors (and nil) are returned unchanged.
+//
+//go:noinline
 func wireErr(err error) error {
 	if pe, ok := err.(*jsontext.PathError); ok {
 		return &pathError{sentinel: pe.Sentinel, rev: pe.Rev, msg: pe.Msg, offset: pe.Offset}
@@ -89,12 +91,16 @@ func (e *pathError) Unwrap() []error {
 // at prefixes err's path with the field name (jsontext.At); err must carry
 // a path (this package's errors, and those model's JSON codec makes with
 // them; anything else is returned unchanged). A nil err stays nil.
+//
+//go:noinline
 func at(err error, field string) error { return jsontext.At(err, field) }
 
 // atIndex prefixes err's path with an array index.
 func atIndex(err error, i int) error { return jsontext.AtIndex(err, i) }
 
 // atKey prefixes err's path with an object key of a map-like object.
+//
+//go:noinline
 func atKey(err error, key string) error { return jsontext.AtKey(err, key) }
 
 // invalid returns an ErrInvalidMessage for Encode.

@@ -41,6 +41,8 @@ func checkUTF8(r *reader) error { return r.CheckUTF8() }
 
 // elements iterates over an array, calling fn at each element with its
 // index; fn must consume the element. An error's path gets the index.
+//
+//go:noinline
 func (r *reader) elements(fn func(i int) error) error {
 	return r.Elements(func(i int) error {
 		if err := fn(i); err != nil {

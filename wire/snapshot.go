@@ -89,6 +89,10 @@ func appendChunk(b []byte, c *model.SnapshotChunk) ([]byte, error) {
 	return b, at(invalid("unknown chunk type %q", c.Type), "type")
 }
 
+// appendUint appends v as a JSON number (out of line, so that appendInt is
+// inlined here once rather than at each of appendUint's call sites).
+//
+//go:noinline
 func appendUint(b []byte, v uint64) []byte {
 	return appendInt(b, int64(v))
 }

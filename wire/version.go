@@ -210,6 +210,8 @@ const MaxDatabaseIDLength = 128
 // characters, each an ASCII letter or digit or one of "_", ".", ":", "-"
 // (the pattern ^[A-Za-z0-9_.:-]{1,128}$). The relay answers a handshake
 // whose databaseId fails this check with MISSING_DATABASE_ID.
+//
+//go:noinline
 func ValidDatabaseID(s string) bool {
 	if len(s) == 0 || len(s) > MaxDatabaseIDLength {
 		return false

@@ -8,10 +8,18 @@ type Fields uint32
 // See marks bit as seen; a second sighting is an error ("duplicate key").
 func (f *Fields) See(r *Reader, bit Fields, key []byte) error {
 	if *f&bit != 0 {
-		return r.Fail("duplicate key %q", key)
+		return r.duplicateKey(key)
 	}
 	*f |= bit
 	return nil
+}
+
+// duplicateKey is See's error, out of line so that See's hundreds of
+// inlined call sites carry a call rather than the formatting.
+//
+//go:noinline
+func (r *Reader) duplicateKey(key []byte) error {
+	return r.Fail("duplicate key %q", key)
 }
 
 // Require returns an error naming the first member of need not seen
