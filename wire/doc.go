@@ -339,6 +339,8 @@
 //     first−1 … cursor, each with the sender's siteHlc, as a push_changes
 //     of the same entries would carry them.
 //
+// An apply_result with a position:
+//
 //	{"type":"apply_result","requestId":"apply-6","applied":3,"skipped":0,"conflicts":0,"transactions":2,"first":42,"cursor":43,"chain":"<22>"}
 //
 // See "Acknowledged position" for what the client does with them.
