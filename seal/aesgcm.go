@@ -74,6 +74,8 @@ func PassphraseKey(passphrase, databaseID string) ([]byte, error) {
 // ID returns the key's id, as envelopes sealed with it carry it.
 func (k Key) ID() wire.KeyID { return k.id }
 
+func (k Key) usable() bool { return k.aead != nil }
+
 // seal appends to dst the envelope of plaintext bound to ad, with nonce.
 func (k Key) seal(ad wire.EnvelopeAD, nonce [wire.EnvelopeNonceSize]byte, plaintext []byte) ([]byte, error) {
 	aad, err := ad.Append(nil, k.id)
@@ -88,8 +90,7 @@ func (k Key) seal(ad wire.EnvelopeAD, nonce [wire.EnvelopeNonceSize]byte, plaint
 // Keyring is the Go Sealer: a current Key, which seals, and older ones,
 // which with it open (see "Rotation"). It is safe for concurrent use.
 type Keyring struct {
-	current Key
-	keys    map[wire.KeyID]Key
+	keySet[Key]
 }
 
 var _ Sealer = (*Keyring)(nil)
@@ -98,35 +99,11 @@ var _ Sealer = (*Keyring)(nil)
 // of current and of every older key. Keys must be usable (from NewKey);
 // two keys with the same id are the same key and kept once.
 func NewKeyring(current Key, older ...Key) (*Keyring, error) {
-	if current.aead == nil {
-		return nil, fmt.Errorf("seal: the current key is the zero Key")
+	s, err := newKeySet("Key", current, older)
+	if err != nil {
+		return nil, err
 	}
-	r := &Keyring{current: current, keys: map[wire.KeyID]Key{current.id: current}}
-	for i, k := range older {
-		if k.aead == nil {
-			return nil, fmt.Errorf("seal: older key %d is the zero Key", i)
-		}
-		if _, ok := r.keys[k.id]; !ok {
-			r.keys[k.id] = k
-		}
-	}
-	return r, nil
-}
-
-// Current returns the id of the key that seals.
-func (r *Keyring) Current() wire.KeyID { return r.current.id }
-
-// KeyIDs implements Sealer: the current key's id first, then the older
-// keys' (in no particular order).
-func (r *Keyring) KeyIDs() []wire.KeyID {
-	ids := make([]wire.KeyID, 0, len(r.keys))
-	ids = append(ids, r.current.id)
-	for id := range r.keys {
-		if id != r.current.id {
-			ids = append(ids, id)
-		}
-	}
-	return ids
+	return &Keyring{s}, nil
 }
 
 // Seal implements Sealer: the current key, a random 96-bit nonce from
@@ -139,20 +116,9 @@ func (r *Keyring) Seal(ad wire.EnvelopeAD, plaintext []byte) ([]byte, error) {
 
 // Open implements Sealer.
 func (r *Keyring) Open(ad wire.EnvelopeAD, envelope []byte) ([]byte, error) {
-	e, err := wire.ParseEnvelope(envelope)
+	k, e, aad, err := r.opening(ad, envelope)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEnvelopeInvalid, err)
-	}
-	if e.Version != wire.EnvelopeVersion {
-		return nil, fmt.Errorf("%w: envelope version %d, this build opens version %d", ErrDecryptFailed, e.Version, wire.EnvelopeVersion)
-	}
-	k, ok := r.keys[e.KeyID]
-	if !ok {
-		return nil, fmt.Errorf("%w: sealed with key id %s, not among the %d keys given", ErrDecryptFailed, e.KeyID, len(r.keys))
-	}
-	aad, err := ad.Append(nil, e.KeyID)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEnvelopeInvalid, err)
+		return nil, err
 	}
 	pt, err := k.aead.Open(nil, e.Nonce[:], e.Sealed, aad)
 	if err != nil {

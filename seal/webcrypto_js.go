@@ -260,8 +260,7 @@ func gcmParams(nonce []byte, aad []byte) js.Value {
 // WebCrypto works (see the note at the top of this file). It is safe for
 // concurrent use.
 type WebKeyring struct {
-	current WebKey
-	keys    map[wire.KeyID]WebKey
+	keySet[WebKey]
 }
 
 var _ Sealer = (*WebKeyring)(nil)
@@ -270,35 +269,11 @@ var _ Sealer = (*WebKeyring)(nil)
 // envelopes of current and of every older key; keys with the same id are
 // kept once. Errors: a zero WebKey.
 func NewWebKeyring(current WebKey, older ...WebKey) (*WebKeyring, error) {
-	if !current.usable() {
-		return nil, fmt.Errorf("seal: the current key is the zero WebKey")
+	s, err := newKeySet("WebKey", current, older)
+	if err != nil {
+		return nil, err
 	}
-	r := &WebKeyring{current: current, keys: map[wire.KeyID]WebKey{current.id: current}}
-	for i, k := range older {
-		if !k.usable() {
-			return nil, fmt.Errorf("seal: older key %d is the zero WebKey", i)
-		}
-		if _, ok := r.keys[k.id]; !ok {
-			r.keys[k.id] = k
-		}
-	}
-	return r, nil
-}
-
-// Current returns the id of the key that seals.
-func (r *WebKeyring) Current() wire.KeyID { return r.current.id }
-
-// KeyIDs implements Sealer: the current key's id first, then the older
-// keys' (in no particular order).
-func (r *WebKeyring) KeyIDs() []wire.KeyID {
-	ids := make([]wire.KeyID, 0, len(r.keys))
-	ids = append(ids, r.current.id)
-	for id := range r.keys {
-		if id != r.current.id {
-			ids = append(ids, id)
-		}
-	}
-	return ids
+	return &WebKeyring{s}, nil
 }
 
 // Seal implements Sealer: the current key, a random 96-bit nonce from
@@ -333,20 +308,9 @@ func (r *WebKeyring) Open(ad wire.EnvelopeAD, envelope []byte) ([]byte, error) {
 	if _, err := subtle(); err != nil {
 		return nil, err
 	}
-	e, err := wire.ParseEnvelope(envelope)
+	k, e, aad, err := r.opening(ad, envelope)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEnvelopeInvalid, err)
-	}
-	if e.Version != wire.EnvelopeVersion {
-		return nil, fmt.Errorf("%w: envelope version %d, this build opens version %d", ErrDecryptFailed, e.Version, wire.EnvelopeVersion)
-	}
-	k, ok := r.keys[e.KeyID]
-	if !ok {
-		return nil, fmt.Errorf("%w: sealed with key id %s, not among the %d keys given", ErrDecryptFailed, e.KeyID, len(r.keys))
-	}
-	aad, err := ad.Append(nil, e.KeyID)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEnvelopeInvalid, err)
+		return nil, err
 	}
 	pt, err := call("decrypt", gcmParams(e.Nonce[:], aad), k.key, toJS(e.Sealed))
 	if err != nil {
