@@ -3,6 +3,7 @@
 package relay
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -130,7 +131,16 @@ func (d *database) putCheckpointPart(c *conn, p *wire.CheckpointPart) (stored bo
 		if p.HLC.Wall > now && p.HLC.Wall-now > model.MaxDrift {
 			return refuse("%v", &model.DriftError{Remote: p.HLC, Now: now})
 		}
-		if head := d.cursor.Load(); p.Cursor > head {
+		head := d.cursor.Load()
+		if d.shared != nil {
+			// Other relays append too: the store's head.
+			h, err := d.head()
+			if err != nil {
+				return false, err
+			}
+			head = h
+		}
+		if p.Cursor > head {
 			return refuse("cursor %d is above the log's head %d", p.Cursor, head)
 		}
 		var newest checkpointMeta
@@ -191,9 +201,12 @@ func (d *database) putCheckpointPart(c *conn, p *wire.CheckpointPart) (stored bo
 		}
 		if hadOld && (old.site != m.site || old.id != m.id) {
 			pre := partPrefix(old.site, old.id)
-			if d.ckptReaders[string(pre)] > 0 {
+			if d.ckptReaders[string(pre)] > 0 || d.shared != nil {
 				// Streams still read it: its last one deletes it
-				// (endCheckpointStream).
+				// (endCheckpointStream). With shared storage
+				// another relay's streams may: a maintenance
+				// pass that finds no stream does
+				// (sweepOrphans).
 				return nil
 			}
 			return tx.DeleteRange(bucketCheckpoint, pre, kv.PrefixEnd(pre))
@@ -201,7 +214,7 @@ func (d *database) putCheckpointPart(c *conn, p *wire.CheckpointPart) (stored bo
 		return nil
 	})
 	if err == nil && above && hadOld && (old.site != u.site || old.id != u.id) {
-		if pre := string(partPrefix(old.site, old.id)); d.ckptReaders[pre] > 0 {
+		if pre := string(partPrefix(old.site, old.id)); d.ckptReaders[pre] > 0 || d.shared != nil {
 			if d.ckptOrphans == nil {
 				d.ckptOrphans = map[string]bool{}
 			}
@@ -261,6 +274,9 @@ func (d *database) endCheckpointStream(m checkpointMeta) {
 	delete(d.ckptReaders, string(pre))
 	if !d.ckptOrphans[string(pre)] {
 		return
+	}
+	if d.shared != nil {
+		return // sweepOrphans, when no relay streams
 	}
 	delete(d.ckptOrphans, string(pre))
 	err := d.store.Update(func(tx kv.Tx) error { return tx.DeleteRange(bucketCheckpoint, pre, kv.PrefixEnd(pre)) })
@@ -404,4 +420,37 @@ func (c *conn) putCheckpoint(m *wire.PutCheckpoint) {
 		}
 		c.send(&wire.CheckpointResult{CheckpointID: m.CheckpointID, Part: m.Part, Stored: stored})
 	}
+}
+
+// sweepOrphans deletes, with shared storage, the parts of the sealed
+// checkpoints this relay replaced, once no relay streams a snapshot of the
+// database (other relays may have been reading them). A relay that stops
+// first leaves them in the store (relay/doc.go § Several relays).
+func (d *database) sweepOrphans(ctx context.Context) error {
+	d.ckptMu.Lock()
+	n := len(d.ckptOrphans)
+	d.ckptMu.Unlock()
+	if d.shared == nil || n == 0 {
+		return nil
+	}
+	release, ok, err := d.shared.HoldStreams(ctx, d.id)
+	if err != nil || !ok {
+		return err
+	}
+	defer release()
+	d.ckptMu.Lock()
+	defer d.ckptMu.Unlock()
+	for pre := range d.ckptOrphans {
+		if d.ckptReaders[pre] > 0 {
+			continue
+		}
+		err := d.store.Update(func(tx kv.Tx) error {
+			return tx.DeleteRange(bucketCheckpoint, []byte(pre), kv.PrefixEnd([]byte(pre)))
+		})
+		if err != nil {
+			return err
+		}
+		delete(d.ckptOrphans, pre)
+	}
+	return nil
 }

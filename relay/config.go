@@ -197,6 +197,11 @@ type Config struct {
 	// DataDir is neither created nor locked: the caller keeps two relays
 	// off one store. (Not encoded as JSON: a func has no JSON form.)
 	OpenStore func(id string) (kv.Store, error) `json:"-"`
+	// Storage holds the databases instead of DataDir's bbolt files (and
+	// instead of OpenStore): relay/pgstore's PostgreSQL, which several
+	// relay processes share (a SharedStorage: storage.go). The relay
+	// does not close it. (Not encoded as JSON.)
+	Storage Storage `json:"-"`
 	// Rand is the source of the databases' server site ids and snapshot
 	// ids (engine.Options.Rand); nil means crypto/rand.
 	Rand io.Reader

@@ -674,8 +674,14 @@ func (c *conn) snapshot(resume *model.SnapshotCheckpoint, from *wire.GetSnapshot
 			"the checkpoint comes from another relay log (site %s; this database's is %s): discard it and send get_snapshot", resume.SiteID, d.site)
 		return
 	}
-	cursor, horizon, markCursor := d.snapshotStarted()
-	defer d.snapshotEnded()
+	cursor, horizon, markCursor, ended, err := d.snapshotStarted()
+	defer ended()
+	if err != nil {
+		c.log.Error("relay: snapshot failed", "chunks", 0, "err", err)
+		c.s.storageFailed(d.id, opRead, err)
+		c.sendError(wire.CodeSnapshotError, "", "snapshot failed on the relay after 0 chunks: resume later")
+		return
+	}
 	if d.sealed {
 		// The relay holds no replica of a sealed database: it streams
 		// the newest sealed checkpoint, or, with none, an empty snapshot

@@ -42,12 +42,19 @@ type database struct {
 	// replica (eng) then stays empty: nothing is merged into it, and a
 	// snapshot is empty at the start of the log.
 	sealed bool
+	// shared is Config.Storage when other relay processes share it (nil:
+	// this process alone writes the database). See storage.go and
+	// shared.go.
+	shared SharedStorage
 
 	// applyMu serializes apply: the merge, the arrival-log append and the
 	// fan-out, so that pushes leave in cursor order.
 	applyMu sync.Mutex
 	// cursor is the last cursor committed (stored after each commit, under
-	// applyMu); everything up to it is in the merged replica.
+	// applyMu); everything up to it is in the merged replica. With shared
+	// storage it is the last cursor this process has fanned out to its
+	// connections: other relays may have appended after it (see
+	// catchUpLocked); the head itself is read from the store (head).
 	cursor atomic.Uint64
 
 	// horizonMu guards horizon (the newest tombstone horizon mark, zero
@@ -158,7 +165,19 @@ func (d *database) open(sealed bool) error {
 	}
 	d.store, d.eng, d.site = st, eng, eng.SiteID()
 	d.cursor.Store(cur)
-	if d.sealed {
+	// Under the writer lock: another relay on shared storage may be
+	// appending, or finishing a pruning too.
+	unlock, err := d.lock()
+	if err != nil {
+		_ = eng.Close()
+		_ = st.Close()
+		return fmt.Errorf("open database %q: %w", d.id, err)
+	}
+	defer unlock()
+	if d.sealed && d.shared != nil {
+		// Another relay's upload may be under way: stray parts stay
+		// (relay/doc.go § Several relays).
+	} else if d.sealed {
 		// Nothing to merge: the relay cannot read envelopes. Parts of
 		// checkpoint uploads a stop interrupted go.
 		if err := d.dropStrayParts(); err != nil {
@@ -182,6 +201,9 @@ func (d *database) open(sealed bool) error {
 // openStore opens the database's store: Config.OpenStore's, or its bbolt
 // file.
 func (d *database) openStore() (kv.Store, error) {
+	if d.s.cfg.Storage != nil {
+		return d.s.cfg.Storage.Open(d.id)
+	}
 	if d.s.cfg.OpenStore != nil {
 		return d.s.cfg.OpenStore(d.id)
 	}
@@ -291,8 +313,11 @@ func (d *database) apply(sender *conn, sets []model.ChangeSet, repair bool) (mod
 	}
 	now := d.s.cfg.Clock.Now()
 
-	d.applyMu.Lock()
-	defer d.applyMu.Unlock()
+	unlock, err := d.lock()
+	if err != nil {
+		return model.ApplyResult{}, stored{}, err
+	}
+	defer unlock()
 	if repair {
 		return d.applyRepair(sender, sets, pend, now)
 	}
@@ -321,8 +346,7 @@ func (d *database) apply(sender *conn, sets []model.ChangeSet, repair bool) (mod
 	if err != nil {
 		return model.ApplyResult{}, stored{}, err
 	}
-	d.cursor.Store(last)
-	d.broadcast(sender, added, marks)
+	d.publish(sender, added, marks, last)
 	res.Skipped += held.Skipped
 	res.Transactions += held.Transactions
 	return res, d.storedOf(sender, added, marks), nil

@@ -4,6 +4,7 @@ package relay
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -279,8 +280,28 @@ var errSnapshotStreaming = errors.New("relay: a snapshot is streaming")
 // engine's Prune) in the same critical section. made reports whether a
 // mark was stored.
 func (d *database) advanceHorizon(cutoff uint64, then func() error) (made bool, res engine.PruneResult, err error) {
-	d.applyMu.Lock()
-	defer d.applyMu.Unlock()
+	unlock, err := d.lock()
+	if err != nil {
+		return false, res, err
+	}
+	defer unlock()
+	if d.shared != nil {
+		// Another relay may have made marks, or stopped while pruning
+		// at one (horizonPending): read them again, finish that.
+		if err := d.loadHorizon(); err != nil {
+			return false, res, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+		release, ok, err := d.shared.HoldStreams(ctx, d.id)
+		cancel()
+		if err != nil {
+			return false, res, err
+		}
+		if !ok {
+			return false, res, errSnapshotStreaming
+		}
+		defer release()
+	}
 	d.horizonMu.Lock()
 	if d.snapshots > 0 {
 		d.horizonMu.Unlock()
@@ -337,11 +358,41 @@ func (d *database) advanceHorizon(cutoff uint64, then func() error) (made bool, 
 // snapshotStarted counts a snapshot stream of the database (horizon marks
 // wait while one streams) and returns the cursor and horizon its header
 // carries: the head and the newest mark's wall, read together.
-func (d *database) snapshotStarted() (cursor, horizon uint64, markCursor uint64) {
+//
+// With shared storage the stream is registered with it too (no relay
+// makes a mark while it streams) and the head and newest mark are read
+// from the store, in one transaction; ended must be called even when err
+// (a storage error) is returned.
+func (d *database) snapshotStarted() (cursor, horizon uint64, markCursor uint64, ended func(), err error) {
+	if d.shared == nil {
+		d.horizonMu.Lock()
+		defer d.horizonMu.Unlock()
+		d.snapshots++
+		return d.cursor.Load(), d.horizon.Wall, d.horizon.Cursor, d.snapshotEnded, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+	defer cancel()
+	end, err := d.shared.StreamStarted(ctx, d.id)
+	if err != nil {
+		return 0, 0, 0, func() {}, err
+	}
 	d.horizonMu.Lock()
-	defer d.horizonMu.Unlock()
 	d.snapshots++
-	return d.cursor.Load(), d.horizon.Wall, d.horizon.Cursor
+	d.horizonMu.Unlock()
+	ended = func() {
+		d.snapshotEnded()
+		end()
+	}
+	var h wire.Horizon
+	err = d.store.View(func(tx kv.Tx) error {
+		var err error
+		if cursor, err = getCounter(tx, keyCursor); err != nil {
+			return err
+		}
+		h, err = latestMark(tx)
+		return err
+	})
+	return cursor, h.Wall, h.Cursor, ended, err
 }
 
 // snapshotEnded ends the count of snapshotStarted.

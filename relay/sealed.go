@@ -43,10 +43,7 @@ func (d *database) applySealed(sender *conn, sets []model.ChangeSet, pend []pend
 	if err != nil {
 		return model.ApplyResult{}, stored{}, err
 	}
-	if len(added) > 0 {
-		d.cursor.Store(last)
-	}
-	d.broadcast(sender, added, marks)
+	d.publish(sender, added, marks, last)
 	res := model.ApplyResult{Applied: len(added), Skipped: held.Skipped + len(sets) - len(added), Transactions: held.Transactions + len(sets)}
 	return res, d.storedOf(sender, added, marks), nil
 }

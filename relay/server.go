@@ -53,6 +53,9 @@ type Server struct {
 
 	bgCancel context.CancelFunc
 	bgDone   chan struct{}
+	// listenDone is closed when the fan-out of other relays' commits
+	// (shared storage only; nil otherwise) has stopped.
+	listenDone chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -69,7 +72,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	unlock := func() error { return nil }
-	if cfg.OpenStore == nil {
+	if cfg.OpenStore == nil && cfg.Storage == nil {
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("relay: data directory: %w", err)
 		}
@@ -102,6 +105,13 @@ func New(cfg Config) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.bgCancel = cancel
 	go s.background(ctx)
+	if sh, ok := cfg.Storage.(SharedStorage); ok {
+		s.listenDone = make(chan struct{})
+		go func() {
+			defer close(s.listenDone)
+			s.listen(ctx, sh)
+		}()
+	}
 	return s, nil
 }
 
@@ -186,6 +196,9 @@ func (s *Server) close() error {
 	s.mu.Unlock()
 	s.bgCancel()
 	<-s.bgDone
+	if s.listenDone != nil {
+		<-s.listenDone
+	}
 
 	// Abort long handlers (snapshot streams, authentication), let each
 	// connection finish the frame it is handling, flush and close; cut
@@ -240,7 +253,7 @@ func (s *Server) close() error {
 // a line per failing operation ("storage failing: database ...") while the
 // last open, write or read of some database failed (a full disk, an I/O
 // error), until that operation next succeeds there.
-func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
@@ -250,6 +263,16 @@ func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write([]byte("shutting down\n"))
 		return
+	}
+	if sh := s.shared(); sh != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		err := sh.Ping(ctx)
+		cancel()
+		if err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = fmt.Fprintf(w, "storage unreachable: %v\n", err)
+			return
+		}
 	}
 	if report := s.storageReport(); report != "" {
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -378,7 +401,7 @@ func (s *Server) acquire(id string, sealed bool) (*database, error) {
 		}
 		d := s.dbs[id]
 		if d == nil {
-			d = &database{s: s, id: id, path: dbPath(s.cfg.DataDir, id), refs: 1,
+			d = &database{s: s, id: id, path: dbPath(s.cfg.DataDir, id), refs: 1, shared: s.shared(),
 				log: s.log.With("database", id), ready: make(chan struct{}), done: make(chan struct{})}
 			s.dbs[id] = d
 			s.dbMu.Unlock()
@@ -414,6 +437,12 @@ func (s *Server) acquire(id string, sealed bool) (*database, error) {
 		}
 		return d, nil
 	}
+}
+
+// shared returns Config.Storage when several relay processes share it.
+func (s *Server) shared() SharedStorage {
+	sh, _ := s.cfg.Storage.(SharedStorage)
+	return sh
 }
 
 func (s *Server) release(d *database) {
@@ -531,6 +560,24 @@ func (s *Server) Maintain(ctx context.Context) error {
 }
 
 func (s *Server) maintain(d *database) error {
+	if d.shared != nil {
+		// One relay at a time maintains a database.
+		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+		defer cancel()
+		release, ok, err := d.shared.TryMaintain(ctx, d.id)
+		if err != nil {
+			s.storageFailed(d.id, opPrune, err)
+			return fmt.Errorf("maintain database %q: %w", d.id, err)
+		}
+		if !ok {
+			return nil
+		}
+		defer release()
+		if err := d.sweepOrphans(ctx); err != nil {
+			s.storageFailed(d.id, opPrune, err)
+			return fmt.Errorf("delete replaced sealed checkpoints of %q: %w", d.id, err)
+		}
+	}
 	start := time.Now()
 	now := s.cfg.Clock.Now()
 	horizon := uint64(s.cfg.Retention.Milliseconds())

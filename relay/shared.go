@@ -1,0 +1,269 @@
+//go:build !js
+
+package relay
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/replica-sync/replica/kv"
+	"github.com/replica-sync/replica/wire"
+)
+
+// Several relay processes on one SharedStorage (storage.go). A database's
+// state lives in its store; what a relay keeps in memory of it is a cache
+// it revalidates:
+//
+//   - the head: d.cursor is what this process has fanned out; other
+//     relays append after it. A commit here (publish) or a notification
+//     (remoteHead) first sends this process's connections the entries
+//     other relays appended since (catchUpLocked), so every connection
+//     receives the log in cursor order, without gaps;
+//   - the newest horizon mark (d.horizon): read again under the lock
+//     before a mark is made, and whenever a catch-up passes a mark;
+//   - applyMu orders this process's goroutines; SharedStorage.Lock, taken
+//     after it, orders the processes.
+
+// sharedTimeout bounds a wait on the shared storage's locks and
+// notifications.
+const sharedTimeout = 30 * time.Second
+
+// lock takes the database's writer lock: applyMu, and with shared storage
+// the storage's lock too. The error is a storage error (applyMu is not
+// held then).
+func (d *database) lock() (unlock func(), err error) {
+	d.applyMu.Lock()
+	if d.shared == nil {
+		return d.applyMu.Unlock, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+	defer cancel()
+	release, err := d.shared.Lock(ctx, d.id)
+	if err != nil {
+		d.applyMu.Unlock()
+		return nil, fmt.Errorf("relay: taking the writer lock of database %q: %w", d.id, err)
+	}
+	return func() {
+		release()
+		d.applyMu.Unlock()
+	}, nil
+}
+
+// publish ends an apply (under lock): it fans out, in cursor order, the
+// entries other relays appended since this process's last fan-out, then
+// added (the marks at the cursor before the first: marks) to every
+// connection but sender, records head (the log's head after the commit)
+// as fanned out, and tells the other relays.
+func (d *database) publish(sender *conn, added []arrival, marks []wire.Horizon, head uint64) {
+	if d.shared != nil {
+		before := head
+		if len(added) > 0 {
+			before = added[0].cursor - 1
+		}
+		if d.cursor.Load() < before {
+			d.catchUpLocked(before)
+		}
+	}
+	if head > d.cursor.Load() {
+		d.cursor.Store(head)
+	}
+	d.broadcast(sender, added, marks)
+	if d.shared != nil && len(added) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+		defer cancel()
+		if err := d.shared.Notify(ctx, d.id, head); err != nil {
+			// The other relays' periodic check finds the new head.
+			d.log.Warn("relay: notifying the other relays of a new head failed", "cursor", head, "err", err)
+		}
+	}
+}
+
+// remoteHead handles a notification of another relay: database d's head
+// is at least head. The connections of this process get what follows
+// their last push.
+func (d *database) remoteHead(head uint64) {
+	if head != 0 && head <= d.cursor.Load() {
+		return
+	}
+	d.applyMu.Lock()
+	defer d.applyMu.Unlock()
+	h, err := d.head()
+	if err != nil {
+		d.log.Warn("relay: reading the head after a notification failed; the next check retries", "err", err)
+		return
+	}
+	d.catchUpLocked(h)
+}
+
+// head reads the log's head from the store.
+func (d *database) head() (uint64, error) {
+	var cur uint64
+	err := d.store.View(func(tx kv.Tx) error {
+		var err error
+		cur, err = getCounter(tx, keyCursor)
+		return err
+	})
+	return cur, err
+}
+
+// catchUpBatch bounds the entries a catch-up reads per kv transaction.
+const catchUpBatch = 512
+
+// catchUpLocked sends every connection the entries from d.cursor to to
+// (appended by other relays; under applyMu) and the horizon marks at
+// d.cursor … to−1 (a mark at to travels with the next push, whose range
+// starts there, as on a single relay), then records to as fanned out. A
+// failed read leaves d.cursor where the read stopped: the next commit or
+// notification continues from there, and a client that sees a gap pulls it
+// (wire's push_changes).
+func (d *database) catchUpLocked(to uint64) {
+	for from := d.cursor.Load(); from < to; from = d.cursor.Load() {
+		hi := min(to, from+catchUpBatch)
+		var added []arrival
+		var marks []wire.Horizon
+		err := d.store.View(func(tx kv.Tx) error {
+			var derr error
+			err := tx.Scan(bucketArrivals, kv.Range{Start: cursorKey(from + 1), End: cursorKey(hi + 1)}, func(k, v []byte) bool {
+				c, err := parseUint64(k)
+				if err != nil {
+					derr = err
+					return false
+				}
+				r, err := decodeRecord(v)
+				if err != nil {
+					derr = err
+					return false
+				}
+				added = append(added, arrival{cursor: c, facts: r.facts, json: append([]byte(nil), r.json...)})
+				return true
+			})
+			if err == nil {
+				err = derr
+			}
+			if err != nil {
+				return err
+			}
+			for i := range added {
+				ch, ok, err := chainAt(tx, added[i].cursor)
+				if err == nil && !ok {
+					err = fmt.Errorf("%w: no chain value at cursor %d", errCorrupt, added[i].cursor)
+				}
+				if err != nil {
+					return err
+				}
+				added[i].chain = ch
+			}
+			ms, err := marksIn(tx, from, hi)
+			for _, m := range ms {
+				if m.Cursor < hi {
+					marks = append(marks, m)
+				}
+			}
+			return err
+		})
+		if err != nil {
+			d.log.Warn("relay: reading the entries other relays appended failed; the next commit or notification retries", "from", from, "to", to, "err", err)
+			return
+		}
+		if len(added) == 0 || added[0].cursor != from+1 || added[len(added)-1].cursor != hi {
+			// Pruned meanwhile (a connection this far behind pulls
+			// or bootstraps), or not contiguous: nothing is pushed,
+			// the connections pull what follows their cursors when
+			// the next push shows them a gap.
+			d.cursor.Store(hi)
+			continue
+		}
+		d.noteMarks(marks)
+		d.broadcast(nil, added, marks)
+		d.cursor.Store(hi)
+	}
+}
+
+// noteMarks keeps the newest of marks (read from the log) as d.horizon
+// when it is newer than the one held.
+func (d *database) noteMarks(marks []wire.Horizon) {
+	if len(marks) == 0 {
+		return
+	}
+	d.horizonMu.Lock()
+	if m := marks[len(marks)-1]; m.Cursor >= d.horizon.Cursor && m.Wall > d.horizon.Wall {
+		d.horizon = m
+	}
+	d.horizonMu.Unlock()
+}
+
+// listen runs the fan-out of the other relays' commits (shared storage
+// only) until ctx ends: each notification catches up the open database
+// it names, a lost connection catches up every open database, and so does
+// a check every sharedCheckEvery (a notification lost in flight costs at
+// most that).
+func (s *Server) listen(ctx context.Context, st SharedStorage) {
+	notes := make(chan struct {
+		id   string
+		head uint64
+	}, 1024)
+	go func() {
+		for ctx.Err() == nil {
+			err := st.Listen(ctx, func(id string, head uint64) {
+				select {
+				case notes <- struct {
+					id   string
+					head uint64
+				}{id, head}:
+				default:
+					// Full: the periodic check catches up.
+				}
+			})
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("relay: listening for the other relays' commits failed; retrying", "err", err)
+			t := s.cfg.Timers.NewTimer(time.Second)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C():
+			}
+		}
+	}()
+	tick := s.cfg.Timers.NewTimer(sharedCheckEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case n := <-notes:
+			s.catchUp(n.id, n.head)
+		case <-tick.C():
+			s.catchUp("", 0)
+			tick.Reset(sharedCheckEvery)
+		}
+	}
+}
+
+// sharedCheckEvery is how often a relay on shared storage reads the heads
+// of its open databases, in case a notification was lost.
+const sharedCheckEvery = 2 * time.Second
+
+// catchUp catches up open database id to head, or every open database
+// when id is "".
+func (s *Server) catchUp(id string, head uint64) {
+	s.dbMu.Lock()
+	var dbs []*database
+	for _, d := range s.dbs {
+		if !d.closing && (id == "" || d.id == id) {
+			d.refs++
+			dbs = append(dbs, d)
+		}
+	}
+	s.dbMu.Unlock()
+	for _, d := range dbs {
+		<-d.ready
+		if d.openErr == nil {
+			d.remoteHead(head)
+			s.release(d)
+		}
+	}
+}
