@@ -7,6 +7,7 @@ import (
 	"log"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -168,7 +169,22 @@ type Client struct {
 	conn        socket    // the current session's socket; nil when none
 }
 
-type target struct{ url, databaseID, token string }
+type target struct {
+	// url keys what the replica keeps per relay (its log hint and sent
+	// watermark: keys.go): the first relay URL of the Connect.
+	url, databaseID, token string
+	// urls are every relay URL of the Connect, "\n"-joined (ConnectAny;
+	// just url for Connect); dial is the one a session dials.
+	urls, dial string
+}
+
+// dialURL returns the URL a session dials.
+func (t target) dialURL() string {
+	if t.dial != "" {
+		return t.dial
+	}
+	return t.url
+}
 
 // New returns a client for db, disconnected. It subscribes to db's
 // LocalChange events (to schedule pushes) and starts the goroutine that
@@ -212,9 +228,32 @@ func New(db *engine.Engine, opts Options) *Client {
 // ws, wss, http or https URL, or databaseID fails wire.ValidDatabaseID. Connection failures are not
 // returned here: they show in the state.
 func (c *Client) Connect(url, databaseID, token string) error {
-	if err := checkRelayURL(url); err != nil {
-		return err
+	return c.ConnectAny([]string{url}, databaseID, token)
+}
+
+// ConnectAny is Connect to one database served by several relays (relay
+// processes sharing one PostgreSQL database: relay/doc.go § Several
+// relays): a session dials urls[0]; when a connection attempt fails
+// before the handshake is acknowledged, the next one dials the next URL,
+// round robin, with the usual backoff between attempts. Positions carry
+// over: the relays share one log. What the replica keeps per relay is
+// kept under urls[0]. Behind a load balancer, pass its one URL to Connect
+// instead.
+//
+// Errors: those of Connect, for any of urls; an error for no URL.
+func (c *Client) ConnectAny(urls []string, databaseID, token string) error {
+	if len(urls) == 0 {
+		return errors.New("client: no relay URL")
 	}
+	for _, u := range urls {
+		if err := checkRelayURL(u); err != nil {
+			return err
+		}
+		if strings.Contains(u, "\n") {
+			return badURL(u)
+		}
+	}
+	url := urls[0]
 	if !wire.ValidDatabaseID(databaseID) {
 		return fmt.Errorf("client: invalid database id %q (want 1 to %d of [A-Za-z0-9_.:-])", databaseID, wire.MaxDatabaseIDLength)
 	}
@@ -223,8 +262,8 @@ func (c *Client) Connect(url, databaseID, token string) error {
 	if c.closed {
 		return ErrClosed
 	}
-	if c.cancel != nil && c.status.State != Error && c.target != nil &&
-		*c.target == (target{url: url, databaseID: databaseID, token: token}) {
+	t := target{url: url, databaseID: databaseID, token: token, urls: strings.Join(urls, "\n")}
+	if c.cancel != nil && c.status.State != Error && c.target != nil && *c.target == t {
 		// The same target, still running (connected, connecting or
 		// waiting to reconnect): nothing to replace. Several browser tabs
 		// call Connect with the target each page knows; redialing would
@@ -237,7 +276,6 @@ func (c *Client) Connect(url, databaseID, token string) error {
 	prev := c.done
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	t := target{url: url, databaseID: databaseID, token: token}
 	if c.target == nil || c.target.url != url || c.target.databaseID != databaseID {
 		c.sentNS = ""
 	}
@@ -526,8 +564,12 @@ func (c *Client) run(ctx context.Context, t target, prev <-chan struct{}, done c
 	}
 	attempt := 0
 	protoFails := 0 // consecutive sessions that ended with ErrProtocol
+	urls := strings.Split(t.urls, "\n")
+	next := 0 // the index in urls the next session dials
 	for {
-		o := c.session(ctx, t)
+		ts := t
+		ts.dial = urls[next%len(urls)]
+		o := c.session(ctx, ts)
 		if ctx.Err() != nil {
 			c.setState(Disconnected)
 			return
@@ -544,6 +586,11 @@ func (c *Client) run(ctx context.Context, t target, prev <-chan struct{}, done c
 		if o.acked && !o.rateLimited {
 			attempt = 0
 		}
+		if !o.acked {
+			// Unreachable, or refused before the handshake: the next
+			// relay of ConnectAny's.
+			next++
+		}
 		// A relay that breaks the protocol after every handshake would
 		// otherwise be redialed (and re-pulled from) once a second.
 		if errors.Is(o.err, ErrProtocol) {
@@ -558,7 +605,7 @@ func (c *Client) run(ctx context.Context, t target, prev <-chan struct{}, done c
 		}
 		d := backoff(attempt, c.opts.BackoffBase, c.opts.BackoffMax, c.opts.Rand())
 		attempt++
-		c.log.Debug("replica sync: session ended; reconnecting", "url", t.url, "database", t.databaseID, "err", o.err, "in", d)
+		c.log.Debug("replica sync: session ended; reconnecting", "url", ts.dial, "database", t.databaseID, "err", o.err, "in", d)
 		c.setStatus(Status{State: Disconnected, Err: o.err, Retry: c.clock.Now().Add(d)})
 		tm := c.clock.NewTimer(d)
 		select {

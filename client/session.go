@@ -200,10 +200,10 @@ func (c *Client) session(ctx context.Context, t target) outcome {
 	hsTimer := c.clock.AfterFunc(c.opts.HandshakeTimeout, hsCancel)
 	defer hsTimer.Stop()
 
-	conn, err := c.opts.Dial(hsCtx, t.url, nil, c.opts.MaxMessageSize)
+	conn, err := c.opts.Dial(hsCtx, t.dialURL(), nil, c.opts.MaxMessageSize)
 	if err != nil {
 		if ctx.Err() == nil && hsCtx.Err() != nil {
-			err = fmt.Errorf("%w: dialing %s took longer than %v", ErrTimeout, t.url, c.opts.HandshakeTimeout)
+			err = fmt.Errorf("%w: dialing %s took longer than %v", ErrTimeout, t.dialURL(), c.opts.HandshakeTimeout)
 		}
 		return outcome{err: err}
 	}

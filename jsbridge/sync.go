@@ -4,6 +4,7 @@ package jsbridge
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -384,7 +385,7 @@ func (d *db) syncStart() error {
 	want := d.sy.wantSnap
 	d.sy.wantSnap = false
 	d.sy.mu.Unlock()
-	if err := cl.Connect(t.URL, t.Database, t.Token); err != nil {
+	if err := cl.ConnectAny(strings.Fields(t.URL), t.Database, t.Token); err != nil {
 		return argError("%v", err)
 	}
 	if want {
@@ -584,7 +585,7 @@ func (d *db) countPending() {
 		case cl != nil:
 			n, err = cl.PendingCount()
 		case t != nil:
-			n, err = client.PendingCount(d.eng, t.URL, t.Database)
+			n, err = client.PendingCount(d.eng, firstURL(t.URL), t.Database)
 		default:
 			n, err = client.PendingCount(d.eng, "", "")
 		}
@@ -697,4 +698,11 @@ func syncErrorCode(err error) string {
 		}
 	}
 	return codeSyncFailed
+}
+
+// firstURL returns the first of a target's space-separated relay URLs (the
+// one the client keeps its state under: client.ConnectAny).
+func firstURL(urls string) string {
+	u, _, _ := strings.Cut(strings.TrimSpace(urls), " ")
+	return u
 }

@@ -794,9 +794,11 @@ declare namespace Replica {
 		 * the connection alone. With a `{passphrase}` it resolves once the
 		 * key is derived. Calls of `connect` and `disconnect` take effect in
 		 * the order they were made (one still deriving its key holds back the
-		 * ones after it).
+		 * ones after it). `url` may be an array: relays serving the same
+		 * database (several relays on one PostgreSQL); a connection attempt
+		 * that fails goes to the next one, round robin, with the backoff.
 		 */
-		connect(url: string, options: SyncOptions): Promise<void>;
+		connect(url: string | string[], options: SyncOptions): Promise<void>;
 		/** Stop syncing (in every tab's name: the target is forgotten). Resolves when the socket is closed. */
 		disconnect(): Promise<void>;
 		/**
