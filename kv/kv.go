@@ -59,8 +59,9 @@
 //
 // # Implementations
 //
-// kv/memkv (memory, both builds), kv/boltkv (bbolt file, native) and idbkv
-// (IndexedDB, js/wasm). All of them run the conformance suite in kv/kvtest.
+// kv/memkv (memory, both builds), kv/boltkv (bbolt file, native), kv/pgkv
+// (PostgreSQL, native, shared by several processes) and idbkv (IndexedDB,
+// js/wasm). All of them run the conformance suite in kv/kvtest.
 package kv
 
 import (
@@ -105,6 +106,18 @@ var (
 	// (IndexedDB's QuotaExceededError, a full disk). Nothing of the
 	// transaction is written.
 	ErrQuotaExceeded = errors.New("kv: storage quota exceeded")
+	// ErrUnavailable is returned (by network backends: kv/pgkv) when the
+	// backend cannot be reached: the connection was lost or refused, the
+	// server is shutting down, or the transaction's time ran out. Nothing of
+	// the transaction was written; it may be retried once the backend is back.
+	// A commit whose outcome is unknown returns ErrCommitUnknown instead.
+	ErrUnavailable = errors.New("kv: backend unavailable")
+	// ErrCommitUnknown is returned (by network backends: kv/pgkv) when the
+	// connection was lost while the commit was in flight: the transaction may
+	// or may not have been written. It does not match ErrUnavailable; a
+	// caller that retries must make the retry idempotent (check whether the
+	// first attempt landed).
+	ErrCommitUnknown = errors.New("kv: commit outcome unknown (connection lost during commit)")
 )
 
 // Store is an ordered key-value store with named buckets.

@@ -1,0 +1,911 @@
+//go:build !js
+
+package pgkv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/btree"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/replica-sync/replica/kv"
+)
+
+var (
+	_ kv.Store       = (*Store)(nil)
+	_ kv.BatchGetter = (*tx)(nil)
+)
+
+// Errors particular to a network backend; they are the kv package's, so
+// callers holding a kv.Store need not import pgkv to test for them.
+var (
+	// ErrUnavailable: the server cannot be reached; nothing was written.
+	ErrUnavailable = kv.ErrUnavailable
+	// ErrCommitUnknown: the connection was lost during COMMIT; the
+	// transaction may or may not have been written.
+	ErrCommitUnknown = kv.ErrCommitUnknown
+)
+
+var (
+	// errTxDone is returned by Tx methods called after the transaction's
+	// function returned.
+	errTxDone = errors.New("pgkv: transaction used after its function returned")
+	// errWriteWhileScanning is returned by a write to a bucket that a Scan of
+	// the same transaction is iterating.
+	errWriteWhileScanning = errors.New("pgkv: write to a bucket from inside a Scan of it")
+)
+
+// DefaultTxTimeout bounds one Update or View (waiting for the namespace lock,
+// every query, the commit) when Options.TxTimeout is zero.
+const DefaultTxTimeout = 30 * time.Second
+
+// Options configures OpenWith. The zero value means the defaults.
+type Options struct {
+	// TxTimeout bounds each transaction from its first statement to its
+	// commit; when it passes, the running query is cancelled and the
+	// transaction fails with kv.ErrUnavailable (or kv.ErrCommitUnknown if
+	// the commit was in flight). Zero or negative means DefaultTxTimeout.
+	TxTimeout time.Duration
+}
+
+// Store is a kv.Store over one namespace of the replica_kv table. It is safe
+// for concurrent use by multiple goroutines, and several Stores (in this
+// process or others) may share a namespace: their Updates are serialized by
+// PostgreSQL.
+type Store struct {
+	pool    *pgxpool.Pool
+	ns      string
+	lockKey int64
+	timeout time.Duration
+	// index maps bucket names to positions in names; read-only after Open.
+	index map[string]int
+	names []string
+
+	// writeMu serializes this Store's Updates in-process, so waiting writers
+	// do not each hold a pool connection blocked on the advisory lock.
+	writeMu sync.Mutex
+	// running counts transactions in progress; Close waits for it to drain.
+	runMu   sync.Mutex
+	runCond *sync.Cond
+	running int
+	closed  atomic.Bool
+}
+
+// Open opens the namespace of the shared table as a Store with the given
+// buckets, with the default Options. See OpenWith.
+func Open(ctx context.Context, pool *pgxpool.Pool, namespace string, buckets []string) (*Store, error) {
+	return OpenWith(ctx, pool, namespace, buckets, Options{})
+}
+
+// OpenWith runs Migrate (once per pool in this process), registers namespace
+// (see Namespaces) and returns a Store over it. Buckets need no creation:
+// they are the bucket column's values. The pool stays the caller's: Close
+// does not close it.
+func OpenWith(ctx context.Context, pool *pgxpool.Pool, namespace string, buckets []string, o Options) (*Store, error) {
+	if err := migrateOnce(ctx, pool); err != nil {
+		return nil, err
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO replica_namespaces (ns) VALUES ($1) ON CONFLICT DO NOTHING`, namespace); err != nil {
+		return nil, fmt.Errorf("pgkv: open namespace %q: %w", namespace, mapErr(err))
+	}
+	if o.TxTimeout <= 0 {
+		o.TxTimeout = DefaultTxTimeout
+	}
+	s := &Store{
+		pool:    pool,
+		ns:      namespace,
+		lockKey: LockKey(namespace),
+		timeout: o.TxTimeout,
+		index:   make(map[string]int, len(buckets)),
+	}
+	s.runCond = sync.NewCond(&s.runMu)
+	for _, b := range buckets {
+		if _, dup := s.index[b]; dup {
+			continue
+		}
+		s.index[b] = len(s.names)
+		s.names = append(s.names, b)
+	}
+	return s, nil
+}
+
+// Namespace returns the namespace the Store was opened on.
+func (s *Store) Namespace() string { return s.ns }
+
+// LockKey returns the key of the transaction-level advisory lock
+// (pg_advisory_xact_lock) every Update on namespace takes first: FNV-1a 64
+// of "replica_kv/" + namespace. Two namespaces with the same key only
+// serialize each other's writers.
+func LockKey(namespace string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("replica_kv/"))
+	h.Write([]byte(namespace))
+	return int64(h.Sum64())
+}
+
+// Update runs fn in a read-write transaction: READ COMMITTED, holding the
+// namespace's advisory lock from its first statement to its end, with the
+// writes buffered in memory and sent with the COMMIT. It returns
+// kv.ErrClosed after Close, fn's error unchanged, or the failure of a
+// statement or of the commit wrapped as "pgkv: ..." (kv.ErrUnavailable,
+// kv.ErrCommitUnknown, kv.ErrQuotaExceeded where they apply). A panic in fn
+// rolls back and continues.
+func (s *Store) Update(fn func(kv.Tx) error) error {
+	return s.run(true, fn)
+}
+
+// View runs fn in a REPEATABLE READ READ ONLY transaction: one snapshot,
+// taken at its first query, for all its reads. It takes no lock and runs
+// alongside Updates and other Views.
+func (s *Store) View(fn func(kv.Tx) error) error {
+	return s.run(false, fn)
+}
+
+func (s *Store) enter() bool {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	if s.closed.Load() {
+		return false
+	}
+	s.running++
+	return true
+}
+
+func (s *Store) leave() {
+	s.runMu.Lock()
+	s.running--
+	if s.running == 0 {
+		s.runCond.Broadcast()
+	}
+	s.runMu.Unlock()
+}
+
+func (s *Store) run(writable bool, fn func(kv.Tx) error) (err error) {
+	if !s.enter() {
+		return kv.ErrClosed
+	}
+	defer s.leave()
+	if writable {
+		s.writeMu.Lock()
+		defer s.writeMu.Unlock()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	t := &tx{s: s, ctx: ctx, writable: writable}
+	finished := false
+	defer func() {
+		t.done = true
+		if !finished {
+			t.abort()
+		}
+	}()
+	if err := fn(t); err != nil {
+		return err
+	}
+	t.done = true
+	finished = true
+	return t.finish()
+}
+
+// Close waits for running transactions to end; later Updates and Views
+// return kv.ErrClosed. It does not close the pool. Close is idempotent and
+// returns nil.
+func (s *Store) Close() error {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	s.closed.Store(true)
+	for s.running > 0 {
+		s.runCond.Wait()
+	}
+	return nil
+}
+
+// tx is a kv.Tx over one PostgreSQL transaction, begun lazily: the BEGIN
+// (and, in an Update, the advisory lock) travels with the first query, and a
+// transaction that only writes sends everything with its COMMIT, in one round
+// trip.
+type tx struct {
+	s        *Store
+	ctx      context.Context
+	writable bool
+	done     bool
+
+	conn  *pgxpool.Conn
+	begun bool
+	// committing is set while the batch carrying the COMMIT is in flight.
+	committing bool
+	// broken is the first database error of the transaction; PostgreSQL
+	// aborts the transaction on it, so every later query and the commit
+	// fail with it.
+	broken error
+
+	// over holds, per bucket (indexed like Store.names), the Puts and
+	// Deletes not yet sent; nil until the bucket is written.
+	over []*btree.BTreeG[*ent]
+	// scanning counts, per bucket, the Scans in progress.
+	scanning []int32
+}
+
+// ent is a buffered write: a value, or a deletion.
+type ent struct {
+	k, v []byte
+	del  bool
+}
+
+func entLess(a, b *ent) bool { return string(a.k) < string(b.k) }
+
+// emptyValue is returned for an existing empty value.
+var emptyValue = []byte{}
+
+// beginSQL returns the statements that open the transaction.
+func (t *tx) beginSQL(b *pgx.Batch) int {
+	if t.writable {
+		b.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
+		b.Queue(`SELECT pg_advisory_xact_lock($1)`, t.s.lockKey)
+		return 2
+	}
+	b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
+	return 1
+}
+
+// send runs the statements queue adds, preceded by the BEGIN if the
+// transaction has not begun, in one round trip, and passes their results to
+// read. Any failure breaks the transaction.
+func (t *tx) send(queue func(b *pgx.Batch), read func(br pgx.BatchResults) error) error {
+	if t.broken != nil {
+		return t.broken
+	}
+	err := t.send1(queue, read)
+	if err != nil {
+		t.broken = err
+	}
+	return err
+}
+
+func (t *tx) send1(queue func(b *pgx.Batch), read func(br pgx.BatchResults) error) error {
+	if t.conn == nil {
+		c, err := t.s.pool.Acquire(t.ctx)
+		if err != nil {
+			return fmt.Errorf("pgkv: connect: %w", mapErr(err))
+		}
+		t.conn = c
+	}
+	b := &pgx.Batch{}
+	nbegin := 0
+	if !t.begun {
+		nbegin = t.beginSQL(b)
+	}
+	queue(b)
+	br := t.conn.SendBatch(t.ctx, b)
+	for range nbegin {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			if t.committing {
+				// The COMMIT was in the same batch.
+				return fmt.Errorf("pgkv: begin: %w", commitErr(err, false))
+			}
+			return fmt.Errorf("pgkv: begin: %w", mapErr(err))
+		}
+	}
+	t.begun = true
+	if err := read(br); err != nil {
+		_ = br.Close()
+		return err
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("pgkv: %w", mapErr(err))
+	}
+	return nil
+}
+
+// abort rolls back (after fn failed or panicked) and releases the
+// connection.
+func (t *tx) abort() {
+	if t.conn == nil {
+		return
+	}
+	c := t.conn
+	t.conn = nil
+	if t.begun && !c.Conn().IsClosed() {
+		// The transaction's context may have run out; roll back under a
+		// short one of its own. If this fails, Release drops the
+		// connection (it is not idle).
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _ = c.Exec(ctx, "ROLLBACK")
+		cancel()
+	}
+	c.Release()
+}
+
+// finish commits an Update (sending its buffered writes with the COMMIT) or
+// ends a View, and releases the connection.
+func (t *tx) finish() error {
+	if !t.writable || t.broken != nil {
+		err := t.broken
+		if !t.writable && t.begun && err == nil {
+			// End the snapshot; a failure here loses nothing.
+			_ = t.send(func(b *pgx.Batch) { b.Queue("COMMIT") }, func(br pgx.BatchResults) error {
+				_, err := br.Exec()
+				return err
+			})
+		}
+		t.abort()
+		if err != nil {
+			return fmt.Errorf("pgkv: commit: the transaction failed earlier: %w", err)
+		}
+		return nil
+	}
+	stmts := t.flushStatements()
+	if len(stmts) == 0 && !t.begun {
+		return nil // nothing read, nothing written
+	}
+	committed := false
+	t.committing = true
+	err := t.send(func(b *pgx.Batch) {
+		for _, st := range stmts {
+			b.Queue(st.sql, st.args...)
+		}
+		b.Queue("COMMIT")
+	}, func(br pgx.BatchResults) error {
+		for range stmts {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("pgkv: write: %w", commitErr(err, false))
+			}
+		}
+		tag, err := br.Exec()
+		if err != nil {
+			return fmt.Errorf("pgkv: commit: %w", commitErr(err, true))
+		}
+		if tag.String() != "COMMIT" {
+			return fmt.Errorf("pgkv: commit: server answered %q", tag.String())
+		}
+		committed = true
+		return nil
+	})
+	if committed {
+		// The COMMIT succeeded; an error reading what follows it changes
+		// nothing.
+		err = nil
+	}
+	t.abort()
+	return err
+}
+
+// stmt is one statement of a commit.
+type stmt struct {
+	sql  string
+	args []any
+}
+
+// flushChunk bounds the bytes of values one INSERT carries (a bytea[]
+// parameter is limited to 1 GiB, and smaller statements keep memory flat).
+const flushChunk = 32 << 20
+
+// flushStatements turns the buffered writes into as few statements as
+// possible: one DELETE of every deleted key (all buckets) and one INSERT ...
+// ON CONFLICT DO UPDATE of every put key, split when the values pass
+// flushChunk bytes.
+func (t *tx) flushStatements() []stmt {
+	var out []stmt
+	var dBuckets []string
+	var dKeys [][]byte
+	var pBuckets []string
+	var pKeys, pVals [][]byte
+	size := 0
+	flushPuts := func() {
+		if len(pKeys) == 0 {
+			return
+		}
+		out = append(out, stmt{
+			sql: `INSERT INTO replica_kv (ns, bucket, k, v)
+SELECT $1, b, k, v FROM unnest($2::text[], $3::bytea[], $4::bytea[]) AS u(b, k, v)
+ON CONFLICT (ns, bucket, k) DO UPDATE SET v = EXCLUDED.v`,
+			args: []any{t.s.ns, pBuckets, pKeys, pVals},
+		})
+		pBuckets, pKeys, pVals, size = nil, nil, nil, 0
+	}
+	for i, o := range t.over {
+		if o == nil {
+			continue
+		}
+		name := t.s.names[i]
+		o.Ascend(func(e *ent) bool {
+			if e.del {
+				dBuckets = append(dBuckets, name)
+				dKeys = append(dKeys, e.k)
+				return true
+			}
+			if size+len(e.v) > flushChunk {
+				flushPuts()
+			}
+			pBuckets = append(pBuckets, name)
+			pKeys = append(pKeys, e.k)
+			pVals = append(pVals, e.v)
+			size += len(e.v) + len(e.k)
+			return true
+		})
+	}
+	var del []stmt
+	if len(dKeys) > 0 {
+		del = []stmt{{
+			sql: `DELETE FROM replica_kv WHERE ns = $1 AND (bucket, k) IN
+(SELECT b, k FROM unnest($2::text[], $3::bytea[]) AS u(b, k))`,
+			args: []any{t.s.ns, dBuckets, dKeys},
+		}}
+	}
+	flushPuts()
+	return append(del, out...)
+}
+
+// bucket returns the index of the named bucket.
+func (t *tx) bucket(name string) (int, error) {
+	if t.done {
+		return 0, errTxDone
+	}
+	i, ok := t.s.index[name]
+	if !ok {
+		return 0, fmt.Errorf("pgkv: bucket %q: %w", name, kv.ErrBucketNotFound)
+	}
+	return i, nil
+}
+
+// writeBucket is bucket for writes: it also refuses writes in a View and to
+// a bucket being scanned.
+func (t *tx) writeBucket(name string) (int, error) {
+	i, err := t.bucket(name)
+	if err != nil {
+		return 0, err
+	}
+	if !t.writable {
+		return 0, kv.ErrReadOnly
+	}
+	if t.scanning != nil && t.scanning[i] > 0 {
+		return 0, fmt.Errorf("bucket %q: %w", name, errWriteWhileScanning)
+	}
+	return i, nil
+}
+
+func checkKey(key []byte) error {
+	if len(key) == 0 || len(key) > kv.MaxKeySize {
+		return fmt.Errorf("pgkv: key of %d bytes (want 1 to %d): %w", len(key), kv.MaxKeySize, kv.ErrInvalidKey)
+	}
+	return nil
+}
+
+// overlay returns the buffered write of key in bucket i, or nil.
+func (t *tx) overlay(i int, key []byte) *ent {
+	if t.over == nil || t.over[i] == nil {
+		return nil
+	}
+	e, _ := t.over[i].Get(&ent{k: key})
+	return e
+}
+
+func (t *tx) setOverlay(i int, e *ent) {
+	if t.over == nil {
+		t.over = make([]*btree.BTreeG[*ent], len(t.s.names))
+	}
+	if t.over[i] == nil {
+		t.over[i] = btree.NewG(16, entLess)
+	}
+	t.over[i].ReplaceOrInsert(e)
+}
+
+// Get returns the value of key, or kv.ErrNotFound: the buffered write if
+// there is one, otherwise one query.
+func (t *tx) Get(bucket string, key []byte) ([]byte, error) {
+	vals, err := t.GetMany(bucket, [][]byte{key})
+	if err != nil {
+		return nil, err
+	}
+	if vals[0] == nil {
+		return nil, kv.ErrNotFound
+	}
+	return vals[0], nil
+}
+
+// GetMany returns the values of keys in order, nil for absent ones, with one
+// query (k = ANY($keys)) for the keys without a buffered write.
+func (t *tx) GetMany(bucket string, keys [][]byte) ([][]byte, error) {
+	i, err := t.bucket(bucket)
+	if err != nil {
+		return nil, err
+	}
+	bks := make([]kv.BucketKey, len(keys))
+	for j, k := range keys {
+		bks[j] = kv.BucketKey{Bucket: t.s.names[i], Key: k}
+	}
+	return t.GetBatch(bks)
+}
+
+// GetBatch implements kv.BatchGetter: the keys of several buckets in one
+// query.
+func (t *tx) GetBatch(keys []kv.BucketKey) ([][]byte, error) {
+	if t.done {
+		return nil, errTxDone
+	}
+	idx := make([]int, len(keys))
+	for j, bk := range keys {
+		i, err := t.bucket(bk.Bucket)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkKey(bk.Key); err != nil {
+			return nil, err
+		}
+		idx[j] = i
+	}
+	out := make([][]byte, len(keys))
+	// The keys to ask the database for, with the positions wanting them.
+	type want struct {
+		bucket int
+		key    string
+	}
+	var qBuckets []string
+	var qKeys [][]byte
+	pending := map[want][]int{}
+	for j, bk := range keys {
+		if e := t.overlay(idx[j], bk.Key); e != nil {
+			if !e.del {
+				out[j] = e.v
+			}
+			continue
+		}
+		w := want{idx[j], string(bk.Key)}
+		if _, ok := pending[w]; !ok {
+			qBuckets = append(qBuckets, t.s.names[idx[j]])
+			qKeys = append(qKeys, bk.Key)
+		}
+		pending[w] = append(pending[w], j)
+	}
+	if len(qKeys) == 0 {
+		return out, nil
+	}
+	err := t.send(func(b *pgx.Batch) {
+		if len(qKeys) == 1 {
+			b.Queue(`SELECT bucket, k, v FROM replica_kv WHERE ns = $1 AND bucket = $2 AND k = $3`,
+				t.s.ns, qBuckets[0], qKeys[0])
+			return
+		}
+		b.Queue(`SELECT bucket, k, v FROM replica_kv WHERE ns = $1 AND (bucket, k) IN
+(SELECT b, k FROM unnest($2::text[], $3::bytea[]) AS u(b, k))`, t.s.ns, qBuckets, qKeys)
+	}, func(br pgx.BatchResults) error {
+		rows, err := br.Query()
+		if err != nil {
+			return fmt.Errorf("pgkv: get: %w", mapErr(err))
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var b string
+			var k, v []byte
+			if err := rows.Scan(&b, &k, &v); err != nil {
+				return fmt.Errorf("pgkv: get: %w", mapErr(err))
+			}
+			if v == nil {
+				v = emptyValue
+			}
+			for _, j := range pending[want{t.s.index[b], string(k)}] {
+				out[j] = v
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("pgkv: get: %w", mapErr(err))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Put buffers key and a copy of value until the commit.
+func (t *tx) Put(bucket string, key, value []byte) error {
+	i, err := t.writeBucket(bucket)
+	if err != nil {
+		return err
+	}
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if len(value) > kv.MaxValueSize {
+		return fmt.Errorf("pgkv: value of %d bytes (max %d): %w", len(value), kv.MaxValueSize, kv.ErrValueTooLarge)
+	}
+	v := make([]byte, len(value)) // non-nil even when empty
+	copy(v, value)
+	t.setOverlay(i, &ent{k: append([]byte(nil), key...), v: v})
+	return nil
+}
+
+// Delete buffers the deletion of key until the commit.
+func (t *tx) Delete(bucket string, key []byte) error {
+	i, err := t.writeBucket(bucket)
+	if err != nil {
+		return err
+	}
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	t.setOverlay(i, &ent{k: append([]byte(nil), key...), del: true})
+	return nil
+}
+
+// normRange returns the bounds of a Range (nil for unbounded) and whether it
+// is empty.
+func normRange(start, end []byte) ([]byte, []byte, bool) {
+	if len(start) == 0 {
+		start = nil
+	}
+	if end != nil && (len(end) == 0 || (start != nil && string(start) >= string(end))) {
+		return nil, nil, true
+	}
+	return start, end, false
+}
+
+// DeleteRange deletes [start, end) in the database at once (one statement)
+// and drops the buffered writes in the range.
+func (t *tx) DeleteRange(bucket string, start, end []byte) error {
+	i, err := t.writeBucket(bucket)
+	if err != nil {
+		return err
+	}
+	start, end, empty := normRange(start, end)
+	if empty {
+		return nil
+	}
+	if t.over != nil && t.over[i] != nil {
+		var drop []*ent
+		iter := func(e *ent) bool {
+			if end != nil && string(e.k) >= string(end) {
+				return false
+			}
+			drop = append(drop, e)
+			return true
+		}
+		if start == nil {
+			t.over[i].Ascend(iter)
+		} else {
+			t.over[i].AscendGreaterOrEqual(&ent{k: start}, iter)
+		}
+		for _, e := range drop {
+			t.over[i].Delete(e)
+		}
+	}
+	sql := `DELETE FROM replica_kv WHERE ns = $1 AND bucket = $2`
+	args := []any{t.s.ns, bucket}
+	if start != nil {
+		args = append(args, start)
+		sql += fmt.Sprintf(" AND k >= $%d", len(args))
+	}
+	if end != nil {
+		args = append(args, end)
+		sql += fmt.Sprintf(" AND k < $%d", len(args))
+	}
+	return t.send(func(b *pgx.Batch) { b.Queue(sql, args...) }, func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("pgkv: delete range: %w", mapErr(err))
+		}
+		return nil
+	})
+}
+
+// Scan paging: at most scanPage rows per query, and a query stops adding
+// rows once the values it returned pass scanPageBytes (so a page of 8 MiB
+// values does not load gigabytes).
+const (
+	scanPage      = 512
+	scanPageBytes = 4 << 20
+)
+
+type row struct{ k, v []byte }
+
+// Scan merges the buffered writes of the range with the database's rows,
+// read with keyset pagination (WHERE k > last ORDER BY k LIMIT n); the page
+// is read completely before fn sees its entries, so fn may query the same
+// transaction.
+func (t *tx) Scan(bucket string, r kv.Range, fn func(key, value []byte) bool) error {
+	i, err := t.bucket(bucket)
+	if err != nil {
+		return err
+	}
+	start, end, empty := normRange(r.Start, r.End)
+	if empty {
+		return nil
+	}
+	if t.writable {
+		if t.scanning == nil {
+			t.scanning = make([]int32, len(t.s.names))
+		}
+		t.scanning[i]++
+		defer func() { t.scanning[i]-- }()
+	}
+	// The buffered writes in the range, in the scan's order. The bucket's
+	// overlay cannot change during the Scan (writes to it are refused).
+	var ov []*ent
+	dels := 0
+	if t.over != nil && t.over[i] != nil {
+		iter := func(e *ent) bool {
+			if end != nil && string(e.k) >= string(end) {
+				return false
+			}
+			ov = append(ov, e)
+			if e.del {
+				dels++
+			}
+			return true
+		}
+		if start == nil {
+			t.over[i].Ascend(iter)
+		} else {
+			t.over[i].AscendGreaterOrEqual(&ent{k: start}, iter)
+		}
+		if r.Reverse {
+			for a, b := 0, len(ov)-1; a < b; a, b = a+1, b-1 {
+				ov[a], ov[b] = ov[b], ov[a]
+			}
+		}
+	}
+	var (
+		page   []row
+		pi     int
+		more   = true // the database may hold rows after page
+		cursor []byte // the last database key read
+		n      int    // entries visited
+		oi     int
+	)
+	for {
+		if pi == len(page) && more {
+			size := scanPage
+			if r.Limit > 0 {
+				size = min(size, r.Limit-n+dels)
+			}
+			page, more, err = t.fetch(bucket, start, end, cursor, r, size)
+			if err != nil {
+				return err
+			}
+			pi = 0
+			if len(page) > 0 {
+				cursor = page[len(page)-1].k
+			}
+		}
+		var d *row
+		if pi < len(page) {
+			d = &page[pi]
+		}
+		var o *ent
+		if oi < len(ov) {
+			o = ov[oi]
+		}
+		var k, v []byte
+		switch {
+		case d == nil && o == nil:
+			return nil
+		case d == nil:
+			oi++
+		case o == nil:
+			pi++
+		default:
+			c := cmpKeys(o.k, d.k)
+			if r.Reverse {
+				c = -c
+			}
+			switch {
+			case c < 0:
+				oi++
+			case c > 0:
+				o = nil
+				pi++
+			default: // the buffered write replaces the row
+				oi++
+				pi++
+			}
+		}
+		if o != nil {
+			if o.del {
+				continue
+			}
+			k, v = o.k, o.v
+		} else {
+			k, v = d.k, d.v
+		}
+		if r.KeysOnly {
+			v = nil
+		}
+		n++
+		if !fn(k, v) || (r.Limit > 0 && n >= r.Limit) {
+			return nil
+		}
+	}
+}
+
+func cmpKeys(a, b []byte) int {
+	switch {
+	case string(a) < string(b):
+		return -1
+	case string(a) > string(b):
+		return 1
+	}
+	return 0
+}
+
+// fetch reads the next page of the range after cursor (before it, in
+// reverse), and reports whether there may be more.
+func (t *tx) fetch(bucket string, start, end, cursor []byte, r kv.Range, size int) ([]row, bool, error) {
+	size = max(size, 1)
+	args := []any{t.s.ns, bucket}
+	where := "ns = $1 AND bucket = $2"
+	bound := func(op string, b []byte) {
+		args = append(args, b)
+		where += fmt.Sprintf(" AND k %s $%d", op, len(args))
+	}
+	if r.Reverse {
+		if start != nil {
+			bound(">=", start)
+		}
+		if cursor != nil {
+			bound("<", cursor)
+		} else if end != nil {
+			bound("<", end)
+		}
+	} else {
+		if cursor != nil {
+			bound(">", cursor)
+		} else if start != nil {
+			bound(">=", start)
+		}
+		if end != nil {
+			bound("<", end)
+		}
+	}
+	order := "k"
+	if r.Reverse {
+		order = "k DESC"
+	}
+	args = append(args, size)
+	var sql string
+	if r.KeysOnly {
+		sql = fmt.Sprintf(`SELECT k, NULL::bytea, 0::int8 FROM replica_kv WHERE %s ORDER BY %s LIMIT $%d`, where, order, len(args))
+	} else {
+		args = append(args, scanPageBytes)
+		sql = fmt.Sprintf(`SELECT k, v, run FROM (
+  SELECT k, v, octet_length(v)::int8 AS len,
+    sum(octet_length(v)) OVER (ORDER BY %[2]s ROWS UNBOUNDED PRECEDING)::int8 AS run
+  FROM replica_kv WHERE %[1]s ORDER BY %[2]s LIMIT $%[3]d) s
+WHERE run - len < $%[4]d ORDER BY %[2]s`, where, order, len(args)-1, len(args))
+	}
+	var page []row
+	var lastRun int64
+	err := t.send(func(b *pgx.Batch) { b.Queue(sql, args...) }, func(br pgx.BatchResults) error {
+		rows, err := br.Query()
+		if err != nil {
+			return fmt.Errorf("pgkv: scan: %w", mapErr(err))
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var rw row
+			if err := rows.Scan(&rw.k, &rw.v, &lastRun); err != nil {
+				return fmt.Errorf("pgkv: scan: %w", mapErr(err))
+			}
+			if rw.v == nil && !r.KeysOnly {
+				rw.v = emptyValue
+			}
+			page = append(page, rw)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("pgkv: scan: %w", mapErr(err))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	more := len(page) == size || lastRun >= scanPageBytes
+	return page, more, nil
+}

@@ -1,0 +1,477 @@
+//go:build !js
+
+package pgkv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/replica-sync/replica/internal/pgtest"
+	"github.com/replica-sync/replica/kv"
+	"github.com/replica-sync/replica/kv/boltkv"
+	"github.com/replica-sync/replica/kv/kvtest"
+	"github.com/replica-sync/replica/kv/memkv"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// newPool returns a pool on a fresh database, closed when t ends.
+func newPool(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 32
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func randomNamespace() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "ns-" + hex.EncodeToString(b[:])
+}
+
+func open(t testing.TB, pool *pgxpool.Pool, ns string, buckets ...string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), pool, ns, buckets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// opener returns a kvtest.Opener making a store on a new namespace of one
+// database.
+func opener(t testing.TB) kvtest.Opener {
+	pool := newPool(t, pgtest.NewDatabase(t))
+	return func(t testing.TB, buckets []string) kv.Store {
+		s, err := Open(context.Background(), pool, randomNamespace(), buckets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+}
+
+func TestConformance(t *testing.T) { kvtest.Run(t, opener(t)) }
+
+// BenchmarkPgkv runs the kv benchmarks on a local PostgreSQL (127.0.0.1,
+// fsync=off, synchronous_commit=off: see pgtest). BenchmarkBoltkv runs the
+// same ones on bbolt in the same binary, for ratios.
+func BenchmarkPgkv(b *testing.B) { kvtest.Bench(b, opener(b)) }
+
+func BenchmarkBoltkv(b *testing.B) {
+	kvtest.Bench(b, func(t testing.TB, buckets []string) kv.Store {
+		s, err := boltkv.Open(filepath.Join(t.TempDir(), "kv.db"), buckets, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+func increment(s kv.Store) error {
+	return s.Update(func(tx kv.Tx) error {
+		var n uint64
+		v, err := tx.Get("b", []byte("counter"))
+		switch {
+		case errors.Is(err, kv.ErrNotFound):
+		case err != nil:
+			return err
+		default:
+			n = binary.BigEndian.Uint64(v)
+		}
+		return tx.Put("b", []byte("counter"), binary.BigEndian.AppendUint64(nil, n+1))
+	})
+}
+
+func counter(t *testing.T, s kv.Store) uint64 {
+	t.Helper()
+	var n uint64
+	if err := s.View(func(tx kv.Tx) error {
+		v, err := tx.Get("b", []byte("counter"))
+		if err == nil {
+			n = binary.BigEndian.Uint64(v)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Two Stores on one namespace through two pools (two processes, as far as
+// PostgreSQL can tell) serialize their Updates: no increment is lost.
+func TestTwoProcessesSerialized(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ns := randomNamespace()
+	stores := []*Store{open(t, newPool(t, url), ns, "b"), open(t, newPool(t, url), ns, "b")}
+	const perStore, goroutines = 100, 3
+	var wg sync.WaitGroup
+	errs := make(chan error, len(stores)*goroutines)
+	for _, s := range stores {
+		for range goroutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range perStore / goroutines {
+					if err := increment(s); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	want := uint64(len(stores) * (perStore / goroutines) * goroutines)
+	for i, s := range stores {
+		if got := counter(t, s); got != want {
+			t.Errorf("store %d sees counter %d, want %d", i, got, want)
+		}
+	}
+}
+
+func TestNamespaces(t *testing.T) {
+	ctx := context.Background()
+	pool := newPool(t, pgtest.NewDatabase(t))
+	a := open(t, pool, "a", "x", "y")
+	b := open(t, pool, "b", "x", "y")
+	for _, s := range []*Store{a, b} {
+		if err := s.Update(func(tx kv.Tx) error {
+			if err := tx.Put("x", []byte("k"), []byte(s.Namespace())); err != nil {
+				return err
+			}
+			return tx.Put("y", []byte("only-"+s.Namespace()), nil)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range []*Store{a, b} {
+		if err := s.View(func(tx kv.Tx) error {
+			v, err := tx.Get("x", []byte("k"))
+			if err != nil || string(v) != s.Namespace() {
+				t.Errorf("%s: x/k = %q, %v", s.Namespace(), v, err)
+			}
+			var keys []string
+			err = tx.Scan("y", kv.Range{}, func(k, _ []byte) bool { keys = append(keys, string(k)); return true })
+			if !slices.Equal(keys, []string{"only-" + s.Namespace()}) {
+				t.Errorf("%s: bucket y holds %q", s.Namespace(), keys)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names, err := Namespaces(ctx, pool)
+	if err != nil || !slices.Equal(names, []string{"a", "b"}) {
+		t.Fatalf("Namespaces = %q, %v", names, err)
+	}
+	if err := Drop(ctx, pool, "a"); err != nil {
+		t.Fatal(err)
+	}
+	names, err = Namespaces(ctx, pool)
+	if err != nil || !slices.Equal(names, []string{"b"}) {
+		t.Fatalf("Namespaces after Drop(a) = %q, %v", names, err)
+	}
+	if err := a.View(func(tx kv.Tx) error {
+		_, err := tx.Get("x", []byte("k"))
+		return err
+	}); !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("a/x/k after Drop: %v, want ErrNotFound", err)
+	}
+	if n := counterOrZero(b, "x", "k"); n != "b" {
+		t.Errorf("b/x/k after Drop(a) = %q", n)
+	}
+}
+
+func counterOrZero(s kv.Store, bucket, key string) string {
+	var out string
+	_ = s.View(func(tx kv.Tx) error {
+		v, err := tx.Get(bucket, []byte(key))
+		out = string(v)
+		return err
+	})
+	return out
+}
+
+func TestMigrateConcurrently(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		pool := newPool(t, url)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- Migrate(context.Background(), pool)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// A PostgreSQL restart fails transactions with ErrUnavailable (or, for a
+// commit in flight, ErrCommitUnknown) while the server is down; afterwards
+// the pool reconnects and every committed write is there.
+func TestServerRestart(t *testing.T) {
+	pool := newPool(t, pgtest.NewDatabase(t))
+	s, err := OpenWith(context.Background(), pool, "r", []string{"b"}, Options{TxTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for range 10 {
+		if err := increment(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pgtest.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	defer func() {
+		if !restarted {
+			_ = pgtest.Start()
+		}
+	}()
+	err = increment(s)
+	t.Logf("read-write Update with the server down: %v", err)
+	if !errors.Is(err, kv.ErrUnavailable) {
+		t.Errorf("read-write Update with the server down: %v, want ErrUnavailable", err)
+	}
+	err = s.Update(func(tx kv.Tx) error { return tx.Put("b", []byte("blind"), []byte("x")) })
+	t.Logf("write-only Update with the server down: %v", err)
+	if !errors.Is(err, kv.ErrUnavailable) && !errors.Is(err, kv.ErrCommitUnknown) {
+		t.Errorf("write-only Update with the server down: %v, want ErrUnavailable or ErrCommitUnknown", err)
+	}
+	if err := s.View(func(tx kv.Tx) error { _, err := tx.Get("b", []byte("counter")); return err }); !errors.Is(err, kv.ErrUnavailable) {
+		t.Errorf("View with the server down: %v, want ErrUnavailable", err)
+	}
+	if err := pgtest.Start(); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	for range 10 {
+		if err := increment(s); err != nil {
+			t.Fatalf("after restart: %v", err)
+		}
+	}
+	if got := counter(t, s); got != 20 {
+		t.Errorf("counter after restart = %d, want 20", got)
+	}
+}
+
+// Scan's merge of buffered writes with database pages, compared with memkv
+// on random operations: several pages (pgkv reads 512 rows per query),
+// Reverse, Limit, KeysOnly, bounds.
+func TestScanMergeMatchesMemkv(t *testing.T) {
+	pool := newPool(t, pgtest.NewDatabase(t))
+	pg := open(t, pool, randomNamespace(), "b")
+	mem := memkv.New("b")
+	rng := mrand.New(mrand.NewPCG(1, 2))
+	apply := func(ops func(tx kv.Tx) error) {
+		for _, s := range []kv.Store{pg, mem} {
+			if err := s.Update(ops); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	apply(func(tx kv.Tx) error {
+		for i := range 1500 {
+			if err := tx.Put("b", fmt.Appendf(nil, "k%04d", i), fmt.Appendf(nil, "v%d", i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for round := range 20 {
+		// The same random operations on both, scanned before commit.
+		seed := rng.Uint64()
+		var results [2][]string
+		for si, s := range []kv.Store{pg, mem} {
+			r := mrand.New(mrand.NewPCG(seed, 0))
+			rkey := func() []byte { return fmt.Appendf(nil, "k%04d", r.IntN(2000)) }
+			err := s.Update(func(tx kv.Tx) error {
+				for range 300 {
+					var err error
+					switch r.IntN(10) {
+					case 0:
+						a, b := rkey(), rkey()
+						if string(a) > string(b) {
+							a, b = b, a
+						}
+						err = tx.DeleteRange("b", a, b)
+					case 1, 2, 3:
+						err = tx.Delete("b", rkey())
+					default:
+						err = tx.Put("b", rkey(), fmt.Appendf(nil, "r%d", round))
+					}
+					if err != nil {
+						return err
+					}
+				}
+				for range 6 {
+					rg := kv.Range{Reverse: r.IntN(2) == 0, KeysOnly: r.IntN(3) == 0}
+					if r.IntN(2) == 0 {
+						rg.Start = rkey()
+					}
+					if r.IntN(2) == 0 {
+						rg.End = rkey()
+					}
+					if r.IntN(2) == 0 {
+						rg.Limit = 1 + r.IntN(700)
+					}
+					var got []string
+					if err := tx.Scan("b", rg, func(k, v []byte) bool {
+						if rg.KeysOnly && v != nil {
+							t.Errorf("KeysOnly Scan passed a value")
+						}
+						got = append(got, string(k)+"="+string(v))
+						return true
+					}); err != nil {
+						return err
+					}
+					results[si] = append(results[si], fmt.Sprintf("%+v: %d %q", rg, len(got), got))
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.Equal(results[0], results[1]) {
+			for i := range results[0] {
+				if results[0][i] != results[1][i] {
+					t.Fatalf("round %d: pgkv and memkv differ:\npgkv  %.400s\nmemkv %.400s", round, results[0][i], results[1][i])
+				}
+			}
+		}
+	}
+	// And the committed states agree.
+	dump := func(s kv.Store) (out []string) {
+		_ = s.View(func(tx kv.Tx) error {
+			return tx.Scan("b", kv.Range{}, func(k, v []byte) bool { out = append(out, string(k)+"="+string(v)); return true })
+		})
+		return out
+	}
+	if a, b := dump(pg), dump(mem); !slices.Equal(a, b) {
+		t.Fatalf("committed states differ: pgkv %d entries, memkv %d", len(a), len(b))
+	}
+}
+
+// Scan pages stop at about 4 MiB of values, whatever the row count.
+func TestScanLargeValues(t *testing.T) {
+	pool := newPool(t, pgtest.NewDatabase(t))
+	s := open(t, pool, randomNamespace(), "b")
+	big := make([]byte, 1<<20)
+	const n = 13
+	if err := s.Update(func(tx kv.Tx) error {
+		for i := range n {
+			big[0] = byte(i)
+			if err := tx.Put("b", []byte{'k', byte(i)}, big); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, rev := range []bool{false, true} {
+		var seen []byte
+		if err := s.View(func(tx kv.Tx) error {
+			return tx.Scan("b", kv.Range{Reverse: rev}, func(k, v []byte) bool {
+				if len(v) != len(big) || v[0] != k[1] {
+					t.Errorf("key %q: value of %d bytes starting %d", k, len(v), v[0])
+				}
+				seen = append(seen, k[1])
+				return true
+			})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) != n {
+			t.Errorf("reverse=%v: %d entries, want %d", rev, len(seen), n)
+		}
+	}
+}
+
+// The callback of a Scan may read and write (other buckets) through the same
+// transaction, across page boundaries.
+func TestScanCallbackUsesTx(t *testing.T) {
+	pool := newPool(t, pgtest.NewDatabase(t))
+	s := open(t, pool, randomNamespace(), "a", "b")
+	if err := s.Update(func(tx kv.Tx) error {
+		for i := range 1200 {
+			if err := tx.Put("a", fmt.Appendf(nil, "%05d", i), []byte("x")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(func(tx kv.Tx) error {
+		var inner error
+		err := tx.Scan("a", kv.Range{}, func(k, v []byte) bool {
+			if _, inner = tx.Get("a", k); inner != nil {
+				return false
+			}
+			inner = tx.Put("b", k, v)
+			return inner == nil
+		})
+		if err != nil {
+			return err
+		}
+		return inner
+	}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	if err := s.View(func(tx kv.Tx) error {
+		return tx.Scan("b", kv.Range{KeysOnly: true}, func(k, v []byte) bool { n++; return true })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1200 {
+		t.Fatalf("copied %d entries, want 1200", n)
+	}
+}
+
+func TestClosedPool(t *testing.T) {
+	pool := newPool(t, pgtest.NewDatabase(t))
+	s := open(t, pool, randomNamespace(), "b")
+	pool.Close()
+	err := s.View(func(tx kv.Tx) error { _, err := tx.Get("b", []byte("k")); return err })
+	if !errors.Is(err, kv.ErrClosed) {
+		t.Errorf("View on a closed pool: %v, want ErrClosed", err)
+	}
+}
