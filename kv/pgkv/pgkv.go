@@ -171,14 +171,19 @@ func (s *Store) run(writable bool, fn func(kv.Tx) error) (err error) {
 	if !s.enter() {
 		return kv.ErrClosed
 	}
-	defer s.leave()
+	var t *tx
+	defer func() {
+		if t == nil || !t.endsLater {
+			s.leave()
+		}
+	}()
 	if writable {
 		s.writeMu.Lock()
 		defer s.writeMu.Unlock()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
-	t := &tx{s: s, ctx: ctx, writable: writable}
+	t = &tx{s: s, ctx: ctx, writable: writable}
 	finished := false
 	defer func() {
 		t.done = true
@@ -219,6 +224,8 @@ type tx struct {
 
 	conn  *pgxpool.Conn
 	begun bool
+	// endsLater is set when a View's COMMIT runs after View returned.
+	endsLater bool
 	// committing is set while the batch carrying the COMMIT is in flight.
 	committing bool
 	// broken is the first database error of the transaction; PostgreSQL
@@ -327,15 +334,23 @@ func (t *tx) abort() {
 // finish commits an Update (sending its buffered writes with the COMMIT) or
 // ends a View, and releases the connection.
 func (t *tx) finish() error {
+	if !t.writable && t.begun && t.broken == nil {
+		// End the snapshot after returning: the reads are done and
+		// copied, and a failure here loses nothing. Close waits for it.
+		t.endsLater = true
+		c := t.conn
+		t.conn = nil
+		go func() {
+			defer t.s.leave()
+			ctx, cancel := context.WithTimeout(context.Background(), t.s.timeout)
+			defer cancel()
+			_, _ = c.Exec(ctx, "COMMIT")
+			c.Release() // drops the connection if COMMIT failed
+		}()
+		return nil
+	}
 	if !t.writable || t.broken != nil {
 		err := t.broken
-		if !t.writable && t.begun && err == nil {
-			// End the snapshot; a failure here loses nothing.
-			_ = t.send(func(b *pgx.Batch) { b.Queue("COMMIT") }, func(br pgx.BatchResults) error {
-				_, err := br.Exec()
-				return err
-			})
-		}
 		t.abort()
 		if err != nil {
 			return fmt.Errorf("pgkv: commit: the transaction failed earlier: %w", err)
@@ -574,6 +589,9 @@ func (t *tx) GetBatch(keys []kv.BucketKey) ([][]byte, error) {
 				t.s.ns, qBuckets[0], qKeys[0])
 			return
 		}
+		// Not k = ANY($keys): its generic plan (a prepared statement's,
+		// after five runs) filters the whole bucket; this one is a
+		// nested loop of index lookups whatever the plan.
 		b.Queue(`SELECT bucket, k, v FROM replica_kv WHERE ns = $1 AND (bucket, k) IN
 (SELECT b, k FROM unnest($2::text[], $3::bytea[]) AS u(b, k))`, t.s.ns, qBuckets, qKeys)
 	}, func(br pgx.BatchResults) error {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -62,7 +63,7 @@ func open(t testing.TB, pool *pgxpool.Pool, ns string, buckets ...string) *Store
 // opener returns a kvtest.Opener making a store on a new namespace of one
 // database.
 func opener(t testing.TB) kvtest.Opener {
-	pool := newPool(t, pgtest.NewDatabase(t))
+	pool := newPool(t, pgtest.NewDatabase(t)+os.Getenv("PGKV_URL_SUFFIX"))
 	return func(t testing.TB, buckets []string) kv.Store {
 		s, err := Open(context.Background(), pool, randomNamespace(), buckets)
 		if err != nil {
@@ -79,14 +80,20 @@ func TestConformance(t *testing.T) { kvtest.Run(t, opener(t)) }
 // same ones on bbolt in the same binary, for ratios.
 func BenchmarkPgkv(b *testing.B) { kvtest.Bench(b, opener(b)) }
 
-func BenchmarkBoltkv(b *testing.B) {
-	kvtest.Bench(b, func(t testing.TB, buckets []string) kv.Store {
-		s, err := boltkv.Open(filepath.Join(t.TempDir(), "kv.db"), buckets, nil)
+func BenchmarkBoltkv(b *testing.B) { kvtest.Bench(b, boltOpener(nil)) }
+
+// BenchmarkBoltkvNoSync is bbolt without fsync, closer to the test server's
+// fsync=off.
+func BenchmarkBoltkvNoSync(b *testing.B) { kvtest.Bench(b, boltOpener(&boltkv.Options{NoSync: true})) }
+
+func boltOpener(o *boltkv.Options) kvtest.Opener {
+	return func(t testing.TB, buckets []string) kv.Store {
+		s, err := boltkv.Open(filepath.Join(t.TempDir(), "kv.db"), buckets, o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
-	})
+	}
 }
 
 func increment(s kv.Store) error {
