@@ -9,11 +9,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	mrand "math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -480,5 +484,140 @@ func TestClosedPool(t *testing.T) {
 	err := s.View(func(tx kv.Tx) error { _, err := tx.Get("b", []byte("k")); return err })
 	if !errors.Is(err, kv.ErrClosed) {
 		t.Errorf("View on a closed pool: %v, want ErrClosed", err)
+	}
+}
+
+// proxy forwards TCP connections to addr; while drop is set, the first
+// bytes the server sends close the client's connection instead of reaching
+// it, as if the network failed after the server got the request.
+type proxy struct {
+	l    net.Listener
+	addr string
+	drop atomic.Bool
+}
+
+func newProxy(t *testing.T, addr string) *proxy {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{l: l, addr: addr}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", addr)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go func() { _, _ = io.Copy(s, c); s.Close() }()
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := s.Read(buf)
+					if n > 0 {
+						if p.drop.Load() {
+							s.Close()
+							return
+						}
+						if _, err := c.Write(buf[:n]); err != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return p
+}
+
+// A connection lost after the COMMIT was sent gives ErrCommitUnknown (and
+// here the commit did land); one lost after a read gives ErrUnavailable and
+// writes nothing.
+func TestCommitUnknown(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProxy(t, fmt.Sprintf("%s:%d", cfg.ConnConfig.Host, cfg.ConnConfig.Port))
+	_, port, _ := net.SplitHostPort(p.l.Addr().String())
+	cfg.ConnConfig.Port = uint16(mustAtoi(t, port))
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s := open(t, pool, "n", "b")
+	put := func(k string) error {
+		return s.Update(func(tx kv.Tx) error { return tx.Put("b", []byte(k), []byte("v")) })
+	}
+	if err := put("warm-up"); err != nil { // prepares the statements
+		t.Fatal(err)
+	}
+	p.drop.Store(true)
+	err = put("landed")
+	p.drop.Store(false)
+	if !errors.Is(err, kv.ErrCommitUnknown) || errors.Is(err, kv.ErrUnavailable) {
+		t.Errorf("connection lost after the COMMIT was sent: %v, want ErrCommitUnknown (only)", err)
+	}
+	p.drop.Store(true)
+	err = increment(s)
+	p.drop.Store(false)
+	if !errors.Is(err, kv.ErrUnavailable) {
+		t.Errorf("connection lost after a read: %v, want ErrUnavailable", err)
+	}
+	if got := counterOrZero(s, "b", "landed"); got != "v" {
+		t.Errorf("the commit whose answer was lost: landed = %q, want v (it did commit)", got)
+	}
+	if err := s.View(func(tx kv.Tx) error { _, err := tx.Get("b", []byte("counter")); return err }); !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("the Update that failed on its read wrote: %v", err)
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TxTimeout bounds the wait for the namespace lock.
+func TestTxTimeout(t *testing.T) {
+	ctx := context.Background()
+	pool := newPool(t, pgtest.NewDatabase(t))
+	s, err := OpenWith(ctx, pool, "n", []string{"b"}, Options{TxTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	holder, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Release()
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_lock($1)`, LockKey("n")); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	err = increment(s)
+	if took := time.Since(begin); !errors.Is(err, kv.ErrUnavailable) || took > 5*time.Second {
+		t.Errorf("Update while another session holds the lock: %v after %v, want ErrUnavailable after about 300ms", err, took)
+	}
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_unlock($1)`, LockKey("n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := increment(s); err != nil {
+		t.Errorf("Update after the lock was released: %v", err)
 	}
 }
