@@ -71,9 +71,12 @@
 // its DELETE at once and drops the overlay's entries in the range. Scan
 // merges the overlay with the database's rows in key order (Reverse, Limit
 // and KeysOnly included), reading the database with keyset pagination: at
-// most 512 rows a query, and a query stops adding rows once their values
-// pass 4 MiB, so a scan of a huge bucket, or of 8 MiB values, holds about one
-// page in memory. Each page is read whole before the callback sees it, so
+// most 512 rows a query (WHERE k > last ORDER BY k LIMIT 512), with values
+// over 64 KiB left out of the page and read one by one when the Scan reaches
+// them, so a scan of a huge bucket, or of 8 MiB values, holds at most one
+// page (32 MiB of values) in memory. (Capping a page by a running
+// sum(octet_length(v)) in a window function did the same in one query but
+// cost the server about half again as much per page.) Each page is read whole before the callback sees it, so
 // the callback may Get (and Put to other buckets) through the same
 // transaction.
 //

@@ -714,15 +714,19 @@ func (t *tx) DeleteRange(bucket string, start, end []byte) error {
 	})
 }
 
-// Scan paging: at most scanPage rows per query, and a query stops adding
-// rows once the values it returned pass scanPageBytes (so a page of 8 MiB
-// values does not load gigabytes).
+// Scan paging: at most scanPage rows per query; values over scanInline bytes
+// are left out of the page and read one by one when the Scan reaches them,
+// so a page holds at most scanPage*scanInline bytes of values (32 MiB), not
+// 512 values of 8 MiB.
 const (
-	scanPage      = 512
-	scanPageBytes = 4 << 20
+	scanPage   = 512
+	scanInline = 64 << 10
 )
 
-type row struct{ k, v []byte }
+type row struct {
+	k, v []byte
+	big  bool // v was left out: over scanInline bytes
+}
 
 // Scan merges the buffered writes of the range with the database's rows,
 // read with keyset pagination (WHERE k > last ORDER BY k LIMIT n); the page
@@ -832,6 +836,11 @@ func (t *tx) Scan(bucket string, r kv.Range, fn func(key, value []byte) bool) er
 			k, v = o.k, o.v
 		} else {
 			k, v = d.k, d.v
+			if d.big {
+				if v, err = t.fetchValue(bucket, k); err != nil {
+					return err
+				}
+			}
 		}
 		if r.KeysOnly {
 			v = nil
@@ -887,32 +896,42 @@ func (t *tx) fetch(bucket string, start, end, cursor []byte, r kv.Range, size in
 		order = "k DESC"
 	}
 	args = append(args, size)
-	var sql string
+	value := fmt.Sprintf("CASE WHEN octet_length(v) <= %d THEN v END", scanInline)
 	if r.KeysOnly {
-		sql = fmt.Sprintf(`SELECT k, NULL::bytea, 0::int8 FROM replica_kv WHERE %s ORDER BY %s LIMIT $%d`, where, order, len(args))
-	} else {
-		args = append(args, scanPageBytes)
-		sql = fmt.Sprintf(`SELECT k, v, run FROM (
-  SELECT k, v, octet_length(v)::int8 AS len,
-    sum(octet_length(v)) OVER (ORDER BY %[2]s ROWS UNBOUNDED PRECEDING)::int8 AS run
-  FROM replica_kv WHERE %[1]s ORDER BY %[2]s LIMIT $%[3]d) s
-WHERE run - len < $%[4]d ORDER BY %[2]s`, where, order, len(args)-1, len(args))
+		value = "NULL::bytea"
 	}
+	sql := fmt.Sprintf(`SELECT k, %s FROM replica_kv WHERE %s ORDER BY %s LIMIT $%d`, value, where, order, len(args))
 	var page []row
-	var lastRun int64
 	err := t.send(func(b *pgx.Batch) { b.Queue(sql, args...) }, func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err != nil {
 			return fmt.Errorf("pgkv: scan: %w", mapErr(err))
 		}
 		defer rows.Close()
+		fds := rows.FieldDescriptions()
+		raw := len(fds) == 2 && fds[0].Format == pgx.BinaryFormatCode && fds[1].Format == pgx.BinaryFormatCode
+		// With binary results a bytea is its bytes: copy every row of the
+		// page into one arena instead of two allocations per row.
+		var arena []byte
 		for rows.Next() {
 			var rw row
-			if err := rows.Scan(&rw.k, &rw.v, &lastRun); err != nil {
+			if raw {
+				vals := rows.RawValues()
+				if arena == nil {
+					arena = make([]byte, 0, size*(len(vals[0])+len(vals[1])+16))
+				}
+				rw.k, arena = carve(arena, vals[0])
+				if vals[1] != nil {
+					rw.v, arena = carve(arena, vals[1])
+				}
+			} else if err := rows.Scan(&rw.k, &rw.v); err != nil {
 				return fmt.Errorf("pgkv: scan: %w", mapErr(err))
 			}
-			if rw.v == nil && !r.KeysOnly {
-				rw.v = emptyValue
+			// v is never NULL in the table: NULL here is a value over
+			// scanInline, read when the Scan reaches it.
+			rw.big = rw.v == nil && !r.KeysOnly
+			if page == nil {
+				page = make([]row, 0, size)
 			}
 			page = append(page, rw)
 		}
@@ -924,6 +943,38 @@ WHERE run - len < $%[4]d ORDER BY %[2]s`, where, order, len(args)-1, len(args))
 	if err != nil {
 		return nil, false, err
 	}
-	more := len(page) == size || lastRun >= scanPageBytes
+	more := len(page) == size
 	return page, more, nil
+}
+
+// fetchValue reads one value a Scan page left out. The transaction's
+// snapshot (View) or the namespace lock (Update) keeps it there.
+func (t *tx) fetchValue(bucket string, key []byte) ([]byte, error) {
+	var v []byte
+	err := t.send(func(b *pgx.Batch) {
+		b.Queue(`SELECT v FROM replica_kv WHERE ns = $1 AND bucket = $2 AND k = $3`, t.s.ns, bucket, key)
+	}, func(br pgx.BatchResults) error {
+		if err := br.QueryRow().Scan(&v); err == nil && v == nil {
+			v = emptyValue
+		} else if err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("pgkv: scan: the value of %q in bucket %q vanished during the scan", key, bucket)
+			}
+			return fmt.Errorf("pgkv: scan: %w", mapErr(err))
+		}
+		return nil
+	})
+	return v, err
+}
+
+// carve copies b to the end of arena (a new arena when it is full, so
+// earlier carvings stay valid) and returns the copy, non-nil even when
+// empty.
+func carve(arena, b []byte) ([]byte, []byte) {
+	if cap(arena)-len(arena) < len(b) {
+		arena = make([]byte, 0, max(2*cap(arena), len(b)))
+	}
+	n := len(arena)
+	arena = append(arena, b...)
+	return arena[n:len(arena):len(arena)], arena
 }

@@ -399,7 +399,7 @@ func TestScanMergeMatchesMemkv(t *testing.T) {
 	}
 }
 
-// Scan pages stop at about 4 MiB of values, whatever the row count.
+// Values over scanInline are read one by one, in order, whatever the direction.
 func TestScanLargeValues(t *testing.T) {
 	pool := newPool(t, pgtest.NewDatabase(t))
 	s := open(t, pool, randomNamespace(), "b")
