@@ -116,10 +116,30 @@
 // Migrate from 8 pools at once; a server restart gives ErrUnavailable while
 // it is down and loses nothing committed; Scan's merge of the overlay with
 // several database pages matches memkv on random operations; a Scan
-// callback reading and writing through its transaction across pages. The
-// kvtest benchmarks run on pgkv and on bbolt in the same binary
-// (BenchmarkPgkv, BenchmarkBoltkv, BenchmarkBoltkvNoSync); on the loopback
-// test server (fsync off) a transaction costs a round trip or two, tens of
-// times bbolt's in-process commit, while Put1000 and Scan10000 per entry
-// are within a small factor of it.
+// callback reading and writing through its transaction across pages; a
+// connection lost after the COMMIT was sent (a proxy dropping the server's
+// answer) giving ErrCommitUnknown, and after a read ErrUnavailable;
+// TxTimeout bounding the wait for the namespace lock.
+//
+// The kvtest benchmarks run on pgkv and on bbolt in the same binary
+// (BenchmarkPgkv, BenchmarkBoltkv, BenchmarkBoltkvNoSync):
+//
+//	go test -run '^$' -bench . -count=3 ./kv/pgkv
+//
+// On the loopback test server (PostgreSQL 15, fsync=off,
+// synchronous_commit=off, two shared cores), medians, pgkv against bbolt
+// (fsync on) and bbolt NoSync:
+//
+//	                   pgkv       vs bbolt   vs NoSync
+//	PutSingle          392 µs     1.1x       8.7x    (one round trip)
+//	Put1000            15 µs/put  0.7x       1.1x    (one INSERT ... unnest)
+//	ReadModifyWrite100 98 µs/rmw  2.1x       5.6x    (a round trip per Get)
+//	Get (one View)     206 µs     108x       92x
+//	GetMany100         1.15 ms    53x        47x     (one query)
+//	Scan10000          22 ms      109x       99x     (20 pages of 512)
+//
+// A round trip costs about 100 µs here; reads pay it each, so callers batch
+// them (GetMany, kv.BatchGetter) where they can. Writes cost no round trip
+// until the commit. A production server syncing its WAL adds its fsync to
+// every commit, as bbolt's does.
 package pgkv
