@@ -82,6 +82,13 @@
 //
 // Returned slices are copies, valid as long as the caller keeps them.
 //
+// # Notifications
+//
+// The Tx of an Update implements Notifier: tx.(pgkv.Notifier).Notify(channel,
+// payload) queues a pg_notify sent with the commit, so listeners (LISTEN on
+// any connection, in any process) hear of a write exactly when it commits:
+// the relays' fan-out.
+//
 // # Errors
 //
 //   - kv.ErrClosed after Close, or when the pool given to Open was closed.

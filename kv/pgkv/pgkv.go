@@ -238,6 +238,31 @@ type tx struct {
 	over []*btree.BTreeG[*ent]
 	// scanning counts, per bucket, the Scans in progress.
 	scanning []int32
+	// notes are the notifications Notify queued, sent before the COMMIT.
+	notes [][2]string
+}
+
+// Notifier is implemented by the Tx of a pgkv Update: callers type-assert
+// the kv.Tx to it.
+type Notifier interface {
+	// Notify queues pg_notify(channel, payload) in the transaction: it is
+	// sent with the commit, and PostgreSQL delivers it to the channel's
+	// listeners (LISTEN, in any process) only if the transaction commits.
+	Notify(channel, payload string) error
+}
+
+var _ Notifier = (*tx)(nil)
+
+// Notify implements Notifier. It returns kv.ErrReadOnly in a View.
+func (t *tx) Notify(channel, payload string) error {
+	if t.done {
+		return errTxDone
+	}
+	if !t.writable {
+		return kv.ErrReadOnly
+	}
+	t.notes = append(t.notes, [2]string{channel, payload})
+	return nil
 }
 
 // ent is a buffered write: a value, or a deletion.
@@ -456,7 +481,19 @@ ON CONFLICT (ns, bucket, k) DO UPDATE SET v = EXCLUDED.v`,
 		}}
 	}
 	flushPuts()
-	return append(del, out...)
+	out = append(del, out...)
+	if len(t.notes) > 0 {
+		chans := make([]string, len(t.notes))
+		payloads := make([]string, len(t.notes))
+		for i, n := range t.notes {
+			chans[i], payloads[i] = n[0], n[1]
+		}
+		out = append(out, stmt{
+			sql:  `SELECT count(pg_notify(c, p)) FROM unnest($1::text[], $2::text[]) AS u(c, p)`,
+			args: []any{chans, payloads},
+		})
+	}
+	return out
 }
 
 // bucket returns the index of the named bucket.

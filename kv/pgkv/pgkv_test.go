@@ -621,3 +621,53 @@ func TestTxTimeout(t *testing.T) {
 		t.Errorf("Update after the lock was released: %v", err)
 	}
 }
+
+// Notify is delivered to listeners when the Update commits, and not when it
+// rolls back.
+func TestNotify(t *testing.T) {
+	ctx := context.Background()
+	pool := newPool(t, pgtest.NewDatabase(t))
+	s := open(t, pool, "n", "b")
+	listener, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Release()
+	if _, err := listener.Exec(ctx, `LISTEN replica_test`); err != nil {
+		t.Fatal(err)
+	}
+	notify := func(payload string, fail error) error {
+		return s.Update(func(tx kv.Tx) error {
+			if err := tx.Put("b", []byte("k"), []byte(payload)); err != nil {
+				return err
+			}
+			if err := tx.(Notifier).Notify("replica_test", payload); err != nil {
+				return err
+			}
+			return fail
+		})
+	}
+	if err := notify("rolled back", errors.New("no")); err == nil {
+		t.Fatal("want the function's error")
+	}
+	if err := notify("first", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := notify("second", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"first", "second"} {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		n, err := listener.Conn().WaitForNotification(wctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("waiting for %q: %v", want, err)
+		}
+		if n.Channel != "replica_test" || n.Payload != want {
+			t.Errorf("notification %q on %q, want %q", n.Payload, n.Channel, want)
+		}
+	}
+	if err := s.View(func(tx kv.Tx) error { return tx.(Notifier).Notify("replica_test", "x") }); !errors.Is(err, kv.ErrReadOnly) {
+		t.Errorf("Notify in a View: %v, want ErrReadOnly", err)
+	}
+}
