@@ -97,12 +97,19 @@
 //     57P01, 57P02, 57P03, 53300), or the transaction's time (Options.TxTimeout,
 //     30 s by default, which also bounds the wait for the namespace lock) ran
 //     out. Nothing of the transaction was written; the pool reconnects on a
-//     later transaction (each stale pooled connection fails once).
+//     later transaction. A pooled connection that died while idle (a server
+//     restart) is retried once, on a fresh connection, when the
+//     transaction's first pipeline fails on it and nothing can have been
+//     written: a read-write transaction does not notice; a write-only one
+//     notices only when the COMMIT had been sent.
 //   - kv.ErrCommitUnknown: the connection was lost after the pipeline
 //     carrying the COMMIT was sent and before its answer arrived. The
 //     transaction may or may not have been written; it does not match
 //     kv.ErrUnavailable. An error the server answered for a statement before
-//     the COMMIT means the COMMIT never ran, and is reported as such.
+//     the COMMIT means the COMMIT never ran, and is reported as such. The
+//     classification is conservative: a connection lost while pgx prepares
+//     the commit's statements (first use of a statement on a connection)
+//     also reports ErrCommitUnknown, though nothing was sent.
 //   - kv.ErrQuotaExceeded: the server's disk is full (SQLSTATE 53100).
 //   - Any database error breaks the transaction (PostgreSQL aborts it):
 //     later reads return the same error and the commit fails with it, even

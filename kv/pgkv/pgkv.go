@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/btree"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/replica-sync/replica/kv"
@@ -302,12 +303,35 @@ func (t *tx) send(queue func(b *pgx.Batch), read func(br pgx.BatchResults) error
 }
 
 func (t *tx) send1(queue func(b *pgx.Batch), read func(br pgx.BatchResults) error) error {
+	for attempt := 0; ; attempt++ {
+		retry, err := t.sendOnce(queue, read)
+		if err == nil || !retry || attempt > 0 || t.ctx.Err() != nil {
+			return err
+		}
+		// A pooled connection the server had closed (a restart since it
+		// was last used): nothing of the transaction ran, or what ran
+		// died with the session uncommitted. Once more on a fresh one.
+		t.conn.Release()
+		t.conn = nil
+		t.begun = false
+	}
+}
+
+// sendOnce is one attempt of send1. retry reports whether the transaction's
+// first batch failed because its connection was dead, in a way that leaves
+// nothing written: before the COMMIT was sent, or, for a batch carrying the
+// COMMIT, with an answer to the BEGIN itself.
+func (t *tx) sendOnce(queue func(b *pgx.Batch), read func(br pgx.BatchResults) error) (retry bool, err error) {
 	if t.conn == nil {
 		c, err := t.s.pool.Acquire(t.ctx)
 		if err != nil {
-			return fmt.Errorf("pgkv: connect: %w", mapErr(err))
+			return false, fmt.Errorf("pgkv: connect: %w", mapErr(err))
 		}
 		t.conn = c
+	}
+	first := !t.begun
+	deadConn := func(err error) bool {
+		return first && unavailable(err) && t.conn.Conn().IsClosed()
 	}
 	b := &pgx.Batch{}
 	nbegin := 0
@@ -316,25 +340,28 @@ func (t *tx) send1(queue func(b *pgx.Batch), read func(br pgx.BatchResults) erro
 	}
 	queue(b)
 	br := t.conn.SendBatch(t.ctx, b)
-	for range nbegin {
+	for i := range nbegin {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
 			if t.committing {
-				// The COMMIT was in the same batch.
-				return fmt.Errorf("pgkv: begin: %w", commitErr(err, false))
+				// The COMMIT was in the same batch: only an answer to
+				// the BEGIN, or nothing sent, proves it did not run.
+				var pgErr *pgconn.PgError
+				retry := deadConn(err) && i == 0 && (errors.As(err, &pgErr) || pgconn.SafeToRetry(err))
+				return retry, fmt.Errorf("pgkv: begin: %w", commitErr(err, false))
 			}
-			return fmt.Errorf("pgkv: begin: %w", mapErr(err))
+			return deadConn(err), fmt.Errorf("pgkv: begin: %w", mapErr(err))
 		}
 	}
 	t.begun = true
 	if err := read(br); err != nil {
 		_ = br.Close()
-		return err
+		return !t.committing && deadConn(err), err
 	}
 	if err := br.Close(); err != nil {
-		return fmt.Errorf("pgkv: %w", mapErr(err))
+		return false, fmt.Errorf("pgkv: %w", mapErr(err))
 	}
-	return nil
+	return false, nil
 }
 
 // abort rolls back (after fn failed or panicked) and releases the

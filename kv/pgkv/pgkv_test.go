@@ -494,6 +494,18 @@ type proxy struct {
 	l    net.Listener
 	addr string
 	drop atomic.Bool
+	mu   sync.Mutex
+	open []net.Conn
+}
+
+// cut closes every connection the proxy carries.
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.open {
+		c.Close()
+	}
+	p.open = nil
 }
 
 func newProxy(t *testing.T, addr string) *proxy {
@@ -514,6 +526,9 @@ func newProxy(t *testing.T, addr string) *proxy {
 				c.Close()
 				continue
 			}
+			p.mu.Lock()
+			p.open = append(p.open, c, s)
+			p.mu.Unlock()
 			go func() { _, _ = io.Copy(s, c); s.Close() }()
 			go func() {
 				defer c.Close()
@@ -564,6 +579,24 @@ func TestCommitUnknown(t *testing.T) {
 	if err := put("warm-up"); err != nil { // prepares the statements
 		t.Fatal(err)
 	}
+	// A pooled connection that died while idle (the server restarted, a
+	// firewall dropped it) costs a read-write Update nothing: its first
+	// batch goes again on a fresh connection.
+	p.cut()
+	if err := increment(s); err != nil {
+		t.Fatalf("Update on a pooled connection that died idle: %v", err)
+	}
+	p.cut()
+	if err := s.View(func(tx kv.Tx) error { _, err := tx.Get("b", []byte("counter")); return err }); err != nil {
+		t.Fatalf("View on a pooled connection that died idle: %v", err)
+	}
+	if err := s.Update(func(tx kv.Tx) error { return tx.Delete("b", []byte("counter")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := put("warm-up"); err != nil { // prepares the INSERT on the new connection
+		t.Fatal(err)
+	}
+
 	p.drop.Store(true)
 	err = put("landed")
 	p.drop.Store(false)
