@@ -438,8 +438,9 @@ func (t *tx) finish() error {
 	})
 	if committed {
 		// The COMMIT succeeded; an error reading what follows it changes
-		// nothing.
+		// nothing, and there is nothing left to roll back.
 		err = nil
+		t.begun = false
 	}
 	t.abort()
 	return err
