@@ -1,8 +1,9 @@
 # Replica — build, test, run. `make help` lists the targets.
 #
 # `make test` needs only Go: the first run installs what the browser tests use
-# (Debian's chromium with apt-get, wasmbrowsertest into .bin/) and later runs
-# reuse them.
+# (Debian's chromium with apt-get, wasmbrowsertest into .bin/) and the
+# PostgreSQL the native tests start private clusters of (Debian's postgresql),
+# and later runs reuse them.
 GO ?= go
 export GOFLAGS ?=
 
@@ -27,7 +28,7 @@ test_dirs = $(strip $(foreach d,$(1),$(if $(wildcard $(d)/*_test.go),./$(d))))
 BROWSER_ENV = PATH="$(BIN):$$PATH" REPLICA_CHROMIUM="$(CHROMIUM)" GOOS=js GOARCH=wasm
 
 .PHONY: help sim test test-native test-browser test-e2e vet vet-native vet-wasm \
-	browser-deps bench-browser bench-e2e bench bench-go bench-page bench-profile wasm run clean-tools
+	browser-deps pg-deps bench-browser bench-e2e bench bench-go bench-page bench-profile wasm run clean-tools
 
 help:
 	@echo "make run           - build replica.wasm, serve the demo and the relay at http://$(RUN_ADDR)/"
@@ -44,6 +45,7 @@ help:
 	@echo "make bench-browser - js/wasm benchmarks in headless Chromium"
 	@echo "make wasm          - build web/replica.wasm and copy wasm_exec.js"
 	@echo "make browser-deps  - install Chromium and wasmbrowsertest if missing"
+	@echo "make pg-deps       - install PostgreSQL (Debian's postgresql) if missing, for kv/pgkv's tests"
 	@echo "make clean-tools   - remove .bin/"
 
 test: vet test-native test-browser test-e2e
@@ -59,7 +61,7 @@ vet-wasm:
 	GOOS=js GOARCH=wasm $(GO) vet ./...
 
 # ./e2e needs Chromium: test-e2e runs it, after browser-deps.
-test-native:
+test-native: pg-deps
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v '/e2e$$')
 
 # The deterministic simulator of devices, relay and network (internal/sim)
@@ -162,6 +164,22 @@ wasm:
 	$(GO) run ./internal/wasmsize -pack web/replica.wasm -gzip web/replica.wasm
 	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" wasm_exec.js
 	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" web/wasm_exec.js
+
+# --- PostgreSQL for the native tests -----------------------------------------
+
+# internal/pgtest starts private clusters from the newest
+# /usr/lib/postgresql/*/bin. Debian's postgresql package is installed with
+# apt-get only when no initdb is there; where that cannot work (not root, no
+# apt-get) or fails, make stops with one line saying what to install.
+PG_INITDB = $(lastword $(sort $(wildcard /usr/lib/postgresql/*/bin/initdb)))
+define install_postgresql
+$(info installing Debian's postgresql for the native tests (apt-get; log: .bin/apt-get-postgresql.log) ...)
+$(shell mkdir -p $(BIN) && { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql; } >$(BIN)/apt-get-postgresql.log 2>&1 && echo ok)
+endef
+NEED_POSTGRESQL := kv/pgkv's tests need PostgreSQL: run 'apt-get install postgresql' as root on Debian (initdb under /usr/lib/postgresql/*/bin)
+
+pg-deps:
+	@$(if $(PG_INITDB),true,$(if $(and $(can_apt),$(strip $(install_postgresql)),$(wildcard /usr/lib/postgresql/*/bin/initdb)),echo "installed PostgreSQL",$(error $(NEED_POSTGRESQL))))
 
 # --- browser test tools -----------------------------------------------------
 

@@ -20,6 +20,9 @@
 //     made is committed atomically. If it returns an error (or panics, or the
 //     commit fails), nothing it wrote is visible, ever, to anyone; the error
 //     is returned unchanged (wrapped only when the commit itself failed).
+//     One exception: a network backend that lost its connection while the
+//     commit was in flight returns ErrCommitUnknown, and then the
+//     transaction may have been committed.
 //   - If the function passed to Update or View panics, the transaction is
 //     rolled back and the panic continues out of Update or View with the
 //     same value, on the caller's goroutine. The Store stays usable.

@@ -93,6 +93,26 @@ func BinDir() (string, error) {
 	return "", errors.New(NeedPostgres)
 }
 
+// traversable reports whether every directory from / down to dir lets
+// others through (o+x).
+func traversable(dir string) bool {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	for {
+		fi, err := os.Stat(dir)
+		if err != nil || fi.Mode()&0o001 == 0 {
+			return false
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return true
+		}
+		dir = up
+	}
+}
+
 func isExec(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
@@ -162,9 +182,14 @@ func newCluster() (*cluster, error) {
 		}
 		c.asUser = "postgres"
 	}
-	// /tmp (or TMPDIR) is world-traversable; the directory itself is given
-	// to the server's user.
-	c.dir, err = os.MkdirTemp("", "pgtest-")
+	// The directory is given to the server's user, who must be able to
+	// reach it: when TMPDIR lies under a directory closed to others (such
+	// as /root), use /tmp.
+	parent := os.TempDir()
+	if c.asUser != "" && !traversable(parent) {
+		parent = "/tmp"
+	}
+	c.dir, err = os.MkdirTemp(parent, "pgtest-")
 	if err != nil {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/btree"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/replica-sync/replica/kv"
@@ -171,14 +172,19 @@ func (s *Store) run(writable bool, fn func(kv.Tx) error) (err error) {
 	if !s.enter() {
 		return kv.ErrClosed
 	}
-	defer s.leave()
+	var t *tx
+	defer func() {
+		if t == nil || !t.endsLater {
+			s.leave()
+		}
+	}()
 	if writable {
 		s.writeMu.Lock()
 		defer s.writeMu.Unlock()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
-	t := &tx{s: s, ctx: ctx, writable: writable}
+	t = &tx{s: s, ctx: ctx, writable: writable}
 	finished := false
 	defer func() {
 		t.done = true
@@ -219,6 +225,8 @@ type tx struct {
 
 	conn  *pgxpool.Conn
 	begun bool
+	// endsLater is set when a View's COMMIT runs after View returned.
+	endsLater bool
 	// committing is set while the batch carrying the COMMIT is in flight.
 	committing bool
 	// broken is the first database error of the transaction; PostgreSQL
@@ -231,6 +239,31 @@ type tx struct {
 	over []*btree.BTreeG[*ent]
 	// scanning counts, per bucket, the Scans in progress.
 	scanning []int32
+	// notes are the notifications Notify queued, sent before the COMMIT.
+	notes [][2]string
+}
+
+// Notifier is implemented by the Tx of a pgkv Update: callers type-assert
+// the kv.Tx to it.
+type Notifier interface {
+	// Notify queues pg_notify(channel, payload) in the transaction: it is
+	// sent with the commit, and PostgreSQL delivers it to the channel's
+	// listeners (LISTEN, in any process) only if the transaction commits.
+	Notify(channel, payload string) error
+}
+
+var _ Notifier = (*tx)(nil)
+
+// Notify implements Notifier. It returns kv.ErrReadOnly in a View.
+func (t *tx) Notify(channel, payload string) error {
+	if t.done {
+		return errTxDone
+	}
+	if !t.writable {
+		return kv.ErrReadOnly
+	}
+	t.notes = append(t.notes, [2]string{channel, payload})
+	return nil
 }
 
 // ent is a buffered write: a value, or a deletion.
@@ -270,12 +303,35 @@ func (t *tx) send(queue func(b *pgx.Batch), read func(br pgx.BatchResults) error
 }
 
 func (t *tx) send1(queue func(b *pgx.Batch), read func(br pgx.BatchResults) error) error {
+	for attempt := 0; ; attempt++ {
+		retry, err := t.sendOnce(queue, read)
+		if err == nil || !retry || attempt > 0 || t.ctx.Err() != nil {
+			return err
+		}
+		// A pooled connection the server had closed (a restart since it
+		// was last used): nothing of the transaction ran, or what ran
+		// died with the session uncommitted. Once more on a fresh one.
+		t.conn.Release()
+		t.conn = nil
+		t.begun = false
+	}
+}
+
+// sendOnce is one attempt of send1. retry reports whether the transaction's
+// first batch failed because its connection was dead, in a way that leaves
+// nothing written: before the COMMIT was sent, or, for a batch carrying the
+// COMMIT, with an answer to the BEGIN itself.
+func (t *tx) sendOnce(queue func(b *pgx.Batch), read func(br pgx.BatchResults) error) (retry bool, err error) {
 	if t.conn == nil {
 		c, err := t.s.pool.Acquire(t.ctx)
 		if err != nil {
-			return fmt.Errorf("pgkv: connect: %w", mapErr(err))
+			return false, fmt.Errorf("pgkv: connect: %w", mapErr(err))
 		}
 		t.conn = c
+	}
+	first := !t.begun
+	deadConn := func(err error) bool {
+		return first && unavailable(err) && t.conn.Conn().IsClosed()
 	}
 	b := &pgx.Batch{}
 	nbegin := 0
@@ -284,25 +340,28 @@ func (t *tx) send1(queue func(b *pgx.Batch), read func(br pgx.BatchResults) erro
 	}
 	queue(b)
 	br := t.conn.SendBatch(t.ctx, b)
-	for range nbegin {
+	for i := range nbegin {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
 			if t.committing {
-				// The COMMIT was in the same batch.
-				return fmt.Errorf("pgkv: begin: %w", commitErr(err, false))
+				// The COMMIT was in the same batch: only an answer to
+				// the BEGIN, or nothing sent, proves it did not run.
+				var pgErr *pgconn.PgError
+				retry := deadConn(err) && i == 0 && (errors.As(err, &pgErr) || pgconn.SafeToRetry(err))
+				return retry, fmt.Errorf("pgkv: begin: %w", commitErr(err, false))
 			}
-			return fmt.Errorf("pgkv: begin: %w", mapErr(err))
+			return deadConn(err), fmt.Errorf("pgkv: begin: %w", mapErr(err))
 		}
 	}
 	t.begun = true
 	if err := read(br); err != nil {
 		_ = br.Close()
-		return err
+		return !t.committing && deadConn(err), err
 	}
 	if err := br.Close(); err != nil {
-		return fmt.Errorf("pgkv: %w", mapErr(err))
+		return false, fmt.Errorf("pgkv: %w", mapErr(err))
 	}
-	return nil
+	return false, nil
 }
 
 // abort rolls back (after fn failed or panicked) and releases the
@@ -327,15 +386,23 @@ func (t *tx) abort() {
 // finish commits an Update (sending its buffered writes with the COMMIT) or
 // ends a View, and releases the connection.
 func (t *tx) finish() error {
+	if !t.writable && t.begun && t.broken == nil {
+		// End the snapshot after returning: the reads are done and
+		// copied, and a failure here loses nothing. Close waits for it.
+		t.endsLater = true
+		c := t.conn
+		t.conn = nil
+		go func() {
+			defer t.s.leave()
+			ctx, cancel := context.WithTimeout(context.Background(), t.s.timeout)
+			defer cancel()
+			_, _ = c.Exec(ctx, "COMMIT")
+			c.Release() // drops the connection if COMMIT failed
+		}()
+		return nil
+	}
 	if !t.writable || t.broken != nil {
 		err := t.broken
-		if !t.writable && t.begun && err == nil {
-			// End the snapshot; a failure here loses nothing.
-			_ = t.send(func(b *pgx.Batch) { b.Queue("COMMIT") }, func(br pgx.BatchResults) error {
-				_, err := br.Exec()
-				return err
-			})
-		}
 		t.abort()
 		if err != nil {
 			return fmt.Errorf("pgkv: commit: the transaction failed earlier: %w", err)
@@ -371,8 +438,9 @@ func (t *tx) finish() error {
 	})
 	if committed {
 		// The COMMIT succeeded; an error reading what follows it changes
-		// nothing.
+		// nothing, and there is nothing left to roll back.
 		err = nil
+		t.begun = false
 	}
 	t.abort()
 	return err
@@ -441,7 +509,19 @@ ON CONFLICT (ns, bucket, k) DO UPDATE SET v = EXCLUDED.v`,
 		}}
 	}
 	flushPuts()
-	return append(del, out...)
+	out = append(del, out...)
+	if len(t.notes) > 0 {
+		chans := make([]string, len(t.notes))
+		payloads := make([]string, len(t.notes))
+		for i, n := range t.notes {
+			chans[i], payloads[i] = n[0], n[1]
+		}
+		out = append(out, stmt{
+			sql:  `SELECT count(pg_notify(c, p)) FROM unnest($1::text[], $2::text[]) AS u(c, p)`,
+			args: []any{chans, payloads},
+		})
+	}
+	return out
 }
 
 // bucket returns the index of the named bucket.
@@ -574,6 +654,9 @@ func (t *tx) GetBatch(keys []kv.BucketKey) ([][]byte, error) {
 				t.s.ns, qBuckets[0], qKeys[0])
 			return
 		}
+		// Not k = ANY($keys): its generic plan (a prepared statement's,
+		// after five runs) filters the whole bucket; this one is a
+		// nested loop of index lookups whatever the plan.
 		b.Queue(`SELECT bucket, k, v FROM replica_kv WHERE ns = $1 AND (bucket, k) IN
 (SELECT b, k FROM unnest($2::text[], $3::bytea[]) AS u(b, k))`, t.s.ns, qBuckets, qKeys)
 	}, func(br pgx.BatchResults) error {
@@ -696,15 +779,19 @@ func (t *tx) DeleteRange(bucket string, start, end []byte) error {
 	})
 }
 
-// Scan paging: at most scanPage rows per query, and a query stops adding
-// rows once the values it returned pass scanPageBytes (so a page of 8 MiB
-// values does not load gigabytes).
+// Scan paging: at most scanPage rows per query; values over scanInline bytes
+// are left out of the page and read one by one when the Scan reaches them,
+// so a page holds at most scanPage*scanInline bytes of values (32 MiB), not
+// 512 values of 8 MiB.
 const (
-	scanPage      = 512
-	scanPageBytes = 4 << 20
+	scanPage   = 512
+	scanInline = 64 << 10
 )
 
-type row struct{ k, v []byte }
+type row struct {
+	k, v []byte
+	big  bool // v was left out: over scanInline bytes
+}
 
 // Scan merges the buffered writes of the range with the database's rows,
 // read with keyset pagination (WHERE k > last ORDER BY k LIMIT n); the page
@@ -814,6 +901,11 @@ func (t *tx) Scan(bucket string, r kv.Range, fn func(key, value []byte) bool) er
 			k, v = o.k, o.v
 		} else {
 			k, v = d.k, d.v
+			if d.big {
+				if v, err = t.fetchValue(bucket, k); err != nil {
+					return err
+				}
+			}
 		}
 		if r.KeysOnly {
 			v = nil
@@ -869,32 +961,42 @@ func (t *tx) fetch(bucket string, start, end, cursor []byte, r kv.Range, size in
 		order = "k DESC"
 	}
 	args = append(args, size)
-	var sql string
+	value := fmt.Sprintf("CASE WHEN octet_length(v) <= %d THEN v END", scanInline)
 	if r.KeysOnly {
-		sql = fmt.Sprintf(`SELECT k, NULL::bytea, 0::int8 FROM replica_kv WHERE %s ORDER BY %s LIMIT $%d`, where, order, len(args))
-	} else {
-		args = append(args, scanPageBytes)
-		sql = fmt.Sprintf(`SELECT k, v, run FROM (
-  SELECT k, v, octet_length(v)::int8 AS len,
-    sum(octet_length(v)) OVER (ORDER BY %[2]s ROWS UNBOUNDED PRECEDING)::int8 AS run
-  FROM replica_kv WHERE %[1]s ORDER BY %[2]s LIMIT $%[3]d) s
-WHERE run - len < $%[4]d ORDER BY %[2]s`, where, order, len(args)-1, len(args))
+		value = "NULL::bytea"
 	}
+	sql := fmt.Sprintf(`SELECT k, %s FROM replica_kv WHERE %s ORDER BY %s LIMIT $%d`, value, where, order, len(args))
 	var page []row
-	var lastRun int64
 	err := t.send(func(b *pgx.Batch) { b.Queue(sql, args...) }, func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err != nil {
 			return fmt.Errorf("pgkv: scan: %w", mapErr(err))
 		}
 		defer rows.Close()
+		fds := rows.FieldDescriptions()
+		raw := len(fds) == 2 && fds[0].Format == pgx.BinaryFormatCode && fds[1].Format == pgx.BinaryFormatCode
+		// With binary results a bytea is its bytes: copy every row of the
+		// page into one arena instead of two allocations per row.
+		var arena []byte
 		for rows.Next() {
 			var rw row
-			if err := rows.Scan(&rw.k, &rw.v, &lastRun); err != nil {
+			if raw {
+				vals := rows.RawValues()
+				if arena == nil {
+					arena = make([]byte, 0, size*(len(vals[0])+len(vals[1])+16))
+				}
+				rw.k, arena = carve(arena, vals[0])
+				if vals[1] != nil {
+					rw.v, arena = carve(arena, vals[1])
+				}
+			} else if err := rows.Scan(&rw.k, &rw.v); err != nil {
 				return fmt.Errorf("pgkv: scan: %w", mapErr(err))
 			}
-			if rw.v == nil && !r.KeysOnly {
-				rw.v = emptyValue
+			// v is never NULL in the table: NULL here is a value over
+			// scanInline, read when the Scan reaches it.
+			rw.big = rw.v == nil && !r.KeysOnly
+			if page == nil {
+				page = make([]row, 0, size)
 			}
 			page = append(page, rw)
 		}
@@ -906,6 +1008,38 @@ WHERE run - len < $%[4]d ORDER BY %[2]s`, where, order, len(args)-1, len(args))
 	if err != nil {
 		return nil, false, err
 	}
-	more := len(page) == size || lastRun >= scanPageBytes
+	more := len(page) == size
 	return page, more, nil
+}
+
+// fetchValue reads one value a Scan page left out. The transaction's
+// snapshot (View) or the namespace lock (Update) keeps it there.
+func (t *tx) fetchValue(bucket string, key []byte) ([]byte, error) {
+	var v []byte
+	err := t.send(func(b *pgx.Batch) {
+		b.Queue(`SELECT v FROM replica_kv WHERE ns = $1 AND bucket = $2 AND k = $3`, t.s.ns, bucket, key)
+	}, func(br pgx.BatchResults) error {
+		if err := br.QueryRow().Scan(&v); err == nil && v == nil {
+			v = emptyValue
+		} else if err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("pgkv: scan: the value of %q in bucket %q vanished during the scan", key, bucket)
+			}
+			return fmt.Errorf("pgkv: scan: %w", mapErr(err))
+		}
+		return nil
+	})
+	return v, err
+}
+
+// carve copies b to the end of arena (a new arena when it is full, so
+// earlier carvings stay valid) and returns the copy, non-nil even when
+// empty.
+func carve(arena, b []byte) ([]byte, []byte) {
+	if cap(arena)-len(arena) < len(b) {
+		arena = make([]byte, 0, max(2*cap(arena), len(b)))
+	}
+	n := len(arena)
+	arena = append(arena, b...)
+	return arena[n:len(arena):len(arena)], arena
 }

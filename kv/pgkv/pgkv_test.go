@@ -9,10 +9,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	mrand "math/rand/v2"
+	"net"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,7 +67,7 @@ func open(t testing.TB, pool *pgxpool.Pool, ns string, buckets ...string) *Store
 // opener returns a kvtest.Opener making a store on a new namespace of one
 // database.
 func opener(t testing.TB) kvtest.Opener {
-	pool := newPool(t, pgtest.NewDatabase(t))
+	pool := newPool(t, pgtest.NewDatabase(t)+os.Getenv("PGKV_URL_SUFFIX"))
 	return func(t testing.TB, buckets []string) kv.Store {
 		s, err := Open(context.Background(), pool, randomNamespace(), buckets)
 		if err != nil {
@@ -79,14 +84,20 @@ func TestConformance(t *testing.T) { kvtest.Run(t, opener(t)) }
 // same ones on bbolt in the same binary, for ratios.
 func BenchmarkPgkv(b *testing.B) { kvtest.Bench(b, opener(b)) }
 
-func BenchmarkBoltkv(b *testing.B) {
-	kvtest.Bench(b, func(t testing.TB, buckets []string) kv.Store {
-		s, err := boltkv.Open(filepath.Join(t.TempDir(), "kv.db"), buckets, nil)
+func BenchmarkBoltkv(b *testing.B) { kvtest.Bench(b, boltOpener(nil)) }
+
+// BenchmarkBoltkvNoSync is bbolt without fsync, closer to the test server's
+// fsync=off.
+func BenchmarkBoltkvNoSync(b *testing.B) { kvtest.Bench(b, boltOpener(&boltkv.Options{NoSync: true})) }
+
+func boltOpener(o *boltkv.Options) kvtest.Opener {
+	return func(t testing.TB, buckets []string) kv.Store {
+		s, err := boltkv.Open(filepath.Join(t.TempDir(), "kv.db"), buckets, o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
-	})
+	}
 }
 
 func increment(s kv.Store) error {
@@ -388,7 +399,7 @@ func TestScanMergeMatchesMemkv(t *testing.T) {
 	}
 }
 
-// Scan pages stop at about 4 MiB of values, whatever the row count.
+// Values over scanInline are read one by one, in order, whatever the direction.
 func TestScanLargeValues(t *testing.T) {
 	pool := newPool(t, pgtest.NewDatabase(t))
 	s := open(t, pool, randomNamespace(), "b")
@@ -473,5 +484,223 @@ func TestClosedPool(t *testing.T) {
 	err := s.View(func(tx kv.Tx) error { _, err := tx.Get("b", []byte("k")); return err })
 	if !errors.Is(err, kv.ErrClosed) {
 		t.Errorf("View on a closed pool: %v, want ErrClosed", err)
+	}
+}
+
+// proxy forwards TCP connections to addr; while drop is set, the first
+// bytes the server sends close the client's connection instead of reaching
+// it, as if the network failed after the server got the request.
+type proxy struct {
+	l    net.Listener
+	addr string
+	drop atomic.Bool
+	mu   sync.Mutex
+	open []net.Conn
+}
+
+// cut closes every connection the proxy carries.
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.open {
+		c.Close()
+	}
+	p.open = nil
+}
+
+func newProxy(t *testing.T, addr string) *proxy {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{l: l, addr: addr}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", addr)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.open = append(p.open, c, s)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(s, c); s.Close() }()
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := s.Read(buf)
+					if n > 0 {
+						if p.drop.Load() {
+							s.Close()
+							return
+						}
+						if _, err := c.Write(buf[:n]); err != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return p
+}
+
+// A connection lost after the COMMIT was sent gives ErrCommitUnknown (and
+// here the commit did land); one lost after a read gives ErrUnavailable and
+// writes nothing.
+func TestCommitUnknown(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProxy(t, fmt.Sprintf("%s:%d", cfg.ConnConfig.Host, cfg.ConnConfig.Port))
+	_, port, _ := net.SplitHostPort(p.l.Addr().String())
+	cfg.ConnConfig.Port = uint16(mustAtoi(t, port))
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s := open(t, pool, "n", "b")
+	put := func(k string) error {
+		return s.Update(func(tx kv.Tx) error { return tx.Put("b", []byte(k), []byte("v")) })
+	}
+	if err := put("warm-up"); err != nil { // prepares the statements
+		t.Fatal(err)
+	}
+	// A pooled connection that died while idle (the server restarted, a
+	// firewall dropped it) costs a read-write Update nothing: its first
+	// batch goes again on a fresh connection.
+	p.cut()
+	if err := increment(s); err != nil {
+		t.Fatalf("Update on a pooled connection that died idle: %v", err)
+	}
+	p.cut()
+	if err := s.View(func(tx kv.Tx) error { _, err := tx.Get("b", []byte("counter")); return err }); err != nil {
+		t.Fatalf("View on a pooled connection that died idle: %v", err)
+	}
+	if err := s.Update(func(tx kv.Tx) error { return tx.Delete("b", []byte("counter")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := put("warm-up"); err != nil { // prepares the INSERT on the new connection
+		t.Fatal(err)
+	}
+
+	p.drop.Store(true)
+	err = put("landed")
+	p.drop.Store(false)
+	if !errors.Is(err, kv.ErrCommitUnknown) || errors.Is(err, kv.ErrUnavailable) {
+		t.Errorf("connection lost after the COMMIT was sent: %v, want ErrCommitUnknown (only)", err)
+	}
+	p.drop.Store(true)
+	err = increment(s)
+	p.drop.Store(false)
+	if !errors.Is(err, kv.ErrUnavailable) {
+		t.Errorf("connection lost after a read: %v, want ErrUnavailable", err)
+	}
+	if got := counterOrZero(s, "b", "landed"); got != "v" {
+		t.Errorf("the commit whose answer was lost: landed = %q, want v (it did commit)", got)
+	}
+	if err := s.View(func(tx kv.Tx) error { _, err := tx.Get("b", []byte("counter")); return err }); !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("the Update that failed on its read wrote: %v", err)
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TxTimeout bounds the wait for the namespace lock.
+func TestTxTimeout(t *testing.T) {
+	ctx := context.Background()
+	pool := newPool(t, pgtest.NewDatabase(t))
+	s, err := OpenWith(ctx, pool, "n", []string{"b"}, Options{TxTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	holder, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Release()
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_lock($1)`, LockKey("n")); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	err = increment(s)
+	if took := time.Since(begin); !errors.Is(err, kv.ErrUnavailable) || took > 5*time.Second {
+		t.Errorf("Update while another session holds the lock: %v after %v, want ErrUnavailable after about 300ms", err, took)
+	}
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_unlock($1)`, LockKey("n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := increment(s); err != nil {
+		t.Errorf("Update after the lock was released: %v", err)
+	}
+}
+
+// Notify is delivered to listeners when the Update commits, and not when it
+// rolls back.
+func TestNotify(t *testing.T) {
+	ctx := context.Background()
+	pool := newPool(t, pgtest.NewDatabase(t))
+	s := open(t, pool, "n", "b")
+	listener, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Release()
+	if _, err := listener.Exec(ctx, `LISTEN replica_test`); err != nil {
+		t.Fatal(err)
+	}
+	notify := func(payload string, fail error) error {
+		return s.Update(func(tx kv.Tx) error {
+			if err := tx.Put("b", []byte("k"), []byte(payload)); err != nil {
+				return err
+			}
+			if err := tx.(Notifier).Notify("replica_test", payload); err != nil {
+				return err
+			}
+			return fail
+		})
+	}
+	if err := notify("rolled back", errors.New("no")); err == nil {
+		t.Fatal("want the function's error")
+	}
+	if err := notify("first", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := notify("second", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"first", "second"} {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		n, err := listener.Conn().WaitForNotification(wctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("waiting for %q: %v", want, err)
+		}
+		if n.Channel != "replica_test" || n.Payload != want {
+			t.Errorf("notification %q on %q, want %q", n.Payload, n.Channel, want)
+		}
+	}
+	if err := s.View(func(tx kv.Tx) error { return tx.(Notifier).Notify("replica_test", "x") }); !errors.Is(err, kv.ErrReadOnly) {
+		t.Errorf("Notify in a View: %v, want ErrReadOnly", err)
 	}
 }
