@@ -45,7 +45,7 @@ help:
 	@echo "make bench-browser - js/wasm benchmarks in headless Chromium"
 	@echo "make wasm          - build web/replica.wasm and copy wasm_exec.js"
 	@echo "make browser-deps  - install Chromium and wasmbrowsertest if missing"
-	@echo "make pg-deps       - install PostgreSQL (Debian's postgresql) if missing, for kv/pgkv's tests"
+	@echo "make pg-deps       - install PostgreSQL (Debian's postgresql) if missing, for the tests of kv/pgkv, relay/pgstore and the relay on PostgreSQL"
 	@echo "make clean-tools   - remove .bin/"
 
 test: vet test-native test-browser test-e2e
@@ -61,8 +61,12 @@ vet-wasm:
 	GOOS=js GOARCH=wasm $(GO) vet ./...
 
 # ./e2e needs Chromium: test-e2e runs it, after browser-deps.
+# The relay's tests run twice: on bbolt files, then on PostgreSQL
+# (REPLICA_RELAY_STORE=postgres: relay/storage_pg_test.go), its storage
+# contract on both backends.
 test-native: pg-deps
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v '/e2e$$')
+	REPLICA_RELAY_STORE=postgres $(GO) test -count=1 ./relay
 
 # The deterministic simulator of devices, relay and network (internal/sim)
 # for SIM_OPS driver operations across consecutive seeds from SIM_FIRST,

@@ -27,6 +27,7 @@ import (
 // mounting is not permitted (not root, no CAP_SYS_ADMIN).
 func mountTmpfs(t *testing.T, size string) string {
 	t.Helper()
+	needFiles(t)
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
 		t.Skipf("this test needs a small file system of its own and cannot mount one here (run as root): mount -t tmpfs: %v: %s", err, bytes.TrimSpace(out))

@@ -27,6 +27,23 @@ import (
 	"github.com/replica-sync/replica/wire"
 )
 
+// TestStorage, when set (REPLICA_RELAY_STORE=postgres: storage_pg_test.go),
+// gives every relay the tests start without a storage of their own the
+// Storage it returns for the data directory dir (the same one for the same
+// dir, so a relay restarted on dir finds its data): the relay's tests then
+// run its storage contract on that backend. Tests of one backend's files
+// skip themselves (needFiles).
+var TestStorage func(t testing.TB, dir string) Storage
+
+// needFiles skips a test of the bbolt files (their names, their bytes, a
+// full disk) while the tests run on another storage (TestStorage).
+func needFiles(t testing.TB) {
+	t.Helper()
+	if TestStorage != nil {
+		t.Skip("tests the bbolt data directory; the relay tests run on another storage (REPLICA_RELAY_STORE)")
+	}
+}
+
 // manualClock is an engine.Clock tests move by hand.
 type manualClock struct{ ms atomic.Uint64 }
 
@@ -87,6 +104,9 @@ func startRelaySync(t testing.TB, cfg Config, fsync bool) *testRelay {
 	t.Helper()
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
+	}
+	if TestStorage != nil && cfg.Storage == nil && cfg.OpenStore == nil {
+		cfg.Storage = TestStorage(t, cfg.DataDir)
 	}
 	if cfg.Auth == nil {
 		cfg.Auth = AllowAll

@@ -227,14 +227,17 @@ func TestHorizonNotDuringSnapshot(t *testing.T) {
 	r.srv.dbMu.Lock()
 	d := r.srv.dbs["acme"]
 	r.srv.dbMu.Unlock()
-	d.snapshotStarted() // as a stream in progress does
+	_, _, _, ended, err := d.snapshotStarted() // as a stream in progress does
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := r.srv.Maintain(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if hs := marks(t, r, "acme"); len(hs) != 0 {
 		t.Fatalf("a mark was made while a snapshot streamed: %+v", hs)
 	}
-	d.snapshotEnded()
+	ended()
 	if err := r.srv.Maintain(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -253,6 +256,7 @@ func TestHorizonNotDuringSnapshot(t *testing.T) {
 // (before, every open pruned at the newest mark and dropped them on the
 // relay alone).
 func TestHorizonPruneAtOpen(t *testing.T) {
+	needFiles(t)
 	clock := newManualClock()
 	dir := t.TempDir()
 	r := startRelay(t, Config{Clock: clock, DataDir: dir})

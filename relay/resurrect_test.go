@@ -22,6 +22,7 @@ import (
 // an earlier version left them, worse) and its merge marker, and the relay
 // restarted: a fresh device bootstrapping from it again shows r.
 func TestRemergeRebuildsResurrectedRow(t *testing.T) {
+	needFiles(t)
 	dir := t.TempDir()
 	r := startRelay(t, Config{DataDir: dir})
 	clock := newManualClock()

@@ -22,6 +22,7 @@ import (
 // it (seed 100765 of internal/sim: a device missed another device's
 // re-pushed upsert that way).
 func TestResumeAfterRestore(t *testing.T) {
+	needFiles(t)
 	dir, backup := t.TempDir(), t.TempDir()
 	r := startRelay(t, Config{DataDir: dir})
 	rep := newReplica(t, nil)

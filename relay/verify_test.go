@@ -131,6 +131,7 @@ func TestLogChainAndHistory(t *testing.T) {
 // no per-site hlc) is upgraded when opened: chain values from GenesisChain
 // over the retained entries, the newest hlc of each site among them.
 func TestUpgradeFormat1(t *testing.T) {
+	needFiles(t)
 	r := startRelay(t, Config{})
 	rep := newReplica(t, nil)
 	a := connectAs(t, r, "acme", rep)

@@ -21,6 +21,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -30,6 +31,7 @@ import (
 
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/relay"
+	"github.com/replica-sync/replica/relay/pgstore"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -62,6 +64,7 @@ type options struct {
 	auth      string
 	tokenFile string
 	origins   string
+	store     string // -store: a directory or a postgres:// URL
 	cfg       relay.Config
 }
 
@@ -78,6 +81,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.addr, "addr", relay.DefaultAddr, "TCP `address` to listen on (host:port; :8080 for every interface)")
 	fs.StringVar(&o.cfg.DataDir, "data", relay.DefaultDataDir, "`directory` of the database files (one bbolt file per database)")
+	fs.StringVar(&o.store, "store", "", "where the databases live: a `directory` (bbolt files; the same as -data) or a postgres:// URL (PostgreSQL, which any number of relays may share); also REPLICA_STORE")
 	fs.StringVar(&o.cfg.WebDir, "web", relay.DefaultWebDir, "`directory` served at / (the demo app); empty to serve none")
 	fs.BoolVar(&o.cfg.Inspect, "inspect", false, "serve GET /inspect/{database}: the newest entries of a sealed database's log as stored (ciphertext and metadata), to whoever -auth grants the database (Authorization: Bearer TOKEN; anyone under -auth none); for the demo, not for production")
 	fs.StringVar(&o.auth, "auth", "none", "authentication `mode`: none (anyone may use any database: local development only) or tokens (a token per database, from -token-file)")
@@ -146,6 +150,19 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	if envErr != nil {
 		return nil, envErr
 	}
+	if !set["store"] && o.store == "" {
+		o.store = getenv("REPLICA_STORE")
+	}
+	switch {
+	case o.store == "":
+	case isPostgresURL(o.store):
+	case set["data"] || getenv(envName("data")) != "":
+		if o.store != o.cfg.DataDir {
+			return nil, fmt.Errorf("-store %q and -data %q name two places: pass one", o.store, o.cfg.DataDir)
+		}
+	default:
+		o.cfg.DataDir = o.store
+	}
 	switch o.logFormat {
 	case "text", "json":
 	default:
@@ -201,15 +218,40 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 	}
 
+	where := o.cfg.DataDir
+	if isPostgresURL(o.store) {
+		st, err := pgstore.Open(ctx, o.store)
+		if err != nil {
+			return fmt.Errorf("-store: %w", err)
+		}
+		defer st.Close()
+		o.cfg.Storage = st
+		where = redactURL(o.store)
+		log.Info("relay: databases in PostgreSQL (shared with any other relay on it)", "store", where)
+	}
 	srv, err := relay.New(o.cfg)
 	if err != nil {
 		return err
 	}
 	return srv.ListenAndServe(ctx, o.addr, func(a net.Addr) {
 		u := browseURL(a)
-		log.Info("relay: listening", "addr", a.String(), "data", o.cfg.DataDir, "web", o.cfg.WebDir, "url", u)
+		log.Info("relay: listening", "addr", a.String(), "store", where, "web", o.cfg.WebDir, "url", u)
 		fmt.Fprintf(stdout, "Replica relay: open %s (sync endpoint %s)\n", u, "ws"+strings.TrimPrefix(u, "http")+"sync")
 	})
+}
+
+// isPostgresURL reports whether -store names PostgreSQL.
+func isPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// redactURL returns a postgres URL without its password, for logs.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "postgres://…"
+	}
+	return u.Redacted()
 }
 
 // browseURL returns the http URL of a listening address; an unspecified
