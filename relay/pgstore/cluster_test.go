@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -257,12 +258,21 @@ func TestThreeRelaysKillAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(4, 5)
-	time.Sleep(time.Second)
+	if code, body := healthz(t, ps[1]); code != http.StatusServiceUnavailable || !strings.Contains(body, "storage unreachable") {
+		t.Errorf("/healthz with PostgreSQL down: %d %q, want 503 storage unreachable", code, body)
+	}
 	if err := pgtest.Start(); err != nil {
 		t.Fatal(err)
 	}
+
 	write(5, 5)
 	converge(t, 120*time.Second, want, ds, ps[1:]...)
+	// Healthy again once writes succeed again.
+	for _, p := range ps[1:] {
+		if code, body := healthz(t, p); code != http.StatusOK {
+			t.Errorf("/healthz of %s with PostgreSQL back and writes done: %d %q, want 200", p.addr, code, body)
+		}
+	}
 
 	// A device joining through the relays left bootstraps everything.
 	late := newDevice(t, "late", urls(1))
@@ -278,6 +288,18 @@ func TestThreeRelaysKillAndRestart(t *testing.T) {
 	// gap, whichever relay took it and however often it was resent.
 	// (Each device's schema declaration is one more transaction.)
 	checkLog(t, store, "trips", len(want)+len(ds)+2)
+}
+
+// healthz returns the status and body of p's GET /healthz.
+func healthz(t *testing.T, p *proc) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + p.addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // checkLog checks database id's arrival log in PostgreSQL: n entries (one

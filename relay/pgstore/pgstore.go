@@ -72,14 +72,20 @@ const (
 	classStreams  = 3
 )
 
-// DefaultMaxConns is the pool size when the URL sets no pool_max_conns:
-// an apply holds two connections (its lock's and its transaction's), a
-// snapshot stream one per database, LISTEN one.
-const DefaultMaxConns = 32
+// DefaultMaxConns is the size of each of a Store's two pools when the
+// URL sets no pool_max_conns: one runs the kv transactions (and LISTEN),
+// the other holds the session-level advisory locks (an apply's writer
+// lock, a database's snapshot streams, maintenance). Two pools, so that
+// lock holders waiting for a transaction's connection can never use up
+// the connections transactions need. A relay thus opens up to 2 ×
+// DefaultMaxConns connections: size PostgreSQL's max_connections for
+// every relay on it (relay/doc.go § Several relays on PostgreSQL).
+const DefaultMaxConns = 16
 
 // Store is a relay.SharedStorage on one PostgreSQL database.
 type Store struct {
-	pool     *pgxpool.Pool
+	pool     *pgxpool.Pool // kv transactions, NOTIFY, LISTEN
+	locks    *pgxpool.Pool // session-level advisory locks
 	ownPool  bool
 	instance string // this process's name in notifications
 
@@ -105,24 +111,32 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
-	s, err := New(ctx, pool)
+	locks, err := pgxpool.NewWithConfig(ctx, cfg.Copy())
 	if err != nil {
 		pool.Close()
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	s, err := New(ctx, pool, locks)
+	if err != nil {
+		pool.Close()
+		locks.Close()
 		return nil, err
 	}
 	s.ownPool = true
 	return s, nil
 }
 
-// New returns a Store over pool (which the caller closes, after the
-// Store's users), creating or migrating pgkv's tables.
-func New(ctx context.Context, pool *pgxpool.Pool) (*Store, error) {
+// New returns a Store over pool (kv transactions) and locks (the
+// advisory locks; see DefaultMaxConns), which the caller closes after the
+// Store's users, creating or migrating pgkv's tables. They may be one
+// pool only if it can never be used up by lock holders.
+func New(ctx context.Context, pool, locks *pgxpool.Pool) (*Store, error) {
 	if err := pgkv.Migrate(ctx, pool); err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return &Store{pool: pool, instance: hex.EncodeToString(b[:]), streams: map[string]*streamHold{}}, nil
+	return &Store{pool: pool, locks: locks, instance: hex.EncodeToString(b[:]), streams: map[string]*streamHold{}}, nil
 }
 
 // Pool returns the Store's connection pool.
@@ -132,6 +146,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 func (s *Store) Close() error {
 	if s.ownPool {
 		s.pool.Close()
+		s.locks.Close()
 	}
 	return nil
 }
@@ -152,7 +167,7 @@ func key(id string) int32 {
 
 // session holds an advisory lock on a pooled connection.
 func (s *Store) session(ctx context.Context, sql string, class int32, id string) (release func(), ok bool, err error) {
-	c, err := s.pool.Acquire(ctx)
+	c, err := s.locks.Acquire(ctx)
 	if err != nil {
 		return nil, false, err
 	}
