@@ -145,7 +145,7 @@ $(BIN)/benchstat-$(BENCHSTAT_VERSION): | $(BIN)
 # (web/) in headless Chromium; TestMain builds replica.wasm once, into a
 # copy of web/. Screenshots go to $$REPLICA_SCREENSHOTS (default: a temp
 # directory, printed).
-test-e2e: browser-deps
+test-e2e: browser-deps pg-deps
 	REPLICA_CHROMIUM="$(CHROMIUM)" $(GO) test -count=1 -timeout 30m ./e2e
 
 bench-e2e: browser-deps
