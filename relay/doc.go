@@ -36,6 +36,7 @@
 //
 //	-addr                  REPLICA_RELAY_ADDR                  127.0.0.1:8080  listen address (":8080": every interface)
 //	-data                  REPLICA_RELAY_DATA                  data            data directory (Config.DataDir)
+//	-store                 REPLICA_STORE                                       a directory (as -data) or a postgres:// URL (Config.Storage: "Several relays on PostgreSQL")
 //	-web                   REPLICA_RELAY_WEB                   web             directory served at /, "" for none (WebDir)
 //	-auth                  REPLICA_RELAY_AUTH                  none            none or tokens (Auth)
 //	-token-file            REPLICA_RELAY_TOKEN_FILE                            token file for -auth tokens
@@ -296,6 +297,93 @@
 // without decoding. Each database is its own file: a connection is bound to
 // the one database its handshake named, and no request reads another.
 //
+// # Several relays on PostgreSQL
+//
+// With -store postgres://user:password@host/db (REPLICA_STORE, or
+// Config.Storage = a relay/pgstore.Store) the databases live in PostgreSQL
+// instead of DataDir, and any number of relay processes may serve them at
+// once: put them behind a load balancer, or give clients every relay's
+// URL (client.ConnectAny; db.sync.connect([url1, url2, …]) in the
+// browser), which they try in turn when one cannot be reached. A bare
+// `relay`, or -store naming a directory, keeps the bbolt files.
+//
+// What stays the same: the protocol, the log, its cursors and chain
+// values, dedup, snapshots, sealed databases, retention. Each relay
+// database is one namespace of kv/pgkv's table replica_kv(ns, bucket, k,
+// v), holding exactly the buckets of "Storage layout"; the relay creates
+// and migrates its tables at start (replica_schema_version). What the
+// relays agree on through PostgreSQL:
+//
+//   - one log: every read-write transaction of a database takes its
+//     advisory lock first, so the head read and moved inside it is
+//     gap-free whichever relay appends, and an apply_result is sent only
+//     after its COMMIT returned. A transaction resent to another relay is
+//     found in the dedup index there, as on one relay;
+//   - one writer at a time for the sequences that span transactions (an
+//     apply; a horizon mark and its pruning): a session-level advisory
+//     lock per database;
+//   - no horizon mark while any relay streams a snapshot of the database;
+//     one relay at a time runs a database's maintenance;
+//   - fan-out: after a commit the relay sends NOTIFY replica_relay; every
+//     relay LISTENs and sends its own connections of that database the
+//     entries it has not pushed them yet, in cursor order, before its own
+//     next push. Each relay also reads the heads of its open databases
+//     every 2 s, so a notification lost with a connection delays delivery
+//     by at most that.
+//
+// The merged replica of a plain database is the engine over pgkv, not
+// relational cells with the LWW rule in SQL: one implementation of the
+// merge (the engine's, which every replica runs), snapshots streamed by
+// the engine's keyset scans without loading a database into memory, and
+// the relay's tests run unchanged on it (make test runs the relay's suite
+// on bbolt files and on PostgreSQL). Its cost is one round trip per read
+// of an apply; the benchmarks in relay/pgstore measure it.
+//
+// Connections: each relay opens up to 2 × pgstore.DefaultMaxConns (16 for
+// kv transactions and LISTEN, 16 for advisory locks; pool_max_conns in the
+// URL sets both); a snapshot stream holds a lock connection per database
+// it streams. Set PostgreSQL's max_connections above the sum over the
+// relays (three relays: 96, plus your other clients).
+//
+// Faults:
+//
+//   - A relay killed: its clients reconnect (to another relay, through the
+//     load balancer or ConnectAny) and resend what was not acknowledged;
+//     nothing acknowledged is lost, nothing is appended twice
+//     (TestThreeRelaysKillAndRestart).
+//   - PostgreSQL restarted or unreachable: pushes are answered
+//     APPLY_CHANGES_ERROR (transient: the client retries with backoff),
+//     reads fail likewise, /healthz answers 503 "storage unreachable";
+//     the pools reconnect by themselves once it is back, and the clients'
+//     retries land. A commit whose outcome the relay cannot know (the
+//     connection lost during COMMIT) is answered as failed; the client's
+//     resend is then deduplicated if it had landed.
+//
+// Backups and restoring: back up the PostgreSQL database (pg_dump,
+// or your provider's snapshots; replica_kv holds everything). To restore,
+// stop every relay, restore the database, start them: the relays keep
+// positions in memory, and one running across a restore would push its
+// clients entries at cursors they hold already. Clients then repair the
+// restored log exactly as after a bbolt restore (Operations, Restoring):
+// the handshake's chain value and horizon check hold on PostgreSQL too
+// (TestRestoredPostgres). A database is deleted with
+// pgkv.Drop (or DELETE FROM replica_kv WHERE ns = 'id'), relays stopped or
+// the database idle.
+//
+// Three relays on one PostgreSQL, behind a load balancer that forwards
+// /sync as WebSocket upgrades (any balancing: a client's position is valid
+// on every relay):
+//
+//	relay -addr :8081 -store postgres://replica:secret@db/replica -auth tokens -token-file tokens.json
+//	relay -addr :8082 -store postgres://replica:secret@db/replica -auth tokens -token-file tokens.json
+//	relay -addr :8083 -store postgres://replica:secret@db/replica -auth tokens -token-file tokens.json
+//
+// Known limits: the parts of a sealed checkpoint replaced while another
+// relay may stream it are deleted at a later maintenance pass that finds
+// no stream, by the relay that replaced it (one that stops first leaves
+// them in the store), and the parts of an upload a killed relay was
+// receiving stay (on bbolt both go at the next open).
+//
 // # Sealed databases
 //
 // A database is sealed or plain (docs/design.md § Sealed databases; wire's
@@ -549,9 +637,8 @@
 //     serverSiteId, so clients know their cursors are void.
 //   - Behind a reverse proxy or TLS terminator: forward /sync as a WebSocket
 //     upgrade, and keep the proxy's idle timeout above IdleTimeout.
-//   - Several relays may not share a data directory (relay.lock). Scaling
-//     beyond one process is the design's next step (a shared store and
-//     pub/sub), not this package's.
+//   - Several relays may not share a data directory (relay.lock); they
+//     share a PostgreSQL database instead (next section).
 //   - Logs are log/slog records (-log-format json for JSON lines); every
 //     connection's carry conn (its connectionId), remote and, after the
 //     handshake, database. Ids are text in both formats: site ids
