@@ -276,3 +276,30 @@ func TestHelpDefaults(t *testing.T) {
 		t.Fatalf("defaults as shown: %v, %+v", err, o)
 	}
 }
+
+// TestStoreFlag: -store (or REPLICA_STORE) names a directory, which is
+// -data, or a postgres:// URL; naming two places is an error.
+func TestStoreFlag(t *testing.T) {
+	o, err := parseFlags([]string{"-store", "/srv/replica"}, env(nil), io.Discard)
+	if err != nil || o.cfg.DataDir != "/srv/replica" || isPostgresURL(o.store) {
+		t.Fatalf("-store dir: %v, data %q", err, o.cfg.DataDir)
+	}
+	o, err = parseFlags(nil, env(map[string]string{"REPLICA_STORE": "postgres://u:secret@db/replica"}), io.Discard)
+	if err != nil || !isPostgresURL(o.store) || o.cfg.DataDir != "data" {
+		t.Fatalf("REPLICA_STORE postgres: %v, store %q", err, o.store)
+	}
+	if got := redactURL(o.store); strings.Contains(got, "secret") {
+		t.Fatalf("redacted URL %q shows the password", got)
+	}
+	if _, err := parseFlags([]string{"-store", "/a", "-data", "/b"}, env(nil), io.Discard); err == nil {
+		t.Fatal("-store /a -data /b accepted")
+	}
+	if _, err := parseFlags([]string{"-store", "/a", "-data", "/a"}, env(nil), io.Discard); err != nil {
+		t.Fatalf("-store /a -data /a: %v", err)
+	}
+	// An unreachable PostgreSQL fails the start with the store named.
+	err = run(context.Background(), []string{"-store", "postgres://nobody@127.0.0.1:1/x?connect_timeout=2", "-addr", "127.0.0.1:0", "-web", ""}, env(nil), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "-store") {
+		t.Fatalf("unreachable store: %v", err)
+	}
+}
