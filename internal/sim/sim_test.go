@@ -111,7 +111,9 @@ func resurrectSet() bool {
 // TestSimBudget runs consecutive seeds from -sim.first until -sim.ops
 // driver steps are done, -sim.parallel at once, and reports operations per
 // second and the faults injected, by kind. Each failing seed is reported
-// with its shrunk trace.
+// with its shrunk trace. With -v it logs a line per finished seed (its
+// ops, its result, the ops done in all and the rate so far), so that a run
+// stopped early still tells what it covered.
 func TestSimBudget(t *testing.T) {
 	if testing.Short() || *seedFlag != 0 {
 		t.Skip("-short, or -seed replays one seed (TestSim)")
@@ -137,7 +139,15 @@ func TestSimBudget(t *testing.T) {
 			for k, n := range res.Faults {
 				faults[k] += n
 			}
+			total, took := ops, time.Since(start)
 			mu.Unlock()
+			if testing.Verbose() {
+				result := "ok"
+				if res.Err != nil {
+					result = "FAIL"
+				}
+				t.Logf("seed %d: %d ops, %s; %d ops in all, %.0f ops/s", cfg.Seed, res.Ops, result, total, float64(total)/took.Seconds())
+			}
 			if res.Err != nil {
 				report(t, cfg, res)
 			}
