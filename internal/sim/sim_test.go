@@ -203,8 +203,9 @@ func TestSimSealed(t *testing.T) {
 // trigger out so that make test stays meaningful for the rest, or the
 // budget's seeds do not reach them.
 func TestSimKnownFailures(t *testing.T) {
-	t.Skip("none known (wire version 9, 2026-12-03, 2 shared cores): seeds 3800..3999 with every fault (-sim.without none, 400,000 steps): 0 of 200 failed " +
-		"(before: 1 of 200 with DefaultConfig, seed 3931, a pull from 0 that left out the device's own entries, fixed and in TestSimFixedSeeds). " +
+	t.Skip("none known (wire version 9, 2026-12-03, 2 shared cores): seeds 3800..3999 (400,000 steps), 0 of 200 failed with DefaultConfig " +
+		"and 0 of 200 with every fault on every seed (-sim.without none); before, 1 of 200 with DefaultConfig: seed 3931 " +
+		"(a pull from 0 that left out the device's own entries), fixed and in TestSimFixedSeeds. " +
 		"Before (measured 2026-12-03, wire version 8): DefaultConfig runs every fault on seeds s with s/2 odd " +
 		"(retention pruning with relay wipes and restores) and every fault but pruning on the others. " +
 		"Seeds 1..100: 0 failed with -sim.without relay.wipe (restores, no wipes; 3 before wire version 8: 5 12 82, now in TestSimFixedSeeds), " +
