@@ -82,6 +82,16 @@
 //     first (step 2) and sends get_snapshot once caught up.
 //  2. Pull: get_changes {since: cursor} until a changes reply says more =
 //     false. Then the state is Synced (unless a push failed, see "States").
+//     Without a cursor of its own in the log and without a bootstrap (it
+//     holds facts of its own: a relay wiped, or a bootstrap after a
+//     diverged history that failed or was cut), it pulls from 0 and asks
+//     back every own transaction the log holds (get_changes' ownAbove
+//     zero, ownUpTo the higher of the sent watermark and the ack's
+//     siteHlc; stored like a mark's range, see "The tombstone horizon"):
+//     the pull stands for the snapshot, and this replica may lack own
+//     facts the log holds, pruned at a mark of a history the relay lost
+//     (the simulator's seed 3931). They merge in their place in the log
+//     (engine.ApplyOptions.MergeOwn); those it holds merge as no-ops.
 //  3. Push every local transaction above the sent watermark, then keep
 //     pushing as local changes happen.
 //
@@ -628,7 +638,8 @@
 //	                                         marks apply again)
 //	sync:<serverSiteId>/<databaseId>:echo    own transactions asked back after
 //	                                         the last mark applied (see "The
-//	                                         tombstone horizon"): "<ownAbove>
+//	                                         tombstone horizon"), or by a pull
+//	                                         from 0 (see "A session"): "<ownAbove>
 //	                                         <ownUpTo>", two HLCs in wire's text
 //	                                         form; absent: none. One that does not
 //	                                         decode is discarded

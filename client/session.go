@@ -467,6 +467,13 @@ func (s *session) onHandshakeAck(m *wire.HandshakeAck) error {
 			return err
 		}
 		bootstrap = !own
+		if own {
+			// The pull from 0 stands for a snapshot: this replica's
+			// own entries in the log come too (askOwnBackFromStart).
+			if err := s.askOwnBackFromStart(); err != nil {
+				return err
+			}
+		}
 	}
 	if bootstrap {
 		s.startSnapshot(nil, false)
@@ -1136,11 +1143,43 @@ func (s *session) askOwnBack(held model.HLC) error {
 // the checkpoint's cursor it reflects. The range stays until the next
 // mark sets one (askOwnBack), like a mark's.
 func (s *session) askOwnBackAfterCheckpoint(held model.HLC) error {
-	if held.IsZero() {
+	return s.askOwnBackUpTo(held, "replica sync: asking back own transactions after a replacing sealed checkpoint")
+}
+
+// askOwnBackFromStart asks back (get_changes' ownAbove and ownUpTo) every
+// own transaction the relay's log holds (up to the highest of the sent
+// watermark and the handshake_ack's siteHlc) when this replica pulls a
+// log from 0 without a cursor of its own there, holding facts of its own
+// (no bootstrap: a relay wiped, or a history that diverged or could not
+// be verified whose bootstrap failed, or a crash before it). Such a pull
+// stands for the snapshot: this replica may lack own facts the log holds,
+// pruned at a mark of a history the relay lost (a copy restored from
+// before a mark it made at its head), and the relay leaves a client's
+// own ChangeSets out of what it sends it: the facts would stay on the
+// relay and every other replica and be gone from this one for good, and
+// a delete-wins row one of them deleted would stay alive here only (the
+// simulator's seed 3931). Asked back, they merge in their place in the
+// log (MergeOwn), after the marks before them, as on every other
+// replica; those it holds merge as no-ops. The range stays until the
+// next mark sets one (askOwnBack), like a mark's: the entries before that
+// mark have been pulled by then.
+func (s *session) askOwnBackFromStart() error {
+	upTo := s.sent
+	if upTo.Less(s.relayHLC) {
+		upTo = s.relayHLC
+	}
+	return s.askOwnBackUpTo(upTo, "replica sync: pulling the log from 0 without a cursor of its own; asking back own transactions")
+}
+
+// askOwnBackUpTo asks back every own transaction up to upTo (ownAbove
+// zero), or up to the range already asked back when that is higher; zero
+// asks nothing.
+func (s *session) askOwnBackUpTo(upTo model.HLC, msg string) error {
+	if upTo.IsZero() {
 		return nil
 	}
-	e := ownEcho{upTo: held}
-	if s.echo.set() && held.Less(s.echo.upTo) {
+	e := ownEcho{upTo: upTo}
+	if s.echo.set() && upTo.Less(s.echo.upTo) {
 		e.upTo = s.echo.upTo
 	}
 	if e == s.echo {
@@ -1149,7 +1188,7 @@ func (s *session) askOwnBackAfterCheckpoint(held model.HLC) error {
 	if err := s.db.SetState(echoKey(s.ns), encodeEcho(e)); err != nil {
 		return fmt.Errorf("client: storing the range of own transactions to ask back: %w", err)
 	}
-	s.c.log.Debug("replica sync: asking back own transactions after a replacing sealed checkpoint", "upTo", e.upTo)
+	s.c.log.Debug(msg, "upTo", e.upTo)
 	s.echo = e
 	return nil
 }

@@ -921,6 +921,15 @@
 // lack some: the client applies none of it and asks again. The client
 // stores the range with its cursor (client's "Persisted state").
 //
+// The same range from the first transaction (ownAbove the zero HLC) asks
+// back every own ChangeSet of the log up to ownUpTo: a client does so
+// when it pulls a log from 0 without a cursor of its own there instead of
+// bootstrapping from a snapshot (it holds facts of its own, and a
+// bootstrap after a diverged history failed), as it may lack own facts
+// the log holds (pruned at a mark of a history the relay lost), and after
+// a replacing bootstrap from a sealed checkpoint (client's "Sealed
+// checkpoints"). The next mark sets the range anew, as above.
+//
 // # Repair pushes
 //
 // A relay that lost history (restored from an older copy, its storage
