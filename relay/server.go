@@ -570,6 +570,9 @@ func (s *Server) maintain(d *database) error {
 			return fmt.Errorf("maintain database %q: %w", d.id, err)
 		}
 		if !ok {
+			// Another relay maintains it now: the storage answered,
+			// so an earlier failure of this relay's is over.
+			s.storageOK(d.id, opPrune)
 			return nil
 		}
 		defer release()
