@@ -86,6 +86,11 @@ func peerCloseStatus(err error) int {
 	return closeStatus(err)
 }
 
+// CheckRelayURL returns the error Connect returns for url, or nil when
+// url is an absolute ws, wss, http or https URL with a host, as the
+// platform reads URLs (the browser's URL parser in js/wasm).
+func CheckRelayURL(url string) error { return checkRelayURL(url) }
+
 // badURL is Connect's error for a URL that can never connect.
 func badURL(url string) error {
 	return fmt.Errorf("client: relay URL %q is not a ws://, wss://, http:// or https:// URL", url)

@@ -514,7 +514,14 @@ class Sync {
 		return attempt(() => {
 			const s = this.#s;
 			live(s, "db.sync.connect");
-			if (typeof url !== "string") throw argErr("db.sync.connect: url must be a string, got " + describe(url));
+			// Several relays of one database (relays sharing PostgreSQL):
+			// an array of URLs, tried in turn; it travels as one string,
+			// space-separated (no URL holds a space).
+			if (Array.isArray(url)) {
+				if (url.length === 0 || url.some((u) => typeof u !== "string" || u === "" || /\s/.test(u))) throw argErr("db.sync.connect: url must be a URL string or a non-empty array of them, got " + describe(url));
+				url = url.join(" ");
+			}
+			if (typeof url !== "string") throw argErr("db.sync.connect: url must be a URL string or a non-empty array of them, got " + describe(url));
 			if (!isRecord(options)) throw argErr("db.sync.connect: options must be an object {database, token?, key?, oldKeys?}, got " + describe(options));
 			const rest = {};
 			for (const k of Object.keys(options)) if (k !== "key" && k !== "oldKeys") rest[k] = options[k];

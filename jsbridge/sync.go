@@ -301,6 +301,11 @@ func parseTarget(url, opts string) (*syncTarget, error) {
 	if url == "" {
 		return nil, argError("url must be a non-empty ws://, wss://, http:// or https:// URL")
 	}
+	for _, u := range strings.Fields(url) {
+		if err := client.CheckRelayURL(u); err != nil {
+			return nil, argError("%v", err)
+		}
+	}
 	t := &syncTarget{URL: url}
 	r := newReader([]byte(opts), nil)
 	err := r.object(func(key string) error {

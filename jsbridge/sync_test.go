@@ -22,7 +22,10 @@ import (
 func TestSyncArguments(t *testing.T) {
 	db := openT(t)
 	s := db.Get("sync")
-	mustReject(t, s.Call("connect", 5, jsv(`{database: "d"}`)), "INVALID_ARGUMENT", "url must be a string")
+	mustReject(t, s.Call("connect", 5, jsv(`{database: "d"}`)), "INVALID_ARGUMENT", "url must be a URL string or a non-empty array of them")
+	mustReject(t, s.Call("connect", jsv(`[]`), jsv(`{database: "d"}`)), "INVALID_ARGUMENT", "non-empty array")
+	mustReject(t, s.Call("connect", jsv(`["ws://127.0.0.1:9/sync", 5]`), jsv(`{database: "d"}`)), "INVALID_ARGUMENT", "non-empty array")
+	mustReject(t, s.Call("connect", jsv(`["ws://127.0.0.1:9/sync", "ftp://x"]`), jsv(`{database: "d"}`)), "INVALID_ARGUMENT", "ftp://x")
 	mustReject(t, s.Call("connect", "", jsv(`{database: "d"}`)), "INVALID_ARGUMENT", "url")
 	mustReject(t, s.Call("connect", "ws://127.0.0.1:9/sync"), "INVALID_ARGUMENT", "options")
 	mustReject(t, s.Call("connect", "ws://127.0.0.1:9/sync", jsv(`{database: "bad id!"}`)), "INVALID_ARGUMENT", "database id")
