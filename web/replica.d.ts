@@ -783,7 +783,7 @@ declare namespace Replica {
 		 * it becomes leader (every tab learns the target of a connect made in any
 		 * tab). Connecting again to the target the leader is connected to (every
 		 * page calling connect on load) leaves its connection alone. Connection failures do not reject: they show in `state` and the
-		 * `syncState` event. Rejects: INVALID_ARGUMENT (empty url, a database id
+		 * `syncState` event. Rejects: INVALID_ARGUMENT (an empty url, or one not ws://, wss://, http:// or https://, a database id
 		 * not of 1–128 of [A-Za-z0-9_.:-], unknown option, a key that is not a
 		 * SyncKey, key bytes not 32, an empty passphrase, a SealKey derived
 		 * from a passphrase for another database, `oldKeys` without
