@@ -20,9 +20,12 @@ import (
 //
 // Implementations: the default, one bbolt file per database under
 // Config.DataDir (a single process: relay.lock); Config.OpenStore's stores
-// (tests, the simulator); and relay/pgstore, PostgreSQL, which any number
-// of relay processes share. The conformance suite (relay/storagetest)
-// runs the relay's storage contract on each.
+// (tests, the simulator); relay/pgstore, PostgreSQL, which any number of
+// relay processes share; and relay/memshared, a shared one in memory
+// (tests, the simulator). The conformance suite is the relay's own: its
+// tests run on bbolt files and, with REPLICA_RELAY_STORE=postgres, on
+// pgstore (relay/storage_pg_test.go; make test runs both), and
+// relay/pgstore's tests run several relay processes on one PostgreSQL.
 type Storage interface {
 	// Open opens database id's store (holding StoreBuckets), creating
 	// it empty when absent. The relay closes the store when it closes
