@@ -617,6 +617,14 @@ func (c *conn) applyFailed(requestID string, err error) {
 	case errors.As(err, &drift):
 		c.log.Warn("relay: apply_changes rejected: clock drift", "requestId", requestID, "aheadMs", drift.Remote.Wall-drift.Now, "err", err)
 		c.sendError(wire.CodeClockDrift, requestID, "%v: the device's clock is ahead of the relay's (nothing was stored; retry once the clocks agree)", drift)
+	case errors.Is(err, kv.ErrCommitUnknown):
+		// Shared storage lost the connection during COMMIT: the
+		// changes may be stored. A resend is deduplicated either way,
+		// and other relays' catch-up (or this relay's next commit) fans
+		// them out if they were.
+		c.log.Error("relay: apply_changes: commit outcome unknown", "requestId", requestID, "err", err)
+		c.s.storageFailed(c.db.id, opWrite, err)
+		c.sendError(wire.CodeApplyChangesError, requestID, "the relay lost its storage while committing the changes (they may or may not be stored): send them again later; a resend is deduplicated")
 	default:
 		c.log.Error("relay: apply_changes failed", "requestId", requestID, "err", err)
 		c.s.storageFailed(c.db.id, opWrite, err)
