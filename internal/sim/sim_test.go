@@ -139,7 +139,13 @@ func TestSimBudget(t *testing.T) {
 			for k, n := range res.Faults {
 				faults[k] += n
 			}
-			total, took := ops, time.Since(start)
+			total, took, n := ops, time.Since(start), runs
+			line := ""
+			if n%25 == 0 {
+				// The running totals, so a long run stopped early still
+				// reports what it injected.
+				line = faultLine(faults)
+			}
 			mu.Unlock()
 			if testing.Verbose() {
 				result := "ok"
@@ -147,6 +153,9 @@ func TestSimBudget(t *testing.T) {
 					result = "FAIL"
 				}
 				t.Logf("seed %d: %d ops, %s; %d ops in all, %.0f ops/s", cfg.Seed, res.Ops, result, total, float64(total)/took.Seconds())
+				if line != "" {
+					t.Logf("after %d runs, faults injected:%s", n, line)
+				}
 			}
 			if res.Err != nil {
 				report(t, cfg, res)
