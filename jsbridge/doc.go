@@ -245,6 +245,21 @@
 // nothing here reads (pushes are read from the change log); a 10,000-row
 // transaction no longer builds ~16 MB of Changes.
 //
+// # Your own channel: changesSince and applyChanges
+//
+// changes.go: db.changesSince(since, {limit}) pages engine.ChangesSince
+// (only the replica's own transactions: a browser replica is opened with
+// LocalChangeLogOnly) as wire ChangeSets (wire.MarshalChangeSet) with the
+// next watermark; db.applyChanges takes such an array (or its JSON text),
+// decodes each with wire.UnmarshalChangeSet (INVALID_ARGUMENT naming the
+// index) and applies the batch with engine.ApplyChanges: one IndexedDB
+// transaction, drift-gated (CLOCK_DRIFT), held changes held. Its events
+// are a remote apply's (remoteChange, subscriptions, other tabs), as for
+// the relay's changes; nothing of it is pushed to a relay (each device
+// pushes its own). Tested by TestChangesChannel: two replicas converge
+// through JSON text the test carries, and a third given every ChangeSet
+// in reverse order ends identical.
+//
 // # Retention
 //
 // retention.go: the leader tab (and only it: every tab shares the IndexedDB

@@ -616,6 +616,29 @@ class Database {
 	query(table, options) { return attempt(() => { live(this.#s, "db.query"); return opRead(this.#s, 0, OPS.query, "db.query", table, options); }); }
 	count(table, options) { return attempt(() => { live(this.#s, "db.count"); return opRead(this.#s, 0, OPS.count, "db.count", table, options); }); }
 
+	// The transport-agnostic API (jsbridge/changes.go): ChangeSets in the
+	// sync protocol's JSON form, for an app's own channel.
+	changesSince(since, options) {
+		return attempt(() => {
+			live(this.#s, "db.changesSince");
+			if (since !== undefined && since !== null && typeof since !== "string") throw argErr("db.changesSince: since must be a ChangeSet's hlc (a string, as in page.next), null or undefined, got " + describe(since));
+			if (options !== undefined && !isRecord(options)) throw argErr("db.changesSince: options must be an object, got " + describe(options));
+			return call(OPS.changesSince, this.#s.h, 0, since || "", options === undefined ? "" : JSON.stringify(options));
+		});
+	}
+	applyChanges(changeSets) {
+		return attempt(() => {
+			live(this.#s, "db.applyChanges");
+			let text = changeSets;
+			if (Array.isArray(changeSets)) {
+				try { text = JSON.stringify(changeSets); } catch (e) { throw argErr("db.applyChanges: changeSets cannot be written as JSON: " + e.message); }
+			} else if (typeof changeSets !== "string") {
+				throw argErr("db.applyChanges: changeSets must be an array of ChangeSets (as db.changesSince returns them) or its JSON text, got " + describe(changeSets));
+			}
+			return call(OPS.applyChanges, this.#s.h, 0, text);
+		});
+	}
+
 	async transaction(fn) {
 		const s = this.#s;
 		live(s, "db.transaction");

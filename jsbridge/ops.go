@@ -108,6 +108,10 @@ var operations = [...]operation{
 	// staged inserts batched by the facade: a = tables JSON array, b = rows
 	// JSON array, c = blob buffer (see insertManyOp)
 	{name: "insertMany", method: "tx.insert", queue: worker, work: insertManyOp, inline: insertManyNow},
+	// a = the watermark HLC ("" = the beginning), b = options JSON (changes.go)
+	{name: "changesSince", method: "db.changesSince", queue: worker, work: changesSinceOp},
+	// a = a JSON array of wire ChangeSets (changes.go)
+	{name: "applyChanges", method: "db.applyChanges", queue: worker, work: applyChangesOp},
 	// the page is being frozen or hidden: see suspend
 	{name: "freeze", queue: inDispatch, now: func(d *db, _ *call) any { d.suspend(); return nil }},
 	// it runs again; other tabs' notices may have been missed

@@ -882,6 +882,43 @@ declare namespace Replica {
 		 */
 		on<K extends keyof EventMap>(event: K, listener: (payload: EventMap[K]) => void): () => void;
 		/**
+		 * The transport-agnostic API, for syncing over a channel of your own
+		 * (WebRTC, postMessage, a file) instead of, or beside, a relay: the
+		 * transactions this replica made after the watermark `since` (a
+		 * ChangeSet's `hlc`, e.g. the last page's `next`; null or omitted:
+		 * from the beginning, its schema's creation first), whole and in HLC
+		 * order, as ChangeSets in the sync protocol's JSON form (plain data:
+		 * JSON.stringify and structuredClone keep them; values as in
+		 * wire/doc.go: integers beyond 2^53 as {__bigint}, blobs as {__bin}).
+		 * Each holds the facts still part of this replica's state (a cell
+		 * overwritten since comes back with its new value only). Page with
+		 * `next` while `more` is true.
+		 *
+		 * Only this replica's own transactions: in the browser a replica
+		 * does not log what it receives (a remote apply writes rows only),
+		 * so with more than two devices each exchanges its own with every
+		 * other, or passes on what it received as it came (or use a relay).
+		 * Its own HLCs only grow, so the watermark misses nothing; applying a
+		 * ChangeSet twice is harmless. Rejects: INVALID_ARGUMENT (a since
+		 * that is not an HLC, unknown options), CLOSED.
+		 */
+		changesSince(since?: string | null, options?: ChangesSinceOptions): Promise<ChangesPage>;
+		/**
+		 * Apply ChangeSets from another replica (what its `changesSince`
+		 * returned, as an array or its JSON text), as synced changes are
+		 * applied: the whole batch in one IndexedDB transaction or nothing of
+		 * it; in any order (the result is the same as in HLC order); column
+		 * last-writer-wins and tombstones; this replica's own ChangeSets
+		 * skipped; changes it cannot apply yet held (`held` event, see
+		 * `OpenOptions.heldChanges`); `remoteChange` events and subscriptions
+		 * follow, in every tab. They are not forwarded to a relay: each
+		 * device pushes its own transactions. Rejects: INVALID_ARGUMENT (not
+		 * an array of well-formed ChangeSets; the message names the index),
+		 * CLOCK_DRIFT (an HLC more than 60 s ahead of this device's clock:
+		 * nothing is written), QUOTA_EXCEEDED, CLOSED.
+		 */
+		applyChanges(changeSets: ChangeSetJSON[] | string): Promise<ApplyResult>;
+		/**
 		 * Close the replica: subscriptions and listeners stop at once; calls
 		 * made before complete; then the IndexedDB connection closes, the leader
 		 * lock is released (another tab takes over) and the promise resolves.
@@ -889,6 +926,55 @@ declare namespace Replica {
 		 * returns the same promise.
 		 */
 		close(): Promise<void>;
+	}
+
+	/**
+	 * One transaction of one replica in the sync protocol's JSON form
+	 * (wire/doc.go § ChangeSet): `changes` are
+	 * `{type: "column", table, pk, column, value, hlc, priorValue?, priorHlc?}`
+	 * or `{type: "delete", table, pk, hlc, priorRow?}`; `schemaMigrations`
+	 * create tables, columns and indexes ahead of the data. Treat it as
+	 * opaque: pass it on unchanged.
+	 */
+	interface ChangeSetJSON {
+		siteId: string;
+		transactionId: string;
+		/** The highest HLC of its facts (40 base64 characters): a watermark for `changesSince`. */
+		hlc: string;
+		changes: unknown[];
+		schemaMigrations?: unknown[];
+	}
+
+	interface ChangesSinceOptions {
+		/**
+		 * Changes and schema migrations per page, counted in whole
+		 * transactions (one larger than the limit comes whole): 1 to 100,000.
+		 * Default 1,000.
+		 */
+		limit?: number;
+	}
+
+	/** A page of `changesSince`. */
+	interface ChangesPage {
+		changeSets: ChangeSetJSON[];
+		/** The last ChangeSet's `hlc` (the `since` given when the page is empty): the next call's watermark. */
+		next: string;
+		/** Whether a call from `next` may return more (false: this page reached the end). */
+		more: boolean;
+	}
+
+	/** What `applyChanges` did, in changes (cell writes, deletions, migrations). */
+	interface ApplyResult {
+		/** Changed this replica's state. */
+		applied: number;
+		/** Did not: older than or equal to what it holds, behind a tombstone, or its own. */
+		skipped: number;
+		/** Met a concurrent local write of the same cell (whichever won; see the `conflict` event). */
+		conflicts: number;
+		/** Held instead of applied (unknown table or column, a misfit): see the `held` event. */
+		held: number;
+		/** ChangeSets processed (this replica's own excluded). */
+		transactions: number;
 	}
 
 	/** The global `Replica`. */
