@@ -6,9 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/idbkv"
@@ -32,6 +34,7 @@ type db struct {
 	eng      *engine.Engine
 	declared map[string]bool // tables of the schema given to open
 	unsub    func()          // engine event subscription
+	batch    int             // Replica.open's batchSize: client.Options.PushLimit (0: its default)
 
 	// The worker runs the calls of this replica one at a time, in call
 	// order, so that un-awaited calls behave as IndexedDB requests do (a
@@ -123,6 +126,12 @@ var listenNames = map[string]int{
 // wants reports whether the facade wants any of the listen bits.
 func (d *db) wants(bits uint32) bool { return d.listening.Load()&bits != 0 }
 
+// The bounds of Replica.open's retentionHorizonMs.
+const (
+	minRetentionMs = float64(time.Minute / time.Millisecond)
+	maxRetentionMs = float64(10 * 365 * 24 * time.Hour / time.Millisecond)
+)
+
 // openOptions is Replica.open's options, which facade.js sends as JSON
 // (JSON.stringify(options)).
 type openOptions struct {
@@ -134,6 +143,8 @@ type openOptions struct {
 	// one release (replica.d.ts marks it deprecated).
 	UnknownTableDisposition *string
 	StorageQuota            *float64 // bytes, idbkv.Quota
+	RetentionHorizonMs      *float64 // engine.Options.Retention, in ms
+	BatchSize               *float64 // client.Options.PushLimit, in changes
 }
 
 func parseOpenOptions(text string) (openOptions, error) {
@@ -154,8 +165,12 @@ func parseOpenOptions(text string) (openOptions, error) {
 			return r.optString(&o.UnknownTableDisposition, "options.unknownTableDisposition")
 		case "storageQuota":
 			return r.optNumber(&o.StorageQuota, "options.storageQuota")
+		case "retentionHorizonMs":
+			return r.optNumber(&o.RetentionHorizonMs, "options.retentionHorizonMs")
+		case "batchSize":
+			return r.optNumber(&o.BatchSize, "options.batchSize")
 		}
-		return argError("unknown option %q (known: name, schema, allowResurrection, heldChanges, storageQuota)", key)
+		return argError("unknown option %q (known: name, schema, allowResurrection, heldChanges, storageQuota, retentionHorizonMs, batchSize)", key)
 	})
 	if err == nil {
 		err = r.End()
@@ -240,6 +255,19 @@ func (b *bridge) openDB(text string) (*db, error) {
 		}
 		opts.HeldChanges = p
 	}
+	if ms := o.RetentionHorizonMs; ms != nil {
+		if *ms != math.Trunc(*ms) || *ms < minRetentionMs || *ms > maxRetentionMs {
+			return nil, argError("options.retentionHorizonMs must be a whole number of milliseconds from %d (one minute) to %d (ten years), got %v", int64(minRetentionMs), int64(maxRetentionMs), *ms)
+		}
+		opts.Retention = time.Duration(*ms) * time.Millisecond
+	}
+	batch := 0 // client.Options.PushLimit's default
+	if n := o.BatchSize; n != nil {
+		if *n != math.Trunc(*n) || *n < 1 || *n > maxChangesLimit {
+			return nil, argError("options.batchSize must be a whole number of changes from 1 to %d, got %v", maxChangesLimit, *n)
+		}
+		batch = int(*n)
+	}
 	if engineOptionsHook != nil {
 		engineOptionsHook(&opts)
 	}
@@ -259,7 +287,7 @@ func (b *bridge) openDB(text string) (*db, error) {
 		_ = store.Close()
 		return nil, err
 	}
-	d := &db{b: b, name: *o.Name, store: store, eng: eng, declared: map[string]bool{}, txs: map[int]*engine.Staged{}, idle: make(chan struct{}, 1)}
+	d := &db{b: b, name: *o.Name, store: store, eng: eng, batch: batch, declared: map[string]bool{}, txs: map[int]*engine.Staged{}, idle: make(chan struct{}, 1)}
 	for _, t := range schema.Tables {
 		d.declared[t.Name] = true
 	}

@@ -377,7 +377,7 @@ func (d *db) syncStart() error {
 	}
 	cl := d.sy.cl
 	if cl == nil {
-		cl = client.New(d.eng, client.Options{Sealer: ring})
+		cl = client.New(d.eng, client.Options{Sealer: ring, PushLimit: d.batch})
 		d.sy.cl, d.sy.clKeys = cl, t.Keys
 		d.sy.unsub = cl.Subscribe(d.onSyncEvent)
 	} else if sealed && !sameKeys(d.sy.clKeys, t.Keys) {

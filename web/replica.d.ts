@@ -362,6 +362,27 @@ declare namespace Replica {
 		 * errors still reject with QUOTA_EXCEEDED. A positive number.
 		 */
 		storageQuota?: number;
+		/**
+		 * The retention horizon, in milliseconds (sync.md's
+		 * retentionHorizonMs): the leader tab's retention pass drops held
+		 * changes kept longer than this and tidies change-log entries of
+		 * its own transactions older than it whose facts later writes
+		 * replaced. Tombstones are not pruned by it: they go at the relay's
+		 * horizon marks (the relay's `-retention`, also 30 days by default),
+		 * so that no device forgets a deletion another may still need.
+		 * Default 2,592,000,000 (30 days); a whole number from 60,000 (one
+		 * minute) to ten years.
+		 */
+		retentionHorizonMs?: number;
+		/**
+		 * The most changes (cell writes, deletions and schema migrations)
+		 * one push to the relay carries, counted in whole transactions (a
+		 * larger transaction goes alone): sync.md's batchSize. Smaller
+		 * batches mean earlier acknowledgments on slow links, larger ones
+		 * fewer round trips. Default 1,000; a whole number from 1 to
+		 * 100,000. The leader tab's value applies (it holds the connection).
+		 */
+		batchSize?: number;
 	}
 
 	/**
@@ -994,11 +1015,13 @@ declare namespace Replica {
 		 *
 		 * Retention: while a replica is open, its leader tab (see
 		 * `Database.isLeader`) prunes it about 30 s after becoming leader and
-		 * then every 6 hours: tombstones of deletions older than 30 days, and
-		 * held changes (see `heldChanges`) kept longer, are removed, and its
-		 * change log is tidied of entries that later writes superseded. A
-		 * device offline for longer than that re-bootstraps from a snapshot
-		 * when it next syncs (a relay prunes on the same horizon by default).
+		 * then every 6 hours: held changes (see `heldChanges`) kept longer
+		 * than `retentionHorizonMs` (30 days) are removed, and its change log
+		 * is tidied of entries that later writes superseded. Tombstones go
+		 * when the relay's horizon passes them (the sync client applies the
+		 * relay's horizon marks: 30 days by default). A device offline for
+		 * longer than the relay's horizon re-bootstraps from a snapshot when
+		 * it next syncs.
 		 */
 		open(options: OpenOptions): Promise<Database>;
 		/**
