@@ -454,6 +454,32 @@ func PendingCount(db *engine.Engine, url, databaseID string) (int, error) {
 	return db.CountLocalTransactions(since)
 }
 
+// Pushed reports whether the relay at url (the first of ConnectAny's
+// URLs) has been sent every local transaction up to the one whose base
+// HLC is upTo (engine.LastLocalTransaction): none at or below it is left
+// above the sent watermark stored for its database databaseID. A
+// transaction all of whose facts were superseded since needs no push and
+// does not hold it back. Sent means acknowledged, except for a
+// transaction the relay refused for its content (APPLY_CHANGES_REFUSED,
+// reported as a RefusedError), which is passed over and not retried. It
+// reads the stored watermark, so it answers in any tab of a browser
+// profile, not only in the one whose Client syncs; the cost is one
+// ChangesSince of one transaction.
+func Pushed(db *engine.Engine, url, databaseID string, upTo model.HLC) (bool, error) {
+	since, err := storedSent(db, url, databaseID)
+	if err != nil {
+		return false, err
+	}
+	if upTo.Base().Less(since.Base()) || upTo.Base() == since.Base() {
+		return true, nil
+	}
+	sets, err := db.ChangesSince(since, 1, engine.ChangesFilter{OnlyLocal: true})
+	if err != nil {
+		return false, err
+	}
+	return len(sets) == 0 || upTo.Base().Less(sets[0].HLC.Base()), nil
+}
+
 // sentWatermark returns the sent watermark for Pending: the session's, or
 // the stored one of the relay last seen at the Connect target.
 func (c *Client) sentWatermark() (model.HLC, error) {

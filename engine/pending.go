@@ -72,3 +72,39 @@ func (e *Engine) CountLocalTransactions(since HLC) (int, error) {
 	})
 	return n, err
 }
+
+// LastLocalTransaction returns the base HLC (OpSeq 0: the transaction id's
+// HLC) of the newest transaction this replica minted that it still holds
+// in its change log or among its schema migrations; ok is false when it
+// holds none. Like CountLocalTransactions it reads keys only: one from
+// the end of each. A sync client has pushed everything this replica wrote
+// up to now once its sent watermark passes this transaction.
+func (e *Engine) LastLocalTransaction() (base HLC, ok bool, err error) {
+	if err := e.checkOpen(); err != nil {
+		return HLC{}, false, err
+	}
+	err = e.store.View(func(tx kv.Tx) error {
+		base, ok = HLC{}, false
+		for _, bucket := range []string{layout.BucketLog, layout.BucketMigrations} {
+			var perr error
+			err := tx.Scan(bucket, kv.Range{Start: []byte{layout.ClassOwn}, End: []byte{layout.ClassOwn + 1}, Reverse: true, Limit: 1, KeysOnly: true}, func(k, _ []byte) bool {
+				if len(k) < 1+BaseSize {
+					perr = malformed("own key of %d bytes in %s", len(k), bucket)
+					return false
+				}
+				if b := baseFromBytes(k[1:]); !ok || base.Less(b) {
+					base, ok = b, true
+				}
+				return false
+			})
+			if err == nil {
+				err = perr
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return base, ok, err
+}

@@ -435,6 +435,7 @@ function postPeers(s, m) { if (s.peers.size) post(s, m); }
 function listen(s) {
 	let mask = s.peers.size ? LISTEN.peers : 0;
 	for (const [name, ls] of s.listeners) if (ls.size && LISTEN[name]) mask |= LISTEN[name];
+	if (s.pushWaiters.length) mask |= LISTEN.syncState; // db.sync.pushed checks at each change
 	if (mask === s.mask || s.closed) return;
 	s.mask = mask;
 	try { go(OPS.listen, s.h, 0, 0, mask); } catch (_) { }
@@ -566,7 +567,43 @@ class Sync {
 			});
 		});
 	}
+	// pushed resolves once the sync target's relay has been sent every
+	// transaction this replica wrote before the call (any tab's):
+	// pushedTarget names the newest, pushedCheck is asked again whenever
+	// the sync state changes, and every second, until it is.
+	pushed() {
+		return attempt(() => {
+			const s = this.#s;
+			live(s, "db.sync.pushed");
+			return call(OPS.pushedTarget, s.h, 0).then((target) => target === null ? undefined : new Promise((resolve, reject) => {
+				s.pushWaiters.push({ target, resolve, reject });
+				listen(s);
+				checkPushed(s);
+			}));
+		});
+	}
 	get state() { return syncStateNow(this.#s); }
+}
+
+// checkPushed asks Go which waiting db.sync.pushed targets are sent, one
+// question at a time, and settles those; while some wait it asks again a
+// second later (besides each sync state change).
+function checkPushed(s) {
+	if (s.closed || !s.pushWaiters.length) return;
+	if (s.pushCheck) { s.pushAgain = true; return; }
+	if (s.pushTimer) { clearTimeout(s.pushTimer); s.pushTimer = 0; }
+	const ws = s.pushWaiters.slice();
+	const drop = (w) => { const i = s.pushWaiters.indexOf(w); if (i >= 0) s.pushWaiters.splice(i, 1); };
+	s.pushCheck = call(OPS.pushedCheck, s.h, 0, JSON.stringify(ws.map((w) => w.target))).then((done) => {
+		ws.forEach((w, i) => { if (done[i]) { drop(w); w.resolve(undefined); } });
+	}, (e) => {
+		for (const w of ws) { drop(w); w.reject(e); }
+	}).finally(() => {
+		s.pushCheck = null;
+		listen(s);
+		if (s.pushAgain) { s.pushAgain = false; checkPushed(s); }
+		else if (s.pushWaiters.length && !s.closed) s.pushTimer = setTimeout(() => { s.pushTimer = 0; checkPushed(s); }, 1000);
+	});
 }
 
 function guarded(fn, arg) {
@@ -695,6 +732,8 @@ class Database {
 		s.closed = true;
 		s.subs.clear();
 		for (const ls of s.listeners.values()) ls.clear();
+		for (const w of s.pushWaiters.splice(0)) w.reject(closedErr("db.sync.pushed"));
+		if (s.pushTimer) { clearTimeout(s.pushTimer); s.pushTimer = 0; }
 		s.closing = call(OPS.close, s.h, 0).finally(() => {
 			dbs.delete(s.h);
 			if (s.unwatch) s.unwatch();
@@ -855,6 +894,7 @@ function onTabMessage(s, m) {
 	if (m.syncState && !s.isLeader) {
 		s.syncState = Object.assign({}, m.syncState, { leader: false });
 		fire(s, "syncState", s.syncState);
+		checkPushed(s);
 	}
 }
 
@@ -881,6 +921,7 @@ function makeDb(h, name, siteId) {
 		channel: null, lockAbort: null, lockRelease: null, isLeader: false, suspended: false, unwatch: null,
 		syncState: { status: "disconnected", pending: 0, leader: false }, syncTarget: null, syncKeys: undefined, syncQueue: Promise.resolve(), sync: null,
 		tabId: tabBase + "." + (++tabSeq), peers: new Set(), mask: 0, persisted: null,
+		pushWaiters: [], pushCheck: null, pushAgain: false, pushTimer: 0,
 	};
 	askPersist(s);
 	for (const e of EVENTS) s.listeners.set(e, new Set());
@@ -915,6 +956,7 @@ function emit(h, name, kind, text, blobs) {
 		if (!s.isLeader) return;
 		s.syncState = p;
 		postPeers(s, { syncState: p });
+		checkPushed(s);
 	}
 	if (name === "change" && !p.fromOtherTab) postPeers(s, { tables: p.tables, remote: p.remote, transactionId: p.transactionId, siteId: p.siteId });
 	fire(s, name, p);

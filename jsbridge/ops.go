@@ -108,6 +108,10 @@ var operations = [...]operation{
 	// staged inserts batched by the facade: a = tables JSON array, b = rows
 	// JSON array, c = blob buffer (see insertManyOp)
 	{name: "insertMany", method: "tx.insert", queue: worker, work: insertManyOp, inline: insertManyNow},
+	// db.sync.pushed: the newest local transaction's HLC (null: nothing to
+	// wait for), then whether each waiting HLC (a = JSON array) is sent
+	{name: "pushedTarget", method: "db.sync.pushed", queue: worker, work: (*db).pushedTargetOp},
+	{name: "pushedCheck", method: "db.sync.pushed", queue: worker, work: (*db).pushedCheckOp},
 	// a = the watermark HLC ("" = the beginning), b = options JSON (changes.go)
 	{name: "changesSince", method: "db.changesSince", queue: worker, work: changesSinceOp},
 	// a = a JSON array of wire ChangeSets (changes.go)

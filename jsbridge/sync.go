@@ -3,7 +3,9 @@
 package jsbridge
 
 import (
+	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -710,4 +712,68 @@ func syncErrorCode(err error) string {
 func firstURL(urls string) string {
 	u, _, _ := strings.Cut(strings.TrimSpace(urls), " ")
 	return u
+}
+
+// pushedTargetOp is db.sync.pushed's first step: the base HLC (wire form,
+// a JSON string) of the newest transaction this replica wrote
+// (engine.LastLocalTransaction), or null when the sync target's relay has
+// been sent everything already (client.Pushed), so the promise resolves at
+// once. Runs on the worker, in any tab: the sent watermark is read from
+// the shared store.
+func (d *db) pushedTargetOp(_ *call) (result, error) {
+	h, ok, err := d.eng.LastLocalTransaction()
+	if err != nil {
+		return result{}, err
+	}
+	if ok {
+		done, err := d.pushedUpTo(h)
+		if err != nil {
+			return result{}, err
+		}
+		ok = !done
+	}
+	if !ok {
+		return result{kind: kindJSON, text: "null"}, nil
+	}
+	return result{kind: kindJSON, text: string(appendString(nil, wire.FormatHLC(h)))}, nil
+}
+
+// pushedCheckOp answers, for a = a JSON array of pushedTargetOp's HLCs,
+// a JSON array of booleans: whether the sync target's relay has been sent
+// everything up to each. facade.js asks whenever the sync state changes
+// (an acknowledgment moves the pending count) while db.sync.pushed
+// promises wait, and every second besides.
+func (d *db) pushedCheckOp(c *call) (result, error) {
+	var targets []string
+	if err := json.Unmarshal([]byte(c.str(0)), &targets); err != nil {
+		return result{}, argError("pushed: targets: %v", err)
+	}
+	b := []byte{'['}
+	for i, s := range targets {
+		h, err := wire.ParseHLC(s)
+		if err != nil {
+			return result{}, argError("pushed: target %q: %v", s, err)
+		}
+		done, err := d.pushedUpTo(h)
+		if err != nil {
+			return result{}, err
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendBool(b, done)
+	}
+	b = append(b, ']')
+	return result{kind: kindJSON, text: string(b)}, nil
+}
+
+// pushedUpTo reports whether the sync target's relay (its first URL, under
+// which the client stores what it keeps per relay) has been sent every
+// local transaction up to base h; false without a target.
+func (d *db) pushedUpTo(h model.HLC) (bool, error) {
+	url, id := "", ""
+	if t := d.sy.target; t != nil {
+		url, id = firstURL(t.URL), t.Database
+	}
+	return client.Pushed(d.eng, url, id, h)
 }

@@ -828,6 +828,24 @@ declare namespace Replica {
 		 * tab. Rejects: CLOSED.
 		 */
 		requestSnapshot(): Promise<void>;
+		/**
+		 * Resolves once the relay has every transaction this replica wrote
+		 * before the call (in any tab): each acknowledged by the sync
+		 * target's relay after it stored it (or one whose values later
+		 * writes replaced, which needs no push). A write's own promise
+		 * resolves when it is in IndexedDB; `await db.sync.pushed()` after
+		 * it says it is also off the device:
+		 * `await db.insert("notes", n); await db.sync.pushed();`.
+		 * Resolves at once when nothing is unsent; offline, it waits
+		 * through reconnects and through `disconnect` for the next
+		 * `connect` (race it with a timer for a deadline). Works in every
+		 * tab: the acknowledged position is shared through IndexedDB. A
+		 * transaction the relay refuses for its content
+		 * (APPLY_CHANGES_REFUSED in `state.lastError`: it would be refused
+		 * again) is passed over, not retried, and does not hold it back.
+		 * Rejects: CLOSED (also for a wait cut short by close).
+		 */
+		pushed(): Promise<void>;
 		/** The current state (a copy). */
 		readonly state: SyncState;
 	}
