@@ -3,6 +3,7 @@
 package idbkv
 
 import (
+	"slices"
 	"syscall/js"
 	"testing"
 
@@ -21,7 +22,11 @@ import (
 // on a small machine distort each other.
 
 func BenchmarkIdbkv(b *testing.B) {
-	for _, d := range drivers {
+	// The durability hint's cost: the speculative driver (the one
+	// Replica uses) with "strict", against the same without (the
+	// browser's default) in the same run.
+	strict := driverCase{"helper-speculate-strict", openOptions{speculate: true, durability: "strict"}}
+	for _, d := range append(slices.Clip(drivers), strict) {
 		b.Run(d.name, func(b *testing.B) {
 			kvtest.Bench(b, func(t testing.TB, buckets []string) kv.Store {
 				s, _ := openT(t, d.opts, buckets...)

@@ -68,6 +68,9 @@ func newHelperDriver(s *Store, o openOptions) (*helperDriver, error) {
 	thrown, ok := catch(func() {
 		opts := jsObject.New()
 		opts.Set("noGetAllRecords", o.noGetAllRecords)
+		if o.durability != "" && o.durability != "default" {
+			opts.Set("durability", o.durability)
+		}
 		factory := o.helper
 		if factory.Type() != js.TypeFunction {
 			factory = js.Global().Get("Function").New("cb", "opts", helperJS)

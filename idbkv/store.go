@@ -88,6 +88,15 @@ type Option func(*openOptions)
 // writes to the transaction and variables it sets anew on every run.
 func Speculate() Option { return func(o *openOptions) { o.speculate = true } }
 
+// Durability sets the durability hint of the Store's read-write IndexedDB
+// transactions (IDBTransactionOptions.durability): "strict" (the browser
+// reports a transaction complete only once it is flushed to the disk, so
+// it survives a power loss or an OS crash), "relaxed" (complete once the
+// OS has it: it survives the browser crashing, not the machine), or
+// "default" (the browser's choice; Chromium's acts as relaxed). Without
+// the option, "default". Any other value makes Open fail.
+func Durability(mode string) Option { return func(o *openOptions) { o.durability = mode } }
+
 // openOptions exist for tests.
 type openOptions struct {
 	// helper: see Helper.
@@ -99,11 +108,18 @@ type openOptions struct {
 	speculate bool
 	// quota: see Quota.
 	quota int64
+	// durability: see Durability ("" is "default").
+	durability string
 }
 
 func open(ctx context.Context, name string, buckets []string, o openOptions) (*Store, error) {
 	if len(buckets) == 0 {
 		return nil, fmt.Errorf("idbkv: open %q: no buckets", name)
+	}
+	switch o.durability {
+	case "", "default", "strict", "relaxed":
+	default:
+		return nil, fmt.Errorf("idbkv: open %q: durability %q (want \"strict\", \"relaxed\" or \"default\")", name, o.durability)
 	}
 	s := &Store{
 		name:    name,

@@ -3,8 +3,6 @@
 package jsbridge
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -42,15 +40,28 @@ func changesSinceOp(d *db, c *call) (result, error) {
 		}
 		since = h
 	}
-	var opts struct {
-		Limit *float64 `json:"limit"`
-	}
-	if err := strictJSON(c.str(1), &opts, "limit"); err != nil {
-		return result{}, err
+	var limitOpt *float64
+	if text := c.str(1); text != "" {
+		r := newReader([]byte(text), nil)
+		err := r.object(func(key string) error {
+			if key != "limit" {
+				return argError("unknown option %q (known: limit)", key)
+			}
+			return r.optNumber(&limitOpt, "options.limit")
+		})
+		if err == nil {
+			err = r.End()
+		}
+		if errors.Is(err, errSyntax) {
+			return result{}, argError("options must be an object {limit?}")
+		}
+		if err != nil {
+			return result{}, err
+		}
 	}
 	limit := engine.DefaultChangesLimit
-	if opts.Limit != nil {
-		n := *opts.Limit
+	if limitOpt != nil {
+		n := *limitOpt
 		if n != float64(int(n)) || n < 1 || n > maxChangesLimit {
 			return result{}, argError("options.limit must be an integer from 1 to %d, got %v", maxChangesLimit, n)
 		}
@@ -98,18 +109,32 @@ func appendWireChangeSet(b []byte, cs *model.ChangeSet) ([]byte, error) {
 // INVALID_ARGUMENT naming its index; an HLC too far ahead of this
 // device's clock is CLOCK_DRIFT; nothing is written in either case.
 func applyChangesOp(d *db, c *call) (result, error) {
-	var raws []json.RawMessage
-	text := c.str(0)
-	if err := json.Unmarshal([]byte(text), &raws); err != nil || !bytes.HasPrefix(bytes.TrimLeft([]byte(text), " \t\r\n"), []byte("[")) {
+	text := []byte(c.str(0))
+	var sets []model.ChangeSet
+	r := newReader(text, nil)
+	if r.Peek() != '[' {
 		return result{}, argError("changeSets must be an array of ChangeSets (as db.changesSince returns them) or its JSON text")
 	}
-	sets := make([]model.ChangeSet, len(raws))
-	for i, raw := range raws {
-		cs, err := wire.UnmarshalChangeSet(raw)
+	err := r.Elements(func(i int) error {
+		start, end, err := r.Skip()
 		if err != nil {
-			return result{}, argError("changeSets[%d] is not a ChangeSet: %v", i, err)
+			return err
 		}
-		sets[i] = cs
+		cs, err := wire.UnmarshalChangeSet(text[start:end])
+		if err != nil {
+			return argError("changeSets[%d] is not a ChangeSet: %v", i, err)
+		}
+		sets = append(sets, cs)
+		return nil
+	})
+	if err == nil {
+		err = r.End()
+	}
+	if errors.Is(err, errSyntax) {
+		return result{}, argError("changeSets must be an array of ChangeSets (as db.changesSince returns them) or its JSON text: %v", err)
+	}
+	if err != nil {
+		return result{}, err
 	}
 	res, err := d.eng.ApplyChanges(sets)
 	if errors.Is(err, model.ErrMalformed) {
@@ -127,16 +152,3 @@ func applyChangesOp(d *db, c *call) (result, error) {
 	return o.result(), nil
 }
 
-// strictJSON decodes an options object, refusing unknown keys (named in
-// known) with INVALID_ARGUMENT.
-func strictJSON(text string, v any, known string) error {
-	if text == "" {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader([]byte(text)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return argError("options: %v (known options: %s)", err, known)
-	}
-	return nil
-}

@@ -67,6 +67,8 @@ func TestOpenConfigOptions(t *testing.T) {
 		{"batchSize: 0", "batchSize must be a whole number of changes from 1 to 100000"},
 		{"batchSize: 100001", "batchSize"},
 		{"batchSize: 2.5", "batchSize"},
+		{`durability: "always"`, `options.durability must be "strict", "relaxed" or "default"`},
+		{"durability: true", "durability"},
 	} {
 		opts := jsv("{name: " + jsString(dbName(t)) + ", schema: " + testSchema + ", " + bad.opt + "}")
 		mustReject(t, js.Global().Get("Replica").Call("open", opts), "INVALID_ARGUMENT", bad.frag)
@@ -86,4 +88,32 @@ func openDBOpts(t testing.TB, name, schema, more string) js.Value {
 	db := must(t, js.Global().Get("Replica").Call("open", opts))
 	t.Cleanup(func() { await(db.Call("close")) })
 	return db
+}
+
+// TestDurabilityOption: Replica.open's durability: "strict" opens every
+// IndexedDB transaction that writes with {durability: "strict"} (seen by
+// wrapping IDBDatabase.prototype.transaction), so a write's promise
+// resolves only once the browser has flushed it to the disk.
+func TestDurabilityOption(t *testing.T) {
+	name := dbName(t)
+	t.Cleanup(func() { deleteIDB(name) })
+	db := openDBOpts(t, name, testSchema, `durability: "strict"`)
+	spy := jsfn("", `const proto = IDBDatabase.prototype, orig = proto.transaction, seen = [];
+		proto.transaction = function (names, mode, options) {
+			if (mode === "readwrite") seen.push(options && options.durability || "none");
+			return orig.apply(this, arguments);
+		};
+		return [seen, () => { proto.transaction = orig; }];`).Invoke()
+	defer spy.Index(1).Invoke()
+	must(t, db.Call("insert", "items", jsv(`{id: "a", n: 1}`)))
+	must(t, db.Call("transaction", asyncfn("tx", `await tx.insert("items", {id: "b"}); await tx.update("items", "a", {n: 2});`)))
+	seen := spy.Index(0)
+	if seen.Length() < 2 {
+		t.Fatalf("%d read-write transactions seen, want at least 2", seen.Length())
+	}
+	for i := 0; i < seen.Length(); i++ {
+		if d := seen.Index(i).String(); d != "strict" {
+			t.Fatalf("read-write transaction %d opened with durability %q, want strict", i, d)
+		}
+	}
 }

@@ -145,6 +145,7 @@ type openOptions struct {
 	StorageQuota            *float64 // bytes, idbkv.Quota
 	RetentionHorizonMs      *float64 // engine.Options.Retention, in ms
 	BatchSize               *float64 // client.Options.PushLimit, in changes
+	Durability              *string  // idbkv.Durability
 }
 
 func parseOpenOptions(text string) (openOptions, error) {
@@ -169,8 +170,10 @@ func parseOpenOptions(text string) (openOptions, error) {
 			return r.optNumber(&o.RetentionHorizonMs, "options.retentionHorizonMs")
 		case "batchSize":
 			return r.optNumber(&o.BatchSize, "options.batchSize")
+		case "durability":
+			return r.optString(&o.Durability, "options.durability")
 		}
-		return argError("unknown option %q (known: name, schema, allowResurrection, heldChanges, storageQuota, retentionHorizonMs, batchSize)", key)
+		return argError("unknown option %q (known: name, schema, allowResurrection, heldChanges, storageQuota, retentionHorizonMs, batchSize, durability)", key)
 	})
 	if err == nil {
 		err = r.End()
@@ -277,6 +280,14 @@ func (b *bridge) openDB(text string) (*db, error) {
 			return nil, argError("options.storageQuota must be a positive number of bytes, got %v", *q)
 		}
 		idbOpts = append(idbOpts, idbkv.Quota(int64(*q)))
+	}
+	if dur := o.Durability; dur != nil {
+		switch *dur {
+		case "strict", "relaxed", "default":
+			idbOpts = append(idbOpts, idbkv.Durability(*dur))
+		default:
+			return nil, argError(`options.durability must be "strict", "relaxed" or "default", got %q`, *dur)
+		}
 	}
 	store, err := idbkv.Open(context.Background(), IDBPrefix+*o.Name, engine.Buckets, idbOpts...)
 	if err != nil {

@@ -3,7 +3,6 @@
 package jsbridge
 
 import (
-	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -745,7 +744,16 @@ func (d *db) pushedTargetOp(_ *call) (result, error) {
 // promises wait, and every second besides.
 func (d *db) pushedCheckOp(c *call) (result, error) {
 	var targets []string
-	if err := json.Unmarshal([]byte(c.str(0)), &targets); err != nil {
+	r := newReader([]byte(c.str(0)), nil)
+	err := r.Elements(func(int) error {
+		s, err := r.Str()
+		targets = append(targets, s)
+		return err
+	})
+	if err == nil {
+		err = r.End()
+	}
+	if err != nil {
 		return result{}, argError("pushed: targets: %v", err)
 	}
 	b := []byte{'['}

@@ -1216,9 +1216,10 @@ return {
 	hasRecords,
 
 	// begin starts a transaction over every store in names (a JS array) and
-	// returns its state. Throws what IDBDatabase.transaction throws.
+	// returns its state; a read-write one with opts.durability's hint
+	// (idbkv.Durability) when set. Throws what IDBDatabase.transaction throws.
 	begin(db, names, mode, id) {
-		const tx = db.transaction(names, mode);
+		const tx = mode === "readwrite" && opts.durability ? db.transaction(names, mode, { durability: opts.durability }) : db.transaction(names, mode);
 		const t = { id, tx, names, st: new Array(names.length), p: false };
 		tx.oncomplete = () => done(t, 0, null, 0);
 		tx.onabort = () => {
