@@ -48,6 +48,7 @@ type bridge struct {
 	emitFn     js.Value // emit(handle, event, kind, text, blobs)
 	deliverFn  js.Value // deliver(handle, sid, kind, text, blobs)
 	settleVFn  js.Value // settleValue(id, value): resolve with a JS value (a SealKey)
+	resolveFn  js.Value // resolve(fn, kind, text, blobs): a JS resolver's choice (resolver.go)
 	handleOf   js.Value // handleOf(db object) -> handle (tests)
 	idbHelper  js.Value // the loader's copy of idbkv's helper.js, or undefined
 
@@ -119,6 +120,7 @@ func Install() (uninstall func(), err error) {
 	b.emitFn = built.Get("emit")
 	b.deliverFn = built.Get("deliver")
 	b.settleVFn = built.Get("settleValue")
+	b.resolveFn = built.Get("resolve")
 	b.handleOf = built.Get("handleOf")
 	if fromLoader {
 		b.idbHelper = loader.Get("_idbHelper")
@@ -184,6 +186,8 @@ func (c *call) setArgs(args []js.Value) {
 			a.s = v.String()
 		case js.TypeNumber:
 			a.n = v.Int()
+		case js.TypeFunction:
+			a.v = v // Replica.open's resolver
 		case js.TypeObject:
 			if !v.InstanceOf(jsUint8Array) {
 				a.v = v
@@ -202,8 +206,8 @@ func (c *call) int(i int) int { return c.args[i].n }
 // bytes returns the Uint8Array argument i (nil if absent).
 func (c *call) bytes(i int) []byte { return c.args[i].bytes }
 
-// value returns argument i when it is an object other than a Uint8Array
-// (undefined otherwise).
+// value returns argument i when it is a function or an object other than
+// a Uint8Array (undefined otherwise).
 func (c *call) value(i int) js.Value { return c.args[i].v }
 
 // dispatch is the single JS->Go entry point: go(op, handle, tx, id, a, b,

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall/js"
 	"time"
 
 	"github.com/replica-sync/replica/engine"
@@ -146,6 +147,7 @@ type openOptions struct {
 	RetentionHorizonMs      *float64 // engine.Options.Retention, in ms
 	BatchSize               *float64 // client.Options.PushLimit, in changes
 	Durability              *string  // idbkv.Durability
+	Resolver                *string  // "lww", "localWins", "remoteWins", or "function" (resolver.go)
 }
 
 func parseOpenOptions(text string) (openOptions, error) {
@@ -172,8 +174,10 @@ func parseOpenOptions(text string) (openOptions, error) {
 			return r.optNumber(&o.BatchSize, "options.batchSize")
 		case "durability":
 			return r.optString(&o.Durability, "options.durability")
+		case "resolver":
+			return r.optString(&o.Resolver, "options.resolver")
 		}
-		return argError("unknown option %q (known: name, schema, allowResurrection, heldChanges, storageQuota, retentionHorizonMs, batchSize, durability)", key)
+		return argError("unknown option %q (known: name, schema, allowResurrection, heldChanges, storageQuota, retentionHorizonMs, batchSize, durability, resolver)", key)
 	})
 	if err == nil {
 		err = r.End()
@@ -186,7 +190,7 @@ func parseOpenOptions(text string) (openOptions, error) {
 
 // open handles Replica.open: a = the options as JSON.
 func (b *bridge) open(c *call) {
-	text := c.str(0)
+	text, resolver := c.str(0), c.value(1)
 	go func() {
 		r := func() (r result) {
 			defer func() {
@@ -197,7 +201,7 @@ func (b *bridge) open(c *call) {
 			if testHook != nil {
 				testHook("Replica.open")
 			}
-			d, err := b.openDB(text)
+			d, err := b.openDB(text, resolver)
 			if err != nil {
 				return fail(err, "Replica.open", "")
 			}
@@ -208,7 +212,10 @@ func (b *bridge) open(c *call) {
 	}()
 }
 
-func (b *bridge) openDB(text string) (*db, error) {
+// openDB opens the replica of Replica.open's options (JSON text) and, when
+// options.resolver was a function, resolverFn (facade.js sends it apart:
+// JSON has no functions).
+func (b *bridge) openDB(text string, resolverFn js.Value) (*db, error) {
 	o, err := parseOpenOptions(text)
 	if err != nil {
 		return nil, err
@@ -270,6 +277,11 @@ func (b *bridge) openDB(text string) (*db, error) {
 			return nil, argError("options.batchSize must be a whole number of changes from 1 to %d, got %v", maxChangesLimit, *n)
 		}
 		batch = int(*n)
+	}
+	if o.Resolver != nil {
+		if opts.Resolver, err = b.resolver(*o.Resolver, resolverFn); err != nil {
+			return nil, err
+		}
 	}
 	if engineOptionsHook != nil {
 		engineOptionsHook(&opts)

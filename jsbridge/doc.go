@@ -260,6 +260,17 @@
 // through JSON text the test carries, and a third given every ChangeSet
 // in reverse order ends identical.
 //
+// # Resolvers
+//
+// resolver.go: Replica.open's resolver becomes engine.Options.Resolver:
+// "lww" none (the engine's fast path), "localWins" and "remoteWins" the
+// engine's, a function a closure that encodes the conflict as rows are
+// and calls facade.js's resolve(fn, ...) synchronously from the Go code
+// applying the batch — inside its IndexedDB transaction, which stays
+// active because nothing yields to the event loop. facade.js sends the
+// function beside the options' JSON (argument b of open). A throw or an
+// answer other than "local" or "remote" is reported and LWW decides.
+//
 // # Retention
 //
 // retention.go: the leader tab (and only it: every tab shares the IndexedDB

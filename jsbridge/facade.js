@@ -990,12 +990,39 @@ const api = {
 		return attempt(() => {
 			if (!isRecord(options)) throw argErr("Replica.open: options must be an object {name, schema, ...}, got " + describe(options));
 			if (typeof options.name !== "string" || options.name === "") throw argErr("Replica.open: options.name must be a non-empty string");
+			// A resolver function goes to Go beside the JSON (which has
+			// no functions); Go calls it through resolve.
+			let fn;
+			if (typeof options.resolver === "function") {
+				fn = options.resolver;
+				options = Object.assign({}, options, { resolver: "function" });
+			} else if (options.resolver === "function") {
+				throw argErr("Replica.open: options.resolver must be \"lww\", \"localWins\", \"remoteWins\" or a function, got the string \"function\"");
+			}
 			let text;
 			try { text = JSON.stringify(options); } catch (e) { throw argErr("Replica.open: options: " + e.message); }
 			const name = options.name;
-			return call(OPS.open, 0, 0, text).then(([h, siteId]) => makeDb(h, name, siteId));
+			return call(OPS.open, 0, 0, text, fn).then(([h, siteId]) => makeDb(h, name, siteId));
 		});
 	},
 };
 
-return { api, settle, settleValue, emit, deliver, handleOf: (db) => handles.get(db) };
+// resolve calls an app's resolver (Replica.open's options.resolver) with
+// a conflict Go encoded (jsbridge/resolver.go), synchronously: 1 for
+// "remote", 0 for "local", -1 (last-writer-wins decides) for anything
+// else, which is reported.
+function resolve(fn, kind, text, blobs) {
+	try {
+		const [ctx, pk] = decode(kind, text, blobs);
+		ctx.pk = pk;
+		const r = fn(ctx);
+		if (r === "remote") return 1;
+		if (r === "local") return 0;
+		report(new ReplicaError("INVALID_ARGUMENT", "Replica.open: options.resolver returned " + describe(r) + " for " + ctx.table + "." + ctx.column + ", not \"local\" or \"remote\" (it must answer synchronously): last-writer-wins decided"));
+	} catch (e) {
+		report(e);
+	}
+	return -1;
+}
+
+return { api, settle, settleValue, emit, deliver, resolve, handleOf: (db) => handles.get(db) };

@@ -398,6 +398,46 @@ declare namespace Replica {
 		 * value.
 		 */
 		durability?: "strict" | "relaxed" | "default";
+		/**
+		 * Who wins a conflict: a synced write of a cell this replica holds
+		 * another version of (jsbridge/resolver.go). "lww" (the default):
+		 * the later HLC, the same winner on every replica. "localWins" /
+		 * "remoteWins": the version already here / the incoming one, which
+		 * leaves replicas disagreeing (each keeps its own, or takes the
+		 * last it received): for one-way flows only. A function gets a
+		 * ResolverContext and returns "local" or "remote", synchronously:
+		 * it runs inside the IndexedDB transaction of the apply, so it
+		 * must not await (a Promise counts as no answer) and should be
+		 * quick. For replicas to converge it must pick the same version
+		 * whichever side calls it — a function of the two versions alone,
+		 * such as "the larger value wins" — and every device and every tab
+		 * must use the same one. An exception or any other answer is
+		 * reported to the console and "lww" decides that cell; the sync
+		 * goes on. Only cells with two versions reach it; deletions follow
+		 * the table's resurrection policy.
+		 */
+		resolver?: "lww" | "localWins" | "remoteWins" | ((conflict: ResolverContext) => "local" | "remote");
+	}
+
+	/** The argument of a resolver function (OpenOptions.resolver). */
+	interface ResolverContext {
+		table: string;
+		/** The row's primary key, in key-column order. */
+		pk: Value[];
+		column: string;
+		/** The version this replica holds. */
+		localValue: Value;
+		/** Its HLC, "wall.counter@siteId/opSeq". */
+		localHlc: string;
+		/** The site that wrote it. */
+		localSiteId: string;
+		/** The incoming version. */
+		remoteValue: Value;
+		remoteHlc: string;
+		remoteSiteId: string;
+		/** The value the incoming write replaced on its device, when it carried it. */
+		remotePriorValue?: Value;
+		remotePriorHlc?: string;
 	}
 
 	/**
