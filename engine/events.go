@@ -18,6 +18,11 @@ const (
 	// (or, under the Drop policy, dropped): one event per table per apply
 	// (Event.Held).
 	ChangesHeld
+	// HeldReplayed: changes held for a table were replayed (ReplayHeld:
+	// a migration or a newer schema defined their table or column): one
+	// event per table per replay (Event.Replayed), after the RemoteChange
+	// events of the rows they changed.
+	HeldReplayed
 )
 
 func (t EventType) String() string {
@@ -30,6 +35,8 @@ func (t EventType) String() string {
 		return "conflict"
 	case ChangesHeld:
 		return "held"
+	case HeldReplayed:
+		return "heldReplayed"
 	}
 	return "invalid"
 }
@@ -49,6 +56,20 @@ type Event struct {
 	Conflict *Conflict
 	// Held is set for ChangesHeld.
 	Held *HeldReport
+	// Replayed is set for HeldReplayed.
+	Replayed *ReplayReport
+}
+
+// ReplayReport describes one replay of a table's held changes
+// (HeldReplayed).
+type ReplayReport struct {
+	Table string
+	// Changes replayed (applied as fresh remote changes, whether they
+	// won or not) and removed from the hold.
+	Changes int
+	// Remaining changes still held for the table: for columns still
+	// undefined, or whose key or value does not fit (never replayed).
+	Remaining int
 }
 
 // Conflict describes one resolved column conflict (docs/design.md § Conflicts and resolvers).

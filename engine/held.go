@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/replica-sync/replica/engine/internal/keyenc"
 	"github.com/replica-sync/replica/kv"
@@ -234,9 +236,11 @@ func (e *Engine) ReplayHeld(tables ...string) (int, error) {
 	}
 	total := 0
 	for _, name := range tables {
+		replayed := 0
 		for {
 			n, more, err := e.replaySome(name)
 			total += n
+			replayed += n
 			if err != nil {
 				return total, err
 			}
@@ -244,8 +248,97 @@ func (e *Engine) ReplayHeld(tables ...string) (int, error) {
 				break
 			}
 		}
+		if replayed > 0 {
+			rest, err := e.heldIn(name)
+			if err != nil {
+				return total, err
+			}
+			e.emit(Event{Type: HeldReplayed, Tables: []string{name}, Replayed: &ReplayReport{Table: name, Changes: replayed, Remaining: rest}})
+		}
 	}
 	return total, nil
+}
+
+// heldIn counts the changes held for table (keys only).
+func (e *Engine) heldIn(table string) (int, error) {
+	n := 0
+	err := e.store.View(func(tx kv.Tx) error {
+		n = 0
+		return tx.Scan(layout.BucketHeld, kv.Range{Start: layout.TableKey(table), End: kv.PrefixEnd(layout.TableKey(table)), KeysOnly: true}, func(_, _ []byte) bool {
+			n++
+			return true
+		})
+	})
+	return n, err
+}
+
+// HeldCount is how many changes are held for one table and reason
+// (HeldCounts).
+type HeldCount struct {
+	Table   string
+	Reason  HeldReason
+	Changes int
+}
+
+// HeldCounts counts the changes held, per table and per reason as the
+// schema now stands (a change held for an unknown column whose table a
+// migration has since created counts as HeldUnknownColumn, and so on),
+// in table then reason order: the sync seeds' getUnknownTableStats. A
+// change that fits the schema now is waiting for the replay that the
+// migration defining its table or column runs (ReplayHeld), and is
+// counted under the reason it was held for: HeldUnknownColumn when its
+// table exists, HeldUnknownTable otherwise. It reads every held change.
+func (e *Engine) HeldCounts() ([]HeldCount, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	var out []HeldCount
+	err := e.store.View(func(tx kv.Tx) error {
+		out = nil
+		s, err := e.currentSchema(tx)
+		if err != nil {
+			return err
+		}
+		idx := map[HeldCount]int{} // {table, reason} -> index in out
+		var derr error
+		err = tx.Scan(layout.BucketHeld, kv.Range{}, func(_, v []byte) bool {
+			h, err := decodeHeld(v)
+			if err != nil {
+				derr = err
+				return false
+			}
+			reason := HeldUnknownTable
+			if t := s.table(h.change.Table); t != nil {
+				reason = HeldUnknownColumn
+				c := h.change
+				c.PK = slices.Clone(c.PK)
+				var he *holdError
+				if err := normalizeChange(t, &c); errors.As(err, &he) {
+					reason = he.reason
+				}
+			}
+			k := HeldCount{Table: h.change.Table, Reason: reason}
+			i, ok := idx[k]
+			if !ok {
+				i = len(out)
+				idx[k] = i
+				out = append(out, k)
+			}
+			out[i].Changes++
+			return true
+		})
+		if err == nil {
+			err = derr
+		}
+		return err
+	})
+	slices.SortFunc(out, func(a, b HeldCount) int {
+		if c := strings.Compare(a.Table, b.Table); c != 0 {
+			return c
+		}
+		return int(a.Reason) - int(b.Reason)
+	})
+	return out, err
 }
 
 func (e *Engine) heldTables() ([]string, error) {

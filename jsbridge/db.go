@@ -116,12 +116,14 @@ const (
 	listenConflict
 	listenHeld // held listeners, or unknownTable (its older name) ones
 	listenSyncState
-	listenPeers // another tab of this replica is open
+	listenPeers        // another tab of this replica is open
+	listenHeldReplayed // heldReplayed listeners
 )
 
 var listenNames = map[string]int{
 	"change": listenChange, "remoteChange": listenRemoteChange, "conflict": listenConflict,
 	"held": listenHeld, "unknownTable": listenHeld, "syncState": listenSyncState, "peers": listenPeers,
+	"heldReplayed": listenHeldReplayed,
 }
 
 // wants reports whether the facade wants any of the listen bits.

@@ -87,6 +87,14 @@ func (d *db) onEvent(ev engine.Event) {
 		if h := ev.Held; h != nil && d.wants(listenHeld) {
 			d.emit("held", heldResult(h))
 		}
+	case engine.HeldReplayed:
+		if r := ev.Replayed; r != nil && d.wants(listenHeldReplayed) {
+			var o jsonObject
+			o.str("table", r.Table)
+			o.int("changes", int64(r.Changes))
+			o.int("remaining", int64(r.Remaining))
+			d.emit("heldReplayed", o.result())
+		}
 	}
 }
 

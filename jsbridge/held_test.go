@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv/memkv"
 	"github.com/replica-sync/replica/model"
+	"github.com/replica-sync/replica/wire"
 )
 
 // heldBatch applies to d, as from peer site, one ChangeSet of the cells
@@ -174,5 +176,56 @@ func TestHeldChangesOption(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHeldChangesAndReplay: db.heldChanges counts the held changes per
+// table and reason; when a peer's schema ChangeSet creates the table they
+// were held for, they are replayed, heldReplayed fires with the number
+// replayed and left, and the counts drop them.
+func TestHeldChangesAndReplay(t *testing.T) {
+	db := openT(t)
+	d := dbOf(t, db)
+	replayed := jsv("[]")
+	db.Call("on", "heldReplayed", jsfn("s", "return (e) => s.push(e)").Invoke(replayed))
+	peerSchema, err := wire.ParseSchema([]byte(`{"tables": {"ghosts": {"columns": {"id": "text", "v": "integer"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := engine.Open(memkv.New(engine.Buckets...), engine.Options{Schema: &peerSchema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	for _, id := range []string{"g1", "g2", "g3"} {
+		if _, err := peer.Insert("ghosts", map[string]any{"id": id, "v": 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sets, err := peer.ChangesSince(model.HLC{}, 1000, engine.ChangesFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.eng.ApplyChanges(sets[1:]); err != nil { // the rows, not the schema
+		t.Fatal(err)
+	}
+	heldBatch(t, d, model.SiteID{8}, heldCell{"items", textKey("i"), "nosuch", model.Int(1)})
+
+	stats := must(t, db.Call("heldChanges"))
+	if want := jsv(`{total: 7, tables: {ghosts: {unknownTable: 6, total: 6}, items: {unknownColumn: 1, total: 1}}}`); !same(stats, want) {
+		t.Fatalf("heldChanges: %s, want %s", describe(stats), describe(want))
+	}
+	if _, err := d.eng.ApplyChanges(sets[:1]); err != nil { // the schema: ghosts exists now
+		t.Fatal(err)
+	}
+	waitFor(t, "heldReplayed", func() bool { return replayed.Length() == 1 })
+	if want := jsv(`{table: "ghosts", changes: 6, remaining: 0}`); !same(replayed.Index(0), want) {
+		t.Fatalf("heldReplayed payload %s, want %s", describe(replayed.Index(0)), describe(want))
+	}
+	if n := must(t, db.Call("count", "ghosts")).Int(); n != 3 {
+		t.Fatalf("%d ghosts after the replay, want 3", n)
+	}
+	if stats := must(t, db.Call("heldChanges")); !same(stats, jsv(`{total: 1, tables: {items: {unknownColumn: 1, total: 1}}}`)) {
+		t.Fatalf("heldChanges after the replay: %s", describe(stats))
 	}
 }

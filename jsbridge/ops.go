@@ -112,6 +112,8 @@ var operations = [...]operation{
 	// wait for), then whether each waiting HLC (a = JSON array) is sent
 	{name: "pushedTarget", method: "db.sync.pushed", queue: worker, work: (*db).pushedTargetOp},
 	{name: "pushedCheck", method: "db.sync.pushed", queue: worker, work: (*db).pushedCheckOp},
+	// db.heldChanges: counts per table and reason
+	{name: "heldCounts", method: "db.heldChanges", queue: worker, work: heldCountsOp},
 	// a = the watermark HLC ("" = the beginning), b = options JSON (changes.go)
 	{name: "changesSince", method: "db.changesSince", queue: worker, work: changesSinceOp},
 	// a = a JSON array of wire ChangeSets (changes.go)
@@ -484,4 +486,32 @@ func (d *db) allDeclared(tablesText string) bool {
 		}
 	}
 	return true
+}
+
+// heldCountsOp answers db.heldChanges (HeldStats in replica.d.ts):
+// {total, tables: {table: {total, unknownTable?, unknownColumn?,
+// keyMismatch?, wrongType?}}}, from engine.HeldCounts.
+func heldCountsOp(d *db, _ *call) (result, error) {
+	counts, err := d.eng.HeldCounts()
+	if err != nil {
+		return result{}, err
+	}
+	total := 0
+	var tables jsonObject
+	for i := 0; i < len(counts); {
+		j, n := i, 0
+		var t jsonObject
+		for ; j < len(counts) && counts[j].Table == counts[i].Table; j++ {
+			t.int(counts[j].Reason.String(), int64(counts[j].Changes))
+			n += counts[j].Changes
+		}
+		t.int("total", int64(n))
+		tables.raw(counts[i].Table, t.done())
+		total += n
+		i = j
+	}
+	var o jsonObject
+	o.int("total", int64(total))
+	o.raw("tables", tables.done())
+	return o.result(), nil
 }

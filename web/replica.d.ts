@@ -627,6 +627,25 @@ declare namespace Replica {
 		latestHlc: string;
 	}
 
+	/** Payload of `heldReplayed`. */
+	interface HeldReplayedEvent {
+		table: string;
+		/** Changes replayed: applied as fresh synced changes (last-writer-wins against what the replica holds) and no longer held. */
+		changes: number;
+		/** Changes still held for the table (columns it still lacks, or keys and values that do not fit). */
+		remaining: number;
+	}
+
+	/**
+	 * What `db.heldChanges()` counts: the changes held now, per table and
+	 * per reason as the schema stands (HeldReason; a reason with none is
+	 * absent).
+	 */
+	interface HeldStats {
+		total: number;
+		tables: { [table: string]: { total: number } & { [R in HeldReason]?: number } };
+	}
+
 	/**
 	 * @deprecated Payload of `unknownTable`, the older name of `held`
 	 * (HeldEvent), which fires alongside it for one release: the same
@@ -758,6 +777,8 @@ declare namespace Replica {
 		conflict: ConflictEvent;
 		/** Synced changes this replica cannot apply now were held (or dropped), per table and batch (in the leader tab, which applies what sync brings; not forwarded to other tabs). */
 		held: HeldEvent;
+		/** Changes held for a table were replayed: a migration or a newer schema now defines their table or column (in the tab that applied it). */
+		heldReplayed: HeldReplayedEvent;
 		/** @deprecated The older name of `held`, fired alongside it for one release (same batches, older payload). */
 		unknownTable: UnknownTableEvent;
 		/** The sync state changed (in the leader tab, and forwarded to the other tabs with leader: false). */
@@ -975,6 +996,15 @@ declare namespace Replica {
 		 * unknown event, CLOSED after close.
 		 */
 		on<K extends keyof EventMap>(event: K, listener: (payload: EventMap[K]) => void): () => void;
+		/**
+		 * The synced changes this replica holds instead of applying (see
+		 * `OpenOptions.heldChanges` and the `held` event), counted per table
+		 * and reason: a dashboard of what an older app version cannot show
+		 * yet. Held changes for a table or column a later schema defines
+		 * are replayed then (`heldReplayed`); the others are dropped at the
+		 * retention horizon. Reads every held change. Rejects: CLOSED.
+		 */
+		heldChanges(): Promise<HeldStats>;
 		/**
 		 * The transport-agnostic API, for syncing over a channel of your own
 		 * (WebRTC, postMessage, a file) instead of, or beside, a relay: the

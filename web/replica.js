@@ -125,7 +125,7 @@ function replicaFacade(go, OPS, KINDS) {
 "use strict";
 
 // unknownTable is held's older name, kept for one release (see heldAlias).
-const EVENTS = ["change", "remoteChange", "conflict", "held", "unknownTable", "syncState", "leaderChange"];
+const EVENTS = ["change", "remoteChange", "conflict", "held", "heldReplayed", "unknownTable", "syncState", "leaderChange"];
 const LISTEN = OPS.listenBits; // bits of the listen mask: event names, and "peers"
 const hasOwn = Object.prototype.hasOwnProperty;
 
@@ -763,6 +763,8 @@ class Database {
 	get(table, pk) { return attempt(() => { live(this.#s, "db.get"); return opKey(this.#s, 0, OPS.get, "db.get", table, pk); }); }
 	query(table, options) { return attempt(() => { live(this.#s, "db.query"); return opRead(this.#s, 0, OPS.query, "db.query", table, options); }); }
 	count(table, options) { return attempt(() => { live(this.#s, "db.count"); return opRead(this.#s, 0, OPS.count, "db.count", table, options); }); }
+
+	heldChanges() { return attempt(() => { live(this.#s, "db.heldChanges"); return call(OPS.heldCounts, this.#s.h, 0); }); }
 
 	// The transport-agnostic API (jsbridge/changes.go): ChangeSets in the
 	// sync protocol's JSON form, for an app's own channel.
