@@ -151,4 +151,3 @@ func applyChangesOp(d *db, c *call) (result, error) {
 	o.int("transactions", int64(res.Transactions))
 	return o.result(), nil
 }
-

@@ -103,7 +103,7 @@ func TestResolverBuiltins(t *testing.T) {
 		{"bad answer", jsfn("", `return () => true`).Invoke(), 200},
 	} {
 		db := openResolver(t, c.resolver)
-		send(src, db) // x with n = 5
+		send(src, db)                                             // x with n = 5
 		must(t, db.Call("update", "items", "x", jsv(`{n: 200}`))) // later than src's 5
 		w := jsv("{}")
 		must(t, pass.Invoke(src, db, w, "w", 1000)) // n = 5 again: a conflict with the local 200
