@@ -1,6 +1,11 @@
 package engine
 
-import "sort"
+import (
+	"bytes"
+	"sort"
+
+	"github.com/replica-sync/replica/engine/internal/layout"
+)
 
 // EventType names an Event.
 type EventType uint8
@@ -58,6 +63,66 @@ type Event struct {
 	Held *HeldReport
 	// Replayed is set for HeldReplayed.
 	Replayed *ReplayReport
+	// Rows summarizes the rows a LocalChange wrote when ChangeSet has no
+	// Changes (Options.OmitLocalChanges); RowsOf(ChangeSet) gives the
+	// same for the other LocalChange and RemoteChange events.
+	Rows []RowChange
+}
+
+// RowChange summarizes what one transaction did to one row: the columns
+// it wrote (in column-name order) and whether it deleted the row; Prior
+// is the row as it stood before a deletion, when known (a local delete of
+// a live row; a remote delete whose origin sent its image).
+type RowChange struct {
+	Table   string
+	PK      []Value
+	Columns []string
+	Deleted bool
+	Prior   Row
+}
+
+// RowsOf summarizes cs's changes per row, rows in (table, key) order.
+func RowsOf(cs *ChangeSet) []RowChange {
+	if cs == nil || len(cs.Changes) == 0 {
+		return nil
+	}
+	idx := map[string]int{}
+	var out []RowChange
+	for i := range cs.Changes {
+		c := &cs.Changes[i]
+		k := string(layout.RowKey(layout.TableKey(c.Table), c.PK))
+		j, ok := idx[k]
+		if !ok {
+			j = len(out)
+			idx[k] = j
+			out = append(out, RowChange{Table: c.Table, PK: c.PK})
+		}
+		switch c.Type {
+		case ColumnChange:
+			out[j].Columns = append(out[j].Columns, c.Column)
+		case RowDeletion:
+			out[j].Deleted = true
+			if c.PriorRow != nil {
+				out[j].Prior = Row(c.PriorRow)
+			}
+		}
+	}
+	sortRowChanges(out)
+	return out
+}
+
+// sortRowChanges orders rows by table, then key, and each row's columns
+// by name.
+func sortRowChanges(rows []RowChange) {
+	for i := range rows {
+		sort.Strings(rows[i].Columns)
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		if rows[i].Table != rows[j].Table {
+			return rows[i].Table < rows[j].Table
+		}
+		return bytes.Compare(layout.RowKey(nil, rows[i].PK), layout.RowKey(nil, rows[j].PK)) < 0
+	})
 }
 
 // ReplayReport describes one replay of a table's held changes
@@ -227,7 +292,7 @@ func (e *Engine) emitLocal(lc *localCommit) {
 	if lc == nil {
 		return
 	}
-	e.emit(Event{Type: LocalChange, Tables: lc.tables, ChangeSet: lc.cs})
+	e.emit(Event{Type: LocalChange, Tables: lc.tables, ChangeSet: lc.cs, Rows: lc.rows})
 }
 
 func tablesOf(cs *ChangeSet) []string {

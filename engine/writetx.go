@@ -170,6 +170,7 @@ func (w *writeTx) freshRow(t *table, pk []Value) {
 type localCommit struct {
 	cs     *ChangeSet
 	tables []string
+	rows   []RowChange // OmitLocalChanges: what the event says instead of cs.Changes
 }
 
 // changeSet returns the transaction's ChangeSet; nil for a nil lc.
@@ -873,14 +874,17 @@ func (w *writeTx) localCommitLean() *localCommit {
 			cs.HLC = m.HLC
 		}
 	}
+	var rows []RowChange
 	for _, r := range w.rows {
 		rec := r.cur
 		if rec == nil {
 			continue
 		}
 		has := false
+		var rc RowChange
 		if rec.HasTomb && rec.Tomb.SameTransaction(w.base) {
 			has = true
+			rc.Deleted = true
 			if cs.HLC.Less(rec.Tomb) {
 				cs.HLC = rec.Tomb
 			}
@@ -888,10 +892,30 @@ func (w *writeTx) localCommitLean() *localCommit {
 		for i := range rec.Cells {
 			if h := rec.Cells[i].HLC; h.SameTransaction(w.base) {
 				has = true
+				rc.Columns = append(rc.Columns, rec.Cells[i].Col)
 				if cs.HLC.Less(h) {
 					cs.HLC = h
 				}
 			}
+		}
+		if has {
+			rc.Table, rc.PK = r.table, r.pk
+			if rc.Deleted && rec.PriorRow != nil && rec.Tomb.SameTransaction(w.base) {
+				// The image tombstone recorded (priorImage: values too
+				// large to keep are left out), with the key.
+				rc.Prior = make(Row, len(rec.PriorRow)+len(r.pk))
+				for k, v := range rec.PriorRow {
+					rc.Prior[k] = v
+				}
+				if r.tbl != nil {
+					for i, n := range r.tbl.pkCols {
+						if _, ok := rc.Prior[n]; !ok && i < len(r.pk) {
+							rc.Prior[n] = r.pk[i]
+						}
+					}
+				}
+			}
+			rows = append(rows, rc)
 		}
 		if has && !seen[r.table] {
 			if seen == nil {
@@ -902,7 +926,8 @@ func (w *writeTx) localCommitLean() *localCommit {
 		}
 	}
 	sort.Strings(tables)
-	return &localCommit{cs: cs, tables: tables}
+	sortRowChanges(rows)
+	return &localCommit{cs: cs, tables: tables, rows: rows}
 }
 
 // setPrior copies a cell's before-image into its Change.

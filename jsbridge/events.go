@@ -3,35 +3,88 @@
 package jsbridge
 
 import (
+	"strconv"
 	"syscall/js"
+	"time"
 
 	"github.com/replica-sync/replica/engine"
 )
 
 // changeResult is the payload of the change and remoteChange events
 // (ChangeEvent in replica.d.ts): {tables, remote, fromOtherTab: false,
-// transactionId, siteId}, the last two strings or null (no ChangeSet).
-func changeResult(ev *engine.Event) result {
-	var o jsonObject
-	o.key("tables")
-	o.b = append(o.b, '[')
+// transactionId, siteId (null without a ChangeSet), at (ms, now),
+// changes: [{table, pk, columns, deleted, priorRow?}]}, encoded as holders
+// (values of keys and prior rows need the fixes): holder 0 is the event,
+// whose changes name their pk's holder (k) and prior row's (p, 0: none);
+// facade.js puts them in place.
+func (d *db) changeResult(ev *engine.Event) result {
+	rows := ev.Rows
+	if rows == nil {
+		rows = engine.RowsOf(ev.ChangeSet)
+	}
+	e := newEncoder()
+	e.beginHolder(0, '{')
+	e.b = append(e.b, `"tables":[`...)
 	for i, t := range ev.Tables {
 		if i > 0 {
-			o.b = append(o.b, ',')
+			e.b = append(e.b, ',')
 		}
-		o.b = appendString(o.b, t)
+		e.b = appendString(e.b, t)
 	}
-	o.b = append(o.b, ']')
-	o.bool("remote", ev.Type == engine.RemoteChange)
-	o.bool("fromOtherTab", false)
+	e.b = append(e.b, `],"remote":`...)
+	e.b = strconv.AppendBool(e.b, ev.Type == engine.RemoteChange)
+	e.b = append(e.b, `,"fromOtherTab":false,"transactionId":`...)
 	if ev.ChangeSet != nil {
-		o.str("transactionId", ev.ChangeSet.TransactionID)
-		o.str("siteId", ev.ChangeSet.SiteID.String())
+		e.b = appendString(e.b, ev.ChangeSet.TransactionID)
+		e.b = append(e.b, `,"siteId":`...)
+		e.b = appendString(e.b, ev.ChangeSet.SiteID.String())
 	} else {
-		o.raw("transactionId", "null")
-		o.raw("siteId", "null")
+		e.b = append(e.b, `null,"siteId":null`...)
 	}
-	return o.result()
+	e.b = append(e.b, `,"at":`...)
+	e.b = strconv.AppendInt(e.b, time.Now().UnixMilli(), 10)
+	e.b = append(e.b, `,"changes":[`...)
+	next := 1
+	for i, r := range rows {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.b = append(e.b, `{"table":`...)
+		e.b = appendString(e.b, r.Table)
+		e.b = append(e.b, `,"columns":[`...)
+		for j, c := range r.Columns {
+			if j > 0 {
+				e.b = append(e.b, ',')
+			}
+			e.b = appendString(e.b, c)
+		}
+		e.b = append(e.b, `],"deleted":`...)
+		e.b = strconv.AppendBool(e.b, r.Deleted)
+		e.b = append(e.b, `,"k":`...)
+		e.b = strconv.AppendInt(e.b, int64(next), 10)
+		next++
+		p := 0
+		if r.Prior != nil {
+			p = next
+			next++
+		}
+		e.b = append(e.b, `,"p":`...)
+		e.b = strconv.AppendInt(e.b, int64(p), 10)
+		e.b = append(e.b, '}')
+	}
+	e.b = append(e.b, "]}"...)
+	n := 1
+	for _, r := range rows {
+		e.list(n, r.PK)
+		n++
+		if r.Prior != nil {
+			cols, _ := d.cachedColumns(r.Table)
+			e.row(n, r.Prior, cols)
+			n++
+		}
+	}
+	text, blobs := e.finish()
+	return result{kind: kindRows, text: text, blobs: blobs}
 }
 
 // heldResult is the payload of held (HeldEvent in replica.d.ts): {table,
@@ -77,7 +130,7 @@ func (d *db) onEvent(ev engine.Event) {
 		// for a remote one, and posts the notice to the other tabs. Not
 		// even that when nobody listens and no other tab is open.
 		if d.wants(listenChange | listenRemoteChange | listenPeers) {
-			d.emit("change", changeResult(&ev))
+			d.emit("change", d.changeResult(&ev))
 		}
 	case engine.ConflictResolved:
 		if c := ev.Conflict; c != nil && d.wants(listenConflict) {
@@ -135,6 +188,11 @@ func conflictResult(c *engine.Conflict) result {
 	}
 	field(false, "winningHlc")
 	e.b = appendString(e.b, c.WinningHLC.String())
+	if c.HasRemotePrior {
+		e.value(field(false, "remotePriorValue"), c.RemotePriorValue)
+		field(false, "remotePriorHlc")
+		e.b = appendString(e.b, c.RemotePriorHLC.String())
+	}
 	e.b = append(e.b, '}')
 	e.list(1, c.PK)
 	text, blobs := e.finish()

@@ -882,7 +882,10 @@ function onTabMessage(s, m) {
 		if (m.tables.length) {
 			const p = { tables: m.tables, remote: !!m.remote, fromOtherTab: true, transactionId: m.transactionId == null ? null : m.transactionId,
 				// A local commit of another tab is this replica's (one IndexedDB database, one site id).
-				siteId: m.siteId != null ? m.siteId : m.remote ? null : s.siteId };
+				siteId: m.siteId != null ? m.siteId : m.remote ? null : s.siteId,
+				at: typeof m.at === "number" ? m.at : Date.now() };
+			// Absent from a notice of several commits (made before this tab opened).
+			if (Array.isArray(m.changes)) p.changes = m.changes;
 			fire(s, "change", p);
 			if (p.remote) fire(s, "remoteChange", p);
 		}
@@ -960,10 +963,24 @@ function emit(h, name, kind, text, blobs) {
 		postPeers(s, { syncState: p });
 		checkPushed(s);
 	}
-	if (name === "change" && !p.fromOtherTab) postPeers(s, { tables: p.tables, remote: p.remote, transactionId: p.transactionId, siteId: p.siteId });
+	if (name === "change") p = changeEvent(p);
+	if (name === "change" && !p.fromOtherTab) postPeers(s, { tables: p.tables, remote: p.remote, transactionId: p.transactionId, siteId: p.siteId, at: p.at, changes: p.changes });
 	fire(s, name, p);
 	if (name === "change" && p.remote) fire(s, "remoteChange", p);
 	if (name === "held" && s.listeners.get("unknownTable").size) fire(s, "unknownTable", heldAlias(p));
+}
+
+// changeEvent puts a change event's keys and prior rows (holders, see
+// jsbridge/events.go changeResult) in place.
+function changeEvent(hs) {
+	const ev = hs[0];
+	for (const c of ev.changes) {
+		c.pk = hs[c.k];
+		if (c.p) c.priorRow = hs[c.p];
+		delete c.k;
+		delete c.p;
+	}
+	return ev;
 }
 
 function deliver(h, sid, kind, text, blobs) {

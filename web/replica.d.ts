@@ -564,6 +564,32 @@ declare namespace Replica {
 		 * transaction). Compare it with `db.siteId` rather than parsing ids.
 		 */
 		siteId: string | null;
+		/** When this replica committed or applied it (ms since the epoch, this device's clock). */
+		at: number;
+		/**
+		 * The rows it changed, in (table, key) order: what an app needs to
+		 * update a view without querying again. Absent only from a notice
+		 * another tab sends for several commits it made before this tab
+		 * opened. A remote change lists only what changed this replica
+		 * (facts that lost to newer ones here are not listed).
+		 */
+		changes?: RowChangeInfo[];
+	}
+
+	/** One row a transaction changed (ChangeEvent.changes). */
+	interface RowChangeInfo {
+		table: string;
+		/** The row's key values, in primary-key order. */
+		pk: Value[];
+		/** The columns written, by name (sorted); empty for a deletion. */
+		columns: string[];
+		/** Whether the transaction deleted the row. */
+		deleted: boolean;
+		/**
+		 * The row as it stood before the deletion, when known: a local
+		 * delete of a live row, or a remote one whose device sent it.
+		 */
+		priorRow?: Row;
 	}
 
 	/** Payload of `conflict`: a synced change met a concurrent local version of the same cell. */
@@ -584,6 +610,14 @@ declare namespace Replica {
 		/** Whether the remote value won (last writer wins by HLC). */
 		remoteWon: boolean;
 		winningHlc: string;
+		/**
+		 * The value the remote write replaced on its device, and its HLC,
+		 * when it carried them: whether the remote writer saw the local
+		 * value before overwriting it (then `remotePriorHlc` is `localHlc`)
+		 * or wrote concurrently.
+		 */
+		remotePriorValue?: Value;
+		remotePriorHlc?: string;
 	}
 
 	/** The `heldChanges` option: what happens to held changes. */
