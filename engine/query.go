@@ -60,6 +60,75 @@ type Query struct {
 	OrderBy []Order
 	Limit   int
 	Offset  int
+	// System adds the system columns to each row ($createdAt,
+	// $updatedAt, $siteId; see SysCreatedAt), which Where and OrderBy
+	// may then name.
+	System bool
+	// Deleted returns the deleted rows instead of the live ones (a trash
+	// view), with the system columns and $deletedAt: each as the image
+	// its tombstone kept (Change.PriorRow: the values it had when it was
+	// deleted, where the deleting replica recorded them; the key
+	// otherwise), read from the rows, not an index.
+	Deleted bool
+}
+
+// System columns (Query.System, Query.Deleted): names no table column can
+// take (model.ValidName refuses '$'), derived from the HLCs the row
+// record keeps (docs/design.md § Storage layout).
+const (
+	// SysCreatedAt: the wall time (timestamp) of the row's oldest live
+	// cell, which is its insert's (key cells are never rewritten); null
+	// for a deleted row whose cells the deletion dropped.
+	SysCreatedAt = "$createdAt"
+	// SysUpdatedAt: the wall time of its newest cell (of its tombstone
+	// for a deleted row).
+	SysUpdatedAt = "$updatedAt"
+	// SysSiteID: the site id (text) of the replica that wrote that newest
+	// cell, or deleted the row.
+	SysSiteID = "$siteId"
+	// SysDeletedAt: the wall time of the deletion (Query.Deleted only).
+	SysDeletedAt = "$deletedAt"
+)
+
+// sysColumn returns the definition of system column name (nil: none).
+func sysColumn(name string, deleted bool) *ColumnDef {
+	switch name {
+	case SysCreatedAt, SysUpdatedAt:
+		return &ColumnDef{Name: name, Type: KindTimestamp}
+	case SysSiteID:
+		return &ColumnDef{Name: name, Type: KindText}
+	case SysDeletedAt:
+		if deleted {
+			return &ColumnDef{Name: name, Type: KindTimestamp}
+		}
+	}
+	return nil
+}
+
+// addSystem sets rec's system columns in row.
+func addSystem(row Row, rec *rowrec.Record, deleted bool) {
+	var oldest, newest HLC
+	for i := range rec.Cells {
+		h := rec.Cells[i].HLC
+		if i == 0 || h.Less(oldest) {
+			oldest = h
+		}
+		if newest.Less(h) {
+			newest = h
+		}
+	}
+	row[SysCreatedAt] = Null
+	if len(rec.Cells) > 0 {
+		row[SysCreatedAt] = TimestampMillis(int64(oldest.Wall))
+	}
+	if deleted || (rec.HasTomb && newest.Less(rec.Tomb)) {
+		newest = rec.Tomb
+	}
+	row[SysUpdatedAt] = TimestampMillis(int64(newest.Wall))
+	row[SysSiteID] = Text(newest.Site.String())
+	if deleted {
+		row[SysDeletedAt] = TimestampMillis(int64(rec.Tomb.Wall))
+	}
 }
 
 // Get returns the live row of table with key pk, or ErrNotFound.
@@ -240,9 +309,14 @@ func (c *cond) match(row Row) bool {
 // compileFilters checks and converts filter values. They are converted by
 // the local declaration of the column when there is one (decl, the same
 // rules local writes follow), else by the effective schema's.
-func compileFilters(t, decl *table, where []Filter) ([]cond, error) {
+func compileFilters(t, decl *table, where []Filter, system func(col string) *ColumnDef) ([]cond, error) {
 	out := make([]cond, 0, len(where))
 	conv := func(col string, v any) (Value, error) {
+		if system != nil {
+			if d := system(col); d != nil {
+				return coerceValue(&t.def, d, v)
+			}
+		}
 		if decl != nil {
 			if d := decl.cols[col]; d != nil {
 				return coerceValue(&decl.def, d, v)
@@ -254,7 +328,9 @@ func compileFilters(t, decl *table, where []Filter) ([]cond, error) {
 		return anyValue(t.def.Name, col, v)
 	}
 	for _, f := range where {
-		if len(t.cols) > 0 && t.cols[f.Column] == nil {
+		if system != nil && system(f.Column) != nil {
+			// a system column (Query.System): converted by conv
+		} else if len(t.cols) > 0 && t.cols[f.Column] == nil {
 			return nil, &ValidationError{Table: t.def.Name, Column: f.Column, Reason: "unknown column in filter"}
 		}
 		c := cond{col: f.Column, op: f.Op}
@@ -493,7 +569,16 @@ func (e *Engine) scanRows(tx kv.Tx, s *schemaState, name string, q Query, counte
 	if err != nil {
 		return nil, err
 	}
-	sc := rowScan{tx: tx, t: t, conds: conds, order: q.OrderBy, p: e.planQuery(t, conds, q.OrderBy), stopAt: -1, counted: counted}
+	sc := rowScan{tx: tx, t: t, conds: conds, order: q.OrderBy, stopAt: -1, counted: counted, system: q.System, deleted: q.Deleted}
+	if q.Deleted {
+		// A deleted row has no index entries: the primary key path.
+		sc.p = plan{ranges: []kv.Range{kv.Prefix(t.key)}, ordered: len(q.OrderBy) == 0}
+		if len(t.pkCols) > 0 {
+			sc.p, _ = planPath(nil, t.pkCols, t.key, conds, q.OrderBy)
+		}
+	} else {
+		sc.p = e.planQuery(t, conds, q.OrderBy)
+	}
 	if sc.p.ordered && q.Limit > 0 {
 		sc.stopAt = q.Offset + q.Limit
 	}
@@ -522,12 +607,19 @@ func (e *Engine) compileQuery(t *table, name string, q Query) ([]cond, error) {
 	if q.Limit < 0 || q.Offset < 0 {
 		return nil, &ValidationError{Table: name, Reason: "limit and offset must not be negative"}
 	}
+	sys := q.System || q.Deleted
 	for _, o := range q.OrderBy {
+		if sys && sysColumn(o.Column, q.Deleted) != nil {
+			continue
+		}
 		if len(t.cols) > 0 && t.cols[o.Column] == nil {
 			return nil, &ValidationError{Table: name, Column: o.Column, Reason: "unknown column in orderBy"}
 		}
 	}
-	return compileFilters(t, e.declared[name], q.Where)
+	if !sys {
+		return compileFilters(t, e.declared[name], q.Where, nil)
+	}
+	return compileFilters(t, e.declared[name], q.Where, func(col string) *ColumnDef { return sysColumn(col, q.Deleted) })
 }
 
 // rowScan is one run of scanRows over the ranges of its plan: the rows
@@ -541,6 +633,8 @@ type rowScan struct {
 	stopAt   int  // with an ordered scan and a limit, the rows wanted (Offset+Limit); else -1
 	counted  *int // count only, into *counted
 	headOnly bool // counting without filters: read only each record's head
+	system   bool // Query.System
+	deleted  bool // Query.Deleted
 	rows     []Row
 	pks      [][]Value // scratch of indexKeys: the keys' primary keys
 }
@@ -563,10 +657,35 @@ func (s *rowScan) full() bool {
 // accept adds the row of rec (key pk) if it is live and matches every
 // condition.
 func (s *rowScan) accept(rec *rowrec.Record, pk []Value) {
-	if !rec.Visible(s.t.resurrect) {
+	var row Row
+	switch visible := rec.Visible(s.t.resurrect); {
+	case s.deleted:
+		if visible || !rec.HasTomb {
+			return
+		}
+		row = make(Row, len(rec.PriorRow)+len(pk)+4)
+		for k, v := range rec.PriorRow {
+			row[k] = v
+		}
+		for i, n := range s.t.pkCols {
+			if i < len(pk) {
+				row[n] = pk[i]
+			}
+		}
+		for _, c := range s.t.def.Columns {
+			if _, ok := row[c.Name]; !ok {
+				row[c.Name] = Null
+			}
+		}
+		addSystem(row, rec, true)
+	case !visible:
 		return
+	default:
+		row = s.t.rowOf(rec, pk)
+		if s.system {
+			addSystem(row, rec, false)
+		}
 	}
-	row := s.t.rowOf(rec, pk)
 	for i := range s.conds {
 		if !s.conds[i].match(row) {
 			return

@@ -535,10 +535,27 @@ func (d *db) cachedColumns(table string) ([]string, bool) {
 }
 
 // rowsResult encodes rows of table for the facade.
+// newColumn reports whether row has a column cols lacks (a migration
+// added it), system columns ("$createdAt", engine.SysCreatedAt) aside.
+func newColumn(row model.Row, cols []string) bool {
+	known := 0
+	for _, c := range cols {
+		if _, ok := row[c]; ok {
+			known++
+		}
+	}
+	for k := range row {
+		if len(k) > 0 && k[0] == '$' {
+			known++
+		}
+	}
+	return known < len(row)
+}
+
 func (d *db) rowsResult(kind int, table string, rows []model.Row) result {
 	cols := d.columns(table, false)
 	for _, r := range rows {
-		if len(r) > len(cols) {
+		if len(r) > len(cols) && newColumn(r, cols) {
 			cols = d.columns(table, true)
 			break
 		}

@@ -141,8 +141,17 @@ func parseOpts(q *engine.Query, raw []byte, countOnly bool) error {
 			q.Limit, err = r.count("limit", 1)
 		case key == "offset":
 			q.Offset, err = r.count("offset", 0)
+		case key == "system" || key == "deleted":
+			var b *bool
+			if err = r.optBool(&b, "options."+key); err == nil && b != nil {
+				if key == "system" {
+					q.System = *b
+				} else {
+					q.Deleted = *b
+				}
+			}
 		default:
-			return argError("unknown query option %q (known: where, orderBy, limit, offset)", key)
+			return argError("unknown query option %q (known: where, orderBy, limit, offset, system, deleted)", key)
 		}
 		return err
 	})

@@ -485,6 +485,28 @@ declare namespace Replica {
 		limit?: number;
 		/** Skip this many rows first: a whole number >= 0. Default 0. */
 		offset?: number;
+		/**
+		 * Add the system columns to each row, derived from the HLCs the
+		 * replica keeps per cell: `$createdAt` (Date: when the row was
+		 * inserted), `$updatedAt` (Date: its last write, by any device)
+		 * and `$siteId` (the site id of the device that wrote it last:
+		 * compare with `db.siteId`). `where` and `orderBy` may name them
+		 * (`{system: true, orderBy: "-$updatedAt"}`). Times are the
+		 * writing device's clock. Default false.
+		 */
+		system?: boolean;
+		/**
+		 * Return the deleted rows instead of the live ones — a trash view —
+		 * each as it was when deleted (the image its tombstone keeps; a row
+		 * deleted on a device that did not send it has its key and nulls),
+		 * with the system columns and `$deletedAt` (Date), for the
+		 * retention horizon (tombstones are pruned after it). `where`,
+		 * `orderBy`, `limit` apply; reads every row of the table (deleted
+		 * rows have no index entries). Undo by inserting the row again
+		 * (without the `$` columns) in a table that allows resurrection
+		 * (`allowResurrection`; otherwise CONFLICT). Default false.
+		 */
+		deleted?: boolean;
 	}
 
 	interface CountOptions {
