@@ -39,10 +39,22 @@ func TestSystemColumns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(1, func() error { _, err := db.Insert("notes", map[string]any{"id": "a", "body": "first", "n": 1}); return err })
-	write(2, func() error { _, err := db.Insert("notes", map[string]any{"id": "b", "body": "second", "n": 2}); return err })
-	write(3, func() error { _, err := db.Insert("notes", map[string]any{"id": "c", "body": "third", "n": 3}); return err })
-	write(4, func() error { _, err := db.Update("notes", engine.Key{"a"}, map[string]any{"body": "first, edited"}); return err })
+	write(1, func() error {
+		_, err := db.Insert("notes", map[string]any{"id": "a", "body": "first", "n": 1})
+		return err
+	})
+	write(2, func() error {
+		_, err := db.Insert("notes", map[string]any{"id": "b", "body": "second", "n": 2})
+		return err
+	})
+	write(3, func() error {
+		_, err := db.Insert("notes", map[string]any{"id": "c", "body": "third", "n": 3})
+		return err
+	})
+	write(4, func() error {
+		_, err := db.Update("notes", engine.Key{"a"}, map[string]any{"body": "first, edited"})
+		return err
+	})
 	write(5, func() error { _, err := db.Delete("notes", engine.Key{"b"}); return err })
 
 	rows, err := db.Query("notes", engine.Query{System: true, OrderBy: []engine.Order{{Column: engine.SysUpdatedAt, Desc: true}}})

@@ -88,4 +88,3 @@ func TestSystemColumnsJS(t *testing.T) {
 		}
 	}
 }
-
