@@ -480,6 +480,16 @@ func Pushed(db *engine.Engine, url, databaseID string, upTo model.HLC) (bool, er
 	return len(sets) == 0 || upTo.Base().Less(sets[0].HLC.Base()), nil
 }
 
+// SentWatermark returns the sent watermark stored for the relay at url
+// (the first of ConnectAny's URLs) and its database databaseID: every
+// local transaction at or below it has been sent (acknowledged, or
+// refused and passed over); the zero HLC when nothing is stored (never
+// synced there, or url ""). Like Pushed it reads the store, so any tab
+// can ask. engine.Query.PendingAbove takes it.
+func SentWatermark(db *engine.Engine, url, databaseID string) (model.HLC, error) {
+	return storedSent(db, url, databaseID)
+}
+
 // sentWatermark returns the sent watermark for Pending: the session's, or
 // the stored one of the relay last seen at the Connect target.
 func (c *Client) sentWatermark() (model.HLC, error) {

@@ -24,7 +24,13 @@ func TestSyncPushed(t *testing.T) {
 	stored := func() float64 { return r.metric(t, "replica_relay_changesets_stored_total") }
 
 	a.eval(pushedJS, nil)
-	a.eval(`await pdb.insert("notes", {id: "n1", body: "offline"}); window.t1 = track(pdb.sync.pushed()); return null;`, nil)
+	a.eval(`await pdb.insert("notes", {id: "n1", body: "offline"}); window.t1 = track(pdb.sync.pushed());
+		window.subPending = null;
+		pdb.subscribe("notes", {system: true}, (rows) => { window.subPending = rows.map((r) => r.id + "=" + r.$pending).join(" "); });
+		return null;`, nil)
+	if got := a.evalString(`return (await pdb.query("notes", {system: true})).map((r) => r.id + "=" + r.$pending).join(" ");`); got != "n1=true" {
+		t.Fatalf("$pending offline: %s, want n1=true", got)
+	}
 	time.Sleep(300 * time.Millisecond)
 	if st := a.evalString(`return t1.state;`); st != "waiting" {
 		t.Fatalf("pushed() offline: %s, want waiting", st)
@@ -35,6 +41,10 @@ func TestSyncPushed(t *testing.T) {
 	if got := stored(); got < before+2 {
 		t.Fatalf("pushed() resolved with %v ChangeSets stored on the relay, want at least %v (the schema and the insert)", got, before+2)
 	}
+	if got := a.evalString(`return (await pdb.query("notes", {system: true})).map((r) => r.id + "=" + r.$pending).join(" ");`); got != "n1=false" {
+		t.Fatalf("$pending once pushed: %s, want n1=false", got)
+	}
+	a.waitJS("the subscription to see $pending false", `subPending === "n1=false"`, syncTimeout)
 	a.waitJS("a second pushed() with nothing unsent to resolve at once", `(await Promise.race([pdb.sync.pushed().then(() => "resolved"), new Promise((ok) => setTimeout(() => ok("slow"), 100))])) === "resolved"`, syncTimeout)
 
 	// A second tab of the device: it does not lead (a does); its write

@@ -64,6 +64,11 @@ type Query struct {
 	// $updatedAt, $siteId; see SysCreatedAt), which Where and OrderBy
 	// may then name.
 	System bool
+	// PendingAbove, with System, adds $pending: whether the row holds a
+	// write of this replica above this HLC, a sync client's sent
+	// watermark (client.SentWatermark): a local change not yet on the
+	// relay (the seeds' pendingSync).
+	PendingAbove *HLC
 	// Deleted returns the deleted rows instead of the live ones (a trash
 	// view), with the system columns and $deletedAt: each as the image
 	// its tombstone kept (Change.PriorRow: the values it had when it was
@@ -88,11 +93,18 @@ const (
 	SysSiteID = "$siteId"
 	// SysDeletedAt: the wall time of the deletion (Query.Deleted only).
 	SysDeletedAt = "$deletedAt"
+	// SysPending: whether the row holds a write of this replica above
+	// Query.PendingAbove (boolean; with it only).
+	SysPending = "$pending"
 )
 
 // sysColumn returns the definition of system column name (nil: none).
-func sysColumn(name string, deleted bool) *ColumnDef {
+func sysColumn(name string, deleted, pending bool) *ColumnDef {
 	switch name {
+	case SysPending:
+		if pending {
+			return &ColumnDef{Name: name, Type: KindBoolean}
+		}
 	case SysCreatedAt, SysUpdatedAt:
 		return &ColumnDef{Name: name, Type: KindTimestamp}
 	case SysSiteID:
@@ -103,6 +115,19 @@ func sysColumn(name string, deleted bool) *ColumnDef {
 		}
 	}
 	return nil
+}
+
+// ownAbove reports whether rec holds a cell or tombstone of site above h.
+func ownAbove(rec *rowrec.Record, site SiteID, h HLC) bool {
+	if rec.HasTomb && rec.Tomb.Site == site && h.Less(rec.Tomb) {
+		return true
+	}
+	for i := range rec.Cells {
+		if c := rec.Cells[i].HLC; c.Site == site && h.Less(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // addSystem sets rec's system columns in row.
@@ -569,7 +594,7 @@ func (e *Engine) scanRows(tx kv.Tx, s *schemaState, name string, q Query, counte
 	if err != nil {
 		return nil, err
 	}
-	sc := rowScan{tx: tx, t: t, conds: conds, order: q.OrderBy, stopAt: -1, counted: counted, system: q.System, deleted: q.Deleted}
+	sc := rowScan{tx: tx, t: t, conds: conds, order: q.OrderBy, stopAt: -1, counted: counted, system: q.System, deleted: q.Deleted, pending: q.PendingAbove, site: e.site}
 	if q.Deleted {
 		// A deleted row has no index entries: the primary key path.
 		sc.p = plan{ranges: []kv.Range{kv.Prefix(t.key)}, ordered: len(q.OrderBy) == 0}
@@ -609,7 +634,7 @@ func (e *Engine) compileQuery(t *table, name string, q Query) ([]cond, error) {
 	}
 	sys := q.System || q.Deleted
 	for _, o := range q.OrderBy {
-		if sys && sysColumn(o.Column, q.Deleted) != nil {
+		if sys && sysColumn(o.Column, q.Deleted, q.PendingAbove != nil && q.System) != nil {
 			continue
 		}
 		if len(t.cols) > 0 && t.cols[o.Column] == nil {
@@ -619,7 +644,7 @@ func (e *Engine) compileQuery(t *table, name string, q Query) ([]cond, error) {
 	if !sys {
 		return compileFilters(t, e.declared[name], q.Where, nil)
 	}
-	return compileFilters(t, e.declared[name], q.Where, func(col string) *ColumnDef { return sysColumn(col, q.Deleted) })
+	return compileFilters(t, e.declared[name], q.Where, func(col string) *ColumnDef { return sysColumn(col, q.Deleted, q.PendingAbove != nil && q.System) })
 }
 
 // rowScan is one run of scanRows over the ranges of its plan: the rows
@@ -635,6 +660,8 @@ type rowScan struct {
 	headOnly bool // counting without filters: read only each record's head
 	system   bool // Query.System
 	deleted  bool // Query.Deleted
+	pending  *HLC // Query.PendingAbove (with system)
+	site     SiteID
 	rows     []Row
 	pks      [][]Value // scratch of indexKeys: the keys' primary keys
 }
@@ -684,6 +711,9 @@ func (s *rowScan) accept(rec *rowrec.Record, pk []Value) {
 		row = s.t.rowOf(rec, pk)
 		if s.system {
 			addSystem(row, rec, false)
+			if s.pending != nil {
+				row[SysPending] = Bool(ownAbove(rec, s.site, *s.pending))
+			}
 		}
 	}
 	for i := range s.conds {

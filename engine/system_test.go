@@ -120,3 +120,47 @@ func TestSystemColumns(t *testing.T) {
 		t.Fatalf("remote deletion without an image: %v, want c's key, null values, deleted by %s", c, peer)
 	}
 }
+
+// TestPendingColumn: with Query.PendingAbove (a sent watermark), $pending
+// says which rows hold a local write above it — not yet on the relay — and
+// which do not (written at or below it, or only by other replicas).
+func TestPendingColumn(t *testing.T) {
+	sch := &model.Schema{Tables: []model.TableDef{{Name: "notes", Columns: []model.ColumnDef{
+		{Name: "id", Type: model.KindText}, {Name: "n", Type: model.KindInteger}}}}}
+	db, err := engine.Open(memkv.New(engine.Buckets...), engine.Options{Schema: sch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Insert("notes", map[string]any{"id": "sent", "n": 1}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := db.ChangesSince(model.HLC{}, 100, engine.ChangesFilter{OnlyLocal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wm := all[len(all)-1].HLC // as if the relay acknowledged everything so far
+	if _, err := db.Insert("notes", map[string]any{"id": "new", "n": 2}); err != nil {
+		t.Fatal(err)
+	}
+	peer := model.SiteID{3}
+	h := model.HLC{Wall: wm.Wall + 1, Site: peer}
+	ch := []model.Change{{Type: model.ColumnChange, Table: "notes", PK: []model.Value{model.Text("theirs")}, Column: "id", Value: model.Text("theirs"), HLC: h}}
+	if _, err := db.ApplyChanges([]model.ChangeSet{{SiteID: peer, TransactionID: h.TransactionID(), HLC: h, Changes: ch}}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Query("notes", engine.Query{System: true, PendingAbove: &wm, OrderBy: []engine.Order{{Column: "id"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ""
+	for _, r := range rows {
+		got += fmt.Sprintf("%s=%v ", r["id"].Text(), r[engine.SysPending].Bool())
+	}
+	if got != "new=true sent=false theirs=false " {
+		t.Fatalf("$pending: %s", got)
+	}
+	if rows, err := db.Query("notes", engine.Query{System: true, PendingAbove: &wm, Where: []engine.Filter{{Column: engine.SysPending, Op: engine.Eq, Value: true}}}); err != nil || len(rows) != 1 {
+		t.Fatalf("where $pending = true: %v (%v), want the one new row", rows, err)
+	}
+}

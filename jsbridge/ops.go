@@ -112,6 +112,8 @@ var operations = [...]operation{
 	// wait for), then whether each waiting HLC (a = JSON array) is sent
 	{name: "pushedTarget", method: "db.sync.pushed", queue: worker, work: (*db).pushedTargetOp},
 	{name: "pushedCheck", method: "db.sync.pushed", queue: worker, work: (*db).pushedCheckOp},
+	// the leader's unsent count changed (another tab): $pending may have
+	{name: "pendingMoved", queue: inDispatch, now: func(d *db, _ *call) any { d.subs.markSystem(); return nil }},
 	// db.heldChanges: counts per table and reason
 	{name: "heldCounts", method: "db.heldChanges", queue: worker, work: heldCountsOp},
 	// a = the watermark HLC ("" = the beginning), b = options JSON (changes.go)
@@ -331,6 +333,9 @@ func queryOp(d *db, c *call) (result, error) {
 		return result{}, err
 	}
 	q, err := parseQuery(table, text, blobs, false)
+	if err == nil {
+		q, err = d.withPending(q)
+	}
 	if err != nil {
 		return result{}, err
 	}

@@ -121,6 +121,23 @@ func (s *subscriptions) markAll() {
 	}
 }
 
+// markSystem marks the tables of the subscriptions that read system
+// columns ($pending changes when the relay acknowledges a push).
+func (s *subscriptions) markSystem() {
+	s.mu.Lock()
+	n := 0
+	for _, sub := range s.subs {
+		if sub.q.System {
+			s.dirty[sub.table] = true
+			n++
+		}
+	}
+	s.mu.Unlock()
+	if n > 0 {
+		s.signal()
+	}
+}
+
 func (s *subscriptions) signal() {
 	select {
 	case s.wake <- struct{}{}:
@@ -227,7 +244,11 @@ func (s *subscriptions) refresh(sub *subscription) {
 	if testHook != nil {
 		testHook("db.subscribe")
 	}
-	rows, err := s.d.eng.Query(sub.table, sub.q)
+	q, err := s.d.withPending(sub.q)
+	var rows []model.Row
+	if err == nil {
+		rows, err = s.d.eng.Query(sub.table, q)
+	}
 	for errors.Is(err, idbkv.ErrSuspended) {
 		// The page was frozen during the query (see db.suspend): query
 		// again once it runs.
@@ -236,7 +257,9 @@ func (s *subscriptions) refresh(sub *subscription) {
 		case <-s.stopc:
 			return
 		}
-		rows, err = s.d.eng.Query(sub.table, sub.q)
+		if q, err = s.d.withPending(sub.q); err == nil {
+			rows, err = s.d.eng.Query(sub.table, q)
+		}
 	}
 	s.queries.Add(1)
 	s.mu.Lock()

@@ -611,6 +611,7 @@ func (d *db) countPending() {
 		d.sy.mu.Unlock()
 		if changed {
 			d.pendingChanged()
+			d.subs.markSystem() // $pending may have changed
 		}
 		return
 	}
@@ -784,4 +785,25 @@ func (d *db) pushedUpTo(h model.HLC) (bool, error) {
 		url, id = firstURL(t.URL), t.Database
 	}
 	return client.Pushed(d.eng, url, id, h)
+}
+
+// withPending sets q.PendingAbove for a query with system columns: the
+// sent watermark stored for the last sync target (client.SentWatermark),
+// the one the unsent count is counted against, so $pending and
+// db.sync.state.pending agree; the zero HLC (every own write pending)
+// before any target.
+func (d *db) withPending(q engine.Query) (engine.Query, error) {
+	if !q.System || q.Deleted {
+		return q, nil
+	}
+	d.sy.mu.Lock()
+	t := d.sy.last
+	d.sy.mu.Unlock()
+	url, id := "", ""
+	if t != nil {
+		url, id = firstURL(t.URL), t.Database
+	}
+	wm, err := client.SentWatermark(d.eng, url, id)
+	q.PendingAbove = &wm
+	return q, err
 }

@@ -492,7 +492,12 @@ declare namespace Replica {
 		 * and `$siteId` (the site id of the device that wrote it last:
 		 * compare with `db.siteId`). `where` and `orderBy` may name them
 		 * (`{system: true, orderBy: "-$updatedAt"}`). Times are the
-		 * writing device's clock. Default false.
+		 * writing device's clock. Also `$pending` (boolean, the seeds'
+		 * pendingSync): the row holds a write of this replica the relay
+		 * has not acknowledged yet (counted against the last sync target,
+		 * as `sync.state.pending` is; true for every own write before the
+		 * first sync); subscriptions re-run when it changes. Default
+		 * false.
 		 */
 		system?: boolean;
 		/**

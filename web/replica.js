@@ -1008,6 +1008,7 @@ function onTabMessage(s, m) {
 	}
 	if (m.requestSnapshot && s.isLeader) { try { go(OPS.syncSnapshot, s.h, 0, 0); } catch (_) { } }
 	if (m.syncState && !s.isLeader) {
+		if (m.syncState.pending !== s.syncState.pending) { try { go(OPS.pendingMoved, s.h, 0, 0); } catch (_) { } }
 		s.syncState = Object.assign({}, m.syncState, { leader: false });
 		fire(s, "syncState", s.syncState);
 		checkPushed(s);
