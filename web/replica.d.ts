@@ -292,8 +292,15 @@ declare namespace Replica {
 	/**
 	 * The declared tables: at least one (a schema with no tables is refused
 	 * with SCHEMA). Opening with a schema that adds tables, columns or
-	 * indexes migrates the stored replica (and the migration syncs to peers);
-	 * dropping or retyping is not supported (SCHEMA).
+	 * indexes migrates the stored replica (and the migration syncs to peers).
+	 * A schema that omits a table or column the replica has (an older app
+	 * version on data a newer one shaped, or one no longer used) opens:
+	 * nothing is dropped — reads still return the column and it syncs;
+	 * writes naming the omitted column are refused with VALIDATION; an
+	 * omitted table stays readable and writable with its stored
+	 * definition. Changing a stored column's type or key is refused with
+	 * SCHEMA (nothing changes). Dropping, renaming and retyping are not
+	 * migrations Replica has yet.
 	 */
 	interface Schema {
 		tables: { [table: string]: TableDef } | Array<TableDef & { name: string }>;
