@@ -27,7 +27,7 @@ test_dirs = $(strip $(foreach d,$(1),$(if $(wildcard $(d)/*_test.go),./$(d))))
 # go_js_wasm_exec (wasmbrowsertest) and the chromium wrapper it starts.
 BROWSER_ENV = PATH="$(BIN):$$PATH" REPLICA_CHROMIUM="$(CHROMIUM)" GOOS=js GOARCH=wasm
 
-.PHONY: help sim test test-native test-browser test-e2e vet vet-native vet-wasm \
+.PHONY: help sim test test-native test-browser test-e2e vet vet-native vet-wasm typecheck \
 	browser-deps pg-deps bench-browser bench-e2e bench bench-go bench-page bench-profile wasm run clean-tools
 
 help:
@@ -39,6 +39,7 @@ help:
 	@echo "make test-e2e      - the demo in headless Chromium against in-process relays (./e2e)"
 	@echo "make bench-e2e     - the end-to-end figures (bootstrap, sync latency, first render), logged"
 	@echo "make vet           - go vet ./... natively and for js/wasm"
+	@echo "make typecheck     - tsc --strict (typescript from npm) on typecheck/usage.ts against web/replica.d.ts"
 	@echo "make bench         - Go benchmarks (benchstat) and Replica beside raw IndexedDB, Dexie and TinyBase in Chromium: bench/out/bench.md"
 	@echo "                     (BENCH_QUICK=1: fewer repetitions; make bench-go / bench-page: one half)"
 	@echo "make bench-profile - V8 CPU profile of one browser workload (BENCH_PROFILE=replica:w2), Go names included"
@@ -48,7 +49,16 @@ help:
 	@echo "make pg-deps       - install PostgreSQL (Debian's postgresql) if missing, for the tests of kv/pgkv, relay/pgstore and the relay on PostgreSQL"
 	@echo "make clean-tools   - remove .bin/"
 
-test: vet test-native test-browser test-e2e
+test: vet typecheck test-native test-browser test-e2e
+
+# The d.ts as an app sees it: typecheck/usage.ts uses every option, method
+# and event payload, and its @ts-expect-error lines what must be refused.
+typecheck: typecheck/node_modules/.package-lock.json
+	typecheck/node_modules/.bin/tsc -p typecheck/tsconfig.json
+
+typecheck/node_modules/.package-lock.json: typecheck/package.json typecheck/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "npm not found: installing Debian's npm"; apt-get update -qq && apt-get install -y -qq npm; }
+	cd typecheck && npm ci --no-audit --no-fund
 
 vet: vet-native vet-wasm
 
