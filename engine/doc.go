@@ -206,6 +206,27 @@
 //     change), so they do not depend on arrival order.
 //   - The delivery of changes between devices is decided by the relay's
 //     arrival cursor, not by HLC watermarks (see package wire).
+//   - A browser replica logs only its own transactions
+//     (Options.LocalChangeLogOnly): the seeds' getChangesSince(peer) serves
+//     every transaction a replica holds, db.changesSince its own. Applying
+//     a synced change then costs row writes only, no change-log entry;
+//     devices that sync without a relay exchange their own transactions
+//     with each other, and their own HLCs only grow, so an HLC watermark
+//     misses nothing (it can for relayed ones: a third device's clock may
+//     be behind).
+//   - Held changes are counted as they stand (HeldCounts: per table and
+//     per reason under the current schema), not as cumulative totals per
+//     disposition since open (the seeds' getUnknownTableStats): what an app
+//     can act on is what is held now.
+//   - A resolver (Options.Resolver; Replica.open's resolver in JS) that
+//     fails or, in JS, answers anything but "local" or "remote" leaves the
+//     cell to LWW: an app's bug must not stop sync.
+//   - A declared schema that omits a stored table or column drops nothing
+//     (an older app version must open data a newer one shaped); dropping
+//     is a migration of its own. IndexedDB durability is chosen per
+//     replica (Replica.open's durability), not per write, and "safe on the
+//     relay" is awaited with db.sync.pushed() rather than a per-write
+//     option.
 //
 // # Backups
 //
