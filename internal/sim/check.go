@@ -15,6 +15,7 @@ import (
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/model"
+	"github.com/replica-sync/replica/relay"
 
 	"github.com/replica-sync/replica/engine"
 )
@@ -73,9 +74,14 @@ func (s *Sim) quiesce() {
 	s.mu.Lock()
 	s.nf = netFaults{}
 	s.mu.Unlock()
-	s.relay.wall.skew.Store(0)
-	if s.relay.srv == nil {
-		s.must(s.relay.start())
+	if s.shared != nil {
+		s.setSharedDown(false)
+	}
+	for _, n := range s.relays {
+		n.wall.skew.Store(0)
+		if n.srv == nil {
+			s.must(n.start())
+		}
 	}
 	for _, r := range s.reps {
 		r.wall.skew.Store(0)
@@ -86,7 +92,7 @@ func (s *Sim) quiesce() {
 			s.must(r.start())
 		} else if !r.online {
 			r.online = true
-			s.must(r.cl.Connect(relayURL, databaseID, ""))
+			s.must(r.connect())
 		}
 	}
 	deadline := s.sched.Now() + syncBound
@@ -136,7 +142,7 @@ func (s *Sim) settled() string {
 	// applied it; the cells it then pulled from before the mark revived a
 	// row whose tombstone the prune had taken, which the relay and every
 	// device at the head had pruned with the row.
-	head, err := relayHead(s.relay.store)
+	head, err := relayHead(s.relayStore())
 	if err != nil {
 		s.fail("reading the relay's head: %v", err)
 		return err.Error()
@@ -181,10 +187,10 @@ func (s *Sim) prune() {
 	// MaintenanceInterval: a relay restored from an older copy holds an
 	// older newest mark than some devices applied; its next mark, at now
 	// − Retention, covers every earlier one.
-	if err := s.maintain(); err != nil {
+	if err := s.maintain(s.relays); err != nil {
 		s.fail("relay maintenance: %v", err)
 	}
-	wall, err := relayHorizon(s.relay.store)
+	wall, err := relayHorizon(s.relayStore())
 	if err != nil {
 		s.fail("reading the relay's tombstone horizon: %v", err)
 		return
@@ -214,8 +220,9 @@ func (s *Sim) prune() {
 	}
 }
 
-// maintain runs the relay's maintenance (tombstone horizon marks, the
-// arrival log), as its loop does every MaintenanceInterval. A mark it
+// maintain runs the maintenance of the relays of nodes that are up, one
+// after the other (tombstone horizon marks, the arrival log), as their
+// loops do every MaintenanceInterval. A mark it
 // makes prunes the rows the relay's merged replica holds with a tombstone
 // below the mark's wall, cells written after the deletion too under
 // delete-wins (engine.PruneTombstones): their fate after the mark is
@@ -224,12 +231,18 @@ func (s *Sim) prune() {
 // after the mark starts the row afresh, without the cells the oracle
 // keeps under it). They are recorded in s.beyond, as prune does for the
 // oracle's own.
-func (s *Sim) maintain() error {
-	srv := s.relay.srv
-	if srv == nil {
+func (s *Sim) maintain(nodes []*relayNode) error {
+	var srvs []*relay.Server
+	for _, n := range nodes {
+		if n.srv != nil {
+			srvs = append(srvs, n.srv)
+		}
+	}
+	if len(srvs) == 0 {
 		return nil
 	}
-	before, err := relayHorizon(s.relay.store)
+	st := s.relayStore()
+	before, err := relayHorizon(st)
 	if err != nil {
 		return err
 	}
@@ -240,18 +253,20 @@ func (s *Sim) maintain() error {
 		// but those of pushes whose ack was lost).
 		tombs = tombstones(s.oracle)
 	} else {
-		merged, err := engine.Open(s.relay.store, engine.Options{Logger: nopLogger{}, Clock: s.relay.wall})
+		merged, err := engine.Open(st, engine.Options{Logger: nopLogger{}, Clock: s.relays[0].wall})
 		if err != nil {
 			return fmt.Errorf("opening the relay's merged replica: %w", err)
 		}
 		tombs = tombstones(merged)
 		_ = merged.Close()
 	}
-	s.await(func() { err = srv.Maintain(context.Background()) })
-	if err != nil {
-		return err
+	for _, srv := range srvs {
+		s.await(func() { err = srv.Maintain(context.Background()) })
+		if err != nil {
+			return err
+		}
 	}
-	wall, err := relayHorizon(s.relay.store)
+	wall, err := relayHorizon(st)
 	if err != nil || wall == before {
 		return err
 	}
@@ -288,7 +303,7 @@ func tombstones(e *engine.Engine) map[string]uint64 {
 // "NS:name", in decimal): the namespace and the number, ok false when
 // either is not stored. A number that does not decode fails the run.
 func (r *replica) syncNumber(name string) (ns string, v uint64, ok bool) {
-	b, err := r.eng.State("sync:relay:" + relayURL + "#" + databaseID)
+	b, err := r.eng.State("sync:relay:" + r.urls[0] + "#" + databaseID)
 	if err != nil || b == nil {
 		return "", 0, false
 	}
@@ -368,7 +383,7 @@ func (s *Sim) checkState() {
 	if s.cfg.Sealed {
 		return // the relay keeps no replica of a sealed database
 	}
-	merged, err := engine.Open(s.relay.store, engine.Options{Logger: nopLogger{}, Clock: s.relay.wall})
+	merged, err := engine.Open(s.relayStore(), engine.Options{Logger: nopLogger{}, Clock: s.relays[0].wall})
 	if err != nil {
 		s.fail("opening the relay's merged replica: %v", err)
 		return

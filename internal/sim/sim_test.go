@@ -73,6 +73,9 @@ func report(t *testing.T, cfg Config, res Result) {
 	if cfg.Sealed {
 		extra += " -sim.sealed"
 	}
+	if cfg.Relays != DefaultConfig(cfg.Seed).Relays {
+		extra += fmt.Sprintf(" -sim.relays %d", cfg.Relays)
+	}
 	t.Errorf("seed %d: %v\nshrunk to the first %d steps (%v):%s\nreplay: go test ./internal/sim -run TestSim -v -seed %d -ops %d%s",
 		cfg.Seed, res.Err, shrunk.Prefix, sres.Err, b.String(), cfg.Seed, shrunk.Prefix, extra)
 }
@@ -93,7 +96,8 @@ var (
 	budgetFlag    = flag.Int("sim.ops", 100_000, "TestSimBudget: driver steps in all, across seeds")
 	firstFlag     = flag.Uint64("sim.first", 1, "TestSimBudget: the first seed")
 	parallelFlag  = flag.Int("sim.parallel", 2, "TestSimBudget: seeds run at once")
-	withoutFlag   = flag.String("sim.without", "", "fault kinds not to inject, comma-separated (cut, crash.replica, crash.relay, relay.restore_old, relay.wipe, skew.within, skew.beyond, clock.step_back, prune; none: every kind); default: DefaultConfig's (prune left out on seeds s with s/2 even, nothing on the others)")
+	withoutFlag   = flag.String("sim.without", "", "fault kinds not to inject, comma-separated (cut, crash.replica, crash.relay, relay.restore_old, relay.wipe, relay.backup, skew.within, skew.beyond, clock.step_back, prune, and with several relays shared.down; none: every kind); default: DefaultConfig's (prune left out on seeds s with s/2 even, nothing on the others)")
+	relaysFlag    = flag.Int("sim.relays", 0, "relays over one shared storage in every seed (Config.Relays); 0: DefaultConfig's (2 on seeds divisible by 3, else 1)")
 	resurrectFlag = flag.Bool("sim.resurrection", false, "declare the pairs table resurrection-allowed (true) or leave it delete-wins (false) in every seed; unset: odd seeds allow resurrection (DefaultConfig)")
 )
 
@@ -188,6 +192,9 @@ func simConfig(seed uint64) Config {
 	}
 	if *opsFlag > 0 {
 		cfg.Ops = *opsFlag
+	}
+	if *relaysFlag > 0 {
+		cfg.Relays = *relaysFlag
 	}
 	return cfg
 }
@@ -440,6 +447,7 @@ func TestSimFixedSeeds(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/%d", c.name, c.seed), func(t *testing.T) {
 			cfg := DefaultConfig(c.seed)
 			cfg.Ops, cfg.Without = c.ops, c.without
+			cfg.Relays = 1 // as found: before several relays joined the simulator
 			if c.resurrect {
 				cfg.Resurrection = true
 			}
@@ -447,5 +455,34 @@ func TestSimFixedSeeds(t *testing.T) {
 				report(t, cfg, res)
 			}
 		})
+	}
+}
+
+// TestSimRelays runs a few seeds with two and three relays over one shared
+// storage (Config.Relays), under every fault (crashes of each relay, the
+// shared storage unreachable for a while, restores and wipes of its
+// database with every relay stopped, retention pruning), and one seed
+// twice: the traces must hash the same. Replay a failure with TestSim's
+// command and -sim.relays N -sim.without none.
+func TestSimRelays(t *testing.T) {
+	for _, c := range []struct {
+		seed   uint64
+		relays int
+	}{{1, 2}, {2, 3}, {4, 2}, {5, 3}} {
+		cfg := DefaultConfig(c.seed)
+		cfg.Relays, cfg.Without, cfg.Ops = c.relays, map[string]bool{}, 1000
+		res := Run(t, cfg)
+		if res.Err != nil {
+			t.Errorf("seed %d, %d relays: %v\nreplay: go test ./internal/sim -run TestSim -v -seed %d -ops %d -sim.relays %d -sim.without none",
+				c.seed, c.relays, res.Err, c.seed, cfg.Ops, c.relays)
+			continue
+		}
+		t.Logf("seed %d, %d relays: %d ops, %v simulated, faults%s", c.seed, c.relays, res.Ops, res.Sim, faultLine(res.Faults))
+	}
+	cfg := DefaultConfig(3)
+	cfg.Ops = 300
+	a, b := Run(t, cfg), Run(t, cfg)
+	if a.Hash != b.Hash || a.Ops != b.Ops {
+		t.Fatalf("seed 3 (%d relays) ran differently twice: trace %x after %d steps, then %x after %d", cfg.Relays, a.Hash, a.Ops, b.Hash, b.Ops)
 	}
 }

@@ -3,11 +3,14 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"sync/atomic"
 
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/memkv"
+	"github.com/replica-sync/replica/relay"
+	"github.com/replica-sync/replica/relay/memshared"
 )
 
 // errCrashed is what a crashed node's store answers from then on: the
@@ -58,3 +61,106 @@ func copyStore(src *memkv.Store, buckets []string) *memkv.Store {
 	})
 	return dst
 }
+
+// sharedView is one relay process's handle on the shared storage of
+// several relays (Config.Relays > 1): a memshared view that, once the
+// process crashed, refuses everything (errCrashed) — its stores'
+// transactions, the locks, its notifications — so that nothing of the
+// dead process reaches the storage the other relays go on using. What it
+// holds (a lock, a stream) it releases as its goroutines end.
+type sharedView struct {
+	v    *memshared.View
+	dead atomic.Bool
+}
+
+var _ relay.SharedStorage = (*sharedView)(nil)
+
+func (s *sharedView) err() error {
+	if s.dead.Load() {
+		return errCrashed
+	}
+	return nil
+}
+
+func (s *sharedView) Open(id string) (kv.Store, error) {
+	if err := s.err(); err != nil {
+		return nil, err
+	}
+	st, err := s.v.Open(id)
+	if err != nil {
+		return nil, err
+	}
+	return viewStore{st, s}, nil
+}
+
+func (s *sharedView) Lock(ctx context.Context, id string) (func(), error) {
+	if err := s.err(); err != nil {
+		return nil, err
+	}
+	return s.v.Lock(ctx, id)
+}
+
+func (s *sharedView) TryMaintain(ctx context.Context, id string) (func(), bool, error) {
+	if err := s.err(); err != nil {
+		return nil, false, err
+	}
+	return s.v.TryMaintain(ctx, id)
+}
+
+func (s *sharedView) StreamStarted(ctx context.Context, id string) (func(), error) {
+	if err := s.err(); err != nil {
+		return nil, err
+	}
+	return s.v.StreamStarted(ctx, id)
+}
+
+func (s *sharedView) HoldStreams(ctx context.Context, id string) (func(), bool, error) {
+	if err := s.err(); err != nil {
+		return nil, false, err
+	}
+	return s.v.HoldStreams(ctx, id)
+}
+
+func (s *sharedView) Notify(ctx context.Context, id string, head uint64) error {
+	if err := s.err(); err != nil {
+		return err
+	}
+	return s.v.Notify(ctx, id, head)
+}
+
+func (s *sharedView) Listen(ctx context.Context, fn func(id string, head uint64)) error {
+	if err := s.err(); err != nil {
+		return err
+	}
+	return s.v.Listen(ctx, fn)
+}
+
+func (s *sharedView) Ping(ctx context.Context) error {
+	if err := s.err(); err != nil {
+		return err
+	}
+	return s.v.Ping(ctx)
+}
+
+// viewStore is a store of the shared storage as one relay process sees
+// it: every transaction fails once the process crashed.
+type viewStore struct {
+	st kv.Store
+	v  *sharedView
+}
+
+func (d viewStore) Update(fn func(kv.Tx) error) error {
+	if err := d.v.err(); err != nil {
+		return err
+	}
+	return d.st.Update(fn)
+}
+
+func (d viewStore) View(fn func(kv.Tx) error) error {
+	if err := d.v.err(); err != nil {
+		return err
+	}
+	return d.st.View(fn)
+}
+
+func (d viewStore) Close() error { return d.st.Close() }
