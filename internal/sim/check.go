@@ -5,6 +5,7 @@ package sim
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -247,13 +248,21 @@ func (s *Sim) maintain(nodes []*relayNode) error {
 		return err
 	}
 	var tombs map[string]uint64
-	if s.cfg.Sealed {
+	switch opened, err := relayOpened(st); {
+	case err != nil:
+		return err
+	case !opened:
+		// No relay has opened the database since its wipe (or a restore
+		// from a copy taken then): nothing merged, and opening an engine
+		// would write a site id of the simulator's into the relay's
+		// store.
+	case s.cfg.Sealed:
 		// No merged replica: the oracle stands for it (every
 		// acknowledged transaction, so every tombstone the log carries
 		// but those of pushes whose ack was lost).
 		tombs = tombstones(s.oracle)
-	} else {
-		merged, err := engine.Open(st, engine.Options{Logger: nopLogger{}, Clock: s.relays[0].wall})
+	default:
+		merged, err := engine.Open(st, engine.Options{Logger: nopLogger{}, Clock: s.relays[0].wall, Rand: newSeeded(s.seed, 1<<51)})
 		if err != nil {
 			return fmt.Errorf("opening the relay's merged replica: %w", err)
 		}
@@ -335,6 +344,23 @@ func relayHorizon(st kv.Store) (uint64, error) {
 	return wall, err
 }
 
+// relayOpened reports whether a relay has opened the database in st: the
+// relay bucket holds its format (relay/doc.go, "Storage layout").
+func relayOpened(st kv.Store) (bool, error) {
+	opened := false
+	err := st.View(func(tx kv.Tx) error {
+		_, err := tx.Get("relay", []byte("format"))
+		switch {
+		case err == nil:
+			opened = true
+		case !errors.Is(err, kv.ErrNotFound):
+			return err
+		}
+		return nil
+	})
+	return opened, err
+}
+
 // relayHead returns the cursor of the newest entry in a relay's log, 0
 // for none: the last key of bucket arrivals, 8 bytes big-endian
 // (relay/doc.go, "Storage layout").
@@ -383,7 +409,7 @@ func (s *Sim) checkState() {
 	if s.cfg.Sealed {
 		return // the relay keeps no replica of a sealed database
 	}
-	merged, err := engine.Open(s.relayStore(), engine.Options{Logger: nopLogger{}, Clock: s.relays[0].wall})
+	merged, err := engine.Open(s.relayStore(), engine.Options{Logger: nopLogger{}, Clock: s.relays[0].wall, Rand: newSeeded(s.seed, 1<<51)})
 	if err != nil {
 		s.fail("opening the relay's merged replica: %v", err)
 		return

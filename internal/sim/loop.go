@@ -141,8 +141,12 @@ func (s *Sim) fail(format string, args ...any) {
 }
 
 // loop takes events one at a time, letting the system settle after each,
-// until done says so or nothing is left.
+// until done says so or nothing is left. It lets the system settle first:
+// what the simulator's goroutine started since the last event (a relay, a
+// client: quiesce) arms its timers and dials at the current time, before
+// the clock moves on.
 func (s *Sim) loop(done func() bool) {
+	synctest.Wait()
 	for !done() {
 		if !s.stepOne(func(int) bool { return true }) {
 			s.fail("deadlock: no event left")
@@ -207,6 +211,7 @@ func (s *Sim) traceNet(l *link, side int, f frame) {
 	defer s.mu.Unlock()
 	fmt.Fprintf(s.hash, "%s/%d/%v/%d:", l.name, side, f.close, f.code)
 	s.hash.Write(f.data)
+
 	s.msgs[int(s.sched.now/time.Second)]++
 }
 
