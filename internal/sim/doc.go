@@ -59,7 +59,10 @@
 // through the shared storage. The relay faults become: crash.relayN (relay
 // N crashes: its view of the storage refuses everything from then on, its
 // connections drop, its memory is lost; the shared data stays; the same
-// fault on a relay that is down restarts it), shared.down (the storage
+// fault on a relay that is down restarts it), crash.mid_prune (one relay
+// crashes at its k-th store write, 1–4, of a maintenance pass — between a
+// horizon mark and the end of its pruning, say — while the others go on;
+// left out with prune), shared.down (the storage
 // unreachable for 1–60 s, memshared's SetDown: opens, locks and
 // notifications fail, so pushes are answered with transient errors, and
 // the relays recover), relay.backup, relay.restore_old and relay.wipe on

@@ -94,13 +94,16 @@ func (s *Sim) device() string {
 
 // faultKinds are the faults of one relay; sharedFaultKinds those of
 // several over a shared storage (Config.Relays > 1), where crash.relay
-// crashes one of them (counted as crash.relayN) and relay.restore_old,
+// crashes one of them (counted as crash.relayN), crash.mid_prune crashes
+// one at its k-th write (1–4) of a maintenance pass (between a horizon
+// mark and the end of its pruning, say) while the others go on, and
+// relay.restore_old,
 // relay.wipe and relay.backup act on the shared storage's database (with
 // every relay stopped for a restore or a wipe).
 var (
 	faultKinds = []string{"cut", "crash.replica", "crash.relay", "relay.restore_old", "relay.wipe",
 		"relay.backup", "skew.within", "skew.beyond", "clock.step_back", "prune"}
-	sharedFaultKinds = append(append([]string(nil), faultKinds...), "shared.down")
+	sharedFaultKinds = append(append([]string(nil), faultKinds...), "shared.down", "crash.mid_prune")
 )
 
 // fault injects one fault.
@@ -112,7 +115,7 @@ func (s *Sim) fault() string {
 		kinds = sharedFaultKinds
 	}
 	kind := kinds[s.rng.IntN(len(kinds))]
-	if s.cfg.Without[kind] {
+	if s.cfg.Without[kind] || kind == "crash.mid_prune" && s.cfg.Without["prune"] {
 		return kind + " (left out)"
 	}
 	desc := kind
@@ -187,6 +190,22 @@ func (s *Sim) fault() string {
 		if err := s.maintain([]*relayNode{n}); err != nil && !s.sharedDown {
 			s.fail("relay maintenance: %v", err)
 		}
+	case "crash.mid_prune":
+		n := s.pickRelay()
+		if n.srv == nil {
+			s.must(n.start())
+			return n.name + " restarts"
+		}
+		k := 1 + s.rng.IntN(4)
+		n.view.writes.Store(int64(k))
+		err := s.maintain([]*relayNode{n})
+		died := n.view.dead.Load()
+		n.view.writes.Store(0)
+		if err != nil && !died && !s.sharedDown {
+			s.fail("relay maintenance: %v", err)
+		}
+		n.stop(true)
+		desc = fmt.Sprintf("%s crashes at its write %d of a maintenance pass (reached: %v)", n.name, k, died)
 	case "shared.down":
 		if s.sharedDown {
 			return "shared.down (down already)"

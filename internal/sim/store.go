@@ -71,6 +71,11 @@ func copyStore(src *memkv.Store, buckets []string) *memkv.Store {
 type sharedView struct {
 	v    *memshared.View
 	dead atomic.Bool
+	// writes, when > 0, counts down the read-write transactions the
+	// process has left: it crashes at the one that brings it to 0, which
+	// fails (crash.mid_prune: a crash in the middle of an operation of
+	// several transactions).
+	writes atomic.Int64
 }
 
 var _ relay.SharedStorage = (*sharedView)(nil)
@@ -150,6 +155,9 @@ type viewStore struct {
 }
 
 func (d viewStore) Update(fn func(kv.Tx) error) error {
+	if d.v.writes.Load() > 0 && d.v.writes.Add(-1) == 0 {
+		d.v.dead.Store(true)
+	}
 	if err := d.v.err(); err != nil {
 		return err
 	}
