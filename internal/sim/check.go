@@ -269,15 +269,17 @@ func (s *Sim) maintain(nodes []*relayNode) error {
 		tombs = tombstones(merged)
 		_ = merged.Close()
 	}
+	var merr error
 	for _, srv := range srvs {
-		s.await(func() { err = srv.Maintain(context.Background()) })
-		if err != nil {
-			return err
+		s.await(func() { merr = srv.Maintain(context.Background()) })
+		if merr != nil {
+			break
 		}
 	}
+	// A pass that failed after its mark (crash.mid_prune) made it too.
 	wall, err := relayHorizon(st)
 	if err != nil || wall == before {
-		return err
+		return errors.Join(merr, err)
 	}
 	if s.beyond == nil {
 		s.beyond = map[string]bool{}
@@ -287,7 +289,7 @@ func (s *Sim) maintain(nodes []*relayNode) error {
 			s.beyond[id] = true
 		}
 	}
-	return nil
+	return merr
 }
 
 // tombstones returns e's rows with a tombstone (rowID) and the

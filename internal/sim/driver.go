@@ -97,9 +97,8 @@ func (s *Sim) device() string {
 // crashes one of them (counted as crash.relayN), crash.mid_prune crashes
 // one at its k-th write (1–4) of a maintenance pass (between a horizon
 // mark and the end of its pruning, say) while the others go on, and
-// relay.restore_old,
-// relay.wipe and relay.backup act on the shared storage's database (with
-// every relay stopped for a restore or a wipe).
+// relay.restore_old, relay.wipe and relay.backup act on the shared
+// storage's database (with every relay stopped for a restore or a wipe).
 var (
 	faultKinds = []string{"cut", "crash.replica", "crash.relay", "relay.restore_old", "relay.wipe",
 		"relay.backup", "skew.within", "skew.beyond", "clock.step_back", "prune"}
