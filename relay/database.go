@@ -318,6 +318,9 @@ func (d *database) apply(sender *conn, sets []model.ChangeSet, repair bool) (mod
 		return model.ApplyResult{}, stored{}, err
 	}
 	defer unlock()
+	if err := d.finishPruning(); err != nil {
+		return model.ApplyResult{}, stored{}, err
+	}
 	if repair {
 		return d.applyRepair(sender, sets, pend, now)
 	}

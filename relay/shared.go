@@ -96,6 +96,38 @@ func (d *database) remoteHead(head uint64) {
 	d.catchUpLocked(h)
 }
 
+// finishPruning finishes, under the writer lock and before an apply
+// appends, the pruning of a horizon mark that another relay stored and
+// did not complete ("horizonPending": it stopped between the mark and the
+// end of the pruning), so that nothing is appended between a mark and the
+// end of its pruning, as when a relay alone finishes it at open
+// (loadHorizon): a late delete appended after the mark (its tombstone
+// older than the mark's wall) keeps its tombstone until the next mark, as
+// on the clients that applied the mark before it. Finished later, by the
+// next maintenance pass, the pruning took those tombstones from the merged
+// replica alone. Without shared storage it does nothing. The error is a
+// storage error.
+func (d *database) finishPruning() error {
+	if d.shared == nil {
+		return nil
+	}
+	var pending uint64
+	err := d.store.View(func(tx kv.Tx) error {
+		var err error
+		pending, err = getCounter(tx, keyHorizonPending)
+		return err
+	})
+	if err != nil || pending == 0 {
+		return err
+	}
+	res, err := d.prunePending(pending)
+	if err != nil {
+		return fmt.Errorf("relay: finishing the pruning at the tombstone horizon %d: %w", pending, err)
+	}
+	d.log.Info("relay: finished the pruning at a tombstone horizon another relay left pending", "horizon", pending, "tombstones", res.Tombstones, "rows", res.Rows)
+	return nil
+}
+
 // head reads the log's head from the store.
 func (d *database) head() (uint64, error) {
 	var cur uint64
