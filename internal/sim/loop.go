@@ -211,7 +211,6 @@ func (s *Sim) traceNet(l *link, side int, f frame) {
 	defer s.mu.Unlock()
 	fmt.Fprintf(s.hash, "%s/%d/%v/%d:", l.name, side, f.close, f.code)
 	s.hash.Write(f.data)
-
 	s.msgs[int(s.sched.now/time.Second)]++
 }
 

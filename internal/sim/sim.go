@@ -24,8 +24,10 @@ type Config struct {
 	// with more than one they share one relay/memshared storage
 	// (relay.SharedStorage), each device connects to all of them
 	// (client.ConnectAny, starting with relay i mod Relays), and the
-	// faults add crashes of each relay (crash.relayN) and the shared
-	// storage unreachable for a while (shared.down).
+	// faults add crashes of each relay (crash.relayN), crashes in the
+	// middle of a maintenance pass (crash.mid_prune) and the shared
+	// storage unreachable for a while (shared.down). Default: 2 on seeds
+	// divisible by 3, else 1 (DefaultConfig).
 	Relays int
 	Ops    int // driver steps: workload operations and faults
 	// Prefix, when > 0, stops the workload and the faults after that many
