@@ -52,7 +52,11 @@
 // relay is a real relay.Server over one relay/memshared storage
 // (relay.SharedStorage: the writer lock, notifications of new heads, the
 // catch-up of entries other relays appended, the periodic check of the
-// heads), each with its own clock, skew and random source. Each device
+// heads), each with its own clock, skew and random source. Notifications
+// travel through the event queue, 1–20 ms from one relay to another, and
+// under network faults some are lost (shared.note_drop: the periodic
+// check catches up) or late by up to 5 s (shared.note_delay), so a relay
+// serves its connections between another's commit and its notification. Each device
 // connects to all of them with client.ConnectAny, its list starting with
 // relay i mod Relays (so devices spread over the relays) and moving on
 // when one is unreachable: devices on different relays converge only

@@ -254,12 +254,15 @@ type relayNode struct {
 	backup *memkv.Store
 	// view is this process's handle on the shared storage (nil: its own
 	// disk); a new one per run, refusing everything once it crashed.
-	view  *sharedView
-	wall  *wallClock
-	tm    *timers
-	srv   *relay.Server
-	runs  uint64
-	links map[uint64]*link
+	view *sharedView
+	// listen receives the notifications the other relays send this
+	// process while its Listen runs (Sim.notify; guarded by Sim.mu).
+	listen chan note
+	wall   *wallClock
+	tm     *timers
+	srv    *relay.Server
+	runs   uint64
+	links  map[uint64]*link
 }
 
 func (n *relayNode) start() error {
@@ -275,7 +278,7 @@ func (n *relayNode) start() error {
 		FrameRate: 1 << 20, FrameBurst: 1 << 20,
 	}
 	if n.sim.shared != nil {
-		n.view = &sharedView{v: n.sim.shared.Relay()}
+		n.view = &sharedView{v: n.sim.shared.Relay(), n: n}
 		rcfg.Storage = n.view
 	} else {
 		n.store = &diskStore{st: n.disk}

@@ -154,6 +154,7 @@ type Sim struct {
 	sharedBackup *memkv.Store
 	sharedDown   bool
 	downSeq      uint64
+	notes        map[[2]int]*notePair // the relays' notifications in flight, by pair (guarded by mu)
 
 	oracle     *engine.Engine    // every acknowledged local transaction, merged
 	watched    map[string]string // Config.Watch: the row's last line per replica
