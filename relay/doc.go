@@ -353,7 +353,8 @@
 //     (TestThreeRelaysKillAndRestart). One killed between a horizon mark
 //     and the end of its pruning leaves the pruning to the next apply of
 //     any relay, which finishes it before it appends
-//     (TestSharedPendingPruningFinishedBeforeAppend).
+//     (TestSharedPendingPruningFinishedBeforeAppend; a relay alone whose
+//     pruning failed does the same: TestPendingPruningFinishedBeforeAppend).
 //   - PostgreSQL restarted or unreachable: pushes are answered
 //     APPLY_CHANGES_ERROR (transient: the client retries with backoff),
 //     reads fail likewise, /healthz answers 503 "storage unreachable";

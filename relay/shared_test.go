@@ -5,7 +5,9 @@ package relay
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,5 +189,64 @@ func TestSharedPendingPruningFinishedBeforeAppend(t *testing.T) {
 	}
 	if s.rows["stops"] != 2 {
 		t.Fatalf("after the maintenance pass: %d stop rows, want 2 (the kept stop and the late delete's tombstone, appended after the mark)", s.rows["stops"])
+	}
+}
+
+// failStore is a store whose read-write transactions fail from the
+// (n+1)-th on after failAfter(n) (left 0: none fails), as a full disk's
+// would.
+type failStore struct {
+	kv.Store
+	left atomic.Int64
+}
+
+var errTestFull = errors.New("test: disk full")
+
+func (f *failStore) failAfter(n int64) { f.left.Store(n + 1) }
+
+func (f *failStore) Update(fn func(kv.Tx) error) error {
+	if f.left.Load() > 0 && f.left.Add(-1) == 0 {
+		f.left.Store(1) // every later one fails too, until reset
+		return errTestFull
+	}
+	return f.Store.Update(fn)
+}
+
+// TestPendingPruningFinishedBeforeAppend: a relay alone stored a horizon
+// mark and its pruning failed (a storage error: "horizonPending" left);
+// its next apply, a late delete, finishes the pruning first, so a restart
+// does not prune again and the late delete's tombstone, appended after
+// the mark, stays, as on the clients that applied the mark before it.
+// Before, the pruning stayed pending until the next open, which pruned
+// the late tombstone from the merged replica alone.
+func TestPendingPruningFinishedBeforeAppend(t *testing.T) {
+	clock := newManualClock()
+	fs := &failStore{Store: keepStore{memkv.New(StoreBuckets()...)}}
+	cfg := Config{Clock: clock, OpenStore: func(string) (kv.Store, error) { return fs, nil }}
+	r := startRelay(t, cfg)
+	old := newReplica(t, behindClock{clock, 40 * 24 * time.Hour})
+	a := connectAs(t, r, "acme", old)
+	a.apply("apply-1", append(insertStops(t, old, "kept", 1), deleteStop(t, old)...))
+
+	fs.failAfter(1) // the mark's transaction, then the pruning's fails
+	if err := r.srv.Maintain(context.Background()); err == nil {
+		t.Fatal("Maintain: no error, want the pruning's")
+	}
+	fs.left.Store(0)
+
+	late := newReplica(t, behindClock{clock, 40 * 24 * time.Hour})
+	b := connectAs(t, r, "acme", late)
+	b.apply("late", deleteStop(t, late))
+	_ = a.ws.CloseNow()
+	_ = b.ws.CloseNow()
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	r2 := startRelay(t, cfg)
+	c := connect(t, r2, "acme")
+	s := collectSnapshot(t, c, &wire.GetSnapshot{})
+	if s.rows["stops"] != 2 {
+		t.Fatalf("after the restart: %d stop rows, want 2 (the kept stop and the late delete's tombstone; the old one pruned)", s.rows["stops"])
 	}
 }
