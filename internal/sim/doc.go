@@ -106,7 +106,7 @@
 // seeds 1–50, a third of them with two relays); make sim runs SIM_OPS
 // steps from SIM_FIRST, SIM_PARALLEL seeds at once, and reports operations
 // per second and faults by kind. TestSimRelays runs a few seeds with two
-// and three relays under every fault, and one twice (the same trace);
+// and three relays under every fault, and two twice (the same trace);
 // -sim.relays N runs every seed with N relays (a failure's replay command
 // carries it when it differs from DefaultConfig's).
 //
