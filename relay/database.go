@@ -64,6 +64,9 @@ type database struct {
 	horizonMu sync.Mutex
 	horizon   wire.Horizon
 	snapshots int
+	// pruneLeft (under applyMu): this process's pruning at its newest
+	// mark failed, "horizonPending" is still stored (finishPruning).
+	pruneLeft bool
 
 	// ckptMu guards ckptReaders and ckptOrphans, and orders the reading
 	// of the newest sealed checkpoint's record by a stream against its
@@ -318,6 +321,9 @@ func (d *database) apply(sender *conn, sets []model.ChangeSet, repair bool) (mod
 		return model.ApplyResult{}, stored{}, err
 	}
 	defer unlock()
+	if err := d.finishPruning(); err != nil {
+		return model.ApplyResult{}, stored{}, err
+	}
 	if repair {
 		return d.applyRepair(sender, sets, pend, now)
 	}

@@ -350,7 +350,11 @@
 //   - A relay killed: its clients reconnect (to another relay, through the
 //     load balancer or ConnectAny) and resend what was not acknowledged;
 //     nothing acknowledged is lost, nothing is appended twice
-//     (TestThreeRelaysKillAndRestart).
+//     (TestThreeRelaysKillAndRestart). One killed between a horizon mark
+//     and the end of its pruning leaves the pruning to the next apply of
+//     any relay, which finishes it before it appends
+//     (TestSharedPendingPruningFinishedBeforeAppend; a relay alone whose
+//     pruning failed does the same: TestPendingPruningFinishedBeforeAppend).
 //   - PostgreSQL restarted or unreachable: pushes are answered
 //     APPLY_CHANGES_ERROR (transient: the client retries with backoff),
 //     reads fail likewise, /healthz answers 503 "storage unreachable";

@@ -346,6 +346,7 @@ func (d *database) advanceHorizon(cutoff uint64, then func() error) (made bool, 
 	d.horizonMu.Unlock()
 	if made {
 		if res, err = d.prunePending(wall); err != nil {
+			d.pruneLeft = true // the next apply finishes it first
 			return made, res, err
 		}
 	}

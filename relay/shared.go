@@ -96,6 +96,45 @@ func (d *database) remoteHead(head uint64) {
 	d.catchUpLocked(h)
 }
 
+// finishPruning finishes, under the writer lock and before an apply
+// appends, the pruning of a horizon mark that did not complete
+// ("horizonPending": another relay on the shared storage stopped between
+// the mark and the end of the pruning, or this process's pruning failed
+// with a storage error), so that nothing is appended between a mark and
+// the end of its pruning, as when a relay finishes it at open
+// (loadHorizon): a late delete appended after the mark (its tombstone
+// older than the mark's wall) keeps its tombstone until the next mark, as
+// on the clients that applied the mark before it. Finished later (the
+// next maintenance pass with shared storage, the next open alone), the
+// pruning took those tombstones from the merged replica alone. Alone, it
+// reads the store only after this process's pruning failed (pruneLeft).
+// The error is a storage error.
+func (d *database) finishPruning() error {
+	if d.shared == nil && !d.pruneLeft {
+		return nil
+	}
+	var pending uint64
+	err := d.store.View(func(tx kv.Tx) error {
+		var err error
+		pending, err = getCounter(tx, keyHorizonPending)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if pending == 0 {
+		d.pruneLeft = false
+		return nil
+	}
+	res, err := d.prunePending(pending)
+	if err != nil {
+		return fmt.Errorf("relay: finishing the pruning at the tombstone horizon %d: %w", pending, err)
+	}
+	d.pruneLeft = false
+	d.log.Info("relay: finished a pruning at a tombstone horizon left pending", "horizon", pending, "tombstones", res.Tombstones, "rows", res.Rows)
+	return nil
+}
+
 // head reads the log's head from the store.
 func (d *database) head() (uint64, error) {
 	var cur uint64

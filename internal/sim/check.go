@@ -5,6 +5,7 @@ package sim
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/model"
+	"github.com/replica-sync/replica/relay"
 
 	"github.com/replica-sync/replica/engine"
 )
@@ -73,9 +75,14 @@ func (s *Sim) quiesce() {
 	s.mu.Lock()
 	s.nf = netFaults{}
 	s.mu.Unlock()
-	s.relay.wall.skew.Store(0)
-	if s.relay.srv == nil {
-		s.must(s.relay.start())
+	if s.shared != nil {
+		s.setSharedDown(false)
+	}
+	for _, n := range s.relays {
+		n.wall.skew.Store(0)
+		if n.srv == nil {
+			s.must(n.start())
+		}
 	}
 	for _, r := range s.reps {
 		r.wall.skew.Store(0)
@@ -86,7 +93,7 @@ func (s *Sim) quiesce() {
 			s.must(r.start())
 		} else if !r.online {
 			r.online = true
-			s.must(r.cl.Connect(relayURL, databaseID, ""))
+			s.must(r.connect())
 		}
 	}
 	deadline := s.sched.Now() + syncBound
@@ -136,7 +143,7 @@ func (s *Sim) settled() string {
 	// applied it; the cells it then pulled from before the mark revived a
 	// row whose tombstone the prune had taken, which the relay and every
 	// device at the head had pruned with the row.
-	head, err := relayHead(s.relay.store)
+	head, err := relayHead(s.relayStore())
 	if err != nil {
 		s.fail("reading the relay's head: %v", err)
 		return err.Error()
@@ -181,10 +188,10 @@ func (s *Sim) prune() {
 	// MaintenanceInterval: a relay restored from an older copy holds an
 	// older newest mark than some devices applied; its next mark, at now
 	// − Retention, covers every earlier one.
-	if err := s.maintain(); err != nil {
+	if err := s.maintain(s.relays); err != nil {
 		s.fail("relay maintenance: %v", err)
 	}
-	wall, err := relayHorizon(s.relay.store)
+	wall, err := relayHorizon(s.relayStore())
 	if err != nil {
 		s.fail("reading the relay's tombstone horizon: %v", err)
 		return
@@ -214,8 +221,9 @@ func (s *Sim) prune() {
 	}
 }
 
-// maintain runs the relay's maintenance (tombstone horizon marks, the
-// arrival log), as its loop does every MaintenanceInterval. A mark it
+// maintain runs the maintenance of the relays of nodes that are up, one
+// after the other (tombstone horizon marks, the arrival log), as their
+// loops do every MaintenanceInterval. A mark it
 // makes prunes the rows the relay's merged replica holds with a tombstone
 // below the mark's wall, cells written after the deletion too under
 // delete-wins (engine.PruneTombstones): their fate after the mark is
@@ -224,36 +232,54 @@ func (s *Sim) prune() {
 // after the mark starts the row afresh, without the cells the oracle
 // keeps under it). They are recorded in s.beyond, as prune does for the
 // oracle's own.
-func (s *Sim) maintain() error {
-	srv := s.relay.srv
-	if srv == nil {
+func (s *Sim) maintain(nodes []*relayNode) error {
+	var srvs []*relay.Server
+	for _, n := range nodes {
+		if n.srv != nil {
+			srvs = append(srvs, n.srv)
+		}
+	}
+	if len(srvs) == 0 {
 		return nil
 	}
-	before, err := relayHorizon(s.relay.store)
+	st := s.relayStore()
+	before, err := relayHorizon(st)
 	if err != nil {
 		return err
 	}
 	var tombs map[string]uint64
-	if s.cfg.Sealed {
+	switch opened, err := relayOpened(st); {
+	case err != nil:
+		return err
+	case !opened:
+		// No relay has opened the database since its wipe (or a restore
+		// from a copy taken then): nothing merged, and opening an engine
+		// would write a site id of the simulator's into the relay's
+		// store.
+	case s.cfg.Sealed:
 		// No merged replica: the oracle stands for it (every
 		// acknowledged transaction, so every tombstone the log carries
 		// but those of pushes whose ack was lost).
 		tombs = tombstones(s.oracle)
-	} else {
-		merged, err := engine.Open(s.relay.store, engine.Options{Logger: nopLogger{}, Clock: s.relay.wall})
+	default:
+		merged, err := engine.Open(st, engine.Options{Logger: nopLogger{}, Clock: s.relays[0].wall, Rand: newSeeded(s.seed, 1<<51)})
 		if err != nil {
 			return fmt.Errorf("opening the relay's merged replica: %w", err)
 		}
 		tombs = tombstones(merged)
 		_ = merged.Close()
 	}
-	s.await(func() { err = srv.Maintain(context.Background()) })
-	if err != nil {
-		return err
+	var merr error
+	for _, srv := range srvs {
+		s.await(func() { merr = srv.Maintain(context.Background()) })
+		if merr != nil {
+			break
+		}
 	}
-	wall, err := relayHorizon(s.relay.store)
+	// A pass that failed after its mark (crash.mid_prune) made it too.
+	wall, err := relayHorizon(st)
 	if err != nil || wall == before {
-		return err
+		return errors.Join(merr, err)
 	}
 	if s.beyond == nil {
 		s.beyond = map[string]bool{}
@@ -263,7 +289,7 @@ func (s *Sim) maintain() error {
 			s.beyond[id] = true
 		}
 	}
-	return nil
+	return merr
 }
 
 // tombstones returns e's rows with a tombstone (rowID) and the
@@ -288,7 +314,7 @@ func tombstones(e *engine.Engine) map[string]uint64 {
 // "NS:name", in decimal): the namespace and the number, ok false when
 // either is not stored. A number that does not decode fails the run.
 func (r *replica) syncNumber(name string) (ns string, v uint64, ok bool) {
-	b, err := r.eng.State("sync:relay:" + relayURL + "#" + databaseID)
+	b, err := r.eng.State("sync:relay:" + r.urls[0] + "#" + databaseID)
 	if err != nil || b == nil {
 		return "", 0, false
 	}
@@ -318,6 +344,23 @@ func relayHorizon(st kv.Store) (uint64, error) {
 		})
 	})
 	return wall, err
+}
+
+// relayOpened reports whether a relay has opened the database in st: the
+// relay bucket holds its format (relay/doc.go, "Storage layout").
+func relayOpened(st kv.Store) (bool, error) {
+	opened := false
+	err := st.View(func(tx kv.Tx) error {
+		_, err := tx.Get("relay", []byte("format"))
+		switch {
+		case err == nil:
+			opened = true
+		case !errors.Is(err, kv.ErrNotFound):
+			return err
+		}
+		return nil
+	})
+	return opened, err
 }
 
 // relayHead returns the cursor of the newest entry in a relay's log, 0
@@ -368,7 +411,7 @@ func (s *Sim) checkState() {
 	if s.cfg.Sealed {
 		return // the relay keeps no replica of a sealed database
 	}
-	merged, err := engine.Open(s.relay.store, engine.Options{Logger: nopLogger{}, Clock: s.relay.wall})
+	merged, err := engine.Open(s.relayStore(), engine.Options{Logger: nopLogger{}, Clock: s.relays[0].wall, Rand: newSeeded(s.seed, 1<<51)})
 	if err != nil {
 		s.fail("opening the relay's merged replica: %v", err)
 		return

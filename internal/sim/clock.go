@@ -16,7 +16,9 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // timers is one node's monotonic clock and timer source (timing.Clock, the
 // client's Options.Clock and the relay's Config.Timers): its timers are
 // events of the simulator, keyed by the node's owner id and its own timer
-// count, so that they fire in one order whatever goroutine armed them.
+// count, given when the system settles after the event that armed them
+// (sched.flush), so that they fire in one order whatever goroutine armed
+// them.
 type timers struct {
 	s     *sched
 	owner uint64
@@ -56,11 +58,11 @@ type simTimer struct {
 }
 
 func (tm *simTimer) schedule(d time.Duration) {
-	k := key{at: tm.t.s.Now() + max(d, 0), kind: kindTimer, owner: tm.t.owner, seq: tm.t.nextSeq()}
+	k := key{at: tm.t.s.Now() + max(d, 0), kind: kindTimer, owner: tm.t.owner}
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
 	var ev *event
-	ev = tm.t.s.at(k, func() { tm.fire(ev) })
+	ev = tm.t.s.atTimer(k, tm.t, func() { tm.fire(ev) })
 	tm.ev = ev
 }
 

@@ -1,10 +1,11 @@
 // Package sim is a deterministic simulator of the whole sync system, in one
 // process: devices (the real engine on memkv and the real client of package
 // client), a relay (the real relay of package relay, its databases in memkv
-// through Config.OpenStore), a simulated network and a simulated clock, all
-// driven from one seed. It exists to find the bugs nobody thought of: a run
-// injects random workload and faults, and checks invariants during the run
-// and once the faults stop.
+// through Config.OpenStore) or several relays over one shared storage, a
+// simulated network and a simulated clock, all driven from one seed. It
+// exists to find the bugs nobody thought of: a run injects random workload
+// and faults, and checks invariants during the run and once the faults
+// stop.
 //
 // # How a run goes
 //
@@ -15,9 +16,12 @@
 // queue, ordered by (simulated time, kind, owner, the owner's own sequence
 // number). Owners are a link direction or a node's clock, and each numbers
 // its events itself, so the order never depends on which goroutine reached
-// the queue first. The loop takes one event, runs it (a delivery, a timer,
-// a driver step), then synctest.Wait()s until every goroutine of the system
-// is blocked again, and only then takes the next. Site ids and snapshot ids
+// the queue first; a clock numbers the timers armed in one event once the
+// system has settled, in the order they are due, so that two goroutines
+// of one node arming timers at once number them alike either way. The
+// loop takes one event, runs it (a delivery, a timer, a driver step), then
+// synctest.Wait()s until every goroutine of the system is blocked again,
+// and only then takes the next. Site ids and snapshot ids
 // come from the seed (engine.Options.Rand, relay.Config.Rand), as do the
 // clients' backoff jitter (client.Options.Rand) and each link's latencies
 // and faults (a random source per link direction). The same seed gives the
@@ -42,13 +46,44 @@
 // and a device's Prune). Between steps simulated time moves by milliseconds,
 // sometimes minutes, rarely hours (past the retention horizon).
 //
+// # Several relays
+//
+// With Config.Relays > 1 (DefaultConfig: 2 on seeds divisible by 3), every
+// relay is a real relay.Server over one relay/memshared storage
+// (relay.SharedStorage: the writer lock, notifications of new heads, the
+// catch-up of entries other relays appended, the periodic check of the
+// heads), each with its own clock, skew and random source. Notifications
+// travel through the event queue, 1–20 ms from one relay to another, and
+// under network faults some are lost (shared.note_drop: the periodic
+// check catches up) or late by up to 5 s (shared.note_delay), so a relay
+// serves its connections between another's commit and its notification. Each device
+// connects to all of them with client.ConnectAny, its list starting with
+// relay i mod Relays (so devices spread over the relays) and moving on
+// when one is unreachable: devices on different relays converge only
+// through the shared storage. The relay faults become: crash.relayN (relay
+// N crashes: its view of the storage refuses everything from then on, its
+// connections drop, its memory is lost; the shared data stays; the same
+// fault on a relay that is down restarts it), crash.mid_prune (one relay
+// crashes at its k-th store write, 1–4, of a maintenance pass — between a
+// horizon mark and the end of its pruning, say — while the others go on;
+// left out with prune), shared.down (the storage
+// unreachable for 1–60 s, memshared's SetDown: opens, locks and
+// notifications fail, so pushes are answered with transient errors, and
+// the relays recover), relay.backup, relay.restore_old and relay.wipe on
+// the shared database (memshared's Replace, with every relay stopped
+// meanwhile and started again). The invariants are the same, with the one
+// shared merged replica; the "prune" fault runs one relay's maintenance
+// (one relay at a time maintains a database), quiescence every relay's.
+//
 // # Invariants
 //
 // During the run: a device's stored cursor never moves back within one
-// relay log (once per device after a relay restore or wipe it may), and no
+// relay log (once per device after a relay restore or wipe it may; with
+// several relays, whichever relay it syncs with), and no
 // simulated second carries more than 5000 frames. At quiescence (faults
 // off, clocks true, the relay up, every device up, online and at the newest
-// schema): within 30 simulated minutes every client is Synced with nothing
+// schema; every relay up, the shared storage reachable): within 30
+// simulated minutes every client is Synced with nothing
 // pending and, after retention everywhere at once, every replica holds the
 // same CRDT state (cells with their HLCs, tombstones, read through
 // engine.Snapshot); that state equals the relay's merged replica and an
@@ -68,8 +103,12 @@
 // -sim.log r0 logs that replica's client log (handshakes, snapshots,
 // pruning at horizon marks, errors) in the same order.
 // TestSimBudget runs the fixed budget of make test (100 000 steps over
-// seeds 1–50); make sim runs SIM_OPS steps from SIM_FIRST, SIM_PARALLEL
-// seeds at once, and reports operations per second and faults by kind.
+// seeds 1–50, a third of them with two relays); make sim runs SIM_OPS
+// steps from SIM_FIRST, SIM_PARALLEL seeds at once, and reports operations
+// per second and faults by kind. TestSimRelays runs a few seeds with two
+// and three relays under every fault, and two twice (the same trace);
+// -sim.relays N runs every seed with N relays (a failure's replay command
+// carries it when it differs from DefaultConfig's).
 //
 // # Residual nondeterminism
 //

@@ -70,7 +70,7 @@ func (s *Sim) device() string {
 	case k < 3 && r.cl != nil:
 		r.online = !r.online
 		if r.online {
-			s.must(r.cl.Connect(relayURL, databaseID, ""))
+			s.must(r.connect())
 			return r.name + " online"
 		}
 		cl := r.cl
@@ -92,29 +92,47 @@ func (s *Sim) device() string {
 	}
 }
 
+// faultKinds are the faults of one relay; sharedFaultKinds those of
+// several over a shared storage (Config.Relays > 1), where crash.relay
+// crashes one of them (counted as crash.relayN), crash.mid_prune crashes
+// one at its k-th write (1–4) of a maintenance pass (between a horizon
+// mark and the end of its pruning, say) while the others go on, and
+// relay.restore_old, relay.wipe and relay.backup act on the shared
+// storage's database (with every relay stopped for a restore or a wipe).
+var (
+	faultKinds = []string{"cut", "crash.replica", "crash.relay", "relay.restore_old", "relay.wipe",
+		"relay.backup", "skew.within", "skew.beyond", "clock.step_back", "prune"}
+	sharedFaultKinds = append(append([]string(nil), faultKinds...), "shared.down", "crash.mid_prune")
+)
+
 // fault injects one fault.
 func (s *Sim) fault() string {
 	s.setNetFaults()
 	r := s.reps[s.rng.IntN(len(s.reps))]
-	n := s.relay
-	kinds := []string{"cut", "crash.replica", "crash.relay", "relay.restore_old", "relay.wipe",
-		"relay.backup", "skew.within", "skew.beyond", "clock.step_back", "prune"}
+	kinds := faultKinds
+	if s.shared != nil {
+		kinds = sharedFaultKinds
+	}
 	kind := kinds[s.rng.IntN(len(kinds))]
-	if s.cfg.Without[kind] {
+	if s.cfg.Without[kind] || kind == "crash.mid_prune" && s.cfg.Without["prune"] {
 		return kind + " (left out)"
 	}
 	desc := kind
 	switch kind {
 	case "cut":
-		ids := make([]uint64, 0, len(n.links))
-		for id := range n.links {
-			ids = append(ids, id)
+		var ids []uint64
+		links := map[uint64]*link{}
+		for _, n := range s.relays {
+			for id, l := range n.links {
+				ids = append(ids, id)
+				links[id] = l
+			}
 		}
 		if len(ids) == 0 {
 			return "cut (no connection)"
 		}
 		slices.Sort(ids)
-		l := n.links[ids[s.rng.IntN(len(ids))]]
+		l := links[ids[s.rng.IntN(len(ids))]]
 		l.cut()
 		desc = "cut " + l.name
 	case "crash.replica":
@@ -125,22 +143,38 @@ func (s *Sim) fault() string {
 		r.stop(true)
 		desc = r.name + " crashes"
 	case "crash.relay":
+		n := s.pickRelay()
 		if n.srv == nil {
 			s.must(n.start())
-			return "relay restarts"
+			return n.name + " restarts"
 		}
+		kind = "crash." + n.name
+		desc = kind
 		n.stop(true)
 	case "relay.restore_old", "relay.wipe":
-		n.stop(true)
-		if kind == "relay.wipe" {
-			n.disk = memkv.New(relay.StoreBuckets()...)
-		} else {
-			n.disk = copyStore(n.backup, relay.StoreBuckets())
+		for _, n := range s.relays {
+			n.stop(true)
+		}
+		switch {
+		case s.shared != nil && kind == "relay.wipe":
+			s.shared.Replace(databaseID, nil)
+		case s.shared != nil:
+			s.shared.Replace(databaseID, copyStore(s.sharedBackup, relay.StoreBuckets()))
+		case kind == "relay.wipe":
+			s.relays[0].disk = memkv.New(relay.StoreBuckets()...)
+		default:
+			s.relays[0].disk = copyStore(s.relays[0].backup, relay.StoreBuckets())
 		}
 		s.relayEpoch()
-		s.must(n.start())
+		for _, n := range s.relays {
+			s.must(n.start())
+		}
 	case "relay.backup":
-		n.backup = copyStore(n.disk, relay.StoreBuckets())
+		if s.shared != nil {
+			s.sharedBackup = copyStore(s.relayStore().(*memkv.Store), relay.StoreBuckets())
+		} else {
+			s.relays[0].backup = copyStore(s.relays[0].disk, relay.StoreBuckets())
+		}
 		return "relay backed up"
 	case "skew.within", "skew.beyond", "clock.step_back":
 		desc = s.skew(kind, r)
@@ -148,20 +182,58 @@ func (s *Sim) fault() string {
 		// A device prunes tombstones only at the relay's horizon marks
 		// (client, wire's "Tombstone horizon"), never by its own clock:
 		// its engine's Prune is not called here.
-		desc = "prune relay"
-		if err := s.maintain(); err != nil && !n.store.dead.Load() {
+		n := s.pickRelay()
+		desc = "prune " + n.name
+		// Maintenance fails while the shared storage is unreachable
+		// (the relay's loop retries at its next pass).
+		if err := s.maintain([]*relayNode{n}); err != nil && !s.sharedDown {
 			s.fail("relay maintenance: %v", err)
 		}
+	case "crash.mid_prune":
+		n := s.pickRelay()
+		if n.srv == nil {
+			s.must(n.start())
+			return n.name + " restarts"
+		}
+		k := 1 + s.rng.IntN(4)
+		n.view.writes.Store(int64(k))
+		err := s.maintain([]*relayNode{n})
+		died := n.view.dead.Load()
+		n.view.writes.Store(0)
+		if err != nil && !died && !s.sharedDown {
+			s.fail("relay maintenance: %v", err)
+		}
+		n.stop(true)
+		desc = fmt.Sprintf("%s crashes at its write %d of a maintenance pass (reached: %v)", n.name, k, died)
+	case "shared.down":
+		if s.sharedDown {
+			return "shared.down (down already)"
+		}
+		d := time.Duration(1+s.rng.IntN(60)) * time.Second
+		s.setSharedDown(true)
+		s.downSeq++
+		seq := s.downSeq
+		s.sched.at(key{at: s.sched.Now() + d, kind: kindTimer, owner: sharedOwner, seq: seq}, func() {
+			if s.sharedDown && s.downSeq == seq {
+				s.setSharedDown(false)
+			}
+		})
+		desc = fmt.Sprintf("shared storage down for %v", d)
 	}
 	s.count(kind)
 	return desc
 }
 
-// skew moves a device's or the relay's wall clock.
+// sharedOwner owns the events that bring the shared storage back
+// (shared.down): a timer owner no node has.
+const sharedOwner = 1 << 33
+
+// skew moves a device's or a relay's wall clock.
 func (s *Sim) skew(kind string, r *replica) string {
 	w, name := r.wall, r.name
 	if s.rng.IntN(4) == 0 {
-		w, name = s.relay.wall, "relay"
+		n := s.pickRelay()
+		w, name = n.wall, n.name
 	}
 	var ms int64
 	switch kind {

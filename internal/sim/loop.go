@@ -12,14 +12,19 @@ import (
 	"time"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/memkv"
 	"github.com/replica-sync/replica/relay"
+	"github.com/replica-sync/replica/relay/memshared"
 )
 
 func newSim(cfg Config) *Sim {
 	d := DefaultConfig(cfg.Seed)
 	if cfg.Replicas <= 0 {
 		cfg.Replicas = d.Replicas
+	}
+	if cfg.Relays <= 0 {
+		cfg.Relays = d.Relays
 	}
 	def := func(v *int, x int) {
 		if *v <= 0 {
@@ -79,11 +84,30 @@ func (s *Sim) limit() int {
 
 func (s *Sim) driving() bool { return s.step < s.limit() }
 
-// boot starts the relay and the first devices.
+// boot starts the relays and the first devices.
 func (s *Sim) boot() {
-	s.relay = &relayNode{sim: s, disk: memkv.New(relay.StoreBuckets()...), wall: &wallClock{s: &s.sched}, tm: &timers{s: &s.sched, owner: 1}}
-	s.relay.backup = copyStore(s.relay.disk, relay.StoreBuckets())
-	s.must(s.relay.start())
+	if s.cfg.Relays > 1 {
+		s.shared = memshared.New()
+		s.sharedBackup = memkv.New(relay.StoreBuckets()...)
+	}
+	for i := range s.cfg.Relays {
+		n := &relayNode{sim: s, idx: i, name: "relay", url: relayURL, wall: &wallClock{s: &s.sched},
+			// Timer owners: 1 for the first relay, i+2 for replica i,
+			// 1<<32|i for the other relays.
+			tm: &timers{s: &s.sched, owner: 1}}
+		if s.shared == nil {
+			n.disk = memkv.New(relay.StoreBuckets()...)
+			n.backup = copyStore(n.disk, relay.StoreBuckets())
+		} else {
+			n.name = fmt.Sprintf("relay%d", i)
+			if i > 0 {
+				n.url = fmt.Sprintf("ws://relay%d.sim/sync", i)
+				n.tm.owner = 1<<32 | uint64(i)
+			}
+		}
+		s.relays = append(s.relays, n)
+		s.must(n.start())
+	}
 	for range s.cfg.Replicas {
 		s.addReplica()
 	}
@@ -94,6 +118,9 @@ func (s *Sim) addReplica() *replica {
 	i := len(s.reps)
 	r := &replica{sim: s, idx: i, name: fmt.Sprintf("r%d", i), disk: memkv.New(engine.Buckets...),
 		wall: &wallClock{s: &s.sched}, tm: &timers{s: &s.sched, owner: uint64(i + 2)}, online: true}
+	for k := range s.relays {
+		r.urls = append(r.urls, s.relays[(i+k)%len(s.relays)].url)
+	}
 	r.schema = s.rng.IntN(2)
 	s.reps = append(s.reps, r)
 	s.must(r.start())
@@ -114,8 +141,12 @@ func (s *Sim) fail(format string, args ...any) {
 }
 
 // loop takes events one at a time, letting the system settle after each,
-// until done says so or nothing is left.
+// until done says so or nothing is left. It lets the system settle first:
+// what the simulator's goroutine started since the last event (a relay, a
+// client: quiesce) arms its timers and dials at the current time, before
+// the clock moves on.
 func (s *Sim) loop(done func() bool) {
+	synctest.Wait()
 	for !done() {
 		if !s.stepOne(func(int) bool { return true }) {
 			s.fail("deadlock: no event left")
@@ -205,8 +236,39 @@ func (s *Sim) shutdown() {
 	for _, r := range s.reps {
 		r.stop(false)
 	}
-	s.relay.stop(false)
+	for _, n := range s.relays {
+		n.stop(false)
+	}
 	_ = s.oracle.Close()
+}
+
+// relayStore returns the store of the simulated database the relays
+// write: the only relay's disk, or the shared storage's (an empty store
+// when no relay has opened the database yet).
+func (s *Sim) relayStore() kv.Store {
+	if s.shared == nil {
+		return s.relays[0].store
+	}
+	if st := s.shared.Store(databaseID); st != nil {
+		return st
+	}
+	return memkv.New(relay.StoreBuckets()...)
+}
+
+// pickRelay returns the only relay, or one of several drawn from the
+// driver's random source.
+func (s *Sim) pickRelay() *relayNode {
+	if len(s.relays) == 1 {
+		return s.relays[0]
+	}
+	return s.relays[s.rng.IntN(len(s.relays))]
+}
+
+// setSharedDown makes the shared storage unreachable (down) or reachable
+// again (memshared.Storage.SetDown).
+func (s *Sim) setSharedDown(down bool) {
+	s.sharedDown = down
+	s.shared.SetDown(down)
 }
 
 // logLine records one line of a client's log for Config.Log.

@@ -20,7 +20,7 @@ import (
 )
 
 const (
-	relayURL   = "ws://relay.sim/sync"
+	relayURL   = "ws://relay.sim/sync" // the first relay's
 	databaseID = "simdb"
 )
 
@@ -83,6 +83,11 @@ type replica struct {
 	eng    *engine.Engine
 	cl     *client.Client
 	schema int
+	// urls are the relays the client connects to (client.ConnectAny):
+	// every relay's, starting with relay idx mod Config.Relays, so that
+	// devices spread over the relays; the client moves to the next when
+	// one is unreachable. Its sync state is kept under urls[0].
+	urls   []string
 	online bool
 	dials  uint64
 	runs   uint64
@@ -163,10 +168,13 @@ func (r *replica) start() error {
 	}
 	r.cl = client.New(eng, opts)
 	if r.online {
-		return r.cl.Connect(relayURL, databaseID, "")
+		return r.connect()
 	}
 	return nil
 }
+
+// connect connects r's client to its relays (urls).
+func (r *replica) connect() error { return r.cl.ConnectAny(r.urls, databaseID, "") }
 
 // simKeyring is the key of a sealed run's database (Config.Sealed).
 func simKeyring() (*seal.Keyring, error) {
@@ -192,9 +200,18 @@ func (r *replica) stop(crash bool) {
 	r.cl, r.eng = nil, nil
 }
 
-// dial is the client's Options.Dial: a link to the relay, open after a
-// round trip, refused when the relay is down.
-func (r *replica) dial(ctx context.Context, _ string, _ []string, readLimit int64) (client.Socket, error) {
+// dial is the client's Options.Dial: a link to the relay of url, open
+// after a round trip, refused when that relay is down.
+func (r *replica) dial(ctx context.Context, url string, _ []string, readLimit int64) (client.Socket, error) {
+	var n *relayNode
+	for _, x := range r.sim.relays {
+		if x.url == url {
+			n = x
+		}
+	}
+	if n == nil {
+		return nil, fmt.Errorf("sim: no relay at %s", url)
+	}
 	r.sim.mu.Lock()
 	r.dials++
 	id := uint64(r.idx+1)<<24 | r.dials
@@ -204,7 +221,7 @@ func (r *replica) dial(ctx context.Context, _ string, _ []string, readLimit int6
 	res := make(chan error, 1)
 	lat := r.sim.latency(id)
 	r.sim.sched.at(key{at: r.sim.sched.Now() + lat, kind: kindNet, owner: id << 1, seq: 0}, func() {
-		if !r.sim.relay.accept(l) {
+		if !n.accept(l) {
 			res <- errors.New("sim: connection refused: relay down")
 			return
 		}
@@ -222,13 +239,25 @@ func (r *replica) dial(ctx context.Context, _ string, _ []string, readLimit int6
 	}
 }
 
-// relayNode is the relay process over its disk (one memkv store for the
-// simulated database).
+// relayNode is one relay process: the only one over its own disk (one
+// memkv store for the simulated database), or one of Config.Relays over
+// the shared storage (Sim.shared), through a view of its own.
 type relayNode struct {
-	sim    *Sim
+	sim  *Sim
+	idx  int
+	name string // "relay" when it is the only one, else "relay0", "relay1", …
+	url  string
+	// The only relay's disk and an older copy of it, for restores (nil
+	// with shared storage: Sim.shared, Sim.sharedBackup).
 	disk   *memkv.Store
 	store  *diskStore
-	backup *memkv.Store // an older copy of the disk, for restores
+	backup *memkv.Store
+	// view is this process's handle on the shared storage (nil: its own
+	// disk); a new one per run, refusing everything once it crashed.
+	view *sharedView
+	// listen receives the notifications the other relays send this
+	// process while its Listen runs (Sim.notify; guarded by Sim.mu).
+	listen chan note
 	wall   *wallClock
 	tm     *timers
 	srv    *relay.Server
@@ -238,18 +267,24 @@ type relayNode struct {
 
 func (n *relayNode) start() error {
 	n.runs++
-	n.store = &diskStore{st: n.disk}
 	n.links = map[uint64]*link{}
 	cfg := n.sim.cfg
-	srv, err := relay.New(relay.Config{
+	rcfg := relay.Config{
 		Auth: relay.AllowAll, Clock: n.wall, Timers: n.tm, Logger: quiet,
-		OpenStore: func(string) (kv.Store, error) { return n.store, nil },
-		Rand:      newSeeded(n.sim.seed, 1<<40|n.runs),
+		Rand:      newSeeded(n.sim.seed, 1<<40|uint64(n.idx)<<32|n.runs),
 		Retention: cfg.Retention, MaintenanceInterval: 1 << 62, DatabaseIdleClose: 1 << 62,
 		MaxMessageSize: cfg.MaxMessageSize, PageChanges: cfg.PageChanges,
 		SnapshotChunkRows: cfg.SnapshotChunkRows, MaxChangesPerApply: cfg.MaxChangesPerApply,
 		FrameRate: 1 << 20, FrameBurst: 1 << 20,
-	})
+	}
+	if n.sim.shared != nil {
+		n.view = &sharedView{v: n.sim.shared.Relay(), n: n}
+		rcfg.Storage = n.view
+	} else {
+		n.store = &diskStore{st: n.disk}
+		rcfg.OpenStore = func(string) (kv.Store, error) { return n.store, nil }
+	}
+	srv, err := relay.New(rcfg)
 	if err != nil {
 		return err
 	}
@@ -275,7 +310,11 @@ func (n *relayNode) stop(crash bool) {
 		return
 	}
 	if crash {
-		n.store.dead.Store(true)
+		if n.view != nil {
+			n.view.dead.Store(true)
+		} else {
+			n.store.dead.Store(true)
+		}
 		for _, l := range n.links {
 			l.cut()
 		}

@@ -3,7 +3,9 @@
 package sim
 
 import (
+	"cmp"
 	"container/heap"
+	"slices"
 	"sync"
 	"time"
 )
@@ -41,12 +43,14 @@ func (a key) less(b key) bool {
 }
 
 // event is one scheduled happening; fn runs on the simulator's goroutine.
-// A cancelled event stays in the heap and is skipped.
+// A timer's event is pending (tm set, not yet in the heap) until the
+// system settles after the event that armed it (see flush).
 type event struct {
 	key       key
 	fn        func()
 	cancelled bool
 	index     int
+	tm        *timers // a pending timer's clock, which numbers it at flush
 }
 
 type eventHeap []*event
@@ -69,9 +73,10 @@ func (h *eventHeap) Pop() any {
 // only when the simulator takes the next event. Goroutines of the system
 // under test add events (timers, frames) under mu.
 type sched struct {
-	mu  sync.Mutex
-	now time.Duration
-	q   eventHeap
+	mu      sync.Mutex
+	now     time.Duration
+	q       eventHeap
+	pending []*event // timers armed since the last flush
 }
 
 // at schedules fn at k (k.at is clamped to now).
@@ -86,11 +91,57 @@ func (s *sched) at(k key, fn func()) *event {
 	return e
 }
 
+// atTimer schedules fn at k.at for the timers t (k.at is clamped to now),
+// numbered by t at the next flush.
+func (s *sched) atTimer(k key, t *timers, fn func()) *event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k.at < s.now {
+		k.at = s.now
+	}
+	e := &event{key: k, fn: fn, tm: t, index: -1}
+	s.pending = append(s.pending, e)
+	return e
+}
+
+// flush numbers the timers armed since the last flush and queues them
+// (under mu). It runs when the system has settled after an event, so the
+// timers every goroutine armed in that event are all there; they are
+// numbered per clock in the order of their firing time, so that two
+// goroutines of one node arming timers of different durations in one
+// event (a relay's maintenance loop and its loop of the other relays'
+// commits) number them alike whichever ran first. Timers of one clock
+// due at the same instant keep the order they were armed in.
+func (s *sched) flush() {
+	if len(s.pending) == 0 {
+		return
+	}
+	slices.SortStableFunc(s.pending, func(a, b *event) int {
+		return cmp.Or(cmp.Compare(a.key.owner, b.key.owner), cmp.Compare(a.key.at, b.key.at))
+	})
+	for _, e := range s.pending {
+		if !e.cancelled {
+			e.key.seq = e.tm.nextSeq()
+			e.tm = nil
+			heap.Push(&s.q, e)
+		}
+	}
+	clear(s.pending)
+	s.pending = s.pending[:0]
+}
+
 // cancel marks e cancelled; it reports whether e was still pending.
 func (s *sched) cancel(e *event) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e.cancelled || e.index < 0 {
+	if e.cancelled {
+		return false
+	}
+	if e.tm != nil { // armed in this event, not queued yet
+		e.cancelled = true
+		return true
+	}
+	if e.index < 0 {
 		return false
 	}
 	e.cancelled = true
@@ -104,6 +155,7 @@ func (s *sched) cancel(e *event) bool {
 func (s *sched) next(ok func(kind int) bool) *event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.flush()
 	for i := 0; len(s.q) > 0; i++ {
 		e := s.q[0]
 		if !ok(e.key.kind) {

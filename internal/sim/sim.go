@@ -12,6 +12,7 @@ import (
 
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/kv/memkv"
+	"github.com/replica-sync/replica/relay/memshared"
 )
 
 // Config sizes one simulated run. Zero fields take the defaults of
@@ -19,7 +20,16 @@ import (
 type Config struct {
 	Seed     uint64
 	Replicas int // devices at the start; more join by snapshot
-	Ops      int // driver steps: workload operations and faults
+	// Relays is the number of relay processes (relay.Server), 1 or more:
+	// with more than one they share one relay/memshared storage
+	// (relay.SharedStorage), each device connects to all of them
+	// (client.ConnectAny, starting with relay i mod Relays), and the
+	// faults add crashes of each relay (crash.relayN), crashes in the
+	// middle of a maintenance pass (crash.mid_prune) and the shared
+	// storage unreachable for a while (shared.down). Default: 2 on seeds
+	// divisible by 3, else 1 (DefaultConfig).
+	Relays int
+	Ops    int // driver steps: workload operations and faults
 	// Prefix, when > 0, stops the workload and the faults after that many
 	// driver steps (the shrinker's prefix).
 	Prefix int
@@ -69,6 +79,9 @@ type Config struct {
 // "Verifying the relay's log", version 8). Odd seeds declare the pairs
 // table resurrection-allowed (Resurrection), even seeds leave it
 // delete-wins, so that a budget runs both policies with both fault sets.
+// Seeds divisible by 3 run two relays over one shared storage (Relays),
+// the others one relay, so that the budget covers both with every
+// combination of the above.
 func DefaultConfig(seed uint64) Config {
 	return defaultConfig(seed, false)
 }
@@ -94,9 +107,17 @@ func defaultConfig(seed uint64, sealed bool) Config {
 		Retention: 6 * time.Hour, MaxMessageSize: 64 << 10, PageChanges: 20,
 		SnapshotChunkRows: 7, MaxChangesPerApply: 200, PushLimit: 30,
 		Without:      without,
+		Relays:       1 + boolInt(seed%3 == 0),
 		Resurrection: seed%2 == 1,
 		Sealed:       sealed,
 	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Result is what a run did and found.
@@ -111,7 +132,7 @@ type Result struct {
 	Watch  []string       // the changes of Config.Watch's row and Config.Log's lines, in order
 }
 
-// Sim is one simulated system: devices, a relay, the network and the clock.
+// Sim is one simulated system: devices, relays, the network and the clock.
 type Sim struct {
 	cfg   Config
 	seed  uint64
@@ -123,8 +144,18 @@ type Sim struct {
 	hash   hash.Hash
 	nf     netFaults
 
-	reps       []*replica
-	relay      *relayNode
+	reps   []*replica
+	relays []*relayNode // Config.Relays of them
+	// shared is the storage of several relays (nil: one relay, over its
+	// own disk), sharedBackup an older copy of its database, for
+	// restores; sharedDown says it is unreachable now (shared.down), until
+	// the event numbered downSeq brings it back.
+	shared       *memshared.Storage
+	sharedBackup *memkv.Store
+	sharedDown   bool
+	downSeq      uint64
+	notes        map[[2]int]*notePair // the relays' notifications in flight, by pair (guarded by mu)
+
 	oracle     *engine.Engine    // every acknowledged local transaction, merged
 	watched    map[string]string // Config.Watch: the row's last line per replica
 	watchLog   []string

@@ -10,7 +10,8 @@
 // A Storage is shared by handing each relay its own View (Storage.Relay),
 // which names the relay in notifications so that it does not hear its
 // own. Every wait is on a channel, so the storage works inside a
-// testing/synctest bubble. Its data lives until the Storage is dropped:
+// testing/synctest bubble. Its data lives until the Storage is dropped or
+// Replace replaces it (a restore or a wipe, with every relay stopped):
 // closing a database's store only ends that relay's use of it.
 package memshared
 
@@ -75,6 +76,23 @@ func (s *Storage) Store(id string) *memkv.Store {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.dbs[id]
+}
+
+// Replace puts st in place of database id's data: a restore from an older
+// copy (st holding relay.StoreBuckets, as a copy of Store(id) does), or a
+// wipe (st nil: the database is dropped, and the next Open creates it
+// empty). It is meant for when no relay has the database open: a store
+// Open returned before keeps the data it had, detached from the storage
+// (what it writes afterwards is lost). Locks, streams and notifications
+// are not touched.
+func (s *Storage) Replace(id string, st *memkv.Store) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st == nil {
+		delete(s.dbs, id)
+		return
+	}
+	s.dbs[id] = st
 }
 
 // View is one relay's handle on a Storage: a relay.SharedStorage.

@@ -3,6 +3,7 @@
 package memshared_test
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/memkv"
 	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/relay"
@@ -104,5 +106,79 @@ func TestTwoRelaysOneStorage(t *testing.T) {
 				time.Sleep(5 * time.Millisecond)
 			}
 		}
+	}
+}
+
+// TestReplace: Replace(id, copy) serves the copy's data to the next Open
+// of any relay, Replace(id, nil) serves an empty database, and a store
+// opened before a Replace no longer reaches the storage's data.
+func TestReplace(t *testing.T) {
+	st := memshared.New()
+	a, b := st.Relay(), st.Relay()
+	put := func(s kv.Store, k, v string) {
+		t.Helper()
+		if err := s.Update(func(tx kv.Tx) error { return tx.Put("relay", []byte(k), []byte(v)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(s kv.Store, k string) string {
+		t.Helper()
+		var out string
+		err := s.View(func(tx kv.Tx) error {
+			v, err := tx.Get("relay", []byte(k))
+			if errors.Is(err, kv.ErrNotFound) {
+				out = "<none>"
+				return nil
+			}
+			out = string(v)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	old, err := a.Open("db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(old, "k", "1")
+	// A copy of the data as it is now.
+	backup := memkv.New(relay.StoreBuckets()...)
+	if err := backup.Update(func(tx kv.Tx) error { return tx.Put("relay", []byte("k"), []byte("1")) }); err != nil {
+		t.Fatal(err)
+	}
+	put(old, "k", "2")
+
+	st.Replace("db", backup)
+	if st.Store("db") != backup {
+		t.Fatal("Store does not return the replacing store")
+	}
+	restored, err := b.Open("db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := get(restored, "k"); got != "1" {
+		t.Fatalf("after Replace with the copy: k=%s, want 1", got)
+	}
+	// The handle opened before writes to the detached data only.
+	put(old, "k", "3")
+	if got := get(restored, "k"); got != "1" {
+		t.Fatalf("a store opened before Replace reached the new data: k=%s", got)
+	}
+
+	st.Replace("db", nil)
+	if st.Store("db") != nil {
+		t.Fatal("Store after Replace(nil) is not nil")
+	}
+	wiped, err := a.Open("db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := get(wiped, "k"); got != "<none>" {
+		t.Fatalf("after Replace with nil: k=%s, want nothing", got)
+	}
+	if got := get(restored, "k"); got != "1" {
+		t.Fatalf("the restored store's handle lost its data: k=%s", got)
 	}
 }
