@@ -634,7 +634,7 @@ func (m *HandshakeAck) appendTo(b []byte) ([]byte, error) {
 	}
 	switch m.History {
 	case "":
-	case HistoryContinues, HistoryDiverged:
+	case HistoryContinues, HistoryDiverged, HistoryUnverified:
 		b = append(b, `,"history":"`...)
 		b = append(b, m.History...)
 		b = append(b, '"')
@@ -1052,8 +1052,8 @@ func (r *reader) handshakeAck() (Message, error) {
 				var h string
 				if h, err = r.Str(); err == nil {
 					m.History = History(h)
-					if m.History != HistoryContinues && m.History != HistoryDiverged {
-						err = r.FailAt(start, "history %q: want %q or %q", h, HistoryContinues, HistoryDiverged)
+					if m.History != HistoryContinues && m.History != HistoryDiverged && m.History != HistoryUnverified {
+						err = r.FailAt(start, "history %q: want %q, %q or %q", h, HistoryContinues, HistoryDiverged, HistoryUnverified)
 					}
 				}
 			}

@@ -128,6 +128,8 @@ func sampleMessages(t testing.TB) []namedMessage {
 			SiteHLCStated: true}},
 		{"handshake_ack_diverged", &HandshakeAck{ProtocolVersion: ProtocolVersion, DatabaseID: "acme:trips", ServerSiteID: siteB, ConnectionID: "c-19",
 			SiteHLC: css[0].HLC, SiteHLCStated: true, History: HistoryDiverged}},
+		{"handshake_ack_unverified", &HandshakeAck{ProtocolVersion: ProtocolVersion, DatabaseID: "acme:trips", ServerSiteID: siteB, ConnectionID: "c-20",
+			SiteHLC: css[0].HLC, SiteHLCStated: true, History: HistoryUnverified}},
 		{"get_changes_initial", &GetChanges{}},
 		{"get_changes", &GetChanges{Since: 41}},
 		{"get_changes_own", &GetChanges{Since: 41, OwnAbove: css[0].HLC, OwnUpTo: css[1].HLC, OwnStated: true}},
