@@ -106,7 +106,8 @@
 // below the presented cursor has a wall below the presented horizon, or
 // there is none (logged as a warning: the file was restored from an older
 // copy, which may lack a mark made at its head, or the client synced with
-// another log of the same id), nothing
+// another log of the same id), "unverified" (version 10) when its
+// retained log holds a cursor above 0 presented without a chain value, nothing
 // when there is nothing to judge (see wire's "Verifying the relay's log").
 // Frames other than handshake before that get NOT_AUTHENTICATED; a second
 // handshake gets ALREADY_AUTHENTICATED (close 4004). A frame that is not a
