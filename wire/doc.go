@@ -137,10 +137,11 @@
 //     checkpoint cursor).
 //   - chain (chain value, optional; needs cursor): the log's chain value at
 //     cursor, as the relay sent it with the changes or push_changes that
-//     brought the client there. Absent when the client does not know it
-//     (after a snapshot, before the first pull; state of an older
-//     version): a cursor within the retained log is then judged
-//     "unverified" (version 10).
+//     brought the client there (or, version 10, the snapshot_complete of
+//     the snapshot it bootstrapped from). Absent when the client does not
+//     know it (a snapshot whose snapshot_complete did not arrive, before
+//     the first pull; state of an older version): a cursor above 0 within
+//     the retained log is then judged "unverified" (version 10).
 //   - horizon (wall time ms, version 8, optional; needs cursor; omitted
 //     when 0): the tombstone horizon the client applied in that log (the
 //     wall of the newest horizon mark it pruned at, or the horizon of the
@@ -460,9 +461,22 @@
 // # Message snapshot_complete
 //
 // Relay → client, after the footer chunk: the stream is over (type
-// SnapshotComplete). No other members.
+// SnapshotComplete).
 //
-//	{"type":"snapshot_complete"}
+//	{"type":"snapshot_complete","cursor":41,"chain":"I-zgrM9zk1Rcq6zDbIfU6Q"}
+//
+// Members (version 10, optional, both or neither):
+//
+//   - cursor (cursor): the cursor the client pulls from after this
+//     snapshot: the header's, or, for a resumed transfer, the checkpoint's.
+//   - chain (chain value): the log's chain value at cursor. The client
+//     stores it with its cursor (if that is still cursor), so that its next
+//     handshake presents a position the relay can check even when no pull
+//     has answered since (a pull cut, or failing to apply: clock drift).
+//     Without it the cursor waits for the catch-up pull's chain value, and
+//     a handshake presenting it before that is judged "unverified".
+//     A relay that cannot tell the value (the cursor is below its
+//     retained log) leaves both out.
 //
 // # Messages ping and pong
 //

@@ -170,6 +170,7 @@ func sampleMessages(t testing.TB) []namedMessage {
 		{"snapshot_chunk_table_end", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkTableEnd, Table: "trips"}}},
 		{"snapshot_chunk_footer", &SnapshotChunk{Chunk: model.SnapshotChunk{Type: model.ChunkFooter, Footer: &model.SnapshotFooter{Tables: 1, Rows: 3}}}},
 		{"snapshot_complete", &SnapshotComplete{}},
+		{"snapshot_complete_chain", &SnapshotComplete{Cursor: 41, Chain: sampleChain(41)}},
 		{"ping", &Ping{}},
 		{"pong", &Pong{}},
 		{"error_fatal", NewError(CodeProtocolVersionMismatch, "client speaks version %d, relay speaks %d", ProtocolVersion+1, ProtocolVersion)},

@@ -190,8 +190,12 @@ import (
 //     the cursor as diverged (it bootstraps again, merging, and
 //     repair-pushes); an interrupted snapshot's checkpoint cursor,
 //     presented without a chain value, is still resumed (resume_snapshot
-//     checks the snapshot's position). A client of version 9 refuses the
-//     value, so peers of version 9 and 10 do not talk
+//     checks the snapshot's position). And snapshot_complete states the
+//     log's chain value at the cursor the client pulls from (cursor,
+//     chain), so that a bootstrap whose catch-up pull never answered (a
+//     cut, a page refused for clock drift) leaves a cursor the relay can
+//     check, not one it must judge "unverified". A client of version 9
+//     refuses the value and the members, so peers of version 9 and 10 do not talk
 //     (PROTOCOL_VERSION_MISMATCH, fatal); upgrade the relay and the app
 //     together.
 const ProtocolVersion = 10
