@@ -672,6 +672,9 @@ func refused(err error) bool {
 // resumed stream's client pulls from the checkpoint's cursor, and would
 // skip for good the entries the log holds below it.
 //
+// snapshot_complete states the log's chain value at the cursor the client
+// pulls from (wire version 10: snapshotComplete).
+//
 // For a sealed database it streams the newest sealed checkpoint instead
 // (streamCheckpoint; from: a get_snapshot's resume of one), or an empty
 // snapshot at cursor 0 when there is none.
@@ -785,7 +788,11 @@ func (c *conn) snapshot(resume *model.SnapshotCheckpoint, from *wire.GetSnapshot
 		chunks++
 	}
 	c.s.storageOK(d.id, opRead)
-	c.send(&wire.SnapshotComplete{})
+	pullFrom := cursor
+	if resume != nil {
+		pullFrom = resume.Cursor // the cursor a resumed stream's client pulls from
+	}
+	c.send(d.snapshotComplete(pullFrom))
 	c.log.Info("relay: snapshot sent", "chunks", chunks, "cursor", opts.Cursor, "resumed", resume != nil)
 }
 

@@ -67,6 +67,12 @@ func TestLogChainAndHistory(t *testing.T) {
 		t.Fatalf("own pull: cursor %d, %d sets, chain %s, want 4, 0, %s", ch.Cursor, len(ch.ChangeSets), ch.Chain, want[4])
 	}
 
+	// snapshot_complete states the chain value at the snapshot's cursor
+	// (wire version 10).
+	if s := collectSnapshot(t, b, &wire.GetSnapshot{}); s.header.Cursor != 4 || *s.complete != (wire.SnapshotComplete{Cursor: 4, Chain: want[4]}) {
+		t.Fatalf("snapshot at cursor %d: %+v, want cursor 4 chain %s", s.header.Cursor, *s.complete, want[4])
+	}
+
 	other := model.SiteID{1, 2, 3}
 	newest := more[0].HLC
 	check := func(name string, log model.SiteID, cursor uint64, chain wire.Chain, wantHistory wire.History) {
