@@ -208,7 +208,11 @@
 // get_snapshot streams engine.Snapshot of the merged replica as
 // snapshot_chunk frames (header, schema, per table table_start, rows
 // chunks of at most SnapshotChunkRows rows and SnapshotChunkBytes bytes
-// encoded, table_end, footer), then snapshot_complete. A row larger than
+// encoded, table_end, footer), then snapshot_complete, with the log's
+// chain value at the cursor the client pulls from (version 10: the
+// header's, or a resumed checkpoint's; none when the log no longer holds
+// it), so that the client's cursor is checkable at its next handshake
+// even before a pull answers. A row larger than
 // SnapshotChunkBytes on its own (a merge of several devices' columns may
 // reach the 8 MiB storage limit) travels in parts, one row a chunk, each
 // with as many of its cells as fit; a single cell always fits a frame, as
