@@ -344,9 +344,9 @@ func (d *database) dropStrayParts() error {
 // (its checkpointId) at a part above 2, parts 0 and 1 (the header and the
 // schema the client's engine needs again) are followed by the parts from
 // that one on (at most the last); snapshot_complete states the log's
-// chain value at the checkpoint's cursor (snapshotComplete). ok is false when the database has none
-// (the caller streams the empty snapshot at cursor 0). Under c.snapshot's
-// bookkeeping (pushes dropped meanwhile).
+// chain value at the checkpoint's cursor (snapshotComplete). ok is false
+// when the database has none (the caller streams the empty snapshot at
+// cursor 0). Under c.snapshot's bookkeeping (pushes dropped meanwhile).
 func (c *conn) streamCheckpoint(from *wire.GetSnapshot) (ok bool) {
 	d := c.db
 	m, ok, err := d.startCheckpointStream()

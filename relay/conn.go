@@ -512,6 +512,10 @@ func (c *conn) handshake(m *wire.Handshake) bool {
 		c.log.Warn("relay: a client's position is not in this log's history (restored from an older copy, truncated or replaced?); it bootstraps again",
 			"site", m.SiteID, "cursor", m.Cursor, "horizon", m.Horizon)
 	}
+	if pos.history == wire.HistoryUnverified {
+		c.log.Info("relay: a client presented a cursor without its chain value; it bootstraps again",
+			"site", m.SiteID, "cursor", m.Cursor)
+	}
 	// The ack is queued before the connection joins the database, so no
 	// push_changes can precede it.
 	c.send(&wire.HandshakeAck{ProtocolVersion: wire.ProtocolVersion, DatabaseID: d.id, ServerSiteID: d.site, ConnectionID: c.id,
