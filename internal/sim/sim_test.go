@@ -212,7 +212,10 @@ func TestSimSealed(t *testing.T) {
 // trigger out so that make test stays meaningful for the rest, or the
 // budget's seeds do not reach them.
 func TestSimKnownFailures(t *testing.T) {
-	t.Skip("none known (wire version 9, 2026-12-03, 2 shared cores): seeds 3800..3999 (400,000 steps), 0 of 200 failed with DefaultConfig " +
+	t.Skip("none known (wire version 10, 2026-12-06, 2 shared cores): seeds 4200..4349 (TestSimBudget, 300,000 steps, DefaultConfig), " +
+		"0 of 150 failed; on wire version 9 seed 4297 failed there (a snapshot cursor without its chain value taken on faith), " +
+		"and with the \"unverified\" verdict alone seed 4241 (a needless bootstrap), both fixed and in TestSimFixedSeeds. " +
+		"Before (wire version 9, 2026-12-03): seeds 3800..3999 (400,000 steps), 0 of 200 failed with DefaultConfig " +
 		"and 0 of 200 with every fault on every seed (-sim.without none); before, 1 of 200 with DefaultConfig: seed 3931 " +
 		"(a pull from 0 that left out the device's own entries), fixed and in TestSimFixedSeeds. " +
 		"Before (measured 2026-12-03, wire version 8): DefaultConfig runs every fault on seeds s with s/2 odd " +
