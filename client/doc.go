@@ -401,7 +401,15 @@
 //     When the ack says history "diverged", the cursor (and an
 //     interrupted snapshot's checkpoint) is discarded and the client
 //     bootstraps again: the snapshot merges into the replica, so nothing
-//     local is lost, and it pulls from the snapshot's cursor.
+//     local is lost, and it pulls from the snapshot's cursor. A
+//     snapshot's cursor gets its chain value from snapshot_complete
+//     (protocol version 10), or else from the first pull after it; a
+//     cursor presented without one that the relay's log holds is judged
+//     "unverified" (version 10) and discarded like a diverged one: a
+//     relay restored from an older copy may have grown past it again with
+//     other entries, which pulling from it would skip for good. An
+//     interrupted snapshot's checkpoint so judged is resumed
+//     (resume_snapshot checks its position).
 //
 //   - It keeps the highest hlc the relay acknowledged (the acknowledged
 //     watermark; a skipped transaction moves the sent watermark only).
@@ -434,12 +442,11 @@
 // start. A relay of protocol version 1 states nothing: the client of
 // version 2 cannot talk to it (PROTOCOL_VERSION_MISMATCH).
 //
-// Two windows remain unchecked: between a snapshot bootstrap and the first
-// pull after it the cursor has no chain value yet (the relay can then tell
-// only a cursor above its head; an interrupted transfer's checkpoint is
-// checked by the relay when it is resumed, relay's "Snapshots"), and a relay restored from a copy older
-// than its retention horizon cannot judge cursors it pruned (those get
-// SNAPSHOT_REQUIRED anyway).
+// One window remains unchecked: a relay restored from a copy older than
+// its retention horizon cannot judge cursors it pruned (those get
+// SNAPSHOT_REQUIRED anyway). (Before protocol version 10 a second one
+// did: a snapshot's cursor stored before any pull brought its chain
+// value was taken on faith; the simulator's seed 4297.)
 //
 // # Sealed databases
 //

@@ -354,7 +354,7 @@ func (s *session) handle(f frame) error {
 		}
 		return s.onSnapshotChunk(m)
 	case *wire.SnapshotComplete:
-		return s.onSnapshotComplete()
+		return s.onSnapshotComplete(m)
 	case *wire.CheckpointPartMessage:
 		return s.onCheckpointPart(m)
 	case *wire.CheckpointResult:
@@ -485,11 +485,24 @@ func (s *session) onHandshakeAck(m *wire.HandshakeAck) error {
 
 // voidUnverifiedCursor drops the stored cursor and chain for the relay log ns
 // (and the snapshot checkpoint taken from them) when the handshake_ack says
-// the log diverged from what this replica saw there, or when nobody could
-// check the cursor (below). It reports whether the replica must bootstrap
+// the log diverged from what this replica saw there, or that it holds the
+// cursor but had no chain value to check it against (wire version 10's
+// "unverified", for a cursor of its own), or when nobody could check the
+// cursor (below). It reports whether the replica must bootstrap
 // for that reason and why, for the RELAY_DIVERGED report.
 func (s *session) voidUnverifiedCursor(m *wire.HandshakeAck, ns string, st *syncState, cp **model.SnapshotCheckpoint) (diverged bool, why []string, err error) {
 	diverged = m.History == wire.HistoryDiverged && s.presented == ns
+	// A cursor of its own presented without a chain value (a snapshot's
+	// cursor, stored before the first pull brought the chain value there)
+	// that the log holds: nothing checked that the entries up to it are
+	// the ones the snapshot was taken after. A relay restored from an
+	// older copy may have grown past it again with other entries, which
+	// pulling from it would skip for good (the simulator's seed 4297:
+	// another device's deletion). It is void like a diverged one (wire
+	// version 10). An interrupted snapshot's checkpoint cursor, presented
+	// without a chain value when no cursor is kept, is resumed:
+	// resume_snapshot checks the position the snapshot was taken at.
+	unchecked := m.History == wire.HistoryUnverified && s.presented == ns && st.haveCursor
 	// A cursor kept for this relay log while the log last seen here was
 	// another one was checked by nobody (the handshake presented the
 	// other log's position, or none): the device synced with this log,
@@ -505,8 +518,10 @@ func (s *session) voidUnverifiedCursor(m *wire.HandshakeAck, ns string, st *sync
 		// The cursor names other entries of the relay's log, or none:
 		// it is void, and so is a snapshot checkpoint taken from it.
 		why = append(why, fmt.Sprintf("its log does not hold cursor %d with the chain value this replica saw there (restored from an older copy, truncated or replaced?): bootstrapping again", st.cursor))
+	} else if unchecked {
+		why = append(why, fmt.Sprintf("this replica's cursor %d was stored without the log's chain value there (a snapshot's cursor before its first pull), so the relay could not check it: bootstrapping again", st.cursor))
 	}
-	diverged = diverged || unverified
+	diverged = diverged || unverified || unchecked
 	if diverged {
 		// The horizon applied goes with the cursor: it names a mark of
 		// the history this replica saw, which the relay may have lost
@@ -861,7 +876,10 @@ func (s *session) onChanges(m *wire.Changes) {
 	next := max(s.cursor, m.Cursor)
 	chain := m.Chain
 	if next != m.Cursor {
-		chain = wire.Chain{}
+		// A push_changes moved the cursor past the page: its chain
+		// value stays (a cursor stored without one is judged
+		// "unverified" at the next handshake: a needless bootstrap).
+		chain = s.chain
 	}
 	if len(sets) > 0 {
 		// MergeOwn: the ChangeSets of this replica's own in the page are
@@ -1848,7 +1866,9 @@ func (s *session) onSnapshotChunk(m *wire.SnapshotChunk) error {
 	return nil
 }
 
-func (s *session) onSnapshotComplete() error {
+// onSnapshotComplete ends a snapshot transfer (m: its snapshot_complete,
+// which may state the chain value at the cursor to pull from) and pulls.
+func (s *session) onSnapshotComplete(m *wire.SnapshotComplete) error {
 	if s.snap == nil {
 		return fmt.Errorf("%w: snapshot_complete without a snapshot request", ErrProtocol)
 	}
@@ -1867,6 +1887,19 @@ func (s *session) onSnapshotComplete() error {
 	s.booted, s.bootCursor = s.snap.done, s.snap.cursor
 	if !s.snap.done {
 		return &snapshotFailure{fmt.Errorf("%w: snapshot_complete before the footer", ErrProtocol)}
+	}
+	if !m.Chain.IsZero() && m.Cursor == s.snap.cursor && s.cursor == s.snap.cursor && s.chain.IsZero() {
+		// The chain value at the snapshot's cursor (wire version 10):
+		// stored now, the cursor is a position the next handshake can
+		// have checked even if no pull answers before it (a cut, a page
+		// this replica cannot apply yet: clock drift). Without it the
+		// relay judges the cursor "unverified" and this replica
+		// bootstraps again (the simulator's seed 4241).
+		if err := s.db.SetState(chainKey(s.ns), encodeChain(m.Cursor, m.Chain)); err != nil {
+			s.c.report(fmt.Errorf("client: storing the chain value at the snapshot's cursor %d: %w", m.Cursor, err))
+		} else {
+			s.chain = m.Chain
+		}
 	}
 	s.snap = nil
 	stopTimer(s.stallTimer)

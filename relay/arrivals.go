@@ -285,6 +285,20 @@ func (d *database) chainAt(c uint64) (ch wire.Chain, ok bool, err error) {
 	return ch, ok, err
 }
 
+// snapshotComplete returns the snapshot_complete that ends a snapshot
+// stream whose client pulls from cursor: with the log's chain value there
+// (wire version 10), so that the client stores its cursor with it; without
+// one when the log does not hold cursor (pruned past it meanwhile) or it
+// cannot be read (the client then learns it from its next pull, and a
+// handshake before that is judged "unverified").
+func (d *database) snapshotComplete(cursor uint64) *wire.SnapshotComplete {
+	ch, ok, err := d.chainAt(cursor)
+	if err != nil || !ok {
+		return &wire.SnapshotComplete{}
+	}
+	return &wire.SnapshotComplete{Cursor: cursor, Chain: ch}
+}
+
 // holdsSnapshotPosition reports whether the log still holds the position
 // cp's snapshot was taken at: cp's cursor, with the chain value bound into
 // its snapshot id. False for a log restored from an older copy (the cursor

@@ -343,9 +343,10 @@ func (d *database) dropStrayParts() error {
 // takes them, then snapshot_complete. When from resumes that checkpoint
 // (its checkpointId) at a part above 2, parts 0 and 1 (the header and the
 // schema the client's engine needs again) are followed by the parts from
-// that one on (at most the last). ok is false when the database has none
-// (the caller streams the empty snapshot at cursor 0). Under c.snapshot's
-// bookkeeping (pushes dropped meanwhile).
+// that one on (at most the last); snapshot_complete states the log's
+// chain value at the checkpoint's cursor (snapshotComplete). ok is false
+// when the database has none (the caller streams the empty snapshot at
+// cursor 0). Under c.snapshot's bookkeeping (pushes dropped meanwhile).
 func (c *conn) streamCheckpoint(from *wire.GetSnapshot) (ok bool) {
 	d := c.db
 	m, ok, err := d.startCheckpointStream()
@@ -396,7 +397,7 @@ func (c *conn) streamCheckpoint(from *wire.GetSnapshot) (ok bool) {
 	}
 	c.s.storageOK(d.id, opRead)
 	c.s.metrics.checkpoints.WithLabelValues("served").Inc()
-	c.send(&wire.SnapshotComplete{})
+	c.send(d.snapshotComplete(m.cursor))
 	c.log.Info("relay: sealed checkpoint sent", "checkpoint", m.id, "cursor", m.cursor, "parts", m.parts, "resumedAt", skipTo)
 	return true
 }

@@ -512,6 +512,10 @@ func (c *conn) handshake(m *wire.Handshake) bool {
 		c.log.Warn("relay: a client's position is not in this log's history (restored from an older copy, truncated or replaced?); it bootstraps again",
 			"site", m.SiteID, "cursor", m.Cursor, "horizon", m.Horizon)
 	}
+	if pos.history == wire.HistoryUnverified {
+		c.log.Info("relay: a client presented a cursor without its chain value; it bootstraps again",
+			"site", m.SiteID, "cursor", m.Cursor)
+	}
 	// The ack is queued before the connection joins the database, so no
 	// push_changes can precede it.
 	c.send(&wire.HandshakeAck{ProtocolVersion: wire.ProtocolVersion, DatabaseID: d.id, ServerSiteID: d.site, ConnectionID: c.id,
@@ -672,6 +676,9 @@ func refused(err error) bool {
 // resumed stream's client pulls from the checkpoint's cursor, and would
 // skip for good the entries the log holds below it.
 //
+// snapshot_complete states the log's chain value at the cursor the client
+// pulls from (wire version 10: snapshotComplete).
+//
 // For a sealed database it streams the newest sealed checkpoint instead
 // (streamCheckpoint; from: a get_snapshot's resume of one), or an empty
 // snapshot at cursor 0 when there is none.
@@ -785,7 +792,11 @@ func (c *conn) snapshot(resume *model.SnapshotCheckpoint, from *wire.GetSnapshot
 		chunks++
 	}
 	c.s.storageOK(d.id, opRead)
-	c.send(&wire.SnapshotComplete{})
+	pullFrom := cursor
+	if resume != nil {
+		pullFrom = resume.Cursor // the cursor a resumed stream's client pulls from
+	}
+	c.send(d.snapshotComplete(pullFrom))
 	c.log.Info("relay: snapshot sent", "chunks", chunks, "cursor", opts.Cursor, "resumed", resume != nil)
 }
 

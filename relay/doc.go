@@ -106,7 +106,8 @@
 // below the presented cursor has a wall below the presented horizon, or
 // there is none (logged as a warning: the file was restored from an older
 // copy, which may lack a mark made at its head, or the client synced with
-// another log of the same id), nothing
+// another log of the same id), "unverified" (version 10) when its
+// retained log holds a cursor above 0 presented without a chain value, nothing
 // when there is nothing to judge (see wire's "Verifying the relay's log").
 // Frames other than handshake before that get NOT_AUTHENTICATED; a second
 // handshake gets ALREADY_AUTHENTICATED (close 4004). A frame that is not a
@@ -207,7 +208,11 @@
 // get_snapshot streams engine.Snapshot of the merged replica as
 // snapshot_chunk frames (header, schema, per table table_start, rows
 // chunks of at most SnapshotChunkRows rows and SnapshotChunkBytes bytes
-// encoded, table_end, footer), then snapshot_complete. A row larger than
+// encoded, table_end, footer), then snapshot_complete, with the log's
+// chain value at the cursor the client pulls from (version 10: the
+// header's, or a resumed checkpoint's; none when the log no longer holds
+// it), so that the client's cursor is checkable at its next handshake
+// even before a pull answers. A row larger than
 // SnapshotChunkBytes on its own (a merge of several devices' columns may
 // reach the 8 MiB storage limit) travels in parts, one row a chunk, each
 // with as many of its cells as fit; a single cell always fits a frame, as

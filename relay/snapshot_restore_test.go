@@ -49,6 +49,10 @@ func TestResumeAfterRestore(t *testing.T) {
 	// On the intact log the checkpoint resumes: nothing left to stream.
 	if res := collectSnapshot(t, b, &wire.ResumeSnapshot{Checkpoint: cp}); res.header.SnapshotID != cp.SnapshotID || res.header.Cursor != 3 || len(res.tables) != 0 {
 		t.Fatalf("resume on the intact log: id %q cursor %d tables %v, want %q, 3, none", res.header.SnapshotID, res.header.Cursor, res.tables, cp.SnapshotID)
+	} else if s.complete.Cursor != 3 || s.complete.Chain.IsZero() || *res.complete != *s.complete {
+		// snapshot_complete states the chain value at the cursor the
+		// client pulls from (wire version 10), resumed or not.
+		t.Fatalf("snapshot_complete: %+v, resumed %+v, want cursor 3 and the same chain value", *s.complete, *res.complete)
 	}
 	for _, c := range []*client{a, b} {
 		c.readAll()
@@ -76,6 +80,9 @@ func TestResumeAfterRestore(t *testing.T) {
 	if res.header.SnapshotID == cp.SnapshotID || res.header.Cursor != 3 || !slices.Equal(res.tables, s.tables) {
 		t.Fatalf("resume on the restored log: id %q cursor %d tables %v, want a fresh snapshot (not %q) at cursor 3 of tables %v",
 			res.header.SnapshotID, res.header.Cursor, res.tables, cp.SnapshotID, s.tables)
+	}
+	if res.complete.Cursor != 3 || res.complete.Chain.IsZero() || res.complete.Chain == s.complete.Chain {
+		t.Fatalf("the fresh snapshot's snapshot_complete: %+v, want cursor 3 with the restored log's chain value (not %s)", *res.complete, s.complete.Chain)
 	}
 	dst := newReplica(t, nil)
 	for _, ch := range res.chunks {

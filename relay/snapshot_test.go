@@ -18,6 +18,8 @@ type snapStream struct {
 	chunks []model.SnapshotChunk
 	tables []string       // in table_start order
 	rows   map[string]int // row entries per table
+	// complete is the stream's snapshot_complete.
+	complete *wire.SnapshotComplete
 }
 
 // collectSnapshot sends req (get_snapshot or resume_snapshot) and receives
@@ -33,10 +35,11 @@ func collectSnapshot(t testing.TB, c *client, req wire.Message) snapStream {
 	var total int64
 	for {
 		m := c.recv()
-		if _, ok := m.(*wire.SnapshotComplete); ok {
+		if sc, ok := m.(*wire.SnapshotComplete); ok {
 			if state != "complete" {
 				t.Fatalf("snapshot_complete while expecting %s", state)
 			}
+			s.complete = sc
 			return s
 		}
 		sc, ok := m.(*wire.SnapshotChunk)

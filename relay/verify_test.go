@@ -35,7 +35,8 @@ func (c *client) handshakeAt(db string, log model.SiteID, cursor uint64, chain w
 // TestLogChainAndHistory: changes and push_changes carry the log's chain
 // value at their cursor (GenesisChain folded with each entry's site id and
 // transactionId); handshake_ack judges a presented position (continues,
-// diverged, or no verdict) and states the newest hlc the log holds of the
+// diverged, unverified: held but presented without a chain value, or no
+// verdict) and states the newest hlc the log holds of the
 // handshaking site; both hold across pruning (the compaction point keeps
 // its chain value) and a restart.
 func TestLogChainAndHistory(t *testing.T) {
@@ -66,6 +67,12 @@ func TestLogChainAndHistory(t *testing.T) {
 		t.Fatalf("own pull: cursor %d, %d sets, chain %s, want 4, 0, %s", ch.Cursor, len(ch.ChangeSets), ch.Chain, want[4])
 	}
 
+	// snapshot_complete states the chain value at the snapshot's cursor
+	// (wire version 10).
+	if s := collectSnapshot(t, b, &wire.GetSnapshot{}); s.header.Cursor != 4 || *s.complete != (wire.SnapshotComplete{Cursor: 4, Chain: want[4]}) {
+		t.Fatalf("snapshot at cursor %d: %+v, want cursor 4 chain %s", s.header.Cursor, *s.complete, want[4])
+	}
+
 	other := model.SiteID{1, 2, 3}
 	newest := more[0].HLC
 	check := func(name string, log model.SiteID, cursor uint64, chain wire.Chain, wantHistory wire.History) {
@@ -86,7 +93,11 @@ func TestLogChainAndHistory(t *testing.T) {
 	check("other chain", server, 2, want[3], wire.HistoryDiverged)
 	check("ahead", server, 9, want[4], wire.HistoryDiverged)
 	check("ahead without chain", server, 9, wire.Chain{}, wire.HistoryDiverged)
-	check("no chain", server, 2, wire.Chain{}, "")
+	// A cursor held without a chain value to check it against (a
+	// snapshot's cursor before the first pull): unverified (version 10).
+	check("no chain", server, 2, wire.Chain{}, wire.HistoryUnverified)
+	check("no chain at the head", server, 4, wire.Chain{}, wire.HistoryUnverified)
+	check("no chain at 0", server, 0, wire.Chain{}, "")
 	check("another log", other, 2, want[2], "")
 	check("none", model.SiteID{}, 0, wire.Chain{}, "")
 	if ack := dial(t, r, nil).handshakeAt("acme", server, 4, want[4]); !ack.SiteHLCStated || !ack.SiteHLC.IsZero() {
@@ -108,6 +119,8 @@ func TestLogChainAndHistory(t *testing.T) {
 	check("compaction point", server, 4, want[4], wire.HistoryContinues)
 	check("compaction point, other chain", server, 4, want[3], wire.HistoryDiverged)
 	check("below the retained log", server, 2, want[2], "")
+	check("below the retained log without chain", server, 2, wire.Chain{}, "")
+	check("compaction point without chain", server, 4, wire.Chain{}, wire.HistoryUnverified)
 	if ch := b.getChanges(4); ch.Cursor != 5 || ch.Chain != want[5] {
 		t.Fatalf("after pruning: cursor %d chain %s, want 5 %s", ch.Cursor, ch.Chain, want[5])
 	}

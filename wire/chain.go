@@ -94,4 +94,15 @@ const (
 	// replaced). The client's cursor names other entries, or none: the
 	// client bootstraps again.
 	HistoryDiverged History = "diverged"
+	// HistoryUnverified (version 10): the relay's log holds the presented
+	// cursor, within its retained log, but the handshake carried no chain
+	// value to check it against (a cursor taken from a snapshot's header,
+	// stored before the first pull brought the chain value). Nothing tells
+	// whether the log's entries up to it are the ones the client saw: a
+	// relay restored from an older copy may have appended others since, up
+	// to and past the cursor. A client that presented a cursor of its own
+	// treats it as diverged; one that presented an interrupted snapshot's
+	// checkpoint cursor resumes it (resume_snapshot checks the position
+	// the snapshot was taken at).
+	HistoryUnverified History = "unverified"
 )

@@ -137,8 +137,11 @@
 //     checkpoint cursor).
 //   - chain (chain value, optional; needs cursor): the log's chain value at
 //     cursor, as the relay sent it with the changes or push_changes that
-//     brought the client there. Absent when the client does not know it
-//     (after a snapshot, before the first pull; state of an older version).
+//     brought the client there (or, version 10, the snapshot_complete of
+//     the snapshot it bootstrapped from). Absent when the client does not
+//     know it (a snapshot whose snapshot_complete did not arrive, before
+//     the first pull; state of an older version): a cursor above 0 within
+//     the retained log is then judged "unverified" (version 10).
 //   - horizon (wall time ms, version 8, optional; needs cursor; omitted
 //     when 0): the tombstone horizon the client applied in that log (the
 //     wall of the newest horizon mark it pruned at, or the horizon of the
@@ -181,10 +184,13 @@
 //     value at cursor differs, or, version 8, it holds no horizon mark at
 //     or below cursor whose wall reaches the handshake's horizon: the
 //     cursor names other entries or none, or the client pruned at a mark
-//     the log lost, so the client bootstraps again); absent when the handshake presented no
-//     position, one of another log (another serverSiteId), a cursor below
-//     the retained log (get_changes answers SNAPSHOT_REQUIRED), or a cursor
-//     within the log without a chain value.
+//     the log lost, so the client bootstraps again), "unverified" (version
+//     10: its retained log holds cursor, but the handshake carried no chain
+//     value to check it against: a client treats its own cursor as
+//     diverged, and resumes an interrupted snapshot's checkpoint cursor);
+//     absent when the handshake presented no position, one of another log
+//     (another serverSiteId), or a cursor below the retained log
+//     (get_changes answers SNAPSHOT_REQUIRED).
 //   - sealed (boolean, version 7, optional, written only when true): the
 //     database is sealed. It equals the handshake's; a client whose mode
 //     differs stops (fatal).
@@ -455,9 +461,22 @@
 // # Message snapshot_complete
 //
 // Relay → client, after the footer chunk: the stream is over (type
-// SnapshotComplete). No other members.
+// SnapshotComplete).
 //
-//	{"type":"snapshot_complete"}
+//	{"type":"snapshot_complete","cursor":41,"chain":"I-zgrM9zk1Rcq6zDbIfU6Q"}
+//
+// Members (version 10, optional, both or neither):
+//
+//   - cursor (cursor): the cursor the client pulls from after this
+//     snapshot: the header's, or, for a resumed transfer, the checkpoint's.
+//   - chain (chain value): the log's chain value at cursor. The client
+//     stores it with its cursor (if that is still cursor), so that its next
+//     handshake presents a position the relay can check even when no pull
+//     has answered since (a pull cut, or failing to apply: clock drift).
+//     Without it the cursor waits for the catch-up pull's chain value, and
+//     a handshake presenting it before that is judged "unverified".
+//     A relay that cannot tell the value (the cursor is below its
+//     retained log) leaves both out.
 //
 // # Messages ping and pong
 //
@@ -794,8 +813,10 @@
 // # Protocol version
 //
 // ProtocolVersion is an integer, compared for equality at the handshake;
-// its changelog sits above the constant. This package speaks version 9
-// (2026-12-03: apply_result's position, see "Acknowledged position";
+// its changelog sits above the constant. This package speaks version 10
+// (2026-12-06: handshake_ack's history "unverified", see "Verifying the
+// relay's log"; version 9, 2026-12-03, apply_result's position, see
+// "Acknowledged position";
 // version 8, 2026-12-03, the handshake's horizon, see "Verifying the
 // relay's log"; version 7, 2026-12-03, sealed databases, see "Sealed databases"; version 6,
 // 2026-12-03, repair pushes, see "Repair pushes"; version 5, 2026-12-03,
@@ -1027,8 +1048,16 @@
 //     checkpoint taken from it: the client bootstraps again (get_snapshot,
 //     which merges: nothing local is lost) and pulls from the snapshot's
 //     cursor.
-//   - no history: nothing to judge (see handshake_ack); a cursor ahead of
-//     the log still gets SNAPSHOT_REQUIRED from get_changes.
+//   - history "unverified" (version 10): the log holds the cursor, but the
+//     handshake carried no chain value (a client stores a snapshot's
+//     cursor without one, until its first pull brings it). Pulling from
+//     it could skip, for good, the entries a relay restored from an older
+//     copy appended below it since: the client treats its cursor as
+//     diverged. An interrupted snapshot's checkpoint cursor, presented
+//     without a chain value, is resumed: resume_snapshot checks that the
+//     log still holds the position the snapshot was taken at.
+//   - no history: nothing to judge (see handshake_ack); a cursor below
+//     the retained log gets SNAPSHOT_REQUIRED from get_changes.
 //
 // The chain covers the entries, not the horizon marks between them: a
 // relay restored from a copy taken before it made a mark at its head holds

@@ -40,7 +40,7 @@ type Message interface {
 // Handshake (client → relay) opens a session. It must be the first frame
 // on a connection.
 //
-//	{"type":"handshake","protocolVersion":9,"databaseId":"trips","siteId":"<22>","token":"…","serverSiteId":"<22>","cursor":41,"chain":"<22>"}
+//	{"type":"handshake","protocolVersion":10,"databaseId":"trips","siteId":"<22>","token":"…","serverSiteId":"<22>","cursor":41,"chain":"<22>"}
 type Handshake struct {
 	// ProtocolVersion is the client's ProtocolVersion; 0 means the frame
 	// had none. When it is not this package's ProtocolVersion, Decode
@@ -80,7 +80,7 @@ type Handshake struct {
 
 // HandshakeAck (relay → client) accepts a handshake.
 //
-//	{"type":"handshake_ack","protocolVersion":9,"databaseId":"trips","serverSiteId":"<22>","connectionId":"c-17","siteHlc":"<40>","history":"continues"}
+//	{"type":"handshake_ack","protocolVersion":10,"databaseId":"trips","serverSiteId":"<22>","connectionId":"c-17","siteHlc":"<40>","history":"continues"}
 type HandshakeAck struct {
 	// ProtocolVersion is the relay's ProtocolVersion, decoded as for
 	// Handshake: when it differs, every other field is left zero.
@@ -102,10 +102,11 @@ type HandshakeAck struct {
 	SiteHLC       model.HLC
 	SiteHLCStated bool
 	// History is the relay's verdict on the handshake's Log, Cursor and
-	// Chain (version 2): HistoryContinues, HistoryDiverged, or "" (omitted)
-	// when the handshake presented none, named another log, or a cursor
-	// the relay can no longer check (below its retained log, or without a
-	// chain value while within the log).
+	// Chain (version 2): HistoryContinues, HistoryDiverged,
+	// HistoryUnverified (version 10: a cursor above 0 within the log,
+	// presented without a chain value), or "" (omitted) when the handshake
+	// presented none, named another log, or a cursor the relay can no
+	// longer check (below its retained log).
 	History History
 	// Sealed (version 7; JSON "sealed", written only when true) is the
 	// database's mode: true for a sealed database. It equals the
@@ -258,10 +259,17 @@ type SnapshotChunk struct {
 }
 
 // SnapshotComplete (relay → client) ends a snapshot stream after its
-// footer chunk.
+// footer chunk. Since version 10 it may state the log's chain value at the
+// cursor the client pulls from after the snapshot (the header's, or the
+// resumed checkpoint's), so that the client stores its cursor with the
+// chain value there ("Verifying the relay's log").
 //
-//	{"type":"snapshot_complete"}
-type SnapshotComplete struct{}
+//	{"type":"snapshot_complete","cursor":41,"chain":"I-zgrM9zk1Rcq6zDbIfU6Q"}
+type SnapshotComplete struct {
+	// Cursor and Chain go together: a zero Chain states neither.
+	Cursor uint64
+	Chain  Chain
+}
 
 // Ping (either direction) asks for a Pong.
 //
@@ -486,7 +494,7 @@ func (r *reader) serverMessage(t MessageType) (m Message, known bool, err error)
 	case TypeError:
 		m, err = r.errorMessage()
 	case TypeSnapshotComplete:
-		m, err = &SnapshotComplete{}, r.emptyMessage()
+		m, err = r.snapshotComplete()
 	case TypePing:
 		m, err = &Ping{}, r.emptyMessage()
 	case TypePong:
@@ -634,7 +642,7 @@ func (m *HandshakeAck) appendTo(b []byte) ([]byte, error) {
 	}
 	switch m.History {
 	case "":
-	case HistoryContinues, HistoryDiverged:
+	case HistoryContinues, HistoryDiverged, HistoryUnverified:
 		b = append(b, `,"history":"`...)
 		b = append(b, m.History...)
 		b = append(b, '"')
@@ -870,8 +878,21 @@ func (m *GetSnapshot) appendTo(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func (*SnapshotComplete) appendTo(b []byte) ([]byte, error) {
-	return append(header(b, TypeSnapshotComplete), '}'), nil
+func (m *SnapshotComplete) appendTo(b []byte) ([]byte, error) {
+	b = header(b, TypeSnapshotComplete)
+	if m.Chain.IsZero() {
+		if m.Cursor != 0 {
+			return b, at(invalid("needs a chain"), "cursor")
+		}
+		return append(b, '}'), nil
+	}
+	var err error
+	if b, err = appendCursor(b, "cursor", m.Cursor); err != nil {
+		return b, err
+	}
+	b = append(b, `,"chain":`...)
+	b = appendChain(b, m.Chain)
+	return append(b, '}'), nil
 }
 
 func (*Ping) appendTo(b []byte) ([]byte, error) { return append(header(b, TypePing), '}'), nil }
@@ -1052,8 +1073,8 @@ func (r *reader) handshakeAck() (Message, error) {
 				var h string
 				if h, err = r.Str(); err == nil {
 					m.History = History(h)
-					if m.History != HistoryContinues && m.History != HistoryDiverged {
-						err = r.FailAt(start, "history %q: want %q or %q", h, HistoryContinues, HistoryDiverged)
+					if m.History != HistoryContinues && m.History != HistoryDiverged && m.History != HistoryUnverified {
+						err = r.FailAt(start, "history %q: want %q, %q or %q", h, HistoryContinues, HistoryDiverged, HistoryUnverified)
 					}
 				}
 			}
@@ -1211,6 +1232,43 @@ func (r *reader) applyChanges() (Message, error) {
 	})
 	if err == nil {
 		err = seen.Require(&r.Reader, fSets, "type", "requestId", "changes")
+	}
+	return m, err
+}
+
+func (r *reader) snapshotComplete() (Message, error) {
+	m := &SnapshotComplete{}
+	var seen fields
+	const (
+		fType fields = 1 << iota
+		fCursor
+		fChain
+	)
+	err := r.Members(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "type":
+			return r.typeField(&seen, key)
+		case "cursor":
+			if err = seen.See(&r.Reader, fCursor, key); err == nil {
+				m.Cursor, err = r.uint(MaxCursor)
+			}
+		case "chain":
+			if err = seen.See(&r.Reader, fChain, key); err == nil {
+				m.Chain, err = r.chain()
+			}
+		default:
+			return r.UnknownKey(key)
+		}
+		return at(err, string(key))
+	})
+	if err == nil {
+		switch {
+		case seen&fCursor != 0 && seen&fChain == 0:
+			err = at(r.FailAt(r.Pos, "missing with cursor"), "chain")
+		case seen&fChain != 0 && seen&fCursor == 0:
+			err = at(r.FailAt(r.Pos, "missing with chain"), "cursor")
+		}
 	}
 	return m, err
 }

@@ -177,7 +177,28 @@ import (
 //     8 and 9 do not talk (PROTOCOL_VERSION_MISMATCH, fatal: the client
 //     stops and keeps its data until it is updated); upgrade the relay
 //     and the app together.
-const ProtocolVersion = 9
+//   - 10: 2026-12-06: handshake_ack's history "unverified": the relay's
+//     log holds the presented cursor, within its retained log, but the
+//     handshake carried no chain value there (a cursor taken from a
+//     snapshot's header and stored before the first pull brought the
+//     chain value). Before, the relay said nothing and the client pulled
+//     from that cursor: a relay restored from an older copy, whose log had
+//     grown past the cursor again with other entries, was taken as the
+//     log the client had bootstrapped from, and the entries it appended
+//     below the cursor never reached the client (the simulator's seed
+//     4297: another device's deletion, for good). A client now treats
+//     the cursor as diverged (it bootstraps again, merging, and
+//     repair-pushes); an interrupted snapshot's checkpoint cursor,
+//     presented without a chain value, is still resumed (resume_snapshot
+//     checks the snapshot's position). And snapshot_complete states the
+//     log's chain value at the cursor the client pulls from (cursor,
+//     chain), so that a bootstrap whose catch-up pull never answered (a
+//     cut, a page refused for clock drift) leaves a cursor the relay can
+//     check, not one it must judge "unverified". A client of version 9
+//     refuses the value and the members, so peers of version 9 and 10 do not talk
+//     (PROTOCOL_VERSION_MISMATCH, fatal); upgrade the relay and the app
+//     together.
+const ProtocolVersion = 10
 
 // DefaultMaxMessageSize is the largest frame, in bytes, a relay or client
 // accepts unless configured otherwise: 16 MiB. A sender splits its work to
