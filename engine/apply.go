@@ -40,6 +40,20 @@ type ApplyOptions struct {
 	// rows that may no longer hold them here. Facts a row still holds
 	// merge as no-ops; none counts as a conflict.
 	MergeOwn bool
+	// Prefetch names keys (of buckets the engine does not own) that
+	// Keep, Extra or ExtraSets will read: on a store whose transactions
+	// implement kv.Prefetcher they travel with the engine's first read of
+	// the transaction, instead of costing a round trip each later.
+	Prefetch []kv.BucketKey
+	// Keep, if set, runs inside the transaction after the engine's first
+	// read and before the merge, and returns per ChangeSet of the batch
+	// (by index) whether to merge it: the others are left out of the
+	// merge and of the result, and ExtraSets' changed indexes the kept
+	// ones. A nil slice keeps every ChangeSet; one of another length is
+	// an error. An error aborts the batch and is returned unchanged. The
+	// relay leaves out there the transactions its log holds already, in
+	// the merge's own transaction.
+	Keep func(tx kv.Tx) ([]bool, error)
 }
 
 // ApplyChanges merges ChangeSets from peers into this replica (docs/design.md §
@@ -104,12 +118,35 @@ func (e *Engine) Apply(sets []ChangeSet, opts ApplyOptions) (ApplyResult, error)
 	}
 	var out applyOutcome
 	err := e.store.Update(func(tx kv.Tx) error {
+		if p, ok := tx.(kv.Prefetcher); ok && len(opts.Prefetch) > 0 {
+			if err := p.Prefetch(opts.Prefetch); err != nil {
+				return err
+			}
+		}
 		w, err := e.begin(tx)
 		if err != nil {
 			return err
 		}
 		w.mergeOwn = opts.MergeOwn
-		out, err = w.applySets(sets, false)
+		batch := sets
+		if opts.Keep != nil {
+			keep, err := opts.Keep(tx)
+			if err != nil {
+				return err
+			}
+			if keep != nil {
+				if len(keep) != len(sets) {
+					return fmt.Errorf("engine: ApplyOptions.Keep returned %d flags for %d ChangeSets", len(keep), len(sets))
+				}
+				batch = make([]ChangeSet, 0, len(sets))
+				for i, k := range keep {
+					if k {
+						batch = append(batch, sets[i])
+					}
+				}
+			}
+		}
+		out, err = w.applySets(batch, false)
 		if err != nil {
 			return err
 		}
