@@ -56,6 +56,10 @@ type database struct {
 	// connections: other relays may have appended after it (see
 	// catchUpLocked); the head itself is read from the store (head).
 	cursor atomic.Uint64
+	// notified is the head whose notification to the other relays the
+	// last appending transaction carried (TxNotifier; 0: none), so that
+	// publish does not send it again. Under applyMu.
+	notified uint64
 
 	// horizonMu guards horizon (the newest tombstone horizon mark, zero
 	// Wall: none; written under applyMu too) and snapshots (the snapshot
@@ -522,6 +526,7 @@ func (d *database) appendArrivals(tx kv.Tx, pend []pendingSet, arrivedMs uint64)
 	if err := tx.Put(bucketRelay, keyCursor, cursorKey(cur)); err != nil {
 		return nil, nil, 0, err
 	}
+	d.notifyIn(tx, cur)
 	return added, marks, cur, nil
 }
 

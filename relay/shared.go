@@ -69,7 +69,7 @@ func (d *database) publish(sender *conn, added []arrival, marks []wire.Horizon, 
 		d.cursor.Store(head)
 	}
 	d.broadcast(sender, added, marks)
-	if d.shared != nil && len(added) > 0 {
+	if d.shared != nil && len(added) > 0 && d.notified != head {
 		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
 		defer cancel()
 		if err := d.shared.Notify(ctx, d.id, head); err != nil {
@@ -94,6 +94,16 @@ func (d *database) remoteHead(head uint64) {
 		return
 	}
 	d.catchUpLocked(h)
+}
+
+// notifyIn queues, in the transaction tx moving the head to head, the
+// other relays' notification of it when the storage can (TxNotifier),
+// and records whether it did for publish.
+func (d *database) notifyIn(tx kv.Tx, head uint64) {
+	d.notified = 0
+	if n, ok := d.shared.(TxNotifier); ok && n.NotifyTx(tx, d.id, head) {
+		d.notified = head
+	}
 }
 
 // head reads the log's head from the store.

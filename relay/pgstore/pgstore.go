@@ -24,9 +24,11 @@
 //     snapshot stream on any relay keeps every relay from making a mark;
 //   - TryMaintain (key (2, h(id))): one relay at a time maintains a
 //     database;
-//   - Notify sends pg_notify('replica_relay', "<relay instance> <cursor>
-//     <database id>") after a commit; Listen holds one connection
-//     LISTENing and reports the other instances' notifications.
+//   - NotifyTx queues pg_notify('replica_relay', "<relay instance> <cursor>
+//     <database id>") in the transaction that moves a database's head, so
+//     it leaves with the COMMIT (Notify sends it on its own); Listen holds
+//     one connection LISTENing and reports the other instances'
+//     notifications.
 //
 // A session-level lock is held on a pooled connection for as long as it is
 // held; a connection lost meanwhile releases it on the server. The
@@ -276,10 +278,27 @@ func (s *Store) HoldStreams(ctx context.Context, id string) (func(), bool, error
 	return release, ok, nil
 }
 
+var _ relay.TxNotifier = (*Store)(nil)
+
 // Notify tells the other relays that database id's head is head.
 func (s *Store) Notify(ctx context.Context, id string, head uint64) error {
-	_, err := s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, s.instance+" "+strconv.FormatUint(head, 10)+" "+id)
+	_, err := s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, s.payload(id, head))
 	return err
+}
+
+// NotifyTx queues Notify's notification in tx, a transaction of one of
+// the Store's stores (pgkv.Notifier): it is sent in the COMMIT's pipeline
+// and delivered only if the transaction commits. It reports false for a
+// transaction that cannot carry it.
+func (s *Store) NotifyTx(tx kv.Tx, id string, head uint64) bool {
+	n, ok := tx.(pgkv.Notifier)
+	return ok && n.Notify(channel, s.payload(id, head)) == nil
+}
+
+// payload is the notification of database id's head: "<instance> <head>
+// <id>".
+func (s *Store) payload(id string, head uint64) string {
+	return s.instance + " " + strconv.FormatUint(head, 10) + " " + id
 }
 
 // Listen reports the other relays' notifications (see
