@@ -167,8 +167,12 @@ func key(id string) int32 {
 	return int32(h.Sum32())
 }
 
-// session holds an advisory lock on a pooled connection.
-func (s *Store) session(ctx context.Context, sql string, class int32, id string) (release func(), ok bool, err error) {
+// session holds an advisory lock on a pooled connection. Its release
+// unlocks and returns the connection to the pool; with async it returns at
+// once and does that in the background (a later lock of the same key, by
+// any process, waits for the unlock on the server, and the connection is
+// not reused before it).
+func (s *Store) session(ctx context.Context, sql string, class int32, id string, async bool) (release func(), ok bool, err error) {
 	c, err := s.locks.Acquire(ctx)
 	if err != nil {
 		return nil, false, err
@@ -187,23 +191,34 @@ func (s *Store) session(ctx context.Context, sql string, class int32, id string)
 		unlock = "SELECT pg_advisory_unlock_shared($1, $2)"
 	}
 	var once sync.Once
+	do := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := c.Exec(ctx, unlock, class, k); err != nil {
+			// The lock may still be held on this connection:
+			// close it, which releases it on the server.
+			_ = c.Conn().Close(ctx)
+		}
+		c.Release()
+	}
 	return func() {
 		once.Do(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if _, err := c.Exec(ctx, unlock, class, k); err != nil {
-				// The lock may still be held on this connection:
-				// close it, which releases it on the server.
-				_ = c.Conn().Close(ctx)
+			if async {
+				go do()
+			} else {
+				do()
 			}
-			c.Release()
 		})
 	}, true, nil
 }
 
-// Lock takes database id's writer lock (see relay.SharedStorage).
+// Lock takes database id's writer lock (see relay.SharedStorage). Its
+// release returns at once, the unlock's round trip left to the
+// background: the next holder, in this process or another, is served
+// once the server has it, and the apply that released it answers its
+// client meanwhile.
 func (s *Store) Lock(ctx context.Context, id string) (func(), error) {
-	release, _, err := s.session(ctx, "SELECT pg_advisory_lock($1, $2) IS NOT NULL", classLock, id)
+	release, _, err := s.session(ctx, "SELECT pg_advisory_lock($1, $2) IS NOT NULL", classLock, id, true)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: lock %q: %w", id, err)
 	}
@@ -212,7 +227,7 @@ func (s *Store) Lock(ctx context.Context, id string) (func(), error) {
 
 // TryMaintain takes database id's maintenance right if free.
 func (s *Store) TryMaintain(ctx context.Context, id string) (func(), bool, error) {
-	release, ok, err := s.session(ctx, "SELECT pg_try_advisory_lock($1, $2)", classMaintain, id)
+	release, ok, err := s.session(ctx, "SELECT pg_try_advisory_lock($1, $2)", classMaintain, id, false)
 	if err != nil {
 		return nil, false, fmt.Errorf("pgstore: maintenance lock %q: %w", id, err)
 	}
@@ -239,7 +254,7 @@ func (s *Store) StreamStarted(ctx context.Context, id string) (func(), error) {
 		s.streams[id] = h
 		h.n++
 		s.mu.Unlock()
-		h.release, _, h.err = s.session(ctx, "SELECT pg_advisory_lock_shared($1, $2) IS NOT NULL", classStreams, id)
+		h.release, _, h.err = s.session(ctx, "SELECT pg_advisory_lock_shared($1, $2) IS NOT NULL", classStreams, id, false)
 		close(h.ready)
 	} else {
 		h.n++
@@ -271,7 +286,7 @@ func (s *Store) StreamStarted(ctx context.Context, id string) (func(), error) {
 // HoldStreams reports whether no relay streams a snapshot of database id,
 // and keeps streams from starting until release.
 func (s *Store) HoldStreams(ctx context.Context, id string) (func(), bool, error) {
-	release, ok, err := s.session(ctx, "SELECT pg_try_advisory_lock($1, $2)", classStreams, id)
+	release, ok, err := s.session(ctx, "SELECT pg_try_advisory_lock($1, $2)", classStreams, id, false)
 	if err != nil {
 		return nil, false, fmt.Errorf("pgstore: stream lock %q: %w", id, err)
 	}
