@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/replica-sync/replica/engine/internal/layout"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/memkv"
 )
@@ -33,7 +34,7 @@ func (s *prefetchStore) Update(fn func(kv.Tx) error) error {
 // false out of the merge and of the result, inside the transaction; its
 // error aborts the batch unchanged; a slice of another length is refused.
 // ApplyOptions.Prefetch reaches a kv.Prefetcher transaction before Keep
-// runs.
+// runs, with the keys of the rows the batch changes.
 func TestApplyKeepPrefetch(t *testing.T) {
 	clock := &manualClock{ms: replaceT0}
 	author, err := Open(memkv.New(Buckets...), Options{Schema: replaceSchema(), Clock: clock})
@@ -82,8 +83,20 @@ func TestApplyKeepPrefetch(t *testing.T) {
 		},
 	})
 	mustDo(t, err)
-	if !prefetched || len(st.got) == 0 || string(st.got[len(st.got)-1][0].Key) != "k" {
-		t.Errorf("Prefetch: the transaction was given %v before Keep: %v", st.got, prefetched)
+	// The caller's key, and the rows the batch changes (guessRowKeys).
+	var extra, nrows int
+	if len(st.got) > 0 {
+		for _, k := range st.got[len(st.got)-1] {
+			switch k.Bucket {
+			case "extra":
+				extra++
+			case layout.BucketRows:
+				nrows++
+			}
+		}
+	}
+	if !prefetched || extra != 1 || nrows != 3 {
+		t.Errorf("Prefetch before Keep: %v; the transaction was given %d caller's keys (want 1) and %d row keys (want 3): %v", prefetched, extra, nrows, st.got)
 	}
 	if res.Transactions != n-1 {
 		t.Errorf("result counts %d transactions, want %d", res.Transactions, n-1)
