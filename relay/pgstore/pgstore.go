@@ -42,6 +42,13 @@
 // COMMIT) from the stores, and wrapped pgx errors from the methods here.
 // The relay answers with transient errors meanwhile; the pool reconnects
 // by itself.
+//
+// # Benchmarks
+//
+// bench_test.go measures push throughput, cross-relay latency and round
+// trips to PostgreSQL per apply for one relay on bbolt, one on PostgreSQL
+// and three on one PostgreSQL, in one run (make bench-go); relay/doc.go §
+// Several relays on PostgreSQL gives the figures.
 package pgstore
 
 import (
