@@ -31,7 +31,8 @@ import (
 )
 
 // The benchmarks of issue 14: push throughput and cross-relay latency, in
-// one run, for three setups (sub-benchmarks):
+// one run, for these setups (sub-benchmarks; the issue asks for bolt1, pg1
+// and pg3):
 //
 //   - bolt1: one relay on bbolt files (fsync on, the default);
 //   - bolt1nosync: the same with Config.NoSync, closer to the test
