@@ -119,7 +119,7 @@ func benchConfig() relay.Config {
 
 // serve runs a relay with cfg on a loopback port until b's cleanup and
 // returns its sync endpoint.
-func serve(b *testing.B, cfg relay.Config) string {
+func serve(b testing.TB, cfg relay.Config) string {
 	b.Helper()
 	srv, err := relay.New(cfg)
 	if err != nil {
@@ -145,7 +145,7 @@ func serve(b *testing.B, cfg relay.Config) string {
 
 // newSetup starts the relays of setup name (setupNames), which
 // stop at b's cleanup.
-func newSetup(b *testing.B, name string) *benchSetup {
+func newSetup(b testing.TB, name string) *benchSetup {
 	b.Helper()
 	s := &benchSetup{}
 	if name == "bolt1" || name == "bolt1nosync" {
@@ -176,7 +176,7 @@ func newSetup(b *testing.B, name string) *benchSetup {
 // newPool opens a pool of pgstore.DefaultMaxConns connections to url whose
 // round trips ctr counts; it closes at b's cleanup (after the relays,
 // registered later, stopped).
-func newPool(b *testing.B, url string, ctr *tripCounter) *pgxpool.Pool {
+func newPool(b testing.TB, url string, ctr *tripCounter) *pgxpool.Pool {
 	b.Helper()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -195,7 +195,7 @@ func newPool(b *testing.B, url string, ctr *tripCounter) *pgxpool.Pool {
 // setups caches the setups per parent benchmark run (b.Run's subs share
 // their parent's cleanup).
 type setups struct {
-	b  *testing.B
+	b  testing.TB
 	mu sync.Mutex
 	m  map[string]*benchSetup
 }
@@ -221,12 +221,12 @@ var dbSeq atomic.Int64
 
 // benchConn is a raw WebSocket connection speaking wire frames.
 type benchConn struct {
-	b  *testing.B
+	b  testing.TB
 	ws *websocket.Conn
 }
 
 // dialBench connects to url and handshakes for db as site.
-func dialBench(b *testing.B, url, db string, site model.SiteID) *benchConn {
+func dialBench(b testing.TB, url, db string, site model.SiteID) *benchConn {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -293,7 +293,7 @@ type writer struct {
 	id int
 }
 
-func newWriter(b *testing.B) *writer {
+func newWriter(b testing.TB) *writer {
 	b.Helper()
 	e, err := engine.Open(memkv.New(engine.Buckets...), engine.Options{Schema: schema()})
 	if err != nil {
@@ -305,7 +305,7 @@ func newWriter(b *testing.B) *writer {
 
 // sets returns every ChangeSet the writer minted so far (the schema's
 // first).
-func (w *writer) sets(b *testing.B) []model.ChangeSet {
+func (w *writer) sets(b testing.TB) []model.ChangeSet {
 	sets, err := w.e.ChangesSince(model.HLC{}, 1<<30, engine.ChangesFilter{OnlyLocal: true})
 	if err != nil {
 		b.Fatal(err)
@@ -314,7 +314,7 @@ func (w *writer) sets(b *testing.B) []model.ChangeSet {
 }
 
 // tx inserts one row, one transaction, and returns its ChangeSet.
-func (w *writer) tx(b *testing.B) model.ChangeSet {
+func (w *writer) tx(b testing.TB) model.ChangeSet {
 	w.id++
 	cs, err := w.e.Transact(func(tx *engine.Tx) error {
 		_, err := tx.Insert("notes", map[string]any{"id": fmt.Sprintf("n%08d", w.id), "by": "bench", "n": w.id})
@@ -326,7 +326,7 @@ func (w *writer) tx(b *testing.B) model.ChangeSet {
 	return *cs
 }
 
-func randomSite(b *testing.B) model.SiteID {
+func randomSite(b testing.TB) model.SiteID {
 	var s model.SiteID
 	if _, err := rand.Read(s[:]); err != nil {
 		b.Fatal(err)
