@@ -349,8 +349,9 @@
 // and a head another relay moved since this one's last push a read of the
 // mark there. Each other relay with connections of the database then reads
 // the new entries, their chain values and marks in one round trip (and ends
-// its snapshot after pushing them). Before 2026-12-06 an apply took 13 on
-// its relay, and 26 to 29 in all with three relays.
+// its snapshot after pushing them); relay/pgstore's TestRoundTripsPerApply
+// holds both counts. Before 2026-12-06 an apply took 13 on its relay, and
+// 26 to 29 in all with three relays.
 //
 // Connections: each relay opens up to 2 × pgstore.DefaultMaxConns (16 for
 // kv transactions and LISTEN, 16 for advisory locks; pool_max_conns in the
