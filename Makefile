@@ -108,7 +108,7 @@ bench-browser: browser-deps
 # benchstat summary. `make test` uses nothing of bench/.
 BENCHSTAT_VERSION := v0.0.0-20260908200009-22c9c6c9d4da
 BENCH_OUT := bench/out
-BENCH_GO_PKGS := ./engine ./wire ./kv/memkv ./kv/boltkv ./relay
+BENCH_GO_PKGS := ./engine ./wire ./kv/memkv ./kv/boltkv ./relay ./relay/pgstore
 BENCH_QUICK ?=
 # -count 3 gives benchstat a median and its spread per benchmark within the
 # time budget (each run of the 100k-row engine benchmarks repeats its setup).
@@ -119,7 +119,7 @@ BENCH_PROFILE ?= replica:w2
 
 bench: bench-go bench-page
 
-bench-go: $(BIN)/benchstat-$(BENCHSTAT_VERSION)
+bench-go: pg-deps $(BIN)/benchstat-$(BENCHSTAT_VERSION)
 	@mkdir -p $(BENCH_OUT)
 	@echo "Go benchmarks: -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) $(BENCH_GO_PKGS)"
 	$(GO) test -run XXX -bench . -benchmem -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) $(BENCH_GO_PKGS) > $(BENCH_OUT)/go.txt 2>&1; \

@@ -40,6 +40,21 @@ type ApplyOptions struct {
 	// rows that may no longer hold them here. Facts a row still holds
 	// merge as no-ops; none counts as a conflict.
 	MergeOwn bool
+	// Prefetch names keys (of buckets the engine does not own) that
+	// Keep, Extra or ExtraSets will read: on a store whose transactions
+	// implement kv.Prefetcher they travel with the engine's first read of
+	// the transaction, instead of costing a round trip each later (so do
+	// the rows the batch changes, up to guessMaxRows of them).
+	Prefetch []kv.BucketKey
+	// Keep, if set, runs inside the transaction after the engine's first
+	// read and before the merge, and returns per ChangeSet of the batch
+	// (by index) whether to merge it: the others are left out of the
+	// merge and of the result, and ExtraSets' changed indexes the kept
+	// ones. A nil slice keeps every ChangeSet; one of another length is
+	// an error. An error aborts the batch and is returned unchanged. The
+	// relay leaves out there the transactions its log holds already, in
+	// the merge's own transaction.
+	Keep func(tx kv.Tx) ([]bool, error)
 }
 
 // ApplyChanges merges ChangeSets from peers into this replica (docs/design.md §
@@ -104,12 +119,35 @@ func (e *Engine) Apply(sets []ChangeSet, opts ApplyOptions) (ApplyResult, error)
 	}
 	var out applyOutcome
 	err := e.store.Update(func(tx kv.Tx) error {
+		if p, ok := tx.(kv.Prefetcher); ok {
+			if err := p.Prefetch(append(guessRowKeys(sets), opts.Prefetch...)); err != nil {
+				return err
+			}
+		}
 		w, err := e.begin(tx)
 		if err != nil {
 			return err
 		}
 		w.mergeOwn = opts.MergeOwn
-		out, err = w.applySets(sets, false)
+		batch := sets
+		if opts.Keep != nil {
+			keep, err := opts.Keep(tx)
+			if err != nil {
+				return err
+			}
+			if keep != nil {
+				if len(keep) != len(sets) {
+					return fmt.Errorf("engine: ApplyOptions.Keep returned %d flags for %d ChangeSets", len(keep), len(sets))
+				}
+				batch = make([]ChangeSet, 0, len(sets))
+				for i, k := range keep {
+					if k {
+						batch = append(batch, sets[i])
+					}
+				}
+			}
+		}
+		out, err = w.applySets(batch, false)
 		if err != nil {
 			return err
 		}
@@ -141,6 +179,37 @@ func (e *Engine) Apply(sets []ChangeSet, opts ApplyOptions) (ApplyResult, error)
 		}
 	}
 	return out.result, nil
+}
+
+// guessMaxRows bounds the rows guessRowKeys names: a larger batch reads
+// its rows by ranges (rangePrefetchMin).
+const guessMaxRows = rangePrefetchMin
+
+// guessRowKeys returns the keys in the rows bucket of the rows sets
+// change, as received (before the merge normalizes their keys), for a
+// kv.Prefetcher to read with the transaction's first read: the merge reads
+// them after the meta record, and a store whose reads cost a round trip
+// each (kv/pgkv) then answers it from what it prefetched. A key that
+// normalization changes is only a wasted read. None for a batch of more
+// than guessMaxRows rows.
+func guessRowKeys(sets []ChangeSet) []kv.BucketKey {
+	var keys []kv.BucketKey
+	seen := map[string]bool{}
+	for i := range sets {
+		for j := range sets[i].Changes {
+			c := &sets[i].Changes[j]
+			k := layout.RowKey(layout.TableKey(c.Table), c.PK)
+			if seen[string(k)] {
+				continue
+			}
+			if len(keys) == guessMaxRows {
+				return nil
+			}
+			seen[string(k)] = true
+			keys = append(keys, kv.BucketKey{Bucket: layout.BucketRows, Key: k})
+		}
+	}
+	return keys
 }
 
 type applyOutcome struct {

@@ -213,3 +213,19 @@ type BucketKey struct {
 type BatchGetter interface {
 	GetBatch(keys []BucketKey) ([][]byte, error)
 }
+
+// Prefetcher is implemented by transactions whose reads each cost a round
+// trip to a server (kv/pgkv). Prefetch queues keys of any buckets to be
+// read along with the transaction's next request to the server, whatever
+// it is (a Get of other keys, a Scan page); afterwards Get, GetMany and
+// GetBatch answer those keys from what was read, without a request of
+// their own, with the ownership and read-your-writes rules of Get (a Put
+// or Delete after the prefetch wins, as it would over the stored value).
+// Prefetching a key that is never read costs its share of that request
+// only. It returns ErrBucketNotFound or ErrInvalidKey (nothing queued)
+// for an unknown bucket or a bad key; a failure of the read itself is the
+// error of the request that carried it. Callers type-assert a Tx to it
+// and skip the call when absent: reads then cost what they cost.
+type Prefetcher interface {
+	Prefetch(keys []BucketKey) error
+}

@@ -56,6 +56,10 @@ type database struct {
 	// connections: other relays may have appended after it (see
 	// catchUpLocked); the head itself is read from the store (head).
 	cursor atomic.Uint64
+	// notified is the head whose notification to the other relays the
+	// last appending transaction carried (TxNotifier; 0: none), so that
+	// publish does not send it again. Under applyMu.
+	notified uint64
 
 	// horizonMu guards horizon (the newest tombstone horizon mark, zero
 	// Wall: none; written under applyMu too) and snapshots (the snapshot
@@ -327,28 +331,48 @@ func (d *database) apply(sender *conn, sets []model.ChangeSet, repair bool) (mod
 	if repair {
 		return d.applyRepair(sender, sets, pend, now)
 	}
+	if d.sealed {
+		return d.applySealed(sender, sets, pend, now)
+	}
 	// A resend of a transaction the log holds is not merged again: after
 	// a horizon mark pruned the row it wrote, merging it would revive the
 	// row in the merged replica (and every later snapshot) with no log
-	// entry, so no replica pulling the log would ever see it.
-	held := model.ApplyResult{}
-	if sets, pend, held, err = d.dropHeld(sets, pend); err != nil {
-		return model.ApplyResult{}, stored{}, err
-	}
-	if len(sets) == 0 {
-		return held, stored{}, nil
-	}
-	if d.sealed {
-		return d.applySealed(sender, sets, pend, held, now)
-	}
+	// entry, so no replica pulling the log would ever see it. Decided in
+	// the merge's transaction (Keep), whose first read carries the keys
+	// the append reads (appendKeys).
+	var held model.ApplyResult
+	var kept []pendingSet
 	var added []arrival
 	var marks []wire.Horizon
 	var last uint64
-	res, err := d.eng.Apply(sets, engine.ApplyOptions{Extra: func(tx kv.Tx, _ model.ApplyResult) error {
-		var err error
-		added, marks, last, err = d.appendArrivals(tx, pend, now)
-		return err
-	}})
+	res, err := d.eng.Apply(sets, engine.ApplyOptions{
+		Prefetch: d.appendKeys(pend),
+		Keep: func(tx kv.Tx) ([]bool, error) {
+			keep, h, err := d.heldIn(tx, sets, pend)
+			if err != nil {
+				return nil, err
+			}
+			held = h
+			if h.Transactions == len(sets) {
+				return nil, errAllHeld
+			}
+			kept = kept[:0]
+			for i, k := range keep {
+				if k {
+					kept = append(kept, pend[i])
+				}
+			}
+			return keep, nil
+		},
+		Extra: func(tx kv.Tx, _ model.ApplyResult) error {
+			var err error
+			added, marks, last, err = d.appendArrivals(tx, kept, now)
+			return err
+		},
+	})
+	if errors.Is(err, errAllHeld) {
+		return held, stored{}, nil
+	}
 	if err != nil {
 		return model.ApplyResult{}, stored{}, err
 	}
@@ -358,45 +382,33 @@ func (d *database) apply(sender *conn, sets []model.ChangeSet, repair bool) (mod
 	return res, d.storedOf(sender, added, marks), nil
 }
 
-// dropHeld removes from sets (and pend) the transactions the log holds
-// already, checking that each is a resend (checkResend), and counts them
-// as skipped (every change of theirs is held). Under applyMu.
-func (d *database) dropHeld(sets []model.ChangeSet, pend []pendingSet) ([]model.ChangeSet, []pendingSet, model.ApplyResult, error) {
-	var keep []int
+// errAllHeld aborts the merge's transaction of a batch whose every
+// transaction the log holds already: nothing to merge or append.
+var errAllHeld = errors.New("relay: every transaction of the batch is held")
+
+// heldIn tells, in transaction tx (under the writer lock), which
+// transactions of sets (and pend) the log does not hold yet (keep), checking
+// that each held one is a resend (checkResend), and counts the held ones
+// as skipped (every change of theirs is held).
+func (d *database) heldIn(tx kv.Tx, sets []model.ChangeSet, pend []pendingSet) ([]bool, model.ApplyResult, error) {
+	keep := make([]bool, len(pend))
 	var held model.ApplyResult
-	err := d.store.View(func(tx kv.Tx) error {
-		for i, p := range pend {
-			v, err := tx.Get(bucketArrivalsTx, p.key)
-			switch {
-			case errors.Is(err, kv.ErrNotFound):
-				keep = append(keep, i)
-				continue
-			case err != nil:
-				return err
-			}
-			if !d.sealed {
-				if err := checkResend(tx, v, p.json, i); err != nil {
-					return err
-				}
-			}
-			if d.sealed {
-				held.Skipped++ // one change per envelope
-			} else {
-				held.Skipped += len(sets[i].Changes)
-			}
-			held.Transactions++
+	for i, p := range pend {
+		v, err := tx.Get(bucketArrivalsTx, p.key)
+		switch {
+		case errors.Is(err, kv.ErrNotFound):
+			keep[i] = true
+			continue
+		case err != nil:
+			return nil, held, err
 		}
-		return nil
-	})
-	if err != nil || len(keep) == len(sets) {
-		return sets, pend, held, err
+		if err := checkResend(tx, v, p.json, i); err != nil {
+			return nil, held, err
+		}
+		held.Skipped += len(sets[i].Changes)
+		held.Transactions++
 	}
-	ks := make([]model.ChangeSet, 0, len(keep))
-	kp := make([]pendingSet, 0, len(keep))
-	for _, i := range keep {
-		ks, kp = append(ks, sets[i]), append(kp, pend[i])
-	}
-	return ks, kp, held, nil
+	return keep, held, nil
 }
 
 // prepareBatch checks a batch pushed by sender before anything is merged
@@ -469,9 +481,12 @@ func (d *database) appendArrivals(tx kv.Tx, pend []pendingSet, arrivedMs uint64)
 	// Marks are made at the head under applyMu: only one at cur,
 	// before the first ChangeSet appended here, can fall in the
 	// push's range (wire's push_changes: first-1 … last).
-	marks, err := marksIn(tx, cur, cur)
-	if err != nil {
+	var marks []wire.Horizon
+	switch m, ok, err := markAt(tx, cur); {
+	case err != nil:
 		return nil, nil, 0, err
+	case ok:
+		marks = []wire.Horizon{m}
 	}
 	chain, _, err := getChain(tx, bucketRelay, keyChain, wire.GenesisChain)
 	if err != nil {
@@ -514,7 +529,32 @@ func (d *database) appendArrivals(tx kv.Tx, pend []pendingSet, arrivedMs uint64)
 	if err := tx.Put(bucketRelay, keyChain, chain[:]); err != nil {
 		return nil, nil, 0, err
 	}
-	return added, marks, cur, tx.Put(bucketRelay, keyCursor, cursorKey(cur))
+	if err := tx.Put(bucketRelay, keyCursor, cursorKey(cur)); err != nil {
+		return nil, nil, 0, err
+	}
+	d.notifyIn(tx, cur)
+	return added, marks, cur, nil
+}
+
+// appendKeys returns the keys appendArrivals (and heldIn) will read for
+// pend, to prefetch (engine.ApplyOptions.Prefetch, kv.Prefetcher) with the
+// transaction's first read: the head, the horizon mark at the head this
+// process knows (another relay's append since costs a read of its own),
+// and per ChangeSet its dedup entry and its site's highest hlc.
+func (d *database) appendKeys(pend []pendingSet) []kv.BucketKey {
+	keys := make([]kv.BucketKey, 0, 3+2*len(pend))
+	keys = append(keys,
+		kv.BucketKey{Bucket: bucketRelay, Key: keyCursor},
+		kv.BucketKey{Bucket: bucketRelay, Key: keyChain},
+		kv.BucketKey{Bucket: bucketHorizons, Key: cursorKey(d.cursor.Load())})
+	for _, p := range pend {
+		if !p.repair {
+			keys = append(keys,
+				kv.BucketKey{Bucket: bucketArrivalsTx, Key: p.key},
+				kv.BucketKey{Bucket: bucketSites, Key: p.site[:]})
+		}
+	}
+	return keys
 }
 
 // appendOne appends p after cursor cur (chain value chain) and returns the

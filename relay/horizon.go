@@ -201,6 +201,49 @@ func lostMark(tx kv.Tx, cursor, horizon uint64) (bool, error) {
 	return err == nil && h.Wall < horizon, err
 }
 
+// markAt returns the horizon mark at cursor c, and false when there is
+// none: marksIn(tx, c, c) with a point read, which a prefetch answers.
+func markAt(tx kv.Tx, c uint64) (wire.Horizon, bool, error) {
+	k := cursorKey(c)
+	v, err := tx.Get(bucketHorizons, k)
+	if errors.Is(err, kv.ErrNotFound) {
+		return wire.Horizon{}, false, nil
+	}
+	if err != nil {
+		return wire.Horizon{}, false, err
+	}
+	h, err := decodeMark(k, v)
+	return h, err == nil, err
+}
+
+// marksAt is marksIn by point reads of every cursor lo … hi, for a short
+// range whose keys were prefetched (kv.Prefetcher).
+func marksAt(tx kv.Tx, lo, hi uint64) ([]wire.Horizon, error) {
+	if lo > hi {
+		return nil, nil
+	}
+	keys := make([][]byte, 0, hi-lo+1)
+	for c := lo; c <= hi; c++ {
+		keys = append(keys, cursorKey(c))
+	}
+	vs, err := tx.GetMany(bucketHorizons, keys)
+	if err != nil {
+		return nil, err
+	}
+	var out []wire.Horizon
+	for i, v := range vs {
+		if v == nil {
+			continue
+		}
+		h, err := decodeMark(keys[i], v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
 // marksIn returns the horizon marks with lo ≤ cursor ≤ hi, ascending.
 func marksIn(tx kv.Tx, lo, hi uint64) ([]wire.Horizon, error) {
 	if lo > hi {

@@ -39,7 +39,7 @@ func (d *database) applyRepair(sender *conn, sets []model.ChangeSet, pend []pend
 	var added []arrival
 	var marks []wire.Horizon
 	var last uint64
-	res, err := d.eng.Apply(sets, engine.ApplyOptions{ExtraSets: func(tx kv.Tx, _ model.ApplyResult, changed []bool) error {
+	res, err := d.eng.Apply(sets, engine.ApplyOptions{Prefetch: d.appendKeys(nil), ExtraSets: func(tx kv.Tx, _ model.ApplyResult, changed []bool) error {
 		keep := make([]pendingSet, 0, len(pend))
 		for i, p := range pend {
 			if i < len(changed) && changed[i] {

@@ -21,7 +21,7 @@ import (
 // The result counts each envelope stored as applied and each held one as
 // skipped, one change per envelope (the relay cannot count the facts
 // inside).
-func (d *database) applySealed(sender *conn, sets []model.ChangeSet, pend []pendingSet, held model.ApplyResult, nowMs uint64) (model.ApplyResult, stored, error) {
+func (d *database) applySealed(sender *conn, sets []model.ChangeSet, pend []pendingSet, nowMs uint64) (model.ApplyResult, stored, error) {
 	for i := range sets {
 		cs := &sets[i]
 		if cs.HLC.Site != cs.SiteID || cs.HLC.TransactionID() != cs.TransactionID {
@@ -36,6 +36,11 @@ func (d *database) applySealed(sender *conn, sets []model.ChangeSet, pend []pend
 	var marks []wire.Horizon
 	var last uint64
 	err := d.store.Update(func(tx kv.Tx) error {
+		if p, ok := tx.(kv.Prefetcher); ok {
+			if err := p.Prefetch(d.appendKeys(pend)); err != nil {
+				return err
+			}
+		}
 		var err error
 		added, marks, last, err = d.appendArrivals(tx, pend, nowMs)
 		return err
@@ -44,6 +49,8 @@ func (d *database) applySealed(sender *conn, sets []model.ChangeSet, pend []pend
 		return model.ApplyResult{}, stored{}, err
 	}
 	d.publish(sender, added, marks, last)
-	res := model.ApplyResult{Applied: len(added), Skipped: held.Skipped + len(sets) - len(added), Transactions: held.Transactions + len(sets)}
+	// appendArrivals skips the transactions the log holds (a resend,
+	// sealed anew, cannot be compared): one change per envelope.
+	res := model.ApplyResult{Applied: len(added), Skipped: len(sets) - len(added), Transactions: len(sets)}
 	return res, d.storedOf(sender, added, marks), nil
 }

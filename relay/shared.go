@@ -69,7 +69,7 @@ func (d *database) publish(sender *conn, added []arrival, marks []wire.Horizon, 
 		d.cursor.Store(head)
 	}
 	d.broadcast(sender, added, marks)
-	if d.shared != nil && len(added) > 0 {
+	if d.shared != nil && len(added) > 0 && d.notified != head {
 		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
 		defer cancel()
 		if err := d.shared.Notify(ctx, d.id, head); err != nil {
@@ -80,20 +80,34 @@ func (d *database) publish(sender *conn, added []arrival, marks []wire.Horizon, 
 }
 
 // remoteHead handles a notification of another relay: database d's head
-// is at least head. The connections of this process get what follows
-// their last push.
+// is at least head (0: unknown, read it). The connections of this process
+// get what follows their last push. A notification is sent once its
+// transaction committed, so the log holds head: no read of the head.
 func (d *database) remoteHead(head uint64) {
 	if head != 0 && head <= d.cursor.Load() {
 		return
 	}
 	d.applyMu.Lock()
 	defer d.applyMu.Unlock()
-	h, err := d.head()
-	if err != nil {
-		d.log.Warn("relay: reading the head after a notification failed; the next check retries", "err", err)
-		return
+	if head == 0 {
+		h, err := d.head()
+		if err != nil {
+			d.log.Warn("relay: reading the head after a notification failed; the next check retries", "err", err)
+			return
+		}
+		head = h
 	}
-	d.catchUpLocked(h)
+	d.catchUpLocked(head)
+}
+
+// notifyIn queues, in the transaction tx moving the head to head, the
+// other relays' notification of it when the storage can (TxNotifier),
+// and records whether it did for publish.
+func (d *database) notifyIn(tx kv.Tx, head uint64) {
+	d.notified = 0
+	if n, ok := d.shared.(TxNotifier); ok && n.NotifyTx(tx, d.id, head) {
+		d.notified = head
+	}
 }
 
 // finishPruning finishes, under the writer lock and before an apply
@@ -162,6 +176,14 @@ func (d *database) catchUpLocked(to uint64) {
 		var added []arrival
 		var marks []wire.Horizon
 		err := d.store.View(func(tx kv.Tx) error {
+			// What the chain values and marks below read travels
+			// with the Scan's first page (kv.Prefetcher).
+			p, prefetch := tx.(kv.Prefetcher)
+			if prefetch {
+				if err := p.Prefetch(catchUpKeys(from, hi)); err != nil {
+					return err
+				}
+			}
 			var derr error
 			err := tx.Scan(bucketArrivals, kv.Range{Start: cursorKey(from + 1), End: cursorKey(hi + 1)}, func(k, v []byte) bool {
 				c, err := parseUint64(k)
@@ -193,7 +215,12 @@ func (d *database) catchUpLocked(to uint64) {
 				}
 				added[i].chain = ch
 			}
-			ms, err := marksIn(tx, from, hi)
+			var ms []wire.Horizon
+			if prefetch {
+				ms, err = marksAt(tx, from, hi)
+			} else {
+				ms, err = marksIn(tx, from, hi)
+			}
 			for _, m := range ms {
 				if m.Cursor < hi {
 					marks = append(marks, m)
@@ -217,6 +244,24 @@ func (d *database) catchUpLocked(to uint64) {
 		d.broadcast(nil, added, marks)
 		d.cursor.Store(hi)
 	}
+}
+
+// catchUpKeys returns the keys a catch-up of the entries from+1 … hi
+// reads besides the entries: the head and compaction point with their
+// chain values (chainAt), each entry's chain value and the horizon marks
+// at from … hi.
+func catchUpKeys(from, hi uint64) []kv.BucketKey {
+	keys := []kv.BucketKey{
+		{Bucket: bucketRelay, Key: keyCursor}, {Bucket: bucketRelay, Key: keyPruned},
+		{Bucket: bucketRelay, Key: keyChain}, {Bucket: bucketRelay, Key: keyPrunedChain},
+	}
+	for c := from; c <= hi; c++ {
+		if c > from {
+			keys = append(keys, kv.BucketKey{Bucket: bucketChain, Key: cursorKey(c)})
+		}
+		keys = append(keys, kv.BucketKey{Bucket: bucketHorizons, Key: cursorKey(c)})
+	}
+	return keys
 }
 
 // noteMarks keeps the newest of marks (read from the log) as d.horizon

@@ -46,8 +46,9 @@ type Storage interface {
 //     mark and its pruning;
 //   - no horizon mark while any relay streams a snapshot of the database
 //     (StreamStarted against HoldStreams);
-//   - fan-out: after a commit the relay calls Notify, and every other
-//     relay holding connections of the database learns the new head from
+//   - fan-out: after a commit the relay calls Notify (or queues the
+//     notification in the commit: TxNotifier), and every other relay
+//     holding connections of the database learns the new head from
 //     Listen and sends them what follows.
 //
 // Errors of these methods are storage errors: the relay answers the
@@ -88,3 +89,14 @@ type SharedStorage interface {
 type funcStorage func(id string) (kv.Store, error)
 
 func (f funcStorage) Open(id string) (kv.Store, error) { return f(id) }
+
+// TxNotifier is implemented by a SharedStorage whose stores' transactions
+// can carry Notify's notification, delivered to the other relays when the
+// transaction commits and never if it does not (relay/pgstore: a
+// pg_notify sent in the COMMIT's pipeline, no round trip of its own). The
+// relay then queues the notification of a new head in the read-write
+// transaction that moves it, and calls Notify after the commit only when
+// NotifyTx reports false (tx cannot carry one).
+type TxNotifier interface {
+	NotifyTx(tx kv.Tx, id string, head uint64) bool
+}

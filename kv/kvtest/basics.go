@@ -483,3 +483,122 @@ func (s *suite) testGetBatch(t *testing.T) {
 		t.Fatal("rolled-back Update returned nil")
 	}
 }
+
+// testPrefetch runs when the store's transactions implement kv.Prefetcher:
+// prefetched keys (present, absent, empty) read back as stored, through
+// Get, GetMany and GetBatch, after other reads carried them; writes after
+// the prefetch (Put, Delete, DeleteRange) win over what was prefetched;
+// a DeleteRange carrying a prefetch of its own range reads it deleted;
+// an unknown bucket or an empty key is refused.
+func (s *suite) testPrefetch(t *testing.T) {
+	st := s.store(t)
+	putAll(t, st, bucketA, entry{"a", "1"}, entry{"b", "2"}, entry{"r1", "x"}, entry{"r2", "y"})
+	putAll(t, st, bucketB, entry{"k", "B"}, entry{"e", ""})
+	supported := true
+	keys := []kv.BucketKey{{Bucket: bucketA, Key: []byte("a")}, {Bucket: bucketB, Key: []byte("k")}, {Bucket: bucketB, Key: []byte("e")}, {Bucket: bucketC, Key: []byte("none")}}
+	check := func(tx kv.Tx, what string, want [][]byte) {
+		t.Helper()
+		for i, k := range keys {
+			got, err := tx.Get(k.Bucket, k.Key)
+			if errors.Is(err, kv.ErrNotFound) {
+				got, err = nil, nil
+			}
+			if err != nil {
+				t.Errorf("%s: Get(%s %q): %v", what, k.Bucket, k.Key, err)
+			} else if !sameBytes(got, want[i]) {
+				t.Errorf("%s: Get(%s %q) = %q (nil: %v), want %q (nil: %v)", what, k.Bucket, k.Key, got, got == nil, want[i], want[i] == nil)
+			}
+		}
+		vs, err := tx.GetMany(bucketB, [][]byte{[]byte("e"), []byte("k")})
+		if err != nil || len(vs) != 2 || !sameBytes(vs[0], want[2]) || !sameBytes(vs[1], want[1]) {
+			t.Errorf("%s: GetMany = %q, %v; want [%q %q]", what, vs, err, want[2], want[1])
+		}
+	}
+	stored := [][]byte{[]byte("1"), []byte("B"), {}, nil}
+	mustView(t, st, func(tx kv.Tx) error {
+		p, ok := tx.(kv.Prefetcher)
+		if !ok {
+			supported = false
+			return nil
+		}
+		if err := p.Prefetch(keys); err != nil {
+			return err
+		}
+		// Another read carries the prefetch.
+		if v, err := tx.Get(bucketA, []byte("b")); err != nil || string(v) != "2" {
+			t.Errorf("Get(b) after Prefetch = %q, %v", v, err)
+		}
+		check(tx, "View", stored)
+		if err := p.Prefetch([]kv.BucketKey{{Bucket: missing, Key: []byte("k")}}); !errors.Is(err, kv.ErrBucketNotFound) {
+			t.Errorf("Prefetch of a missing bucket: %v, want ErrBucketNotFound", err)
+		}
+		if err := p.Prefetch([]kv.BucketKey{{Bucket: bucketA, Key: nil}}); !errors.Is(err, kv.ErrInvalidKey) {
+			t.Errorf("Prefetch of an empty key: %v, want ErrInvalidKey", err)
+		}
+		return nil
+	})
+	if !supported {
+		t.Skip("the store's transactions do not implement kv.Prefetcher")
+	}
+	if err := st.Update(func(tx kv.Tx) error {
+		p := tx.(kv.Prefetcher)
+		if err := p.Prefetch(keys); err != nil {
+			return err
+		}
+		// A Scan page carries it.
+		n := 0
+		if err := tx.Scan(bucketA, kv.Range{}, func(_, _ []byte) bool { n++; return true }); err != nil {
+			return err
+		}
+		if n != 4 {
+			t.Errorf("Scan saw %d entries, want 4", n)
+		}
+		check(tx, "Update", stored)
+		if err := tx.Put(bucketA, []byte("a"), []byte("new")); err != nil {
+			return err
+		}
+		if err := tx.Delete(bucketB, []byte("k")); err != nil {
+			return err
+		}
+		if err := tx.Put(bucketC, []byte("none"), []byte("now")); err != nil {
+			return err
+		}
+		check(tx, "Update after writes", [][]byte{[]byte("new"), nil, {}, []byte("now")})
+		return errors.New("roll back")
+	}); err == nil || err.Error() != "roll back" {
+		t.Fatalf("Update: %v, want the function's error", err)
+	}
+	mustUpdate(t, st, func(tx kv.Tx) error {
+		p := tx.(kv.Prefetcher)
+		// Prefetched, then deleted by a range: absent.
+		if err := p.Prefetch([]kv.BucketKey{{Bucket: bucketB, Key: []byte("e")}, {Bucket: bucketB, Key: []byte("k")}}); err != nil {
+			return err
+		}
+		if _, err := tx.Get(bucketA, []byte("a")); err != nil {
+			return err
+		}
+		if err := tx.DeleteRange(bucketB, []byte("e"), []byte("f")); err != nil {
+			return err
+		}
+		if v, err := tx.Get(bucketB, []byte("e")); !errors.Is(err, kv.ErrNotFound) {
+			t.Errorf("Get(e) after DeleteRange = %q, %v; want ErrNotFound", v, err)
+		}
+		// Prefetched before a DeleteRange that carries the read.
+		if err := p.Prefetch([]kv.BucketKey{{Bucket: bucketA, Key: []byte("r1")}, {Bucket: bucketA, Key: []byte("b")}}); err != nil {
+			return err
+		}
+		if err := tx.DeleteRange(bucketA, []byte("r"), []byte("s")); err != nil {
+			return err
+		}
+		if v, err := tx.Get(bucketA, []byte("r1")); !errors.Is(err, kv.ErrNotFound) {
+			t.Errorf("Get(r1) after DeleteRange = %q, %v; want ErrNotFound", v, err)
+		}
+		if v, err := tx.Get(bucketA, []byte("b")); err != nil || string(v) != "2" {
+			t.Errorf("Get(b) = %q, %v; want 2", v, err)
+		}
+		if v, err := tx.Get(bucketB, []byte("k")); err != nil || string(v) != "B" {
+			t.Errorf("Get(k) = %q, %v; want B", v, err)
+		}
+		return nil
+	})
+}

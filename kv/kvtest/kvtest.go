@@ -82,6 +82,7 @@ func RunWith(t *testing.T, open Opener, o Options) {
 	t.Run("Errors", s.testErrors)
 	t.Run("GetMany", s.testGetMany)
 	t.Run("GetBatch", s.testGetBatch)
+	t.Run("Prefetch", s.testPrefetch)
 	t.Run("Tx", s.testTx)
 	t.Run("Scan", s.testScan)
 	t.Run("Order", s.testOrder)

@@ -22,6 +22,7 @@ import (
 var (
 	_ kv.Store       = (*Store)(nil)
 	_ kv.BatchGetter = (*tx)(nil)
+	_ kv.Prefetcher  = (*tx)(nil)
 )
 
 // Errors particular to a network backend; they are the kv package's, so
@@ -241,6 +242,29 @@ type tx struct {
 	scanning []int32
 	// notes are the notifications Notify queued, sent before the COMMIT.
 	notes [][2]string
+
+	// pre are the keys Prefetch queued, read with the next request
+	// (preSet: the same, to drop repeats); cache holds what reads of them
+	// found, absent keys included, until the transaction ends. The
+	// database cannot change under a transaction (a View's snapshot, an
+	// Update's namespace lock), so a cached value stays right unless the
+	// transaction itself writes the key: the overlay is consulted first,
+	// and DeleteRange drops the cached keys of its range.
+	pre    []want
+	preSet map[want]struct{}
+	cache  map[want]cached
+}
+
+// want names one key of one bucket (by index in Store.names).
+type want struct {
+	bucket int
+	key    string
+}
+
+// cached is a prefetched read: the value, or ok false for an absent key.
+type cached struct {
+	v  []byte
+	ok bool
 }
 
 // Notifier is implemented by the Tx of a pgkv Update: callers type-assert
@@ -289,9 +313,32 @@ func (t *tx) beginSQL(b *pgx.Batch) int {
 }
 
 // send runs the statements queue adds, preceded by the BEGIN if the
-// transaction has not begun, in one round trip, and passes their results to
-// read. Any failure breaks the transaction.
+// transaction has not begun and followed by the read of the keys Prefetch
+// queued, in one round trip, and passes their results to read. Any failure breaks the
+// transaction.
 func (t *tx) send(queue func(b *pgx.Batch), read func(br pgx.BatchResults) error) error {
+	if t.broken == nil && len(t.pre) > 0 && !t.committing {
+		if ask := t.takePrefetch(); len(ask) > 0 {
+			q, r := queue, read
+			// After the statements: a DeleteRange's prefetched keys
+			// are read as it left them.
+			queue = func(b *pgx.Batch) {
+				q(b)
+				t.queueGet(b, ask)
+			}
+			read = func(br pgx.BatchResults) error {
+				if err := r(br); err != nil {
+					return err
+				}
+				return t.readGet(br, ask, nil)
+			}
+		}
+	}
+	return t.sendPlain(queue, read)
+}
+
+// sendPlain is send without the prefetched keys.
+func (t *tx) sendPlain(queue func(b *pgx.Batch), read func(br pgx.BatchResults) error) error {
 	if t.broken != nil {
 		return t.broken
 	}
@@ -606,7 +653,7 @@ func (t *tx) GetMany(bucket string, keys [][]byte) ([][]byte, error) {
 }
 
 // GetBatch implements kv.BatchGetter: the keys of several buckets in one
-// query.
+// query, which also carries the keys Prefetch queued.
 func (t *tx) GetBatch(keys []kv.BucketKey) ([][]byte, error) {
 	if t.done {
 		return nil, errTxDone
@@ -624,12 +671,7 @@ func (t *tx) GetBatch(keys []kv.BucketKey) ([][]byte, error) {
 	}
 	out := make([][]byte, len(keys))
 	// The keys to ask the database for, with the positions wanting them.
-	type want struct {
-		bucket int
-		key    string
-	}
-	var qBuckets []string
-	var qKeys [][]byte
+	var ask []want
 	pending := map[want][]int{}
 	for j, bk := range keys {
 		if e := t.overlay(idx[j], bk.Key); e != nil {
@@ -639,54 +681,142 @@ func (t *tx) GetBatch(keys []kv.BucketKey) ([][]byte, error) {
 			continue
 		}
 		w := want{idx[j], string(bk.Key)}
+		if c, ok := t.cache[w]; ok {
+			out[j] = c.v
+			continue
+		}
 		if _, ok := pending[w]; !ok {
-			qBuckets = append(qBuckets, t.s.names[idx[j]])
-			qKeys = append(qKeys, bk.Key)
+			ask = append(ask, w)
 		}
 		pending[w] = append(pending[w], j)
 	}
-	if len(qKeys) == 0 {
+	if len(ask) == 0 {
 		return out, nil
 	}
-	err := t.send(func(b *pgx.Batch) {
-		if len(qKeys) == 1 {
-			b.Queue(`SELECT bucket, k, v FROM replica_kv WHERE ns = $1 AND bucket = $2 AND k = $3`,
-				t.s.ns, qBuckets[0], qKeys[0])
-			return
+	// The prefetched keys travel in the same query.
+	for _, w := range t.takePrefetch() {
+		if _, ok := pending[w]; !ok {
+			ask = append(ask, w)
+			pending[w] = nil
 		}
-		// Not k = ANY($keys): its generic plan (a prepared statement's,
-		// after five runs) filters the whole bucket; this one is a
-		// nested loop of index lookups whatever the plan.
-		b.Queue(`SELECT bucket, k, v FROM replica_kv WHERE ns = $1 AND (bucket, k) IN
-(SELECT b, k FROM unnest($2::text[], $3::bytea[]) AS u(b, k))`, t.s.ns, qBuckets, qKeys)
-	}, func(br pgx.BatchResults) error {
-		rows, err := br.Query()
-		if err != nil {
-			return fmt.Errorf("pgkv: get: %w", mapErr(err))
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var b string
-			var k, v []byte
-			if err := rows.Scan(&b, &k, &v); err != nil {
-				return fmt.Errorf("pgkv: get: %w", mapErr(err))
-			}
-			if v == nil {
-				v = emptyValue
-			}
-			for _, j := range pending[want{t.s.index[b], string(k)}] {
+	}
+	err := t.sendPlain(func(b *pgx.Batch) { t.queueGet(b, ask) }, func(br pgx.BatchResults) error {
+		return t.readGet(br, ask, func(w want, v []byte) {
+			for _, j := range pending[w] {
 				out[j] = v
 			}
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("pgkv: get: %w", mapErr(err))
-		}
-		return nil
+		})
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// Prefetch implements kv.Prefetcher: the keys travel with the
+// transaction's next query (GetBatch's own, a Scan page's, a DeleteRange;
+// not the COMMIT, after which nothing is read).
+func (t *tx) Prefetch(keys []kv.BucketKey) error {
+	if t.done {
+		return errTxDone
+	}
+	ws := make([]want, 0, len(keys))
+	for _, bk := range keys {
+		i, err := t.bucket(bk.Bucket)
+		if err != nil {
+			return err
+		}
+		if err := checkKey(bk.Key); err != nil {
+			return err
+		}
+		ws = append(ws, want{i, string(bk.Key)})
+	}
+	for _, w := range ws {
+		if _, ok := t.cache[w]; ok {
+			continue
+		}
+		if _, ok := t.preSet[w]; ok {
+			continue
+		}
+		if t.preSet == nil {
+			t.preSet = map[want]struct{}{}
+		}
+		t.preSet[w] = struct{}{}
+		t.pre = append(t.pre, w)
+	}
+	return nil
+}
+
+// takePrefetch returns the queued prefetch keys that neither the overlay
+// nor the cache answers, and empties the queue.
+func (t *tx) takePrefetch() []want {
+	var out []want
+	for _, w := range t.pre {
+		if t.overlay(w.bucket, []byte(w.key)) != nil {
+			continue
+		}
+		if _, ok := t.cache[w]; ok {
+			continue
+		}
+		out = append(out, w)
+	}
+	t.pre, t.preSet = nil, nil
+	return out
+}
+
+// queueGet queues the query reading ask.
+func (t *tx) queueGet(b *pgx.Batch, ask []want) {
+	if len(ask) == 1 {
+		b.Queue(`SELECT bucket, k, v FROM replica_kv WHERE ns = $1 AND bucket = $2 AND k = $3`,
+			t.s.ns, t.s.names[ask[0].bucket], []byte(ask[0].key))
+		return
+	}
+	buckets := make([]string, len(ask))
+	keys := make([][]byte, len(ask))
+	for i, w := range ask {
+		buckets[i], keys[i] = t.s.names[w.bucket], []byte(w.key)
+	}
+	// Not k = ANY($keys): its generic plan (a prepared statement's,
+	// after five runs) filters the whole bucket; this one is a
+	// nested loop of index lookups whatever the plan.
+	b.Queue(`SELECT bucket, k, v FROM replica_kv WHERE ns = $1 AND (bucket, k) IN
+(SELECT b, k FROM unnest($2::text[], $3::bytea[]) AS u(b, k))`, t.s.ns, buckets, keys)
+}
+
+// readGet reads the result of queueGet(ask): every key of ask enters the
+// cache (absent ones as absent), and found is called for each key read.
+func (t *tx) readGet(br pgx.BatchResults, ask []want, found func(w want, v []byte)) error {
+	rows, err := br.Query()
+	if err != nil {
+		return fmt.Errorf("pgkv: get: %w", mapErr(err))
+	}
+	defer rows.Close()
+	got := make(map[want][]byte, len(ask))
+	for rows.Next() {
+		var b string
+		var k, v []byte
+		if err := rows.Scan(&b, &k, &v); err != nil {
+			return fmt.Errorf("pgkv: get: %w", mapErr(err))
+		}
+		if v == nil {
+			v = emptyValue
+		}
+		got[want{t.s.index[b], string(k)}] = v
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("pgkv: get: %w", mapErr(err))
+	}
+	if t.cache == nil {
+		t.cache = make(map[want]cached, len(ask))
+	}
+	for _, w := range ask {
+		v, ok := got[w]
+		t.cache[w] = cached{v: v, ok: ok}
+		if ok && found != nil {
+			found(w, v)
+		}
+	}
+	return nil
 }
 
 // Put buffers key and a copy of value until the commit.
@@ -759,6 +889,11 @@ func (t *tx) DeleteRange(bucket string, start, end []byte) error {
 		}
 		for _, e := range drop {
 			t.over[i].Delete(e)
+		}
+	}
+	for w := range t.cache {
+		if w.bucket == i && (start == nil || w.key >= string(start)) && (end == nil || w.key < string(end)) {
+			delete(t.cache, w)
 		}
 	}
 	sql := `DELETE FROM replica_kv WHERE ns = $1 AND bucket = $2`

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/replica-sync/replica/internal/pgtest"
@@ -702,5 +703,100 @@ func TestNotify(t *testing.T) {
 	}
 	if err := s.View(func(tx kv.Tx) error { return tx.(Notifier).Notify("replica_test", "x") }); !errors.Is(err, kv.ErrReadOnly) {
 		t.Errorf("Notify in a View: %v, want ErrReadOnly", err)
+	}
+}
+
+// tripTracer counts round trips: queries and pipelined batches.
+type tripTracer struct{ n atomic.Int64 }
+
+func (c *tripTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+func (c *tripTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *tripTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+func (c *tripTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *tripTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// Prefetched keys cost no round trip of their own: an Update that
+// prefetches keys of three buckets, then reads another key, then reads
+// the prefetched ones (present and absent, twice) and writes is two round
+// trips (BEGIN with the reads, then the writes with the COMMIT); a Scan
+// page carries a prefetch likewise; a repeated Get is answered from what
+// the first read found.
+func TestPrefetchRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &tripTracer{}
+	cfg.ConnConfig.Tracer = tr
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s := open(t, pool, "p", "a", "b", "c")
+	if err := s.Update(func(tx kv.Tx) error {
+		for _, b := range []string{"a", "b", "c"} {
+			if err := tx.Put(b, []byte("k"), []byte(b)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	keys := []kv.BucketKey{{Bucket: "a", Key: []byte("k")}, {Bucket: "b", Key: []byte("k")}, {Bucket: "c", Key: []byte("none")}}
+	trips := func(fn func(tx kv.Tx) error) int64 {
+		t.Helper()
+		before := tr.n.Load()
+		if err := s.Update(fn); err != nil {
+			t.Fatal(err)
+		}
+		return tr.n.Load() - before
+	}
+	n := trips(func(tx kv.Tx) error {
+		if err := tx.(kv.Prefetcher).Prefetch(keys); err != nil {
+			return err
+		}
+		if v, err := tx.Get("c", []byte("k")); err != nil || string(v) != "c" {
+			t.Errorf("Get(c k) = %q, %v", v, err)
+		}
+		for range 2 {
+			for _, k := range keys {
+				v, err := tx.Get(k.Bucket, k.Key)
+				switch {
+				case k.Bucket == "c" && !errors.Is(err, kv.ErrNotFound):
+					t.Errorf("Get(c none) = %q, %v; want ErrNotFound", v, err)
+				case k.Bucket != "c" && (err != nil || string(v) != k.Bucket):
+					t.Errorf("Get(%s k) = %q, %v", k.Bucket, v, err)
+				}
+			}
+		}
+		if v, err := tx.Get("c", []byte("k")); err != nil || string(v) != "c" {
+			t.Errorf("Get(c k) again = %q, %v", v, err)
+		}
+		return tx.Put("a", []byte("k2"), []byte("x"))
+	})
+	if n != 2 {
+		t.Errorf("Update with a prefetch: %d round trips, want 2", n)
+	}
+	n = trips(func(tx kv.Tx) error {
+		if err := tx.(kv.Prefetcher).Prefetch(keys); err != nil {
+			return err
+		}
+		if err := tx.Scan("a", kv.Range{}, func(_, _ []byte) bool { return true }); err != nil {
+			return err
+		}
+		_, err := tx.(kv.BatchGetter).GetBatch(keys)
+		return err
+	})
+	if n != 2 { // BEGIN with the Scan page and the prefetch; COMMIT
+		t.Errorf("Scan carrying a prefetch: %d round trips, want 2", n)
 	}
 }

@@ -24,9 +24,11 @@
 //     snapshot stream on any relay keeps every relay from making a mark;
 //   - TryMaintain (key (2, h(id))): one relay at a time maintains a
 //     database;
-//   - Notify sends pg_notify('replica_relay', "<relay instance> <cursor>
-//     <database id>") after a commit; Listen holds one connection
-//     LISTENing and reports the other instances' notifications.
+//   - NotifyTx queues pg_notify('replica_relay', "<relay instance> <cursor>
+//     <database id>") in the transaction that moves a database's head, so
+//     it leaves with the COMMIT (Notify sends it on its own); Listen holds
+//     one connection LISTENing and reports the other instances'
+//     notifications.
 //
 // A session-level lock is held on a pooled connection for as long as it is
 // held; a connection lost meanwhile releases it on the server. The
@@ -40,6 +42,13 @@
 // COMMIT) from the stores, and wrapped pgx errors from the methods here.
 // The relay answers with transient errors meanwhile; the pool reconnects
 // by itself.
+//
+// # Benchmarks
+//
+// bench_test.go measures push throughput, cross-relay latency and round
+// trips to PostgreSQL per apply for one relay on bbolt, one on PostgreSQL
+// and three on one PostgreSQL, in one run (make bench-go); relay/doc.go §
+// Several relays on PostgreSQL gives the figures.
 package pgstore
 
 import (
@@ -165,8 +174,12 @@ func key(id string) int32 {
 	return int32(h.Sum32())
 }
 
-// session holds an advisory lock on a pooled connection.
-func (s *Store) session(ctx context.Context, sql string, class int32, id string) (release func(), ok bool, err error) {
+// session holds an advisory lock on a pooled connection. Its release
+// unlocks and returns the connection to the pool; with async it returns at
+// once and does that in the background (a later lock of the same key, by
+// any process, waits for the unlock on the server, and the connection is
+// not reused before it).
+func (s *Store) session(ctx context.Context, sql string, class int32, id string, async bool) (release func(), ok bool, err error) {
 	c, err := s.locks.Acquire(ctx)
 	if err != nil {
 		return nil, false, err
@@ -185,23 +198,34 @@ func (s *Store) session(ctx context.Context, sql string, class int32, id string)
 		unlock = "SELECT pg_advisory_unlock_shared($1, $2)"
 	}
 	var once sync.Once
+	do := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := c.Exec(ctx, unlock, class, k); err != nil {
+			// The lock may still be held on this connection:
+			// close it, which releases it on the server.
+			_ = c.Conn().Close(ctx)
+		}
+		c.Release()
+	}
 	return func() {
 		once.Do(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if _, err := c.Exec(ctx, unlock, class, k); err != nil {
-				// The lock may still be held on this connection:
-				// close it, which releases it on the server.
-				_ = c.Conn().Close(ctx)
+			if async {
+				go do()
+			} else {
+				do()
 			}
-			c.Release()
 		})
 	}, true, nil
 }
 
-// Lock takes database id's writer lock (see relay.SharedStorage).
+// Lock takes database id's writer lock (see relay.SharedStorage). Its
+// release returns at once, the unlock's round trip left to the
+// background: the next holder, in this process or another, is served
+// once the server has it, and the apply that released it answers its
+// client meanwhile.
 func (s *Store) Lock(ctx context.Context, id string) (func(), error) {
-	release, _, err := s.session(ctx, "SELECT pg_advisory_lock($1, $2) IS NOT NULL", classLock, id)
+	release, _, err := s.session(ctx, "SELECT pg_advisory_lock($1, $2) IS NOT NULL", classLock, id, true)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: lock %q: %w", id, err)
 	}
@@ -210,7 +234,7 @@ func (s *Store) Lock(ctx context.Context, id string) (func(), error) {
 
 // TryMaintain takes database id's maintenance right if free.
 func (s *Store) TryMaintain(ctx context.Context, id string) (func(), bool, error) {
-	release, ok, err := s.session(ctx, "SELECT pg_try_advisory_lock($1, $2)", classMaintain, id)
+	release, ok, err := s.session(ctx, "SELECT pg_try_advisory_lock($1, $2)", classMaintain, id, false)
 	if err != nil {
 		return nil, false, fmt.Errorf("pgstore: maintenance lock %q: %w", id, err)
 	}
@@ -237,7 +261,7 @@ func (s *Store) StreamStarted(ctx context.Context, id string) (func(), error) {
 		s.streams[id] = h
 		h.n++
 		s.mu.Unlock()
-		h.release, _, h.err = s.session(ctx, "SELECT pg_advisory_lock_shared($1, $2) IS NOT NULL", classStreams, id)
+		h.release, _, h.err = s.session(ctx, "SELECT pg_advisory_lock_shared($1, $2) IS NOT NULL", classStreams, id, false)
 		close(h.ready)
 	} else {
 		h.n++
@@ -269,17 +293,34 @@ func (s *Store) StreamStarted(ctx context.Context, id string) (func(), error) {
 // HoldStreams reports whether no relay streams a snapshot of database id,
 // and keeps streams from starting until release.
 func (s *Store) HoldStreams(ctx context.Context, id string) (func(), bool, error) {
-	release, ok, err := s.session(ctx, "SELECT pg_try_advisory_lock($1, $2)", classStreams, id)
+	release, ok, err := s.session(ctx, "SELECT pg_try_advisory_lock($1, $2)", classStreams, id, false)
 	if err != nil {
 		return nil, false, fmt.Errorf("pgstore: stream lock %q: %w", id, err)
 	}
 	return release, ok, nil
 }
 
+var _ relay.TxNotifier = (*Store)(nil)
+
 // Notify tells the other relays that database id's head is head.
 func (s *Store) Notify(ctx context.Context, id string, head uint64) error {
-	_, err := s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, s.instance+" "+strconv.FormatUint(head, 10)+" "+id)
+	_, err := s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, s.payload(id, head))
 	return err
+}
+
+// NotifyTx queues Notify's notification in tx, a transaction of one of
+// the Store's stores (pgkv.Notifier): it is sent in the COMMIT's pipeline
+// and delivered only if the transaction commits. It reports false for a
+// transaction that cannot carry it.
+func (s *Store) NotifyTx(tx kv.Tx, id string, head uint64) bool {
+	n, ok := tx.(pgkv.Notifier)
+	return ok && n.Notify(channel, s.payload(id, head)) == nil
+}
+
+// payload is the notification of database id's head: "<instance> <head>
+// <id>".
+func (s *Store) payload(id string, head uint64) string {
+	return s.instance + " " + strconv.FormatUint(head, 10) + " " + id
 }
 
 // Listen reports the other relays' notifications (see
