@@ -80,12 +80,22 @@ func (cs *ChangeSet) Sealed() bool { return cs.Envelope != nil }
 // MigrationType names a schema migration.
 type MigrationType string
 
-// The migrations Replica records and replicates. Dropping and renaming are
+// The migrations Replica records and replicates. Renaming and altering are
 // not supported yet.
 const (
 	CreateTable MigrationType = "create_table"
 	AddColumn   MigrationType = "add_column"
 	AddIndex    MigrationType = "add_index"
+	// DropTable, DropColumn and DropIndex retire a table, a column of a
+	// table or an index of a table for good (docs/design.md § Schema
+	// migrations, "most destructive wins"): a drop wins over every
+	// definition of the same name, whatever their HLCs and arrival
+	// order, and a dropped name is never defined again. DropColumn and
+	// DropIndex carry the name in SchemaMigration.Name; a key column is
+	// never dropped (such a drop has no effect).
+	DropTable  MigrationType = "drop_table"
+	DropColumn MigrationType = "drop_column"
+	DropIndex  MigrationType = "drop_index"
 	// SetResurrectionPolicy declares a table's resurrection policy
 	// (TableDef.Resurrection). The first declaration of a table (lowest
 	// HLC) is its policy for good; a later, contradicting one is kept but
@@ -96,9 +106,10 @@ const (
 // SchemaMigration is one schema change, stamped with an HLC and carried in
 // the ChangeSet of the transaction that made it, before its data
 // (docs/design.md § Schema migrations). Exactly one of Table (CreateTable),
-// Column (AddColumn), Index (AddIndex) and Resurrection
-// (SetResurrectionPolicy) is set; TableName names the table in every case.
-// A CreateTable's Table carries no Resurrection: the policy travels in its
+// Column (AddColumn), Index (AddIndex), Resurrection
+// (SetResurrectionPolicy) and Name (DropColumn, DropIndex) is set, and
+// none for DropTable; TableName names the table in every case. A
+// CreateTable's Table carries no Resurrection: the policy travels in its
 // own migration.
 type SchemaMigration struct {
 	Type         MigrationType
@@ -107,6 +118,7 @@ type SchemaMigration struct {
 	Column       *ColumnDef         // AddColumn
 	Index        *IndexDef          // AddIndex
 	Resurrection ResurrectionPolicy // SetResurrectionPolicy: DeleteWins or ResurrectionAllowed
+	Name         string             // DropColumn, DropIndex: the column or index dropped
 	HLC          HLC
 }
 

@@ -13,6 +13,9 @@ import "github.com/replica-sync/replica/internal/jsontext"
 //	{"type":"add_column","table":"trips","ddl":{ColumnDef},"hlc":…}
 //	{"type":"add_index","table":"trips","ddl":{"name":"by_day","columns":["day"]},"hlc":…}
 //	{"type":"set_resurrection_policy","table":"trips","ddl":{"policy":"allow-resurrection"},"hlc":…}
+//	{"type":"drop_table","table":"trips","ddl":{},"hlc":…}
+//	{"type":"drop_column","table":"trips","ddl":{"name":"budget"},"hlc":…}
+//	{"type":"drop_index","table":"trips","ddl":{"name":"by_day"},"hlc":…}
 //
 // with defaults in the value form of AppendValueJSON, members in this
 // order, and notNull, default, coerce and indexes left out when false,
@@ -24,17 +27,21 @@ import "github.com/replica-sync/replica/internal/jsontext"
 // AppendMigrationJSON appends the JSON form of m. It checks that m has
 // exactly one definition, matching its type (a create_table's table
 // definition named as the migration's table and without a resurrection
-// policy); errors match ErrUnencodable and name the offending member.
+// policy; a drop_column's or drop_index's name; none for drop_table);
+// errors match ErrUnencodable and name the offending member.
 func AppendMigrationJSON(b []byte, m *SchemaMigration) ([]byte, error) {
 	var err error
 	n := 0
-	for _, set := range []bool{m.Table != nil, m.Column != nil, m.Index != nil, m.Resurrection != ResurrectionUndeclared} {
+	for _, set := range []bool{m.Table != nil, m.Column != nil, m.Index != nil, m.Resurrection != ResurrectionUndeclared, m.Name != ""} {
 		if set {
 			n++
 		}
 	}
-	if n != 1 {
-		return b, jsontext.At(unencodable("want exactly one of a table, column, index or resurrection policy definition, got %d", n), "ddl")
+	switch {
+	case m.Type == DropTable && n != 0:
+		return b, jsontext.At(unencodable("a drop_table carries no definition or name, got %d", n), "ddl")
+	case m.Type != DropTable && n != 1:
+		return b, jsontext.At(unencodable("want exactly one of a table, column, index or resurrection policy definition or a dropped name, got %d", n), "ddl")
 	}
 	switch {
 	case m.Type == CreateTable && m.Table != nil:
@@ -47,6 +54,8 @@ func AppendMigrationJSON(b []byte, m *SchemaMigration) ([]byte, error) {
 	case m.Type == AddColumn && m.Column != nil:
 	case m.Type == AddIndex && m.Index != nil:
 	case m.Type == SetResurrectionPolicy && (m.Resurrection == DeleteWins || m.Resurrection == ResurrectionAllowed):
+	case m.Type == DropTable:
+	case (m.Type == DropColumn || m.Type == DropIndex) && m.Name != "":
 	default:
 		return b, jsontext.At(unencodable("migration type %q does not match its definition", m.Type), "type")
 	}
@@ -64,6 +73,13 @@ func AppendMigrationJSON(b []byte, m *SchemaMigration) ([]byte, error) {
 		b, err = appendColumnDef(b, m.Column)
 	case m.Index != nil:
 		b, err = appendIndexDef(b, m.Index)
+	case m.Type == DropTable:
+		b = append(b, `{}`...)
+	case m.Name != "":
+		b = append(b, `{"name":`...)
+		b, err = AppendNameJSON(b, m.Name)
+		b = append(b, '}')
+		err = jsontext.At(err, "name")
 	default:
 		b = append(b, `{"policy":"`...)
 		b = append(b, m.Resurrection.String()...)
@@ -285,10 +301,10 @@ func readMigrationType(r *jsontext.Reader) (MigrationType, error) {
 		return "", err
 	}
 	switch m := MigrationType(t); m {
-	case CreateTable, AddColumn, AddIndex, SetResurrectionPolicy:
+	case CreateTable, AddColumn, AddIndex, SetResurrectionPolicy, DropTable, DropColumn, DropIndex:
 		return m, nil
 	default:
-		return m, r.FailAt(start, "unknown migration type %q (want create_table, add_column, add_index or set_resurrection_policy)", t)
+		return m, r.FailAt(start, "unknown migration type %q (want create_table, add_column, add_index, set_resurrection_policy, drop_table, drop_column or drop_index)", t)
 	}
 }
 
@@ -314,8 +330,34 @@ func readMigrationDDL(r *jsontext.Reader, m *SchemaMigration) error {
 		m.Index = &ix
 	case SetResurrectionPolicy:
 		m.Resurrection, err = readPolicyDef(r)
+	case DropTable:
+		err = r.Members(func(key []byte) error { return r.UnknownKey(key) })
+	case DropColumn, DropIndex:
+		m.Name, err = readDropName(r)
 	}
 	return err
+}
+
+// readDropName reads the ddl of a drop_column or drop_index migration:
+// {"name": non-empty string}, nothing else.
+func readDropName(r *jsontext.Reader) (string, error) {
+	var name string
+	var seen jsontext.Fields
+	const fName jsontext.Fields = 1
+	err := r.Members(func(key []byte) error {
+		if string(key) != "name" {
+			return r.UnknownKey(key)
+		}
+		err := seen.See(r, fName, key)
+		if err == nil {
+			name, err = r.NonEmptyStr()
+		}
+		return jsontext.At(err, "name")
+	})
+	if err != nil {
+		return name, err
+	}
+	return name, seen.Require(r, fName, "name")
 }
 
 // readPolicyDef reads the ddl of a set_resurrection_policy migration:

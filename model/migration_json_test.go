@@ -44,6 +44,12 @@ func TestMigrationJSONRoundTrip(t *testing.T) {
 			`{"type":"add_index","table":"t","ddl":{"name":"i","columns":["a","b"]},"hlc":"AAABjzQGnnsAAwECAAAAAAAAAAAAAAAAAAAAAAAE"}`},
 		{SchemaMigration{Type: SetResurrectionPolicy, TableName: "t", HLC: h, Resurrection: DeleteWins},
 			`{"type":"set_resurrection_policy","table":"t","ddl":{"policy":"delete-wins"},"hlc":"AAABjzQGnnsAAwECAAAAAAAAAAAAAAAAAAAAAAAE"}`},
+		{SchemaMigration{Type: DropTable, TableName: "t", HLC: h},
+			`{"type":"drop_table","table":"t","ddl":{},"hlc":"AAABjzQGnnsAAwECAAAAAAAAAAAAAAAAAAAAAAAE"}`},
+		{SchemaMigration{Type: DropColumn, TableName: "t", HLC: h, Name: "c"},
+			`{"type":"drop_column","table":"t","ddl":{"name":"c"},"hlc":"AAABjzQGnnsAAwECAAAAAAAAAAAAAAAAAAAAAAAE"}`},
+		{SchemaMigration{Type: DropIndex, TableName: "t", HLC: h, Name: "by_n"},
+			`{"type":"drop_index","table":"t","ddl":{"name":"by_n"},"hlc":"AAABjzQGnnsAAwECAAAAAAAAAAAAAAAAAAAAAAAE"}`},
 	} {
 		b, err := AppendMigrationJSON(nil, &c.m)
 		if err != nil || string(b) != c.want {
@@ -72,6 +78,10 @@ func TestMigrationJSONErrors(t *testing.T) {
 		{SchemaMigration{Type: AddIndex, TableName: "t", Index: &IndexDef{Name: "i", Columns: []string{"a", ""}}}, "ddl.columns[1]: must not be empty"},
 		{SchemaMigration{Type: AddIndex, TableName: "t", Column: &ColumnDef{Name: "c", Type: KindText}}, `type: migration type "add_index" does not match`},
 		{SchemaMigration{Type: CreateTable, TableName: "t", Table: &TableDef{Name: "t", Columns: []ColumnDef{{Name: "c", Type: KindText, HasDefault: true, Default: Text("\xff")}}}}, "ddl.columns[0].default: text is not valid UTF-8"},
+		{SchemaMigration{Type: DropTable, TableName: "t", Name: "c"}, "ddl: a drop_table carries no definition or name"},
+		{SchemaMigration{Type: DropColumn, TableName: "t"}, "want exactly one"},
+		{SchemaMigration{Type: DropIndex, TableName: "t", Index: &IndexDef{Name: "i", Columns: []string{"a"}}}, `type: migration type "drop_index" does not match`},
+		{SchemaMigration{Type: AddColumn, TableName: "t", Column: &ColumnDef{Name: "c", Type: KindText}, Name: "c"}, "want exactly one"},
 	} {
 		_, err := AppendMigrationJSON(nil, &c.m)
 		var pe *jsontext.PathError
@@ -85,7 +95,11 @@ func TestMigrationJSONErrors(t *testing.T) {
 		{`{"type":"create_table","table":"t","ddl":{"name":"u","columns":[],"primaryKey":[]},` + h + `}`, `ddl: table definition "u" differs from table "t"`},
 		{`{"type":"add_column","table":"t","ddl":{"name":"c","type":"text","default":{"__bin":"!"}},` + h + `}`, `ddl.default.__bin: not padded standard base64`},
 		{`{"type":"add_column","table":"t","ddl":{"name":"c","type":"text"},"hlc":"AAAA"}`, `hlc: HLC: want 40 base64 characters, got 4`},
-		{`{"type":"drop_table","table":"t","ddl":{},` + h + `}`, `type: unknown migration type "drop_table"`},
+		{`{"type":"rename_table","table":"t","ddl":{},` + h + `}`, `type: unknown migration type "rename_table"`},
+		{`{"type":"drop_table","table":"t","ddl":{"name":"t"},` + h + `}`, `ddl: unknown field "name"`},
+		{`{"type":"drop_column","table":"t","ddl":{},` + h + `}`, `ddl: missing`},
+		{`{"type":"drop_index","table":"t","ddl":{"name":""},` + h + `}`, `ddl.name:`},
+		{`{"type":"drop_column","table":"t","ddl":{"name":"c","type":"text"},` + h + `}`, `ddl: unknown field "type"`},
 	} {
 		_, err := readMigration(c.text)
 		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "(at byte ") {

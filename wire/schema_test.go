@@ -208,3 +208,45 @@ func TestResurrectionPolicyWire(t *testing.T) {
 		t.Error("add_index with a policy encoded")
 	}
 }
+
+// TestDropMigrationsWire: drop_table, drop_column and drop_index travel in
+// a ChangeSet in their one form and decode as themselves; a ddl of another
+// shape is refused (wire/doc.go § Schema migrations).
+func TestDropMigrationsWire(t *testing.T) {
+	site := model.SiteID{1}
+	h := model.HLC{Wall: 1795910400000, Site: site}
+	at := func(op uint32) model.HLC { x := h; x.OpSeq = op; return x }
+	cs := model.ChangeSet{SiteID: site, TransactionID: h.TransactionID(), HLC: at(2), Migrations: []model.SchemaMigration{
+		{Type: model.DropIndex, TableName: "trips", Name: "by_title", HLC: at(0)},
+		{Type: model.DropColumn, TableName: "trips", Name: "budget", HLC: at(1)},
+		{Type: model.DropTable, TableName: "stops", HLC: at(2)},
+	}}
+	enc, err := MarshalChangeSet(&cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`{"type":"drop_index","table":"trips","ddl":{"name":"by_title"},"hlc":`,
+		`{"type":"drop_column","table":"trips","ddl":{"name":"budget"},"hlc":`,
+		`{"type":"drop_table","table":"stops","ddl":{},"hlc":`,
+	} {
+		if !strings.Contains(string(enc), want) {
+			t.Errorf("encoded as %s, want %s", enc, want)
+		}
+	}
+	dec, err := UnmarshalChangeSet(enc)
+	if err != nil || !reflect.DeepEqual(dec.Migrations, cs.Migrations) {
+		t.Fatalf("decoded %s as %+v, %v", enc, dec.Migrations, err)
+	}
+	for _, c := range []struct{ from, to string }{
+		{`{"name":"by_title"}`, `{}`},
+		{`{"name":"by_title"}`, `{"name":"by_title","columns":["title"]}`},
+		{`{"name":"budget"}`, `{"name":7}`},
+		{`"ddl":{},`, `"ddl":{"name":"stops"},`},
+	} {
+		frame := strings.Replace(string(enc), c.from, c.to, 1)
+		if _, err := UnmarshalChangeSet([]byte(frame)); err == nil {
+			t.Errorf("ddl %s decoded", c.to)
+		}
+	}
+}
