@@ -221,22 +221,31 @@ type applyOutcome struct {
 	changed   []bool   // per ChangeSet: a fact or migration of it applied
 }
 
-// columnCounts returns the number of columns of each table of s.
-func columnCounts(s *schemaState) map[string]int {
-	out := make(map[string]int, len(s.tables))
+// columnCounts returns the columns of each table of s (the table's
+// compiled column map, which a fold never changes).
+func columnCounts(s *schemaState) map[string]map[string]*ColumnDef {
+	out := make(map[string]map[string]*ColumnDef, len(s.tables))
 	for n, t := range s.tables {
-		out[n] = len(t.def.Columns)
+		out[n] = t.cols
 	}
 	return out
 }
 
-// grownTables lists, sorted, the tables of s that are new or have more
-// columns than before (columnCounts): changes held for them (an unknown
-// table, a column not defined yet) may fit now.
-func grownTables(before map[string]int, s *schemaState) []string {
+// grownTables lists, sorted, the tables of s that are new or have a column
+// they had not before (columnCounts; a batch may add one column and drop
+// another): changes held for them (an unknown table, a column not defined
+// yet) may fit now.
+func grownTables(before map[string]map[string]*ColumnDef, s *schemaState) []string {
 	var out []string
 	for n, t := range s.tables {
-		if k, ok := before[n]; !ok || len(t.def.Columns) > k {
+		cols, ok := before[n]
+		grown := !ok
+		for c := range t.cols {
+			if cols[c] == nil {
+				grown = true
+			}
+		}
+		if grown {
 			out = append(out, n)
 		}
 	}
@@ -554,6 +563,10 @@ func (w *writeTx) groupSetChanges(sets []ChangeSet, replay bool, rows map[string
 // change for an unknown table, or that does not fit its table, is held
 // instead (into d) and the table is nil.
 func (w *writeTx) bindChange(d *heldTally, cs *ChangeSet, c *Change, replay bool, out *applyOutcome) (*table, error) {
+	if w.retiredTable(c.Table) {
+		out.result.Skipped++ // its table was dropped: discarded
+		return nil, nil
+	}
 	t := w.effTable(c.Table)
 	if t == nil {
 		if replay {
@@ -562,6 +575,10 @@ func (w *writeTx) bindChange(d *heldTally, cs *ChangeSet, c *Change, replay bool
 		return nil, w.hold(d, cs, c, HeldUnknownTable, "", out)
 	}
 	if err := normalizeChange(t, c); err != nil {
+		if errors.Is(err, errRetired) {
+			out.result.Skipped++ // its column was dropped: discarded
+			return nil, nil
+		}
 		return nil, w.holdUnfit(d, cs, c, err, replay, out)
 	}
 	return t, nil
@@ -732,9 +749,12 @@ func normalizeKey(t *table, table string, pk []Value) ([]Value, []byte, error) {
 // normalized already.
 func normalizeFact(t *table, c *Change) error {
 	if c.PriorRow != nil {
-		c.PriorRow = priorImage(c.PriorRow)
+		c.PriorRow = stripPriorRow(priorImage(c.PriorRow), t.dropped)
 	}
 	if c.Type == ColumnChange {
+		if _, gone := t.dropped[c.Column]; gone {
+			return errRetired
+		}
 		d := t.cols[c.Column]
 		switch {
 		case d == nil && !t.asReceived:

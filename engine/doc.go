@@ -174,7 +174,7 @@
 // refuses a batch (ErrMalformed) holding a value that does not fit a
 // column type it knows from a migration; columns and tables it has no
 // migration for are accepted as received. Schema migrations (create_table, add_column,
-// add_index, set_resurrection_policy) are stamped and carried in ChangeSets and folded in HLC order,
+// add_index, set_resurrection_policy, and the drops below) are stamped and carried in ChangeSets and folded in HLC order,
 // so the first definition of an object wins everywhere. When a migration
 // changes a table's shape, the rows it already holds are brought in line in
 // the same transaction: a new index gets an entry for each of them, and
@@ -191,6 +191,43 @@
 // merged with the replica's own facts the relay did not hold yet; for a
 // row whose own deletion superseded an older one, the prune index keeps
 // that one (the row's shadow tombstone) to prune by.
+//
+// # Dropping tables, columns and indexes
+//
+// DropTable, DropColumn and DropIndex record a drop_table, drop_column or
+// drop_index migration (docs/design.md § Schema migrations; the sync
+// protocol's names). Rules:
+//
+//   - Most destructive wins: a drop retires its name for good. The fold
+//     ignores every definition of a dropped table, column or index —
+//     before the drop, concurrent with it, or after it, whatever its HLC —
+//     so replicas that learn a drop and a definition in any order agree,
+//     and a device that had not seen the drop cannot undo it. A dropped
+//     name is not reused: a new table, column or index takes a new name.
+//   - A drop_column of a key column has no effect (DropColumn refuses it
+//     with a *SchemaError); an index over a dropped column goes with it.
+//   - The state a drop leaves is the state had the thing never been
+//     defined, whatever arrived before it: in the transaction that folds
+//     it in, a dropped table's rows (tombstones, index entries, peers'
+//     change-log entries) and held changes are deleted; a dropped
+//     column's cells, before-images and values in tombstones' prior rows
+//     are removed from every row (a row left with nothing is deleted),
+//     and its held changes deleted; a dropped index's entries are
+//     deleted. That pass loads the table's rows into the transaction.
+//   - Changes for a dropped table or column arriving later (from a peer,
+//     a replay, a snapshot taken before the drop) are discarded and
+//     counted in ApplyResult.Skipped, not held: the name never comes back,
+//     so a held change would never replay. The other facts of their
+//     ChangeSet apply.
+//   - Local writes: a dropped table is ErrUnknownTable (the error says it
+//     was dropped); a write naming a dropped column is a
+//     *ValidationError; an insert through a declaration that still lists
+//     it writes the other columns. Open with a declaration naming
+//     something dropped is not an error and records no migration.
+//   - The schema-less replica (the relay) applies drops alike, so its
+//     snapshots carry the drops and none of the dropped data.
+//
+// rename_table and alter_column are not built.
 //
 // # Where this differs from its origins
 //

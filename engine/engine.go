@@ -83,7 +83,9 @@ type Options struct {
 	// coercion), unknown-table detection is off, and schema migrations are
 	// recorded and forwarded (the relay's mode). A declared schema is
 	// validated (Schema.Validate); tables, columns and indexes the replica
-	// does not hold yet are created by migrations stamped at open.
+	// does not hold yet are created by migrations stamped at open, but for
+	// those a drop retired (DropTable, DropColumn, DropIndex), which it
+	// names without error and without effect.
 	Schema *Schema
 	// Clock supplies wall time; nil means SystemClock.
 	Clock Clock

@@ -127,11 +127,18 @@ func (e *Engine) Insert(table string, values map[string]any) (row Row, err error
 	}
 	hint := []hintRow{{t: vt, pk: pk, fresh: vt.autoID && values["id"] == nil}}
 	lc, err := e.writeHinted(hint, func(w *writeTx) error {
-		st, vt, err := w.tables(table)
+		st, vt2, err := w.tables(table)
 		if err != nil {
 			return err
 		}
-		row, err = w.insertRow(st, vt, prepared)
+		if vt2 != vt {
+			// Columns of the declaration were dropped: validate
+			// against what remains (a value for one is refused).
+			if prepared, err = vt2.coerceRow(values, true); err != nil {
+				return err
+			}
+		}
+		row, err = w.insertRow(st, vt2, prepared)
 		return err
 	})
 	if err != nil {
@@ -207,6 +214,9 @@ func (e *Engine) Delete(table string, pk Key) (deleted bool, err error) {
 func (w *writeTx) tables(name string) (store, valid *table, err error) {
 	store = w.schema.table(name)
 	if store == nil {
+		if h, gone := w.schema.droppedTable(name); gone {
+			return nil, nil, fmt.Errorf("%w: %q was dropped (drop_table at %s); a dropped table is not created again", ErrUnknownTable, name, h)
+		}
 		if w.e.declared == nil {
 			return nil, nil, fmt.Errorf("%w: %q (a schema-less replica has no local tables; open it with a schema to write)", ErrUnknownTable, name)
 		}
@@ -224,8 +234,34 @@ func (w *writeTx) tables(name string) (store, valid *table, err error) {
 				"declared with primary key %v but the replica holds the table with primary key %v (another device created it first); writes to it are refused",
 				d.pkCols, store.pkCols)}
 		}
+		valid = withoutDropped(d, store)
 	}
 	return store, valid, nil
+}
+
+// withoutDropped returns the declaration d of store's table without the
+// columns a drop_column retired (and the indexes over them), or d itself
+// when it declares none: writes are validated against it, so they never
+// set a dropped column (a write naming one is refused) and an insert
+// writes the other columns.
+func withoutDropped(d, store *table) *table {
+	if len(store.dropped) == 0 {
+		return d
+	}
+	has := false
+	for c := range store.dropped {
+		if d.cols[c] != nil {
+			has = true
+		}
+	}
+	if !has {
+		return d
+	}
+	def := cloneTableDef(d.def)
+	retireColumns(&def, store.dropped)
+	t := compileTable(def)
+	t.asReceived, t.policyHLC = d.asReceived, d.policyHLC
+	return t
 }
 
 func fmtKey(pk []Value) string {

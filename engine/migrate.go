@@ -40,6 +40,12 @@ type table struct {
 	// policyHLC is the HLC of the migration that fixed the policy (zero
 	// when undeclared), for error messages.
 	policyHLC HLC
+	// dropped are the table's retired columns (drop_column), each with the
+	// lowest HLC that dropped it; nil when none. Their cells are neither
+	// stored nor read, and changes for them are discarded.
+	dropped map[string]HLC
+	// droppedIdx are the table's retired indexes (drop_index).
+	droppedIdx map[string]HLC
 }
 
 type compiledIndex struct {
@@ -86,6 +92,19 @@ type schemaState struct {
 	version    uint64
 	migrations []SchemaMigration // HLC order
 	tables     map[string]*table
+	// dropped are the retired tables (drop_table), each with the lowest
+	// HLC that dropped it: no longer in tables, whatever defined them.
+	dropped map[string]HLC
+}
+
+// droppedTable returns the HLC of the drop_table that retired name, and
+// whether one did.
+func (s *schemaState) droppedTable(name string) (HLC, bool) {
+	if s == nil {
+		return HLC{}, false
+	}
+	h, ok := s.dropped[name]
+	return h, ok
 }
 
 func (s *schemaState) table(name string) *table {
@@ -107,11 +126,44 @@ func (s *schemaState) names() []string {
 
 // foldSchema folds migrations into a schema; asReceived marks the tables of
 // a schema-less replica (values from peers are kept as received).
+//
+// Drops (drop_table, drop_column, drop_index) follow "most destructive
+// wins" (docs/design.md § Schema migrations): a dropped name is retired for
+// good, so every definition of it, before or after the drop in HLC order,
+// has no effect, and the result depends only on the set of migrations. A
+// drop_column of a key column has no effect (a key cannot change); an
+// index over a dropped column is gone with it.
 func foldSchema(version uint64, migs []SchemaMigration, asReceived bool) *schemaState {
 	sort.Slice(migs, func(i, j int) bool { return migs[i].HLC.Less(migs[j].HLC) })
+	droppedTables := map[string]HLC{}
+	droppedCols := map[string]map[string]HLC{}
+	droppedIdx := map[string]map[string]HLC{}
+	retire := func(m map[string]map[string]HLC, table, name string, h HLC) {
+		if m[table] == nil {
+			m[table] = map[string]HLC{}
+		}
+		if _, ok := m[table][name]; !ok {
+			m[table][name] = h // HLC order: the first is the lowest
+		}
+	}
+	for _, m := range migs {
+		switch m.Type {
+		case DropTable:
+			if _, ok := droppedTables[m.TableName]; !ok {
+				droppedTables[m.TableName] = m.HLC
+			}
+		case DropColumn:
+			retire(droppedCols, m.TableName, m.Name, m.HLC)
+		case DropIndex:
+			retire(droppedIdx, m.TableName, m.Name, m.HLC)
+		}
+	}
 	defs := map[string]*TableDef{}
 	var order []string
 	for _, m := range migs {
+		if _, ok := droppedTables[m.TableName]; ok {
+			continue
+		}
 		switch m.Type {
 		case CreateTable:
 			if m.Table == nil {
@@ -157,12 +209,53 @@ func foldSchema(version uint64, migs []SchemaMigration, asReceived bool) *schema
 		}
 	}
 	st := &schemaState{version: version, migrations: migs, tables: make(map[string]*table, len(defs))}
+	if len(droppedTables) > 0 {
+		st.dropped = droppedTables
+	}
 	for _, n := range order {
-		st.tables[n] = compileTable(*defs[n])
+		d := defs[n]
+		cols := retireColumns(d, droppedCols[n])
+		ixs := retireIndexes(d, droppedIdx[n])
+		st.tables[n] = compileTable(*d)
 		st.tables[n].asReceived = asReceived
 		st.tables[n].policyHLC = policyHLC[n]
+		st.tables[n].dropped = cols
+		st.tables[n].droppedIdx = ixs
 	}
 	return st
+}
+
+// retireColumns removes from d the columns of dropped but its key columns,
+// and the indexes over a removed column; it returns the retired columns
+// (nil if none).
+func retireColumns(d *TableDef, dropped map[string]HLC) map[string]HLC {
+	var out map[string]HLC
+	for n, h := range dropped {
+		if !slices.Contains(d.PrimaryKey, n) {
+			if out == nil {
+				out = map[string]HLC{}
+			}
+			out[n] = h
+		}
+	}
+	if out == nil {
+		return nil
+	}
+	d.Columns = slices.DeleteFunc(d.Columns, func(c ColumnDef) bool { _, gone := out[c.Name]; return gone })
+	d.Indexes = slices.DeleteFunc(d.Indexes, func(ix IndexDef) bool {
+		return slices.ContainsFunc(ix.Columns, func(c string) bool { _, gone := out[c]; return gone })
+	})
+	return out
+}
+
+// retireIndexes removes from d the indexes of dropped and returns them (nil
+// if none).
+func retireIndexes(d *TableDef, dropped map[string]HLC) map[string]HLC {
+	if len(dropped) == 0 {
+		return nil
+	}
+	d.Indexes = slices.DeleteFunc(d.Indexes, func(ix IndexDef) bool { _, gone := dropped[ix.Name]; return gone })
+	return dropped
 }
 
 func addColumnDef(t *TableDef, c ColumnDef) {
@@ -211,6 +304,11 @@ func cloneTableDef(d TableDef) TableDef {
 func diffSchema(cur *schemaState, declared Schema) ([]SchemaMigration, error) {
 	var out []SchemaMigration
 	for _, d := range declared.Tables {
+		if _, gone := cur.droppedTable(d.Name); gone {
+			// Retired for good (most destructive wins): declaring it
+			// again creates nothing; writes to it are refused.
+			continue
+		}
 		t := cur.table(d.Name)
 		if t == nil {
 			def := cloneTableDef(d)
@@ -238,6 +336,9 @@ func diffSchema(cur *schemaState, declared Schema) ([]SchemaMigration, error) {
 		for i := range d.Columns {
 			c := d.Columns[i]
 			have := t.cols[c.Name]
+			if _, gone := t.dropped[c.Name]; gone {
+				continue // retired: writes naming it are refused
+			}
 			if have == nil {
 				col := c
 				out = append(out, SchemaMigration{Type: AddColumn, TableName: d.Name, Column: &col})
@@ -250,6 +351,9 @@ func diffSchema(cur *schemaState, declared Schema) ([]SchemaMigration, error) {
 			}
 		}
 		for _, ix := range d.Indexes {
+			if _, gone := t.droppedIdx[ix.Name]; gone || slices.ContainsFunc(ix.Columns, func(c string) bool { _, gone := t.dropped[c]; return gone }) {
+				continue // retired, or over a retired column
+			}
 			found := false
 			for _, x := range t.def.Indexes {
 				if x.Name == ix.Name {
@@ -277,7 +381,17 @@ func validateMigration(m *SchemaMigration) error {
 	if m.Type != SetResurrectionPolicy && m.Resurrection != ResurrectionUndeclared {
 		return malformed("%s migration for %q carries a resurrection policy", m.Type, m.TableName)
 	}
+	if m.Name != "" && m.Type != DropColumn && m.Type != DropIndex {
+		return malformed("%s migration for %q carries a dropped name", m.Type, m.TableName)
+	}
 	switch m.Type {
+	case DropTable, DropColumn, DropIndex:
+		if m.Table != nil || m.Column != nil || m.Index != nil {
+			return malformed("%s migration for %q carries a table, column or index definition", m.Type, m.TableName)
+		}
+		if m.Type != DropTable && !ValidName(m.Name) {
+			return malformed("%s migration for %q: invalid name %q", m.Type, m.TableName, m.Name)
+		}
 	case SetResurrectionPolicy:
 		if m.Table != nil || m.Column != nil || m.Index != nil {
 			return malformed("set_resurrection_policy migration for %q carries a table, column or index definition", m.TableName)

@@ -118,6 +118,9 @@ const (
 	AddColumn             = model.AddColumn
 	AddIndex              = model.AddIndex
 	SetResurrectionPolicy = model.SetResurrectionPolicy
+	DropTable             = model.DropTable
+	DropColumn            = model.DropColumn
+	DropIndex             = model.DropIndex
 
 	ChunkHeader     = model.ChunkHeader
 	ChunkSchema     = model.ChunkSchema

@@ -914,6 +914,15 @@ func (e *Engine) mergeSnapshotRows(tx kv.Tx, table string, rows []SnapshotRow, f
 	if err != nil {
 		return nil, err
 	}
+	if w.retiredTable(table) {
+		// A dropped table's rows (from a peer that had not learned the
+		// drop when it took the snapshot): discarded.
+		w.receiveClock(maxH)
+		if err := writeCheckpoint(tx, cp); err != nil {
+			return nil, err
+		}
+		return nil, w.commit()
+	}
 	t := w.effTable(table)
 	if t == nil {
 		return nil, malformed("snapshot rows for table %q, which its schema does not define", table)
@@ -1076,6 +1085,9 @@ func groupSnapshotRows(t *table, rows []SnapshotRow, pending []pendingFact, h *s
 		for _, p := range mine {
 			p.c.PK = pk
 			if err := normalizeFact(t, p.c); err != nil {
+				if errors.Is(err, errRetired) {
+					continue // a dropped column's cell: discarded
+				}
 				var he *holdError
 				if !errors.As(err, &he) {
 					return g, err

@@ -130,7 +130,7 @@ func (s *Staged) Insert(table string, values map[string]any) (Row, error) {
 // insertTable returns the definition an insert into table name is checked
 // against: the local declaration, else the effective schema's.
 func (s *Staged) insertTable(name string) (*table, error) {
-	if vt := s.e.declared[name]; vt != nil {
+	if vt := s.e.declared[name]; vt != nil && !s.e.mayHaveDropped(name) {
 		return vt, nil
 	}
 	// Not declared locally: validate against the effective schema.

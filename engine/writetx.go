@@ -260,6 +260,13 @@ func (w *writeTx) receiveClock(h HLC) {
 // transaction's writes: rows must not change after it (their committed and
 // current states may then be one record).
 func (w *writeTx) commit() error {
+	if w.schemaChanged {
+		// Before the flush, so that the rows it changes are flushed
+		// with their change-log, prune-index and index entries.
+		if err := w.retireDropped(); err != nil {
+			return err
+		}
+	}
 	if err := w.flushRows(true); err != nil {
 		return err
 	}

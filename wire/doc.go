@@ -639,6 +639,9 @@
 //	{"type":"add_column","table":"trips","ddl":ColumnDef,"hlc":"…"}
 //	{"type":"add_index","table":"trips","ddl":IndexDef,"hlc":"…"}
 //	{"type":"set_resurrection_policy","table":"trips","ddl":{"policy":"allow-resurrection"},"hlc":"…"}
+//	{"type":"drop_table","table":"trips","ddl":{},"hlc":"…"}
+//	{"type":"drop_column","table":"trips","ddl":{"name":"budget"},"hlc":"…"}
+//	{"type":"drop_index","table":"trips","ddl":{"name":"by_title"},"hlc":"…"}
 //
 // all members required; for create_table, ddl.name equals table. The
 // definitions, as MarshalSchema also writes them:
@@ -666,6 +669,23 @@
 // carries the policy. Snapshots carry the migrations in their schema chunk
 // and, per row, the tombstone with the cells written after it under either
 // policy, so a device bootstrapping from the relay shows a revived row.
+//
+// drop_table, drop_column and drop_index retire a table, a column of
+// table or an index of table: a drop_table's ddl is the empty object, a
+// drop_column's and drop_index's {"name": the column or index}, nothing
+// else. Conflicts follow "most destructive wins" (docs/design.md § Schema
+// migrations): a dropped name is retired for good, so a drop wins over
+// every create_table, add_column or add_index of the same name, whatever
+// their HLCs and arrival order, and no replica ever defines it again; a
+// drop_column of a key column has no effect; an index over a dropped
+// column goes with it. Every replica, the relay's merged replica included,
+// removes the dropped rows or cells when it folds the drop in and
+// discards later changes for them, so its snapshots and its log's
+// ChangeSets carry the drops (among the migrations, ahead of data) but
+// no data of what they dropped. A peer that predates these types refuses
+// them (unknown migration type, ErrMalformed): the relay and the apps are
+// upgraded together. rename_table and alter_column are not part of the
+// protocol yet.
 //
 // ParseSchema reads these and the friendlier form a web page passes to
 // Replica.open.

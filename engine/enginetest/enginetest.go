@@ -60,6 +60,8 @@ func Run(t *testing.T, open Opener, o Options) {
 	t.Run("Convergence", s.testConvergence)
 	t.Run("ConvergenceMixed", s.testConvergenceMixed)
 	t.Run("ResurrectionPolicies", s.testResurrectionPolicies)
+	t.Run("DropKinds", s.testDropKinds)
+	t.Run("Drops", s.testDrops)
 	t.Run("DeadCells", s.testDeadCells)
 	t.Run("ChangeLogInvariants", s.testChangeLogInvariants)
 	t.Run("QueryStrict", s.testQueryStrict)
