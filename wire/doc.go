@@ -682,10 +682,10 @@
 // removes the dropped rows or cells when it folds the drop in and
 // discards later changes for them, so its snapshots and its log's
 // ChangeSets carry the drops (among the migrations, ahead of data) but
-// no data of what they dropped. A peer that predates these types refuses
-// them (unknown migration type, ErrMalformed): the relay and the apps are
-// upgraded together. rename_table and alter_column are not part of the
-// protocol yet.
+// no data of what they dropped. They are new in protocol version 11: a
+// peer of an earlier version refuses them (unknown migration type), so
+// the versions do not talk (see "Protocol version"). rename_table and
+// alter_column are not part of the protocol yet.
 //
 // ParseSchema reads these and the friendlier form a web page passes to
 // Replica.open.
@@ -833,8 +833,9 @@
 // # Protocol version
 //
 // ProtocolVersion is an integer, compared for equality at the handshake;
-// its changelog sits above the constant. This package speaks version 10
-// (2026-12-06: handshake_ack's history "unverified", see "Verifying the
+// its changelog sits above the constant. This package speaks version 11
+// (2026-12-06: the drop migrations, see "Schema migrations"; version 10,
+// 2026-12-06, handshake_ack's history "unverified", see "Verifying the
 // relay's log"; version 9, 2026-12-03, apply_result's position, see
 // "Acknowledged position";
 // version 8, 2026-12-03, the handshake's horizon, see "Verifying the

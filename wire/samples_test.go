@@ -72,6 +72,18 @@ func sampleChangeSets(t testing.TB) []model.ChangeSet {
 	return []model.ChangeSet{cs1, cs2, cs3}
 }
 
+// sampleDrops is a ChangeSet of the three drop migrations (protocol
+// version 11).
+func sampleDrops() model.ChangeSet {
+	h := model.HLC{Wall: 1764374407000, Site: siteB}
+	at := func(op uint32) model.HLC { x := h; x.OpSeq = op; return x }
+	return model.ChangeSet{SiteID: siteB, TransactionID: h.TransactionID(), HLC: at(2), Migrations: []model.SchemaMigration{
+		{Type: model.DropIndex, TableName: "trips", Name: "by_title", HLC: at(0)},
+		{Type: model.DropColumn, TableName: "trips", Name: "budget", HLC: at(1)},
+		{Type: model.DropTable, TableName: "stops", HLC: at(2)},
+	}}
+}
+
 func sampleRows(t testing.TB) []model.SnapshotRow {
 	pk1 := model.Text("0193a1b2-7c3d-7e4f-8a5b-6c7d8e9f0a1b")
 	return []model.SnapshotRow{
@@ -137,6 +149,7 @@ func sampleMessages(t testing.TB) []namedMessage {
 		{"changes_caught_up", &Changes{Cursor: 43, Chain: sampleChain(43)}},
 		{"apply_changes", &ApplyChanges{RequestID: "apply-3", ChangeSets: css[1:2]}},
 		{"apply_changes_no_id", &ApplyChanges{ChangeSets: css[:1]}},
+		{"apply_changes_drops", &ApplyChanges{RequestID: "apply-6", ChangeSets: []model.ChangeSet{sampleDrops()}}},
 		{"apply_changes_repair", &ApplyChanges{RequestID: "apply-4", Repair: true, ChangeSets: css[2:]}},
 		{"apply_result", &ApplyResult{RequestID: "apply-3", ApplyResult: model.ApplyResult{Applied: 2, Skipped: 1, Conflicts: 1, Transactions: 1}}},
 		{"apply_result_unknown_table", &ApplyResult{ApplyResult: model.ApplyResult{Applied: 0, Transactions: 2, Held: 7}}},

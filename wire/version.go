@@ -198,7 +198,15 @@ import (
 //     refuses the value and the members, so peers of version 9 and 10 do not talk
 //     (PROTOCOL_VERSION_MISMATCH, fatal); upgrade the relay and the app
 //     together.
-const ProtocolVersion = 10
+//   - 11: 2026-12-06: the drop migrations drop_table, drop_column and
+//     drop_index ("Schema migrations" in the package documentation). A
+//     peer of version 10 refuses a ChangeSet carrying one (unknown
+//     migration type): a relay would answer every push of it MALFORMED
+//     and a client could not read the relay's log past it, so peers of
+//     version 10 and 11 do not talk (PROTOCOL_VERSION_MISMATCH, fatal:
+//     the client stops and keeps its data until it is updated); upgrade
+//     the relay and the app together.
+const ProtocolVersion = 11
 
 // DefaultMaxMessageSize is the largest frame, in bytes, a relay or client
 // accepts unless configured otherwise: 16 MiB. A sender splits its work to
