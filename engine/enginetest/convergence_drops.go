@@ -211,11 +211,32 @@ func (s *suite) dropsOnce(t *testing.T, rng *rand.Rand, n, ops int, allow bool) 
 			t.Fatalf("bootstrap fresh: %v", err)
 		}
 	}
+	// And one bootstrapped from the relay's merged replica (schema-less),
+	// given the pool in random order and batches.
+	rl := s.newReplica(t, "relay", nil, func(o *engine.Options) { o.LocalChangeLogOnly = true })
+	all := slices.Clone(pool)
+	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	for len(all) > 0 {
+		k := 1 + rng.IntN(min(len(all), 8))
+		if _, err := rl.ApplyChanges(all[:k]); err != nil {
+			t.Fatalf("apply to the relay: %v", err)
+		}
+		all = all[k:]
+	}
+	checkRelayDropped(t, rl, pool)
+	viaRelay := s.newReplica(t, "via-relay", dropsSchema(1), func(x *engine.Options) { x.AllowResurrection = allow })
+	for _, c := range collect(t, rl, engine.SnapshotOptions{ChunkRows: 1 + rng.IntN(4)}) {
+		if _, err := viaRelay.ApplySnapshotChunk(c); err != nil {
+			t.Fatalf("bootstrap from the relay: %v", err)
+		}
+	}
 	for _, r := range reps {
 		pull(t, fresh, r)
 		pull(t, r, fresh)
+		pull(t, viaRelay, r)
+		pull(t, r, viaRelay)
 	}
-	reps = append(reps, fresh)
+	reps = append(reps, fresh, viaRelay)
 	for _, r := range reps[1:] {
 		pull(t, reps[0], r)
 	}
@@ -278,9 +299,43 @@ func checkDropped(t *testing.T, reps []*replica, pool []engine.ChangeSet) {
 				}
 			}
 		}
+		// One index entry per live row and index: none is left of a
+		// dropped index, column or table, none missing.
+		want := 0
+		for _, tb := range sch.Tables {
+			want += len(must(r.Query(tb.Name, engine.Query{}))(t)) * len(tb.Indexes)
+		}
+		if got := len(DumpStore(t, r.store).Buckets["index"]); got != want {
+			t.Fatalf("%s holds %d index entries, want %d (live rows × indexes)", r.name, got, want)
+		}
 		for tb := range goneTables {
 			if _, err := r.Query(tb, engine.Query{}); err == nil {
 				t.Fatalf("%s: query of dropped table %s succeeded", r.name, tb)
+			}
+		}
+	}
+}
+
+// checkRelayDropped: the schema-less replica holds no row of a dropped
+// table and no cell of a dropped column.
+func checkRelayDropped(t *testing.T, rl *replica, pool []engine.ChangeSet) {
+	t.Helper()
+	for _, cs := range pool {
+		for _, m := range cs.Migrations {
+			switch m.Type {
+			case engine.DropTable:
+				if rows := must(rl.Query(m.TableName, engine.Query{Deleted: true}))(t); len(rows) > 0 {
+					t.Fatalf("the relay holds %d rows of dropped table %s", len(rows), m.TableName)
+				}
+				if rows := must(rl.Query(m.TableName, engine.Query{}))(t); len(rows) > 0 {
+					t.Fatalf("the relay holds %d rows of dropped table %s", len(rows), m.TableName)
+				}
+			case engine.DropColumn:
+				for _, row := range must(rl.Query(m.TableName, engine.Query{}))(t) {
+					if _, ok := row[m.Name]; ok {
+						t.Fatalf("the relay holds dropped column %s.%s: %v", m.TableName, m.Name, row)
+					}
+				}
 			}
 		}
 	}
