@@ -278,7 +278,7 @@
 //
 // The effective schema is the fold of every device's migrations in HLC
 // order, so the first definition of a table, column or index wins
-// everywhere. A device whose declaration contradicts it (a column declared
+// everywhere (unless a drop retired the name: see above). A device whose declaration contradicts it (a column declared
 // with another type) gets ErrSchema from Open, naming the column: rename the
 // column or the table in the new app version. Changes from a device that
 // keyed a table differently (another primary key) do not fit the winning
