@@ -16,6 +16,33 @@ func (s *suite) testDropKinds(t *testing.T) {
 	t.Run("DropIndex", s.testDropIndex)
 	t.Run("DropColumn", s.testDropColumn)
 	t.Run("DropTable", s.testDropTable)
+	t.Run("Malformed", s.testDropMalformed)
+}
+
+// testDropMalformed: a peer's drop migration of the wrong shape is
+// refused (ErrMalformed) and writes nothing.
+func (s *suite) testDropMalformed(t *testing.T) {
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	site := engine.SiteID{7, 7}
+	h := engine.HLC{Wall: T0 - 10, Site: site}
+	for _, m := range []engine.SchemaMigration{
+		{Type: engine.DropColumn, TableName: "trips"},
+		{Type: engine.DropColumn, TableName: "trips", Name: "bad name!"},
+		{Type: engine.DropIndex, TableName: "trips", Name: "by_title", Index: &engine.IndexDef{Name: "by_title", Columns: []string{"title"}}},
+		{Type: engine.DropTable, TableName: "trips", Name: "title"},
+		{Type: engine.AddColumn, TableName: "trips", Name: "x", Column: &engine.ColumnDef{Name: "x", Type: engine.KindText}},
+		{Type: engine.DropTable, TableName: ""},
+	} {
+		m.HLC = h
+		cs := engine.ChangeSet{SiteID: site, TransactionID: h.TransactionID(), HLC: h, Migrations: []engine.SchemaMigration{m}}
+		before := DumpStore(t, a.store)
+		if _, err := a.ApplyChanges([]engine.ChangeSet{cs}); !errors.Is(err, engine.ErrMalformed) {
+			t.Errorf("%+v: %v, want ErrMalformed", m, err)
+		}
+		if d := diffStore(before, DumpStore(t, a.store)); d != "" {
+			t.Errorf("%+v wrote: %s", m, d)
+		}
+	}
 }
 
 // checkViaRelay: a schema-less replica (the relay's merged replica) given
