@@ -304,5 +304,8 @@
 // (model.AppendMigrationJSON); Open upgrades a store of format 1, whose
 // migrations are in a legacy form, by rewriting them and restamping the
 // format in the transaction that opens the store, and refuses any other
-// format with ErrStorageFormat.
+// format with ErrStorageFormat. The drop migrations did not change the
+// format: they are stored in the same JSON form, as new types. An engine
+// that predates them refuses to open a store holding one (ErrMalformed,
+// unknown migration type) rather than misreading it.
 package engine
