@@ -306,6 +306,7 @@
 // format in the transaction that opens the store, and refuses any other
 // format with ErrStorageFormat. The drop migrations did not change the
 // format: they are stored in the same JSON form, as new types. An engine
-// that predates them refuses to open a store holding one (ErrMalformed,
-// unknown migration type) rather than misreading it.
+// that predates them fails with ErrMalformed (unknown migration type)
+// when it loads the schema of a store holding one — at Open when it
+// declares a schema — rather than misreading it.
 package engine
