@@ -260,7 +260,13 @@
 //     cell to LWW: an app's bug must not stop sync.
 //   - A declared schema that omits a stored table or column drops nothing
 //     (an older app version must open data a newer one shaped); dropping
-//     is a migration of its own. IndexedDB durability is chosen per
+//     is a migration of its own (DropTable, DropColumn, DropIndex), and a
+//     dropped name is retired for good (the seeds' "most destructive wins"
+//     without reuse: migrations carry no causal order, so an HLC rule
+//     would let a concurrent definition bring the dropped thing back).
+//     rename_table and alter_column are not built: a type change does not
+//     converge while misfitting values are held (LWW has discarded the
+//     superseded ones by then), which needs a rule of its own. IndexedDB durability is chosen per
 //     replica (Replica.open's durability), not per write, and "safe on the
 //     relay" is awaited with db.sync.pushed() rather than a per-write
 //     option.

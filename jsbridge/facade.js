@@ -359,6 +359,10 @@ function needTable(table, method) {
 	if (typeof table !== "string") throw argErr(method + ": table must be a string, got " + describe(table));
 }
 
+function needName(v, method, what) {
+	if (typeof v !== "string" || v === "") throw argErr(method + ": " + what + " must be a non-empty string, got " + describe(v));
+}
+
 // ---- replicas -----------------------------------------------------------------
 
 const dbs = new Map(); // handle -> state
@@ -654,6 +658,11 @@ class Database {
 	count(table, options) { return attempt(() => { live(this.#s, "db.count"); return opRead(this.#s, 0, OPS.count, "db.count", table, options); }); }
 
 	heldChanges() { return attempt(() => { live(this.#s, "db.heldChanges"); return call(OPS.heldCounts, this.#s.h, 0); }); }
+
+	// Drop migrations (jsbridge/ops.go dropOp).
+	dropTable(table) { return attempt(() => { live(this.#s, "db.dropTable"); needTable(table, "db.dropTable"); return call(OPS.dropTable, this.#s.h, 0, table); }); }
+	dropColumn(table, column) { return attempt(() => { live(this.#s, "db.dropColumn"); needTable(table, "db.dropColumn"); needName(column, "db.dropColumn", "column"); return call(OPS.dropColumn, this.#s.h, 0, table, column); }); }
+	dropIndex(table, index) { return attempt(() => { live(this.#s, "db.dropIndex"); needTable(table, "db.dropIndex"); needName(index, "db.dropIndex", "index"); return call(OPS.dropIndex, this.#s.h, 0, table, index); }); }
 
 	// The transport-agnostic API (jsbridge/changes.go): ChangeSets in the
 	// sync protocol's JSON form, for an app's own channel.

@@ -114,6 +114,11 @@ var operations = [...]operation{
 	{name: "pushedCheck", method: "db.sync.pushed", queue: worker, work: (*db).pushedCheckOp},
 	// the leader's unsent count changed (another tab): $pending may have
 	{name: "pendingMoved", queue: inDispatch, now: func(d *db, _ *call) any { d.subs.markSystem(); return nil }},
+	// db.dropTable (a = table), db.dropColumn (a = table, b = column),
+	// db.dropIndex (a = table, b = index): drop migrations
+	{name: "dropTable", method: "db.dropTable", queue: worker, table: true, work: dropOp},
+	{name: "dropColumn", method: "db.dropColumn", queue: worker, table: true, work: dropOp},
+	{name: "dropIndex", method: "db.dropIndex", queue: worker, table: true, work: dropOp},
 	// db.heldChanges: counts per table and reason
 	{name: "heldCounts", method: "db.heldChanges", queue: worker, work: heldCountsOp},
 	// a = the watermark HLC ("" = the beginning), b = options JSON (changes.go)
@@ -519,4 +524,32 @@ func heldCountsOp(d *db, _ *call) (result, error) {
 	o.int("total", int64(total))
 	o.raw("tables", tables.done())
 	return o.result(), nil
+}
+
+// dropOp answers db.dropTable, db.dropColumn and db.dropIndex: a drop
+// migration (engine.DropTable, DropColumn, DropIndex; docs/design.md §
+// Schema migrations), committed and synced like any, after which the
+// column order cached for results is read again.
+func dropOp(d *db, c *call) (result, error) {
+	table, name := c.str(0), c.str(1)
+	var err error
+	switch c.op.name {
+	case "dropTable":
+		err = d.eng.DropTable(table)
+	case "dropColumn":
+		if name == "" {
+			return result{}, argError("column must be a non-empty string")
+		}
+		err = d.eng.DropColumn(table, name)
+	default:
+		if name == "" {
+			return result{}, argError("index must be a non-empty string")
+		}
+		err = d.eng.DropIndex(table, name)
+	}
+	if err != nil {
+		return result{}, err
+	}
+	d.columns("", true)
+	return result{kind: kindUndefined}, nil
 }

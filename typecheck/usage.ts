@@ -64,6 +64,9 @@ async function app(): Promise<void> {
 	// @ts-expect-error unknown event
 	db.on("changed", () => {});
 
+	await db.dropIndex("notes", "by_n");
+	await db.dropColumn("notes", "body");
+	await db.dropTable("old_notes");
 	const stats: Replica.HeldStats = await db.heldChanges();
 	void stats.tables["notes"]?.unknownColumn;
 

@@ -299,8 +299,9 @@ declare namespace Replica {
 	 * writes naming the omitted column are refused with VALIDATION; an
 	 * omitted table stays readable and writable with its stored
 	 * definition. Changing a stored column's type or key is refused with
-	 * SCHEMA (nothing changes). Dropping, renaming and retyping are not
-	 * migrations Replica has yet.
+	 * SCHEMA (nothing changes). To remove a table, column or index, use
+	 * `db.dropTable`, `db.dropColumn` or `db.dropIndex`; renaming and
+	 * retyping are not migrations Replica has yet.
 	 */
 	interface Schema {
 		tables: { [table: string]: TableDef } | Array<TableDef & { name: string }>;
@@ -1073,6 +1074,25 @@ declare namespace Replica {
 		 * retention horizon. Reads every held change. Rejects: CLOSED.
 		 */
 		heldChanges(): Promise<HeldStats>;
+		/**
+		 * Drop migrations (docs/design.md § Schema migrations): remove a
+		 * table (its rows), a column (its values in every row, and indexes
+		 * over it) or an index, on this replica and, through sync, on every
+		 * replica, whatever order the migrations and data arrive in. The
+		 * most destructive change wins: a dropped name is retired for good —
+		 * no later or concurrent definition (another device's create or add,
+		 * a schema given to `Replica.open` that still lists it) brings it
+		 * back, and synced writes to it are discarded; use a new name.
+		 * Afterwards writes naming a dropped column are refused with
+		 * VALIDATION, and a dropped table is unknown (VALIDATION). A drop
+		 * rewrites every row of the table in one IndexedDB transaction.
+		 * Peers must speak protocol version 11. Rejects: VALIDATION
+		 * (unknown table), SCHEMA (no such column or index, or a primary
+		 * key column), INVALID_ARGUMENT, QUOTA_EXCEEDED, CLOSED.
+		 */
+		dropTable(table: string): Promise<void>;
+		dropColumn(table: string, column: string): Promise<void>;
+		dropIndex(table: string, index: string): Promise<void>;
 		/**
 		 * The transport-agnostic API, for syncing over a channel of your own
 		 * (WebRTC, postMessage, a file) instead of, or beside, a relay: the
