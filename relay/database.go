@@ -50,6 +50,12 @@ type database struct {
 	// applyMu serializes apply: the merge, the arrival-log append and the
 	// fan-out, so that pushes leave in cursor order.
 	applyMu sync.Mutex
+	// groupMu guards groupQ, the apply_changes waiting for the next
+	// group (group.go), and leading: a goroutine leads (or is about to
+	// lead) a group.
+	groupMu sync.Mutex
+	groupQ  []*applyReq
+	leading bool
 	// cursor is the last cursor committed (stored after each commit, under
 	// applyMu); everything up to it is in the merged replica. With shared
 	// storage it is the last cursor this process has fanned out to its
@@ -299,33 +305,48 @@ func (d *database) storedOf(sender *conn, added []arrival, marks []wire.Horizon)
 // apply merges sets into the replica and appends the ChangeSets the log does
 // not hold yet, in one kv transaction, then sends them as push_changes to
 // every other connection of the database. It returns the engine's result
-// and what it appended (stored). Nothing is stored when it fails:
-// errors satisfy refused for a batch refused for its content,
+// for sets, what it appended (stored), and whether the apply_result
+// (requestId requestID) was queued to sender already (answered: see
+// group.go; else the caller sends it). Nothing of sets is stored when it
+// fails: errors satisfy refused for a batch refused for its content,
 // model.ErrClockDrift for one too far ahead, or are storage errors.
 //
-// A repair push (repair; wire's "Repair pushes") carries other sites'
-// ChangeSets: each is merged, and appended only if it changed the merged
-// replica (applyRepair).
-func (d *database) apply(sender *conn, sets []model.ChangeSet, repair bool) (model.ApplyResult, stored, error) {
+// The apply_changes of a database's connections are merged in groups, one
+// kv transaction each (group.go), each answered with its own counts and
+// position. A repair push (repair; wire's "Repair pushes") carries other
+// sites' ChangeSets and is merged alone: each is merged, and appended only
+// if it changed the merged replica (applyRepair).
+func (d *database) apply(sender *conn, requestID string, sets []model.ChangeSet, repair bool) (res model.ApplyResult, st stored, answered bool, err error) {
 	sets, pend, err := d.prepareBatch(sender, sets, repair)
 	if err != nil {
-		return model.ApplyResult{}, stored{}, err
+		return model.ApplyResult{}, stored{}, false, err
+	}
+	if !repair {
+		r := &applyReq{sender: sender, requestID: requestID, sets: sets, pend: pend}
+		d.applyGrouped(r)
+		return r.res, r.st, r.answered, r.err
 	}
 	now := d.s.cfg.Clock.Now()
-
 	unlock, err := d.lock()
 	if err != nil {
-		return model.ApplyResult{}, stored{}, err
+		return model.ApplyResult{}, stored{}, false, err
 	}
 	defer unlock()
-	if repair {
-		return d.applyRepair(sender, sets, pend, now)
-	}
+	res, st, err = d.applyRepair(sender, sets, pend, now)
+	return res, st, false, err
+}
+
+// applyLocked is apply of one prepared batch that is not a repair push,
+// under the writer lock, arrived at now: the transactions the log holds
+// are dropped and counted as skipped, the rest merged (or, sealed, stored)
+// and appended in one kv transaction and published.
+func (d *database) applyLocked(sender *conn, sets []model.ChangeSet, pend []pendingSet, now uint64) (model.ApplyResult, stored, error) {
 	// A resend of a transaction the log holds is not merged again: after
 	// a horizon mark pruned the row it wrote, merging it would revive the
 	// row in the merged replica (and every later snapshot) with no log
 	// entry, so no replica pulling the log would ever see it.
 	held := model.ApplyResult{}
+	var err error
 	if sets, pend, held, err = d.dropHeld(sets, pend); err != nil {
 		return model.ApplyResult{}, stored{}, err
 	}
@@ -356,34 +377,43 @@ func (d *database) apply(sender *conn, sets []model.ChangeSet, repair bool) (mod
 // already, checking that each is a resend (checkResend), and counts them
 // as skipped (every change of theirs is held). Under applyMu.
 func (d *database) dropHeld(sets []model.ChangeSet, pend []pendingSet) ([]model.ChangeSet, []pendingSet, model.ApplyResult, error) {
-	var keep []int
 	var held model.ApplyResult
 	err := d.store.View(func(tx kv.Tx) error {
-		for i, p := range pend {
-			v, err := tx.Get(bucketArrivalsTx, p.key)
-			switch {
-			case errors.Is(err, kv.ErrNotFound):
-				keep = append(keep, i)
-				continue
-			case err != nil:
-				return err
-			}
-			if !d.sealed {
-				if err := checkResend(tx, v, p.json, i); err != nil {
-					return err
-				}
-			}
-			if d.sealed {
-				held.Skipped++ // one change per envelope
-			} else {
-				held.Skipped += len(sets[i].Changes)
-			}
-			held.Transactions++
-		}
-		return nil
+		var err error
+		sets, pend, held, err = d.dropHeldTx(tx, sets, pend)
+		return err
 	})
-	if err != nil || len(keep) == len(sets) {
-		return sets, pend, held, err
+	return sets, pend, held, err
+}
+
+// dropHeldTx is dropHeld in tx. It returns sets and pend themselves when
+// none is held.
+func (d *database) dropHeldTx(tx kv.Tx, sets []model.ChangeSet, pend []pendingSet) ([]model.ChangeSet, []pendingSet, model.ApplyResult, error) {
+	var keep []int
+	var held model.ApplyResult
+	for i, p := range pend {
+		v, err := tx.Get(bucketArrivalsTx, p.key)
+		switch {
+		case errors.Is(err, kv.ErrNotFound):
+			keep = append(keep, i)
+			continue
+		case err != nil:
+			return nil, nil, held, err
+		}
+		if !d.sealed {
+			if err := checkResend(tx, v, p.json, i); err != nil {
+				return nil, nil, held, err
+			}
+		}
+		if d.sealed {
+			held.Skipped++ // one change per envelope
+		} else {
+			held.Skipped += len(sets[i].Changes)
+		}
+		held.Transactions++
+	}
+	if len(keep) == len(sets) {
+		return sets, pend, held, nil
 	}
 	ks := make([]model.ChangeSet, 0, len(keep))
 	kp := make([]pendingSet, 0, len(keep))

@@ -3,8 +3,6 @@
 package relay
 
 import (
-	"fmt"
-
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
@@ -22,15 +20,8 @@ import (
 // skipped, one change per envelope (the relay cannot count the facts
 // inside).
 func (d *database) applySealed(sender *conn, sets []model.ChangeSet, pend []pendingSet, held model.ApplyResult, nowMs uint64) (model.ApplyResult, stored, error) {
-	for i := range sets {
-		cs := &sets[i]
-		if cs.HLC.Site != cs.SiteID || cs.HLC.TransactionID() != cs.TransactionID {
-			return model.ApplyResult{}, stored{}, fmt.Errorf("%w: sealed ChangeSet %d: transactionId %s and hlc %s do not name the same transaction of site %s",
-				model.ErrMalformed, i, cs.TransactionID, wire.FormatHLC(cs.HLC), cs.SiteID)
-		}
-		if cs.HLC.Wall > nowMs && cs.HLC.Wall-nowMs > model.MaxDrift {
-			return model.ApplyResult{}, stored{}, &model.DriftError{Remote: cs.HLC, Now: nowMs}
-		}
+	if err := checkSealed(sets, nowMs); err != nil {
+		return model.ApplyResult{}, stored{}, err
 	}
 	var added []arrival
 	var marks []wire.Horizon

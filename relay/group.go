@@ -1,0 +1,372 @@
+//go:build !js
+
+package relay
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv"
+	"github.com/replica-sync/replica/model"
+	"github.com/replica-sync/replica/wire"
+)
+
+// Group commit. The applies of one database are serialized (applyMu, and
+// the shared storage's lock), and each costs one storage commit: an fsync
+// of the database's bbolt file, a COMMIT round trip on PostgreSQL. Under
+// load most of an apply's time is that commit, so pushes of a database's
+// other connections queue behind it one by one. Instead, while one apply
+// of a database runs, the apply_changes of its other connections wait in
+// the database's queue (groupQ); the next leader takes the whole queue
+// and merges it in one kv transaction: one engine.Apply over every
+// queued ChangeSet (the merge is the same for any order and grouping),
+// whose Extra appends each request's ChangeSets to the arrival log in
+// queue order, so each request's entries are consecutive. Each sender is
+// then answered with its own counts (engine.ApplyOptions.SetResults) and
+// position, in cursor order with the pushes: request i's apply_result is
+// queued to its sender before request i+1's entries are pushed to it, so a
+// sender does not see the next entries before its own position (and pull
+// for the gap); and the group's entries reach each connection in as few
+// push_changes as its own entries allow, encoded once for the connections
+// that sent none of them (fanOutGroup). What a request refuses is its own: a request whose
+// ChangeSets a check refuses (a resend with other facts, a sealed
+// ChangeSet's hlc) fails alone before the merge; when the group's merge
+// fails (a ChangeSet the engine refuses, clock drift, a storage error),
+// nothing of it was stored and its requests are applied again one by one,
+// each answered as if it had come alone. A commit whose outcome is unknown
+// (kv.ErrCommitUnknown) answers every request of the group so: a resend
+// is deduplicated.
+
+// applyReq is one apply_changes of a database's group (not a repair push:
+// those are merged alone, under the lock).
+type applyReq struct {
+	sender    *conn
+	requestID string
+	sets      []model.ChangeSet // prepared (prepareBatch)
+	pend      []pendingSet
+
+	// done is closed when the request was served (res, st, err,
+	// answered set) or when its goroutine is to lead the next group
+	// (lead).
+	done chan struct{}
+	lead bool
+
+	res      model.ApplyResult
+	st       stored
+	err      error
+	answered bool // the apply_result was queued to sender in cursor order
+
+	// The leader's working state.
+	live     []model.ChangeSet // sets without the held ones
+	livePend []pendingSet
+	held     model.ApplyResult
+	added    []arrival
+	marks    []wire.Horizon
+	failed   bool // refused before the merge: err is its own
+}
+
+// applyGrouped serves r (prepared, plain or sealed, not a repair push) as
+// part of a group, and returns when it is served: its results are in r.
+func (d *database) applyGrouped(r *applyReq) {
+	r.done = make(chan struct{})
+	d.groupMu.Lock()
+	d.groupQ = append(d.groupQ, r)
+	lead := !d.leading
+	d.leading = true
+	d.groupMu.Unlock()
+	if !lead {
+		<-r.done
+		if !r.lead {
+			return
+		}
+	}
+	d.leadGroup(r)
+}
+
+// leadGroup takes the writer lock and then the whole queue (self among
+// it), serves it as one group, hands the leadership to the first request
+// queued meanwhile (or gives it up), and wakes the group's other requests.
+func (d *database) leadGroup(self *applyReq) {
+	unlock, err := d.lock()
+	d.groupMu.Lock()
+	group := d.groupQ
+	d.groupQ = nil
+	d.groupMu.Unlock()
+	if err != nil {
+		for _, r := range group {
+			r.err = err
+		}
+	} else {
+		d.applyGroupLocked(group, d.s.cfg.Clock.Now())
+		unlock()
+	}
+	d.groupMu.Lock()
+	if len(d.groupQ) > 0 {
+		next := d.groupQ[0]
+		next.lead = true
+		close(next.done)
+	} else {
+		d.leading = false
+	}
+	d.groupMu.Unlock()
+	for _, r := range group {
+		if r != self {
+			close(r.done)
+		}
+	}
+}
+
+// applyGroupLocked serves group under the writer lock (see "Group commit"
+// above), arrived at nowMs.
+func (d *database) applyGroupLocked(group []*applyReq, nowMs uint64) {
+	// The transactions the log holds already, per request.
+	err := d.store.View(func(tx kv.Tx) error {
+		for _, r := range group {
+			live, pend, held, err := d.dropHeldTx(tx, r.sets, r.pend)
+			switch {
+			case err != nil && refused(err):
+				r.err, r.failed = err, true
+			case err != nil:
+				return err
+			default:
+				r.live, r.livePend, r.held = live, pend, held
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		d.applyOneByOne(group, nowMs)
+		return
+	}
+	var todo []*applyReq
+	for _, r := range group {
+		switch {
+		case r.failed:
+		case len(r.live) == 0:
+			r.res = r.held // a resend: nothing to merge or append
+		case d.sealed:
+			if err := checkSealed(r.live, nowMs); err != nil {
+				r.err, r.failed = err, true
+				continue
+			}
+			todo = append(todo, r)
+		default:
+			todo = append(todo, r)
+		}
+	}
+	if len(todo) == 0 {
+		return
+	}
+	appendAll := func(tx kv.Tx) error {
+		for _, r := range todo {
+			var err error
+			if r.added, r.marks, _, err = d.appendArrivals(tx, r.livePend, nowMs); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var per []model.ApplyResult
+	if d.sealed {
+		err = d.store.Update(appendAll)
+	} else {
+		var all []model.ChangeSet
+		for _, r := range todo {
+			all = append(all, r.live...)
+		}
+		_, err = d.eng.Apply(all, engine.ApplyOptions{SetResults: &per, Extra: func(tx kv.Tx, _ model.ApplyResult) error { return appendAll(tx) }})
+	}
+	switch {
+	case err == nil:
+	case len(todo) == 1 || errors.Is(err, kv.ErrCommitUnknown):
+		// Its own failure (or, unknown, everyone's): answered as if
+		// alone.
+		for _, r := range todo {
+			r.err = err
+		}
+		return
+	default:
+		// Which request's content failed the merge is not known:
+		// each again, alone.
+		d.applyOneByOne(todo, nowMs)
+		return
+	}
+	off := 0
+	for _, r := range todo {
+		if d.sealed {
+			r.res = model.ApplyResult{Applied: len(r.added), Skipped: r.held.Skipped + len(r.live) - len(r.added), Transactions: r.held.Transactions + len(r.live)}
+		} else {
+			r.res = r.held
+			for _, p := range per[off : off+len(r.live)] {
+				r.res.Applied += p.Applied
+				r.res.Skipped += p.Skipped
+				r.res.Conflicts += p.Conflicts
+				r.res.Held += p.Held
+				r.res.Transactions += p.Transactions
+			}
+			off += len(r.live)
+		}
+		r.st = d.storedOf(r.sender, r.added, r.marks)
+	}
+	d.publishGroup(todo)
+}
+
+// applyOneByOne applies each request of group alone (under the writer
+// lock), as applyLocked does for a request that came alone, and answers
+// each that succeeds before the next one's entries are pushed.
+func (d *database) applyOneByOne(group []*applyReq, nowMs uint64) {
+	for _, r := range group {
+		if r.failed {
+			continue
+		}
+		r.res, r.st, r.err = d.applyLocked(r.sender, r.sets, r.pend, nowMs)
+		if r.err == nil {
+			// Before the next request's entries are pushed.
+			d.answer(r)
+		}
+	}
+}
+
+// publishGroup fans out the entries of the requests of a group (served,
+// in cursor order: each request's added follow the previous one's) as
+// publish does, and answers each request in cursor order with them
+// (fanOutGroup), then tells the other relays once.
+func (d *database) publishGroup(group []*applyReq) {
+	var first *applyReq
+	head := d.cursor.Load()
+	marks := false
+	for _, r := range group {
+		if len(r.added) > 0 {
+			if first == nil {
+				first = r
+			}
+			head = r.added[len(r.added)-1].cursor
+		}
+		marks = marks || len(r.marks) > 0
+	}
+	if first == nil {
+		// Nothing appended (every ChangeSet held meanwhile).
+		for _, r := range group {
+			d.answer(r)
+		}
+		return
+	}
+	if d.shared != nil && d.cursor.Load() < first.added[0].cursor-1 {
+		d.catchUpLocked(first.added[0].cursor - 1)
+	}
+	if head > d.cursor.Load() {
+		d.cursor.Store(head)
+	}
+	if marks {
+		// A horizon mark (rare: one per retention step) carries each
+		// site its siteHlc: request by request, as broadcast does.
+		for _, r := range group {
+			d.answer(r)
+			d.broadcast(r.sender, r.added, r.marks)
+		}
+	} else {
+		d.fanOutGroup(group)
+	}
+	d.notify(head)
+}
+
+// fanOutGroup pushes the entries a group appended (without horizon marks)
+// to every connection of the database: a connection that sent none of the
+// group's requests gets them all in as few push_changes as the page limits
+// allow, encoded once for all such connections; the sender of request i
+// gets the entries of the requests before it, then its apply_result
+// (answer), then those after it, so that each frame carries consecutive
+// cursors and none of its own. Never blocks (conn.push).
+func (d *database) fanOutGroup(group []*applyReq) {
+	sent := make(map[*conn]int, len(group))
+	var all []arrival
+	for i, r := range group {
+		sent[r.sender] = i
+		all = append(all, r.added...)
+	}
+	d.connsMu.Lock()
+	targets := make([]*conn, 0, len(d.conns))
+	for c := range d.conns {
+		targets = append(targets, c)
+	}
+	d.connsMu.Unlock()
+	var frames [][]byte // all's, for the connections that sent nothing
+	answered := make([]bool, len(group))
+	for _, c := range targets {
+		i, sender := sent[c]
+		if !sender {
+			if frames == nil {
+				frames = d.pushFrames(all, nil)
+			}
+			pushAll(c, frames)
+			continue
+		}
+		var before, after []arrival
+		for j, r := range group {
+			switch {
+			case j < i:
+				before = append(before, r.added...)
+			case j > i:
+				after = append(after, r.added...)
+			}
+		}
+		ok := len(before) == 0 || pushAll(c, d.pushFrames(before, nil))
+		d.answer(group[i])
+		answered[i] = true
+		if ok && len(after) > 0 {
+			pushAll(c, d.pushFrames(after, nil))
+		}
+	}
+	for i, r := range group {
+		if !answered[i] {
+			d.answer(r) // its connection has left the database
+		}
+	}
+}
+
+// pushAll pushes frames to c in order, stopping at the first that c does
+// not take (conn.push), and reports whether it took them all.
+func pushAll(c *conn, frames [][]byte) bool {
+	for _, f := range frames {
+		if !c.push(f) {
+			return false
+		}
+	}
+	return true
+}
+
+// answer queues r's apply_result to its sender when its send queue has
+// room (r.answered); otherwise the sender's goroutine sends it, waiting
+// for room, once r is done.
+func (d *database) answer(r *applyReq) {
+	ar := &wire.ApplyResult{RequestID: r.requestID, ApplyResult: r.res}
+	r.st.position(ar)
+	data, err := wire.Encode(ar)
+	if err != nil {
+		return // the sender's goroutine reports it
+	}
+	select {
+	case r.sender.out <- outFrame{data: data, typ: wire.TypeApplyResult}:
+		r.answered = true
+	default:
+	}
+}
+
+// checkSealed checks what the relay can see of a sealed database's
+// envelopes: each visible HLC is the sender's and names the
+// transactionId (else model.ErrMalformed), and is not more than
+// model.MaxDrift ms ahead of nowMs (*model.DriftError).
+func checkSealed(sets []model.ChangeSet, nowMs uint64) error {
+	for i := range sets {
+		cs := &sets[i]
+		if cs.HLC.Site != cs.SiteID || cs.HLC.TransactionID() != cs.TransactionID {
+			return fmt.Errorf("%w: sealed ChangeSet %d: transactionId %s and hlc %s do not name the same transaction of site %s",
+				model.ErrMalformed, i, cs.TransactionID, wire.FormatHLC(cs.HLC), cs.SiteID)
+		}
+		if cs.HLC.Wall > nowMs && cs.HLC.Wall-nowMs > model.MaxDrift {
+			return &model.DriftError{Remote: cs.HLC, Now: nowMs}
+		}
+	}
+	return nil
+}
