@@ -367,6 +367,7 @@ func (d *database) applyLocked(sender *conn, sets []model.ChangeSet, pend []pend
 	if err != nil {
 		return model.ApplyResult{}, stored{}, err
 	}
+	d.s.metrics.applyCommits.Inc()
 	d.publish(sender, added, marks, last)
 	res.Skipped += held.Skipped
 	res.Transactions += held.Transactions

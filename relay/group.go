@@ -192,6 +192,7 @@ func (d *database) applyGroupLocked(group []*applyReq, nowMs uint64) {
 		d.applyOneByOne(todo, nowMs)
 		return
 	}
+	d.s.metrics.applyCommits.Inc()
 	off := 0
 	for _, r := range todo {
 		if d.sealed {

@@ -34,6 +34,7 @@ func (d *database) applySealed(sender *conn, sets []model.ChangeSet, pend []pend
 	if err != nil {
 		return model.ApplyResult{}, stored{}, err
 	}
+	d.s.metrics.applyCommits.Inc()
 	d.publish(sender, added, marks, last)
 	res := model.ApplyResult{Applied: len(added), Skipped: held.Skipped + len(sets) - len(added), Transactions: held.Transactions + len(sets)}
 	return res, d.storedOf(sender, added, marks), nil
