@@ -323,6 +323,9 @@ func (d *database) apply(sender *conn, requestID string, sets []model.ChangeSet,
 	}
 	if !repair {
 		r := &applyReq{sender: sender, requestID: requestID, sets: sets, pend: pend}
+		for _, p := range pend {
+			r.facts += p.facts
+		}
 		d.applyGrouped(r)
 		return r.res, r.st, r.answered, r.err
 	}

@@ -45,6 +45,7 @@ type applyReq struct {
 	requestID string
 	sets      []model.ChangeSet // prepared (prepareBatch)
 	pend      []pendingSet
+	facts     int // changes and migrations of sets
 
 	// done is closed when the request was served (res, st, err,
 	// answered set) or when its goroutine is to lead the next group
@@ -84,14 +85,24 @@ func (d *database) applyGrouped(r *applyReq) {
 	d.leadGroup(r)
 }
 
-// leadGroup takes the writer lock and then the whole queue (self among
-// it), serves it as one group, hands the leadership to the first request
-// queued meanwhile (or gives it up), and wakes the group's other requests.
+// leadGroup takes the writer lock and then the queue (self first: a
+// leader's request heads the queue) up to MaxChangesPerApply changes (at
+// least one request), serves it as one group, hands the leadership to the
+// first request left in the queue (or gives it up), and wakes the group's
+// other requests.
 func (d *database) leadGroup(self *applyReq) {
 	unlock, err := d.lock()
 	d.groupMu.Lock()
-	group := d.groupQ
-	d.groupQ = nil
+	n, k := 0, 0
+	for ; k < len(d.groupQ); k++ {
+		if f := d.groupQ[k].facts; k == 0 || n+f <= d.s.cfg.MaxChangesPerApply {
+			n += f
+			continue
+		}
+		break
+	}
+	group := d.groupQ[:k:k]
+	d.groupQ = append([]*applyReq(nil), d.groupQ[k:]...)
 	d.groupMu.Unlock()
 	if err != nil {
 		for _, r := range group {
@@ -157,6 +168,21 @@ func (d *database) applyGroupLocked(group []*applyReq, nowMs uint64) {
 	}
 	if len(todo) == 0 {
 		return
+	}
+	// A transaction in two requests (two connections of one site
+	// resending it): applied one by one, the second is found held and
+	// compared with the first (checkResend), as when they come apart.
+	if len(todo) > 1 {
+		seen := make(map[string]bool)
+		for _, r := range todo {
+			for _, p := range r.livePend {
+				if seen[string(p.key)] {
+					d.applyOneByOne(todo, nowMs)
+					return
+				}
+				seen[string(p.key)] = true
+			}
+		}
 	}
 	appendAll := func(tx kv.Tx) error {
 		for _, r := range todo {

@@ -4,6 +4,8 @@ package relay
 
 import (
 	"fmt"
+	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,8 +18,8 @@ import (
 
 // holdWriter takes database id's writer lock, so that the apply_changes
 // sent meanwhile queue in one group (group.go), and returns a function
-// that waits until n are queued, then releases the lock.
-func holdWriter(t *testing.T, r *testRelay, id string) func(n int) {
+// that waits until n are queued and one that releases the lock.
+func holdWriter(t *testing.T, r *testRelay, id string) (wait func(n int), release func()) {
 	t.Helper()
 	r.srv.dbMu.Lock()
 	d := r.srv.dbs[id]
@@ -26,9 +28,11 @@ func holdWriter(t *testing.T, r *testRelay, id string) func(n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var once sync.Once
+	release = func() { once.Do(unlock) }
+	t.Cleanup(release)
 	return func(n int) {
 		t.Helper()
-		defer unlock()
 		deadline := time.Now().Add(recvTimeout)
 		for {
 			d.groupMu.Lock()
@@ -42,7 +46,7 @@ func holdWriter(t *testing.T, r *testRelay, id string) func(n int) {
 			}
 			time.Sleep(time.Millisecond)
 		}
-	}
+	}, release
 }
 
 // followLog reads c's frames until its apply_result or error answering
@@ -133,13 +137,14 @@ func TestGroupCommitAnswersEachSender(t *testing.T) {
 		cs[k] = connectAs(t, r, "acme", reps[k])
 	}
 	sub := connect(t, r, "acme")
-	release := holdWriter(t, r, "acme")
+	wait, release := holdWriter(t, r, "acme")
 	sent := make([][]model.ChangeSet, writers)
 	for k := range cs {
 		sent[k] = insertStops(t, reps[k], fmt.Sprint("w", k), perPush)
 		cs[k].send(&wire.ApplyChanges{RequestID: fmt.Sprint("g-", k), ChangeSets: sent[k]})
 	}
-	release(writers)
+	wait(writers)
+	release()
 	head := uint64(writers * perPush)
 	acks := map[*wire.ApplyResult][]string{}
 	seen := map[uint64]bool{}
@@ -192,7 +197,7 @@ func TestGroupCommitRefusesAlone(t *testing.T) {
 	ahead := connectAs(t, r, "acme", aheadRep)
 	sub := connect(t, r, "acme")
 
-	release := holdWriter(t, r, "acme")
+	wait, release := holdWriter(t, r, "acme")
 	sent := make([][]model.ChangeSet, len(good))
 	for k, c := range goodC {
 		sent[k] = insertStops(t, good[k], fmt.Sprint("g", k), 1)
@@ -215,7 +220,8 @@ func TestGroupCommitRefusesAlone(t *testing.T) {
 		}
 	}
 	rs.send(&wire.ApplyChanges{RequestID: "forged", ChangeSets: []model.ChangeSet{forged}})
-	release(len(good) + 3)
+	wait(len(good) + 3)
+	release()
 
 	const from, head = 2, 2 + 3
 	acks := map[*wire.ApplyResult][]string{}
@@ -320,5 +326,86 @@ func TestGroupCommitConcurrentSenders(t *testing.T) {
 	}
 	_, _, ps := followLog(t, sub, "", 0, head)
 	t.Logf("%d pushes of %d entries to the subscriber", len(ps), head)
+	checkLog(t, r, "acme", acks, head)
+}
+
+// TestGroupCommitBoundedAndDuplicates: a group takes at most
+// MaxChangesPerApply changes of the queue (the rest waits for the next
+// group, in order), and a transaction two connections of one site send in
+// one group is stored once, the second copy acknowledged as held (no
+// position), as if they had come apart.
+func TestGroupCommitBoundedAndDuplicates(t *testing.T) {
+	r := startRelay(t, Config{MaxChangesPerApply: 8})
+	reps := []*engine.Engine{newReplica(t, nil), newReplica(t, nil), newReplica(t, nil), newReplica(t, nil)}
+	var cs []*client
+	for _, e := range reps {
+		cs = append(cs, connectAs(t, r, "acme", e))
+	}
+	twin := connectAs(t, r, "acme", reps[0]) // a second connection of site 0
+	commits := func() float64 {
+		resp, err := http.Get(r.url("/metrics"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		for _, line := range strings.Split(readAllBody(t, resp.Body), "\n") {
+			if v, ok := strings.CutPrefix(line, "replica_relay_apply_commits_total "); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return f
+			}
+		}
+		t.Fatal("no replica_relay_apply_commits_total in /metrics")
+		return 0
+	}
+	before := commits()
+	wait, release := holdWriter(t, r, "acme")
+	sent := make([][]model.ChangeSet, len(cs))
+	queued := 0
+	for k, c := range cs {
+		sent[k] = insertStops(t, reps[k], fmt.Sprint("w", k), 1) // 4 changes
+		c.send(&wire.ApplyChanges{RequestID: fmt.Sprint("b-", k), ChangeSets: sent[k]})
+		queued++
+		wait(queued) // queued in this order
+		if k == 0 {
+			twin.send(&wire.ApplyChanges{RequestID: "twin", ChangeSets: sent[0]})
+			queued++
+			wait(queued)
+		}
+	}
+	release()
+	const head = 4
+	acks := map[*wire.ApplyResult][]string{}
+	for k, c := range cs {
+		ack, e, _ := followLog(t, c, fmt.Sprint("b-", k), 0, head)
+		if e != nil {
+			t.Fatalf("request %d: %+v", k, *e)
+		}
+		if ack.First != uint64(k+1) {
+			t.Fatalf("request %d stored at %d, want %d (queue order): %+v", k, ack.First, k+1, ack)
+		}
+		acks[ack] = txIDs(sent[k])
+	}
+	var twinAck *wire.ApplyResult
+	for twinAck == nil {
+		switch m := twin.recv().(type) {
+		case *wire.ApplyResult:
+			twinAck = m
+		case *wire.PushChanges:
+		default:
+			t.Fatalf("twin: unexpected %s", m.Type())
+		}
+	}
+	if twinAck.RequestID != "twin" || twinAck.First != 0 || twinAck.Applied != 0 || twinAck.Skipped != 4 {
+		t.Fatalf("the second copy: %+v, want 4 skipped and no position", twinAck)
+	}
+	// 20 changes queued in requests of 4 and a limit of 8: groups {b-0,
+	// twin}, {b-1, b-2}, {b-3}. The first, holding one transaction
+	// twice, is applied one by one: b-0's commit, then twin's copy held.
+	if got := commits() - before; got != 3 {
+		t.Errorf("%v commits, want 3 (groups of at most 8 changes; b-0 and twin one by one)", got)
+	}
 	checkLog(t, r, "acme", acks, head)
 }
