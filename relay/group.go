@@ -38,6 +38,11 @@ import (
 // (kv.ErrCommitUnknown) answers every request of the group so: a resend
 // is deduplicated.
 
+// errRegroup aborts a group's transaction whose append did not go as its
+// checks under the lock predicted (a ChangeSet found held): its requests
+// are applied one by one instead.
+var errRegroup = errors.New("relay: group append differs from its checks; applying one by one")
+
 // applyReq is one apply_changes of a database's group (not a repair push:
 // those are merged alone, under the lock).
 type applyReq struct {
@@ -184,13 +189,26 @@ func (d *database) applyGroupLocked(group []*applyReq, nowMs uint64) {
 			}
 		}
 	}
+	// One append for the group (one read of the head, its chain value
+	// and marks), split by request: each request's ChangeSets, none
+	// held (dropHeldTx, under the lock) nor repeated (above), are all
+	// appended, consecutively.
+	var pend []pendingSet
+	for _, r := range todo {
+		pend = append(pend, r.livePend...)
+	}
 	appendAll := func(tx kv.Tx) error {
-		for _, r := range todo {
-			var err error
-			if r.added, r.marks, _, err = d.appendArrivals(tx, r.livePend, nowMs); err != nil {
-				return err
-			}
+		added, marks, _, err := d.appendArrivals(tx, pend, nowMs)
+		if err != nil {
+			return err
 		}
+		if len(added) != len(pend) {
+			return errRegroup
+		}
+		for _, r := range todo {
+			r.added, added = added[:len(r.livePend)], added[len(r.livePend):]
+		}
+		todo[0].marks = marks // at the head, before the first entry
 		return nil
 	}
 	var per []model.ApplyResult
@@ -205,6 +223,9 @@ func (d *database) applyGroupLocked(group []*applyReq, nowMs uint64) {
 	}
 	switch {
 	case err == nil:
+	case errors.Is(err, errRegroup):
+		d.applyOneByOne(todo, nowMs)
+		return
 	case len(todo) == 1 || errors.Is(err, kv.ErrCommitUnknown):
 		// Its own failure (or, unknown, everyone's): answered as if
 		// alone.
@@ -318,15 +339,22 @@ func (d *database) fanOutGroup(group []*applyReq) {
 		targets = append(targets, c)
 	}
 	d.connsMu.Unlock()
+	// First the connections that sent nothing (as before group commit,
+	// every push is queued before the senders are answered), then the
+	// senders.
 	var frames [][]byte // all's, for the connections that sent nothing
-	answered := make([]bool, len(group))
 	for _, c := range targets {
-		i, sender := sent[c]
-		if !sender {
+		if _, sender := sent[c]; !sender {
 			if frames == nil {
 				frames = d.pushFrames(all, nil)
 			}
 			pushAll(c, frames)
+		}
+	}
+	answered := make([]bool, len(group))
+	for _, c := range targets {
+		i, sender := sent[c]
+		if !sender {
 			continue
 		}
 		var before, after []arrival
