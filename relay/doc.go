@@ -185,22 +185,24 @@
 // while one of its applies is committing wait, and the next apply takes
 // them all and merges them in one kv transaction (one engine.Apply, one
 // fsync of the bbolt file or one COMMIT on PostgreSQL), each request's
-// ChangeSets appended at consecutive cursors in the order they arrived.
-// Each sender gets its own apply_result (its counts, its position), queued
-// in cursor order with the pushes: a connection gets the group's entries
-// before its own, its apply_result, then the entries after them, each
-// run in as few push_changes as the page limits allow (one frame, encoded
-// once, for the connections that sent none of the group). A request
-// refused for its own content before the merge (a resend with other
-// facts, a sealed ChangeSet's hlc) is refused alone; when the group's
-// merge fails (a ChangeSet the engine refuses, clock drift, a storage
-// error) nothing of it is stored and its requests are applied again one
-// at a time, each answered as if it had come alone. Repair pushes are
-// merged alone. Counts: a change that another sender's ChangeSet of the
-// same group supersedes counts as skipped, and conflicts are counted
-// against the row as it was before the group. The group's size is what
-// queued during one commit, so it grows with the load and costs nothing
-// at low load (a group of one).
+// ChangeSets appended at consecutive cursors in the order they arrived
+// (at most MaxChangesPerApply changes a group: the rest waits for the
+// next). Each sender gets its own apply_result (its counts, its
+// position), queued in cursor order with the pushes: a connection gets
+// the group's entries before its own, its apply_result, then the entries
+// after them, each run in as few push_changes as the page limits allow
+// (one frame, encoded once, for the connections that sent none of the
+// group). A request refused for its own content before the merge (a
+// resend with other facts, a sealed ChangeSet's hlc) is refused alone;
+// when the group's merge fails (a ChangeSet the engine refuses, clock
+// drift, a storage error) nothing of it is stored and its requests are
+// applied again one at a time, each answered as if it had come alone; so
+// is a group holding one transaction twice (two connections of one site
+// resending it). Repair pushes are merged alone. Counts: a change that
+// another sender's ChangeSet of the same group supersedes counts as
+// skipped, and conflicts are counted against the row as it was before
+// the group. A group is what queued during one commit, so it grows with
+// the load and is a group of one at low load; see "Performance".
 //
 // Every changes and push_changes frame carries the log's chain value at its
 // cursor (chain): the first 16 bytes of SHA-256 of the previous value, the

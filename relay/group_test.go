@@ -409,3 +409,66 @@ func TestGroupCommitBoundedAndDuplicates(t *testing.T) {
 	}
 	checkLog(t, r, "acme", acks, head)
 }
+
+// TestGroupCommitSealed: a sealed database's envelopes are grouped too:
+// each sender acknowledged with its own position, a ChangeSet whose
+// visible hlc does not name its transaction refused alone, an envelope
+// too far ahead refused alone (CLOCK_DRIFT).
+func TestGroupCommitSealed(t *testing.T) {
+	clock := newManualClock()
+	r := startRelay(t, Config{Clock: clock})
+	kr := testKeyring(t, 5)
+	reps := []*engine.Engine{newReplica(t, clock), newReplica(t, clock), newReplica(t, clock), newReplica(t, clock), newReplica(t, clock)}
+	var cs []*client
+	for _, e := range reps {
+		c := dial(t, r, nil)
+		c.site = e.SiteID()
+		c.sealedHandshake("vault")
+		cs = append(cs, c)
+	}
+	wait, release := holdWriter(t, r, "vault")
+	sent := make([][]model.ChangeSet, len(cs))
+	for k, c := range cs {
+		sent[k] = sealAll(t, kr, "vault", insertStops(t, reps[k], fmt.Sprint("w", k), 2))
+		switch k {
+		case 3: // names another transaction
+			sent[k][1].TransactionID = sent[k][0].TransactionID + "x"
+		case 4:
+			sent[k][0].HLC.Wall = clock.Now() + 2*model.MaxDrift
+			sent[k][0].TransactionID = sent[k][0].HLC.TransactionID()
+		}
+		c.send(&wire.ApplyChanges{RequestID: fmt.Sprint("s-", k), ChangeSets: sent[k]})
+	}
+	wait(len(cs))
+	release()
+	const head = 6
+	acks := map[*wire.ApplyResult][]string{}
+	for k, c := range cs {
+		ack, e, _ := followLog(t, c, fmt.Sprint("s-", k), 0, head)
+		switch {
+		case k == 3 && (e == nil || e.Code != wire.CodeApplyChangesRefused),
+			k == 4 && (e == nil || e.Code != wire.CodeClockDrift):
+			t.Fatalf("request %d answered %+v %+v, want it refused", k, ack, e)
+		case k < 3 && e != nil:
+			t.Fatalf("request %d refused with the bad ones: %+v", k, *e)
+		case k < 3:
+			if ack.Applied != 2 || ack.Transactions != 2 {
+				t.Fatalf("request %d: %+v, want 2 envelopes applied", k, ack.ApplyResult)
+			}
+			acks[ack] = txIDs(sent[k])
+		}
+	}
+	puller := dial(t, r, nil)
+	puller.sealedHandshake("vault")
+	all, cur, _ := puller.pullAll(0)
+	if cur != head || len(all) != head {
+		t.Fatalf("the log holds %d entries up to %d, want %d", len(all), cur, head)
+	}
+	for ack, txs := range acks {
+		for i, tx := range txs {
+			if got := all[ack.First-1+uint64(i)].TransactionID; got != tx {
+				t.Fatalf("%s: cursor %d holds %s, want %s", ack.RequestID, ack.First+uint64(i), got, tx)
+			}
+		}
+	}
+}
