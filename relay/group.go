@@ -109,14 +109,33 @@ func (d *database) leadGroup(self *applyReq) {
 	group := d.groupQ[:k:k]
 	d.groupQ = append([]*applyReq(nil), d.groupQ[k:]...)
 	d.groupMu.Unlock()
+	defer d.finishGroup(self, group)
 	if err != nil {
 		for _, r := range group {
 			r.err = err
 		}
-	} else {
-		d.applyGroupLocked(group, d.s.cfg.Clock.Now())
-		unlock()
+		return
 	}
+	defer unlock()
+	defer func() {
+		// A panic (a relay bug) fails the requests not answered yet,
+		// and the lock, the queue and the waiters are released
+		// (above) as it unwinds.
+		if p := recover(); p != nil {
+			for _, r := range group {
+				if r.err == nil && !r.answered {
+					r.err = fmt.Errorf("relay: applying a group failed: %v", p)
+				}
+			}
+			panic(p)
+		}
+	}()
+	d.applyGroupLocked(group, d.s.cfg.Clock.Now())
+}
+
+// finishGroup hands the leadership to the first request left in the queue
+// (or gives it up) and wakes group's requests but self.
+func (d *database) finishGroup(self *applyReq, group []*applyReq) {
 	d.groupMu.Lock()
 	if len(d.groupQ) > 0 {
 		next := d.groupQ[0]
