@@ -618,7 +618,7 @@
 //	replica_relay_changesets_stored_total     counter  ChangeSets appended to arrival logs
 //	replica_relay_sealed_checkpoints_total    counter  sealed checkpoints, by result (stored, refused, served)
 //	replica_relay_apply_duration_seconds      histogram  merge + append + commit of one apply_changes (its wait for the
-//	                                                   group ahead of it included: see "Group commit")
+//	                                                   group ahead of it included: group commit, "Delivery")
 //	replica_relay_apply_commits_total         counter  storage transactions that merged apply_changes (one per group)
 //	replica_relay_pushes_dropped_total        counter  push_changes not delivered, by reason (queue_full, snapshot)
 //	replica_relay_arrivals_pruned_total       counter  arrival-log entries removed by retention
