@@ -257,6 +257,11 @@ type pendingSet struct {
 	// repairKey's, and the entry neither enters the dedup index nor
 	// raises its author's siteHlc.
 	repair bool
+	// fresh: the log was found not to hold key under the writer lock
+	// that the append holds, and no other pendingSet of the append has
+	// it (a group's, group.go): appendArrivals does not look it up
+	// again.
+	fresh bool
 }
 
 // stored is what an apply_changes appended to the log: n ChangeSets, and,
@@ -507,9 +512,10 @@ func (d *database) appendArrivals(tx kv.Tx, pend []pendingSet, arrivedMs uint64)
 	}
 	var added []arrival
 	for i, p := range pend {
-		if p.repair {
+		if p.repair || p.fresh {
 			// Not deduplicated: applyRepair passes only the
-			// ChangeSets that changed the merged replica.
+			// ChangeSets that changed the merged replica, a group
+			// those it checked.
 			cur, chain, added, err = d.appendOne(tx, cur, chain, arrivedMs, p, added)
 			if err != nil {
 				return nil, nil, 0, err

@@ -214,7 +214,10 @@ func (d *database) applyGroupLocked(group []*applyReq, nowMs uint64) {
 	// appended, consecutively.
 	var pend []pendingSet
 	for _, r := range todo {
-		pend = append(pend, r.livePend...)
+		pend = append(pend, r.livePend...) // copies: r.livePend stays as it is
+	}
+	for i := range pend {
+		pend[i].fresh = true
 	}
 	appendAll := func(tx kv.Tx) error {
 		added, marks, _, err := d.appendArrivals(tx, pend, nowMs)
