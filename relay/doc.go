@@ -687,20 +687,27 @@
 //
 // Commit-to-apply is the time from a writer's local commit to each other
 // connection receiving the transaction in a push_changes. Figures of
-// 2026-12-06 on 2 cores shared with other work (load average 10 to 19, so
-// the tails are mostly the machine's), 10 s windows, the relay before
-// group commit (46f52b1) and with it run alternately, 3 runs each: median
-// (range) of the runs. Every run served 100% of the offered transactions.
+// 2026-12-06 on 2 cores shared with other work (load average 5 to 9 when
+// the runs started, so the tails are partly the machine's), 10 s windows,
+// the relay before group commit (46f52b1) and with it (be96782) run
+// alternately, 3 runs each: median (range) of the runs. Every run served
+// 100% of the offered transactions.
 //
-//	store     clients  relay        p50 ms            p99 ms             CPU ms/tx         push frames/s  commits/apply
-//	bbolt     50       before       3.2 (1.7–6.7)     236 (96–704)       0.72 (0.67–0.76)  2,400          1
-//	                   group        2.2 (1.9–2.2)     42 (40–153)        0.70 (0.66–0.84)  2,200          0.82–0.93
-//	bbolt     200      before       43 (40–61)        709 (548–797)      0.51 (0.50–0.52)  9,100          1
-//	                   group        5.1 (3.7–6.5)     181 (94–445)       0.37 (0.37–0.43)  5,700          0.55–0.63
-//	postgres  50       before       4.8 (1.6–6.8)     221 (63–239)       0.97 (0.92–0.99)  2,400          1
-//	                   group        3.8 (1.8–5.1)     183 (55–380)       0.76 (0.62–0.82)  1,650          0.46–0.86
-//	postgres  200      before       296 (177–399)     1,220 (733–1,270)  0.49 (0.45–0.56)  7,200          1
-//	                   group        9.3 (7.3–12.3)    226 (137–365)      0.40 (0.39–0.42)  3,600          0.29–0.34
+//	store     clients  relay   p50 ms           p99 ms            CPU ms/tx         push frames/s  commits/apply
+//	bbolt     50       before  2.7 (1.3–3.1)    106 (7–192)       0.75 (0.73–0.86)  2,400          1
+//	                   group   1.3 (1.2–1.8)    20 (7–180)        0.84 (0.81–0.87)  2,330          0.96–1
+//	bbolt     200      before  170 (4.7–206)    911 (227–1,630)   0.45 (0.39–0.53)  8,000          1
+//	                   group   3.2 (2.6–3.7)    92 (19–262)       0.43 (0.43–0.44)  7,100          0.66–0.73
+//	postgres  50       before  1.4 (1.3–3.2)    84 (48–424)       1.00 (0.96–1.04)  2,400          1
+//	                   group   1.4 (1.3–1.5)    25 (14–53)        0.95 (0.91–0.98)  2,340          0.97–0.98
+//	postgres  200      before  33 (29–67)       375 (366–511)     0.59 (0.56–0.62)  9,500          1
+//	                   group   3.5 (2.9–3.9)    72 (23–85)        0.48 (0.47–0.54)  4,850          0.43–0.52
+//
+// On the same machine busier (load average 10 to 19; an earlier build of
+// group commit, fbe25da), at 200 clients: bbolt p50 43 → 5.1 ms, p99 709
+// → 181 ms, CPU 0.51 → 0.37 ms/tx, commits/apply 0.55–0.63; PostgreSQL
+// p50 296 → 9.3 ms, p99 1,220 → 226 ms, CPU 0.49 → 0.40 ms/tx,
+// commits/apply 0.29–0.34: the busier the relay, the larger its groups.
 //
 // What the profile (of the relay at 200 clients, before) said: applies
 // took 55–63% of the relay's CPU, bbolt's commit 31–37% of it all
@@ -712,14 +719,16 @@
 // for the ones ahead. Group commit (see "Delivery") merges what queued in
 // one transaction, so the queue drains in one commit, and pushes the
 // group's entries in one frame to the connections that sent none: fewer
-// commits (a third of the applies on PostgreSQL at 200 clients), fewer
-// frames, less CPU per transaction. After it, at 200 clients, the apply
-// path is 52–57% of the relay's CPU (bbolt's commit 33%), frame writes
-// 13–18%, and the relay uses 27–41% of a core for 1,000 transactions/s.
-// The target, p99 ≤ 250 ms at 200 clients, was met in some runs (bbolt
-// 94 and 181 ms, PostgreSQL 137 and 226 ms) and not in others (445 and
-// 365 ms) on this shared machine, where the 50-client p99 of the same
-// runs reached 153 and 380 ms. replica_relay_apply_commits_total over
-// replica_relay_apply_duration_seconds_count is a running relay's mean
-// group size.
+// commits (a third to a half of the applies on PostgreSQL at 200
+// clients), fewer
+// frames, less CPU per transaction under load (at 50 clients, groups of
+// one, about the same). After it, at 200 clients, the apply path is
+// 52–57% of the relay's CPU (bbolt's commit 33%), frame writes 13–18%,
+// and the relay uses 27–52% of a core for 1,000 transactions/s. The
+// target, p99 ≤ 250 ms at 200 clients on both stores, was met in 5 of
+// the 6 runs above (bbolt 262 ms once) and in 4 of 6 on the busier
+// machine (445 and 365 ms, when the 50-client p99 of the same runs
+// reached 153 and 380 ms). replica_relay_apply_commits_total over
+// replica_relay_apply_duration_seconds_count is a running relay's commits
+// per apply (the inverse of its mean group size).
 package relay
