@@ -69,13 +69,23 @@ func (d *database) publish(sender *conn, added []arrival, marks []wire.Horizon, 
 		d.cursor.Store(head)
 	}
 	d.broadcast(sender, added, marks)
-	if d.shared != nil && len(added) > 0 && d.notified != head {
-		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
-		defer cancel()
-		if err := d.shared.Notify(ctx, d.id, head); err != nil {
-			// The other relays' periodic check finds the new head.
-			d.log.Warn("relay: notifying the other relays of a new head failed", "cursor", head, "err", err)
-		}
+	if len(added) > 0 {
+		d.notify(head)
+	}
+}
+
+// notify tells the other relays on shared storage (none: nothing) that the
+// log's head is now head, unless the transaction that moved the head there
+// carried the notification already (d.notified, TxNotifier).
+func (d *database) notify(head uint64) {
+	if d.shared == nil || d.notified == head {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+	defer cancel()
+	if err := d.shared.Notify(ctx, d.id, head); err != nil {
+		// The other relays' periodic check finds the new head.
+		d.log.Warn("relay: notifying the other relays of a new head failed", "cursor", head, "err", err)
 	}
 }
 
