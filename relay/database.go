@@ -540,17 +540,21 @@ func (d *database) appendArrivals(tx kv.Tx, pend []pendingSet, arrivedMs uint64)
 	return added, marks, cur, nil
 }
 
-// appendKeys returns the keys appendArrivals (and heldIn) will read for
-// pend, to prefetch (engine.ApplyOptions.Prefetch, kv.Prefetcher) with the
-// transaction's first read: the head, the horizon mark at the head this
-// process knows (another relay's append since costs a read of its own),
-// and per ChangeSet its dedup entry and its site's highest hlc.
+// appendKeys returns the keys appendArrivals (and heldIn, pendingIn) will
+// read for pend, to prefetch (engine.ApplyOptions.Prefetch, kv.Prefetcher)
+// with the transaction's first read: the head, the horizon mark at the
+// head this process knows (another relay's append since costs a read of
+// its own), a pruning left pending when pendingIn reads it, and per
+// ChangeSet its dedup entry and its site's highest hlc.
 func (d *database) appendKeys(pend []pendingSet) []kv.BucketKey {
-	keys := make([]kv.BucketKey, 0, 3+2*len(pend))
+	keys := make([]kv.BucketKey, 0, 4+2*len(pend))
 	keys = append(keys,
 		kv.BucketKey{Bucket: bucketRelay, Key: keyCursor},
 		kv.BucketKey{Bucket: bucketRelay, Key: keyChain},
 		kv.BucketKey{Bucket: bucketHorizons, Key: cursorKey(d.cursor.Load())})
+	if d.checksPending() {
+		keys = append(keys, kv.BucketKey{Bucket: bucketRelay, Key: keyHorizonPending})
+	}
 	for _, p := range pend {
 		if !p.repair {
 			keys = append(keys,

@@ -374,11 +374,16 @@
 // the COMMIT. An apply_changes of new transactions is four round trips on
 // the relay that applies it: the writer lock; BEGIN, the namespace lock and
 // that read; the writes and COMMIT; the unlock, sent once the client is
-// answered. A resend adds a read of the stored copy it is compared with,
-// and a head another relay moved since this one's last push a read of the
-// mark there. Each other relay with connections of the database then reads
-// the new entries, their chain values and marks in one round trip (and ends
-// its snapshot after pushing them); relay/pgstore's TestRoundTripsPerApply
+// answered; a group of them (group commit, "Delivery") the same four.
+// That read also carries "horizonPending", a pruning at a horizon mark
+// that another relay left unfinished: found, the transaction is abandoned
+// before it writes, the pruning finished, and the apply run again, so
+// nothing is appended between a mark and the end of its pruning. A resend
+// adds a read of the stored copy it is compared with, and a head another
+// relay moved since this one's last push a read of the mark there. Each
+// other relay with connections of the database then reads the new
+// entries, their chain values and marks in one round trip (and ends its
+// snapshot after pushing them); relay/pgstore's TestRoundTripsPerApply
 // holds both counts. Before 2026-12-06 an apply took 13 on its relay, and
 // 26 to 29 in all with three relays.
 //

@@ -202,12 +202,13 @@ func (d *database) applyGroupLocked(group []*applyReq, nowMs uint64) {
 
 // mergeGroup merges (sealed: stores) the ChangeSets of the requests of
 // group (one or more, prepared) that the log does not hold yet and appends
-// them, in one kv transaction under the writer lock, arrived at nowMs,
-// after finishing a pruning left pending (finishPruning): the engine's
-// first read carries every key the rest reads (appendKeys), and inside
-// the transaction, before anything is written (engine ApplyOptions.Keep),
-// it finds the transactions the log holds, per request (heldIn), then a
-// transaction in two requests (errRegroup: two connections of one site
+// them, in one kv transaction under the writer lock, arrived at nowMs: the
+// engine's first read carries every key the rest reads (appendKeys), and
+// inside the transaction, before anything is written (engine
+// ApplyOptions.Keep), it finds a pruning left pending (pendingIn: the
+// transaction is abandoned, the pruning finished, and the group runs
+// again), then the transactions the log holds, per request (heldIn), then
+// a transaction in two requests (errRegroup: two connections of one site
 // resending it; applied one by one, the second is found held and compared
 // with the first, checkResend, as when they come apart). The group's
 // ChangeSets kept are appended by one appendArrivals (one read of the
@@ -241,9 +242,6 @@ func (d *database) mergeGroup(group []*applyReq, nowMs uint64) (last uint64, err
 	if len(live) == 0 {
 		return 0, errAllHeld
 	}
-	if err := d.finishPruning(); err != nil {
-		return 0, err
-	}
 	var all []model.ChangeSet
 	var pendAll []pendingSet
 	for _, r := range live {
@@ -253,6 +251,9 @@ func (d *database) mergeGroup(group []*applyReq, nowMs uint64) (last uint64, err
 	prefetch := d.appendKeys(pendAll)
 	var kept []pendingSet
 	keep := func(tx kv.Tx) ([]bool, error) {
+		if err := d.pendingIn(tx); err != nil {
+			return nil, err
+		}
 		flags := make([]bool, 0, len(pendAll))
 		kept = kept[:0]
 		var seen map[string]bool
@@ -315,25 +316,38 @@ func (d *database) mergeGroup(group []*applyReq, nowMs uint64) (last uint64, err
 		return nil
 	}
 	var per []model.ApplyResult
-	if d.sealed {
-		err = d.store.Update(func(tx kv.Tx) error {
-			if p, ok := tx.(kv.Prefetcher); ok {
-				if err := p.Prefetch(prefetch); err != nil {
+	for attempt := 0; ; attempt++ {
+		if d.sealed {
+			err = d.store.Update(func(tx kv.Tx) error {
+				if p, ok := tx.(kv.Prefetcher); ok {
+					if err := p.Prefetch(prefetch); err != nil {
+						return err
+					}
+				}
+				if _, err := keep(tx); err != nil {
 					return err
 				}
+				return appendAll(tx)
+			})
+		} else {
+			_, err = d.eng.Apply(all, engine.ApplyOptions{
+				Prefetch:   prefetch,
+				Keep:       keep,
+				SetResults: &per,
+				Extra:      func(tx kv.Tx, _ model.ApplyResult) error { return appendAll(tx) },
+			})
+		}
+		var pp *errPrunePending
+		if attempt == 0 && errors.As(err, &pp) {
+			// Nothing written: finish the pruning first (nothing is
+			// appended between a mark and the end of its pruning),
+			// then run again.
+			if err = d.finishPending(pp.wall); err != nil {
+				break
 			}
-			if _, err := keep(tx); err != nil {
-				return err
-			}
-			return appendAll(tx)
-		})
-	} else {
-		_, err = d.eng.Apply(all, engine.ApplyOptions{
-			Prefetch:   prefetch,
-			Keep:       keep,
-			SetResults: &per,
-			Extra:      func(tx kv.Tx, _ model.ApplyResult) error { return appendAll(tx) },
-		})
+			continue
+		}
+		break
 	}
 	for _, r := range live {
 		if r.refusedIn != nil {
