@@ -3,6 +3,9 @@
 package relay
 
 import (
+	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -12,6 +15,7 @@ import (
 	"time"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
@@ -471,4 +475,111 @@ func TestGroupCommitSealed(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestGroupCommitFinishesPendingPruning: a group queued while a pruning
+// another relay left pending ("horizonPending") waits on shared storage
+// finds it inside its transaction, before it writes, finishes it, and is
+// applied again, still as one group (one commit): the late delete among
+// its requests keeps its tombstone, appended after the mark, as in
+// TestSharedPendingPruningFinishedBeforeAppend.
+func TestGroupCommitFinishesPendingPruning(t *testing.T) {
+	clock := newManualClock()
+	st := newTestShared()
+	r := startRelay(t, Config{Clock: clock, Storage: st})
+	rep := newReplica(t, clock)
+	a := connectAs(t, r, "acme", rep)
+	a.apply("apply-1", insertStops(t, rep, "kept", 1))
+
+	wall := clock.Now() - uint64(engine.DefaultRetention.Milliseconds())
+	store, _ := st.Open("acme")
+	err := store.Update(func(tx kv.Tx) error {
+		cur, err := getCounter(tx, keyCursor)
+		if err != nil {
+			return err
+		}
+		ch, _, err := chainAt(tx, cur)
+		if err != nil {
+			return err
+		}
+		if err := tx.Put(bucketRelay, keyHorizonPending, binary.BigEndian.AppendUint64(nil, wall)); err != nil {
+			return err
+		}
+		if err := tx.Put(bucketHorizons, cursorKey(cur), encodeMark(wire.Horizon{Cursor: cur, Wall: wall, Chain: ch})); err != nil {
+			return err
+		}
+		return putMarkSites(tx, cur)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	late := newReplica(t, behindClock{clock, 40 * 24 * time.Hour})
+	lc := connectAs(t, r, "acme", late)
+	others := []*engine.Engine{newReplica(t, clock), newReplica(t, clock)}
+	var oc []*client
+	for _, e := range others {
+		oc = append(oc, connectAs(t, r, "acme", e))
+	}
+	before := metricValue(t, r, "replica_relay_apply_commits_total")
+	wait, release := holdWriter(t, r, "acme")
+	lc.send(&wire.ApplyChanges{RequestID: "late", ChangeSets: deleteStop(t, late)})
+	for k, c := range oc {
+		c.send(&wire.ApplyChanges{RequestID: fmt.Sprint("o-", k), ChangeSets: insertStops(t, others[k], fmt.Sprint("o", k), 1)})
+	}
+	wait(3)
+	release()
+	const head = 1 + 2 + 2
+	for k, c := range append([]*client{lc}, oc...) {
+		id := "late"
+		if k > 0 {
+			id = fmt.Sprint("o-", k-1)
+		}
+		if _, e, _ := followLog(t, c, id, 1, head); e != nil {
+			t.Fatalf("%s: %+v", id, *e)
+		}
+	}
+	if got := metricValue(t, r, "replica_relay_apply_commits_total") - before; got != 1 {
+		t.Errorf("%v commits, want 1 (one group, applied again after the pruning)", got)
+	}
+	if err := store.View(func(tx kv.Tx) error {
+		_, err := tx.Get(bucketRelay, keyHorizonPending)
+		if !errors.Is(err, kv.ErrNotFound) {
+			return fmt.Errorf("horizonPending after the group: %v, want none", err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.srv.Maintain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := collectSnapshot(t, connect(t, r, "acme"), &wire.GetSnapshot{})
+	if s.header.Horizon != wall {
+		t.Fatalf("snapshot header horizon %d, want the stored mark's %d", s.header.Horizon, wall)
+	}
+	if s.rows["stops"] != 4 {
+		t.Fatalf("%d stop rows, want 4 (the kept stop, the late delete's tombstone appended after the mark, the two others' stops)", s.rows["stops"])
+	}
+}
+
+// metricValue reads a metric without labels from r's /metrics.
+func metricValue(t *testing.T, r *testRelay, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(r.url("/metrics"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	for _, line := range strings.Split(readAllBody(t, resp.Body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no %s in /metrics", name)
+	return 0
 }
