@@ -32,6 +32,16 @@ type ApplyOptions struct {
 	// arrival log only when it changed the merged replica (wire's
 	// "Repair pushes").
 	ExtraSets func(tx kv.Tx, res ApplyResult, changed []bool) error
+	// SetResults, when not nil, receives on success what merging each
+	// ChangeSet of the batch did, by index (len(sets) entries): the same
+	// counts as the result, split by the ChangeSet the change belongs
+	// to, so they sum to it. The relay answers each sender of a group
+	// it merged in one transaction with its own ChangeSets' counts. A
+	// change that another ChangeSet of the same batch superseded counts
+	// as skipped, and conflicts are judged against the row as it was
+	// before the batch, as for the batch's result. A ChangeSet that Keep
+	// left out has a zero entry.
+	SetResults *[]ApplyResult
 	// MergeOwn merges the changes of this replica's own ChangeSets
 	// (their schema migrations are its own already) instead of skipping
 	// them as its own echo. The sync client sets it for the ChangeSets of
@@ -118,7 +128,9 @@ func (e *Engine) Apply(sets []ChangeSet, opts ApplyOptions) (ApplyResult, error)
 		return ApplyResult{}, err
 	}
 	var out applyOutcome
+	var kept []bool // Keep's flags of the committed transaction (nil: all)
 	err := e.store.Update(func(tx kv.Tx) error {
+		kept = nil
 		if p, ok := tx.(kv.Prefetcher); ok {
 			if err := p.Prefetch(append(guessRowKeys(sets), opts.Prefetch...)); err != nil {
 				return err
@@ -139,6 +151,7 @@ func (e *Engine) Apply(sets []ChangeSet, opts ApplyOptions) (ApplyResult, error)
 				if len(keep) != len(sets) {
 					return fmt.Errorf("engine: ApplyOptions.Keep returned %d flags for %d ChangeSets", len(keep), len(sets))
 				}
+				kept = keep
 				batch = make([]ChangeSet, 0, len(sets))
 				for i, k := range keep {
 					if k {
@@ -177,6 +190,21 @@ func (e *Engine) Apply(sets []ChangeSet, opts ApplyOptions) (ApplyResult, error)
 		if _, err := e.ReplayHeld(out.created...); err != nil {
 			e.log.Warn("replica: replaying held changes failed; they stay held for the next replay", "tables", out.created, "err", err)
 		}
+	}
+	if opts.SetResults != nil {
+		per := out.perSet
+		if kept != nil {
+			// By index of sets: the ones Keep left out count nothing.
+			per = make([]ApplyResult, len(sets))
+			j := 0
+			for i, k := range kept {
+				if k {
+					per[i] = out.perSet[j]
+					j++
+				}
+			}
+		}
+		*opts.SetResults = per
 	}
 	return out.result, nil
 }
@@ -217,8 +245,28 @@ type applyOutcome struct {
 	remote    []*ChangeSet // per applied ChangeSet, the facts that changed state
 	conflicts []Conflict
 	held      []HeldReport
-	created   []string // tables created or given columns by this batch
-	changed   []bool   // per ChangeSet: a fact or migration of it applied
+	created   []string      // tables created or given columns by this batch
+	changed   []bool        // per ChangeSet: a fact or migration of it applied
+	perSet    []ApplyResult // per ChangeSet: its share of result
+}
+
+// The counters of an apply: each adds to the batch's result and, when
+// perSet has its entry (an apply of ChangeSets; a snapshot chunk's merge
+// has none), to the share of ChangeSet set (its index in the batch).
+func (o *applyOutcome) share(set int) *ApplyResult {
+	if set < len(o.perSet) {
+		return &o.perSet[set]
+	}
+	return &ApplyResult{}
+}
+
+func (o *applyOutcome) applied(set int)    { o.result.Applied++; o.share(set).Applied++ }
+func (o *applyOutcome) skipped(set, n int) { o.result.Skipped += n; o.share(set).Skipped += n }
+func (o *applyOutcome) conflict(set int)   { o.result.Conflicts++; o.share(set).Conflicts++ }
+func (o *applyOutcome) held1(set int)      { o.result.Held++; o.share(set).Held++ }
+func (o *applyOutcome) transaction(set int) {
+	o.result.Transactions++
+	o.share(set).Transactions++
 }
 
 // columnCounts returns the columns of each table of s (the table's
@@ -431,7 +479,7 @@ type pendingFact struct {
 // (emitSets). The maps are made here and passed down so that they stay
 // off the heap while small.
 func (w *writeTx) applySets(sets []ChangeSet, replay bool) (applyOutcome, error) {
-	var out applyOutcome
+	out := applyOutcome{perSet: make([]ApplyResult, len(sets))}
 	appliedMigs := map[int][]SchemaMigration{}
 	maxH, err := w.applySetMigrations(sets, appliedMigs, &out)
 	if err != nil {
@@ -472,14 +520,14 @@ func (w *writeTx) applySetMigrations(sets []ChangeSet, applied map[int][]SchemaM
 	for i := range sets {
 		cs := &sets[i]
 		if cs.SiteID == local {
-			out.result.Skipped += len(cs.Migrations)
+			out.skipped(i, len(cs.Migrations))
 			if !w.mergeOwn {
 				// Under MergeOwn, mergeRows counts the changes.
-				out.result.Skipped += len(cs.Changes)
+				out.skipped(i, len(cs.Changes))
 			}
 			continue
 		}
-		out.result.Transactions++
+		out.transaction(i)
 		if maxH.Less(cs.HLC) {
 			maxH = cs.HLC
 		}
@@ -491,7 +539,7 @@ func (w *writeTx) applySetMigrations(sets []ChangeSet, applied map[int][]SchemaM
 	for _, ref := range migs {
 		k := layout.MigrationKey(layout.ClassRemote, ref.m.HLC)
 		if _, err := w.kv.Get(layout.BucketMigrations, k); err == nil {
-			out.result.Skipped++
+			out.skipped(ref.set, 1)
 			continue
 		} else if !errors.Is(err, kv.ErrNotFound) {
 			return maxH, err
@@ -499,7 +547,7 @@ func (w *writeTx) applySetMigrations(sets []ChangeSet, applied map[int][]SchemaM
 		if err := w.storeMigration(ref.m, layout.ClassRemote); err != nil {
 			return maxH, err
 		}
-		out.result.Applied++
+		out.applied(ref.set)
 		applied[ref.set] = append(applied[ref.set], *ref.m)
 	}
 	if w.e.declared != nil {
@@ -520,6 +568,7 @@ type setRowFacts struct {
 type heldTally struct {
 	tables map[string]*HeldReport // nil until a change is held
 	order  []string
+	set    int // the index of the ChangeSet whose change is being bound
 }
 
 // groupSetChanges binds the data changes of sets (but this replica's own)
@@ -536,6 +585,7 @@ func (w *writeTx) groupSetChanges(sets []ChangeSet, replay bool, rows map[string
 		}
 		for j := range cs.Changes {
 			c := &cs.Changes[j] // sets are the caller's copies (cloneSets) or ours
+			d.set = i
 			t, err := w.bindChange(&d, cs, c, replay, out)
 			if err != nil {
 				return nil, err
@@ -632,7 +682,7 @@ func (w *writeTx) hold(d *heldTally, cs *ChangeSet, c *Change, reason HeldReason
 	if h.LatestHLC.Less(c.HLC) {
 		h.LatestHLC = c.HLC
 	}
-	out.result.Held++
+	out.held1(d.set)
 	if w.e.opts.HeldChanges == Drop {
 		return nil
 	}
@@ -664,10 +714,10 @@ func (w *writeTx) mergeRows(rows map[string]*setRowFacts, rowOrder []string, app
 		w.mergeRow(r, rf.facts, out)
 		for _, f := range rf.facts {
 			if factLanded(r, f.c) {
-				out.result.Applied++
+				out.applied(f.set)
 				applied[f.set] = append(applied[f.set], *f.c)
 			} else {
-				out.result.Skipped++
+				out.skipped(f.set, 1)
 			}
 		}
 	}
@@ -916,7 +966,7 @@ func (r *txRow) rowConflicts(facts []pendingFact, out *applyOutcome) {
 		if (c.HasPrior && c.PriorHLC == o.HLC) || (o.Prior != nil && o.Prior.HLC == c.HLC) {
 			continue // one write directly replaced the other: no concurrency
 		}
-		out.result.Conflicts++
+		out.conflict(f.set)
 		out.conflicts = append(out.conflicts, r.conflict(o, c))
 	}
 }

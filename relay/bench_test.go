@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,6 +70,32 @@ func benchChild(dir string) int {
 	}
 	cfg.DataDir, cfg.Auth, cfg.NoSync = dir, AllowAll, os.Getenv("RELAY_BENCH_NOSYNC") != ""
 	cfg.Logger, cfg.IdleTimeout = discardLogger, time.Hour
+	if url := os.Getenv("RELAY_BENCH_STORE_URL"); url != "" {
+		// A PostgreSQL database (BenchmarkLoad's store=postgres).
+		if OpenURLStorage == nil {
+			fmt.Fprintln(os.Stderr, "RELAY_BENCH_STORE_URL: no OpenURLStorage in this binary")
+			return 1
+		}
+		st, err := OpenURLStorage(url)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		cfg.Storage = st
+	}
+	if path := os.Getenv("RELAY_BENCH_CPUPROFILE"); path != "" {
+		// The relay's CPU profile over the child's life.
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+	}
 	srv, err := New(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

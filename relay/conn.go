@@ -584,7 +584,7 @@ func (c *conn) applyChanges(m *wire.ApplyChanges) {
 		return
 	}
 	start := time.Now()
-	res, st, err := c.db.apply(c, m.ChangeSets, m.Repair)
+	res, st, answered, err := c.db.apply(c, m.RequestID, m.ChangeSets, m.Repair)
 	c.s.metrics.applyDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		c.applyFailed(m.RequestID, err)
@@ -594,6 +594,9 @@ func (c *conn) applyChanges(m *wire.ApplyChanges) {
 	c.s.metrics.changesApplied.Add(float64(res.Applied))
 	c.s.metrics.changesSkipped.Add(float64(res.Skipped))
 	c.s.metrics.changeSetsStored.Add(float64(st.n))
+	if answered {
+		return // queued in cursor order with the group's pushes (group.go)
+	}
 	ar := &wire.ApplyResult{RequestID: m.RequestID, ApplyResult: res}
 	st.position(ar) // where the log holds them (wire version 9)
 	c.send(ar)

@@ -50,6 +50,12 @@ type database struct {
 	// applyMu serializes apply: the merge, the arrival-log append and the
 	// fan-out, so that pushes leave in cursor order.
 	applyMu sync.Mutex
+	// groupMu guards groupQ, the apply_changes waiting for the next
+	// group (group.go), and leading: a goroutine leads (or is about to
+	// lead) a group.
+	groupMu sync.Mutex
+	groupQ  []*applyReq
+	leading bool
 	// cursor is the last cursor committed (stored after each commit, under
 	// applyMu); everything up to it is in the merged replica. With shared
 	// storage it is the last cursor this process has fanned out to its
@@ -258,6 +264,11 @@ type pendingSet struct {
 	// repairKey's, and the entry neither enters the dedup index nor
 	// raises its author's siteHlc.
 	repair bool
+	// fresh: the log was found not to hold key under the writer lock
+	// that the append holds, and no other pendingSet of the append has
+	// it (a group's, group.go): appendArrivals does not look it up
+	// again.
+	fresh bool
 }
 
 // stored is what an apply_changes appended to the log: n ChangeSets, and,
@@ -306,90 +317,78 @@ func (d *database) storedOf(sender *conn, added []arrival, marks []wire.Horizon)
 // apply merges sets into the replica and appends the ChangeSets the log does
 // not hold yet, in one kv transaction, then sends them as push_changes to
 // every other connection of the database. It returns the engine's result
-// and what it appended (stored). Nothing is stored when it fails:
-// errors satisfy refused for a batch refused for its content,
+// for sets, what it appended (stored), and whether the apply_result
+// (requestId requestID) was queued to sender already (answered: see
+// group.go; else the caller sends it). Nothing of sets is stored when it
+// fails: errors satisfy refused for a batch refused for its content,
 // model.ErrClockDrift for one too far ahead, or are storage errors.
 //
-// A repair push (repair; wire's "Repair pushes") carries other sites'
-// ChangeSets: each is merged, and appended only if it changed the merged
-// replica (applyRepair).
-func (d *database) apply(sender *conn, sets []model.ChangeSet, repair bool) (model.ApplyResult, stored, error) {
+// The apply_changes of a database's connections are merged in groups, one
+// kv transaction each (group.go), each answered with its own counts and
+// position. A repair push (repair; wire's "Repair pushes") carries other
+// sites' ChangeSets and is merged alone: each is merged, and appended only
+// if it changed the merged replica (applyRepair).
+func (d *database) apply(sender *conn, requestID string, sets []model.ChangeSet, repair bool) (res model.ApplyResult, st stored, answered bool, err error) {
 	sets, pend, err := d.prepareBatch(sender, sets, repair)
 	if err != nil {
-		return model.ApplyResult{}, stored{}, err
+		return model.ApplyResult{}, stored{}, false, err
+	}
+	if !repair {
+		r := &applyReq{sender: sender, requestID: requestID, sets: sets, pend: pend}
+		for _, p := range pend {
+			r.facts += p.facts
+		}
+		d.applyGrouped(r)
+		return r.res, r.st, r.answered, r.err
 	}
 	now := d.s.cfg.Clock.Now()
-
 	unlock, err := d.lock()
 	if err != nil {
-		return model.ApplyResult{}, stored{}, err
+		return model.ApplyResult{}, stored{}, false, err
 	}
 	defer unlock()
 	if err := d.finishPruning(); err != nil {
-		return model.ApplyResult{}, stored{}, err
+		return model.ApplyResult{}, stored{}, false, err
 	}
-	if repair {
-		return d.applyRepair(sender, sets, pend, now)
-	}
-	if d.sealed {
-		return d.applySealed(sender, sets, pend, now)
-	}
-	// A resend of a transaction the log holds is not merged again: after
-	// a horizon mark pruned the row it wrote, merging it would revive the
-	// row in the merged replica (and every later snapshot) with no log
-	// entry, so no replica pulling the log would ever see it. Decided in
-	// the merge's transaction (Keep), whose first read carries the keys
-	// the append reads (appendKeys).
-	var held model.ApplyResult
-	var kept []pendingSet
-	var added []arrival
-	var marks []wire.Horizon
-	var last uint64
-	res, err := d.eng.Apply(sets, engine.ApplyOptions{
-		Prefetch: d.appendKeys(pend),
-		Keep: func(tx kv.Tx) ([]bool, error) {
-			keep, h, err := d.heldIn(tx, sets, pend)
-			if err != nil {
-				return nil, err
-			}
-			held = h
-			if h.Transactions == len(sets) {
-				return nil, errAllHeld
-			}
-			kept = kept[:0]
-			for i, k := range keep {
-				if k {
-					kept = append(kept, pend[i])
-				}
-			}
-			return keep, nil
-		},
-		Extra: func(tx kv.Tx, _ model.ApplyResult) error {
-			var err error
-			added, marks, last, err = d.appendArrivals(tx, kept, now)
-			return err
-		},
-	})
-	if errors.Is(err, errAllHeld) {
-		return held, stored{}, nil
-	}
-	if err != nil {
-		return model.ApplyResult{}, stored{}, err
-	}
-	d.publish(sender, added, marks, last)
-	res.Skipped += held.Skipped
-	res.Transactions += held.Transactions
-	return res, d.storedOf(sender, added, marks), nil
+	res, st, err = d.applyRepair(sender, sets, pend, now)
+	return res, st, false, err
 }
 
-// errAllHeld aborts the merge's transaction of a batch whose every
-// transaction the log holds already: nothing to merge or append.
+// applyLocked is apply of one prepared batch that is not a repair push,
+// under the writer lock, arrived at now: a group of one (mergeGroup). A
+// resend of a transaction the log holds is not merged again: after a
+// horizon mark pruned the row it wrote, merging it would revive the row
+// in the merged replica (and every later snapshot) with no log entry, so
+// no replica pulling the log would ever see it. The transactions the log
+// holds are left out and counted as skipped, the rest merged (or, sealed,
+// stored) and appended in one kv transaction, and published.
+func (d *database) applyLocked(sender *conn, sets []model.ChangeSet, pend []pendingSet, now uint64) (model.ApplyResult, stored, error) {
+	r := &applyReq{sender: sender, sets: sets, pend: pend}
+	last, err := d.mergeGroup([]*applyReq{r}, now)
+	switch {
+	case r.failed:
+		return model.ApplyResult{}, stored{}, r.err
+	case errors.Is(err, errAllHeld):
+		return r.res, stored{}, nil
+	case err != nil:
+		return model.ApplyResult{}, stored{}, err
+	}
+	d.s.metrics.applyCommits.Inc()
+	d.publish(sender, r.added, r.marks, last)
+	return r.res, d.storedOf(sender, r.added, r.marks), nil
+}
+
+// errAllHeld aborts the merge's transaction of a batch (or group) whose
+// every transaction the log holds already (or was refused): nothing to
+// merge or append.
 var errAllHeld = errors.New("relay: every transaction of the batch is held")
 
 // heldIn tells, in transaction tx (under the writer lock), which
-// transactions of sets (and pend) the log does not hold yet (keep), checking
-// that each held one is a resend (checkResend), and counts the held ones
-// as skipped (every change of theirs is held).
+// transactions of sets (and pend) the log does not hold yet (keep),
+// checking that each held one is a resend (checkResend; not a sealed
+// database's envelope: resent, it is sealed anew, with another nonce, and
+// cannot be compared, the first copy stays), and counts the held ones as
+// skipped (every change of theirs; one change per envelope).
 func (d *database) heldIn(tx kv.Tx, sets []model.ChangeSet, pend []pendingSet) ([]bool, model.ApplyResult, error) {
 	keep := make([]bool, len(pend))
 	var held model.ApplyResult
@@ -402,10 +401,14 @@ func (d *database) heldIn(tx kv.Tx, sets []model.ChangeSet, pend []pendingSet) (
 		case err != nil:
 			return nil, held, err
 		}
-		if err := checkResend(tx, v, p.json, i); err != nil {
-			return nil, held, err
+		if d.sealed {
+			held.Skipped++ // one change per envelope
+		} else {
+			if err := checkResend(tx, v, p.json, i); err != nil {
+				return nil, held, err
+			}
+			held.Skipped += len(sets[i].Changes)
 		}
-		held.Skipped += len(sets[i].Changes)
 		held.Transactions++
 	}
 	return keep, held, nil
@@ -494,9 +497,10 @@ func (d *database) appendArrivals(tx kv.Tx, pend []pendingSet, arrivedMs uint64)
 	}
 	var added []arrival
 	for i, p := range pend {
-		if p.repair {
+		if p.repair || p.fresh {
 			// Not deduplicated: applyRepair passes only the
-			// ChangeSets that changed the merged replica.
+			// ChangeSets that changed the merged replica, a group
+			// those it checked.
 			cur, chain, added, err = d.appendOne(tx, cur, chain, arrivedMs, p, added)
 			if err != nil {
 				return nil, nil, 0, err
@@ -536,17 +540,21 @@ func (d *database) appendArrivals(tx kv.Tx, pend []pendingSet, arrivedMs uint64)
 	return added, marks, cur, nil
 }
 
-// appendKeys returns the keys appendArrivals (and heldIn) will read for
-// pend, to prefetch (engine.ApplyOptions.Prefetch, kv.Prefetcher) with the
-// transaction's first read: the head, the horizon mark at the head this
-// process knows (another relay's append since costs a read of its own),
-// and per ChangeSet its dedup entry and its site's highest hlc.
+// appendKeys returns the keys appendArrivals (and heldIn, pendingIn) will
+// read for pend, to prefetch (engine.ApplyOptions.Prefetch, kv.Prefetcher)
+// with the transaction's first read: the head, the horizon mark at the
+// head this process knows (another relay's append since costs a read of
+// its own), a pruning left pending when pendingIn reads it, and per
+// ChangeSet its dedup entry and its site's highest hlc.
 func (d *database) appendKeys(pend []pendingSet) []kv.BucketKey {
-	keys := make([]kv.BucketKey, 0, 3+2*len(pend))
+	keys := make([]kv.BucketKey, 0, 4+2*len(pend))
 	keys = append(keys,
 		kv.BucketKey{Bucket: bucketRelay, Key: keyCursor},
 		kv.BucketKey{Bucket: bucketRelay, Key: keyChain},
 		kv.BucketKey{Bucket: bucketHorizons, Key: cursorKey(d.cursor.Load())})
+	if d.checksPending() {
+		keys = append(keys, kv.BucketKey{Bucket: bucketRelay, Key: keyHorizonPending})
+	}
 	for _, p := range pend {
 		if !p.repair {
 			keys = append(keys,

@@ -27,6 +27,7 @@ type metrics struct {
 	changeSetsStored prometheus.Counter
 	checkpoints      *prometheus.CounterVec
 	applyDuration    prometheus.Histogram
+	applyCommits     prometheus.Counter
 	pushesDropped    *prometheus.CounterVec
 	arrivalsPruned   prometheus.Counter
 	horizonMarks     prometheus.Counter
@@ -67,6 +68,8 @@ func newMetrics() *metrics {
 	m.applyDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "apply_duration_seconds",
 		Help:    "Time to merge one apply_changes and append it to the arrival log, commit included.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 12)})
+	m.applyCommits = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "apply_commits_total",
+		Help: "Storage transactions that merged and appended apply_changes: one per group of apply_changes merged together (group commit), so apply_duration_seconds_count over it is the mean group size."})
 	m.pushesDropped = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "pushes_dropped_total",
 		Help: "push_changes frames not delivered: queue_full (the connection was closed) or snapshot (the connection was streaming a snapshot)."}, []string{"reason"})
 	m.arrivalsPruned = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "arrivals_pruned_total",
@@ -81,7 +84,7 @@ func newMetrics() *metrics {
 		Help: "Operations (open, write, read) of databases whose last attempt failed; /healthz answers 503 while it is above 0."})
 	m.reg.MustRegister(m.rateLimited, m.storageErrors, m.storageFailing, m.connections, m.connectionsTotal, m.connsRefused, m.databasesOpen, m.messagesIn, m.messagesOut,
 		m.bytesIn, m.bytesOut, m.errors, m.changesApplied, m.changesSkipped, m.changeSetsStored, m.checkpoints,
-		m.applyDuration, m.pushesDropped, m.arrivalsPruned, m.horizonMarks,
+		m.applyDuration, m.applyCommits, m.pushesDropped, m.arrivalsPruned, m.horizonMarks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -53,6 +53,7 @@ func (d *database) applyRepair(sender *conn, sets []model.ChangeSet, pend []pend
 	if err != nil {
 		return model.ApplyResult{}, stored{}, err
 	}
+	d.s.metrics.applyCommits.Inc()
 	// The sender too: it merges its repair entries in their place in the
 	// log, after the marks before them (wire's "Repair pushes"). So its
 	// apply_result tells no position (wire version 9): the push_changes

@@ -69,13 +69,23 @@ func (d *database) publish(sender *conn, added []arrival, marks []wire.Horizon, 
 		d.cursor.Store(head)
 	}
 	d.broadcast(sender, added, marks)
-	if d.shared != nil && len(added) > 0 && d.notified != head {
-		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
-		defer cancel()
-		if err := d.shared.Notify(ctx, d.id, head); err != nil {
-			// The other relays' periodic check finds the new head.
-			d.log.Warn("relay: notifying the other relays of a new head failed", "cursor", head, "err", err)
-		}
+	if len(added) > 0 {
+		d.notify(head)
+	}
+}
+
+// notify tells the other relays on shared storage (none: nothing) that the
+// log's head is now head, unless the transaction that moved the head there
+// carried the notification already (d.notified, TxNotifier).
+func (d *database) notify(head uint64) {
+	if d.shared == nil || d.notified == head {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+	defer cancel()
+	if err := d.shared.Notify(ctx, d.id, head); err != nil {
+		// The other relays' periodic check finds the new head.
+		d.log.Warn("relay: notifying the other relays of a new head failed", "cursor", head, "err", err)
 	}
 }
 
@@ -120,11 +130,16 @@ func (d *database) notifyIn(tx kv.Tx, head uint64) {
 // older than the mark's wall) keeps its tombstone until the next mark, as
 // on the clients that applied the mark before it. Finished later (the
 // next maintenance pass with shared storage, the next open alone), the
-// pruning took those tombstones from the merged replica alone. Alone, it
-// reads the store only after this process's pruning failed (pruneLeft).
-// The error is a storage error.
+// pruning took those tombstones from the merged replica alone.
+//
+// An apply_changes checks it inside its merge's transaction, before
+// anything is written (pendingIn, with the transaction's first read:
+// appendKeys), and finishes the pruning it finds (finishPending) before
+// running again; a repair push reads it first (finishPruning, a
+// transaction of its own). Either reads the store only when checksPending
+// says so. The error is a storage error.
 func (d *database) finishPruning() error {
-	if d.shared == nil && !d.pruneLeft {
+	if !d.checksPending() {
 		return nil
 	}
 	var pending uint64
@@ -140,12 +155,52 @@ func (d *database) finishPruning() error {
 		d.pruneLeft = false
 		return nil
 	}
-	res, err := d.prunePending(pending)
+	return d.finishPending(pending)
+}
+
+// checksPending tells whether an apply reads "horizonPending" (under the
+// writer lock): with shared storage always (another relay may have left
+// one), alone only after this process's pruning failed (pruneLeft).
+func (d *database) checksPending() bool {
+	return d.shared != nil || d.pruneLeft
+}
+
+// errPrunePending aborts an apply's transaction that found a pruning
+// left pending (pendingIn) at the mark's wall, before it wrote anything:
+// the pruning is finished (finishPending), then the apply runs again.
+type errPrunePending struct{ wall uint64 }
+
+func (e *errPrunePending) Error() string {
+	return fmt.Sprintf("relay: the pruning at the tombstone horizon %d is pending", e.wall)
+}
+
+// pendingIn reads "horizonPending" in tx (an apply's, under the writer
+// lock, before it writes) when checksPending says so, and returns an
+// *errPrunePending when a pruning is pending.
+func (d *database) pendingIn(tx kv.Tx) error {
+	if !d.checksPending() {
+		return nil
+	}
+	pending, err := getCounter(tx, keyHorizonPending)
 	if err != nil {
-		return fmt.Errorf("relay: finishing the pruning at the tombstone horizon %d: %w", pending, err)
+		return err
+	}
+	if pending != 0 {
+		return &errPrunePending{wall: pending}
 	}
 	d.pruneLeft = false
-	d.log.Info("relay: finished a pruning at a tombstone horizon left pending", "horizon", pending, "tombstones", res.Tombstones, "rows", res.Rows)
+	return nil
+}
+
+// finishPending finishes the pruning pending at wall (under the writer
+// lock; see finishPruning).
+func (d *database) finishPending(wall uint64) error {
+	res, err := d.prunePending(wall)
+	if err != nil {
+		return fmt.Errorf("relay: finishing the pruning at the tombstone horizon %d: %w", wall, err)
+	}
+	d.pruneLeft = false
+	d.log.Info("relay: finished a pruning at a tombstone horizon left pending", "horizon", wall, "tombstones", res.Tombstones, "rows", res.Rows)
 	return nil
 }
 

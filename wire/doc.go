@@ -385,8 +385,10 @@
 // Members:
 //
 //   - cursor (cursor, required): the arrival sequence of the last ChangeSet.
-//   - changeSets (array of ChangeSet, required): ChangeSets another
-//     connection just pushed, with consecutive sequences ending at cursor.
+//   - changeSets (array of ChangeSet, required): ChangeSets other
+//     connections just pushed (one or several: a relay merging several
+//     connections' pushes in one commit may carry them in one frame),
+//     with consecutive sequences ending at cursor.
 //   - chain (chain value, written by relays of version 2): the log's chain
 //     value at cursor, kept with the cursor when the client moves to it.
 //   - horizons (array of horizon marks, version 3, optional, omitted when

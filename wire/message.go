@@ -208,7 +208,7 @@ type ApplyResult struct {
 	Horizons []Horizon
 }
 
-// PushChanges (relay → client) forwards ChangeSets another connection
+// PushChanges (relay → client) forwards ChangeSets other connections
 // pushed, unsolicited.
 //
 //	{"type":"push_changes","cursor":58,"changeSets":[…]}
