@@ -430,7 +430,10 @@
 //     included, pulls them (this one merges them in their place in the
 //     log, after the marks before them, as every other replica does). So a write that only another device still holds (its
 //     author is gone for good, or pruned it) is not lost. The progress is
-//     stored (sync:…:repair); a repair resumes after a lost connection.
+//     stored (sync:…:repair); a repair resumes after a lost connection,
+//     but starts again from the beginning after a horizon mark that kept
+//     facts of other sites (it may have pushed them before the mark, and
+//     the relay pruned them there: the simulator's seed 7143).
 //     The state reads Synced during a repair as during any push.
 //
 // Either finding is reported once per session as an ErrorReported event

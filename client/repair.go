@@ -122,6 +122,30 @@ func (s *session) advanceRepair() error {
 	return s.db.SetState(repairKey(s.ns), encodeRepair(s.repairPos))
 }
 
+// restartRepair starts a pending repair again from the beginning, after
+// a mark kept facts of other sites (pruneTo, keepOthers). The relay
+// applies them after its pruning only if they reach it after the mark,
+// and the repair may have pushed them before it: on a page before the
+// stored position, or in an earlier session, whose pulls of the log
+// (othersInLog) this one does not know, while the relay held them and
+// pruned them at the mark (the simulator's seed 7143: a relay wiped, a
+// repair cut after its first page, a mark at the relay's head, the
+// repair resumed after the page; the replica kept the row's facts alone,
+// for good). Pushed again, the relay appends those its pruning dropped,
+// and merges the others as no-ops. A repair push in flight is answered
+// as before; the next one reads the first page again.
+func (s *session) restartRepair() error {
+	if s.repairPos == nil && !s.repairRead {
+		return nil // nothing pushed yet
+	}
+	s.repairPos, s.repairPage, s.repairNext, s.repairRead, s.repairMax = nil, nil, nil, false, 0
+	s.c.log.Debug("replica sync: a horizon mark kept facts of other sites; the repair push starts again", "database", s.t.databaseID)
+	if err := s.db.SetState(repairKey(s.ns), encodeRepair(nil)); err != nil {
+		return fmt.Errorf("client: storing the repair's position: %w", err)
+	}
+	return nil
+}
+
 // repairAcked drops the acknowledged batch p from the page and goes on.
 func (s *session) repairAcked(p *inflight) {
 	s.repairPage = s.repairPage[min(len(p.sets), len(s.repairPage)):]
@@ -188,9 +212,9 @@ func (s *session) noteInLog(sets []model.ChangeSet) {
 // the loss of history), and the repair push gives it to the relay after
 // the mark, which applies it there as every replica pulling its repair
 // entry does (wire's "Repair pushes"). A fact kept though the relay held
-// it (pulled in an earlier session) is pushed again all the same: the
-// relay appends it if its pruning dropped it, so replicas agree either
-// way.
+// it (pulled in an earlier session) is pushed again all the same, the
+// repair started again from the beginning (restartRepair): the relay
+// appends it if its pruning dropped it, so replicas agree either way.
 func (s *session) keepOthers(h model.HLC) bool {
 	_, ok := s.othersInLog[h]
 	return !ok

@@ -1218,21 +1218,29 @@ func (s *session) askOwnBackUpTo(upTo model.HLC, msg string) error {
 //
 // While a repair is pending it keeps, too, the facts of other sites not
 // pulled from the log (keepOthers), which the repair push gives the relay
-// after the mark.
+// after the mark. When it kept any, the repair starts again from the
+// beginning (restartRepair): a kept fact the repair pushed before the
+// mark reached the relay before it, and the relay pruned it.
 //
 // Limit: ownInLog and othersInLog live in the session, so a mark applied
 // in a later session than the pull of such a fact (a crash or a lost
 // connection between a page and the next page ending at the mark) keeps
 // it, as before for an own fact; a fact of another site kept so is
-// repair-pushed, and appended if the relay's pruning dropped it.
+// repair-pushed again (the restart), and appended if the relay's pruning
+// dropped it.
 func (s *session) pruneTo(wall uint64, held model.HLC) error {
 	if wall != 0 {
 		// This replica's own facts the relay did not hold when it
 		// pruned are kept: the relay applies them to the pruned rows
 		// when they arrive (a pruned own delete would never be pushed).
 		o := engine.PruneTombstonesOptions{KeepUnsent: true, Sent: held, Held: s.heldInLog}
+		keptOthers := false
 		if s.repairing {
-			o.KeepOthers = s.keepOthers
+			o.KeepOthers = func(h model.HLC) bool {
+				k := s.keepOthers(h)
+				keptOthers = keptOthers || k
+				return k
+			}
 		}
 		res, err := s.db.PruneTombstonesWith(wall, o)
 		if err != nil {
@@ -1240,6 +1248,11 @@ func (s *session) pruneTo(wall uint64, held model.HLC) error {
 		}
 		if res.Tombstones > 0 {
 			s.c.log.Debug("replica sync: pruned tombstones at the relay's horizon", "horizon", wall, "tombstones", res.Tombstones, "rows", res.Rows)
+		}
+		if keptOthers {
+			if err := s.restartRepair(); err != nil {
+				return err
+			}
 		}
 	}
 	if wall == s.horizon {
