@@ -219,7 +219,12 @@ func TestSimSealed(t *testing.T) {
 // trigger out so that make test stays meaningful for the rest, or the
 // budget's seeds do not reach them.
 func TestSimKnownFailures(t *testing.T) {
-	t.Skip("none known (wire version 10, 2026-12-06, 2 shared cores): seeds 4200..4349 (TestSimBudget, 300,000 steps, DefaultConfig), " +
+	t.Skip("known (wire version 11, 2026-12-06): seed 7107 of DefaultConfig (two relays on one shared store), found by a sweep of seeds 7100..7199 " +
+		"(200,000 steps; 1 of 100 failed): at step 1144 \"cursor of r7 moved backwards: 88 after 91\", after the shared store went down " +
+		"and r7 crashed and restarted; not traced. Replay: go test ./internal/sim -run TestSim -v -seed 7107 -ops 1144. " +
+		"Seed 7143 (found by the long run on wire version 9: a repair push resumed past a horizon mark never pushed again the facts the mark kept) " +
+		"is fixed (client: a mark that keeps other sites' facts restarts a pending repair; client.TestE2ERepairRestartsAtMark). " +
+		"Before: none known (wire version 10, 2026-12-06, 2 shared cores): seeds 4200..4349 (TestSimBudget, 300,000 steps, DefaultConfig), " +
 		"0 of 150 failed; on wire version 9 seed 4297 failed there (a snapshot cursor without its chain value taken on faith), " +
 		"and with the \"unverified\" verdict alone seed 4241 (a needless bootstrap), both fixed and in TestSimFixedSeeds. " +
 		"Before (wire version 9, 2026-12-03): seeds 3800..3999 (400,000 steps), 0 of 200 failed with DefaultConfig " +
