@@ -154,43 +154,59 @@ func (d *db) onEvent(ev engine.Event) {
 // conflictResult encodes a conflict as two holders: the event and its
 // primary key (facade.js sets event.pk to the second).
 func conflictResult(c *engine.Conflict) result {
+	ctx := engine.ConflictContext{Table: c.Table, PK: c.PK, Column: c.Column,
+		LocalValue: c.LocalValue, LocalHLC: c.LocalHLC, RemoteValue: c.RemoteValue, RemoteHLC: c.RemoteHLC,
+		HasRemotePrior: c.HasRemotePrior, RemotePriorValue: c.RemotePriorValue, RemotePriorHLC: c.RemotePriorHLC}
+	return conflictHolders(&ctx, func(e *encoder, field func(string) []byte) {
+		field("remoteWon")
+		e.b = strconv.AppendBool(e.b, c.RemoteWon)
+		field("winningHlc")
+		e.b = appendString(e.b, c.WinningHLC.String())
+	})
+}
+
+// conflictHolders encodes a conflict as two holders, the object and its
+// primary key (facade.js sets obj.pk to the second): {table, column,
+// localValue, localHlc, localSiteId, remoteValue, remoteHlc, remoteSiteId,
+// what more writes, and remotePriorValue and remotePriorHlc when the
+// remote write carried its before-image}. HLCs are in the form
+// "wall.counter@site/opSeq". The conflict event (conflictResult) and a
+// resolver's argument (resolverContext) share it.
+func conflictHolders(c *engine.ConflictContext, more func(e *encoder, field func(string) []byte)) result {
 	e := newEncoder()
 	e.beginHolder(0, '{')
-	field := func(first bool, name string) []byte {
+	first := true
+	field := func(name string) []byte {
 		if !first {
 			e.b = append(e.b, ',')
 		}
+		first = false
 		start := len(e.b)
 		e.b = appendString(e.b, name)
 		key := e.b[start:len(e.b):len(e.b)]
 		e.b = append(e.b, ':')
 		return key
 	}
-	field(true, "table")
+	field("table")
 	e.b = appendString(e.b, c.Table)
-	field(false, "column")
+	field("column")
 	e.b = appendString(e.b, c.Column)
-	e.value(field(false, "localValue"), c.LocalValue)
-	field(false, "localHlc")
+	e.value(field("localValue"), c.LocalValue)
+	field("localHlc")
 	e.b = appendString(e.b, c.LocalHLC.String())
-	field(false, "localSiteId")
+	field("localSiteId")
 	e.b = appendString(e.b, c.LocalHLC.Site.String())
-	e.value(field(false, "remoteValue"), c.RemoteValue)
-	field(false, "remoteHlc")
+	e.value(field("remoteValue"), c.RemoteValue)
+	field("remoteHlc")
 	e.b = appendString(e.b, c.RemoteHLC.String())
-	field(false, "remoteSiteId")
+	field("remoteSiteId")
 	e.b = appendString(e.b, c.RemoteHLC.Site.String())
-	field(false, "remoteWon")
-	if c.RemoteWon {
-		e.b = append(e.b, "true"...)
-	} else {
-		e.b = append(e.b, "false"...)
+	if more != nil {
+		more(e, field)
 	}
-	field(false, "winningHlc")
-	e.b = appendString(e.b, c.WinningHLC.String())
 	if c.HasRemotePrior {
-		e.value(field(false, "remotePriorValue"), c.RemotePriorValue)
-		field(false, "remotePriorHlc")
+		e.value(field("remotePriorValue"), c.RemotePriorValue)
+		field("remotePriorHlc")
 		e.b = appendString(e.b, c.RemotePriorHLC.String())
 	}
 	e.b = append(e.b, '}')

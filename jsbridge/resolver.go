@@ -66,45 +66,6 @@ func (b *bridge) jsResolver(fn js.Value) engine.ConflictResolver {
 }
 
 // resolverContext encodes the resolver's argument (ResolverContext in
-// replica.d.ts) as two holders, the context and its primary key
-// (facade.js sets ctx.pk to the second): {table, column, localValue,
-// localHlc, localSiteId, remoteValue, remoteHlc, remoteSiteId, and, when
-// the remote write carried its before-image, remotePriorValue and
-// remotePriorHlc}. HLCs are in the events' form, "wall.counter@site/opSeq".
-func resolverContext(c *engine.ConflictContext) result {
-	e := newEncoder()
-	e.beginHolder(0, '{')
-	field := func(first bool, name string) []byte {
-		if !first {
-			e.b = append(e.b, ',')
-		}
-		start := len(e.b)
-		e.b = appendString(e.b, name)
-		key := e.b[start:len(e.b):len(e.b)]
-		e.b = append(e.b, ':')
-		return key
-	}
-	field(true, "table")
-	e.b = appendString(e.b, c.Table)
-	field(false, "column")
-	e.b = appendString(e.b, c.Column)
-	e.value(field(false, "localValue"), c.LocalValue)
-	field(false, "localHlc")
-	e.b = appendString(e.b, c.LocalHLC.String())
-	field(false, "localSiteId")
-	e.b = appendString(e.b, c.LocalHLC.Site.String())
-	e.value(field(false, "remoteValue"), c.RemoteValue)
-	field(false, "remoteHlc")
-	e.b = appendString(e.b, c.RemoteHLC.String())
-	field(false, "remoteSiteId")
-	e.b = appendString(e.b, c.RemoteHLC.Site.String())
-	if c.HasRemotePrior {
-		e.value(field(false, "remotePriorValue"), c.RemotePriorValue)
-		field(false, "remotePriorHlc")
-		e.b = appendString(e.b, c.RemotePriorHLC.String())
-	}
-	e.b = append(e.b, '}')
-	e.list(1, c.PK)
-	text, blobs := e.finish()
-	return result{kind: kindRows, text: text, blobs: blobs}
-}
+// replica.d.ts): the conflict event's holders (conflictHolders) without
+// its outcome.
+func resolverContext(c *engine.ConflictContext) result { return conflictHolders(c, nil) }
