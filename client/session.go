@@ -473,6 +473,17 @@ func (s *session) onHandshakeAck(m *wire.HandshakeAck) error {
 			if err := s.askOwnBackFromStart(); err != nil {
 				return err
 			}
+			// So does its horizon: a horizon kept without a cursor
+			// (a snapshot header's, the transfer then lost with its
+			// checkpoint) names a mark of a history the relay may
+			// have lost since (restored from a copy taken before
+			// it). Kept, the pull would skip the log's marks up to
+			// it, and the next handshake would present it with the
+			// new cursor: diverged, the cursor moving back (the
+			// simulator's seed 7107). The marks pulled set it anew.
+			if err := s.pruneTo(0, model.HLC{}); err != nil {
+				return err
+			}
 		}
 	}
 	if bootstrap {

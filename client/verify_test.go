@@ -236,3 +236,41 @@ func TestDivergedVoidsHorizon(t *testing.T) {
 	p.send(t, &wire.Changes{Cursor: 7, Chain: ch, Horizons: []wire.Horizon{{Cursor: 7, Wall: low, Chain: ch}}})
 	waitCond(t, "the relay's mark applied", func() bool { return stateOf(t, db, horizonKey(testNS)) == "1764000000000" })
 }
+
+// TestPullFromStartVoidsHorizon: a horizon kept without a cursor (a
+// snapshot header's, the transfer then lost with its checkpoint) is void
+// when the replica, holding facts of its own, pulls the log from 0: it
+// names a mark of a history the relay may have lost since (restored from
+// an older copy). Kept, the pull skipped the log's marks up to it and
+// the next handshake presented it with the new cursor: diverged, the
+// cursor moving back (the simulator's seed 7107, two relays).
+func TestPullFromStartVoidsHorizon(t *testing.T) {
+	relay := newScriptRelay(t)
+	db, _ := newEngine(t)
+	insert(t, db, "x", "mine")
+	const high, low = 1_764_633_600_000, 1_764_000_000_000
+	if err := db.SetState(horizonKey(testNS), encodeCursor(high)); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, db, Options{})
+	c.Connect(relay.url, "db1", "")
+	p := relay.accept(t)
+	if h := p.ack(t); !h.Log.IsZero() || h.Horizon != 0 {
+		t.Fatalf("first handshake presents %+v", h)
+	}
+	if g := expect[*wire.GetChanges](t, p); g.Since != 0 {
+		t.Fatalf("pull since %d, want 0", g.Since)
+	}
+	ch := wire.GenesisChain.Next(testServerSite, "t-7")
+	p.send(t, &wire.Changes{Cursor: 7, Chain: ch, Horizons: []wire.Horizon{{Cursor: 7, Wall: low, Chain: ch}}})
+	waitCond(t, "the relay's mark applied", func() bool { return stateOf(t, db, horizonKey(testNS)) == "1764000000000" })
+	waitCond(t, "the cursor stored", func() bool { return stateOf(t, db, cursorKey(testNS)) == "7" })
+	c.Disconnect()
+
+	c.Connect(relay.url, "db1", "")
+	p = relay.accept(t)
+	h := expect[*wire.Handshake](t, p)
+	if h.Log != testServerSite || h.Cursor != 7 || h.Horizon != low {
+		t.Fatalf("second handshake presents %s %d horizon %d, want %s 7 %d", h.Log, h.Cursor, h.Horizon, testServerSite, uint64(low))
+	}
+}
