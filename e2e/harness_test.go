@@ -497,13 +497,37 @@ func (p *page) eval(js string, out any) {
 	p.t.Helper()
 	raw, err := chromedp.Run(p.ctx, chromedp.Evaluate[[]byte]("(async () => {"+prelude+js+"\n})()", chromedp.EvalAwaitPromise))
 	if err != nil {
-		p.t.Fatalf("%s: %v\nin: %s", p.name, err, strings.TrimSpace(js))
+		p.t.Fatalf("%s: %v\nin: %s\npage state: %s", p.name, err, strings.TrimSpace(js), p.state())
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
 			p.t.Fatalf("%s: result %s: %v", p.name, raw, err)
 		}
 	}
+}
+
+// state describes the demo page for a failure report: the trips it renders
+// and holds, the form's fields, the sync state and any toast. It never fails.
+func (p *page) state() string {
+	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { try {
+		const v = (sel) => [...document.querySelectorAll(sel)].map((e) => e.value);
+		const f = document.getElementById("new-trip");
+		const toast = document.getElementById("toast");
+		return JSON.stringify({
+			rendered: v("#trips .trip-title"),
+			held: typeof app === "object" && app.trips ? app.trips.map((t) => t.title) : null,
+			form: f ? [...f.elements].filter((e) => e.name).map((e) => e.name + "=" + e.value) : null,
+			focus: document.activeElement ? document.activeElement.outerHTML.slice(0, 120) : null,
+			sync: typeof db === "object" && db && db.sync ? db.sync.state : null,
+			toast: toast && !toast.hidden ? toast.textContent : null,
+		});
+	} catch (e) { return "state: " + e; } })()`))
+	if err != nil {
+		return "unavailable: " + err.Error()
+	}
+	return s
 }
 
 // evalString is eval returning a string.

@@ -382,6 +382,9 @@
 	}
 
 	let lastStatusLogged = "";
+	let syncDetailKey = "", syncDetailHidden = null;
+	$("sync-detail-hide").addEventListener("click", () => { syncDetailHidden = syncDetailKey; $("sync-detail").hidden = true; });
+	$("sync-issue").addEventListener("click", () => { syncDetailHidden = null; if (app.syncState) renderSync(app.syncState); });
 	let lastIssueLogged = "";
 	function renderSync(st) {
 		const bar = $("sync");
@@ -447,8 +450,11 @@
 			delete note.dataset.code;
 		}
 
+		// The box hangs over the top of the page; the user may hide it until
+		// the status or the problem changes (or until the note is clicked).
 		const box = $("sync-detail");
-		box.hidden = !detail && !le;
+		syncDetailKey = kind + "|" + (le ? le.code : "");
+		box.hidden = (!detail && !le) || syncDetailKey === syncDetailHidden;
 		box.dataset.status = detail ? kind : "issue";
 		setText($("sync-message"), detail);
 		const p = st.status === "syncing" && st.progress;
