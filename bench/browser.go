@@ -151,14 +151,24 @@ func (r *runner) session(sys *system, tag string, which map[string]bool, skip []
 	return &s, nil
 }
 
+// W8's burst: burstReps times, device A writes burstWrites updates back to
+// back (issue 17: B's subscription should see the last within 100 ms of
+// its write).
+const (
+	burstWrites = 200
+	burstReps   = 3
+)
+
 // w8 measures commit-to-subscription latency between two devices (browser
 // contexts) of one Chromium, writes times: device A commits ping i, then
 // device B's subscription sees it; the next write follows 60 ms after.
-// It returns the latencies in ms.
-func (r *runner) w8(sys *system, tag string, writes int) ([]float64, error) {
+// Then the burst: A inserts a ping and updates it burstWrites-1 times back
+// to back; the latency is from the start of the last update on A to B's
+// subscription seeing it. It returns both latencies in ms.
+func (r *runner) w8(sys *system, tag string, writes int) (lat, burst []float64, err error) {
 	ctx, cancel, err := pagebench.Start(context.Background())
 	if err != nil {
-		return nil, fmt.Errorf("starting Chromium: %w", err)
+		return nil, nil, fmt.Errorf("starting Chromium: %w", err)
 	}
 	defer cancel()
 	ctx, cancelT := context.WithTimeout(ctx, 10*time.Minute)
@@ -171,26 +181,42 @@ func (r *runner) w8(sys *system, tag string, writes int) ([]float64, error) {
 		c, cancel := chromedp.NewContext(ctx, chromedp.WithNewBrowserContext())
 		defer cancel()
 		if err := chromedp.Do(c, chromedp.Navigate(r.url(sys.name, fmt.Sprintf("%s-w8-%d", tag, i)))); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := eval(c, "B.w8Connect("+string(oj)+")", nil); err != nil {
-			return nil, fmt.Errorf("%s W8 device %d: %w", sys.name, i, err)
+			return nil, nil, fmt.Errorf("%s W8 device %d: %w", sys.name, i, err)
 		}
 		devs[i] = c
 	}
-	lat := make([]float64, 0, writes)
+	lat = make([]float64, 0, writes)
 	for i := 1; i <= writes; i++ {
 		var t0, t1 float64
 		if err := eval(devs[0], fmt.Sprintf("B.w8Write(%d)", i), &t0); err != nil {
-			return nil, fmt.Errorf("%s W8 write %d: %w", sys.name, i, err)
+			return nil, nil, fmt.Errorf("%s W8 write %d: %w", sys.name, i, err)
 		}
 		if err := eval(devs[1], fmt.Sprintf("B.w8Seen(%d, 30000)", i), &t1); err != nil {
-			return nil, fmt.Errorf("%s W8: %w", sys.name, err)
+			return nil, nil, fmt.Errorf("%s W8: %w", sys.name, err)
 		}
 		lat = append(lat, t1-t0)
 		time.Sleep(60 * time.Millisecond)
 	}
-	return lat, nil
+	for rep := range burstReps {
+		time.Sleep(500 * time.Millisecond)
+		var last struct {
+			Last int
+			T    float64
+		}
+		first := writes + 1 + rep*burstWrites
+		if err := eval(devs[0], fmt.Sprintf("B.w8Burst(%d, %d)", first, burstWrites), &last); err != nil {
+			return nil, nil, fmt.Errorf("%s W8 burst: %w", sys.name, err)
+		}
+		var t1 float64
+		if err := eval(devs[1], fmt.Sprintf("B.w8Seen(%d, 60000)", last.Last), &t1); err != nil {
+			return nil, nil, fmt.Errorf("%s W8 burst: %w", sys.name, err)
+		}
+		burst = append(burst, t1-last.T)
+	}
+	return lat, burst, nil
 }
 
 // startTinybaseServer starts bench/tinybase-ws-server.mjs with node and

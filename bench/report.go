@@ -96,7 +96,11 @@ func (r *results) add(sys *system, s *session) {
 	}
 }
 
-func (r *results) addW8(sys *system, lat []float64) {
+func (r *results) addW8(sys *system, lat, burst []float64) {
+	if len(burst) > 0 {
+		r.put(sys, "W8burst", percentile(burst, 50))
+		r.put(sys, "W8burstMax", percentile(burst, 100))
+	}
 	r.put(sys, "W8p50", percentile(lat, 50))
 	r.put(sys, "W8p99", percentile(lat, 99))
 	r.put(sys, "W8writes", float64(len(lat)))
@@ -275,6 +279,8 @@ func (r *results) table() string {
 	if r.any("W8p50") || r.w8 {
 		t.row("W8 sync latency: commit on device A → row in device B's subscription, via the relay", r.syncCell,
 			func(p *system) string { return r.versus(p, "W8p50") + " (p50)" }, "")
+		t.row(fmt.Sprintf("W8 burst: %d updates back to back on A → the last in B's subscription (after the last update's start; median of %d, max)", burstWrites, burstReps), r.burstCell,
+			func(p *system) string { return r.versus(p, "W8burst") + " (median)" }, "")
 	}
 	if len(r.sizes) > 0 {
 		t.row("W9 download size: raw / gzip -9 / brotli -q 11", r.sizeCell, r.sizeVersus, "")
@@ -385,6 +391,16 @@ func (r *results) syncCell(s *system) string {
 	p99, _ := r.median(s.name, "W8p99")
 	n, _ := r.median(s.name, "W8writes")
 	return fmt.Sprintf("p50 %s, p99 %s (%.0f writes)", fmtMs(p50), fmtMs(p99), n)
+}
+
+// burstCell is s's W8 burst cell: the median and the largest latency.
+func (r *results) burstCell(s *system) string {
+	m, ok := r.median(s.name, "W8burst")
+	if !ok {
+		return r.missing(s, "W8burst")
+	}
+	mx, _ := r.median(s.name, "W8burstMax")
+	return fmt.Sprintf("%s, max %s", fmtMs(m), fmtMs(mx))
 }
 
 // sizeCell is s's W9 cell: each part's (wasm, js) size raw, gzipped and

@@ -156,6 +156,18 @@ const B = (() => {
 			await B.sys.w8Write(B.db, i, t);
 			return t;
 		},
+		// w8Burst: ping first is inserted, then updated to first+1 …
+		// first+n-1 back to back (each write awaited, none waiting for the
+		// relay); it returns the last value and the time its write started.
+		async w8Burst(first, n) {
+			await B.sys.w8Write(B.db, first, performance.timeOrigin + performance.now());
+			let t = 0;
+			for (let i = first + 1; i < first + n; i++) {
+				t = performance.timeOrigin + performance.now();
+				await B.sys.w8Update(B.db, "p" + first, i, t);
+			}
+			return {last: first + n - 1, t};
+		},
 		w8Seen(i, ms) {
 			if (B.seen.has(i)) return B.seen.get(i);
 			return new Promise((ok, fail) => {

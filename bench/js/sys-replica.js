@@ -66,5 +66,6 @@
 			db.subscribe("pings", {orderBy: "-n", limit: 1}, (rows) => { if (rows.length) onRow(rows[0].n); });
 		},
 		w8Write: (db, i, t) => db.insert("pings", {id: "p" + i, n: i, at: t}),
+		w8Update: (db, id, i, t) => db.update("pings", id, {n: i, at: t}),
 	});
 })();

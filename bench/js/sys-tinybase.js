@@ -87,4 +87,5 @@ B.start({
 		});
 	},
 	async w8Write(h, i, t) { h.store.setRow("pings", "p" + i, {n: i, at: t}); },
+	async w8Update(h, id, i, t) { h.store.setPartialRow("pings", id, {n: i, at: t}); },
 });
