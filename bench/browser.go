@@ -151,6 +151,12 @@ func (r *runner) session(sys *system, tag string, which map[string]bool, skip []
 	return &s, nil
 }
 
+// w8Result is one W8 run's latencies in ms: each write's commit on A to
+// B's subscription (lat) and, where the system reports it, to B's commit
+// of the change (applied) and to the relay's acknowledgment on A
+// (pushed); the bursts' last writes to B's subscription.
+type w8Result struct{ lat, pushed, applied, burst []float64 }
+
 // W8's burst: burstReps times, device A writes burstWrites updates back to
 // back (issue 17: B's subscription should see the last within 100 ms of
 // its write).
@@ -164,11 +170,11 @@ const (
 // device B's subscription sees it; the next write follows 60 ms after.
 // Then the burst: A inserts a ping and updates it burstWrites-1 times back
 // to back; the latency is from the start of the last update on A to B's
-// subscription seeing it. It returns both latencies in ms.
-func (r *runner) w8(sys *system, tag string, writes int) (lat, burst []float64, err error) {
+// subscription seeing it.
+func (r *runner) w8(sys *system, tag string, writes int) (res w8Result, err error) {
 	ctx, cancel, err := pagebench.Start(context.Background())
 	if err != nil {
-		return nil, nil, fmt.Errorf("starting Chromium: %w", err)
+		return res, fmt.Errorf("starting Chromium: %w", err)
 	}
 	defer cancel()
 	ctx, cancelT := context.WithTimeout(ctx, 10*time.Minute)
@@ -181,23 +187,31 @@ func (r *runner) w8(sys *system, tag string, writes int) (lat, burst []float64, 
 		c, cancel := chromedp.NewContext(ctx, chromedp.WithNewBrowserContext())
 		defer cancel()
 		if err := chromedp.Do(c, chromedp.Navigate(r.url(sys.name, fmt.Sprintf("%s-w8-%d", tag, i)))); err != nil {
-			return nil, nil, err
+			return res, err
 		}
 		if err := eval(c, "B.w8Connect("+string(oj)+")", nil); err != nil {
-			return nil, nil, fmt.Errorf("%s W8 device %d: %w", sys.name, i, err)
+			return res, fmt.Errorf("%s W8 device %d: %w", sys.name, i, err)
 		}
 		devs[i] = c
 	}
-	lat = make([]float64, 0, writes)
+	lat := make([]float64, 0, writes)
+	var applied, pushed, burst []float64
 	for i := 1; i <= writes; i++ {
 		var t0, t1 float64
 		if err := eval(devs[0], fmt.Sprintf("B.w8Write(%d)", i), &t0); err != nil {
-			return nil, nil, fmt.Errorf("%s W8 write %d: %w", sys.name, i, err)
+			return res, fmt.Errorf("%s W8 write %d: %w", sys.name, i, err)
 		}
 		if err := eval(devs[1], fmt.Sprintf("B.w8Seen(%d, 30000)", i), &t1); err != nil {
-			return nil, nil, fmt.Errorf("%s W8: %w", sys.name, err)
+			return res, fmt.Errorf("%s W8: %w", sys.name, err)
 		}
 		lat = append(lat, t1-t0)
+		var ta *float64
+		if err := eval(devs[1], fmt.Sprintf("B.w8Applied(%d)", i), &ta); err == nil && ta != nil {
+			applied = append(applied, *ta-t0)
+		}
+		if err := eval(devs[0], fmt.Sprintf("B.w8PushedAt(%d)", i), &ta); err == nil && ta != nil {
+			pushed = append(pushed, *ta-t0)
+		}
 		time.Sleep(60 * time.Millisecond)
 	}
 	for rep := range burstReps {
@@ -208,15 +222,15 @@ func (r *runner) w8(sys *system, tag string, writes int) (lat, burst []float64, 
 		}
 		first := writes + 1 + rep*burstWrites
 		if err := eval(devs[0], fmt.Sprintf("B.w8Burst(%d, %d)", first, burstWrites), &last); err != nil {
-			return nil, nil, fmt.Errorf("%s W8 burst: %w", sys.name, err)
+			return res, fmt.Errorf("%s W8 burst: %w", sys.name, err)
 		}
 		var t1 float64
 		if err := eval(devs[1], fmt.Sprintf("B.w8Seen(%d, 60000)", last.Last), &t1); err != nil {
-			return nil, nil, fmt.Errorf("%s W8 burst: %w", sys.name, err)
+			return res, fmt.Errorf("%s W8 burst: %w", sys.name, err)
 		}
 		burst = append(burst, t1-last.T)
 	}
-	return lat, burst, nil
+	return w8Result{lat: lat, applied: applied, pushed: pushed, burst: burst}, nil
 }
 
 // startTinybaseServer starts bench/tinybase-ws-server.mjs with node and

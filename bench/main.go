@@ -371,7 +371,7 @@ func runW8(o *options, r *runner, res *results, tag string) {
 			continue
 		}
 		say("W8 %s: %d writes", sys.title, o.w8Writes)
-		lat, burst, err := r.w8(sys, sys.name+"-"+tag, o.w8Writes)
+		w8, err := r.w8(sys, sys.name+"-"+tag, o.w8Writes)
 		if err != nil && sys.sealed && noSealedSupport(err) {
 			r.sealedOff = err.Error()
 			res.note("Replica sealed left out: this replica.wasm does not take a key at db.sync.connect (%v)", err)
@@ -383,7 +383,7 @@ func runW8(o *options, r *runner, res *results, tag string) {
 			say("  %v", err)
 			continue
 		}
-		res.addW8(sys, lat, burst)
+		res.addW8(sys, w8)
 	}
 }
 

@@ -96,14 +96,20 @@ func (r *results) add(sys *system, s *session) {
 	}
 }
 
-func (r *results) addW8(sys *system, lat, burst []float64) {
-	if len(burst) > 0 {
-		r.put(sys, "W8burst", percentile(burst, 50))
-		r.put(sys, "W8burstMax", percentile(burst, 100))
+func (r *results) addW8(sys *system, w w8Result) {
+	if len(w.burst) > 0 {
+		r.put(sys, "W8burst", percentile(w.burst, 50))
+		r.put(sys, "W8burstMax", percentile(w.burst, 100))
 	}
-	r.put(sys, "W8p50", percentile(lat, 50))
-	r.put(sys, "W8p99", percentile(lat, 99))
-	r.put(sys, "W8writes", float64(len(lat)))
+	if len(w.pushed) > 0 {
+		r.put(sys, "W8pushedP50", percentile(w.pushed, 50))
+	}
+	if len(w.applied) > 0 {
+		r.put(sys, "W8appliedP50", percentile(w.applied, 50))
+	}
+	r.put(sys, "W8p50", percentile(w.lat, 50))
+	r.put(sys, "W8p99", percentile(w.lat, 99))
+	r.put(sys, "W8writes", float64(len(w.lat)))
 }
 
 func (r *results) addProfile(sys *system, s *session) {
@@ -390,7 +396,14 @@ func (r *results) syncCell(s *system) string {
 	}
 	p99, _ := r.median(s.name, "W8p99")
 	n, _ := r.median(s.name, "W8writes")
-	return fmt.Sprintf("p50 %s, p99 %s (%.0f writes)", fmtMs(p50), fmtMs(p99), n)
+	cell := fmt.Sprintf("p50 %s, p99 %s (%.0f writes)", fmtMs(p50), fmtMs(p99), n)
+	if a, ok := r.median(s.name, "W8pushedP50"); ok {
+		cell += fmt.Sprintf("; acknowledged to A at p50 %s", fmtMs(a))
+	}
+	if a, ok := r.median(s.name, "W8appliedP50"); ok {
+		cell += fmt.Sprintf("; committed on B at p50 %s", fmtMs(a))
+	}
+	return cell
 }
 
 // burstCell is s's W8 burst cell: the median and the largest latency.

@@ -141,8 +141,10 @@ const B = (() => {
 		// are performance.timeOrigin + now(), comparable across pages.
 		seen: new Map(),
 		waiters: new Map(),
+		applied: new Map(),
 		async w8Connect(o) {
 			await ready;
+			if (B.sys.w8Watch) B.sys.w8Watch(B.db, (n) => { if (!B.applied.has(n)) B.applied.set(n, performance.timeOrigin + performance.now()); });
 			await B.sys.w8Connect(B.db, o, (n) => {
 				if (B.seen.has(n)) return;
 				const t = performance.timeOrigin + performance.now();
@@ -151,11 +153,16 @@ const B = (() => {
 				if (w) { B.waiters.delete(n); w(t); }
 			});
 		},
+		pushedAt: new Map(),
 		async w8Write(i) {
 			const t = performance.timeOrigin + performance.now();
 			await B.sys.w8Write(B.db, i, t);
+			if (B.sys.w8Pushed) B.sys.w8Pushed(B.db).then(() => B.pushedAt.set(i, performance.timeOrigin + performance.now()), () => {});
 			return t;
 		},
+		// w8PushedAt: when the relay acknowledged ping i's write (null: not
+		// reported).
+		w8PushedAt(i) { return B.pushedAt.has(i) ? B.pushedAt.get(i) : null; },
 		// w8Burst: ping first is inserted, then updated to first+1 …
 		// first+n-1 back to back (each write awaited, none waiting for the
 		// relay); it returns the last value and the time its write started.
@@ -168,6 +175,8 @@ const B = (() => {
 			}
 			return {last: first + n - 1, t};
 		},
+		// w8Applied: when ping i was applied here (null: not reported).
+		w8Applied(i) { return B.applied.has(i) ? B.applied.get(i) : null; },
 		w8Seen(i, ms) {
 			if (B.seen.has(i)) return B.seen.get(i);
 			return new Promise((ok, fail) => {

@@ -65,6 +65,15 @@
 			});
 			db.subscribe("pings", {orderBy: "-n", limit: 1}, (rows) => { if (rows.length) onRow(rows[0].n); });
 		},
+		// w8Watch reports when a remote ping's insert was applied here (its
+		// change event), to split W8's latency at B's IndexedDB commit.
+		w8Pushed: (db) => db.sync.pushed(),
+		w8Watch(db, onApplied) {
+			db.on("change", (ev) => {
+				if (!ev.remote || !ev.changes) return;
+				for (const c of ev.changes) if (c.table === "pings" && typeof c.pk[0] === "string") onApplied(Number(c.pk[0].slice(1)));
+			});
+		},
 		w8Write: (db, i, t) => db.insert("pings", {id: "p" + i, n: i, at: t}),
 		w8Update: (db, id, i, t) => db.update("pings", id, {n: i, at: t}),
 	});
