@@ -83,6 +83,15 @@ func (s *Sim) device() string {
 		r.stop(false)
 		r.schema++
 		s.must(r.start())
+		did, err := r.dropAt(r.schema)
+		s.must(err)
+		s.migr[fmt.Sprintf("schema.v%d", r.schema)]++
+		if did != "" && !strings.Contains(did, "(dropped already") {
+			s.migr[strings.Fields(did)[0]]++
+		}
+		if did != "" {
+			return fmt.Sprintf("%s migrates to schema %d: %s", r.name, r.schema, did)
+		}
 		return fmt.Sprintf("%s migrates to schema %d", r.name, r.schema)
 	case k < 8 && r.cl != nil:
 		r.cl.RequestSnapshot()
@@ -311,7 +320,7 @@ func (s *Sim) write(r *replica) string {
 // deletes over few keys (so re-inserts of deleted keys and conflicts are
 // common), one large value per transaction at most.
 func (s *Sim) op(tx *engine.Tx, r *replica, big *bool) string {
-	if r.schema >= 3 && s.rng.IntN(4) == 0 {
+	if r.schema >= 3 && r.schema < 6 && s.rng.IntN(4) == 0 {
 		x, y := s.rng.IntN(3), itemIDs[s.rng.IntN(3)]
 		if s.rng.IntN(3) == 0 {
 			tx.Delete("pairs", engine.Key{x, y})
@@ -332,7 +341,7 @@ func (s *Sim) op(tx *engine.Tx, r *replica, big *bool) string {
 		*big = true
 		m["b"] = strings.Repeat("L", 1000+s.rng.IntN(20_000))
 	}
-	if r.schema >= 1 && s.rng.IntN(3) == 0 {
+	if r.schema >= 1 && r.schema < 5 && s.rng.IntN(3) == 0 {
 		m["c"] = float64(s.rng.IntN(4)) / 2
 	}
 	switch k := s.rng.IntN(10); {

@@ -43,7 +43,7 @@ func newSim(cfg Config) *Sim {
 	}
 	s := &Sim{
 		cfg: cfg, seed: cfg.Seed, rng: rand.New(rand.NewPCG(cfg.Seed, 0)),
-		counts: map[string]int{}, hash: sha256.New(), msgs: map[int]int{},
+		counts: map[string]int{}, migr: map[string]int{}, hash: sha256.New(), msgs: map[int]int{},
 	}
 	s.oracleDisk = memkv.New(engine.Buckets...)
 	// A day ahead, so that it refuses no HLC for drift (it merges every
@@ -69,7 +69,7 @@ func run(cfg Config) Result {
 	}
 	s.shutdown()
 	res.Ops, res.Err, res.Steps, res.Sim = s.step, s.err, s.steps, s.sched.Now()
-	res.Faults, res.Watch = s.counts, s.watchLog
+	res.Faults, res.Migrations, res.Watch = s.counts, s.migr, s.watchLog
 	copy(res.Hash[:], s.hash.Sum(nil))
 	return res
 }

@@ -24,9 +24,13 @@ const (
 	databaseID = "simdb"
 )
 
-// schemaAt returns the schema of version v: every version adds one
-// migration kind (add_column, add_index, create_table, with a
-// set_resurrection_policy when resurrect is set).
+// schemaAt returns the declared schema of version v: versions 1–3 each add
+// one migration kind (add_column, add_index, create_table, with a
+// set_resurrection_policy when resurrect is set). Versions 4–6 declare
+// version 3's schema and drop (dropAt): the index by_a, then the column
+// c, then the table pairs; a device that reaches such a version drops the
+// thing itself, and devices of older versions, which still write it, learn
+// the drop by syncing.
 func schemaAt(v int, resurrect bool) *model.Schema {
 	items := model.TableDef{Name: "items", Columns: []model.ColumnDef{
 		{Name: "id", Type: model.KindText},
@@ -53,7 +57,51 @@ func schemaAt(v int, resurrect bool) *model.Schema {
 	return s
 }
 
-const maxSchema = 3
+const maxSchema = 6
+
+// dropAt is the drop a device makes on reaching schema version v (0 for
+// versions without one): it reports what it did, an error of the engine
+// when the thing was dropped already (by a peer, learned by syncing) is
+// not one.
+func (r *replica) dropAt(v int) (string, error) {
+	var err error
+	var what string
+	switch v {
+	case 4:
+		what, err = "drop_index items.by_a", r.eng.DropIndex("items", "by_a")
+	case 5:
+		what, err = "drop_column items.c", r.eng.DropColumn("items", "c")
+	case 6:
+		what, err = "drop_table pairs", r.eng.DropTable("pairs")
+	default:
+		return "", nil
+	}
+	if errors.Is(err, engine.ErrSchema) || errors.Is(err, engine.ErrUnknownTable) {
+		return what + " (dropped already: " + err.Error() + ")", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s: %s: %w", r.name, what, err)
+	}
+	return what, r.migrationsToOracle()
+}
+
+// migrationsToOracle gives the oracle r's local transactions holding
+// schema migrations (Open's, a drop's): acknowledged local transactions
+// too. The oracle applies each once.
+func (r *replica) migrationsToOracle() error {
+	sets, err := r.eng.ChangesSince(model.HLC{}, 0, engine.ChangesFilter{OnlyLocal: true})
+	if err != nil {
+		return fmt.Errorf("%s: reading its transactions: %w", r.name, err)
+	}
+	for _, cs := range sets {
+		if len(cs.Migrations) > 0 {
+			if _, err := r.sim.oracle.ApplyChanges([]model.ChangeSet{cs}); err != nil {
+				return fmt.Errorf("oracle refused %s's migrations: %w", r.name, err)
+			}
+		}
+	}
+	return nil
+}
 
 // seeded is an io.Reader of pseudo-random bytes from the seed (site ids,
 // snapshot ids).
@@ -143,16 +191,8 @@ func (r *replica) start() error {
 	r.eng = eng
 	// The schema migrations Open stamped are acknowledged local
 	// transactions too: the oracle learns the resurrection policies.
-	sets, err := eng.ChangesSince(model.HLC{}, 0, engine.ChangesFilter{OnlyLocal: true})
-	if err != nil {
-		return fmt.Errorf("%s: reading its transactions: %w", r.name, err)
-	}
-	for _, cs := range sets {
-		if len(cs.Migrations) > 0 {
-			if _, err := r.sim.oracle.ApplyChanges([]model.ChangeSet{cs}); err != nil {
-				return fmt.Errorf("oracle refused %s's migrations: %w", r.name, err)
-			}
-		}
+	if err := r.migrationsToOracle(); err != nil {
+		return err
 	}
 	rng := rand.New(rand.NewPCG(r.sim.seed, uint64(r.idx)<<32|r.runs|1<<63))
 	opts := client.Options{

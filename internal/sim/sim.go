@@ -125,6 +125,11 @@ type Result struct {
 	Seed   uint64
 	Ops    int            // workload operations and faults driven
 	Faults map[string]int // faults injected, by kind
+	// Migrations counts the schema steps of the workload: "schema.vN" a
+	// device reaching version N, and each drop a device made
+	// ("drop_index", "drop_column", "drop_table"; one it found dropped
+	// already is not counted).
+	Migrations map[string]int
 	Err    error          // the first broken invariant, nil if none
 	Hash   [32]byte       // of the full trace: deliveries, timers, steps
 	Steps  []string       // the driver's steps (Config.Trace)
@@ -141,6 +146,7 @@ type Sim struct {
 
 	mu     sync.Mutex // guards the fields below, written from any goroutine
 	counts map[string]int
+	migr   map[string]int // Result.Migrations
 	hash   hash.Hash
 	nf     netFaults
 

@@ -125,6 +125,7 @@ func TestSimBudget(t *testing.T) {
 	start := time.Now()
 	var mu sync.Mutex
 	faults := map[string]int{}
+	migrations := map[string]int{}
 	ops, runs := 0, 0
 	var seeds []uint64
 	sem := make(chan struct{}, max(*parallelFlag, 1))
@@ -142,6 +143,9 @@ func TestSimBudget(t *testing.T) {
 			runs++
 			for k, n := range res.Faults {
 				faults[k] += n
+			}
+			for k, n := range res.Migrations {
+				migrations[k] += n
 			}
 			total, took, n := ops, time.Since(start), runs
 			line := ""
@@ -170,6 +174,7 @@ func TestSimBudget(t *testing.T) {
 	took := time.Since(start)
 	t.Logf("seeds %d..%d: %d runs, %d operations in %v (%.0f operations/s)", seeds[0], seeds[len(seeds)-1], runs, ops, took.Round(time.Millisecond), float64(ops)/took.Seconds())
 	t.Logf("faults injected:%s", faultLine(faults))
+	t.Logf("schema steps:%s", faultLine(migrations))
 }
 
 // simConfig is DefaultConfig with the command line's -sim.without,
