@@ -9,7 +9,7 @@
 // replica.wasm, both from the directory this script was loaded from, with
 // WebAssembly.instantiateStreaming (falling back to instantiate when the
 // server sends replica.wasm with another MIME type than application/wasm),
-// and runs it. No build step, no modules. The API is documented in
+// and runs it. No build step. The API is documented in
 // replica.d.ts beside this file.
 //
 // The same source is the ES module of the npm package: `make package`
