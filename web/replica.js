@@ -75,6 +75,9 @@
 		return ready;
 	}
 
+	// The options of configure (replica.d.ts LoadOptions).
+	const LOAD_OPTIONS = ["wasmURL", "wasmExecURL"];
+
 	const loader = {
 		get ready() { return begin(); },
 		open(options) { return begin().then(() => loader.open(options)); },
@@ -96,7 +99,7 @@
 			const urls = {};
 			for (const k of Object.keys(options)) {
 				const v = options[k];
-				if (k !== "wasmURL" && k !== "wasmExecURL") throw bad("unknown option " + JSON.stringify(k) + " (wasmURL, wasmExecURL)");
+				if (!LOAD_OPTIONS.includes(k)) throw bad("unknown option " + JSON.stringify(k) + " (" + LOAD_OPTIONS.join(", ") + ")");
 				if (v === undefined) continue;
 				if (typeof v !== "string" && !(typeof URL === "function" && v instanceof URL)) throw bad(k + " must be a string or a URL");
 				try {
