@@ -24,8 +24,9 @@ import (
 // package has no dependencies) into an app directory, which is served over
 // loopback, and headless Chromium imports the ES module from it: through
 // an import map by the package's name, by a relative path with the files
-// placed elsewhere by Replica.configure, from a module Worker, and the
-// script-tag build the package also carries. Each opens a replica, writes
+// placed elsewhere by Replica.configure, under a Content-Security-Policy
+// without 'unsafe-eval', from a module Worker, and the script-tag build the
+// package also carries. Each opens a replica, writes
 // and reads rows.
 func TestLoaderPackage(t *testing.T) {
 	ctx := browser(t) // skips without REPLICA_CHROMIUM
@@ -87,6 +88,17 @@ import { Replica } from "./node_modules/@replica-sync/replica/index.js";
 Replica.configure({wasmURL: "/assets/r.wasm", wasmExecURL: new URL("/assets/go.js", location.href)});
 window.pkg = {Replica};
 </script>`,
+		// No 'unsafe-eval': the module carries facade.js and helper.js as
+		// replica.js does, so nothing is compiled from strings.
+		"/csp.html": `<!doctype html>
+<meta http-equiv="Content-Security-Policy" content="script-src 'self' 'wasm-unsafe-eval'">
+<script type="module" src="/csp.js"></script>`,
+		"/csp.js": `
+import { Replica } from "./node_modules/@replica-sync/replica/index.js";
+let evalAllowed = true;
+try { new Function("return 1"); } catch (e) { evalAllowed = false; }
+window.pkg = {Replica, evalAllowed};
+`,
 		"/worker.html": `<!doctype html><title>worker</title>`,
 		"/worker.js": `
 import { Replica } from "./node_modules/@replica-sync/replica/index.js";
@@ -202,6 +214,21 @@ import { Replica } from "./node_modules/@replica-sync/replica/index.js";
 			if strings.HasPrefix(p, "/node_modules/") && !strings.HasSuffix(p, "/index.js") {
 				t.Errorf("fetched %s besides the configured files", p)
 			}
+		}
+	})
+
+	t.Run("CSP without eval", func(t *testing.T) {
+		var got string
+		run(t, ctx, srv.URL+"/csp.html", `
+			const {Replica, evalAllowed} = window.pkg;
+			const db = await Replica.open({name: "pkg-csp", schema: {tables: {t: {columns: {v: "text"}}}}});
+			await db.transaction(async (tx) => { await tx.insert("t", {v: "a"}); await tx.insert("t", {v: "b"}); });
+			const rows = (await db.query("t", {orderBy: "v"})).map((r) => r.v).join(",");
+			await db.close();
+			return "eval " + evalAllowed + " " + rows;
+		`, &got)
+		if got != "eval false a,b" {
+			t.Errorf("got %q, want eval false a,b", got)
 		}
 	})
 
