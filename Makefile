@@ -97,6 +97,9 @@ sim:
 	$(GO) test -count=1 -timeout 0 -run '^TestSimBudget$$' -v ./internal/sim \
 		-sim.ops $(SIM_OPS) -sim.parallel $(SIM_PARALLEL) -sim.first $(SIM_FIRST)
 
+# cmd/wasm's TestLoader* tests load replica.js, and the npm package (its
+# TestLoaderPackage runs `make package` into a temporary directory and npm
+# installs the tarball offline), in Chromium.
 test-browser: browser-deps
 	$(BROWSER_ENV) $(GO) test -count=1 $(call test_dirs,$(BROWSER_TEST_DIRS))
 	$(BROWSER_ENV) $(GO) test -count=1 -run 'TestWebCrypto|TestWebKey' ./wire ./seal
