@@ -131,8 +131,9 @@ func once(s, old, new, file string) (string, error) {
 
 // moduleJS derives index.js from replica.js: the loader function, called
 // with the module's URLs instead of the global object alone, returns the
-// loader, which the module exports. Vite, webpack 5, Parcel and esbuild
-// (with its file loader) follow new URL("./x", import.meta.url) literals.
+// loader, which the module exports. Vite (examples/vite) and, by their
+// documentation, webpack 5 and Parcel 2 follow new URL("./x",
+// import.meta.url) literals; esbuild does not (Replica.configure then).
 func moduleJS(loader, version string) ([]byte, error) {
 	s, err := once(loader, loaderOpen, "const Replica = "+loaderOpen, "replica.js")
 	if err != nil {
