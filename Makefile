@@ -208,7 +208,7 @@ package:
 	$(GO) run ./internal/wasmsize -pack $(DIST)/replica.wasm $(DIST)/replica.wasm
 	$(GO) run ./internal/npmpkg -out $(DIST)/package -version $(PACKAGE_VERSION) -license $(PACKAGE_LICENSE) \
 		-wasm $(DIST)/replica.wasm -wasm-exec "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js"
-	cd $(DIST) && npm pack ./package --pack-destination . --no-fund --no-audit
+	cd $(DIST) && npm pack ./package --pack-destination . --no-fund --no-audit --no-update-notifier
 
 # --- PostgreSQL for the native tests -----------------------------------------
 

@@ -54,7 +54,7 @@ func TestLoaderPackage(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(app, "package.json"), []byte(`{"name": "app", "private": true}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	npm := exec.Command("npm", "install", "--offline", "--no-audit", "--no-fund", tgz)
+	npm := exec.Command("npm", "install", "--offline", "--no-audit", "--no-fund", "--no-update-notifier", tgz)
 	npm.Dir = app
 	if out, err := npm.CombinedOutput(); err != nil {
 		t.Fatalf("npm install %s: %v\n%s", tgz, err, out)
