@@ -28,7 +28,7 @@ test_dirs = $(strip $(foreach d,$(1),$(if $(wildcard $(d)/*_test.go),./$(d))))
 BROWSER_ENV = PATH="$(BIN):$$PATH" REPLICA_CHROMIUM="$(CHROMIUM)" GOOS=js GOARCH=wasm
 
 .PHONY: help sim test test-native test-browser test-e2e vet vet-native vet-wasm typecheck \
-	browser-deps pg-deps bench-browser bench-e2e bench bench-go bench-page bench-profile wasm run clean-tools
+	browser-deps pg-deps bench-browser bench-e2e bench bench-go bench-page bench-profile wasm package run clean-tools
 
 help:
 	@echo "make run           - build replica.wasm, serve the demo and the relay at http://$(RUN_ADDR)/"
@@ -39,12 +39,13 @@ help:
 	@echo "make test-e2e      - the demo in headless Chromium against in-process relays (./e2e)"
 	@echo "make bench-e2e     - the end-to-end figures (bootstrap, sync latency, first render), logged"
 	@echo "make vet           - go vet ./... natively and for js/wasm"
-	@echo "make typecheck     - tsc --strict (typescript from npm) on typecheck/usage.ts against web/replica.d.ts"
+	@echo "make typecheck     - tsc --strict (typescript from npm) on typecheck/usage.ts against web/replica.d.ts, and on typecheck/module/usage.ts against the npm package's index.d.ts"
 	@echo "make bench         - Go benchmarks (benchstat) and Replica beside raw IndexedDB, Dexie and TinyBase in Chromium: bench/out/bench.md"
 	@echo "                     (BENCH_QUICK=1: fewer repetitions; make bench-go / bench-page: one half)"
 	@echo "make bench-profile - V8 CPU profile of one browser workload (BENCH_PROFILE=replica:w2), Go names included"
 	@echo "make bench-browser - js/wasm benchmarks in headless Chromium"
 	@echo "make wasm          - build web/replica.wasm and copy wasm_exec.js"
+	@echo "make package       - the npm package @replica-sync/replica in dist/package and its tarball (npm pack; nothing is published)"
 	@echo "make browser-deps  - install Chromium and wasmbrowsertest if missing"
 	@echo "make pg-deps       - install PostgreSQL (Debian's postgresql) if missing, for the tests of kv/pgkv, relay/pgstore and the relay on PostgreSQL"
 	@echo "make clean-tools   - remove .bin/"
@@ -53,8 +54,14 @@ test: vet typecheck test-native test-browser test-e2e
 
 # The d.ts as an app sees it: typecheck/usage.ts uses every option, method
 # and event payload, and its @ts-expect-error lines what must be refused.
+# Then the module typings as an app importing the npm package sees them:
+# internal/npmpkg writes the package's package.json and index.d.ts (derived
+# from web/replica.d.ts) into typecheck/module/node_modules, and
+# typecheck/module/usage.ts imports them (moduleResolution "bundler").
 typecheck: typecheck/node_modules/.package-lock.json
 	typecheck/node_modules/.bin/tsc -p typecheck/tsconfig.json
+	$(GO) run ./internal/npmpkg -types-only -out typecheck/module/node_modules/@replica-sync/replica
+	typecheck/node_modules/.bin/tsc -p typecheck/module/tsconfig.json
 
 typecheck/node_modules/.package-lock.json: typecheck/package.json typecheck/package-lock.json
 	@command -v npm >/dev/null 2>&1 || { echo "npm not found: installing Debian's npm"; apt-get update -qq && apt-get install -y -qq npm; }
@@ -90,6 +97,9 @@ sim:
 	$(GO) test -count=1 -timeout 0 -run '^TestSimBudget$$' -v ./internal/sim \
 		-sim.ops $(SIM_OPS) -sim.parallel $(SIM_PARALLEL) -sim.first $(SIM_FIRST)
 
+# cmd/wasm's TestLoader* tests load replica.js, and the npm package (its
+# TestLoaderPackage runs `make package` into a temporary directory and npm
+# installs the tarball offline), in Chromium.
 test-browser: browser-deps
 	$(BROWSER_ENV) $(GO) test -count=1 $(call test_dirs,$(BROWSER_TEST_DIRS))
 	$(BROWSER_ENV) $(GO) test -count=1 -run 'TestWebCrypto|TestWebKey' ./wire ./seal
@@ -178,6 +188,27 @@ wasm:
 	$(GO) run ./internal/wasmsize -pack web/replica.wasm -gzip web/replica.wasm
 	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" wasm_exec.js
 	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" web/wasm_exec.js
+
+# The npm package @replica-sync/replica (web/npm/README.md): the release
+# build of replica.wasm as `make wasm` makes it, then internal/npmpkg
+# assembles $(DIST)/package/ (package.json, the ES module index.js and its
+# index.d.ts, both derived from web/replica.js and web/replica.d.ts, the
+# script-tag replica.js and replica.d.ts, replica.wasm, the wasm_exec.js of
+# this Go, README.md), and npm pack writes
+# $(DIST)/replica-sync-replica-$(PACKAGE_VERSION).tgz. Nothing is published.
+# The repository names no license yet: PACKAGE_LICENSE (an SPDX expression)
+# stays UNLICENSED until it does.
+DIST ?= dist
+PACKAGE_VERSION ?= 0.1.0
+PACKAGE_LICENSE ?= UNLICENSED
+package:
+	@command -v npm >/dev/null 2>&1 || { echo "npm not found: installing Debian's npm"; apt-get update -qq && apt-get install -y -qq npm; }
+	@mkdir -p $(DIST)
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -o $(DIST)/replica.wasm ./cmd/wasm
+	$(GO) run ./internal/wasmsize -pack $(DIST)/replica.wasm $(DIST)/replica.wasm
+	$(GO) run ./internal/npmpkg -out $(DIST)/package -version $(PACKAGE_VERSION) -license $(PACKAGE_LICENSE) \
+		-wasm $(DIST)/replica.wasm -wasm-exec "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js"
+	cd $(DIST) && npm pack ./package --pack-destination . --no-fund --no-audit --no-update-notifier
 
 # --- PostgreSQL for the native tests -----------------------------------------
 

@@ -73,7 +73,10 @@ var (
 //     _install function), the loader's verbatim copies of facade.js
 //     (Replica._facade) and of idbkv's helper.js (Replica._idbHelper,
 //     handed to every Store with idbkv.Helper) are used, and the API is
-//     handed to Replica._install, which resolves Replica.ready.
+//     handed to Replica._install, which resolves Replica.ready. The npm
+//     package's ES module (index.js, derived from replica.js) puts its
+//     loader there only while go.run runs Go's main up to its first wait,
+//     which is when Install runs, and then restores the global.
 //   - Otherwise facade.js and helper.js are compiled with new Function and
 //     the API is installed as globalThis.Replica (tests, or a page that
 //     runs replica.wasm itself). A page whose Content-Security-Policy

@@ -291,5 +291,6 @@
 // goroutine outlives the replicas. cmd/wasm's native tests build
 // replica.wasm, check web/replica.js and web/replica.d.ts against the
 // implementation, load the release build through replica.js in Chromium,
-// and run two real tabs against a relay.
+// load the npm package's ES module (make package) the same way, and run two
+// real tabs against a relay.
 package jsbridge

@@ -26,6 +26,14 @@
 //       const unsubscribe = db.subscribe("trips", {orderBy: "-start", limit: 20}, (rows) => render(rows));
 //     </script>
 //
+// As an ES module (the npm package @replica-sync/replica, built by `make
+// package`; its index.d.ts is this file with the namespace and Replica
+// exported instead of declared globally):
+//
+//     import { Replica } from "@replica-sync/replica";
+//     Replica.configure({wasmURL: "/assets/replica.wasm"}); // optional: default beside index.js
+//     const db = await Replica.open({name: "trips", schema});
+//
 // Everything works offline. Every method that returns a Promise rejects only
 // with a ReplicaError (an Error with a stable `code`); the few methods that
 // return synchronously (subscribe, on) throw a ReplicaError for bad
@@ -1189,13 +1197,47 @@ declare namespace Replica {
 		transactions: number;
 	}
 
-	/** The global `Replica`. */
+	/**
+	 * Where the loader fetches its two files from (`Static.configure`).
+	 * Relative URLs are resolved against the page's (or worker's) URL.
+	 */
+	interface LoadOptions {
+		/**
+		 * replica.wasm. Default: beside the loader (the script tag: the
+		 * directory replica.js was loaded from; the ES module:
+		 * `new URL("./replica.wasm", import.meta.url)`, which bundlers such
+		 * as Vite rewrite to the file they emit). Serve it as
+		 * `application/wasm` (other types work, more slowly).
+		 */
+		wasmURL?: string | URL;
+		/**
+		 * Go's wasm_exec.js, loaded only when `globalThis.Go` is not defined.
+		 * It must come from the Go release that built replica.wasm. Default:
+		 * beside the loader, as `wasmURL`.
+		 */
+		wasmExecURL?: string | URL;
+	}
+
+	/** The global `Replica` (the script tag), or the `Replica` the ES module exports. */
 	interface Static {
 		/**
 		 * Resolves when replica.wasm is loaded and running; rejects (code
 		 * INTERNAL) when it cannot be fetched or started. `open` waits for it.
+		 * The script tag starts loading at once; the ES module at the first
+		 * use of `ready`, `open`, `importKey` or `deriveKey`.
 		 */
 		readonly ready: Promise<void>;
+		/**
+		 * Name where replica.wasm and wasm_exec.js come from, before loading
+		 * starts: in the ES module, before the first `ready`, `open`,
+		 * `importKey` or `deriveKey`. Throws a ReplicaError (code
+		 * INVALID_ARGUMENT) for an unknown option, a value that is not a URL,
+		 * or a call after loading started (always so with the script tag,
+		 * which loads from its own directory at once). That error is thrown
+		 * before replica.wasm runs: it has `name` "ReplicaError" and `code`
+		 * but is not an instance of `ReplicaError`.
+		 */
+		configure(options: LoadOptions): void;
 		/**
 		 * Open (creating or migrating it) the replica `options.name`. Rejects:
 		 * INVALID_ARGUMENT (missing name or schema, unknown option), SCHEMA (an

@@ -9,8 +9,19 @@
 // replica.wasm, both from the directory this script was loaded from, with
 // WebAssembly.instantiateStreaming (falling back to instantiate when the
 // server sends replica.wasm with another MIME type than application/wasm),
-// and runs it. No build step, no modules. The API is documented in
+// and runs it. No build step. The API is documented in
 // replica.d.ts beside this file.
+//
+// The same source is the ES module of the npm package: `make package`
+// (internal/npmpkg) turns the function below into index.js, which calls it
+// with the URLs of replica.wasm and wasm_exec.js beside the module
+// (new URL("./replica.wasm", import.meta.url), which bundlers such as Vite
+// follow) and exports the loader it returns as Replica instead of setting
+// the global. A module's loader starts loading at its first use (ready,
+// open, importKey, deriveKey), so that Replica.configure({wasmURL,
+// wasmExecURL}) can name other places first. The global Replica is only set
+// while replica.wasm starts (jsbridge.Install finds the loader there) and
+// then restored.
 //
 // The Go side (package jsbridge) builds the API from the function
 // replicaFacade below, a verbatim copy of jsbridge/facade.js, and runs its
@@ -19,12 +30,23 @@
 // 'unsafe-eval' work (they still need 'wasm-unsafe-eval' for WebAssembly).
 // Do not edit them here: edit jsbridge/facade.js or idbkv/helper.js and run
 // `go test ./cmd/wasm -run TestReplicaJSCarriesFacade -update`.
-(function (global) {
+(function (global, moduleURLs) {
 	"use strict";
-	if (global.Replica && global.Replica.ready) return; // loaded twice
+	// moduleURLs: {wasm, wasmExec} (URL objects) from the ES module; absent
+	// (undefined) for the script tag.
+	const esm = !!moduleURLs;
+	if (!esm && global.Replica && global.Replica.ready) return; // loaded twice
 
-	const script = typeof document !== "undefined" ? document.currentScript : null;
-	const base = new URL(".", script && script.src ? script.src : global.location.href).href;
+	let wasmURL, wasmExecURL;
+	if (esm) {
+		wasmURL = String(moduleURLs.wasm);
+		wasmExecURL = String(moduleURLs.wasmExec);
+	} else {
+		const script = typeof document !== "undefined" ? document.currentScript : null;
+		const base = new URL(".", script && script.src ? script.src : global.location.href).href;
+		wasmURL = base + "replica.wasm";
+		wasmExecURL = base + "wasm_exec.js";
+	}
 
 	function loadError(message) {
 		const e = new Error("replica.js: " + message);
@@ -43,11 +65,52 @@
 		failed(dead);
 	}
 
+	// started: loading has begun (the script tag: at once; the module: at
+	// first use), after which configure refuses.
+	let started = false;
+	function begin() {
+		if (started) return ready;
+		started = true;
+		start().catch(fail);
+		return ready;
+	}
+
+	// The options of configure (replica.d.ts LoadOptions).
+	const LOAD_OPTIONS = ["wasmURL", "wasmExecURL"];
+
 	const loader = {
-		ready,
-		open(options) { return ready.then(() => loader.open(options)); },
-		importKey(bytes) { return ready.then(() => loader.importKey(bytes)); },
-		deriveKey(options) { return ready.then(() => loader.deriveKey(options)); },
+		get ready() { return begin(); },
+		open(options) { return begin().then(() => loader.open(options)); },
+		importKey(bytes) { return begin().then(() => loader.importKey(bytes)); },
+		deriveKey(options) { return begin().then(() => loader.deriveKey(options)); },
+		configure(options) {
+			const bad = (msg) => {
+				const e = new Error("Replica.configure: " + msg);
+				e.name = "ReplicaError";
+				e.code = "INVALID_ARGUMENT";
+				return e;
+			};
+			if (started) {
+				throw bad("loading has already started (" + (esm ?
+					"call configure before the first Replica.ready, open, importKey or deriveKey" :
+					"the script-tag build loads at once from its own directory; use the ES module to place the files elsewhere") + ")");
+			}
+			if (options === null || typeof options !== "object") throw bad("options must be an object");
+			const urls = {};
+			for (const k of Object.keys(options)) {
+				const v = options[k];
+				if (!LOAD_OPTIONS.includes(k)) throw bad("unknown option " + JSON.stringify(k) + " (" + LOAD_OPTIONS.join(", ") + ")");
+				if (v === undefined) continue;
+				if (typeof v !== "string" && !(typeof URL === "function" && v instanceof URL)) throw bad(k + " must be a string or a URL");
+				try {
+					urls[k] = new URL(String(v), global.location.href).href;
+				} catch (_) {
+					throw bad(k + " is not a URL: " + JSON.stringify(String(v)));
+				}
+			}
+			if (urls.wasmURL) wasmURL = urls.wasmURL;
+			if (urls.wasmExecURL) wasmExecURL = urls.wasmExecURL;
+		},
 		ReplicaError: Error,
 		// Used once by replica.wasm, then removed.
 		_facade: replicaFacade,
@@ -65,7 +128,6 @@
 		},
 		_fail(message) { fail(loadError(message)); },
 	};
-	global.Replica = loader;
 
 	function loadScript(src) {
 		return new Promise((resolve, reject) => {
@@ -79,13 +141,17 @@
 
 	async function start() {
 		if (typeof global.Go !== "function") {
-			const src = base + "wasm_exec.js";
+			const src = wasmExecURL;
 			if (typeof document !== "undefined") await loadScript(src);
+			// A worker: the module's (a module worker, where importScripts
+			// throws) imports it, the script tag's (a classic worker)
+			// importScripts it.
+			else if (esm) await import(/* @vite-ignore */ /* webpackIgnore: true */ src);
 			else if (typeof importScripts === "function") importScripts(src);
 			if (typeof global.Go !== "function") throw loadError(src + " did not define Go");
 		}
 		const go = new global.Go();
-		const url = base + "replica.wasm";
+		const url = wasmURL;
 		let instance = null;
 		if (typeof WebAssembly.instantiateStreaming === "function") {
 			try {
@@ -101,11 +167,30 @@
 			if (!r.ok) throw loadError("fetching " + url + ": HTTP " + r.status);
 			instance = (await WebAssembly.instantiate(await r.arrayBuffer(), go.importObject)).instance;
 		}
-		go.run(instance).then(
+		// jsbridge.Install looks for the loader at globalThis.Replica, in the
+		// synchronous part of go.run (Go's main up to its first wait). The
+		// module's loader is put there for that moment only.
+		const had = esm && Object.prototype.hasOwnProperty.call(global, "Replica");
+		const previous = esm ? global.Replica : undefined;
+		if (esm) global.Replica = loader;
+		let running;
+		try {
+			running = go.run(instance);
+		} finally {
+			if (esm && global.Replica === loader) {
+				if (had) global.Replica = previous;
+				else delete global.Replica;
+			}
+		}
+		running.then(
 			() => fail(loadError("replica.wasm exited")),
 			(e) => fail(loadError("replica.wasm failed: " + ((e && e.message) || e))));
+		if (esm && "_install" in loader && !dead) fail(loadError("replica.wasm did not install its API"));
 	}
-	start().catch(fail);
+
+	if (esm) return loader;
+	global.Replica = loader;
+	begin();
 
 // BEGIN jsbridge/facade.js (verbatim; see above)
 function replicaFacade(go, OPS, KINDS) {

@@ -114,8 +114,9 @@ func TestHeldNamesDocumented(t *testing.T) {
 // keys are the events db.on accepts (facade.js EVENTS), OpenOptions's
 // members the options Replica.open reads (jsbridge/db.go parseOpenOptions),
 // HeldEvent's members the fields of the held payload (jsbridge/events.go
-// heldResult) and UnknownTableEvent's those of its deprecated alias
-// (facade.js heldAlias).
+// heldResult), UnknownTableEvent's those of its deprecated alias
+// (facade.js heldAlias) and LoadOptions's the options Replica.configure
+// accepts (web/replica.js LOAD_OPTIONS).
 func TestEventsAndPayloadsDocumented(t *testing.T) {
 	ifaces := parseDTS(readFile(t, replicaDTS))
 	members := func(name string) []string {
@@ -155,13 +156,19 @@ func TestEventsAndPayloadsDocumented(t *testing.T) {
 	for _, c := range []struct {
 		iface, where string
 		runtime      []string
+		min          int // names the pattern must find at least (default 3)
 	}{
-		{"EventMap", "facade.js EVENTS", found(body(facade, "const EVENTS = ", "\n"), `"(\w+)"`)},
-		{"OpenOptions", "jsbridge/db.go parseOpenOptions", found(body(readFile(t, "../../jsbridge/db.go"), "func parseOpenOptions(", "\n}\n"), `case "(\w+)":`)},
-		{"HeldEvent", "jsbridge/events.go heldResult", found(body(readFile(t, "../../jsbridge/events.go"), "func heldResult(", "\n}\n"), `o\.\w+\("(\w+)"`)},
-		{"UnknownTableEvent", "facade.js heldAlias", found(body(facade, "function heldAlias(", "\n}\n"), `(?:\{ |o\.)(\w+)(?::| =)`)},
+		{"EventMap", "facade.js EVENTS", found(body(facade, "const EVENTS = ", "\n"), `"(\w+)"`), 0},
+		{"OpenOptions", "jsbridge/db.go parseOpenOptions", found(body(readFile(t, "../../jsbridge/db.go"), "func parseOpenOptions(", "\n}\n"), `case "(\w+)":`), 0},
+		{"HeldEvent", "jsbridge/events.go heldResult", found(body(readFile(t, "../../jsbridge/events.go"), "func heldResult(", "\n}\n"), `o\.\w+\("(\w+)"`), 0},
+		{"UnknownTableEvent", "facade.js heldAlias", found(body(facade, "function heldAlias(", "\n}\n"), `(?:\{ |o\.)(\w+)(?::| =)`), 0},
+		{"LoadOptions", "web/replica.js LOAD_OPTIONS", found(body(readFile(t, replicaJS), "const LOAD_OPTIONS = ", "\n"), `"(\w+)"`), 2},
 	} {
-		if len(c.runtime) < 3 {
+		min := c.min
+		if min == 0 {
+			min = 3
+		}
+		if len(c.runtime) < min {
 			t.Errorf("%s: found only %v; is the pattern stale?", c.where, c.runtime)
 			continue
 		}
