@@ -130,11 +130,11 @@ type Result struct {
 	// ("drop_index", "drop_column", "drop_table"; one it found dropped
 	// already is not counted).
 	Migrations map[string]int
-	Err    error          // the first broken invariant, nil if none
-	Hash   [32]byte       // of the full trace: deliveries, timers, steps
-	Steps  []string       // the driver's steps (Config.Trace)
-	Sim    time.Duration  // simulated time the run took
-	Watch  []string       // the changes of Config.Watch's row and Config.Log's lines, in order
+	Err        error         // the first broken invariant, nil if none
+	Hash       [32]byte      // of the full trace: deliveries, timers, steps
+	Steps      []string      // the driver's steps (Config.Trace)
+	Sim        time.Duration // simulated time the run took
+	Watch      []string      // the changes of Config.Watch's row and Config.Log's lines, in order
 }
 
 // Sim is one simulated system: devices, relays, the network and the clock.
