@@ -54,6 +54,11 @@ func serve(t *testing.T, wasmType string) *httptest.Server {
 		"/csp.html": `<!doctype html><meta http-equiv="Content-Security-Policy" content="script-src 'self' 'wasm-unsafe-eval'">` +
 			`<script src="lib/replica.js"></script><script src="spy.js"></script>`,
 		"/spy.js": cspSpy,
+		// The strictest policy the README gives: nothing but the page's
+		// own scripts, WebAssembly compilation, and connections to its own
+		// origin (replica.wasm's fetch) and the relay.
+		"/strict.html": `<!doctype html><meta http-equiv="Content-Security-Policy" content="` + strictCSP + `">` +
+			`<script src="lib/replica.js"></script><script src="spy.js"></script>`,
 	}
 	files := http.StripPrefix("/lib/", http.FileServer(http.Dir(dir)))
 	mux := http.NewServeMux()
@@ -235,6 +240,10 @@ func TestLoaderMissingWasm(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// strictCSP is the README's Content-Security-Policy, with the test relay's
+// origin (any loopback port) in connect-src.
+const strictCSP = "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; connect-src 'self' ws://127.0.0.1:*"
 
 // cspSpy (spy.js of csp.html) records whether the page may compile strings
 // (spy.eval: "EvalError" under its Content-Security-Policy) and wraps the

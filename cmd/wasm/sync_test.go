@@ -139,3 +139,72 @@ func TestSyncTwoTabs(t *testing.T) {
 	waitDev("from-new-leader")
 	eval(tab2, `await db.close(); return "";`)
 }
+
+// TestSyncStrictCSP: under the README's strictest Content-Security-Policy
+// (default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; connect-src
+// 'self' and the relay), a page opens a replica, writes through the batched
+// IndexedDB helper (not a fallback), syncs with a real relay, and a native
+// device receives its rows.
+func TestSyncStrictCSP(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	rs, err := relay.New(relay.Config{DataDir: t.TempDir(), Auth: relay.AllowAll, NoSync: true, OriginPatterns: []string{"127.0.0.1:*"},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(rs.Handler())
+	t.Cleanup(func() { rs.Close(); hs.Close() })
+	relayURL := "ws" + strings.TrimPrefix(hs.URL, "http") + "/sync"
+
+	const schemaJSON = `{"tables": {"notes": {"columns": {"id": "text", "title": "text"}}}}`
+	schema, err := wire.ParseSchema([]byte(schemaJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := engine.Open(memkv.New(engine.Buckets...), engine.Options{Schema: &schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	devClient := client.New(dev, client.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(func() { devClient.Close(); dev.Close() })
+	if err := devClient.Connect(relayURL, "csp-db", ""); err != nil {
+		t.Fatal(err)
+	}
+
+	var got struct {
+		Eval    string
+		Helpers int
+		Commits int
+		Status  string
+	}
+	run(t, ctx, srv.URL+"/strict.html", `
+		const db = await Replica.open({name: "csp-strict", schema: `+schemaJSON+`});
+		await db.sync.connect(`+fmt.Sprintf("%q", relayURL)+`, {database: "csp-db"});
+		await db.transaction(async (tx) => { await tx.insert("notes", {id: "a", title: "under a strict CSP"}); await tx.insert("notes", {id: "b", title: "second"}); });
+		await db.sync.pushed();
+		const status = db.sync.state.status;
+		await db.close();
+		return {Eval: spy.eval, Helpers: spy.helpers, Commits: spy.commits, Status: status};
+	`, &got)
+	if got.Eval != "EvalError" {
+		t.Fatalf("new Function on the strict page: %q, want EvalError (is the policy applied?)", got.Eval)
+	}
+	if got.Helpers != 1 || got.Commits < 1 {
+		t.Errorf("the page's helper built %d Stores and ran %d commits, want 1 and at least 1", got.Helpers, got.Commits)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		rows, err := dev.Query("notes", engine.Query{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the native device holds %d rows, want the page's 2 (page status %q)", len(rows), got.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
