@@ -37,6 +37,11 @@ type timing struct {
 	Capped bool               `json:"capped"`
 	Rows   int                `json:"rows"`
 	Counts map[string]float64 `json:"counts"`
+	// W10: the longest main-thread task that started during the run and
+	// the total blocking time (the sum over long tasks of their time
+	// beyond 50 ms), in ms.
+	LongestTaskMs float64 `json:"longestTaskMs"`
+	BlockingMs    float64 `json:"blockingMs"`
 }
 
 type memory struct {

@@ -79,6 +79,12 @@
 // whose db.sync.connect does not take a key leaves the column out, with
 // a note.
 //
+// W10 is the main thread's long tasks (PerformanceObserver "longtask",
+// installed by the page's first script, before any system's) that started
+// during W2 and during W5: the longest, and the total blocking time (the
+// sum of each long task's time beyond 50 ms). Target: no task over 50 ms
+// caused by Replica (issue 16).
+//
 // W9 compresses the files a page loads: gzip -9 (compress/gzip) and brotli
 // -q 11 (the brotli command, else node's zlib).
 //

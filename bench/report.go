@@ -67,6 +67,16 @@ func (r *results) putTiming(sys *system, metric string, t timing, full int) {
 	r.put(sys, metric, v)
 }
 
+// putLongTasks records W10 of a timed run: metric+"Longest" and
+// metric+"Blocking" (ms).
+func (r *results) putLongTasks(sys *system, metric string, t timing) {
+	if t.N == 0 && t.Ms == 0 {
+		return
+	}
+	r.put(sys, metric+"Longest", t.LongestTaskMs)
+	r.put(sys, metric+"Blocking", t.BlockingMs)
+}
+
 func (r *results) add(sys *system, s *session) {
 	b := s.Basic
 	if b.OpenMs > 0 {
@@ -74,9 +84,11 @@ func (r *results) add(sys *system, s *session) {
 	}
 	r.putTiming(sys, "W1", b.W1, r.N)
 	r.putTiming(sys, "W2", b.W2, r.N)
+	r.putLongTasks(sys, "W10tx", b.W2)
 	r.putTiming(sys, "W3", b.W3, r.N)
 	g := s.Big
 	r.putTiming(sys, "W5", g.W5, g.W5.N)
+	r.putLongTasks(sys, "W10load", g.W5)
 	if g.W7.JSHeap > 0 {
 		r.put(sys, "W7js", g.W7.JSHeap)
 		r.put(sys, "W7wasm", g.W7.Wasm)
@@ -279,6 +291,16 @@ func (r *results) table() string {
 			t.row(w.title, r.timedCell(w.key), func(p *system) string { return r.versus(p, w.key) }, r.targetCell(w))
 		}
 	}
+	for _, w := range []struct{ key, title string }{
+		{"W10tx", "W10 main-thread long tasks during W2 (one 10,000-row transaction): longest / total blocking time"},
+		{"W10load", "W10 main-thread long tasks during W5 (loading 171,075 rows; Replica: from a relay snapshot): longest / total blocking time"},
+	} {
+		if r.any(w.key + "Longest") {
+			t.row(w.title, r.longTaskCell(w.key), func(p *system) string {
+				return r.versus(p, w.key+"Longest") + " (longest)"
+			}, "no task over 50 ms")
+		}
+	}
 	if r.any("W7js") {
 		t.row("W7 memory after W5 (used JS heap after gc() + WebAssembly memory)", r.memoryCell, r.memoryVersus, "")
 	}
@@ -404,6 +426,19 @@ func (r *results) syncCell(s *system) string {
 		cell += fmt.Sprintf("; committed on B at p50 %s", fmtMs(a))
 	}
 	return cell
+}
+
+// longTaskCell returns the cell function of a W10 row: the median longest
+// task and total blocking time.
+func (r *results) longTaskCell(key string) func(*system) string {
+	return func(s *system) string {
+		l, ok := r.median(s.name, key+"Longest")
+		if !ok {
+			return r.missing(s, key+"Longest")
+		}
+		b, _ := r.median(s.name, key+"Blocking")
+		return fmt.Sprintf("%s / %s", fmtMs(l), fmtMs(b))
+	}
 }
 
 // burstCell is s's W8 burst cell: the median and the largest latency.

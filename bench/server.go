@@ -83,7 +83,8 @@ func page(sys *system, profile bool) string {
 	}
 	cfg, _ := json.Marshal(pc)
 	b.WriteString("<!doctype html><meta charset=utf-8><title>bench " + sys.name + "</title>\n")
-	b.WriteString("<script>const T0 = performance.now();</script>\n")
+	// The long-task observer is installed before any system's script (W10).
+	b.WriteString("<script>const T0 = performance.now(); const LONGTASKS = []; try { new PerformanceObserver((l) => { for (const e of l.getEntries()) LONGTASKS.push([e.startTime, e.duration]); }).observe({type: \"longtask\", buffered: true}); } catch (e) {}</script>\n")
 	if profile {
 		b.WriteString(`<script src="/pb/idbcount.js"></script>` + "\n")
 	}

@@ -66,12 +66,24 @@ const B = (() => {
 		},
 		// timed runs fn and returns {ms, n} (and, when profiling, the
 		// IndexedDB requests and Go<->JS crossings per item).
+		// W10: the main thread's long tasks (over 50 ms) that started
+		// while fn ran: the longest and the total blocking time (the sum of
+		// each one's time beyond 50 ms), read after the run (the observer
+		// is told of a task after it ends).
 		async timed(fn, n) {
 			const c0 = profile ? B.snap() : null;
 			const t0 = performance.now();
 			const r = await fn();
-			const ms = performance.now() - t0;
-			const out = Object.assign({ms, n}, r && typeof r === "object" ? r : {});
+			const t1 = performance.now();
+			const ms = t1 - t0;
+			await new Promise((ok) => setTimeout(ok, 100));
+			let longestTaskMs = 0, blockingMs = 0;
+			for (const [start, d] of LONGTASKS) {
+				if (start + d < t0 || start > t1) continue;
+				longestTaskMs = Math.max(longestTaskMs, d);
+				blockingMs += Math.max(0, d - 50);
+			}
+			const out = Object.assign({ms, n, longestTaskMs, blockingMs}, r && typeof r === "object" ? r : {});
 			if (profile) out.counts = idbCount.per(c0, B.snap(), out.n || 1);
 			return out;
 		},
