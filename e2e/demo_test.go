@@ -3,11 +3,14 @@
 package e2e
 
 import (
+	"context"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -230,4 +233,29 @@ func TestDemoDetails(t *testing.T) {
 		t.Errorf("region cells still showing codes: %q", codes)
 	}
 	p.shot("cities")
+}
+
+// TestLongTitleWithoutFieldSizing: where CSS cannot size the title's
+// textarea to its text (field-sizing is Chromium's; here CSS.supports is
+// made to deny it, as in other engines), the page does, for a new card
+// and while typing.
+func TestLongTitleWithoutFieldSizing(t *testing.T) {
+	r := startRelay(t)
+	b := newBrowser(t, "")
+	noFieldSizing := func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, tg, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{
+			Source: `(() => { const s = CSS.supports.bind(CSS); CSS.supports = (p, v) => p === "field-sizing" ? false : s(p, v);
+				const st = document.createElement("style"); st.textContent = ".trip-title { field-sizing: fixed !important; }";
+				document.addEventListener("DOMContentLoaded", () => document.head.append(st)); })();`,
+		})
+		return chromedp.Void{}, err
+	}
+	phone := chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)
+	p := b.newDevice("phone").open(r.URL+"?db=fallback", noFieldSizing, phone)
+	long := "Summer road trip through the Scottish Highlands, the islands and back"
+	p.addTrip(long, "", "")
+	fits := `(() => { const ta = tripEl(` + jsString(long) + `).querySelector(".trip-title");
+		return ta.clientHeight > 40 && ta.scrollHeight <= ta.clientHeight + 1; })()`
+	p.waitJS("the long title shown whole", fits, syncTimeout)
+	p.shot("trips")
 }

@@ -719,6 +719,21 @@
 			if (input === document.activeElement && input.type !== "checkbox") continue; // do not overwrite what the user types
 			toInput(input, FIELDS.trips[input.dataset.field], trip[input.dataset.field]);
 		}
+		fitTitle(el.querySelector(".trip-title"));
+	}
+
+	// fitTitle sizes a title's textarea to its text where CSS cannot
+	// (field-sizing: content is Chromium's; elsewhere rows=1 would cut it).
+	const cssFits = !!(window.CSS && CSS.supports && CSS.supports("field-sizing", "content"));
+	function fitTitle(ta) {
+		if (cssFits || !ta) return;
+		if (!ta.isConnected) { requestAnimationFrame(() => { if (ta.isConnected) fitTitle(ta); }); return; } // a new card, not placed yet
+		ta.style.height = "auto";
+		ta.style.height = ta.scrollHeight + ta.offsetHeight - ta.clientHeight + "px"; // border-box: the borders too
+	}
+	if (!cssFits) {
+		document.addEventListener("input", (ev) => { if (ev.target.classList && ev.target.classList.contains("trip-title")) fitTitle(ev.target); });
+		window.addEventListener("resize", () => { for (const ta of document.querySelectorAll("#trips .trip-title")) fitTitle(ta); });
 	}
 
 	function newTripEl(trip) {
