@@ -152,10 +152,13 @@
 		switch (code) {
 			case "VALIDATION":
 				if (!field) return "That value can't be saved here.";
-				if (/required|notNull|null/.test(msg)) return field + " can't be empty.";
-				if (/integer/.test(msg)) return field + " must be a whole number.";
-				if (/number|real|NaN|finite/.test(msg)) return field + " must be a number.";
-				return "That value doesn't fit " + field + ".";
+				if (/is required/.test(msg)) return field + " can't be empty.";
+				switch (columnType(e.table, e.column)) {
+					case "integer": return field + " must be a whole number.";
+					case "real": return field + " must be a number.";
+					case "timestamp": return field + " must be a date.";
+					default: return "That value doesn't fit " + field + ".";
+				}
 			case "NOT_FOUND": return "It no longer exists; it was probably deleted, maybe on another device.";
 			case "CONFLICT": return "It changed at the same time somewhere else. Try again.";
 			case "CLOSED": return "The local database was closed (deleted in another tab?). Reload the page.";
@@ -165,6 +168,12 @@
 			case "DECRYPT_FAILED": return "The key does not open this database's changes. Check the passphrase.";
 			default: return "Something went wrong" + (msg && !code ? ": " + msg : ".");
 		}
+	}
+
+	// columnType is a column's type in the schema above, or "".
+	function columnType(table, column) {
+		const t = schema.tables[table], c = t && t.columns[column];
+		return !c ? "" : typeof c === "string" ? c : c.type;
 	}
 
 	const CONTEXT_LABELS = {
