@@ -173,9 +173,18 @@ bench-e2e: browser-deps
 
 # The demo: build replica.wasm, then run the relay on RUN_ADDR with its
 # databases under ./data, serving web/ at / and sync at /sync. Ctrl-C stops it.
+# First the new relay binary checks (relay -check) that no relay runs on
+# ./data and the address is free: a second `make run` in the same checkout
+# stops there, before it rebuilds the web/replica.wasm the running relay
+# serves or replaces its binary.
 RUN_ADDR ?= 127.0.0.1:8080
-run: wasm | $(BIN)
-	$(GO) build -o $(BIN)/relay ./cmd/relay
+run: | $(BIN)
+	$(GO) build -o $(BIN)/relay.new ./cmd/relay
+	@$(BIN)/relay.new -check -addr $(RUN_ADDR) -data data || { rm -f $(BIN)/relay.new; \
+		echo "make run: not started, nothing rebuilt. A relay already runs in this checkout (or something else listens on $(RUN_ADDR))."; \
+		echo "  Use the running one, or stop it first (Ctrl-C in its terminal) and run make run again."; exit 1; }
+	@mv -f $(BIN)/relay.new $(BIN)/relay
+	@$(MAKE) --no-print-directory wasm
 	@echo "Starting the relay. Open the URL below in two browser windows (or add ?db=NAME for a database of your own); Ctrl-C stops it."
 	@$(BIN)/relay -addr $(RUN_ADDR) -data data -web web -inspect
 

@@ -122,6 +122,14 @@ func applyChangesOp(d *db, c *call) (result, error) {
 		}
 		cs, err := wire.UnmarshalChangeSet(text[start:end])
 		if err != nil {
+			// The path and reason, without the decoder's package and its
+			// byte offset in one element's text.
+			if path, msg, ok := wire.ErrorAt(err); ok {
+				if path != "" {
+					msg = path + ": " + msg
+				}
+				return argError("changeSets[%d] is not a ChangeSet: %s", i, msg)
+			}
 			return argError("changeSets[%d] is not a ChangeSet: %v", i, err)
 		}
 		sets = append(sets, cs)

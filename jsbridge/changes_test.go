@@ -3,6 +3,7 @@
 package jsbridge
 
 import (
+	"strings"
 	"syscall/js"
 	"testing"
 	"time"
@@ -179,7 +180,11 @@ func TestApplyChangesGuards(t *testing.T) {
 		{jsv(`[` + changeSet(now, "items", "a") + `, {siteId: "x"}]`), "changeSets[1]"},
 		{jsv(`[1n]`), "cannot be written as JSON"},
 	} {
-		mustReject(t, db.Call("applyChanges", bad.arg), "INVALID_ARGUMENT", "db.applyChanges", bad.frag)
+		e := mustReject(t, db.Call("applyChanges", bad.arg), "INVALID_ARGUMENT", "db.applyChanges", bad.frag)
+		// In the API's terms: no decoder package, no byte offsets.
+		if msg := e.Get("message").String(); strings.Contains(msg, "wire:") || strings.Contains(msg, "at byte") {
+			t.Errorf("message %q names the decoder", msg)
+		}
 	}
 	if n := must(t, db.Call("count", "items")).Int(); n != 1 {
 		t.Fatalf("refused calls wrote rows: %d items, want 1", n)

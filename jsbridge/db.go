@@ -230,6 +230,12 @@ func (b *bridge) openDB(text string, resolverFn js.Value) (*db, error) {
 	}
 	schema, err := wire.ParseSchema(o.Schema)
 	if err != nil {
+		// Named in the API's terms: the path in options.schema, without
+		// the decoder's package and byte offset (JSON text the caller
+		// never wrote: facade.js serialized its object).
+		if path, msg, ok := wire.ErrorAt(err); ok && errors.Is(err, model.ErrSchema) {
+			return nil, &bridgeError{code: codeSchema, msg: "invalid schema: options.schema." + path + ": " + msg}
+		}
 		return nil, fmt.Errorf("options.schema: %w", err)
 	}
 	// A browser replica never serves its peers' changes (only the relay

@@ -5,6 +5,7 @@ package jsbridge
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/idbkv"
@@ -79,6 +80,23 @@ func (e jsError) json() string {
 	return o.done()
 }
 
+// jsValueTerms names the values model's coercion describes in Go's terms
+// ("got real 42": a JS number arrives as a float64, a BigInt as a
+// json.Number, a Uint8Array as []byte, a Date as time.Time) as JavaScript
+// has them.
+var jsValueTerms = strings.NewReplacer(
+	", got real ", ", got the number ",
+	", got number ", ", got the BigInt ",
+	", got integer ", ", got the number ",
+	", got text ", ", got the string ",
+	", got blob ", ", got a Uint8Array ",
+	", got timestamp ", ", got the Date ",
+	", got boolean ", ", got ",
+)
+
+// jsTerms rewrites a validation message for JavaScript callers.
+func jsTerms(msg string) string { return jsValueTerms.Replace(msg) }
+
 // classify maps err (from the engine, the kv store or the bridge) to its JS
 // form. method ("db.insert") prefixes the message; table is the table the
 // call named, reported on VALIDATION errors that do not name one.
@@ -91,6 +109,7 @@ func classify(err error, method, table string) jsError {
 		out.Code, out.Table, out.Column = be.code, be.table, be.column
 	case errors.As(err, &ve):
 		out.Code, out.Table, out.Column = codeValidation, ve.Table, ve.Column
+		out.Message = jsTerms(err.Error())
 	case errors.Is(err, engine.ErrUnknownTable):
 		out.Code, out.Table = codeValidation, table
 	case errors.Is(err, kv.ErrValueTooLarge):
@@ -102,7 +121,14 @@ func classify(err error, method, table string) jsError {
 	case errors.Is(err, idbkv.ErrStorage):
 		out.Code = codeStorage
 	case errors.Is(err, engine.ErrClosed), errors.Is(err, kv.ErrClosed):
+		// In the API's terms, not the storage layers' ("idbkv: ...: kv:
+		// store closed"): the replica is closed, and why when it was not
+		// db.close().
 		out.Code = codeClosed
+		out.Message = "the replica is closed"
+		if strings.Contains(err.Error(), "versionchange") {
+			out.Message += " (another tab or window is deleting or upgrading its IndexedDB database)"
+		}
 	case errors.Is(err, kv.ErrQuotaExceeded):
 		out.Code = codeQuota
 	case errors.Is(err, model.ErrClockDrift):

@@ -3,6 +3,7 @@
 package jsbridge
 
 import (
+	"strings"
 	"syscall/js"
 	"testing"
 )
@@ -22,7 +23,7 @@ func TestErrors(t *testing.T) {
 		fragment []string
 	}{
 		{"text for integer", func() js.Value { return db.Call("insert", "items", jsv(`{n: "42"}`)) },
-			"VALIDATION", "items", "n", []string{"db.insert", "items.n", "expected integer", `text "42"`}},
+			"VALIDATION", "items", "n", []string{"db.insert", "items.n", "expected integer", `got the string "42"`}},
 		{"fraction for integer", func() js.Value { return db.Call("insert", "items", jsv(`{n: 1.5}`)) },
 			"VALIDATION", "items", "n", []string{"fraction"}},
 		{"BigInt beyond int64", func() js.Value { return db.Call("insert", "items", jsv(`{n: 2n ** 64n}`)) },
@@ -57,7 +58,7 @@ func TestErrors(t *testing.T) {
 		{"object for text", func() js.Value { return db.Call("insert", "items", jsv(`{title: {a: 1}}`)) },
 			"VALIDATION", "items", "title", []string{"expected text"}},
 		{"bytes for text", func() js.Value { return db.Call("insert", "items", jsv(`{title: new Uint8Array(2)}`)) },
-			"VALIDATION", "items", "title", []string{"blob"}},
+			"VALIDATION", "items", "title", []string{"got a Uint8Array (2 bytes)"}},
 		{"unknown column", func() js.Value { return db.Call("insert", "items", jsv(`{nope: 1}`)) },
 			"VALIDATION", "items", "nope", []string{"unknown column"}},
 		{"missing notNull", func() js.Value { return db.Call("insert", "strict", jsv(`{qty: 2}`)) },
@@ -165,4 +166,43 @@ func TestErrors(t *testing.T) {
 		}
 		checkError(t, thrown, "INVALID_ARGUMENT")
 	}
+}
+
+// TestErrorsInAPITerms: messages name values and causes as the JavaScript
+// API has them: a JS number is "the number 42" (not Go's "real 42"), a
+// schema that does not decode names its path in options.schema (not the
+// decoder's package and byte offset), and a replica whose IndexedDB
+// database another connection deletes is "closed", not "kv: store closed".
+func TestErrorsInAPITerms(t *testing.T) {
+	name := dbName(t)
+	t.Cleanup(func() { deleteIDB(name) })
+	db := openDB(t, name, testSchema)
+	R := js.Global().Get("Replica")
+	lacks := func(e js.Value, bad ...string) {
+		t.Helper()
+		msg := e.Get("message").String()
+		for _, b := range bad {
+			if strings.Contains(msg, b) {
+				t.Errorf("message %q contains %q", msg, b)
+			}
+		}
+	}
+	e := mustReject(t, db.Call("insert", "items", jsv(`{title: 42}`)), "VALIDATION", "items.title: expected text, got the number 42")
+	lacks(e, "real")
+	e = mustReject(t, db.Call("insert", "items", jsv(`{n: 2.5}`)), "VALIDATION", "got the number 2.5")
+	lacks(e, "real")
+	e = mustReject(t, db.Call("insert", "items", jsv(`{title: 5n}`)), "VALIDATION", "got the BigInt 5")
+	e = mustReject(t, R.Call("open", jsv(`{name: "terms", schema: {tables: {t: {columns: {a: 5}}}}}`)), "SCHEMA",
+		`Replica.open: invalid schema: options.schema.tables["t"].columns["a"]: want an object, got a number`)
+	lacks(e, "wire", "at byte")
+	e = mustReject(t, R.Call("open", jsv(`{name: "terms", schema: {tables: {t: {columns: {a: "text"}, indexs: {}}}}}`)), "SCHEMA",
+		`options.schema.tables["t"]: unknown field "indexs"`)
+	lacks(e, "wire", "at byte")
+
+	// Another connection deletes the database: the replica closes.
+	must(t, db.Call("insert", "items", jsv(`{title: "before"}`)))
+	must(t, asyncfn("name", `await new Promise((res, rej) => { const r = indexedDB.deleteDatabase(name); r.onsuccess = res; r.onerror = () => rej(r.error); }); return null;`).
+		Invoke(IDBPrefix+name))
+	e = mustReject(t, db.Call("insert", "items", jsv(`{title: "after"}`)), "CLOSED", "db.insert: the replica is closed (another tab or window is deleting")
+	lacks(e, "idbkv", "kv:")
 }

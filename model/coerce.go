@@ -218,7 +218,7 @@ func WrongType(c *ColumnDef, v Value) string {
 	case v.Kind() == KindNull:
 		return ""
 	case v.Kind() != c.Type:
-		return fmt.Sprintf("%s value %s for a %s column", v.Kind(), truncateForMessage(v.String()), c.Type)
+		return fmt.Sprintf("%s value %s for %s %s column", v.Kind(), truncateForMessage(v.String()), article(c.Type.String()), c.Type)
 	case v.Kind() == KindText && !utf8.ValidString(v.Text()):
 		return "text value is not valid UTF-8"
 	case v.Kind() == KindJSON && jsonTooDeep(v.Text()):
@@ -404,6 +404,15 @@ func (x *coerceInput) describe() string {
 		return "number " + truncateForMessage(x.s)
 	}
 	return "Go value of type " + reflect.TypeOf(x.other).String()
+}
+
+// article is the indefinite article before word: "an" before a vowel
+// ("an integer column"), else "a".
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 func truncateForMessage(s string) string {

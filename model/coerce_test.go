@@ -498,3 +498,20 @@ func sameValue(a, b Value) bool {
 	}
 	return a.Equal(b)
 }
+
+// TestWrongTypeArticle: WrongType's text reads as English before every
+// column type ("an integer column", "a real column").
+func TestWrongTypeArticle(t *testing.T) {
+	for _, c := range []struct {
+		typ  Kind
+		v    Value
+		want string
+	}{
+		{KindInteger, Real(2.5), "real value 2.5 for an integer column"},
+		{KindReal, Text("x"), `text value "x" for a real column`},
+	} {
+		if got := WrongType(&ColumnDef{Name: "c", Type: c.typ}, c.v); got != c.want {
+			t.Errorf("WrongType(%v, %v) = %q, want %q", c.typ, c.v, got, c.want)
+		}
+	}
+}

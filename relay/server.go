@@ -632,3 +632,7 @@ func (s *Server) maintain(d *database) error {
 	}
 	return nil
 }
+
+// ErrDataDirInUse is matched (errors.Is) by the error of New, and of
+// CheckDataDir, when another relay holds the data directory's lock.
+var ErrDataDirInUse = errors.New("in use by another relay")

@@ -136,13 +136,64 @@
 
 	// ---- errors: shown on the page, never thrown at the console ----------------
 
+	// Field names as the forms show them, for messages about a column.
+	const FIELD_LABELS = {
+		title: "Title", destination: "Destination", startsOn: "Starts", budget: "Budget", travelers: "Travelers",
+		booked: "Booked", name: "Name", nights: "Nights", cost: "Cost", visited: "Visited", position: "Position",
+	};
+
+	// humanError says what went wrong in the user's words, from the
+	// error's stable code (and its column, for VALIDATION); the message,
+	// written for developers, stays in the toast's title and app.lastError.
+	function humanError(e) {
+		const code = e && e.code;
+		const field = e && e.column ? (FIELD_LABELS[e.column] || e.column) : "";
+		const msg = (e && e.message) || "";
+		switch (code) {
+			case "VALIDATION":
+				if (!field) return "That value can't be saved here.";
+				if (/is required/.test(msg)) return field + " can't be empty.";
+				switch (columnType(e.table, e.column)) {
+					case "integer": return field + " must be a whole number.";
+					case "real": return field + " must be a number.";
+					case "timestamp": return field + " must be a date.";
+					default: return "That value doesn't fit " + field + ".";
+				}
+			case "NOT_FOUND": return "It no longer exists; it was probably deleted, maybe on another device.";
+			case "CONFLICT": return "It changed at the same time somewhere else. Try again.";
+			case "CLOSED": return "The local database was closed (deleted in another tab?). Reload the page.";
+			case "QUOTA_EXCEEDED": return "This browser has no room to store more. Free some space, then try again.";
+			case "STORAGE_ERROR": return "The browser could not write to its storage (disk full?). Reload the page to see what is stored.";
+			case "STORAGE_FORMAT": return "The data stored in this browser was written by another version of the app.";
+			case "DECRYPT_FAILED": return "The key does not open this database's changes. Check the passphrase.";
+			default: return "Something went wrong" + (msg && !code ? ": " + msg : ".");
+		}
+	}
+
+	// columnType is a column's type in the schema above, or "".
+	function columnType(table, column) {
+		const t = schema.tables[table], c = t && t.columns[column];
+		return !c ? "" : typeof c === "string" ? c : c.type;
+	}
+
+	const CONTEXT_LABELS = {
+		"new trip": "Couldn't add the trip", "sample trip": "Couldn't add the sample trip", "add stop": "Couldn't add the stop",
+		import: "The import stopped", "live query": "Couldn't show the trips", countries: "Couldn't load the countries",
+		"city search": "Couldn't search the cities", count: "Couldn't count the cities", connect: "Couldn't connect to the relay",
+		disconnect: "Couldn't go offline",
+	};
+
 	let toastTimer = 0;
 	function showError(e, context) {
 		const code = (e && e.code) || "ERROR";
 		const msg = (e && e.message) || String(e);
 		const t = $("toast");
 		t.dataset.code = code;
-		t.replaceChildren(h("strong", { text: code }), " ", (context ? context + ": " : "") + msg);
+		const what = (context && CONTEXT_LABELS[context]) ||
+			(context && /^edit /.test(context) ? "Couldn't save the change" : context ? "Couldn't " + context[0].toLowerCase() + context.slice(1) : "Something went wrong");
+		t.replaceChildren(h("strong", { text: what + "." }), " ", humanError(e));
+		// The developer's detail: in the tooltip and in app.lastError.
+		t.title = code + (context ? " " + context : "") + ": " + msg;
 		t.hidden = false;
 		clearTimeout(toastTimer);
 		toastTimer = setTimeout(() => { t.hidden = true; }, 8000);
@@ -388,7 +439,7 @@
 	let lastIssueLogged = "";
 	function renderSync(st) {
 		const bar = $("sync");
-		let label, detail = "", kind = st.status;
+		let label, detail = "", kind = st.status, tech = "";
 		switch (st.status) {
 			case "synced": label = "Synced"; break;
 			case "connecting": label = "Connecting…"; break;
@@ -410,10 +461,15 @@
 				break;
 			default:
 				if (st.retryAt) {
+					// Not offline by choice: the relay is out of reach and the
+					// client tries again. The client's own words (the dial
+					// error) are for developers: the tooltip.
 					kind = "retrying";
-					label = "Offline";
+					label = "Reconnecting…";
 					const s = Math.max(0, Math.ceil((st.retryAt - Date.now()) / 1000));
-					detail = "Cannot reach the relay" + (st.error ? " (" + st.error.message + ")" : "") + "; retrying in " + s + " s. Your changes are kept and sent later.";
+					detail = "Can't reach the relay. Trying again " + (s > 0 ? "in " + s + " s" : "now") +
+						"; your changes are saved on this device and sent once it is back.";
+					if (st.error) tech = st.error.code + ": " + st.error.message;
 				} else {
 					kind = "offline";
 					label = "Offline";
@@ -421,7 +477,8 @@
 		}
 		bar.dataset.status = kind;
 		setText($("sync-pill"), label);
-		$("sync-pill").title = detail || label;
+		$("sync-pill").title = (detail || label) + (tech ? "\n\n" + tech : "");
+		$("sync-message").title = tech;
 		const pending = st.pending || 0;
 		setText($("sync-pending"), nf.format(pending) + " unsent");
 		$("sync-pending").dataset.count = String(pending);
@@ -429,7 +486,8 @@
 		// db.isLeader is current even before the new leader's first syncState.
 		setText($("info-leader"), app.db && app.db.isLeader ? "holds the relay connection" : "syncs through another tab");
 		const btn = $("sync-toggle");
-		setText(btn, st.status === "error" ? "Retry" : isOffline(st) ? "Go online" : "Go offline");
+		setText(btn, st.status === "error" ? "Retry" : isOffline(st) ? "Go online" : kind === "retrying" ? "Stop trying" : "Go offline");
+		btn.title = kind === "retrying" ? "Stop trying to reach the relay and work offline (Go online tries again)" : "";
 		btn.setAttribute("aria-pressed", isOffline(st) ? "true" : "false");
 
 		// The last transient sync problem (the session goes on and retries),
@@ -514,19 +572,48 @@
 			const li = list.firstElementChild;
 			li.querySelector("time").textContent = clock(last.at);
 			setText(li.querySelector(".times"), "×" + last.count);
+			saveLog();
 			return;
 		}
 		const entry = { kind, text, at: new Date(), count: 1 };
 		app.log.unshift(entry);
 		if (app.log.length > 50) app.log.length = 50;
+		showLogEntry(entry);
+		saveLog();
+	}
+
+	function showLogEntry(entry) {
+		const list = $("log");
 		const empty = list.querySelector(".log-empty");
 		if (empty) empty.remove();
-		list.prepend(h("li", { class: "log-" + kind, "data-kind": kind },
-			h("time", { text: clock(entry.at) }),
-			h("span", null, text, " ", h("span", { class: "times muted" })),
+		list.prepend(h("li", { class: "log-" + entry.kind, "data-kind": entry.kind },
+			h("time", { text: clock(entry.at), title: entry.at.toLocaleString() }),
+			h("span", null, entry.text, " ", h("span", { class: "times muted", text: entry.count > 1 ? "×" + entry.count : "" })),
 		));
 		while (list.children.length > 30) list.lastElementChild.remove();
 	}
+
+	// The log outlives a reload: its newest entries are kept in this tab's
+	// sessionStorage, per database (a new tab starts empty).
+	const LOG_KEY = "trip-planner-log/" + database;
+	const LOG_KEEP = 30;
+	function saveLog() {
+		try {
+			sessionStorage.setItem(LOG_KEY, JSON.stringify(app.log.slice(0, LOG_KEEP).map((e) => ({ kind: e.kind, text: e.text, at: e.at.getTime(), count: e.count }))));
+		} catch (_) { /* storage full or disabled: the log stays in memory */ }
+	}
+	function restoreLog() {
+		let saved = [];
+		try { saved = JSON.parse(sessionStorage.getItem(LOG_KEY) || "[]"); } catch (_) { saved = []; }
+		if (!Array.isArray(saved)) return;
+		for (const e of saved.slice(0, LOG_KEEP).reverse()) {
+			if (!e || typeof e.text !== "string" || typeof e.kind !== "string") continue;
+			const entry = { kind: e.kind, text: e.text, at: new Date(+e.at || 0), count: +e.count || 1, restored: true };
+			app.log.unshift(entry);
+			showLogEntry(entry);
+		}
+	}
+	restoreLog();
 
 	function clock(d) {
 		return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" });
@@ -543,13 +630,36 @@
 		return String(v);
 	}
 
+	// schemaOnly: a change event that changed no rows (a schema migration,
+	// such as another device's first open creating its tables). Events
+	// without the list (another tab's notice for several commits) count
+	// as data changes.
+	function schemaOnly(e) {
+		return Array.isArray(e.changes) && e.changes.length === 0;
+	}
+
+	// changedWhat says which rows a change event changed: "2 trips and
+	// 1 stop", or the tables when the rows are not listed.
+	const ROW_NAMES = { trips: ["trip", "trips"], stops: ["stop", "stops"], cities: ["city", "cities"] };
+	function changedWhat(e) {
+		if (!Array.isArray(e.changes)) return e.tables.join(", ");
+		const n = new Map();
+		for (const c of e.changes) n.set(c.table, (n.get(c.table) || 0) + 1);
+		const parts = [...n].map(([t, k]) => plural(k, (ROW_NAMES[t] || [t + " row"])[0], (ROW_NAMES[t] || [, t + " rows"])[1]));
+		return parts.length > 1 ? parts.slice(0, -1).join(", ") + " and " + parts[parts.length - 1] : parts[0];
+	}
+
 	function watchActivity(db) {
 		renderSite();
 		db.on("change", (e) => {
-			if (e.fromOtherTab && !e.remote) addLog("tab", "Another tab changed " + e.tables.join(", "));
+			if (e.fromOtherTab && !e.remote && !schemaOnly(e)) addLog("tab", "Another tab changed " + changedWhat(e));
 		});
 		db.on("remoteChange", (e) => {
-			addLog("remote", "Changes to " + e.tables.join(", ") + (e.siteId ? " from device " + shortId(e.siteId) : " from the relay"));
+			// A device that only opened the page (its tables' setup, schema
+			// migrations) changed no rows: nothing to tell the user.
+			if (schemaOnly(e)) return;
+			const what = changedWhat(e);
+			addLog("remote", what[0].toUpperCase() + what.slice(1) + " changed " + (e.siteId ? "on device " + shortId(e.siteId) : "(from the relay)"));
 		});
 		db.on("conflict", (c) => {
 			const other = "device " + shortId(c.remoteSiteId);
@@ -600,7 +710,7 @@
 		switch (kind) {
 			case "real": case "integer": return Number(s);
 			case "date": return new Date(s + "T00:00:00Z");
-			default: return s;
+			default: return s.replace(/\s*[\r\n]+\s*/g, " "); // a title pasted over several lines
 		}
 	}
 
@@ -618,12 +728,29 @@
 			if (input === document.activeElement && input.type !== "checkbox") continue; // do not overwrite what the user types
 			toInput(input, FIELDS.trips[input.dataset.field], trip[input.dataset.field]);
 		}
+		fitTitle(el.querySelector(".trip-title"));
+	}
+
+	// fitTitle sizes a title's textarea to its text where CSS cannot
+	// (field-sizing: content is Chromium's; elsewhere rows=1 would cut it).
+	const cssFits = !!(window.CSS && CSS.supports && CSS.supports("field-sizing", "content"));
+	function fitTitle(ta) {
+		if (cssFits || !ta) return;
+		if (!ta.isConnected) { requestAnimationFrame(() => { if (ta.isConnected) fitTitle(ta); }); return; } // a new card, not placed yet
+		ta.style.height = "auto";
+		ta.style.height = ta.scrollHeight + ta.offsetHeight - ta.clientHeight + "px"; // border-box: the borders too
+	}
+	if (!cssFits) {
+		document.addEventListener("input", (ev) => { if (ev.target.classList && ev.target.classList.contains("trip-title")) fitTitle(ev.target); });
+		window.addEventListener("resize", () => { for (const ta of document.querySelectorAll("#trips .trip-title")) fitTitle(ta); });
 	}
 
 	function newTripEl(trip) {
 		const el = h("article", { class: "card trip", "data-table": "trips", "data-id": trip.id },
 			h("div", { class: "trip-head" },
-				fieldInput("trips", "title", { class: "trip-title", "aria-label": "Trip title", placeholder: "Trip title" }),
+				// A textarea, so that a long title wraps (on a phone too)
+				// instead of being cut; Enter commits it as in the other fields.
+				h("textarea", { class: "trip-title", rows: 1, "data-field": "title", "aria-label": "Trip title", placeholder: "Trip title" }),
 				h("label", { class: "check" }, fieldInput("trips", "booked", { "aria-label": "Booked" }), " Booked"),
 				h("button", { class: "btn btn-icon btn-danger", type: "button", "data-action": "delete-trip", title: "Delete this trip and its stops", "aria-label": "Delete trip" }, "✕"),
 			),
@@ -652,7 +779,7 @@
 			fieldInput("stops", "name", { class: "stop-name", "aria-label": "Stop name" }),
 			h("label", { class: "mini" }, fieldInput("stops", "nights", { min: "0", "aria-label": "Nights" }), h("span", { text: "nights" })),
 			h("label", { class: "mini" }, h("span", { text: "€" }), fieldInput("stops", "cost", { min: "0", "aria-label": "Cost" })),
-			h("label", { class: "check", title: "Visited" }, fieldInput("stops", "visited", { "aria-label": "Visited" })),
+			h("label", { class: "check visited-check" }, fieldInput("stops", "visited"), h("span", { text: "Visited" })),
 			h("button", { class: "btn btn-icon btn-danger", type: "button", "data-action": "delete-stop", title: "Delete stop", "aria-label": "Delete stop" }, "✕"),
 		);
 	}
@@ -730,9 +857,35 @@
 		db.subscribe("trips", { orderBy: "createdAt" }, (rows) => { app.trips = rows; gotTrips = true; rendered(); }, onErr);
 		db.subscribe("stops", { orderBy: ["tripId", "position"] }, (rows) => { app.stops = rows; gotStops = true; rendered(); }, onErr);
 
-		$("new-trip").addEventListener("submit", async (ev) => {
+		// The form checks what it can before writing (the browser's
+		// constraint validation: a title is required, the numbers' min and
+		// step) and says so beside the form, in words.
+		const form = $("new-trip");
+		form.addEventListener("invalid", (ev) => {
+			const input = ev.target;
+			const label = FIELD_LABELS[input.name] || input.name;
+			const why = input.validity.valueMissing || input.validity.customError ? label + " is required: give the trip a " + label.toLowerCase() + "." :
+				label + ": " + input.validationMessage;
+			const p = $("new-trip-error");
+			if (p.hidden || !p.dataset.field) { setText(p, why); p.dataset.field = input.name; p.hidden = false; }
+		}, true);
+		form.addEventListener("input", (ev) => {
+			if (ev.target.name === "title") ev.target.setCustomValidity("");
+			const p = $("new-trip-error");
+			p.hidden = true;
+			delete p.dataset.field;
+		});
+		form.addEventListener("submit", async (ev) => {
 			ev.preventDefault();
 			const f = ev.target;
+			$("new-trip-error").hidden = true;
+			delete $("new-trip-error").dataset.field;
+			if (!f.title.value.trim()) {
+				// Only spaces: what `required` lets through.
+				f.title.setCustomValidity("Give the trip a title.");
+				f.title.reportValidity();
+				return;
+			}
 			const row = {
 				title: fromInput(f.title, "text"),
 				destination: fromInput(f.destination, "text"),
@@ -955,6 +1108,18 @@
 		}
 	}
 
+	// showImported demotes the import button once this replica holds the
+	// excerpt (imported here or synced from another device): importing
+	// again is possible but no longer the next thing to do.
+	function showImported(total) {
+		const btn = $("import");
+		const done = total >= (excerpt ? excerpt.length : 3016);
+		btn.classList.toggle("btn-primary", !done);
+		btn.dataset.imported = String(done);
+		setText(btn, done ? "Import again" : "Import 3,016 cities");
+		btn.title = done ? "The cities are in this replica; importing them again changes nothing" : "";
+	}
+
 	async function loadExcerpt() {
 		if (!excerpt) {
 			const r = await fetch("data/cities-excerpt.json");
@@ -994,12 +1159,34 @@
 		scheduleCount();
 	}
 
+	// Region names: web/data/admin1-excerpt.json maps the GeoNames
+	// first-level division codes of the excerpt's cities ("PT.14") to
+	// their names ("Lisbon"). Until it is loaded (or if it cannot be) the
+	// column shows the codes.
+	let regions = null, regionsLoading = null, cityRowsShown = [];
+	function loadRegions() {
+		if (!regionsLoading) {
+			regionsLoading = fetch("data/admin1-excerpt.json")
+				.then((r) => { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
+				.then((m) => { regions = m; renderCities(cityRowsShown); })
+				.catch(() => { regionsLoading = null; });
+		}
+		return regionsLoading;
+	}
+
+	function regionName(c) {
+		const name = regions && regions[c.country + "." + c.admin1];
+		if (name) return name;
+		return c.admin1 === "00" ? "" : c.admin1; // 00: GeoNames' "no region"
+	}
+
 	function renderCities(rows) {
+		cityRowsShown = rows;
 		const body = $("city-rows");
 		body.replaceChildren(...rows.map((c) => h("tr", null,
 			h("td", { text: c.name }),
 			h("td", { title: countryName(c.country), text: c.country }),
-			h("td", { class: "hide-narrow", text: c.admin1 }),
+			h("td", { class: "hide-narrow", title: "GeoNames code " + c.country + "." + c.admin1, text: regionName(c) }),
 			h("td", { class: "num", text: c.lat.toFixed(3) }),
 			h("td", { class: "num", text: c.lng.toFixed(3) }),
 		)));
@@ -1034,6 +1221,7 @@
 			$("city-count").dataset.count = String(n);
 			setText($("city-count-label"), n === 1 ? "matching city" : "matching cities");
 			setText($("city-total"), filtered ? "(of " + nf.format(total) + " in this replica)" : "in this replica");
+			showImported(total);
 			$("city-more").hidden = n <= 100;
 			setText($("city-more"), "Showing the first 100 of " + nf.format(n) + ". Type more of the name to narrow it down.");
 		} catch (e) {
@@ -1054,7 +1242,7 @@
 			if (on) $(tab).setAttribute("aria-current", "page"); else $(tab).removeAttribute("aria-current");
 		}
 		if (cities) {
-			app.ready.then(() => { fillCountries(); refreshCities(); }, () => { });
+			app.ready.then(() => { fillCountries(); loadRegions(); refreshCities(); }, () => { });
 		} else if (citySub) {
 			citySub();
 			citySub = null;

@@ -109,3 +109,16 @@ func atKey(err error, key string) error { return jsontext.AtKey(err, key) }
 func invalid(format string, args ...any) error {
 	return &pathError{sentinel: ErrInvalidMessage, msg: fmt.Sprintf(format, args...), offset: -1}
 }
+
+// ErrorAt returns the JSON path and the message of a decode error of this
+// package (a schema or frame that does not decode), without the package's
+// prefix, the sentinel's text and the byte offset: what a caller that did
+// not write the JSON itself (the JavaScript API, whose objects it
+// serialized) can show in its own terms. ok is false for other errors.
+func ErrorAt(err error) (path, msg string, ok bool) {
+	var pe *pathError
+	if !errors.As(err, &pe) {
+		return "", "", false
+	}
+	return jsontext.FormatPath(pe.rev), pe.msg, true
+}

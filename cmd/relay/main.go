@@ -45,9 +45,19 @@ func main() {
 	case errors.Is(err, errUsage):
 		os.Exit(2)
 	case err != nil:
-		fmt.Fprintln(os.Stderr, "relay:", err)
+		fmt.Fprintln(os.Stderr, errorLine(err))
 		os.Exit(1)
 	}
+}
+
+// errorLine is how main reports err: prefixed "relay: " once (the relay
+// package's errors carry the prefix already).
+func errorLine(err error) string {
+	msg := err.Error()
+	if strings.HasPrefix(msg, "relay: ") {
+		return msg
+	}
+	return "relay: " + msg
 }
 
 // errUsage is returned by parseFlags for bad flags (already reported).
@@ -65,6 +75,7 @@ type options struct {
 	tokenFile string
 	origins   string
 	store     string // -store: a directory or a postgres:// URL
+	check     bool   // -check: say whether the relay could start, then exit
 	cfg       relay.Config
 }
 
@@ -80,6 +91,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs := flag.NewFlagSet("relay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.addr, "addr", relay.DefaultAddr, "TCP `address` to listen on (host:port; :8080 for every interface)")
+	fs.BoolVar(&o.check, "check", false, "only check that the relay could start here (the data directory not in use by another relay, the address free), then exit: 0 if so, 1 saying why not; nothing is created or changed")
 	fs.StringVar(&o.cfg.DataDir, "data", relay.DefaultDataDir, "`directory` of the database files (one bbolt file per database)")
 	fs.StringVar(&o.store, "store", "", "where the databases live: a `directory` (bbolt files; the same as -data) or a postgres:// URL (PostgreSQL, which any number of relays may share); also REPLICA_STORE")
 	fs.StringVar(&o.cfg.WebDir, "web", relay.DefaultWebDir, "`directory` served at / (the demo app); empty to serve none")
@@ -177,6 +189,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	if o.check {
+		return checkFree(o)
+	}
 	hopts := &slog.HandlerOptions{Level: o.logLevel}
 	var h slog.Handler = slog.NewTextHandler(stderr, hopts)
 	if o.logFormat == "json" {
@@ -238,6 +253,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		log.Info("relay: listening", "addr", a.String(), "store", where, "web", o.cfg.WebDir, "url", u)
 		fmt.Fprintf(stdout, "Replica relay: open %s (sync endpoint %s)\n", u, "ws"+strings.TrimPrefix(u, "http")+"sync")
 	})
+}
+
+// checkFree is -check: an error if another relay holds the data directory
+// or the address is taken. It creates nothing and writes nothing (the
+// running relay's files stay as they are).
+func checkFree(o *options) error {
+	if !isPostgresURL(o.store) && o.cfg.DataDir != "" {
+		if err := relay.CheckDataDir(o.cfg.DataDir); err != nil {
+			return err
+		}
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("address %s is in use (another relay, or another program): %w", o.addr, err)
+	}
+	return ln.Close()
 }
 
 // isPostgresURL reports whether -store names PostgreSQL.
