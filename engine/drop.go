@@ -299,6 +299,19 @@ func (t *table) isKey(column string) bool {
 	return false
 }
 
+// mayHaveAltered reports whether table name may have altered columns, by
+// the cached effective schema (unknown counts as may).
+func (e *Engine) mayHaveAltered(name string) bool {
+	e.mu.Lock()
+	cur := e.schema
+	e.mu.Unlock()
+	if cur == nil {
+		return true
+	}
+	t := cur.table(name)
+	return t == nil || len(t.altered) > 0
+}
+
 // mayHaveDropped reports whether table name may have dropped columns, by
 // the cached effective schema (unknown counts as may): then a local write
 // is validated against the declaration without them (writeTx.tables), not

@@ -130,7 +130,7 @@ func (s *Staged) Insert(table string, values map[string]any) (Row, error) {
 // insertTable returns the definition an insert into table name is checked
 // against: the local declaration, else the effective schema's.
 func (s *Staged) insertTable(name string) (*table, error) {
-	if vt := s.e.declared[name]; vt != nil && !s.e.mayHaveDropped(name) {
+	if vt := s.e.declared[name]; vt != nil && !s.e.mayHaveDropped(name) && !s.e.mayHaveAltered(name) {
 		return vt, nil
 	}
 	// Not declared locally: validate against the effective schema.
@@ -342,7 +342,7 @@ func (s *Staged) stmtKey(t *table, st stagedStmt) ([]Value, error) {
 	case st.kind == stmtInsert || st.kind == stmtUpsert:
 		vt := t
 		if d := s.e.declared[st.table]; d != nil {
-			vt = d
+			vt = withAltered(d, t)
 		}
 		row, err := vt.coerceRow(st.values, false)
 		if err != nil {
