@@ -1086,7 +1086,7 @@ declare namespace Replica {
 		 * Afterwards writes naming a dropped column are refused with
 		 * VALIDATION, and a dropped table is unknown (VALIDATION). A drop
 		 * rewrites every row of the table in one IndexedDB transaction.
-		 * Peers must speak protocol version 11. Rejects: VALIDATION
+		 * Peers must speak protocol version 12. Rejects: VALIDATION
 		 * (unknown table), SCHEMA (no such column or index, or a primary
 		 * key column), INVALID_ARGUMENT, QUOTA_EXCEEDED, CLOSED.
 		 */
