@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/replica-sync/replica/kv"
@@ -109,6 +110,14 @@ func (s *Staged) Insert(table string, values map[string]any) (Row, error) {
 		return nil, err
 	}
 	row, err := vt.coerceRow(values, true)
+	if err != nil && vt == s.e.declared[table] {
+		// The cached schema may predate an alter_column that relaxed
+		// what the declaration requires: check against the database's.
+		if fresh, perr := s.validTable(table); perr == nil && fresh != vt {
+			vt = fresh
+			row, err = vt.coerceRow(values, true)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -134,6 +143,18 @@ func (s *Staged) insertTable(name string) (*table, error) {
 		return vt, nil
 	}
 	// Not declared locally: validate against the effective schema.
+	var vt *table
+	err := s.preview(func(w *writeTx) error {
+		var err error
+		_, vt, err = w.tables(name)
+		return err
+	})
+	return vt, err
+}
+
+// validTable returns the table a local write to name is validated
+// against now (writeTx.tables), read from the store.
+func (s *Staged) validTable(name string) (*table, error) {
 	var vt *table
 	err := s.preview(func(w *writeTx) error {
 		var err error
@@ -193,7 +214,8 @@ func (s *Staged) insertStmt(table string, vt *table, values map[string]any, row 
 	fresh := vt.autoID && values["id"] == nil
 	st := stagedStmt{kind: stmtInsert, table: table}
 	if s.e.declared[table] == vt {
-		st.row, st.rowPK, st.fresh = row, pk, fresh
+		// values too, for replayStmt when an alter_column arrived since
+		st.row, st.rowPK, st.fresh, st.values = row, pk, fresh, values
 		return st
 	}
 	fixed := make(map[string]any, len(values)+1)
@@ -359,9 +381,21 @@ func (s *Staged) replayStmt(w *writeTx, st stagedStmt) error {
 	switch {
 	case st.row != nil:
 		var t, vt *table
-		if t, vt, err = w.tables(st.table); err == nil {
-			_, _, err = w.insertCells(t, vt, st.row, st.rowPK)
+		if t, vt, err = w.tables(st.table); err != nil {
+			break
 		}
+		if len(t.altered) > 0 && vt != s.e.declared[st.table] && st.values != nil {
+			// An alter_column changed what the declaration says since
+			// the row was staged: validate the values again, under the
+			// notNull and defaults that hold now.
+			fixed := maps.Clone(st.values)
+			if st.fresh {
+				fixed["id"] = st.row["id"]
+			}
+			_, err = w.insert(st.table, fixed)
+			break
+		}
+		_, _, err = w.insertCells(t, vt, st.row, st.rowPK)
 	case st.kind == stmtInsert:
 		_, err = w.insert(st.table, st.values)
 	case st.kind == stmtUpdate:

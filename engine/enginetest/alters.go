@@ -33,6 +33,17 @@ func (s *suite) testAlterKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	pull(t, b, a)
+	// Right after learning the alters (before anything reads the schema):
+	// b's declaration says title is notNull, the alter does not.
+	must(b.Insert("trips", map[string]any{"id": "fast"}))(t)
+	st := b.Stage()
+	must(st.Insert("trips", map[string]any{"id": "staged"}))(t)
+	must(st.Commit())(t)
+	for _, id := range []string{"fast", "staged"} {
+		if row := must(b.Get("trips", engine.Key{id}))(t); !row["days"].Equal(engine.Int(3)) || !row["title"].IsNull() {
+			t.Fatalf("b: %s: %v", id, fmtRow(row))
+		}
+	}
 	for _, r := range []*replica{a, b} {
 		d := schemaOf(t, r, "trips")
 		c := column(d, "days")
