@@ -153,6 +153,11 @@ func withAltered(v, store *table) *table {
 	if !differs {
 		return v
 	}
+	store.altMu.Lock()
+	defer store.altMu.Unlock()
+	if store.altFrom == v {
+		return store.altTo
+	}
 	def := cloneTableDef(v.def)
 	for i := range def.Columns {
 		c := &def.Columns[i]
@@ -162,6 +167,7 @@ func withAltered(v, store *table) *table {
 	}
 	t := compileTable(def)
 	t.asReceived, t.policyHLC = v.asReceived, v.policyHLC
+	store.altFrom, store.altTo = v, t
 	return t
 }
 

@@ -299,17 +299,17 @@ func (t *table) isKey(column string) bool {
 	return false
 }
 
-// mayHaveAltered reports whether table name may have altered columns, by
-// the cached effective schema (unknown counts as may).
-func (e *Engine) mayHaveAltered(name string) bool {
+// cachedAltered returns the declaration vt of table name with the notNull
+// and defaults the cached effective schema's alters give its columns
+// (withAltered), without reading the store.
+func (e *Engine) cachedAltered(name string, vt *table) *table {
 	e.mu.Lock()
 	cur := e.schema
 	e.mu.Unlock()
-	if cur == nil {
-		return true
+	if t := cur.table(name); t != nil {
+		return withAltered(vt, t)
 	}
-	t := cur.table(name)
-	return t == nil || len(t.altered) > 0
+	return vt
 }
 
 // mayHaveDropped reports whether table name may have dropped columns, by

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"sync"
 
 	"github.com/replica-sync/replica/engine/internal/keyenc"
 	"github.com/replica-sync/replica/internal/jsontext"
@@ -50,6 +51,10 @@ type table struct {
 	// default), nil when none: local writes take those attributes from
 	// here, not from the local declaration (writeTx.tables).
 	altered map[string]bool
+	// alt caches withAltered's last answer for this table: the
+	// declaration it was given and the table it made.
+	altMu          sync.Mutex
+	altFrom, altTo *table
 }
 
 type compiledIndex struct {

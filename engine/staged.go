@@ -110,14 +110,6 @@ func (s *Staged) Insert(table string, values map[string]any) (Row, error) {
 		return nil, err
 	}
 	row, err := vt.coerceRow(values, true)
-	if err != nil && vt == s.e.declared[table] {
-		// The cached schema may predate an alter_column that relaxed
-		// what the declaration requires: check against the database's.
-		if fresh, perr := s.validTable(table); perr == nil && fresh != vt {
-			vt = fresh
-			row, err = vt.coerceRow(values, true)
-		}
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -139,22 +131,14 @@ func (s *Staged) Insert(table string, values map[string]any) (Row, error) {
 // insertTable returns the definition an insert into table name is checked
 // against: the local declaration, else the effective schema's.
 func (s *Staged) insertTable(name string) (*table, error) {
-	if vt := s.e.declared[name]; vt != nil && !s.e.mayHaveDropped(name) && !s.e.mayHaveAltered(name) {
-		return vt, nil
+	if vt := s.e.declared[name]; vt != nil && !s.e.mayHaveDropped(name) {
+		// Without reading the store (a staged insert may run where a
+		// read cannot, jsbridge's dispatch): the alters of the cached
+		// schema, which a committed migration updates at once
+		// (publishSchema); Commit validates again against the store's.
+		return s.e.cachedAltered(name, vt), nil
 	}
 	// Not declared locally: validate against the effective schema.
-	var vt *table
-	err := s.preview(func(w *writeTx) error {
-		var err error
-		_, vt, err = w.tables(name)
-		return err
-	})
-	return vt, err
-}
-
-// validTable returns the table a local write to name is validated
-// against now (writeTx.tables), read from the store.
-func (s *Staged) validTable(name string) (*table, error) {
 	var vt *table
 	err := s.preview(func(w *writeTx) error {
 		var err error
