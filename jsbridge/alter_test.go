@@ -45,6 +45,16 @@ func TestAlterColumn(t *testing.T) {
 			t.Fatalf("%s: the row holding a null n: %s, want it kept", who, describe(row))
 		}
 		must(t, db.Call("update", "items", "x", jsv(`{title: "still null n"}`)))
+		// In a transaction (tx.insert stages without reading the store).
+		run := jsfn("db", `return db.transaction(async (tx) => {
+			const r = await tx.insert("strict", {id: "`+id+`-tx"});
+			let refused = "";
+			try { await tx.insert("items", {id: "`+id+`-tx", n: null}); } catch (e) { refused = e.code; }
+			return r.qty + ":" + r.name + ":" + refused;
+		})`)
+		if got := must(t, run.Invoke(db)).String(); got != "5:null:VALIDATION" {
+			t.Fatalf("%s: in a transaction after the alters: %s, want 5:null:VALIDATION", who, got)
+		}
 	}
 	check(a, "a", "a1")
 	must(t, pass.Invoke(a, b, w, "ab", 1000))
