@@ -129,8 +129,9 @@ func (e *Engine) Apply(sets []ChangeSet, opts ApplyOptions) (ApplyResult, error)
 	}
 	var out applyOutcome
 	var kept []bool // Keep's flags of the committed transaction (nil: all)
+	var folded *schemaState
 	err := e.store.Update(func(tx kv.Tx) error {
-		kept = nil
+		kept, folded = nil, nil
 		if p, ok := tx.(kv.Prefetcher); ok {
 			if err := p.Prefetch(append(guessRowKeys(sets), opts.Prefetch...)); err != nil {
 				return err
@@ -172,6 +173,9 @@ func (e *Engine) Apply(sets []ChangeSet, opts ApplyOptions) (ApplyResult, error)
 		if err := w.commit(); err != nil {
 			return err
 		}
+		if w.schemaChanged {
+			folded = w.schema
+		}
 		if opts.Extra != nil {
 			if err := opts.Extra(tx, out.result); err != nil {
 				return err
@@ -185,6 +189,7 @@ func (e *Engine) Apply(sets []ChangeSet, opts ApplyOptions) (ApplyResult, error)
 	if err != nil {
 		return ApplyResult{}, err
 	}
+	e.publishSchema(folded)
 	e.emitApplied(&out)
 	if len(out.created) > 0 {
 		if _, err := e.ReplayHeld(out.created...); err != nil {

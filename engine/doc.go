@@ -174,8 +174,9 @@
 // refuses a batch (ErrMalformed) holding a value that does not fit a
 // column type it knows from a migration; columns and tables it has no
 // migration for are accepted as received. Schema migrations (create_table, add_column,
-// add_index, set_resurrection_policy, and the drops below) are stamped and carried in ChangeSets and folded in HLC order,
-// so the first definition of an object wins everywhere. When a migration
+// add_index, set_resurrection_policy, and the drops and alters below) are stamped and carried in ChangeSets and folded in HLC order,
+// so the first definition of an object wins everywhere (an alter_column's
+// notNull and default: the latest). When a migration
 // changes a table's shape, the rows it already holds are brought in line in
 // the same transaction: a new index gets an entry for each of them, and
 // cells stored before their column was known are normalized to its type. Snapshot streams a
@@ -227,7 +228,47 @@
 //   - The schema-less replica (the relay) applies drops alike, so its
 //     snapshots carry the drops and none of the dropped data.
 //
-// rename_table and alter_column are not built.
+// # Altering a column's notNull and default
+//
+// AlterColumn records an alter_column migration that changes a column's
+// notNull, its default, or both (docs/design.md § Schema migrations).
+// Rules:
+//
+//   - Per attribute, the latest alter wins: the fold applies a column's
+//     alter_column migrations in HLC order after every definition, each
+//     setting only the attributes it names, so notNull and the default
+//     each take the value of the highest-HLC alter that set them,
+//     whatever the arrival order. An alter of a dropped column or table
+//     has no effect (the drop retires the name); so has a peer's alter of
+//     a key column, and a peer's default that does not fit the column's
+//     type (that attribute only). A null default left on a notNull column
+//     (two alters, each valid) is no default.
+//   - Nothing stored changes: setting notNull on a column holding nulls
+//     keeps those rows as they are (nothing is lost); writes after the
+//     fold must satisfy it (an insert with no value and no default, an
+//     update to null, are refused with a *ValidationError), updates of
+//     the row's other columns are not. As before, peers' facts are not
+//     checked against notNull. A new default applies to later inserts
+//     that omit the column; rows already inserted keep the value stored.
+//   - The altered attributes govern local writes whatever the local
+//     declaration says (it may predate the alter). Open with a
+//     declaration whose notNull or default differs from the database's
+//     records nothing and is not an error: a declaration never alters a
+//     column (unlike a type, which gets ErrSchema: there the declaration
+//     cannot be right). A column no alter changed keeps the declaration's
+//     notNull and default for this device's writes, as before.
+//   - AlterColumn refuses (*SchemaError) a key column, a column the
+//     table does not have or had dropped, an alteration that changes
+//     nothing, one that would leave a notNull column with a null default,
+//     a default that does not convert to the column's type, and a type
+//     change (Alteration.Type other than the column's): a type change
+//     does not converge while values that misfit the new type are held
+//     and LWW has discarded the values they superseded. Add a new column
+//     of the new type, copy the values, and drop the old one instead.
+//   - The schema-less replica (the relay) folds alters alike, and
+//     snapshots carry them with the other migrations, before the data.
+//
+// rename_table is not built, nor a type change (above).
 //
 // # Where this differs from its origins
 //
@@ -264,9 +305,13 @@
 //     dropped name is retired for good (the seeds' "most destructive wins"
 //     without reuse: migrations carry no causal order, so an HLC rule
 //     would let a concurrent definition bring the dropped thing back).
-//     rename_table and alter_column are not built: a type change does not
-//     converge while misfitting values are held (LWW has discarded the
-//     superseded ones by then), which needs a rule of its own. IndexedDB durability is chosen per
+//     rename_table is not built. alter_column is built for notNull and
+//     the default (AlterColumn, latest alter wins per attribute), not
+//     for the type: a type change does not converge while misfitting
+//     values are held (LWW has discarded the superseded ones by then),
+//     which would need a rule of its own; AlterColumn refuses it
+//     (*SchemaError), and the way is a new column, a copy, and a drop of
+//     the old one. IndexedDB durability is chosen per
 //     replica (Replica.open's durability), not per write, and "safe on the
 //     relay" is awaited with db.sync.pushed() rather than a per-write
 //     option.
@@ -286,7 +331,9 @@
 // order, so the first definition of a table, column or index wins
 // everywhere (unless a drop retired the name: see above). A device whose declaration contradicts it (a column declared
 // with another type) gets ErrSchema from Open, naming the column: rename the
-// column or the table in the new app version. Changes from a device that
+// column or the table in the new app version. A declaration whose notNull
+// or default differs is not an error and records nothing: a column's
+// notNull and default change only by AlterColumn (see above). Changes from a device that
 // keyed a table differently (another primary key) do not fit the winning
 // definition: they are held (HeldChanges lists them with NeverReplayed set, a
 // ChangesHeld event says why: HeldKeyMismatch) instead of blocking sync, and pruned at
@@ -311,8 +358,8 @@
 // migrations are in a legacy form, by rewriting them and restamping the
 // format in the transaction that opens the store, and refuses any other
 // format with ErrStorageFormat. The drop migrations did not change the
-// format: they are stored in the same JSON form, as new types. An engine
-// that predates them fails with ErrMalformed (unknown migration type)
+// format: they are stored in the same JSON form, as new types, and so is
+// alter_column. An engine that predates them fails with ErrMalformed (unknown migration type)
 // when it loads the schema of a store holding one — at Open when it
 // declares a schema — rather than misreading it.
 package engine

@@ -299,6 +299,19 @@ func (t *table) isKey(column string) bool {
 	return false
 }
 
+// cachedAltered returns the declaration vt of table name with the notNull
+// and defaults the cached effective schema's alters give its columns
+// (withAltered), without reading the store.
+func (e *Engine) cachedAltered(name string, vt *table) *table {
+	e.mu.Lock()
+	cur := e.schema
+	e.mu.Unlock()
+	if t := cur.table(name); t != nil {
+		return withAltered(vt, t)
+	}
+	return vt
+}
+
 // mayHaveDropped reports whether table name may have dropped columns, by
 // the cached effective schema (unknown counts as may): then a local write
 // is validated against the declaration without them (writeTx.tables), not

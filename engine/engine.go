@@ -85,7 +85,10 @@ type Options struct {
 	// validated (Schema.Validate); tables, columns and indexes the replica
 	// does not hold yet are created by migrations stamped at open, but for
 	// those a drop retired (DropTable, DropColumn, DropIndex), which it
-	// names without error and without effect.
+	// names without error and without effect. A column's notNull or
+	// default that differs from the database's records nothing either
+	// (AlterColumn changes them; an altered attribute governs writes
+	// whatever the declaration says).
 	Schema *Schema
 	// Clock supplies wall time; nil means SystemClock.
 	Clock Clock

@@ -119,7 +119,12 @@ func (e *Engine) Insert(table string, values map[string]any) (row Row, err error
 	}
 	prepared, err := vt.coerceRow(values, true)
 	if err != nil {
-		return nil, err
+		// An alter_column may have relaxed what the declaration
+		// requires (the cached schema, which mayHaveAltered reads, may
+		// not know it yet): validate in the transaction
+		// (writeTx.tables), against the database's schema.
+		_, err = e.Transact(func(tx *Tx) error { row, err = tx.Insert(table, values); return err })
+		return row, err
 	}
 	pk := vt.keyOf(prepared)
 	if err := vt.checkKeySize(pk); err != nil {
@@ -132,8 +137,9 @@ func (e *Engine) Insert(table string, values map[string]any) (row Row, err error
 			return err
 		}
 		if vt2 != vt {
-			// Columns of the declaration were dropped: validate
-			// against what remains (a value for one is refused).
+			// Columns of the declaration were dropped or altered:
+			// validate against what remains (a value for a dropped
+			// one is refused) with the altered notNull and defaults.
 			if prepared, err = vt2.coerceRow(values, true); err != nil {
 				return err
 			}
@@ -234,7 +240,7 @@ func (w *writeTx) tables(name string) (store, valid *table, err error) {
 				"declared with primary key %v but the replica holds the table with primary key %v (another device created it first); writes to it are refused",
 				d.pkCols, store.pkCols)}
 		}
-		valid = withoutDropped(d, store)
+		valid = withAltered(withoutDropped(d, store), store)
 	}
 	return store, valid, nil
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"sync"
 
 	"github.com/replica-sync/replica/engine/internal/keyenc"
 	"github.com/replica-sync/replica/internal/jsontext"
@@ -46,6 +47,14 @@ type table struct {
 	dropped map[string]HLC
 	// droppedIdx are the table's retired indexes (drop_index).
 	droppedIdx map[string]HLC
+	// altered are the columns an alter_column changed (notNull or the
+	// default), nil when none: local writes take those attributes from
+	// here, not from the local declaration (writeTx.tables).
+	altered map[string]bool
+	// alt caches withAltered's last answer for this table: the
+	// declaration it was given and the table it made.
+	altMu          sync.Mutex
+	altFrom, altTo *table
 }
 
 type compiledIndex struct {
@@ -198,6 +207,7 @@ func foldSchema(version uint64, migs []SchemaMigration, asReceived bool) *schema
 	// contradicting declaration) have no effect. The lowest HLC, as for
 	// every other definition the fold keeps: a policy, once a device has
 	// declared it and written under it, is never changed behind its back.
+	altered := foldAlters(defs, migs)
 	policyHLC := map[string]HLC{}
 	for _, m := range migs {
 		if m.Type != SetResurrectionPolicy {
@@ -221,8 +231,75 @@ func foldSchema(version uint64, migs []SchemaMigration, asReceived bool) *schema
 		st.tables[n].policyHLC = policyHLC[n]
 		st.tables[n].dropped = cols
 		st.tables[n].droppedIdx = ixs
+		for c := range altered[n] {
+			if _, gone := cols[c]; !gone {
+				if st.tables[n].altered == nil {
+					st.tables[n].altered = map[string]bool{}
+				}
+				st.tables[n].altered[c] = true
+			}
+		}
 	}
 	return st
+}
+
+// foldAlters applies the alter_column migrations of migs (HLC order) to the
+// column definitions of defs, after every definition: per attribute
+// (notNull, the default) the alter with the highest HLC wins, whatever the
+// order of arrival. An alter has no effect on a key column, a column or
+// table no definition holds, or (its default only) when its default does
+// not fit the column's type; a null default on a column left notNull is no
+// default. A dropped column's alters go with it (retireColumns). It
+// returns the columns altered, per table.
+func foldAlters(defs map[string]*TableDef, migs []SchemaMigration) map[string]map[string]bool {
+	var out map[string]map[string]bool
+	for _, m := range migs {
+		if m.Type != AlterColumn || m.Alter == nil {
+			continue
+		}
+		d := defs[m.TableName]
+		if d == nil || slices.Contains(d.PrimaryKey, m.Name) {
+			continue
+		}
+		i := slices.IndexFunc(d.Columns, func(c ColumnDef) bool { return c.Name == m.Name })
+		if i < 0 {
+			continue
+		}
+		c := &d.Columns[i]
+		a := m.Alter
+		changed := false
+		if a.SetNotNull {
+			c.NotNull, changed = a.NotNull, true
+		}
+		if a.SetDefault {
+			v := model.NormalizeRemote(c, a.Default)
+			if !a.HasDefault || model.WrongType(c, v) == "" {
+				c.HasDefault, c.Default, changed = a.HasDefault, v, true
+				if !a.HasDefault {
+					c.Default = Null
+				}
+			}
+		}
+		if !changed {
+			continue
+		}
+		if out == nil {
+			out = map[string]map[string]bool{}
+		}
+		if out[m.TableName] == nil {
+			out[m.TableName] = map[string]bool{}
+		}
+		out[m.TableName][m.Name] = true
+	}
+	for t, cols := range out {
+		d := defs[t]
+		for i := range d.Columns {
+			if c := &d.Columns[i]; cols[c.Name] && c.NotNull && c.HasDefault && c.Default.IsNull() {
+				c.HasDefault = false
+			}
+		}
+	}
+	return out
 }
 
 // retireColumns removes from d the columns of dropped but its key columns,
@@ -381,10 +458,23 @@ func validateMigration(m *SchemaMigration) error {
 	if m.Type != SetResurrectionPolicy && m.Resurrection != ResurrectionUndeclared {
 		return malformed("%s migration for %q carries a resurrection policy", m.Type, m.TableName)
 	}
-	if m.Name != "" && m.Type != DropColumn && m.Type != DropIndex {
+	if m.Name != "" && m.Type != DropColumn && m.Type != DropIndex && m.Type != AlterColumn {
 		return malformed("%s migration for %q carries a dropped name", m.Type, m.TableName)
 	}
+	if m.Alter != nil && m.Type != AlterColumn {
+		return malformed("%s migration for %q carries a column alteration", m.Type, m.TableName)
+	}
 	switch m.Type {
+	case AlterColumn:
+		if m.Table != nil || m.Column != nil || m.Index != nil {
+			return malformed("alter_column migration for %q carries a table, column or index definition", m.TableName)
+		}
+		if !ValidName(m.Name) {
+			return malformed("alter_column migration for %q: invalid column name %q", m.TableName, m.Name)
+		}
+		if a := m.Alter; a == nil || (!a.SetNotNull && !a.SetDefault) || (!a.HasDefault && !a.Default.IsNull()) || (a.HasDefault && !a.SetDefault) {
+			return malformed("alter_column migration for %s.%s changes nothing or carries an inconsistent default", m.TableName, m.Name)
+		}
 	case DropTable, DropColumn, DropIndex:
 		if m.Table != nil || m.Column != nil || m.Index != nil {
 			return malformed("%s migration for %q carries a table, column or index definition", m.Type, m.TableName)

@@ -59,6 +59,8 @@ type (
 	MigrationType = model.MigrationType
 	// SchemaMigration is model.SchemaMigration.
 	SchemaMigration = model.SchemaMigration
+	// ColumnAlter is model.ColumnAlter.
+	ColumnAlter = model.ColumnAlter
 	// ApplyResult is model.ApplyResult.
 	ApplyResult = model.ApplyResult
 )
@@ -121,6 +123,7 @@ const (
 	DropTable             = model.DropTable
 	DropColumn            = model.DropColumn
 	DropIndex             = model.DropIndex
+	AlterColumn           = model.AlterColumn
 
 	ChunkHeader     = model.ChunkHeader
 	ChunkSchema     = model.ChunkSchema

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/replica-sync/replica/kv"
@@ -131,7 +132,11 @@ func (s *Staged) Insert(table string, values map[string]any) (Row, error) {
 // against: the local declaration, else the effective schema's.
 func (s *Staged) insertTable(name string) (*table, error) {
 	if vt := s.e.declared[name]; vt != nil && !s.e.mayHaveDropped(name) {
-		return vt, nil
+		// Without reading the store (a staged insert may run where a
+		// read cannot, jsbridge's dispatch): the alters of the cached
+		// schema, which a committed migration updates at once
+		// (publishSchema); Commit validates again against the store's.
+		return s.e.cachedAltered(name, vt), nil
 	}
 	// Not declared locally: validate against the effective schema.
 	var vt *table
@@ -193,7 +198,8 @@ func (s *Staged) insertStmt(table string, vt *table, values map[string]any, row 
 	fresh := vt.autoID && values["id"] == nil
 	st := stagedStmt{kind: stmtInsert, table: table}
 	if s.e.declared[table] == vt {
-		st.row, st.rowPK, st.fresh = row, pk, fresh
+		// values too, for replayStmt when an alter_column arrived since
+		st.row, st.rowPK, st.fresh, st.values = row, pk, fresh, values
 		return st
 	}
 	fixed := make(map[string]any, len(values)+1)
@@ -342,7 +348,7 @@ func (s *Staged) stmtKey(t *table, st stagedStmt) ([]Value, error) {
 	case st.kind == stmtInsert || st.kind == stmtUpsert:
 		vt := t
 		if d := s.e.declared[st.table]; d != nil {
-			vt = d
+			vt = withAltered(d, t)
 		}
 		row, err := vt.coerceRow(st.values, false)
 		if err != nil {
@@ -359,9 +365,21 @@ func (s *Staged) replayStmt(w *writeTx, st stagedStmt) error {
 	switch {
 	case st.row != nil:
 		var t, vt *table
-		if t, vt, err = w.tables(st.table); err == nil {
-			_, _, err = w.insertCells(t, vt, st.row, st.rowPK)
+		if t, vt, err = w.tables(st.table); err != nil {
+			break
 		}
+		if len(t.altered) > 0 && vt != s.e.declared[st.table] && st.values != nil {
+			// An alter_column changed what the declaration says since
+			// the row was staged: validate the values again, under the
+			// notNull and defaults that hold now.
+			fixed := maps.Clone(st.values)
+			if st.fresh {
+				fixed["id"] = st.row["id"]
+			}
+			_, err = w.insert(st.table, fixed)
+			break
+		}
+		_, _, err = w.insertCells(t, vt, st.row, st.rowPK)
 	case st.kind == stmtInsert:
 		_, err = w.insert(st.table, st.values)
 	case st.kind == stmtUpdate:

@@ -205,8 +205,9 @@ func (e *Engine) writeHinted(hint []hintRow, fn func(*writeTx) error) (*localCom
 		return nil, err
 	}
 	var lc *localCommit
+	var folded *schemaState
 	err := e.store.Update(func(tx kv.Tx) error {
-		lc = nil
+		lc, folded = nil, nil
 		w, err := e.beginHinted(tx, hint)
 		if err != nil {
 			return err
@@ -223,6 +224,9 @@ func (e *Engine) writeHinted(hint []hintRow, fn func(*writeTx) error) (*localCom
 		if err := w.commit(); err != nil {
 			return err
 		}
+		if w.schemaChanged {
+			folded = w.schema
+		}
 		if e.opts.OmitLocalChanges {
 			lc = w.localCommitLean()
 		} else {
@@ -234,7 +238,24 @@ func (e *Engine) writeHinted(hint []hintRow, fn func(*writeTx) error) (*localCom
 	if err != nil {
 		return nil, err
 	}
+	e.publishSchema(folded)
 	return lc, nil
+}
+
+// publishSchema makes s, the schema a committed transaction folded (nil:
+// it changed none), the engine's cached one unless the cache holds a
+// later version already, so that what reads only the cache (a staged
+// insert: Staged.insertTable) sees a migration at once rather than after
+// the next transaction reloads it (schemaFor).
+func (e *Engine) publishSchema(s *schemaState) {
+	if s == nil {
+		return
+	}
+	e.mu.Lock()
+	if e.schema == nil || e.schema.version <= s.version {
+		e.schema = s
+	}
+	e.mu.Unlock()
 }
 
 // nextHLC stamps the next fact of a local transaction.

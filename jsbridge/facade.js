@@ -663,6 +663,25 @@ class Database {
 	dropTable(table) { return attempt(() => { live(this.#s, "db.dropTable"); needTable(table, "db.dropTable"); return call(OPS.dropTable, this.#s.h, 0, table); }); }
 	dropColumn(table, column) { return attempt(() => { live(this.#s, "db.dropColumn"); needTable(table, "db.dropColumn"); needName(column, "db.dropColumn", "column"); return call(OPS.dropColumn, this.#s.h, 0, table, column); }); }
 	dropIndex(table, index) { return attempt(() => { live(this.#s, "db.dropIndex"); needTable(table, "db.dropIndex"); needName(index, "db.dropIndex", "index"); return call(OPS.dropIndex, this.#s.h, 0, table, index); }); }
+	// alter_column (jsbridge/ops.go alterOp): notNull and the default.
+	alterColumn(table, column, change) {
+		return attempt(() => {
+			const m = "db.alterColumn";
+			live(this.#s, m); needTable(table, m); needName(column, m, "column");
+			if (!isRecord(change)) throw argErr(m + ": change must be an object {notNull?, default?, dropDefault?}, got " + describe(change));
+			for (const k of Object.keys(change)) {
+				const v = change[k];
+				if (v === undefined) continue;
+				if (k === "notNull" && typeof v !== "boolean") throw argErr(m + ": change.notNull must be a boolean, got " + describe(v));
+				if (k === "dropDefault" && v !== true) throw argErr(m + ": change.dropDefault must be true when given, got " + describe(v));
+				if (k === "type" && typeof v !== "string") throw argErr(m + ": change.type must be a string, got " + describe(v));
+				if (k !== "notNull" && k !== "default" && k !== "dropDefault" && k !== "type") throw argErr(m + ": change has an unknown member " + JSON.stringify(k) + " (want notNull, default or dropDefault)");
+			}
+			const st = { parts: null, size: 0 };
+			const text = encRow(change, st, m + ": change");
+			return call(OPS.alterColumn, this.#s.h, 0, table, column, text, pack(st));
+		});
+	}
 
 	// The transport-agnostic API (jsbridge/changes.go): ChangeSets in the
 	// sync protocol's JSON form, for an app's own channel.

@@ -119,6 +119,10 @@ var operations = [...]operation{
 	{name: "dropTable", method: "db.dropTable", queue: worker, table: true, work: dropOp},
 	{name: "dropColumn", method: "db.dropColumn", queue: worker, table: true, work: dropOp},
 	{name: "dropIndex", method: "db.dropIndex", queue: worker, table: true, work: dropOp},
+	// db.alterColumn: a = table, b = column, c = the change as a row
+	// object {notNull?, default?, dropDefault?, type?} (decodeRow), d = its
+	// blobs: an alter_column migration
+	{name: "alterColumn", method: "db.alterColumn", queue: worker, table: true, work: alterOp},
 	// db.heldChanges: counts per table and reason
 	{name: "heldCounts", method: "db.heldChanges", queue: worker, work: heldCountsOp},
 	// a = the watermark HLC ("" = the beginning), b = options JSON (changes.go)
@@ -551,5 +555,53 @@ func dropOp(d *db, c *call) (result, error) {
 		return result{}, err
 	}
 	d.columns("", true)
+	return result{kind: kindUndefined}, nil
+}
+
+// alterOp answers db.alterColumn: an alter_column migration
+// (engine.AlterColumn; docs/design.md § Schema migrations) of the
+// column's notNull and default, committed and synced like any. The change
+// arrives encoded as a row (facade.js checked its members), so a default
+// is converted as an inserted value is. A type other than the column's is
+// refused by the engine (SCHEMA, with the reason and the way).
+func alterOp(d *db, c *call) (result, error) {
+	table, column := c.str(0), c.str(1)
+	if column == "" {
+		return result{}, argError("column must be a non-empty string")
+	}
+	change, err := decodeRow(table, c.str(2), c.bytes(3))
+	if err != nil {
+		return result{}, err
+	}
+	var a engine.Alteration
+	for k, v := range change {
+		switch k {
+		case "notNull":
+			b, ok := v.(bool)
+			if !ok {
+				return result{}, argError("change.notNull must be a boolean")
+			}
+			a.NotNull = &b
+		case "default":
+			a.SetDefault, a.Default = true, v
+		case "dropDefault":
+			if v != true {
+				return result{}, argError("change.dropDefault must be true when given")
+			}
+			a.DropDefault = true
+		case "type":
+			name, _ := v.(string)
+			k, err := model.ParseKind(name)
+			if err != nil {
+				return result{}, argError("change.type: %v", err)
+			}
+			a.Type = k
+		default:
+			return result{}, argError("change has an unknown member %q (want notNull, default or dropDefault)", k)
+		}
+	}
+	if err := d.eng.AlterColumn(table, column, a); err != nil {
+		return result{}, err
+	}
 	return result{kind: kindUndefined}, nil
 }

@@ -80,8 +80,8 @@ func (cs *ChangeSet) Sealed() bool { return cs.Envelope != nil }
 // MigrationType names a schema migration.
 type MigrationType string
 
-// The migrations Replica records and replicates. Renaming and altering are
-// not supported yet.
+// The migrations Replica records and replicates. Renaming tables is not
+// supported, nor altering a column's type.
 const (
 	CreateTable MigrationType = "create_table"
 	AddColumn   MigrationType = "add_column"
@@ -96,6 +96,11 @@ const (
 	DropTable  MigrationType = "drop_table"
 	DropColumn MigrationType = "drop_column"
 	DropIndex  MigrationType = "drop_index"
+	// AlterColumn changes a column's notNull or default (SchemaMigration.Name
+	// names the column, SchemaMigration.Alter says what changes): per
+	// attribute, the alter_column with the highest HLC wins. A column's
+	// type is never altered, nor a key column.
+	AlterColumn MigrationType = "alter_column"
 	// SetResurrectionPolicy declares a table's resurrection policy
 	// (TableDef.Resurrection). The first declaration of a table (lowest
 	// HLC) is its policy for good; a later, contradicting one is kept but
@@ -108,7 +113,8 @@ const (
 // (docs/design.md § Schema migrations). Exactly one of Table (CreateTable),
 // Column (AddColumn), Index (AddIndex), Resurrection
 // (SetResurrectionPolicy) and Name (DropColumn, DropIndex) is set, and
-// none for DropTable; TableName names the table in every case. A
+// none for DropTable; an AlterColumn sets Name and Alter. TableName names
+// the table in every case. A
 // CreateTable's Table carries no Resurrection: the policy travels in its
 // own migration.
 type SchemaMigration struct {
@@ -118,8 +124,22 @@ type SchemaMigration struct {
 	Column       *ColumnDef         // AddColumn
 	Index        *IndexDef          // AddIndex
 	Resurrection ResurrectionPolicy // SetResurrectionPolicy: DeleteWins or ResurrectionAllowed
-	Name         string             // DropColumn, DropIndex: the column or index dropped
+	Name         string             // DropColumn, DropIndex: the column or index dropped; AlterColumn: the column altered
+	Alter        *ColumnAlter       // AlterColumn: what changes
 	HLC          HLC
+}
+
+// ColumnAlter is what an alter_column migration changes: the attributes it
+// sets (SetNotNull, SetDefault); the others are left as they are. With
+// SetDefault, HasDefault false removes the column's default, and
+// HasDefault true makes Default (null allowed when the column is not
+// notNull) the default.
+type ColumnAlter struct {
+	SetNotNull bool
+	NotNull    bool
+	SetDefault bool
+	HasDefault bool
+	Default    Value
 }
 
 // ApplyResult counts what ApplyChanges did (docs/design.md § Applying changes).

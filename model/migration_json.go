@@ -16,7 +16,12 @@ import "github.com/replica-sync/replica/internal/jsontext"
 //	{"type":"drop_table","table":"trips","ddl":{},"hlc":…}
 //	{"type":"drop_column","table":"trips","ddl":{"name":"budget"},"hlc":…}
 //	{"type":"drop_index","table":"trips","ddl":{"name":"by_day"},"hlc":…}
+//	{"type":"alter_column","table":"trips","ddl":{"name":"budget","notNull":true,"default":0},"hlc":…}
+//	{"type":"alter_column","table":"trips","ddl":{"name":"budget","notNull":false,"dropDefault":true},"hlc":…}
 //
+// (an alter_column's ddl names the column and holds at least one of
+// notNull, default and dropDefault, the attributes it changes; default and
+// dropDefault exclude each other, dropDefault is only ever true)
 // with defaults in the value form of AppendValueJSON, members in this
 // order, and notNull, default, coerce and indexes left out when false,
 // absent or empty. The Read functions accept members in any order and
@@ -32,7 +37,7 @@ import "github.com/replica-sync/replica/internal/jsontext"
 func AppendMigrationJSON(b []byte, m *SchemaMigration) ([]byte, error) {
 	var err error
 	n := 0
-	for _, set := range []bool{m.Table != nil, m.Column != nil, m.Index != nil, m.Resurrection != ResurrectionUndeclared, m.Name != ""} {
+	for _, set := range []bool{m.Table != nil, m.Column != nil, m.Index != nil, m.Resurrection != ResurrectionUndeclared, m.Name != "" && m.Type != AlterColumn, m.Alter != nil} {
 		if set {
 			n++
 		}
@@ -40,6 +45,8 @@ func AppendMigrationJSON(b []byte, m *SchemaMigration) ([]byte, error) {
 	switch {
 	case m.Type == DropTable && n != 0:
 		return b, jsontext.At(unencodable("a drop_table carries no definition or name, got %d", n), "ddl")
+	case m.Type == AlterColumn && (m.Name == "" || m.Alter == nil || n != 1):
+		return b, jsontext.At(unencodable("an alter_column carries a column name and an alteration only"), "ddl")
 	case m.Type != DropTable && n != 1:
 		return b, jsontext.At(unencodable("want exactly one of a table, column, index or resurrection policy definition or a dropped name, got %d", n), "ddl")
 	}
@@ -56,6 +63,7 @@ func AppendMigrationJSON(b []byte, m *SchemaMigration) ([]byte, error) {
 	case m.Type == SetResurrectionPolicy && (m.Resurrection == DeleteWins || m.Resurrection == ResurrectionAllowed):
 	case m.Type == DropTable:
 	case (m.Type == DropColumn || m.Type == DropIndex) && m.Name != "":
+	case m.Type == AlterColumn:
 	default:
 		return b, jsontext.At(unencodable("migration type %q does not match its definition", m.Type), "type")
 	}
@@ -75,6 +83,8 @@ func AppendMigrationJSON(b []byte, m *SchemaMigration) ([]byte, error) {
 		b, err = appendIndexDef(b, m.Index)
 	case m.Type == DropTable:
 		b = append(b, `{}`...)
+	case m.Alter != nil:
+		b, err = appendColumnAlter(b, m.Name, m.Alter)
 	case m.Name != "":
 		b = append(b, `{"name":`...)
 		b, err = AppendNameJSON(b, m.Name)
@@ -90,6 +100,37 @@ func AppendMigrationJSON(b []byte, m *SchemaMigration) ([]byte, error) {
 	}
 	b = append(b, `,"hlc":`...)
 	b = AppendHLCJSON(b, m.HLC)
+	return append(b, '}'), nil
+}
+
+// appendColumnAlter appends the ddl of an alter_column of column name.
+func appendColumnAlter(b []byte, name string, a *ColumnAlter) ([]byte, error) {
+	if !a.SetNotNull && !a.SetDefault {
+		return b, unencodable("an alter_column changes nothing (neither notNull nor the default)")
+	}
+	if (!a.SetDefault || !a.HasDefault) && !a.Default.IsNull() {
+		return b, jsontext.At(unencodable("a default value without SetDefault and HasDefault"), "default")
+	}
+	b = append(b, `{"name":`...)
+	b, err := AppendNameJSON(b, name)
+	if err != nil {
+		return b, jsontext.At(err, "name")
+	}
+	if a.SetNotNull {
+		b = append(b, `,"notNull":false`...)
+		if a.NotNull {
+			b = append(b[:len(b)-len("false")], "true"...)
+		}
+	}
+	switch {
+	case a.SetDefault && a.HasDefault:
+		b = append(b, `,"default":`...)
+		if b, err = AppendValueJSON(b, a.Default); err != nil {
+			return b, jsontext.At(err, "default")
+		}
+	case a.SetDefault:
+		b = append(b, `,"dropDefault":true`...)
+	}
 	return append(b, '}'), nil
 }
 
@@ -301,10 +342,10 @@ func readMigrationType(r *jsontext.Reader) (MigrationType, error) {
 		return "", err
 	}
 	switch m := MigrationType(t); m {
-	case CreateTable, AddColumn, AddIndex, SetResurrectionPolicy, DropTable, DropColumn, DropIndex:
+	case CreateTable, AddColumn, AddIndex, SetResurrectionPolicy, DropTable, DropColumn, DropIndex, AlterColumn:
 		return m, nil
 	default:
-		return m, r.FailAt(start, "unknown migration type %q (want create_table, add_column, add_index, set_resurrection_policy, drop_table, drop_column or drop_index)", t)
+		return m, r.FailAt(start, "unknown migration type %q (want create_table, add_column, add_index, set_resurrection_policy, drop_table, drop_column, drop_index or alter_column)", t)
 	}
 }
 
@@ -334,8 +375,73 @@ func readMigrationDDL(r *jsontext.Reader, m *SchemaMigration) error {
 		err = r.Members(func(key []byte) error { return r.UnknownKey(key) })
 	case DropColumn, DropIndex:
 		m.Name, err = readDropName(r)
+	case AlterColumn:
+		var a ColumnAlter
+		m.Name, a, err = readColumnAlter(r)
+		m.Alter = &a
 	}
 	return err
+}
+
+// readColumnAlter reads the ddl of an alter_column migration:
+// {"name", "notNull"?, "default"? | "dropDefault": true}, at least one
+// attribute, nothing else.
+func readColumnAlter(r *jsontext.Reader) (string, ColumnAlter, error) {
+	start := r.Pos
+	var name string
+	var a ColumnAlter
+	var seen jsontext.Fields
+	const (
+		fName jsontext.Fields = 1 << iota
+		fNotNull
+		fDefault
+		fDropDefault
+	)
+	err := r.Members(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "name":
+			if err = seen.See(r, fName, key); err == nil {
+				name, err = r.NonEmptyStr()
+			}
+		case "notNull":
+			if err = seen.See(r, fNotNull, key); err == nil {
+				a.NotNull, err = r.Boolean()
+				a.SetNotNull = true
+			}
+		case "default":
+			if err = seen.See(r, fDefault, key); err == nil {
+				a.Default, err = ReadValueJSON(r, nil)
+				a.SetDefault, a.HasDefault = true, true
+			}
+		case "dropDefault":
+			if err = seen.See(r, fDropDefault, key); err == nil {
+				vstart := r.Pos
+				var drop bool
+				if drop, err = r.Boolean(); err == nil && !drop {
+					err = r.FailAt(vstart, "dropDefault is only ever true (leave it out to keep the default)")
+				}
+			}
+		default:
+			return r.UnknownKey(key)
+		}
+		return jsontext.At(err, string(key))
+	})
+	if err == nil {
+		err = seen.Require(r, fName, "name")
+	}
+	if err != nil {
+		return name, a, err
+	}
+	switch {
+	case seen&fDefault != 0 && seen&fDropDefault != 0:
+		return name, a, r.FailAt(start, "an alter_column sets default or dropDefault, not both")
+	case seen&fDropDefault != 0:
+		a.SetDefault = true
+	case seen&(fNotNull|fDefault) == 0:
+		return name, a, r.FailAt(start, "an alter_column changes notNull, default or dropDefault; this one changes nothing")
+	}
+	return name, a, nil
 }
 
 // readDropName reads the ddl of a drop_column or drop_index migration:

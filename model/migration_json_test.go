@@ -50,6 +50,14 @@ func TestMigrationJSONRoundTrip(t *testing.T) {
 			`{"type":"drop_column","table":"t","ddl":{"name":"c"},"hlc":"AAABjzQGnnsAAwECAAAAAAAAAAAAAAAAAAAAAAAE"}`},
 		{SchemaMigration{Type: DropIndex, TableName: "t", HLC: h, Name: "by_n"},
 			`{"type":"drop_index","table":"t","ddl":{"name":"by_n"},"hlc":"AAABjzQGnnsAAwECAAAAAAAAAAAAAAAAAAAAAAAE"}`},
+		{SchemaMigration{Type: AlterColumn, TableName: "t", HLC: h, Name: "c", Alter: &ColumnAlter{SetNotNull: true, NotNull: true, SetDefault: true, HasDefault: true, Default: Int(7)}},
+			`{"type":"alter_column","table":"t","ddl":{"name":"c","notNull":true,"default":7},"hlc":"AAABjzQGnnsAAwECAAAAAAAAAAAAAAAAAAAAAAAE"}`},
+		{SchemaMigration{Type: AlterColumn, TableName: "t", HLC: h, Name: "c", Alter: &ColumnAlter{SetNotNull: true}},
+			`{"type":"alter_column","table":"t","ddl":{"name":"c","notNull":false},"hlc":"AAABjzQGnnsAAwECAAAAAAAAAAAAAAAAAAAAAAAE"}`},
+		{SchemaMigration{Type: AlterColumn, TableName: "t", HLC: h, Name: "c", Alter: &ColumnAlter{SetDefault: true}},
+			`{"type":"alter_column","table":"t","ddl":{"name":"c","dropDefault":true},"hlc":"AAABjzQGnnsAAwECAAAAAAAAAAAAAAAAAAAAAAAE"}`},
+		{SchemaMigration{Type: AlterColumn, TableName: "t", HLC: h, Name: "c", Alter: &ColumnAlter{SetDefault: true, HasDefault: true}},
+			`{"type":"alter_column","table":"t","ddl":{"name":"c","default":null},"hlc":"AAABjzQGnnsAAwECAAAAAAAAAAAAAAAAAAAAAAAE"}`},
 	} {
 		b, err := AppendMigrationJSON(nil, &c.m)
 		if err != nil || string(b) != c.want {
@@ -82,6 +90,11 @@ func TestMigrationJSONErrors(t *testing.T) {
 		{SchemaMigration{Type: DropColumn, TableName: "t"}, "want exactly one"},
 		{SchemaMigration{Type: DropIndex, TableName: "t", Index: &IndexDef{Name: "i", Columns: []string{"a"}}}, `type: migration type "drop_index" does not match`},
 		{SchemaMigration{Type: AddColumn, TableName: "t", Column: &ColumnDef{Name: "c", Type: KindText}, Name: "c"}, "want exactly one"},
+		{SchemaMigration{Type: AlterColumn, TableName: "t", Name: "c"}, "ddl: an alter_column carries a column name and an alteration only"},
+		{SchemaMigration{Type: AlterColumn, TableName: "t", Alter: &ColumnAlter{SetNotNull: true}}, "ddl: an alter_column carries"},
+		{SchemaMigration{Type: AlterColumn, TableName: "t", Name: "c", Alter: &ColumnAlter{}}, "ddl: an alter_column changes nothing"},
+		{SchemaMigration{Type: AlterColumn, TableName: "t", Name: "c", Alter: &ColumnAlter{SetNotNull: true, Default: Int(1)}}, "ddl.default: a default value without"},
+		{SchemaMigration{Type: AddColumn, TableName: "t", Column: &ColumnDef{Name: "c", Type: KindText}, Alter: &ColumnAlter{SetNotNull: true}}, "want exactly one"},
 	} {
 		_, err := AppendMigrationJSON(nil, &c.m)
 		var pe *jsontext.PathError
@@ -96,6 +109,11 @@ func TestMigrationJSONErrors(t *testing.T) {
 		{`{"type":"add_column","table":"t","ddl":{"name":"c","type":"text","default":{"__bin":"!"}},` + h + `}`, `ddl.default.__bin: not padded standard base64`},
 		{`{"type":"add_column","table":"t","ddl":{"name":"c","type":"text"},"hlc":"AAAA"}`, `hlc: HLC: want 40 base64 characters, got 4`},
 		{`{"type":"rename_table","table":"t","ddl":{},` + h + `}`, `type: unknown migration type "rename_table"`},
+		{`{"type":"alter_column","table":"t","ddl":{"name":"c"},` + h + `}`, `ddl: an alter_column changes notNull, default or dropDefault; this one changes nothing`},
+		{`{"type":"alter_column","table":"t","ddl":{"notNull":true},` + h + `}`, `ddl: missing`},
+		{`{"type":"alter_column","table":"t","ddl":{"name":"c","default":1,"dropDefault":true},` + h + `}`, `ddl: an alter_column sets default or dropDefault, not both`},
+		{`{"type":"alter_column","table":"t","ddl":{"name":"c","dropDefault":false},` + h + `}`, `ddl.dropDefault: dropDefault is only ever true`},
+		{`{"type":"alter_column","table":"t","ddl":{"name":"c","type":"text"},` + h + `}`, `ddl: unknown field "type"`},
 		{`{"type":"drop_table","table":"t","ddl":{"name":"t"},` + h + `}`, `ddl: unknown field "name"`},
 		{`{"type":"drop_column","table":"t","ddl":{},` + h + `}`, `ddl: missing`},
 		{`{"type":"drop_index","table":"t","ddl":{"name":""},` + h + `}`, `ddl.name:`},

@@ -67,6 +67,10 @@ async function app(): Promise<void> {
 	await db.dropIndex("notes", "by_n");
 	await db.dropColumn("notes", "body");
 	await db.dropTable("old_notes");
+	await db.alterColumn("notes", "n", { notNull: true, default: 0 });
+	await db.alterColumn("notes", "title", { dropDefault: true });
+	// @ts-expect-error a column's type cannot change
+	await db.alterColumn("notes", "n", { type: "text" });
 	const stats: Replica.HeldStats = await db.heldChanges();
 	void stats.tables["notes"]?.unknownColumn;
 

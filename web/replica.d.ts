@@ -307,12 +307,28 @@ declare namespace Replica {
 	 * writes naming the omitted column are refused with VALIDATION; an
 	 * omitted table stays readable and writable with its stored
 	 * definition. Changing a stored column's type or key is refused with
-	 * SCHEMA (nothing changes). To remove a table, column or index, use
-	 * `db.dropTable`, `db.dropColumn` or `db.dropIndex`; renaming and
-	 * retyping are not migrations Replica has yet.
+	 * SCHEMA (nothing changes). A schema whose `notNull` or `default`
+	 * differs from the stored column's opens without error and changes
+	 * nothing: change them with `db.alterColumn`. To remove a table,
+	 * column or index, use `db.dropTable`, `db.dropColumn` or
+	 * `db.dropIndex`; renaming tables and retyping columns are not
+	 * migrations Replica has (retype: add a new column, copy, drop the old
+	 * one).
 	 */
 	interface Schema {
 		tables: { [table: string]: TableDef } | Array<TableDef & { name: string }>;
+	}
+
+	/** What `db.alterColumn` changes; a member left out is left as it is. */
+	interface ColumnChange {
+		/** Make the column required (true) or optional (false). */
+		notNull?: boolean;
+		/** The column's new default (null: a null default). */
+		default?: Value;
+		/** Remove the column's default (not with `default`). */
+		dropDefault?: true;
+		/** A column's type cannot change (SCHEMA): add a new column, copy, drop the old one. */
+		type?: never;
 	}
 
 	interface OpenOptions {
@@ -1094,13 +1110,33 @@ declare namespace Replica {
 		 * Afterwards writes naming a dropped column are refused with
 		 * VALIDATION, and a dropped table is unknown (VALIDATION). A drop
 		 * rewrites every row of the table in one IndexedDB transaction.
-		 * Peers must speak protocol version 11. Rejects: VALIDATION
+		 * Peers must speak protocol version 12. Rejects: VALIDATION
 		 * (unknown table), SCHEMA (no such column or index, or a primary
 		 * key column), INVALID_ARGUMENT, QUOTA_EXCEEDED, CLOSED.
 		 */
 		dropTable(table: string): Promise<void>;
 		dropColumn(table: string, column: string): Promise<void>;
 		dropIndex(table: string, index: string): Promise<void>;
+		/**
+		 * Alter a column's `notNull` and default (an alter_column migration,
+		 * docs/design.md § Schema migrations), on this replica and, through
+		 * sync, on every replica. Per attribute the latest alter wins
+		 * everywhere, whatever order they arrive in; an alter of a dropped
+		 * column has no effect. Nothing stored changes: rows holding null
+		 * in a column made `notNull` keep it, and later writes must satisfy
+		 * it (an insert without a value or default, an update to null:
+		 * VALIDATION); a new default applies to later inserts that omit the
+		 * column. The altered attributes hold on every device whatever
+		 * schema it opened with. Peers must speak protocol version 12.
+		 * Rejects: VALIDATION (unknown table, or a default that is not a
+		 * value), SCHEMA (no such column, a primary key column, a change of
+		 * nothing, a null default on a `notNull` column, a default of the
+		 * wrong type, or a type change — it would not converge while values
+		 * misfitting the new type are held and LWW has discarded what they
+		 * superseded: add a new column, copy the values, drop the old one),
+		 * INVALID_ARGUMENT, QUOTA_EXCEEDED, CLOSED.
+		 */
+		alterColumn(table: string, column: string, change: ColumnChange): Promise<void>;
 		/**
 		 * The transport-agnostic API, for syncing over a channel of your own
 		 * (WebRTC, postMessage, a file) instead of, or beside, a relay: the

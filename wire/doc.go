@@ -686,8 +686,21 @@
 // ChangeSets carry the drops (among the migrations, ahead of data) but
 // no data of what they dropped. They are new in protocol version 11: a
 // peer of an earlier version refuses them (unknown migration type), so
-// the versions do not talk (see "Protocol version"). rename_table and
-// alter_column are not part of the protocol yet.
+// the versions do not talk (see "Protocol version").
+//
+// alter_column changes a column's notNull or default: its ddl is
+// {"name": the column, "notNull"?: bool, "default"?: value | "dropDefault": true},
+// with at least one of notNull, default and dropDefault, and default and
+// dropDefault not both (dropDefault removes the default; "default":null
+// is a null default). It never carries a type: a column's type does not
+// change. Per attribute, the alter_column with the highest HLC wins on
+// every replica (the relay's merged replica included), whatever the
+// arrival order; an alter of a dropped column or table, or of a key
+// column, has no effect, and so has a default that does not fit the
+// column's type (on the default only). Nothing stored changes when an
+// alter is folded in. Snapshots carry alter_column migrations in their
+// schema chunk with the others. It is new in protocol version 12 (see
+// "Protocol version"). rename_table is not part of the protocol yet.
 //
 // ParseSchema reads these and the friendlier form a web page passes to
 // Replica.open.
@@ -835,8 +848,9 @@
 // # Protocol version
 //
 // ProtocolVersion is an integer, compared for equality at the handshake;
-// its changelog sits above the constant. This package speaks version 11
-// (2026-12-06: the drop migrations, see "Schema migrations"; version 10,
+// its changelog sits above the constant. This package speaks version 12
+// (2026-12-06: the alter_column migration, see "Schema migrations";
+// version 11, 2026-12-06, the drop migrations; version 10,
 // 2026-12-06, handshake_ack's history "unverified", see "Verifying the
 // relay's log"; version 9, 2026-12-03, apply_result's position, see
 // "Acknowledged position";

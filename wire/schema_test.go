@@ -250,3 +250,46 @@ func TestDropMigrationsWire(t *testing.T) {
 		}
 	}
 }
+
+// TestAlterMigrationsWire: alter_column travels in a ChangeSet in its one
+// form and decodes as itself; a ddl of another shape is refused
+// (wire/doc.go § Schema migrations).
+func TestAlterMigrationsWire(t *testing.T) {
+	site := model.SiteID{1}
+	h := model.HLC{Wall: 1795910400000, Site: site}
+	at := func(op uint32) model.HLC { x := h; x.OpSeq = op; return x }
+	cs := model.ChangeSet{SiteID: site, TransactionID: h.TransactionID(), HLC: at(2), Migrations: []model.SchemaMigration{
+		{Type: model.AlterColumn, TableName: "trips", Name: "days", HLC: at(0), Alter: &model.ColumnAlter{SetNotNull: true, NotNull: true, SetDefault: true, HasDefault: true, Default: model.Int(2)}},
+		{Type: model.AlterColumn, TableName: "trips", Name: "budget", HLC: at(1), Alter: &model.ColumnAlter{SetDefault: true}},
+		{Type: model.AlterColumn, TableName: "trips", Name: "title", HLC: at(2), Alter: &model.ColumnAlter{SetNotNull: true}},
+	}}
+	enc, err := MarshalChangeSet(&cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`{"type":"alter_column","table":"trips","ddl":{"name":"days","notNull":true,"default":2},"hlc":`,
+		`{"type":"alter_column","table":"trips","ddl":{"name":"budget","dropDefault":true},"hlc":`,
+		`{"type":"alter_column","table":"trips","ddl":{"name":"title","notNull":false},"hlc":`,
+	} {
+		if !strings.Contains(string(enc), want) {
+			t.Errorf("encoded as %s, want %s", enc, want)
+		}
+	}
+	dec, err := UnmarshalChangeSet(enc)
+	if err != nil || !reflect.DeepEqual(dec.Migrations, cs.Migrations) {
+		t.Fatalf("decoded %s as %+v, %v", enc, dec.Migrations, err)
+	}
+	for _, c := range []struct{ from, to string }{
+		{`{"name":"title","notNull":false}`, `{"name":"title"}`},
+		{`{"name":"title","notNull":false}`, `{"name":"title","type":"text"}`},
+		{`{"name":"budget","dropDefault":true}`, `{"name":"budget","dropDefault":false}`},
+		{`{"name":"budget","dropDefault":true}`, `{"name":"budget","dropDefault":true,"default":1}`},
+		{`"name":"days",`, ``},
+	} {
+		frame := strings.Replace(string(enc), c.from, c.to, 1)
+		if _, err := UnmarshalChangeSet([]byte(frame)); err == nil {
+			t.Errorf("ddl %s decoded", c.to)
+		}
+	}
+}

@@ -206,7 +206,13 @@ import (
 //     version 10 and 11 do not talk (PROTOCOL_VERSION_MISMATCH, fatal:
 //     the client stops and keeps its data until it is updated); upgrade
 //     the relay and the app together.
-const ProtocolVersion = 11
+//   - 12: 2026-12-06: the alter_column migration (a column's notNull and
+//     default; "Schema migrations" in the package documentation). A peer
+//     of version 11 refuses a ChangeSet carrying one (unknown migration
+//     type), with the same consequences as for 11, so peers of version
+//     11 and 12 do not talk (PROTOCOL_VERSION_MISMATCH, fatal); upgrade
+//     the relay and the app together.
+const ProtocolVersion = 12
 
 // DefaultMaxMessageSize is the largest frame, in bytes, a relay or client
 // accepts unless configured otherwise: 16 MiB. A sender splits its work to

@@ -62,6 +62,8 @@ func Run(t *testing.T, open Opener, o Options) {
 	t.Run("ResurrectionPolicies", s.testResurrectionPolicies)
 	t.Run("DropKinds", s.testDropKinds)
 	t.Run("Drops", s.testDrops)
+	t.Run("AlterKinds", s.testAlterKinds)
+	t.Run("Alters", s.testAlters)
 	t.Run("DeadCells", s.testDeadCells)
 	t.Run("ChangeLogInvariants", s.testChangeLogInvariants)
 	t.Run("QueryStrict", s.testQueryStrict)
