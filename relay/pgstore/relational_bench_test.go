@@ -61,8 +61,10 @@ import (
 
 // relSchema is the relational merged replica: one row per cell, with the
 // cell's HLC in the 30-byte big-endian encoding (model.HLC.Bytes), whose
-// byte order (bytea's, memcmp) is HLC order; one row per deleted row
-// with its highest deletion's HLC; the migrations as received.
+// byte order (bytea's, memcmp) is HLC order; a deleted row's highest
+// deletion is its cell of the empty column name (which no column has), so
+// that a row's facts are one range of one index, which a snapshot page
+// reads in key order; and the migrations as received.
 const relSchema = `
 CREATE TABLE IF NOT EXISTS rel_cells (
 	db  text  NOT NULL,
@@ -72,13 +74,6 @@ CREATE TABLE IF NOT EXISTS rel_cells (
 	val bytea NOT NULL,
 	hlc bytea NOT NULL,
 	PRIMARY KEY (db, tbl, pk, col)
-);
-CREATE TABLE IF NOT EXISTS rel_rows (
-	db   text  NOT NULL,
-	tbl  text  NOT NULL,
-	pk   bytea NOT NULL,
-	tomb bytea NOT NULL,
-	PRIMARY KEY (db, tbl, pk)
 );
 CREATE TABLE IF NOT EXISTS rel_migrations (
 	db  text  NOT NULL,
@@ -98,25 +93,21 @@ const (
 SELECT $1, h, m FROM unnest($2::bytea[], $3::bytea[]) AS u(h, m)
 ON CONFLICT (db, hlc) DO NOTHING`
 	// Tombstones first: the highest deletion wins.
-	relTombs = `INSERT INTO rel_rows AS r (db, tbl, pk, tomb)
-SELECT $1, t, p, h FROM unnest($2::text[], $3::bytea[], $4::bytea[]) AS u(t, p, h)
-ON CONFLICT (db, tbl, pk) DO UPDATE SET tomb = excluded.tomb WHERE excluded.tomb > r.tomb`
+	relTombs = `INSERT INTO rel_cells AS c (db, tbl, pk, col, val, hlc)
+SELECT $1, t, p, '', '', h FROM unnest($2::text[], $3::bytea[], $4::bytea[]) AS u(t, p, h)
+ON CONFLICT (db, tbl, pk, col) DO UPDATE SET hlc = excluded.hlc WHERE excluded.hlc > c.hlc`
 	// A deletion removes the cells at or below it.
 	relCut = `DELETE FROM rel_cells c USING unnest($2::text[], $3::bytea[], $4::bytea[]) AS u(t, p, h)
-WHERE c.db = $1 AND c.tbl = u.t AND c.pk = u.p AND c.hlc <= u.h`
+WHERE c.db = $1 AND c.tbl = u.t AND c.pk = u.p AND c.col <> '' AND c.hlc <= u.h`
 	// Cells: LWW, the higher HLC wins (an equal one keeps the stored
 	// version); a cell at or below its row's tombstone is not stored.
 	relCells = `INSERT INTO rel_cells AS c (db, tbl, pk, col, val, hlc)
 SELECT $1, t, p, k, v, h FROM unnest($2::text[], $3::bytea[], $4::text[], $5::bytea[], $6::bytea[]) AS u(t, p, k, v, h)
-WHERE NOT EXISTS (SELECT 1 FROM rel_rows r WHERE r.db = $1 AND r.tbl = u.t AND r.pk = u.p AND r.tomb >= u.h)
+WHERE NOT EXISTS (SELECT 1 FROM rel_cells r WHERE r.db = $1 AND r.tbl = u.t AND r.pk = u.p AND r.col = '' AND r.hlc >= u.h)
 ON CONFLICT (db, tbl, pk, col) DO UPDATE SET val = excluded.val, hlc = excluded.hlc WHERE excluded.hlc > c.hlc`
 	// A snapshot page: the facts of the rows after a key, in key order
-	// (a merge of the two primary-key indexes).
-	relPage = `SELECT pk, col, val, hlc FROM (
-	SELECT pk, col, val, hlc FROM rel_cells WHERE db = $1 AND tbl = $2 AND pk > $3
-	UNION ALL
-	SELECT pk, NULL, NULL, tomb FROM rel_rows WHERE db = $1 AND tbl = $2 AND pk > $3
-) f ORDER BY pk LIMIT $4`
+	// (an index range scan).
+	relPage = `SELECT pk, col, val, hlc FROM rel_cells WHERE db = $1 AND tbl = $2 AND pk > $3 ORDER BY pk, col LIMIT $4`
 )
 
 // relReplica is one database's relational merged replica.
@@ -251,7 +242,7 @@ func (r *relReplica) snapshot(ctx context.Context, table string, chunkRows int, 
 				rows.Close()
 				return err
 			}
-			if raw[1] == nil {
+			if len(raw[1]) == 0 {
 				row.HasTombstone, row.Tombstone = true, h
 				continue
 			}
