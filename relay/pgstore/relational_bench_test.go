@@ -31,29 +31,33 @@ import (
 
 // The measurement behind the choice of the merged replica's
 // representation on PostgreSQL (issue 14; relay/doc.go § Several relays
-// on PostgreSQL): the engine over pgkv, which the relay runs, against
-// relational cells with the LWW rule in SQL, built here in test code only
-// (relReplica). Both get the same ChangeSets, minted by a real engine, in
-// one run, interleaved ChangeSet by ChangeSet, so that the machine's load
-// falls on both alike:
+// on PostgreSQL gives the figures): the engine over pgkv, which the relay
+// runs, against relational cells with the LWW rule in SQL, built here in
+// test code only (relReplica). They get the same ChangeSets, minted by a
+// real engine, in one run, interleaved ChangeSet by ChangeSet (each going
+// first in turn), so that the machine's load falls on them alike:
 //
-//	go test -run '^$' -bench BenchmarkRelational -benchtime 200x ./relay/pgstore
+//	go test -run '^$' -bench BenchmarkRelationalApply -benchtime 300x -count 5 ./relay/pgstore
+//	go test -run '^$' -bench BenchmarkRelationalSnapshot -benchtime 20x -count 5 ./relay/pgstore
 //
 // BenchmarkRelationalApply/tx1 and /tx100: ChangeSets of 1 and 100 rows
 // of a 6-column table (inserts, updates of two columns, deletes), each
 // applied alone (one transaction each) to the engine over pgkv (as
-// relay.database does, without the arrival log's append, which either
-// representation would add to the same transaction) and to relReplica.
-// An op is one ChangeSet applied to both; eng-ns/tx, rel-ns/tx and their
-// per-row forms are each side's share, rel/eng the ratio of the two in
-// this run, and eng-rt/tx, rel-rt/tx the round trips to PostgreSQL per
-// ChangeSet.
+// relay.database opens it, Apply without the arrival log's append, which
+// either representation would add to the same transaction), to
+// relReplica in one round trip (apply) and to another relReplica in the
+// shape of the relay's transaction, two round trips (applyTx: rel2). An
+// op is one ChangeSet applied to the three; eng-ns/tx, rel-ns/tx,
+// rel2-ns/tx and the per-row forms are each one's share, rel/eng and
+// rel2/eng the ratios in this run, and *-rt/tx the round trips to
+// PostgreSQL per ChangeSet.
 //
 // BenchmarkRelationalSnapshot: reading a 10,000-row table out of each
 // representation as a snapshot's rows chunks (model.SnapshotRow: key,
 // cells with their HLCs, tombstone; 1,000 rows a chunk, each chunk its own
-// read): engine.Snapshot, as the relay streams it, and relReplica's keyset
-// pages. An op is one snapshot of each.
+// read): engine.Snapshot, as the relay streams it, relReplica's keyset
+// pages of facts (rel) and of rows aggregated in SQL (agg). An op is one
+// snapshot of each.
 //
 // TestRelationalMatchesEngine checks that relReplica is a correct merged
 // replica for what the benchmarks feed it: the same ChangeSets, in order
