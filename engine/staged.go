@@ -128,6 +128,15 @@ func (s *Staged) Insert(table string, values map[string]any) (Row, error) {
 	return vt.rowOf(r.cur, pk), nil
 }
 
+// StagedInsertReads reports whether Staged.Insert into table name reads
+// the store to validate the row: when the table is not declared locally or
+// may have dropped columns (then the effective schema decides). A caller
+// that must not wait on the store (jsbridge runs staged inserts inside a
+// JavaScript callback) stages such inserts where it may wait instead.
+func (e *Engine) StagedInsertReads(name string) bool {
+	return e.declared[name] == nil || e.mayHaveDropped(name)
+}
+
 // insertTable returns the definition an insert into table name is checked
 // against: the local declaration, else the effective schema's.
 func (s *Staged) insertTable(name string) (*table, error) {

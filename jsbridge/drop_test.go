@@ -44,3 +44,38 @@ func TestDropMigrations(t *testing.T) {
 	mustReject(t, a.Call("dropColumn", "items", ""), "INVALID_ARGUMENT", "column")
 	mustReject(t, a.Call("dropIndex", "items", 5), "INVALID_ARGUMENT", "index")
 }
+
+// TestDropThenTransaction: statements of a db.transaction on a table with a
+// dropped column (whose staged inserts are checked against the store's
+// effective schema, not the declaration) preview and commit like any
+// other: the insert writes the remaining columns, a statement naming the
+// dropped column is refused, and nothing waits on a read the dispatch
+// cannot serve.
+func TestDropThenTransaction(t *testing.T) {
+	db := openT(t)
+	must(t, db.Call("insert", "items", jsv(`{id: "x", title: "t", n: 1}`)))
+	must(t, db.Call("dropColumn", "items", "title"))
+	run := asyncfn("db", `
+		const seen = {};
+		await db.transaction(async (tx) => {
+			await tx.insert("items", {id: "y", n: 2});
+			seen.staged = (await tx.query("items", {orderBy: "n"})).map((r) => r.id + ":" + r.n).join(",");
+			await tx.update("items", "x", {n: 3});
+			try { await tx.insert("items", {id: "z", title: "no", n: 4}); seen.named = "accepted"; } catch (e) { seen.named = e.code; }
+		});
+		seen.after = (await db.query("items", {orderBy: "n"})).map((r) => r.id + ":" + r.n + ":" + r.title).join(",");
+		return seen;
+	`)
+	seen := must(t, run.Invoke(db))
+	for _, c := range []struct{ key, want string }{
+		{"staged", "x:1,y:2"},
+		{"after", "y:2:undefined,x:3:undefined"},
+	} {
+		if got := seen.Get(c.key).String(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.key, got, c.want)
+		}
+	}
+	if got := seen.Get("named").String(); got != "accepted" && got != "VALIDATION" {
+		t.Errorf("an insert naming the dropped column in the transaction: %q", got)
+	}
+}

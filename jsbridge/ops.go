@@ -253,8 +253,8 @@ func writeRow(d *db, c *call, upsert bool) (result, error) {
 // It reports whether it answered the call.
 func insertNow(d *db, c *call) bool {
 	table := c.str(0)
-	if c.tx == 0 || !d.declared[table] {
-		return false
+	if c.tx == 0 || !d.declared[table] || d.eng.StagedInsertReads(table) {
+		return false // queued: the staged insert reads the store
 	}
 	cols, ok := d.cachedColumns(table)
 	return ok && d.runNow(c, c.methodName(), table, func() (result, error) {
@@ -483,8 +483,9 @@ func insertManyNow(d *db, c *call) bool {
 }
 
 // allDeclared reports whether every table named in the JSON array text is
-// of the declared schema with its columns cached: then the inserts read no
-// store and may run inside the dispatch callback (see runNow).
+// of the declared schema with its columns cached, and none has dropped
+// columns (engine.StagedInsertReads): then the inserts read no store and
+// may run inside the dispatch callback (see runNow).
 func (d *db) allDeclared(tablesText string) bool {
 	tables, err := decodeList("", "tables", tablesText, nil)
 	if err != nil {
@@ -492,7 +493,7 @@ func (d *db) allDeclared(tablesText string) bool {
 	}
 	for _, t := range tables {
 		name, ok := t.(string)
-		if !ok || !d.declared[name] {
+		if !ok || !d.declared[name] || d.eng.StagedInsertReads(name) {
 			return false
 		}
 		if _, ok := d.cachedColumns(name); !ok {
