@@ -443,9 +443,32 @@ func (s *Sim) checkQuiet() {
 
 // dump returns the CRDT state of an engine, read through a snapshot (the
 // form every replica shares, typed or schema-less): one line per row with
-// its cells, their HLCs and its tombstone, sorted.
+// its cells, their HLCs and its tombstone, sorted; and its effective
+// schema (the fold of every migration: tables, columns with their type,
+// notNull and default, indexes; drops and alters included), one line per
+// table.
 func dump(e *engine.Engine) []string {
 	var lines []string
+	sch, err := e.Schema()
+	if err != nil {
+		return append(lines, "schema failed: "+err.Error())
+	}
+	for _, t := range sch.Tables {
+		line := "~schema " + t.Name + " key " + strings.Join(t.PrimaryKey, ",")
+		for _, c := range t.Columns {
+			line += fmt.Sprintf(" %s:%v", c.Name, c.Type)
+			if c.NotNull {
+				line += "!"
+			}
+			if c.HasDefault {
+				line += fmt.Sprintf("=%v", c.Default)
+			}
+		}
+		for _, ix := range t.Indexes {
+			line += " index " + ix.Name + "(" + strings.Join(ix.Columns, ",") + ")"
+		}
+		lines = append(lines, line)
+	}
 	for c, err := range e.Snapshot(engine.SnapshotOptions{}) {
 		if err != nil {
 			return append(lines, "snapshot failed: "+err.Error())

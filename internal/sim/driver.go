@@ -93,12 +93,51 @@ func (s *Sim) device() string {
 			return fmt.Sprintf("%s migrates to schema %d: %s", r.name, r.schema, did)
 		}
 		return fmt.Sprintf("%s migrates to schema %d", r.name, r.schema)
+	case k == 7 && r.eng != nil && s.rng.IntN(2) == 0:
+		return s.alter(r)
 	case k < 8 && r.cl != nil:
 		r.cl.RequestSnapshot()
 		return r.name + " requests a snapshot"
 	default:
 		return s.write(r)
 	}
+}
+
+// alter makes r alter the notNull or the default of items.a or items.b
+// (an alter_column migration): concurrent alters of one attribute on
+// several devices converge on the latest. One the engine refuses (it
+// changes nothing, say) is part of the workload too. A notNull column
+// without a default makes the inserts that omit it fail, as they would
+// in an app.
+func (s *Sim) alter(r *replica) string {
+	col := []string{"a", "b"}[s.rng.IntN(2)]
+	var ch engine.Alteration
+	var what string
+	switch s.rng.IntN(4) {
+	case 0:
+		v := true
+		ch.NotNull, what = &v, "notNull"
+	case 1:
+		v := false
+		ch.NotNull, what = &v, "nullable"
+	case 2:
+		ch.SetDefault = true
+		if col == "a" {
+			ch.Default = s.rng.IntN(5)
+		} else {
+			ch.Default = []string{"d", "e"}[s.rng.IntN(2)]
+		}
+		what = fmt.Sprintf("default %v", ch.Default)
+	default:
+		ch.DropDefault, what = true, "drop default"
+	}
+	desc := fmt.Sprintf("%s alter_column items.%s %s", r.name, col, what)
+	if err := r.eng.AlterColumn("items", col, ch); err != nil {
+		return desc + " refused: " + err.Error()
+	}
+	s.migr["alter_column"]++
+	s.must(r.migrationsToOracle())
+	return desc
 }
 
 // faultKinds are the faults of one relay; sharedFaultKinds those of

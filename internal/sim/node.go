@@ -24,6 +24,9 @@ const (
 	databaseID = "simdb"
 )
 
+// Besides the versions, any device may alter the notNull or the default
+// of items.a or items.b at any time (Sim.alter).
+//
 // schemaAt returns the declared schema of version v: versions 1–3 each add
 // one migration kind (add_column, add_index, create_table, with a
 // set_resurrection_policy when resurrect is set). Versions 4–6 declare
