@@ -86,7 +86,7 @@ func TestUnsentCountOffline(t *testing.T) {
 	a.addTrip("One", "", "1")
 	a.addTrip("Two", "", "2")
 	a.waitJS(`"2 unsent" in the sync bar while offline (db.sync.state.pending = 2)`,
-		`document.getElementById("sync-pending").dataset.count === "2"`, 5*time.Second)
+		`document.getElementById("sync-pending").dataset.count === "2"`, syncTimeout)
 	a.goOnline()
 	a.waitJS(`"0 unsent" once synced`, `document.getElementById("sync-pending").dataset.count === "0"`, syncTimeout)
 }
