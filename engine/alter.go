@@ -144,9 +144,9 @@ func withAltered(v, store *table) *table {
 		return v
 	}
 	differs := false
-	for n := range store.altered {
+	for n, attrs := range store.altered {
 		c, have := v.cols[n], store.cols[n]
-		if c != nil && have != nil && !sameNullDefault(c, have) {
+		if c != nil && have != nil && !sameAltered(c, have, attrs) {
 			differs = true
 		}
 	}
@@ -161,8 +161,15 @@ func withAltered(v, store *table) *table {
 	def := cloneTableDef(v.def)
 	for i := range def.Columns {
 		c := &def.Columns[i]
-		if have := store.cols[c.Name]; have != nil && store.altered[c.Name] {
-			c.NotNull, c.HasDefault, c.Default = have.NotNull, have.HasDefault, have.Default
+		have, attrs := store.cols[c.Name], store.altered[c.Name]
+		if have == nil {
+			continue
+		}
+		if attrs&alteredNotNull != 0 {
+			c.NotNull = have.NotNull
+		}
+		if attrs&alteredDefault != 0 {
+			c.HasDefault, c.Default = have.HasDefault, have.Default
 		}
 	}
 	t := compileTable(def)
@@ -171,7 +178,22 @@ func withAltered(v, store *table) *table {
 	return t
 }
 
-// sameNullDefault reports whether a and b agree on notNull and the default.
-func sameNullDefault(a, b *ColumnDef) bool {
-	return a.NotNull == b.NotNull && a.HasDefault == b.HasDefault && (!a.HasDefault || a.Default.Equal(b.Default))
+// alteredAttrs are the attributes of a column alter_column migrations
+// changed: alteredNotNull, alteredDefault.
+type alteredAttrs uint8
+
+const (
+	alteredNotNull alteredAttrs = 1 << iota
+	alteredDefault
+)
+
+// sameAltered reports whether a and b agree on the attributes attrs names.
+func sameAltered(a, b *ColumnDef, attrs alteredAttrs) bool {
+	if attrs&alteredNotNull != 0 && a.NotNull != b.NotNull {
+		return false
+	}
+	if attrs&alteredDefault != 0 && (a.HasDefault != b.HasDefault || a.HasDefault && !a.Default.Equal(b.Default)) {
+		return false
+	}
+	return true
 }

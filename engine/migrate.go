@@ -47,10 +47,12 @@ type table struct {
 	dropped map[string]HLC
 	// droppedIdx are the table's retired indexes (drop_index).
 	droppedIdx map[string]HLC
-	// altered are the columns an alter_column changed (notNull or the
-	// default), nil when none: local writes take those attributes from
-	// here, not from the local declaration (writeTx.tables).
-	altered map[string]bool
+	// altered are the columns an alter_column changed, with the
+	// attributes it changed (alteredNotNull, alteredDefault), nil when
+	// none: local writes take those attributes from here, not from the
+	// local declaration, and the others from the declaration
+	// (writeTx.tables, withAltered).
+	altered map[string]alteredAttrs
 	// alt caches withAltered's last answer for this table: the
 	// declaration it was given and the table it made.
 	altMu          sync.Mutex
@@ -231,12 +233,12 @@ func foldSchema(version uint64, migs []SchemaMigration, asReceived bool) *schema
 		st.tables[n].policyHLC = policyHLC[n]
 		st.tables[n].dropped = cols
 		st.tables[n].droppedIdx = ixs
-		for c := range altered[n] {
+		for c, attrs := range altered[n] {
 			if _, gone := cols[c]; !gone {
 				if st.tables[n].altered == nil {
-					st.tables[n].altered = map[string]bool{}
+					st.tables[n].altered = map[string]alteredAttrs{}
 				}
-				st.tables[n].altered[c] = true
+				st.tables[n].altered[c] = attrs
 			}
 		}
 	}
@@ -250,9 +252,9 @@ func foldSchema(version uint64, migs []SchemaMigration, asReceived bool) *schema
 // table no definition holds, or (its default only) when its default does
 // not fit the column's type; a null default on a column left notNull is no
 // default. A dropped column's alters go with it (retireColumns). It
-// returns the columns altered, per table.
-func foldAlters(defs map[string]*TableDef, migs []SchemaMigration) map[string]map[string]bool {
-	var out map[string]map[string]bool
+// returns the columns altered, per table, with the attributes altered.
+func foldAlters(defs map[string]*TableDef, migs []SchemaMigration) map[string]map[string]alteredAttrs {
+	var out map[string]map[string]alteredAttrs
 	for _, m := range migs {
 		if m.Type != AlterColumn || m.Alter == nil {
 			continue
@@ -267,34 +269,36 @@ func foldAlters(defs map[string]*TableDef, migs []SchemaMigration) map[string]ma
 		}
 		c := &d.Columns[i]
 		a := m.Alter
-		changed := false
+		var changed alteredAttrs
 		if a.SetNotNull {
-			c.NotNull, changed = a.NotNull, true
+			c.NotNull = a.NotNull
+			changed |= alteredNotNull
 		}
 		if a.SetDefault {
 			v := model.NormalizeRemote(c, a.Default)
 			if !a.HasDefault || model.WrongType(c, v) == "" {
-				c.HasDefault, c.Default, changed = a.HasDefault, v, true
+				c.HasDefault, c.Default = a.HasDefault, v
 				if !a.HasDefault {
 					c.Default = Null
 				}
+				changed |= alteredDefault
 			}
 		}
-		if !changed {
+		if changed == 0 {
 			continue
 		}
 		if out == nil {
-			out = map[string]map[string]bool{}
+			out = map[string]map[string]alteredAttrs{}
 		}
 		if out[m.TableName] == nil {
-			out[m.TableName] = map[string]bool{}
+			out[m.TableName] = map[string]alteredAttrs{}
 		}
-		out[m.TableName][m.Name] = true
+		out[m.TableName][m.Name] |= changed
 	}
 	for t, cols := range out {
 		d := defs[t]
 		for i := range d.Columns {
-			if c := &d.Columns[i]; cols[c.Name] && c.NotNull && c.HasDefault && c.Default.IsNull() {
+			if c := &d.Columns[i]; cols[c.Name] != 0 && c.NotNull && c.HasDefault && c.Default.IsNull() {
 				c.HasDefault = false
 			}
 		}

@@ -380,3 +380,39 @@ func (s *suite) alterCase(t *testing.T, n int, seed uint64) bool {
 	}
 	return ok
 }
+
+// testAlterOneAttribute: an alter governs only the attributes it names. b
+// declares a default for days that the table's creator (a) did not; a's
+// alter makes days notNull and leaves the default alone, so b's inserts
+// that omit days still take b's declared default (before the fix, the
+// alter replaced both attributes with the store's: no default, and b's
+// inserts were refused), and a's, with no default, are refused.
+func (s *suite) testAlterOneAttribute(t *testing.T) {
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	bs := TripsSchema()
+	for i := range bs.Tables[0].Columns {
+		if c := &bs.Tables[0].Columns[i]; c.Name == "days" {
+			c.HasDefault, c.Default = true, engine.Int(7)
+		}
+	}
+	b := s.newReplica(t, "b", bs, nil)
+	a.clock.Advance(10)
+	yes := true
+	if err := a.AlterColumn("trips", "days", engine.Alteration{NotNull: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	pull(t, b, a)
+	row := must(b.Insert("trips", map[string]any{"id": "b1", "title": "B"}))(t)
+	if !row["days"].Equal(engine.Int(7)) {
+		t.Fatalf("b's insert without days: %v, want b's declared default 7", fmtRow(row))
+	}
+	st := b.Stage()
+	must(st.Insert("trips", map[string]any{"id": "b2", "title": "B"}))(t)
+	must(st.Commit())(t)
+	if _, err := b.Update("trips", engine.Key{"b1"}, map[string]any{"days": nil}); err == nil {
+		t.Fatal("b set days to null after the notNull alter")
+	}
+	if _, err := a.Insert("trips", map[string]any{"id": "a1", "title": "A"}); err == nil {
+		t.Fatal("a inserted a row without days after making it notNull (a has no default)")
+	}
+}

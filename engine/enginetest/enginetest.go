@@ -64,6 +64,7 @@ func Run(t *testing.T, open Opener, o Options) {
 	t.Run("Drops", s.testDrops)
 	t.Run("AlterKinds", s.testAlterKinds)
 	t.Run("Alters", s.testAlters)
+	t.Run("AlterOneAttribute", s.testAlterOneAttribute)
 	t.Run("DeadCells", s.testDeadCells)
 	t.Run("ChangeLogInvariants", s.testChangeLogInvariants)
 	t.Run("QueryStrict", s.testQueryStrict)
