@@ -120,8 +120,8 @@ func (e *Engine) Insert(table string, values map[string]any) (row Row, err error
 	prepared, err := vt.coerceRow(values, true)
 	if err != nil {
 		// An alter_column may have relaxed what the declaration
-		// requires (the cached schema, which mayHaveAltered reads, may
-		// not know it yet): validate in the transaction
+		// requires (the cached schema may not know it yet): validate in
+		// the transaction
 		// (writeTx.tables), against the database's schema.
 		_, err = e.Transact(func(tx *Tx) error { row, err = tx.Insert(table, values); return err })
 		return row, err

@@ -234,7 +234,11 @@ func (b *bridge) openDB(text string, resolverFn js.Value) (*db, error) {
 		// the decoder's package and byte offset (JSON text the caller
 		// never wrote: facade.js serialized its object).
 		if path, msg, ok := wire.ErrorAt(err); ok && errors.Is(err, model.ErrSchema) {
-			return nil, &bridgeError{code: codeSchema, msg: "invalid schema: options.schema." + path + ": " + msg}
+			at := "options.schema"
+			if path != "" {
+				at += "." + path
+			}
+			return nil, &bridgeError{code: codeSchema, msg: "invalid schema: " + at + ": " + msg}
 		}
 		return nil, fmt.Errorf("options.schema: %w", err)
 	}

@@ -135,6 +135,9 @@ func classify(err error, method, table string) jsError {
 		out.Code = codeClockDrift
 	case errors.Is(err, model.ErrSchema):
 		out.Code = codeSchema
+		// A default db.alterColumn could not convert names the value
+		// as validation messages do ("got the number 2.5").
+		out.Message = jsTerms(err.Error())
 	case errors.Is(err, engine.ErrStorageFormat):
 		out.Code = codeStorageFormat
 	}

@@ -198,6 +198,10 @@ func TestErrorsInAPITerms(t *testing.T) {
 	e = mustReject(t, R.Call("open", jsv(`{name: "terms", schema: {tables: {t: {columns: {a: "text"}, indexs: {}}}}}`)), "SCHEMA",
 		`options.schema.tables["t"]: unknown field "indexs"`)
 	lacks(e, "wire", "at byte")
+	// A mistake at the top level (table for tables) names options.schema itself.
+	e = mustReject(t, R.Call("open", jsv(`{name: "terms", schema: {table: {t: {columns: {a: "text"}}}}}`)), "SCHEMA",
+		`invalid schema: options.schema: unknown field "table"`)
+	lacks(e, "options.schema.:")
 
 	// Another connection deletes the database: the replica closes.
 	must(t, db.Call("insert", "items", jsv(`{title: "before"}`)))
