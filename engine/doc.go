@@ -361,5 +361,9 @@
 // format: they are stored in the same JSON form, as new types, and so is
 // alter_column. An engine that predates them fails with ErrMalformed (unknown migration type)
 // when it loads the schema of a store holding one — at Open when it
-// declares a schema — rather than misreading it.
+// declares a schema — rather than misreading it. From wire version 12 on,
+// an engine that meets a stored migration of a type it does not know (a
+// newer version's, in a store shared with a newer tab) fails with
+// ErrStorageFormat instead, whose message says to update (in a browser,
+// to reload the page): the data is not corrupt, the code is old.
 package engine

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -597,6 +598,12 @@ func decodeMigration(key, val []byte) (SchemaMigration, error) {
 	}
 	if err == nil {
 		err = r.End()
+	}
+	if errors.Is(err, model.ErrUnknownMigrationType) {
+		// Another tab (or an earlier run) of a newer version of Replica
+		// stored it: this one cannot read the schema, and must be
+		// updated (a page: reloaded), not told the data is corrupt.
+		return SchemaMigration{}, fmt.Errorf("%w: the database holds a schema migration of a type this version of Replica does not know, written by a newer version (update it; in a browser, reload the page): %v", ErrStorageFormat, err)
 	}
 	if err != nil {
 		return SchemaMigration{}, fmt.Errorf("%w: stored migration: %v", ErrMalformed, err)

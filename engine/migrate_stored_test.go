@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/memkv"
@@ -323,4 +324,38 @@ func FuzzDecodeMigration(f *testing.F) {
 			t.Fatalf("%s re-encodes as %s, %v", b, again, err)
 		}
 	})
+}
+
+// TestStoredUnknownMigrationType: a store holding a migration of a type
+// this version does not know (a newer version's, in a store another tab
+// shares) fails Open with ErrStorageFormat, saying to update, not with
+// ErrMalformed as if the data were corrupt; nothing is written.
+func TestStoredUnknownMigrationType(t *testing.T) {
+	store := memkv.New(Buckets...)
+	schema := &Schema{Tables: []TableDef{{Name: "t", Columns: []ColumnDef{{Name: "id", Type: KindText}, {Name: "v", Type: KindText}}}}}
+	e, err := Open(store, Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h := HLC{Wall: uint64(time.Now().UnixMilli()), Site: SiteID{9, 9}}
+	stored := `{"type":"rename_table","table":"t","ddl":{"name":"u"},"hlc":"` + h.String() + `"}`
+	if err := store.Update(func(tx kv.Tx) error {
+		return tx.Put(layout.BucketMigrations, layout.MigrationKey(layout.ClassRemote, h), []byte(stored))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := countMigrations(t, store)
+	_, err = Open(store, Options{Schema: schema})
+	if !errors.Is(err, ErrStorageFormat) || errors.Is(err, ErrMalformed) {
+		t.Fatalf("Open over a store holding a rename_table migration: %v, want ErrStorageFormat (not ErrMalformed)", err)
+	}
+	if !strings.Contains(err.Error(), "newer version") || !strings.Contains(err.Error(), `unknown migration type "rename_table"`) {
+		t.Errorf("the error does not say what happened: %v", err)
+	}
+	if n := countMigrations(t, store); n != before {
+		t.Errorf("%d migrations stored after the refused Open, %d before", n, before)
+	}
 }

@@ -3,6 +3,8 @@ package model
 import (
 	"errors"
 	"fmt"
+
+	"github.com/replica-sync/replica/internal/jsontext"
 )
 
 // Sentinel errors of the data model. Every error this package returns for
@@ -34,7 +36,27 @@ var (
 	// does not match its definition). wire.ErrInvalidMessage is this
 	// error. Nothing is written.
 	ErrUnencodable = errors.New("message cannot be encoded")
+	// ErrUnknownMigrationType is matched by the error of reading a
+	// migration whose type this version does not know: one a newer
+	// version of Replica wrote (rename_table, say, before it is built).
+	// The error is the reader's as well (its message and JSON path).
+	ErrUnknownMigrationType = errors.New("unknown migration type")
 )
+
+// unknownTypeError is a reader's error for an unknown migration type that
+// also matches ErrUnknownMigrationType.
+type unknownTypeError struct{ error }
+
+func (e unknownTypeError) Unwrap() error        { return e.error }
+func (e unknownTypeError) Is(target error) bool { return target == ErrUnknownMigrationType }
+
+// PrependPath passes the JSON path on to the reader's error
+// (jsontext.PathPrepender).
+func (e unknownTypeError) PrependPath(segment string) {
+	if p, ok := e.error.(jsontext.PathPrepender); ok {
+		p.PrependPath(segment)
+	}
+}
 
 // ValidationError describes a rejected write. Table and Column name where
 // the problem is (Column may be empty for row-level problems); Reason says

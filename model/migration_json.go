@@ -345,7 +345,7 @@ func readMigrationType(r *jsontext.Reader) (MigrationType, error) {
 	case CreateTable, AddColumn, AddIndex, SetResurrectionPolicy, DropTable, DropColumn, DropIndex, AlterColumn:
 		return m, nil
 	default:
-		return m, r.FailAt(start, "unknown migration type %q (want create_table, add_column, add_index, set_resurrection_policy, drop_table, drop_column, drop_index or alter_column)", t)
+		return m, unknownTypeError{r.FailAt(start, "unknown migration type %q (want create_table, add_column, add_index, set_resurrection_policy, drop_table, drop_column, drop_index or alter_column)", t)}
 	}
 }
 
