@@ -29,30 +29,11 @@ import (
 func TestSyncTwoTabs(t *testing.T) {
 	ctx := browser(t)
 	srv := serve(t, "application/wasm")
-	rs, err := relay.New(relay.Config{DataDir: t.TempDir(), Auth: relay.AllowAll, NoSync: true, OriginPatterns: []string{"127.0.0.1:*"},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(rs.Handler())
-	t.Cleanup(func() { rs.Close(); hs.Close() })
-	relayURL := "ws" + strings.TrimPrefix(hs.URL, "http") + "/sync"
+	relayURL := startRelay(t)
 
 	const schemaJSON = `{"tables": {"notes": {"columns": {"id": "text", "title": "text", "n": "integer"}}}}`
 	// The second device: a native replica with its sync client.
-	schema, err := wire.ParseSchema([]byte(schemaJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := engine.Open(memkv.New(engine.Buckets...), engine.Options{Schema: &schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	devClient := client.New(dev, client.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	t.Cleanup(func() { devClient.Close(); dev.Close() })
-	if err := devClient.Connect(relayURL, "notes-db", ""); err != nil {
-		t.Fatal(err)
-	}
+	dev, _ := nativeDevice(t, relayURL, "notes-db", schemaJSON)
 
 	// Tab 1 opens first and leads; tab 2 is a second tab of the same browser.
 	if err := chromedp.Do(ctx); err != nil { // start the browser
@@ -148,29 +129,10 @@ func TestSyncTwoTabs(t *testing.T) {
 func TestSyncStrictCSP(t *testing.T) {
 	ctx := browser(t)
 	srv := serve(t, "application/wasm")
-	rs, err := relay.New(relay.Config{DataDir: t.TempDir(), Auth: relay.AllowAll, NoSync: true, OriginPatterns: []string{"127.0.0.1:*"},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(rs.Handler())
-	t.Cleanup(func() { rs.Close(); hs.Close() })
-	relayURL := "ws" + strings.TrimPrefix(hs.URL, "http") + "/sync"
+	relayURL := startRelay(t)
 
 	const schemaJSON = `{"tables": {"notes": {"columns": {"id": "text", "title": "text"}}}}`
-	schema, err := wire.ParseSchema([]byte(schemaJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := engine.Open(memkv.New(engine.Buckets...), engine.Options{Schema: &schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	devClient := client.New(dev, client.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	t.Cleanup(func() { devClient.Close(); dev.Close() })
-	if err := devClient.Connect(relayURL, "csp-db", ""); err != nil {
-		t.Fatal(err)
-	}
+	dev, _ := nativeDevice(t, relayURL, "csp-db", schemaJSON)
 
 	var got struct {
 		Eval    string
@@ -207,4 +169,40 @@ func TestSyncStrictCSP(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// startRelay starts a relay on loopback (bbolt in a temporary directory,
+// no fsync) that pages of 127.0.0.1 may connect to, stopped at the end of
+// the test, and returns its /sync URL.
+func startRelay(t *testing.T) string {
+	t.Helper()
+	rs, err := relay.New(relay.Config{DataDir: t.TempDir(), Auth: relay.AllowAll, NoSync: true, OriginPatterns: []string{"127.0.0.1:*"},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(rs.Handler())
+	t.Cleanup(func() { rs.Close(); hs.Close() })
+	return "ws" + strings.TrimPrefix(hs.URL, "http") + "/sync"
+}
+
+// nativeDevice opens a native replica (memkv) with schemaJSON, the schema
+// in the form Replica.open takes, and connects its sync client to
+// database on relayURL; both close at the end of the test.
+func nativeDevice(t *testing.T, relayURL, database, schemaJSON string) (*engine.Engine, *client.Client) {
+	t.Helper()
+	schema, err := wire.ParseSchema([]byte(schemaJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := engine.Open(memkv.New(engine.Buckets...), engine.Options{Schema: &schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := client.New(dev, client.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(func() { cl.Close(); dev.Close() })
+	if err := cl.Connect(relayURL, database, ""); err != nil {
+		t.Fatal(err)
+	}
+	return dev, cl
 }

@@ -4,8 +4,6 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,12 +15,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/engine"
-	"github.com/replica-sync/replica/kv/memkv"
 	"github.com/replica-sync/replica/model"
-	"github.com/replica-sync/replica/relay"
-	"github.com/replica-sync/replica/wire"
 )
 
 // TestLoaderVite builds examples/vite as its README says, with Vite from
@@ -73,14 +67,7 @@ func TestLoaderVite(t *testing.T) {
 		}
 	}
 
-	rs, err := relay.New(relay.Config{DataDir: t.TempDir(), Auth: relay.AllowAll, NoSync: true, OriginPatterns: []string{"127.0.0.1:*"},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(rs.Handler())
-	t.Cleanup(func() { rs.Close(); hs.Close() })
-	relayURL := "ws" + strings.TrimPrefix(hs.URL, "http") + "/sync"
+	relayURL := startRelay(t)
 
 	files := http.FileServer(http.Dir(filepath.Join(app, "dist")))
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -92,19 +79,7 @@ func TestLoaderVite(t *testing.T) {
 	t.Cleanup(web.Close)
 
 	// The other device: a native replica with the example's schema.
-	schema, err := wire.ParseSchema([]byte(`{"tables": {"notes": {"columns": {"text": {"type": "text", "notNull": true}, "at": "timestamp"}}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := engine.Open(memkv.New(engine.Buckets...), engine.Options{Schema: &schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	devClient := client.New(dev, client.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	t.Cleanup(func() { devClient.Close(); dev.Close() })
-	if err := devClient.Connect(relayURL, "vite-notes", ""); err != nil {
-		t.Fatal(err)
-	}
+	dev, _ := nativeDevice(t, relayURL, "vite-notes", `{"tables": {"notes": {"columns": {"text": {"type": "text", "notNull": true}, "at": "timestamp"}}}}`)
 
 	page := web.URL + "/?relay=" + relayURL
 	tctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
