@@ -112,8 +112,10 @@ func TestHandshakeTimeout(t *testing.T) {
 	relay.accept(t)
 }
 
-// TestKeepalive: an idle session pings every interval; one that receives
-// nothing for two intervals is closed and reconnected.
+// TestKeepalive: an idle synced session asks for the changes after its
+// cursor every interval, where it would ping (the answer shows the relay
+// is there and brings what a lost push_changes carried); one that
+// receives nothing for two intervals is closed and reconnected.
 func TestKeepalive(t *testing.T) {
 	relay := newScriptRelay(t)
 	clk := newFakeClock()
@@ -128,13 +130,15 @@ func TestKeepalive(t *testing.T) {
 	p.ackPush(t, expect[*wire.ApplyChanges](t, p))
 	ev.wait(t, "the ack", func(e Event) bool { return e.Type == PushAcked })
 
-	// Traffic keeps it alive: answer each ping.
+	// Traffic keeps it alive: answer each keepalive get_changes.
 	for range 3 {
 		clk.waitTimer(t, iv)
 		clk.Advance(iv)
-		expect[*wire.Ping](t, p)
-		p.send(t, &wire.Pong{})
-		p.barrier(t) // the pong was handled
+		if g := expect[*wire.GetChanges](t, p); g.Since != 0 {
+			t.Fatalf("keepalive get_changes since %d, want 0", g.Since)
+		}
+		p.send(t, &wire.Changes{Cursor: 0})
+		p.barrier(t) // the answer was handled
 	}
 	// Receiving but not sending: the client pings after an interval of
 	// its own silence (the relay's idle timeout counts what it receives).
@@ -144,8 +148,16 @@ func TestKeepalive(t *testing.T) {
 		p.send(t, &wire.PushChanges{Cursor: uint64(i + 1), ChangeSets: sets[i : i+1]})
 		waitCond(t, "the push applied", func() bool { return ev.count(ChangesApplied) == i+1 })
 	}
-	expect[*wire.Ping](t, p)
-	p.send(t, &wire.Pong{})
+	// The keepalive came due between the two pushes: the relay answers
+	// from where the client stood.
+	switch g := expect[*wire.GetChanges](t, p); g.Since {
+	case 1:
+		p.send(t, &wire.Changes{Cursor: 2, ChangeSets: sets[1:2]})
+	case 2:
+		p.send(t, &wire.Changes{Cursor: 2})
+	default:
+		t.Fatalf("keepalive get_changes since %d, want 1 or 2 (the pushes' cursors)", g.Since)
+	}
 	p.barrier(t)
 
 	// Silence: a ping after one interval, closed after the second.
@@ -161,7 +173,7 @@ func TestKeepalive(t *testing.T) {
 	}
 	nextKeepalive()
 	clk.Advance(iv)
-	expect[*wire.Ping](t, p)
+	expect[*wire.GetChanges](t, p)
 	nextKeepalive()
 	clk.Advance(iv)
 	p.waitClosed(t)
@@ -205,4 +217,35 @@ func TestRateLimitedBackoffGrows(t *testing.T) {
 		return e.Type == ErrorReported && errors.As(e.Err, &we) && we.Code == wire.CodeRateLimited
 	})
 	c.Disconnect()
+}
+
+// TestKeepaliveCatchesUpLostPush: a push_changes lost on a live, quiet
+// connection (the relay appended an entry; its frame never arrived) is
+// not waited for until someone writes again: within one ping interval the
+// synced client asks for what follows its cursor and applies it (the
+// simulator's seed 81586: a device stayed Synced at cursor 110 below the
+// relay's head 117 for good).
+func TestKeepaliveCatchesUpLostPush(t *testing.T) {
+	relay := newScriptRelay(t)
+	clk := newFakeClock()
+	db, _ := newEngine(t)
+	insert(t, db, "x", "y")
+	iv := 10 * time.Second
+	c := newClient(t, db, Options{Clock: clk, Rand: func() float64 { return 0 }, PingInterval: iv, HandshakeTimeout: time.Hour})
+	ev := recordEvents(t, c)
+	c.Connect(relay.url, "db1", "")
+	p := relay.accept(t)
+	p.syncUp(t, 0)
+	p.ackPush(t, expect[*wire.ApplyChanges](t, p))
+	ev.wait(t, "the ack", func(e Event) bool { return e.Type == PushAcked })
+	// Entry 1 is appended on the relay; its push_changes is lost.
+	sets := peerSets(t, 1, "k")
+	clk.waitTimer(t, iv)
+	clk.Advance(iv)
+	g := expect[*wire.GetChanges](t, p)
+	if g.Since != 0 {
+		t.Fatalf("get_changes since %d, want 0", g.Since)
+	}
+	p.send(t, &wire.Changes{Cursor: 1, ChangeSets: sets})
+	waitCond(t, "the lost entry applied", func() bool { return ev.count(ChangesApplied) == 1 })
 }
