@@ -117,18 +117,8 @@ func TestHandshakeTimeout(t *testing.T) {
 // is there and brings what a lost push_changes carried); one that
 // receives nothing for two intervals is closed and reconnected.
 func TestKeepalive(t *testing.T) {
-	relay := newScriptRelay(t)
-	clk := newFakeClock()
-	db, _ := newEngine(t)
-	insert(t, db, "x", "y")
 	iv := 10 * time.Second
-	c := newClient(t, db, Options{Clock: clk, Rand: func() float64 { return 0 }, PingInterval: iv, HandshakeTimeout: time.Hour})
-	ev := recordEvents(t, c)
-	c.Connect(relay.url, "db1", "")
-	p := relay.accept(t)
-	p.syncUp(t, 0)
-	p.ackPush(t, expect[*wire.ApplyChanges](t, p))
-	ev.wait(t, "the ack", func(e Event) bool { return e.Type == PushAcked })
+	c, p, clk, ev := syncedIdle(t, iv)
 
 	// Traffic keeps it alive: answer each keepalive get_changes.
 	for range 3 {
@@ -226,18 +216,8 @@ func TestRateLimitedBackoffGrows(t *testing.T) {
 // simulator's seed 81586: a device stayed Synced at cursor 110 below the
 // relay's head 117 for good).
 func TestKeepaliveCatchesUpLostPush(t *testing.T) {
-	relay := newScriptRelay(t)
-	clk := newFakeClock()
-	db, _ := newEngine(t)
-	insert(t, db, "x", "y")
 	iv := 10 * time.Second
-	c := newClient(t, db, Options{Clock: clk, Rand: func() float64 { return 0 }, PingInterval: iv, HandshakeTimeout: time.Hour})
-	ev := recordEvents(t, c)
-	c.Connect(relay.url, "db1", "")
-	p := relay.accept(t)
-	p.syncUp(t, 0)
-	p.ackPush(t, expect[*wire.ApplyChanges](t, p))
-	ev.wait(t, "the ack", func(e Event) bool { return e.Type == PushAcked })
+	_, p, clk, ev := syncedIdle(t, iv)
 	// Entry 1 is appended on the relay; its push_changes is lost.
 	sets := peerSets(t, 1, "k")
 	clk.waitTimer(t, iv)
@@ -248,4 +228,23 @@ func TestKeepaliveCatchesUpLostPush(t *testing.T) {
 	}
 	p.send(t, &wire.Changes{Cursor: 1, ChangeSets: sets})
 	waitCond(t, "the lost entry applied", func() bool { return ev.count(ChangesApplied) == 1 })
+}
+
+// syncedIdle connects a client with ping interval iv, on a fake clock, to
+// a scripted relay and brings it to synced at cursor 0 with its one local
+// write acknowledged: the start of the keepalive tests.
+func syncedIdle(t *testing.T, iv time.Duration) (*Client, *peer, *fakeClock, *eventLog) {
+	t.Helper()
+	relay := newScriptRelay(t)
+	clk := newFakeClock()
+	db, _ := newEngine(t)
+	insert(t, db, "x", "y")
+	c := newClient(t, db, Options{Clock: clk, Rand: func() float64 { return 0 }, PingInterval: iv, HandshakeTimeout: time.Hour})
+	ev := recordEvents(t, c)
+	c.Connect(relay.url, "db1", "")
+	p := relay.accept(t)
+	p.syncUp(t, 0)
+	p.ackPush(t, expect[*wire.ApplyChanges](t, p))
+	ev.wait(t, "the ack", func(e Event) bool { return e.Type == PushAcked })
+	return c, p, clk, ev
 }
