@@ -1,0 +1,369 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/replica-sync/replica/engine/internal/layout"
+	"github.com/replica-sync/replica/engine/internal/rowrec"
+	"github.com/replica-sync/replica/kv"
+)
+
+// The inspector's reads (InspectRows, InspectLog, States): what a replica
+// holds, with the CRDT metadata queries leave out, for tools such as the
+// JavaScript API's db.inspect and the relay's /inspect page. They are
+// read-only and paged; each kv transaction they open reads at most
+// inspectChunk records and waits on nothing else, so a scan of a large
+// table never holds the store (an IndexedDB transaction) for long, and
+// writes interleave between its chunks.
+
+// inspectChunk bounds the row records one kv transaction of InspectRows
+// reads.
+const inspectChunk = 4096
+
+// DefaultInspectLimit is the page size of InspectRows and InspectLog when
+// the options give none; MaxInspectLimit is the largest they take.
+const (
+	DefaultInspectLimit = 50
+	MaxInspectLimit     = 1000
+)
+
+// InspectOptions selects a page of InspectRows.
+type InspectOptions struct {
+	// After is where the page starts: the Next of the previous page (an
+	// opaque key); nil starts at the table's first row.
+	After []byte
+	// Limit is the number of rows wanted, 1 to MaxInspectLimit; 0 means
+	// DefaultInspectLimit.
+	Limit int
+	// Search keeps the rows one of whose cells' text (a text value as is,
+	// other values as model.Value.String writes them, key cells included)
+	// contains it, compared case-insensitively; "" keeps every row.
+	Search string
+	// Prefix makes Search match the start of a cell's text only.
+	Prefix bool
+	// Deleted returns the deleted rows (those whose tombstone hides them)
+	// instead of the live ones.
+	Deleted bool
+	// MaxScan bounds the row records this call reads (0: no bound): a
+	// search that finds few rows then returns fewer than Limit with Next
+	// set, and the caller asks again from there.
+	MaxScan int
+}
+
+// InspectCell is one stored cell: its column, its value and the HLC of
+// the write that set it (HLC.Site is the writing replica).
+type InspectCell struct {
+	Column string
+	Value  Value
+	HLC    HLC
+}
+
+// InspectRow is one stored row with its metadata.
+type InspectRow struct {
+	// Key is the primary key's values, in the key columns' order.
+	Key []Value
+	// Cells are the row's live cells in column name order: every column
+	// written since the row was created (or last deleted, when the
+	// deletion dropped its cells); key cells included.
+	Cells []InspectCell
+	// Deleted reports that a tombstone hides the row; Tomb is the HLC of
+	// the newest deletion (zero when none), which a row of a table that
+	// allows resurrection may carry while live.
+	Deleted bool
+	Tomb    HLC
+	// PriorRow is a deleted row's image at its deletion, where the
+	// deleting replica recorded it (nil otherwise).
+	PriorRow Row
+}
+
+// InspectPage is one page of InspectRows.
+type InspectPage struct {
+	Rows []InspectRow
+	// Next is the After of the following page; nil when the table has no
+	// more rows. It is only valid for the same table.
+	Next []byte
+	// Scanned counts the row records read for this page.
+	Scanned int
+}
+
+// InspectRows returns a page of table's stored rows, live ones (or,
+// with o.Deleted, deleted ones) in primary key order, each cell with its
+// HLC. Errors: ErrUnknownTable for a table the replica does not hold,
+// *ValidationError for a bad limit, ErrClosed, and the store's errors.
+func (e *Engine) InspectRows(name string, o InspectOptions) (InspectPage, error) {
+	var page InspectPage
+	if err := e.checkOpen(); err != nil {
+		return page, err
+	}
+	limit, err := inspectLimit(name, o.Limit)
+	if err != nil {
+		return page, err
+	}
+	var t *table
+	err = e.store.View(func(tx kv.Tx) error {
+		s, err := e.currentSchema(tx)
+		if err != nil {
+			return err
+		}
+		if t = s.table(name); t == nil {
+			return fmt.Errorf("%w: %q", ErrUnknownTable, name)
+		}
+		return nil
+	})
+	if err != nil {
+		return page, err
+	}
+	m := inspectMatcher{needle: strings.ToLower(o.Search), prefix: o.Prefix}
+	start := t.key
+	if o.After != nil {
+		if !bytes.HasPrefix(o.After, t.key) {
+			return page, &ValidationError{Table: name, Reason: "the page cursor is not one of this table's"}
+		}
+		start = append(bytes.Clone(o.After), 0) // the first key after it
+	}
+	end := kv.PrefixEnd(t.key)
+	for {
+		chunk := inspectChunk
+		if o.MaxScan > 0 {
+			chunk = min(chunk, o.MaxScan-page.Scanned)
+		}
+		var last []byte
+		n := 0
+		err := e.store.View(func(tx kv.Tx) error {
+			var derr error
+			err := tx.Scan(layout.BucketRows, kv.Range{Start: start, End: end, Limit: chunk}, func(k, v []byte) bool {
+				n++
+				last = k
+				_, pk, err := layout.SplitRowKey(k)
+				if err == nil {
+					var rec *rowrec.Record
+					if rec, err = rowrec.Decode(v, pk); err == nil {
+						if r, ok := t.inspectRow(rec, pk, o.Deleted, &m); ok {
+							page.Rows = append(page.Rows, r)
+						}
+					}
+				}
+				if err != nil {
+					derr = err
+					return false
+				}
+				if len(page.Rows) == limit {
+					return false
+				}
+				return true
+			})
+			if err == nil {
+				err = derr
+			}
+			if last != nil {
+				last = bytes.Clone(last)
+			}
+			return err
+		})
+		if err != nil {
+			return InspectPage{}, err
+		}
+		page.Scanned += n
+		if n == 0 || (n < chunk && len(page.Rows) < limit) {
+			return page, nil // the table's end
+		}
+		page.Next = last
+		if len(page.Rows) == limit || (o.MaxScan > 0 && page.Scanned >= o.MaxScan) {
+			return page, nil
+		}
+		start = append(last, 0)
+	}
+}
+
+func inspectLimit(table string, n int) (int, error) {
+	switch {
+	case n == 0:
+		return DefaultInspectLimit, nil
+	case n < 0 || n > MaxInspectLimit:
+		return 0, &ValidationError{Table: table, Reason: fmt.Sprintf("limit must be from 1 to %d, got %d", MaxInspectLimit, n)}
+	}
+	return n, nil
+}
+
+// inspectRow returns rec's InspectRow if it is of the kind wanted (live,
+// or deleted) and matches m.
+func (t *table) inspectRow(rec *rowrec.Record, pk []Value, deleted bool, m *inspectMatcher) (InspectRow, bool) {
+	visible := rec.Visible(t.resurrect)
+	if deleted == visible || (deleted && !rec.HasTomb) {
+		return InspectRow{}, false
+	}
+	if m.needle != "" && !m.row(rec, pk) {
+		return InspectRow{}, false
+	}
+	r := InspectRow{Key: pk, Deleted: !visible, Cells: make([]InspectCell, len(rec.Cells))}
+	for i := range rec.Cells {
+		c := &rec.Cells[i]
+		r.Cells[i] = InspectCell{Column: c.Col, Value: c.Val, HLC: c.HLC}
+	}
+	if rec.HasTomb {
+		r.Tomb = rec.Tomb
+	}
+	if r.Deleted {
+		r.PriorRow = rec.PriorRow
+	}
+	return r, true
+}
+
+// inspectMatcher is InspectOptions.Search, lower-cased.
+type inspectMatcher struct {
+	needle string
+	prefix bool
+}
+
+func (m *inspectMatcher) row(rec *rowrec.Record, pk []Value) bool {
+	for _, v := range pk {
+		if m.value(v) {
+			return true
+		}
+	}
+	for i := range rec.Cells {
+		if m.value(rec.Cells[i].Val) {
+			return true
+		}
+	}
+	for _, v := range rec.PriorRow {
+		if m.value(v) {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *inspectMatcher) value(v Value) bool {
+	var s string
+	switch v.Kind() {
+	case KindNull:
+		return false
+	case KindText:
+		s = v.Text()
+	case KindBlob:
+		return false
+	default:
+		s = v.String()
+	}
+	if len(s) < len(m.needle) {
+		return false
+	}
+	s = strings.ToLower(s)
+	if m.prefix {
+		return strings.HasPrefix(s, m.needle)
+	}
+	return strings.Contains(s, m.needle)
+}
+
+// LogEntry is one entry of this replica's change log: one local
+// transaction.
+type LogEntry struct {
+	// HLC is the transaction's base (OpSeq 0): its id and its place in
+	// the log.
+	HLC HLC
+	// Rows counts the rows it wrote, per table.
+	Rows map[string]int
+}
+
+// LogOptions selects a page of InspectLog. The log is read newest first,
+// between After and Before (both exclusive, by transaction base; zero:
+// no bound).
+type LogOptions struct {
+	Before, After HLC
+	// Limit is the number of entries wanted, 1 to MaxInspectLimit; 0
+	// means DefaultInspectLimit.
+	Limit int
+}
+
+// InspectLog returns entries of the change log of this replica's own
+// transactions (what a sync client pushes), newest first, and whether
+// older ones remain within o's bounds. An entry stays in the log after
+// later writes superseded its facts, until Prune tidies it past the
+// retention horizon. Errors: *ValidationError for a bad limit, ErrClosed
+// and the store's errors.
+func (e *Engine) InspectLog(o LogOptions) ([]LogEntry, bool, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, false, err
+	}
+	limit, err := inspectLimit("", o.Limit)
+	if err != nil {
+		return nil, false, err
+	}
+	r := kv.Range{Start: []byte{layout.ClassOwn}, End: []byte{layout.ClassOwn + 1}, Reverse: true, Limit: limit + 1}
+	if !o.After.IsZero() {
+		r.Start = append(layout.OwnLogKey(o.After.Base()), 0)
+	}
+	if !o.Before.IsZero() {
+		r.End = layout.OwnLogKey(o.Before.Base())
+	}
+	var out []LogEntry
+	more := false
+	err = e.store.View(func(tx kv.Tx) error {
+		var derr error
+		err := tx.Scan(layout.BucketLog, r, func(k, v []byte) bool {
+			if len(out) == limit {
+				more = true
+				return false
+			}
+			if len(k) != 1+BaseSize {
+				derr = malformed("own change-log key of %d bytes", len(k))
+				return false
+			}
+			rks, err := layout.DecodeRowList(v)
+			if err != nil {
+				derr = err
+				return false
+			}
+			en := LogEntry{HLC: baseFromBytes(k[1:]), Rows: map[string]int{}}
+			for _, rk := range rks {
+				table, _, err := layout.SplitRowKey(rk)
+				if err != nil {
+					derr = err
+					return false
+				}
+				en.Rows[table]++
+			}
+			out = append(out, en)
+			return true
+		})
+		if err == nil {
+			err = derr
+		}
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, more, nil
+}
+
+// StateEntry is one entry of the caller state (see State).
+type StateEntry struct {
+	Name  string
+	Value []byte
+}
+
+// States returns the caller state entries whose names start with prefix
+// ("" for all), in name order: the sync client's cursors and watermarks,
+// for inspection. The returned values are the caller's.
+func (e *Engine) States(prefix string) ([]StateEntry, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	var out []StateEntry
+	p := append(append([]byte(nil), layout.MetaStatePrefix...), prefix...)
+	err := e.store.View(func(tx kv.Tx) error {
+		return tx.Scan(layout.BucketMeta, kv.Prefix(p), func(k, v []byte) bool {
+			out = append(out, StateEntry{Name: string(k[len(layout.MetaStatePrefix):]), Value: bytes.Clone(v)})
+			return true
+		})
+	})
+	if err != nil && !errors.Is(err, kv.ErrNotFound) {
+		return nil, err
+	}
+	return out, nil
+}

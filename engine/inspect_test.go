@@ -1,0 +1,157 @@
+package engine_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/kv/memkv"
+	"github.com/replica-sync/replica/model"
+)
+
+// TestInspect: InspectRows pages a table's rows in key order with each
+// cell's value and HLC (the writing site: here two replicas'), finds rows
+// by a case-insensitive substring or prefix of any cell, lists deleted
+// rows with their tombstone and image, and bounds a search by MaxScan;
+// InspectLog lists own transactions newest first with their tables;
+// States lists caller state by prefix.
+func TestInspect(t *testing.T) {
+	sch := &model.Schema{Tables: []model.TableDef{{Name: "cities", Columns: []model.ColumnDef{
+		{Name: "id", Type: model.KindText}, {Name: "name", Type: model.KindText}, {Name: "pop", Type: model.KindInteger}}}}}
+	clock := &stepClock{ms: uint64(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())}
+	open := func() *engine.Engine {
+		db, err := engine.Open(memkv.New(engine.Buckets...), engine.Options{Schema: sch, Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	a, b := open(), open()
+	for i := range 120 {
+		clock.ms++
+		if _, err := a.Insert("cities", map[string]any{"id": fmt.Sprintf("c%03d", i), "name": fmt.Sprintf("Town %d", i), "pop": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.ms++
+	if _, err := a.Update("cities", engine.Key{"c005"}, map[string]any{"name": "Lisbon"}); err != nil {
+		t.Fatal(err)
+	}
+	clock.ms++
+	if _, err := a.Delete("cities", engine.Key{"c007"}); err != nil {
+		t.Fatal(err)
+	}
+	sets, err := a.ChangesSince(model.HLC{}, 0, engine.ChangesFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ApplyChanges(sets); err != nil {
+		t.Fatal(err)
+	}
+	clock.ms++
+	if _, err := b.Update("cities", engine.Key{"c005"}, map[string]any{"pop": 505}); err != nil {
+		t.Fatal(err)
+	}
+
+	page, err := b.InspectRows("cities", engine.InspectOptions{Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Rows) != 50 || page.Next == nil || page.Rows[0].Key[0].Text() != "c000" {
+		t.Fatalf("first page: %d rows, next %v, first %v", len(page.Rows), page.Next != nil, page.Rows[0].Key)
+	}
+	var c5 *engine.InspectRow
+	for i := range page.Rows {
+		if page.Rows[i].Key[0].Text() == "c005" {
+			c5 = &page.Rows[i]
+		}
+		if page.Rows[i].Key[0].Text() == "c007" {
+			t.Fatal("the deleted row c007 is listed as live")
+		}
+	}
+	if c5 == nil {
+		t.Fatal("c005 missing")
+	}
+	sites := map[string]string{}
+	for _, c := range c5.Cells {
+		sites[c.Column] = c.HLC.Site.String() + "=" + c.Value.String()
+	}
+	want := map[string]string{"id": a.SiteID().String() + `="c005"`, "name": a.SiteID().String() + `="Lisbon"`, "pop": b.SiteID().String() + "=505"}
+	if fmt.Sprint(sites) != fmt.Sprint(want) {
+		t.Fatalf("c005's cells: %v, want %v", sites, want)
+	}
+	total := len(page.Rows)
+	for next := page.Next; next != nil; {
+		p, err := b.InspectRows("cities", engine.InspectOptions{After: next, Limit: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += len(p.Rows)
+		next = p.Next
+	}
+	if total != 119 {
+		t.Fatalf("paged %d live rows, want 119", total)
+	}
+
+	found, err := b.InspectRows("cities", engine.InspectOptions{Search: "LISB"})
+	if err != nil || len(found.Rows) != 1 || found.Rows[0].Key[0].Text() != "c005" || found.Next != nil {
+		t.Fatalf("search LISB: %+v, %v", found, err)
+	}
+	if p, _ := b.InspectRows("cities", engine.InspectOptions{Search: "isbon", Prefix: true}); len(p.Rows) != 0 {
+		t.Fatalf("prefix isbon found %d rows", len(p.Rows))
+	}
+	if p, _ := b.InspectRows("cities", engine.InspectOptions{Search: "town 11", Prefix: true}); len(p.Rows) != 11 { // 11, 110..119
+		t.Fatalf("prefix 'town 11' found %d rows, want 11", len(p.Rows))
+	}
+	bounded, err := b.InspectRows("cities", engine.InspectOptions{Search: "town 119", MaxScan: 30})
+	if err != nil || len(bounded.Rows) != 0 || bounded.Next == nil || bounded.Scanned != 30 {
+		t.Fatalf("bounded search: %d rows, next %v, scanned %d, %v", len(bounded.Rows), bounded.Next != nil, bounded.Scanned, err)
+	}
+
+	del, err := b.InspectRows("cities", engine.InspectOptions{Deleted: true})
+	if err != nil || len(del.Rows) != 1 || !del.Rows[0].Deleted || del.Rows[0].Tomb.Site != a.SiteID() || del.Rows[0].PriorRow["name"].Text() != "Town 7" {
+		t.Fatalf("deleted: %+v, %v", del, err)
+	}
+
+	if _, err := b.InspectRows("nope", engine.InspectOptions{}); !errors.Is(err, engine.ErrUnknownTable) {
+		t.Fatalf("unknown table: %v", err)
+	}
+	var ve *engine.ValidationError
+	if _, err := b.InspectRows("cities", engine.InspectOptions{Limit: 1001}); !errors.As(err, &ve) {
+		t.Fatalf("limit 1001: %v", err)
+	}
+	if _, err := b.InspectRows("cities", engine.InspectOptions{After: []byte("x")}); !errors.As(err, &ve) {
+		t.Fatalf("foreign cursor: %v", err)
+	}
+
+	log, more, err := a.InspectLog(engine.LogOptions{Limit: 3})
+	if err != nil || len(log) != 3 || !more || log[0].HLC.Wall <= log[1].HLC.Wall || log[0].Rows["cities"] != 1 {
+		t.Fatalf("log: %+v %v %v", log, more, err)
+	}
+	older, _, err := a.InspectLog(engine.LogOptions{Before: log[2].HLC, After: log[2].HLC.Base(), Limit: 10})
+	if err != nil || len(older) != 0 {
+		t.Fatalf("empty window: %+v %v", older, err)
+	}
+	all, more, err := a.InspectLog(engine.LogOptions{Limit: 1000})
+	if err != nil || len(all) != 122 || more {
+		t.Fatalf("whole log: %d entries, more %v, %v", len(all), more, err)
+	}
+	after, _, _ := a.InspectLog(engine.LogOptions{After: all[2].HLC})
+	if len(after) != 2 {
+		t.Fatalf("after the third newest: %d entries, want 2", len(after))
+	}
+
+	if err := b.SetState("sync:x:cursor", []byte("17")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetState("other", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.States("sync:")
+	if err != nil || len(st) != 1 || st[0].Name != "sync:x:cursor" || string(st[0].Value) != "17" {
+		t.Fatalf("states: %+v %v", st, err)
+	}
+}
