@@ -307,17 +307,7 @@ func (e *Engine) HeldCounts() ([]HeldCount, error) {
 				derr = err
 				return false
 			}
-			reason := HeldUnknownTable
-			if t := s.table(h.change.Table); t != nil {
-				reason = HeldUnknownColumn
-				c := h.change
-				c.PK = slices.Clone(c.PK)
-				var he *holdError
-				if err := normalizeChange(t, &c); errors.As(err, &he) {
-					reason = he.reason
-				}
-			}
-			k := HeldCount{Table: h.change.Table, Reason: reason}
+			k := HeldCount{Table: h.change.Table, Reason: heldReasonNow(s, &h)}
 			i, ok := idx[k]
 			if !ok {
 				i = len(out)
@@ -339,6 +329,22 @@ func (e *Engine) HeldCounts() ([]HeldCount, error) {
 		return int(a.Reason) - int(b.Reason)
 	})
 	return out, err
+}
+
+// heldReasonNow is the reason h is held for as schema s stands (see
+// HeldCounts).
+func heldReasonNow(s *schemaState, h *heldChange) HeldReason {
+	reason := HeldUnknownTable
+	if t := s.table(h.change.Table); t != nil {
+		reason = HeldUnknownColumn
+		c := h.change
+		c.PK = slices.Clone(c.PK)
+		var he *holdError
+		if err := normalizeChange(t, &c); errors.As(err, &he) {
+			reason = he.reason
+		}
+	}
+	return reason
 }
 
 func (e *Engine) heldTables() ([]string, error) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/replica-sync/replica/engine/internal/layout"
@@ -131,10 +133,14 @@ func (e *Engine) InspectRows(name string, o InspectOptions) (InspectPage, error)
 			chunk = min(chunk, o.MaxScan-page.Scanned)
 		}
 		var last []byte
-		n := 0
+		n, more := 0, false
 		err := e.store.View(func(tx kv.Tx) error {
 			var derr error
-			err := tx.Scan(layout.BucketRows, kv.Range{Start: start, End: end, Limit: chunk}, func(k, v []byte) bool {
+			err := tx.Scan(layout.BucketRows, kv.Range{Start: start, End: end, Limit: chunk + 1}, func(k, v []byte) bool {
+				if len(page.Rows) == limit || n == chunk {
+					more = true // a record after the page, or after the chunk
+					return false
+				}
 				n++
 				last = k
 				_, pk, err := layout.SplitRowKey(k)
@@ -148,9 +154,6 @@ func (e *Engine) InspectRows(name string, o InspectOptions) (InspectPage, error)
 				}
 				if err != nil {
 					derr = err
-					return false
-				}
-				if len(page.Rows) == limit {
 					return false
 				}
 				return true
@@ -167,7 +170,7 @@ func (e *Engine) InspectRows(name string, o InspectOptions) (InspectPage, error)
 			return InspectPage{}, err
 		}
 		page.Scanned += n
-		if n == 0 || (n < chunk && len(page.Rows) < limit) {
+		if !more {
 			return page, nil // the table's end
 		}
 		page.Next = last
@@ -267,6 +270,9 @@ type LogEntry struct {
 	HLC HLC
 	// Rows counts the rows it wrote, per table.
 	Rows map[string]int
+	// Migrations lists its schema migrations as "type table" (e.g.
+	// "create_table trips"), in order.
+	Migrations []string
 }
 
 // LogOptions selects a page of InspectLog. The log is read newest first,
@@ -280,7 +286,8 @@ type LogOptions struct {
 }
 
 // InspectLog returns entries of the change log of this replica's own
-// transactions (what a sync client pushes), newest first, and whether
+// transactions (what a sync client pushes), schema migrations included,
+// newest first, and whether
 // older ones remain within o's bounds. An entry stays in the log after
 // later writes superseded its facts, until Prune tidies it past the
 // retention horizon. Errors: *ValidationError for a bad limit, ErrClosed
@@ -301,14 +308,34 @@ func (e *Engine) InspectLog(o LogOptions) ([]LogEntry, bool, error) {
 		r.End = layout.OwnLogKey(o.Before.Base())
 	}
 	var out []LogEntry
-	more := false
+	migs := map[HLC][]string{}
 	err = e.store.View(func(tx kv.Tx) error {
+		// Migrations are few: every own one within the bounds.
+		mr := kv.Range{Start: []byte{layout.ClassOwn}, End: []byte{layout.ClassOwn + 1}}
+		if !o.After.IsZero() {
+			mr.Start = append(layout.OwnLogKey(o.After.Base()), 0xff, 0xff, 0xff, 0xff, 0)
+		}
+		if !o.Before.IsZero() {
+			mr.End = layout.OwnLogKey(o.Before.Base())
+		}
 		var derr error
-		err := tx.Scan(layout.BucketLog, r, func(k, v []byte) bool {
-			if len(out) == limit {
-				more = true
+		err := tx.Scan(layout.BucketMigrations, mr, func(k, v []byte) bool {
+			m, err := decodeMigration(k, v)
+			if err != nil {
+				derr = err
 				return false
 			}
+			b := m.HLC.Base()
+			migs[b] = append(migs[b], string(m.Type)+" "+m.TableName)
+			return true
+		})
+		if err == nil {
+			err = derr
+		}
+		if err != nil {
+			return err
+		}
+		err = tx.Scan(layout.BucketLog, r, func(k, v []byte) bool {
 			if len(k) != 1+BaseSize {
 				derr = malformed("own change-log key of %d bytes", len(k))
 				return false
@@ -338,7 +365,16 @@ func (e *Engine) InspectLog(o LogOptions) ([]LogEntry, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	return out, more, nil
+	for b, ms := range migs {
+		i, found := sort.Find(len(out), func(i int) int { return -b.Compare(out[i].HLC) })
+		if found {
+			out[i].Migrations = ms
+			continue
+		}
+		out = slices.Insert(out, i, LogEntry{HLC: b, Rows: map[string]int{}, Migrations: ms})
+	}
+	more := len(out) > limit
+	return out[:min(len(out), limit)], more, nil
 }
 
 // StateEntry is one entry of the caller state (see State).
@@ -366,4 +402,66 @@ func (e *Engine) States(prefix string) ([]StateEntry, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// InspectedHeld is a held change with the reason it is held for as the
+// schema now stands (see HeldCounts).
+type InspectedHeld struct {
+	HeldChange
+	Reason HeldReason
+}
+
+// InspectHeld returns a page of the held changes (of table, or of every
+// table when table is ""), in table then HLC order, from after (the next
+// of the previous page; nil: the first), and the next page's after (nil:
+// none left). Errors: *ValidationError for a bad limit, ErrClosed and the
+// store's errors.
+func (e *Engine) InspectHeld(table string, after []byte, limit int) ([]InspectedHeld, []byte, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, nil, err
+	}
+	limit, err := inspectLimit(table, limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := kv.Range{Limit: limit + 1}
+	if table != "" {
+		r = kv.Prefix(layout.TableKey(table))
+		r.Limit = limit + 1
+	}
+	if after != nil {
+		r.Start = append(bytes.Clone(after), 0)
+	}
+	var out []InspectedHeld
+	var next []byte
+	err = e.store.View(func(tx kv.Tx) error {
+		s, err := e.currentSchema(tx)
+		if err != nil {
+			return err
+		}
+		var derr error
+		var last []byte
+		err = tx.Scan(layout.BucketHeld, r, func(k, v []byte) bool {
+			if len(out) == limit {
+				next = bytes.Clone(last)
+				return false
+			}
+			h, err := decodeHeld(v)
+			if err != nil {
+				derr = err
+				return false
+			}
+			last = k
+			out = append(out, InspectedHeld{HeldChange: HeldChange{Change: h.change, Forward: h.forward, NeverReplayed: h.noReplay, ReceivedAt: h.receivedAt}, Reason: heldReasonNow(s, &h)})
+			return true
+		})
+		if err == nil {
+			err = derr
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, next, nil
 }

@@ -60,6 +60,9 @@ func TestInspect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if exact, err := b.InspectRows("cities", engine.InspectOptions{Limit: 119}); err != nil || len(exact.Rows) != 119 || exact.Next != nil {
+		t.Fatalf("a page of exactly every row: %d rows, next %v, %v", len(exact.Rows), exact.Next != nil, err)
+	}
 	if len(page.Rows) != 50 || page.Next == nil || page.Rows[0].Key[0].Text() != "c000" {
 		t.Fatalf("first page: %d rows, next %v, first %v", len(page.Rows), page.Next != nil, page.Rows[0].Key)
 	}
@@ -136,8 +139,14 @@ func TestInspect(t *testing.T) {
 		t.Fatalf("empty window: %+v %v", older, err)
 	}
 	all, more, err := a.InspectLog(engine.LogOptions{Limit: 1000})
-	if err != nil || len(all) != 122 || more {
+	if err != nil || len(all) != 123 || more {
 		t.Fatalf("whole log: %d entries, more %v, %v", len(all), more, err)
+	}
+	if oldest := all[len(all)-1]; fmt.Sprint(oldest.Migrations) != "[create_table cities]" || len(oldest.Rows) != 0 {
+		t.Fatalf("oldest entry: %+v, want the table's creation", oldest)
+	}
+	if cnt, _ := a.CountLocalTransactions(model.HLC{}); cnt != len(all) {
+		t.Fatalf("CountLocalTransactions %d, log entries %d", cnt, len(all))
 	}
 	after, _, _ := a.InspectLog(engine.LogOptions{After: all[2].HLC})
 	if len(after) != 2 {
