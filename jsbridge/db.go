@@ -225,10 +225,17 @@ func (b *bridge) openDB(text string, resolverFn js.Value) (*db, error) {
 	if o.Name == nil || *o.Name == "" {
 		return nil, argError("options.name must be a non-empty string")
 	}
-	if len(o.Schema) == 0 || string(o.Schema) == "null" {
-		return nil, argError("options.schema is required: {tables: {...}}")
+	// Without options.schema the replica opens with the schema it holds
+	// (storedSchema, after the store is open): for tools such as the
+	// inspector, which open an app's replica by name.
+	stored := len(o.Schema) == 0
+	if string(o.Schema) == "null" {
+		return nil, argError("options.schema must be a schema {tables: {...}}, or left out to open the schema the replica holds")
 	}
-	schema, err := wire.ParseSchema(o.Schema)
+	var schema model.Schema
+	if !stored {
+		schema, err = wire.ParseSchema(o.Schema)
+	}
 	if err != nil {
 		// Named in the API's terms: the path in options.schema, without
 		// the decoder's package and byte offset (JSON text the caller
@@ -316,6 +323,12 @@ func (b *bridge) openDB(text string, resolverFn js.Value) (*db, error) {
 	store, err := idbkv.Open(context.Background(), IDBPrefix+*o.Name, engine.Buckets, idbOpts...)
 	if err != nil {
 		return nil, err
+	}
+	if stored {
+		if schema, err = storedSchema(store, *o.Name); err != nil {
+			_ = store.Close()
+			return nil, err
+		}
 	}
 	eng, err := engine.Open(store, opts)
 	if err != nil {
@@ -572,4 +585,24 @@ func (d *db) rowsResult(kind int, table string, rows []model.Row) result {
 	}
 	text, blobs := encodeRows(rows, cols)
 	return result{kind: kind, text: text, blobs: blobs}
+}
+
+// storedSchema returns the schema the replica in store holds (its
+// effective schema, as engine.Schema reads it), for Replica.open without
+// options.schema; a replica without tables is NOT_FOUND (a name nothing
+// was opened under, or never given a schema).
+func storedSchema(store *idbkv.Store, name string) (model.Schema, error) {
+	eng, err := engine.Open(store, engine.Options{LocalChangeLogOnly: true})
+	if err != nil {
+		return model.Schema{}, err
+	}
+	schema, err := eng.Schema()
+	_ = eng.Close()
+	if err != nil {
+		return model.Schema{}, err
+	}
+	if len(schema.Tables) == 0 {
+		return model.Schema{}, &bridgeError{code: codeNotFound, msg: fmt.Sprintf("no replica named %q with tables is stored in this browser profile: give options.schema to create one", name)}
+	}
+	return schema, nil
 }

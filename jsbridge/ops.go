@@ -133,6 +133,13 @@ var operations = [...]operation{
 	{name: "freeze", queue: inDispatch, now: func(d *db, _ *call) any { d.suspend(); return nil }},
 	// it runs again; other tabs' notices may have been missed
 	{name: "resume", queue: inDispatch, now: func(d *db, _ *call) any { d.store.Resume(); d.subs.markAll(); return nil }},
+	// db.inspect (inspect.go): a = options JSON, or a = table and b =
+	// options JSON for rows
+	{name: "inspectTables", method: "db.inspect.tables", queue: worker, work: inspectTablesOp},
+	{name: "inspectRows", method: "db.inspect.rows", queue: worker, table: true, work: inspectRowsOp},
+	{name: "inspectLog", method: "db.inspect.changeLog", queue: worker, work: inspectLogOp},
+	{name: "inspectHeld", method: "db.inspect.heldChanges", queue: worker, work: inspectHeldOp},
+	{name: "inspectSync", method: "db.inspect.sync", queue: worker, work: inspectSyncOp},
 }
 
 // methodName is the JavaScript method c's errors name (see operation.method).

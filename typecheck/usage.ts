@@ -74,6 +74,29 @@ async function app(): Promise<void> {
 	const stats: Replica.HeldStats = await db.heldChanges();
 	void stats.tables["notes"]?.unknownColumn;
 
+	// db.inspect: the inspector's reads
+	const tables: Replica.InspectTable[] = await db.inspect.tables({ counts: false });
+	void tables[0]?.columns[0]?.type;
+	const rowsPage: Replica.InspectRowsPage = await db.inspect.rows("notes", { search: "lis", prefix: true, limit: 100, deleted: false, maxScan: 10000 });
+	const cell: Replica.CellVersion | undefined = rowsPage.rows[0]?.cells["title"];
+	void [cell?.hlc, cell?.siteId, cell?.at, rowsPage.rows[0]?.tombstone?.hlc, rowsPage.next, rowsPage.scanned];
+	if (rowsPage.next !== null) await db.inspect.rows("notes", { after: rowsPage.next });
+	const logPage: Replica.ChangeLogPage = await db.inspect.changeLog({ unsent: true, limit: 20 });
+	void [logPage.entries[0]?.unsent, logPage.entries[0]?.tables, logPage.sentWatermark];
+	const heldPage: Replica.HeldChangesPage = await db.inspect.heldChanges({ table: "notes" });
+	const reason: Replica.HeldReason | undefined = heldPage.changes[0]?.reason;
+	void reason;
+	const inspectSync: Replica.InspectSync = await db.inspect.sync();
+	void [inspectSync.state[0]?.name, inspectSync.status.status, inspectSync.unsent];
+	const stopConflicts: () => void = db.inspect.conflicts((c) => void [c.column, c.fromOtherTab]);
+	stopConflicts();
+	const win: Window | null = db.inspect.open({ url: "http://127.0.0.1:8080/inspect" });
+	void win;
+	// @ts-expect-error rows takes no orderBy
+	await db.inspect.rows("notes", { orderBy: "title" });
+	const byName: Replica.Database = await Replica.open({ name: "notes" }); // the stored schema
+	void byName;
+
 	await db.sync.connect(["wss://a.example/sync", "wss://b.example/sync"], { database: "notes", token: "t" });
 	await db.sync.connect("wss://a.example/sync", { database: "sealed", key: await Replica.deriveKey({ passphrase: "correct horse", database: "sealed" }) });
 	await db.sync.pushed();

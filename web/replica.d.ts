@@ -339,8 +339,15 @@ declare namespace Replica {
 		 * same name share one replica (and one site id).
 		 */
 		name: string;
-		/** Required. See Schema. */
-		schema: Schema;
+		/**
+		 * See Schema. Left out, the replica opens with the schema it
+		 * already holds (every table, column and index, however they came:
+		 * declared by the app, or synced from other devices): how a tool
+		 * such as the inspector opens an app's replica by name. Rejects
+		 * with NOT_FOUND when the profile holds no replica of that name
+		 * with tables. `null` is INVALID_ARGUMENT.
+		 */
+		schema?: Schema;
 		/**
 		 * Declares the resurrection policy of every table whose `TableDef`
 		 * does not: true, a write newer than a row's deletion revives it;
@@ -740,6 +747,221 @@ declare namespace Replica {
 	}
 
 	/**
+	 * `db.inspect`: a replica's contents and CRDT metadata, for the
+	 * inspector page (served by the relay at `/inspect`) and for tests and
+	 * tools. Every method is read-only and paged; each page is read in
+	 * IndexedDB transactions of at most 4,096 records that wait on nothing
+	 * else, so inspecting a large table never holds back the app's writes
+	 * for long. HLCs are written as the conflict event writes them,
+	 * "wallMs.counter@siteId/opSeq"; page cursors (`next`) are opaque
+	 * strings to pass back as `after` (or `before`). Rejections:
+	 * INVALID_ARGUMENT for a bad argument or option (an unknown option, a
+	 * limit outside 1-1000, a cursor that is not one), VALIDATION for a
+	 * table the replica does not hold, CLOSED after close.
+	 */
+	interface Inspector {
+		/**
+		 * Every table of the replica's schema (declared or synced), in
+		 * creation order, with its live row count (`counts: false` leaves
+		 * `rows` out: counting reads every row record's head, ~0.2 s for
+		 * 171,075 rows).
+		 */
+		tables(options?: { counts?: boolean }): Promise<InspectTable[]>;
+		/**
+		 * A page of a table's stored rows in primary-key order: live rows,
+		 * or with `deleted: true` the deleted ones (tombstones). `search`
+		 * keeps the rows one of whose cells contains it (case-insensitive;
+		 * a text value as is, numbers, booleans, dates and JSON as text;
+		 * blobs never match), or starts with it with `prefix: true`. A
+		 * search reads the table in key order until it has `limit` rows:
+		 * `maxScan` bounds the row records one call reads, and the page
+		 * then has fewer rows with `next` set, to ask again from there.
+		 */
+		rows(table: string, options?: InspectRowsOptions): Promise<InspectRowsPage>;
+		/**
+		 * This replica's change log: one entry per transaction it wrote
+		 * (schema migrations included), newest first, each marked `unsent`
+		 * when it is above the sent watermark (what `db.sync.state.pending`
+		 * counts). A browser replica keeps only its own transactions in the
+		 * log (rows synced from elsewhere have none). `unsent: true` lists
+		 * the unsent ones only; `before` is the previous page's `next`.
+		 */
+		changeLog(options?: { before?: string; limit?: number; unsent?: boolean }): Promise<ChangeLogPage>;
+		/**
+		 * The synced changes this replica holds instead of applying (see
+		 * `db.heldChanges()` for the counts), one by one in table then HLC
+		 * order, each with the reason it is held for as the schema stands.
+		 */
+		heldChanges(options?: { table?: string; after?: string; limit?: number }): Promise<HeldChangesPage>;
+		/** Where sync stands: the target, the sent watermark and the sync client's persisted cursors. */
+		sync(): Promise<InspectSync>;
+		/**
+		 * Calls `listener` with every conflict a tab of this replica
+		 * resolves: this tab's (as `db.on("conflict")`) and, forwarded over
+		 * the tabs' BroadcastChannel, the others' (the leader tab applies
+		 * what the relay sends), marked `fromOtherTab`. Other tabs emit
+		 * their conflicts once they know an inspector listens (within
+		 * milliseconds; conflicts before that are not shown). Returns the
+		 * function that stops it. Throws INVALID_ARGUMENT for a listener
+		 * that is not a function.
+		 */
+		conflicts(listener: (conflict: ConflictEvent & { fromOtherTab?: boolean }) => void): () => void;
+		/**
+		 * Opens the inspector page on this replica in a new window (or the
+		 * window named `target`, default "replica-inspect:" + name) and
+		 * returns it (null when the browser blocked the pop-up: call it
+		 * from a click). The page is `url` (default "/inspect", resolved
+		 * against the page's URL) with `?db=` the replica's name; it must be
+		 * served from the app's origin to open the same IndexedDB replica:
+		 * the relay serves it when started with `-inspect` (as `make run`
+		 * does), and a dev server can proxy `/inspect` and
+		 * `/inspect.js` to the relay. Meant for development: the page shows
+		 * every row. Throws INVALID_ARGUMENT in a Worker (no window).
+		 */
+		open(options?: { url?: string; target?: string }): Window | null;
+	}
+
+	/** A table as `db.inspect.tables()` lists it. */
+	interface InspectTable {
+		name: string;
+		/** In the schema's order; `default` in the value's text form ("1", "\"x\"", "null"). */
+		columns: { name: string; type: ColumnType; notNull: boolean; default?: string }[];
+		primaryKey: string[];
+		indexes: { name: string; columns: string[] }[];
+		/** Live rows; absent with `{counts: false}`. */
+		rows?: number;
+	}
+
+	interface InspectRowsOptions {
+		/** The previous page's `next`. */
+		after?: string;
+		/** Rows per page, 1-1000; default 50. */
+		limit?: number;
+		search?: string;
+		prefix?: boolean;
+		deleted?: boolean;
+		/** The row records one call reads at most (default: no bound). */
+		maxScan?: number;
+	}
+
+	/** A cell's version: the write that set it. */
+	interface CellVersion {
+		/** "wallMs.counter@siteId/opSeq". */
+		hlc: string;
+		/** The HLC's wall time, ms since the Unix epoch. */
+		at: number;
+		/** The site id of the replica that wrote it (`db.siteId` for this one's). */
+		siteId: string;
+	}
+
+	/** One row as `db.inspect.rows` returns it. */
+	interface InspectRow {
+		/** The primary key's values, in key order (text as is, other values as text when beyond a number). */
+		key: (string | number)[];
+		/**
+		 * Its values as `db.query` returns them (every column, schema
+		 * order); for a deleted row, the image it had when deleted where
+		 * the deleting replica recorded it (else the key, nulls elsewhere).
+		 */
+		values: Row;
+		/**
+		 * The version of each stored cell by column: every column written
+		 * since the row was created; a deleted row's cells are those its
+		 * deletion left (none when it dropped them).
+		 */
+		cells: { [column: string]: CellVersion };
+		deleted: boolean;
+		/** The newest deletion of the row, if any (a live row of a table that allows resurrection may carry one). */
+		tombstone?: CellVersion;
+	}
+
+	interface InspectRowsPage {
+		rows: InspectRow[];
+		/** `after` for the next page; null at the table's end. */
+		next: string | null;
+		/** Row records read for this page (matching or not). */
+		scanned: number;
+	}
+
+	/** One transaction of this replica's change log. */
+	interface ChangeLogEntry {
+		/** Its base HLC (opSeq 0): "wallMs.counter@siteId/0". */
+		hlc: string;
+		/** Wall time, ms since the Unix epoch. */
+		at: number;
+		/** Rows it wrote. */
+		rows: number;
+		/** Rows it wrote per table. */
+		tables: { [table: string]: number };
+		/** Its schema migrations, as "type table" ("create_table trips"). */
+		migrations: string[];
+		/** Not yet acknowledged by the relay (above the sent watermark). */
+		unsent: boolean;
+	}
+
+	interface ChangeLogPage {
+		entries: ChangeLogEntry[];
+		/** `before` for the next (older) page; null when none is left. */
+		next: string | null;
+		/**
+		 * The sent watermark: the sync target's (the one this tab or the
+		 * leader syncs with), else the newest stored for any relay; null
+		 * when nothing was ever acknowledged.
+		 */
+		sentWatermark: string | null;
+	}
+
+	/** One held change (see `Inspector.heldChanges`). */
+	interface HeldChangeInfo {
+		table: string;
+		key: (string | number)[];
+		/** "column": a cell's write; "delete": a row's deletion. */
+		type: "column" | "delete";
+		column?: string;
+		/** The value as text (at most 200 characters). */
+		value?: string;
+		hlc: string;
+		at: number;
+		/** The writing replica. */
+		siteId: string;
+		reason: HeldReason;
+		/** Replayed once the schema defines its table or column (false: its key or value does not fit; dropped at the retention horizon). */
+		replayable: boolean;
+		/** Offered again to peers (the hold-and-forward policy). */
+		forward: boolean;
+		/** When this replica held it, ms since the Unix epoch (local clock). */
+		receivedAt: number;
+	}
+
+	interface HeldChangesPage {
+		changes: HeldChangeInfo[];
+		next: string | null;
+	}
+
+	/** What `db.inspect.sync()` returns. */
+	interface InspectSync {
+		siteId: string;
+		/** Whether this tab leads (holds the relay connection). */
+		leader: boolean;
+		/** The relay and database this replica syncs with (this tab's or the leader's target, else the last one); null before any. */
+		target: { url: string; database: string; sealed: boolean } | null;
+		/** As in ChangeLogPage. */
+		sentWatermark: string | null;
+		/** Local transactions above the sent watermark. */
+		unsent: number;
+		/**
+		 * The sync client's persisted state, by name: per relay log
+		 * ("sync:<relaySiteId>/<database>") its `:cursor` (the last relay
+		 * sequence applied), `:sent` (the sent watermark), `:chain`,
+		 * `:horizon` and the others client/doc.go lists, and the
+		 * `sync:relay:<url>#<database>` hints; values as text.
+		 */
+		state: { name: string; value: string }[];
+		/** `db.sync.state` at the time of the call. */
+		status: SyncState;
+	}
+
+	/**
 	 * @deprecated Payload of `unknownTable`, the older name of `held`
 	 * (HeldEvent), which fires alongside it for one release: the same
 	 * batch, for unknown tables and for changes to known tables that do
@@ -1098,6 +1320,13 @@ declare namespace Replica {
 		 * retention horizon. Reads every held change. Rejects: CLOSED.
 		 */
 		heldChanges(): Promise<HeldStats>;
+		/**
+		 * Read-only views of what this replica holds, with the metadata
+		 * queries leave out (cell HLCs, tombstones, held changes, the change
+		 * log, sync cursors), and `open()`, which opens the inspector page.
+		 * See Inspector.
+		 */
+		readonly inspect: Inspector;
 		/**
 		 * Drop migrations (docs/design.md § Schema migrations): remove a
 		 * table (its rows), a column (its values in every row, and indexes

@@ -636,6 +636,7 @@ function listen(s) {
 	let mask = s.peers.size ? LISTEN.peers : 0;
 	for (const [name, ls] of s.listeners) if (ls.size && LISTEN[name]) mask |= LISTEN[name];
 	if (s.pushWaiters.length) mask |= LISTEN.syncState; // db.sync.pushed checks at each change
+	if ((s.inspected && s.peers.size) || s.inspectFns.size) mask |= LISTEN.conflict; // for an inspector (Inspector.conflicts), here or in another tab
 	if (mask === s.mask || s.closed) return;
 	s.mask = mask;
 	try { go(OPS.listen, s.h, 0, 0, mask); } catch (_) { }
@@ -837,6 +838,59 @@ function heldAlias(p) {
 	return o;
 }
 
+// ---- db.inspect (jsbridge/inspect.go) ------------------------------------------
+
+// inspectOpts checks an inspect call's options and returns their JSON.
+function inspectOpts(options, method) {
+	if (options === undefined || options === null) return "";
+	if (!isRecord(options)) throw argErr(method + ": options must be an object, got " + describe(options));
+	return JSON.stringify(options);
+}
+
+class Inspector {
+	#s;
+	constructor(s) { this.#s = s; }
+	tables(options) { return attempt(() => { const m = "db.inspect.tables"; live(this.#s, m); return call(OPS.inspectTables, this.#s.h, 0, inspectOpts(options, m)); }); }
+	rows(table, options) {
+		return attempt(() => {
+			const m = "db.inspect.rows";
+			live(this.#s, m); needTable(table, m);
+			return call(OPS.inspectRows, this.#s.h, 0, table, inspectOpts(options, m)).then(([hs, meta]) => {
+				const page = { rows: hs.map((values, i) => { const r = meta[i + 1]; return { key: r.key, values, cells: r.cells, deleted: r.deleted, tombstone: r.tombstone }; }), next: meta[0].next, scanned: meta[0].scanned };
+				return page;
+			});
+		});
+	}
+	changeLog(options) { return attempt(() => { const m = "db.inspect.changeLog"; live(this.#s, m); return call(OPS.inspectLog, this.#s.h, 0, inspectOpts(options, m)); }); }
+	heldChanges(options) { return attempt(() => { const m = "db.inspect.heldChanges"; live(this.#s, m); return call(OPS.inspectHeld, this.#s.h, 0, inspectOpts(options, m)); }); }
+	sync() { return attempt(() => { live(this.#s, "db.inspect.sync"); return call(OPS.inspectSync, this.#s.h, 0).then((o) => { o.status = syncStateNow(this.#s); return o; }); }); }
+	// conflicts calls fn with every conflict any tab of this replica
+	// resolves (the leader's, forwarded over the channel): tabs that learn
+	// an inspector listens emit theirs too.
+	conflicts(fn) {
+		const s = this.#s;
+		live(s, "db.inspect.conflicts");
+		if (typeof fn !== "function") throw argErr("db.inspect.conflicts: the listener must be a function, got " + describe(fn));
+		const entry = (p) => fn(p);
+		s.inspectFns.add(entry);
+		s.inspected = true;
+		listen(s);
+		post(s, { inspecting: true });
+		return () => { s.inspectFns.delete(entry); };
+	}
+	open(options) {
+		const m = "db.inspect.open";
+		live(this.#s, m);
+		if (options !== undefined && !isRecord(options)) throw argErr(m + ": options must be an object {url?, target?}, got " + describe(options));
+		const o = options || {};
+		if (o.url !== undefined && typeof o.url !== "string") throw argErr(m + ": options.url must be a string, got " + describe(o.url));
+		if (typeof window !== "object" || !window || typeof window.open !== "function") throw argErr(m + ": there is no window to open the inspector from (call it in a page, not a Worker)");
+		const u = new URL(o.url || "/inspect", location.href);
+		u.searchParams.set("db", this.#s.name);
+		return window.open(u.href, typeof o.target === "string" ? o.target : "replica-inspect:" + this.#s.name);
+	}
+}
+
 class Database {
 	#s;
 	constructor(s) { this.#s = s; }
@@ -845,6 +899,7 @@ class Database {
 	get isLeader() { return this.#s.isLeader; }
 	get persisted() { return this.#s.persisted; }
 	get sync() { return this.#s.sync; }
+	get inspect() { const s = this.#s; return s.inspector || (s.inspector = new Inspector(s)); }
 	insert(table, row) { return attempt(() => { live(this.#s, "db.insert"); return opInsert(this.#s, 0, OPS.insert, "db.insert", table, row); }); }
 	upsert(table, row) { return attempt(() => { live(this.#s, "db.upsert"); return opInsert(this.#s, 0, OPS.upsert, "db.upsert", table, row); }); }
 	update(table, pk, patch) { return attempt(() => { live(this.#s, "db.update"); return opUpdate(this.#s, 0, "db.update", table, pk, patch); }); }
@@ -1095,6 +1150,7 @@ function onTabMessage(s, m) {
 	}
 	if (m.hello) {
 		const a = { here: true };
+		if (s.inspectFns.size) a.inspecting = true;
 		if (s.isLeader) {
 			if (s.syncTarget) { a.sync = s.syncTarget; a.keys = s.syncKeys; }
 			a.syncState = syncStateNow(s);
@@ -1119,6 +1175,8 @@ function onTabMessage(s, m) {
 		s.syncKeys = m.sync && Array.isArray(m.keys) ? m.keys : undefined;
 		try { go(OPS.syncTarget, s.h, 0, 0, JSON.stringify(m.sync), s.syncKeys); } catch (_) { }
 	}
+	if (m.inspecting && !s.inspected) { s.inspected = true; listen(s); }
+	if (m.conflict && s.inspectFns.size) for (const fn of s.inspectFns) queueMicrotask(() => guarded(fn, Object.assign({}, m.conflict, { fromOtherTab: true })));
 	if (m.requestSnapshot && s.isLeader) { try { go(OPS.syncSnapshot, s.h, 0, 0); } catch (_) { } }
 	if (m.syncState && !s.isLeader) {
 		if (m.syncState.pending !== s.syncState.pending) { try { go(OPS.pendingMoved, s.h, 0, 0); } catch (_) { } }
@@ -1152,6 +1210,7 @@ function makeDb(h, name, siteId) {
 		syncState: { status: "disconnected", pending: 0, leader: false }, syncTarget: null, syncKeys: undefined, syncQueue: Promise.resolve(), sync: null,
 		tabId: tabBase + "." + (++tabSeq), peers: new Set(), mask: 0, persisted: null,
 		pushWaiters: [], pushCheck: null, pushAgain: false, pushTimer: 0,
+		inspector: null, inspectFns: new Set(), inspected: false,
 	};
 	askPersist(s);
 	for (const e of EVENTS) s.listeners.set(e, new Set());
@@ -1179,7 +1238,11 @@ function emit(h, name, kind, text, blobs) {
 		postPeers(s, { tables: p.tables, remote: false, transactionId: null, commits: p.commits });
 		return;
 	}
-	if (name === "conflict") { const [ev, pk] = p; ev.pk = pk; p = ev; }
+	if (name === "conflict") {
+		const [ev, pk] = p; ev.pk = pk; p = ev;
+		if (s.inspected) postPeers(s, { conflict: p });
+		for (const fn of s.inspectFns) queueMicrotask(() => guarded(fn, p));
+	}
 	if (name === "syncState") {
 		// Only the leader's own state counts: a tab that no longer leads
 		// (its client closing after a freeze) shows the leader's.

@@ -183,7 +183,7 @@ func TestLoaderTwoScriptTags(t *testing.T) {
 		await db.transaction(async (t) => { tx = t; await t.insert("t", {title: "a", n: 2n ** 60n, at: new Date(5)}); });
 		while (!ev) await new Promise((r) => setTimeout(r, 10));
 		off();
-		const problems = await checkAPI({Static: Replica, Database: db, Transaction: tx, Sync: db.sync, ChangeEvent: ev});
+		const problems = await checkAPI({Static: Replica, Database: db, Transaction: tx, Sync: db.sync, Inspector: db.inspect, ChangeEvent: ev});
 		if (ev.siteId !== db.siteId) problems.push("change event siteId " + ev.siteId + ", db.siteId " + db.siteId);
 		const rows = await db.query("t");
 		const errors = [];
