@@ -65,6 +65,14 @@ type Config struct {
 	// serveInspect), for the demo. Off by default; leave it off in
 	// production. It asks Auth as a handshake would (the token of an
 	// "Authorization: Bearer" header): under AllowAll anyone may ask.
+	//
+	// It also serves the replica inspector, GET /inspect?db=NAME (and its
+	// /inspect.js and /inspect.css): a page that opens the browser's own
+	// replica NAME at this origin and shows its rows with each cell's HLC
+	// and writing site, tombstones, held changes, the change log, sync
+	// cursors and conflicts (serveInspector). It reads nothing of the
+	// relay's, but it is a development tool that lays a replica bare to
+	// whoever sits at the browser, so it is off with the rest.
 	Inspect bool
 
 	// Auth decides which handshakes may use which database. Required:

@@ -97,6 +97,9 @@ func New(cfg Config) (*Server, error) {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	if cfg.Inspect {
 		mux.HandleFunc("GET /inspect/{database}", s.serveInspect)
+		mux.HandleFunc("GET /inspect", serveInspector("inspect.html", "text/html; charset=utf-8"))
+		mux.HandleFunc("GET /inspect.js", serveInspector("inspect.js", "text/javascript; charset=utf-8"))
+		mux.HandleFunc("GET /inspect.css", serveInspector("inspect.css", "text/css; charset=utf-8"))
 	}
 	if cfg.WebDir != "" {
 		mux.Handle("GET /", staticHandler(cfg.WebDir))
