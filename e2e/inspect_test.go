@@ -194,6 +194,13 @@ func TestInspector(t *testing.T) {
 		t.Errorf("sync view: %q", s)
 	}
 	shots = append(shots, in.fullShot("8-sync"))
+	if pending != "0" {
+		in.inspectorGo(`a[data-nav="#log"]`, `document.querySelectorAll('#log tbody tr[data-unsent="true"]').length >= 1`)
+		if s := in.evalString(`return document.querySelector('#log tbody tr[data-unsent="true"]').textContent;`); !strings.Contains(s, "superseded: nothing to push") {
+			t.Errorf("A's losing write, unsent: %q (want it marked superseded)", s)
+		}
+		shots = append(shots, in.fullShot("9-superseded"))
+	}
 	for _, s := range shots {
 		t.Logf("screenshot %s", s)
 	}
@@ -251,8 +258,11 @@ func TestInspectorCities(t *testing.T) {
 	a.waitLogging("the import", `document.getElementById("import-label").dataset.done === "true"`, `document.getElementById("import-label").textContent`, 15*time.Minute)
 
 	start := time.Now()
-	in := openInspector(r, d, "trip-planner/citiesinsp")
+	in := d.openPlain(r.URL + "inspect?db=trip-planner%2Fcitiesinsp")
+	in.name = "A (inspector)"
+	in.waitLogging("the inspector to open", `document.body.dataset.ready === "true" && document.getElementById("main").dataset.loading === "false"`, `JSON.stringify(inspector.timings)`, 5*time.Minute)
 	opened := time.Since(start)
+	t.Logf("the inspector opened in %v; in the page, ms: %s", opened.Round(time.Millisecond), in.evalString(`return JSON.stringify(inspector.timings);`))
 	var nav string
 	in.eval(`return document.getElementById("nav").textContent;`, &nav)
 	if !strings.Contains(nav, fmt.Sprintf("cities%s", commas(len(all)))) {

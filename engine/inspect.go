@@ -273,6 +273,13 @@ type LogEntry struct {
 	// Migrations lists its schema migrations as "type table" (e.g.
 	// "create_table trips"), in order.
 	Migrations []string
+	// Superseded, for an entry LogOptions.Checked selects, reports that
+	// later writes (this replica's or synced ones) replaced every fact it
+	// wrote and it has no migration: ChangesSince skips it, so a sync
+	// client never pushes it, although CountLocalTransactions counts it
+	// until the sent watermark passes it.
+	Superseded bool
+	rks        [][]byte
 }
 
 // LogOptions selects a page of InspectLog. The log is read newest first,
@@ -283,6 +290,11 @@ type LogOptions struct {
 	// Limit is the number of entries wanted, 1 to MaxInspectLimit; 0
 	// means DefaultInspectLimit.
 	Limit int
+	// Checked, when not nil: entries above it (by base; all of them for
+	// the zero HLC) are checked for LogEntry.Superseded, reading their
+	// rows until one still holds a fact of theirs (a sent watermark: the
+	// unsent ones).
+	Checked *HLC
 }
 
 // InspectLog returns entries of the change log of this replica's own
@@ -346,6 +358,9 @@ func (e *Engine) InspectLog(o LogOptions) ([]LogEntry, bool, error) {
 				return false
 			}
 			en := LogEntry{HLC: baseFromBytes(k[1:]), Rows: map[string]int{}}
+			if o.Checked != nil && o.Checked.Base().Less(en.HLC) {
+				en.rks = rks // Scan's bytes stay valid until the transaction ends
+			}
 			for _, rk := range rks {
 				table, _, err := layout.SplitRowKey(rk)
 				if err != nil {
@@ -360,7 +375,19 @@ func (e *Engine) InspectLog(o LogOptions) ([]LogEntry, bool, error) {
 		if err == nil {
 			err = derr
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		for i := range out {
+			if out[i].rks == nil {
+				continue
+			}
+			if out[i].Superseded, err = superseded(tx, out[i].HLC, out[i].rks); err != nil {
+				return err
+			}
+			out[i].rks = nil
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, false, err
@@ -369,6 +396,7 @@ func (e *Engine) InspectLog(o LogOptions) ([]LogEntry, bool, error) {
 		i, found := sort.Find(len(out), func(i int) int { return -b.Compare(out[i].HLC) })
 		if found {
 			out[i].Migrations = ms
+			out[i].Superseded = false
 			continue
 		}
 		out = slices.Insert(out, i, LogEntry{HLC: b, Rows: map[string]int{}, Migrations: ms})
@@ -464,4 +492,30 @@ func (e *Engine) InspectHeld(table string, after []byte, limit int) ([]Inspected
 		return nil, nil, err
 	}
 	return out, next, nil
+}
+
+// superseded reports whether none of rks still holds a fact of the
+// transaction base.
+func superseded(tx kv.Tx, base HLC, rks [][]byte) (bool, error) {
+	for _, rk := range rks {
+		v, err := tx.Get(layout.BucketRows, rk)
+		if errors.Is(err, kv.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		table, pk, err := layout.SplitRowKey(rk)
+		if err != nil {
+			return false, err
+		}
+		rec, err := rowrec.Decode(v, pk)
+		if err != nil {
+			return false, err
+		}
+		if len(factsOf(rec, base, table, pk)) > 0 {
+			return false, nil
+		}
+	}
+	return true, nil
 }

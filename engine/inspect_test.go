@@ -148,6 +148,22 @@ func TestInspect(t *testing.T) {
 	if cnt, _ := a.CountLocalTransactions(model.HLC{}); cnt != len(all) {
 		t.Fatalf("CountLocalTransactions %d, log entries %d", cnt, len(all))
 	}
+	checked, _, err := a.InspectLog(engine.LogOptions{Limit: 1000, Checked: &model.HLC{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sup []int
+	for i, en := range checked {
+		if en.Superseded {
+			sup = append(sup, i)
+		}
+	}
+	// Newest first: the delete of c007 (0), the update of c005 (1), the
+	// inserts c119 … c000 (2 … 121), the schema (122). The delete dropped
+	// c007's cells: its insert (121-7 = 114) holds no fact any more.
+	if fmt.Sprint(sup) != "[114]" || all[114].Superseded {
+		t.Fatalf("superseded entries %v, want [114] (and none unless checked)", sup)
+	}
 	after, _, _ := a.InspectLog(engine.LogOptions{After: all[2].HLC})
 	if len(after) != 2 {
 		t.Fatalf("after the third newest: %d entries, want 2", len(after))

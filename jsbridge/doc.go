@@ -283,6 +283,29 @@
 // failure or a panic is logged to the console (the standard log package,
 // as the engine and the client log) and retried at the next interval.
 //
+// # Inspecting
+//
+// inspect.go: db.inspect (replica.d.ts Inspector) is five read-only
+// operations on the worker — tables, rows, changeLog, heldChanges, sync —
+// over engine.InspectRows, InspectLog, InspectHeld and States, which read
+// in kv transactions of at most 4,096 records that wait on nothing else.
+// rows answers kind many: the rows' values as the encoder writes any row
+// (dates, BigInts and bytes revived by the facade), and beside them each
+// row's key, cell HLCs and tombstone, which the facade joins. changeLog
+// marks entries unsent against the sent watermark of the sync target this
+// tab knows (its own, or the leader's as shared), else of the relay last
+// counted, else the newest stored for any relay (the "sync:relay:" hints),
+// and asks the engine which unsent ones are superseded. conflicts is the
+// facade's: the tab that calls it posts "inspecting" on the replica's
+// BroadcastChannel (and says so in its hello answers); a tab that learns
+// it asks Go for conflict events (listenConflict) and posts each conflict
+// to the other tabs, whose inspect listeners get it with fromOtherTab. The
+// inspector page (relay/inspector, served by the relay with -inspect)
+// opens the replica with Replica.open({name}): without options.schema,
+// openDB reads the schema the store holds (storedSchema) and declares it,
+// so the page is one more tab of the app (it may lead and sync, with the
+// app's own schema).
+//
 // # Testing
 //
 // The tests run in headless Chromium (make test-browser, or GOOS=js

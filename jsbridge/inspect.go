@@ -361,7 +361,7 @@ func (d *db) sentWatermark() (model.HLC, error) {
 
 // inspectLogOp answers db.inspect.changeLog(options): b = options JSON
 // {before?, limit?, unsent?}: {entries: [{hlc, at, rows, tables: {table:
-// rows}, migrations: ["create_table trips", ...], unsent}], next (the before of the next page, or null),
+// rows}, migrations: ["create_table trips", ...], unsent, superseded}], next (the before of the next page, or null),
 // sentWatermark (or null when nothing was ever sent)}.
 func inspectLogOp(d *db, c *call) (result, error) {
 	o, err := parseInspectOptions(c.str(0), "before", "limit", "unsent")
@@ -382,6 +382,7 @@ func inspectLogOp(d *db, c *call) (result, error) {
 	if o.unsent != nil && *o.unsent {
 		lo.After = sent
 	}
+	lo.Checked = &sent
 	entries, more, err := d.eng.InspectLog(lo)
 	if err != nil {
 		return result{}, err
@@ -411,6 +412,7 @@ func inspectLogOp(d *db, c *call) (result, error) {
 		}
 		eo.raw("migrations", string(append(ms, ']')))
 		eo.bool("unsent", sent.Base().Less(en.HLC))
+		eo.bool("superseded", en.Superseded)
 		b = append(b, eo.done()...)
 	}
 	b = append(b, `],"next":`...)

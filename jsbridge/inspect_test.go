@@ -161,8 +161,14 @@ func TestInspectLogHeldSync(t *testing.T) {
 		const unsent = await a.inspect.changeLog({unsent: true});
 		check("unsent = all", unsent.entries.length, log.entries.length);
 
+		check("none superseded", log.entries.some((e) => e.superseded), false);
+		await a.insert("items", {id: "gone"});
+		await a.delete("items", "gone");
+		check("an insert whose row was deleted is superseded", (await a.inspect.changeLog({limit: 2})).entries.map((e) => [e.tables, e.unsent, e.superseded]),
+			[[{items: 1}, true, false], [{items: 1}, true, true]]);
+
 		const sync = await a.inspect.sync();
-		check("sync", [sync.siteId === a.siteId, sync.target, sync.sentWatermark, sync.unsent, sync.state], [true, null, null, log.entries.length, []]);
+		check("sync", [sync.siteId === a.siteId, sync.target, sync.sentWatermark, sync.unsent, sync.state], [true, null, null, log.entries.length + 2, []]);
 		check("status", typeof sync.status.status, "string");
 
 		const held = await a.inspect.heldChanges();

@@ -61,6 +61,7 @@
 //	-shutdown-timeout      REPLICA_RELAY_SHUTDOWN_TIMEOUT      10s             graceful shutdown bound (ShutdownTimeout)
 //	-log-level             REPLICA_RELAY_LOG_LEVEL             info            debug, info, warn, error
 //	-log-format            REPLICA_RELAY_LOG_FORMAT            text            text or json (log/slog)
+//	-inspect               REPLICA_RELAY_INSPECT               false           the development pages below: GET /inspect and /inspect/{database} (Inspect)
 //
 // Durations take Go's units (90s, 5m, 720h); -retention also takes days
 // (30d); -max-frame takes a byte count with an optional KiB, MiB or GiB.
@@ -76,6 +77,38 @@
 //	               a precompressed sibling (replica.wasm.gz, not older than
 //	               the file) served with Content-Encoding: gzip to clients
 //	               that accept it; Cache-Control: no-cache
+//	GET /inspect   with -inspect only: the replica inspector (below)
+//	GET /inspect/{database}
+//	               with -inspect only: a sealed database's newest log
+//	               entries as stored (the demo's "What the relay holds")
+//
+// # The replica inspector
+//
+// With -inspect (Config.Inspect; `make run` passes it) the relay serves a
+// development page, GET /inspect?db=NAME, that opens the browser's own
+// replica NAME of this origin (Replica.open without a schema: the schema
+// the replica holds, as another tab of the app) and shows, through the
+// JavaScript API's db.inspect (web/replica.d.ts, Inspector): the tables
+// with their row counts; a table's rows 50 at a time, searchable (any
+// cell, case-insensitive, substring or prefix), each row's cells with the
+// HLC and the site of the write that set them; deleted rows with their
+// tombstones; held changes with their reasons; the change log of the
+// device's own transactions with what is unsent; the sync target, the
+// sent watermark and the client's persisted cursors; and conflicts as any
+// tab of the replica resolves them. Without ?db it lists the profile's
+// replicas. The page is embedded in the relay (relay/inspector) and loads
+// /wasm_exec.js and /replica.js from the web directory; it runs under a
+// Content-Security-Policy of its own ('self' scripts and
+// 'wasm-unsafe-eval', no inline code).
+//
+// It reads nothing of the relay's: everything it shows is in the visitor's
+// browser already. It is off by default all the same: it lays a replica
+// bare to whoever sits at the browser, and a production site has no use
+// for a debugging page. An app served from another origin (a dev server)
+// opens it with db.inspect.open({url}) pointing at a path its dev server
+// proxies to the relay (/inspect, /inspect.js, /inspect.css, and the
+// relay's /replica.js and /wasm_exec.js, or its own), so the page runs in
+// the app's origin and sees its IndexedDB.
 //
 // Browsers may open /sync only from the relay's own origin unless
 // -allow-origin names theirs (a host pattern such as "app.example.com" or

@@ -897,6 +897,13 @@ declare namespace Replica {
 		migrations: string[];
 		/** Not yet acknowledged by the relay (above the sent watermark). */
 		unsent: boolean;
+		/**
+		 * For an unsent entry: later writes (this device's or synced ones)
+		 * replaced every fact it wrote, so there is nothing of it to push;
+		 * it still counts in `db.sync.state.pending` until a later push
+		 * moves the sent watermark past it. Always false for sent entries.
+		 */
+		superseded: boolean;
 	}
 
 	interface ChangeLogPage {

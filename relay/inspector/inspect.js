@@ -51,7 +51,7 @@
 
 	const state = {
 		db: null, name: "", tables: [], view: null, conflicts: [], seenConflicts: 0,
-		held: 0, unsent: 0, sync: null, refreshTimer: 0, lastMs: 0,
+		held: 0, unsent: 0, sync: null, refreshTimer: 0, lastMs: 0, timings: {},
 		table: { name: "", search: "", prefix: false, deleted: false, pages: [undefined], selected: null },
 		log: { unsentOnly: false, pages: [undefined] }, heldPages: [undefined],
 	};
@@ -63,9 +63,11 @@
 		if (!state.name) return listReplicas();
 		$("db-name").textContent = state.name;
 		document.title = state.name + " · Replica inspector";
+		const t0 = performance.now();
 		try {
 			await Replica.ready;
 			state.db = await Replica.open({ name: state.name });
+			state.timings.open = performance.now() - t0;
 		} catch (e) {
 			$("main").replaceChildren(h("div", { class: "card error" }, "Cannot open the replica " + JSON.stringify(state.name) + ": " + (e.code ? e.code + ": " : "") + e.message));
 			document.body.dataset.ready = "error";
@@ -82,8 +84,12 @@
 		db.on("syncState", () => { renderFacts(); renderNav(); scheduleRefresh(); });
 		db.on("leaderChange", () => renderFacts());
 		addEventListener("hashchange", () => route());
+		let t1 = performance.now();
 		await loadSummary();
+		state.timings.summary = performance.now() - t1;
+		t1 = performance.now();
 		await route();
+		state.timings.firstView = performance.now() - t1;
 		document.body.dataset.ready = "true";
 	}
 
@@ -101,7 +107,9 @@
 	// the unsent count for the navigation.
 	async function loadSummary() {
 		const db = state.db;
-		const [tables, held, sync] = await Promise.all([db.inspect.tables(), db.heldChanges(), db.inspect.sync()]);
+		const t0 = performance.now();
+		const timed = (name, p) => p.then((v) => { state.timings[name] = performance.now() - t0; return v; });
+		const [tables, held, sync] = await Promise.all([timed("tables", db.inspect.tables()), timed("held", db.heldChanges()), timed("sync", db.inspect.sync())]);
 		state.tables = tables;
 		state.held = held.total;
 		state.sync = sync;
@@ -316,7 +324,8 @@
 						h("td", { text: when(e.at) }), h("td", { class: "num", text: nf.format(e.rows) }),
 						h("td", { text: Object.entries(e.tables).map(([t, n]) => t + " ×" + nf.format(n)).join(", ") }),
 						h("td", { text: e.migrations.join(", ") }),
-						h("td", null, h("span", { class: "badge " + (e.unsent ? "unsent" : "sent"), text: e.unsent ? "unsent" : "sent" })),
+						h("td", null, h("span", { class: "badge " + (e.unsent ? "unsent" : "sent"), text: e.unsent ? "unsent" : "sent" }),
+							e.superseded ? h("span", { class: "muted", title: "Later writes replaced every value it wrote: nothing of it is pushed; it counts as unsent until a later push passes it.", text: " superseded: nothing to push" }) : null),
 						h("td", { class: "mono", text: e.hlc })))))),
 			h("div", { class: "pager" }, prev, next));
 	}
