@@ -519,3 +519,69 @@ func superseded(tx kv.Tx, base HLC, rks [][]byte) (bool, error) {
 	}
 	return true, nil
 }
+
+// InspectCount counts table's stored rows: live ones and deleted ones
+// (tombstones that hide their row), reading each record's head only, in
+// kv transactions of at most inspectChunk records (Count reads the whole
+// table in one). Errors: ErrUnknownTable, ErrClosed and the store's
+// errors.
+func (e *Engine) InspectCount(name string) (live, deleted int, err error) {
+	if err := e.checkOpen(); err != nil {
+		return 0, 0, err
+	}
+	var t *table
+	err = e.store.View(func(tx kv.Tx) error {
+		s, err := e.currentSchema(tx)
+		if err != nil {
+			return err
+		}
+		if t = s.table(name); t == nil {
+			return fmt.Errorf("%w: %q", ErrUnknownTable, name)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	start, end := t.key, kv.PrefixEnd(t.key)
+	for {
+		n, more := 0, false
+		var last []byte
+		err := e.store.View(func(tx kv.Tx) error {
+			var derr error
+			err := tx.Scan(layout.BucketRows, kv.Range{Start: start, End: end, Limit: inspectChunk + 1}, func(k, v []byte) bool {
+				if n == inspectChunk {
+					more = true
+					return false
+				}
+				n++
+				last = k
+				ok, err := rowrec.Live(v, t.resurrect)
+				if err != nil {
+					derr = err
+					return false
+				}
+				if ok {
+					live++
+				} else {
+					deleted++
+				}
+				return true
+			})
+			if err == nil {
+				err = derr
+			}
+			if last != nil {
+				last = bytes.Clone(last)
+			}
+			return err
+		})
+		if err != nil {
+			return 0, 0, err
+		}
+		if !more {
+			return live, deleted, nil
+		}
+		start = append(last, 0)
+	}
+}

@@ -114,6 +114,9 @@ func TestInspect(t *testing.T) {
 		t.Fatalf("bounded search: %d rows, next %v, scanned %d, %v", len(bounded.Rows), bounded.Next != nil, bounded.Scanned, err)
 	}
 
+	if live, deleted, err := b.InspectCount("cities"); err != nil || live != 119 || deleted != 1 {
+		t.Fatalf("InspectCount: %d live, %d deleted, %v", live, deleted, err)
+	}
 	del, err := b.InspectRows("cities", engine.InspectOptions{Deleted: true})
 	if err != nil || len(del.Rows) != 1 || !del.Rows[0].Deleted || del.Rows[0].Tomb.Site != a.SiteID() || del.Rows[0].PriorRow["name"].Text() != "Town 7" {
 		t.Fatalf("deleted: %+v, %v", del, err)

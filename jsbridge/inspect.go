@@ -132,8 +132,10 @@ func appendHLCObject(b []byte, h model.HLC) []byte {
 
 // inspectTablesOp answers db.inspect.tables(): [{name, columns: [{name,
 // type, notNull, default?}], primaryKey, indexes: [{name, columns}],
-// rows}] for every table of the effective schema, rows counting the live
-// rows (engine.Count; left out with options {counts: false}).
+// rows, deleted}] for every table of the effective schema, counting the
+// live and deleted rows (engine.InspectCount; left out with options
+// {counts: false}).
+
 func inspectTablesOp(d *db, c *call) (result, error) {
 	o, err := parseInspectOptions(c.str(0), "counts")
 	if err != nil {
@@ -193,16 +195,30 @@ func inspectTablesOp(d *db, c *call) (result, error) {
 		}
 		to.raw("indexes", string(append(ix, ']')))
 		if counts {
-			n, err := d.eng.Count(t.Name, nil)
+			live, deleted, err := d.eng.InspectCount(t.Name)
 			if err != nil {
 				return result{}, err
 			}
-			to.int("rows", int64(n))
+			to.int("rows", int64(live))
+			to.int("deleted", int64(deleted))
 		}
 		b = append(b, to.done()...)
 	}
 	b = append(b, ']')
 	return result{kind: kindJSON, text: string(b)}, nil
+}
+
+// inspectCountOp answers db.inspect.count(table): {rows, deleted}
+// (engine.InspectCount).
+func inspectCountOp(d *db, c *call) (result, error) {
+	live, deleted, err := d.eng.InspectCount(c.str(0))
+	if err != nil {
+		return result{}, err
+	}
+	var o jsonObject
+	o.int("rows", int64(live))
+	o.int("deleted", int64(deleted))
+	return o.result(), nil
 }
 
 // inspectRowsOp answers db.inspect.rows(table, options): a = table, b =

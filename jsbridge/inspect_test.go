@@ -184,6 +184,10 @@ func TestInspectLogHeldSync(t *testing.T) {
 		check("items", [items.rows, items.primaryKey, items.columns[1], items.indexes], [2, ["id"], {name: "title", type: "text", notNull: false}, [{name: "by_n", columns: ["n"]}]]);
 		check("strict default", tables.find((t) => t.name === "strict").columns[2], {name: "qty", type: "integer", notNull: false, default: "1"});
 		check("no counts", "rows" in (await a.inspect.tables({counts: false}))[0], false);
+		await a.delete("items", "two");
+		check("count", await a.inspect.count("items"), {rows: 1, deleted: 2});
+		check("tables count deleted rows", (await a.inspect.tables()).find((t) => t.name === "items").deleted, 2);
+		try { await a.inspect.count("nope"); throw new Error("counted nope"); } catch (e) { check("count nope", e.code, "VALIDATION"); }
 	`, a)
 }
 

@@ -140,6 +140,7 @@ var operations = [...]operation{
 	{name: "inspectLog", method: "db.inspect.changeLog", queue: worker, work: inspectLogOp},
 	{name: "inspectHeld", method: "db.inspect.heldChanges", queue: worker, work: inspectHeldOp},
 	{name: "inspectSync", method: "db.inspect.sync", queue: worker, work: inspectSyncOp},
+	{name: "inspectCount", method: "db.inspect.count", queue: worker, table: true, work: inspectCountOp},
 }
 
 // methodName is the JavaScript method c's errors name (see operation.method).

@@ -77,6 +77,8 @@ async function app(): Promise<void> {
 	// db.inspect: the inspector's reads
 	const tables: Replica.InspectTable[] = await db.inspect.tables({ counts: false });
 	void tables[0]?.columns[0]?.type;
+	const counted: { rows: number; deleted: number } = await db.inspect.count("notes");
+	void counted;
 	const rowsPage: Replica.InspectRowsPage = await db.inspect.rows("notes", { search: "lis", prefix: true, limit: 100, deleted: false, maxScan: 10000 });
 	const cell: Replica.CellVersion | undefined = rowsPage.rows[0]?.cells["title"];
 	void [cell?.hlc, cell?.siteId, cell?.at, rowsPage.rows[0]?.tombstone?.hlc, rowsPage.next, rowsPage.scanned];

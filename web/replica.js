@@ -861,6 +861,7 @@ class Inspector {
 			});
 		});
 	}
+	count(table) { return attempt(() => { const m = "db.inspect.count"; live(this.#s, m); needTable(table, m); return call(OPS.inspectCount, this.#s.h, 0, table); }); }
 	changeLog(options) { return attempt(() => { const m = "db.inspect.changeLog"; live(this.#s, m); return call(OPS.inspectLog, this.#s.h, 0, inspectOpts(options, m)); }); }
 	heldChanges(options) { return attempt(() => { const m = "db.inspect.heldChanges"; live(this.#s, m); return call(OPS.inspectHeld, this.#s.h, 0, inspectOpts(options, m)); }); }
 	sync() { return attempt(() => { live(this.#s, "db.inspect.sync"); return call(OPS.inspectSync, this.#s.h, 0).then((o) => { o.status = syncStateNow(this.#s); return o; }); }); }

@@ -52,6 +52,7 @@
 	const state = {
 		db: null, name: "", tables: [], view: null, conflicts: [], seenConflicts: 0,
 		held: 0, unsent: 0, sync: null, refreshTimer: 0, lastMs: 0, timings: {},
+		counts: {}, counting: false, countAgain: false,
 		table: { name: "", search: "", prefix: false, deleted: false, pages: [undefined], selected: null },
 		log: { unsentOnly: false, pages: [undefined] }, heldPages: [undefined],
 	};
@@ -91,6 +92,7 @@
 		await route();
 		state.timings.firstView = performance.now() - t1;
 		document.body.dataset.ready = "true";
+		recount(true);
 	}
 
 	async function listReplicas() {
@@ -109,7 +111,7 @@
 		const db = state.db;
 		const t0 = performance.now();
 		const timed = (name, p) => p.then((v) => { state.timings[name] = performance.now() - t0; return v; });
-		const [tables, held, sync] = await Promise.all([timed("tables", db.inspect.tables()), timed("held", db.heldChanges()), timed("sync", db.inspect.sync())]);
+		const [tables, held, sync] = await Promise.all([timed("tables", db.inspect.tables({ counts: false })), timed("held", db.heldChanges()), timed("sync", db.inspect.sync())]);
 		state.tables = tables;
 		state.held = held.total;
 		state.sync = sync;
@@ -118,11 +120,41 @@
 		renderFacts();
 	}
 
+	// recount counts the rows of every table (all), or of those not
+	// counted yet or that count fast (under 250 ms: a refresh recounts them;
+	// a larger table is counted again only from its view's recount
+	// button), one table at a time, updating the navigation as it goes.
+	async function recount(all, only) {
+		if (state.counting) { state.countAgain = state.countAgain || all; return; }
+		state.counting = true;
+		try {
+			for (const t of state.tables) {
+				const c = state.counts[t.name];
+				if (only ? t.name !== only : c && !all && c.ms > 250) continue;
+				const t0 = performance.now();
+				const r = await state.db.inspect.count(t.name);
+				state.counts[t.name] = { rows: r.rows, deleted: r.deleted, ms: performance.now() - t0 };
+				renderNav();
+				const head = $("table-count");
+				if (head && state.view === "table" && state.table.name === t.name) head.textContent = countText(t.name);
+			}
+		} catch (e) {
+			console.warn("inspector count:", e);
+		} finally {
+			state.counting = false;
+		}
+		if (state.countAgain) { const a = state.countAgain; state.countAgain = false; recount(a === true); }
+	}
+	function countText(name) {
+		const c = state.counts[name];
+		return c ? nf.format(c.rows) + " live rows, " + nf.format(c.deleted) + " deleted" : "counting…";
+	}
+
 	function scheduleRefresh() {
 		if (state.refreshTimer) return;
 		state.refreshTimer = setTimeout(async () => {
 			state.refreshTimer = 0;
-			try { await loadSummary(); await render(); } catch (e) { console.warn("inspector refresh:", e); }
+			try { await loadSummary(); await render(); recount(false); } catch (e) { console.warn("inspector refresh:", e); }
 		}, 400);
 	}
 
@@ -151,7 +183,7 @@
 		const fresh = state.conflicts.length - state.seenConflicts;
 		$("nav").replaceChildren(
 			h("h3", { text: "Tables" }),
-			...state.tables.map((t) => navLink("#t=" + encodeURIComponent(t.name), t.name, t.rows)),
+			...state.tables.map((t) => navLink("#t=" + encodeURIComponent(t.name), t.name, state.counts[t.name] ? state.counts[t.name].rows : undefined)),
 			h("h3", { text: "Replica" }),
 			navLink("#held", "Held changes", state.held, state.held > 0),
 			navLink("#log", "Change log", unsent() ? unsent() : undefined, false, "unsent"),
@@ -241,13 +273,20 @@
 		const summary = page.rows.length ? what + " " + nf.format(from + 1) + "–" + nf.format(from + page.rows.length) : "no " + what + (v.search ? " match" : "");
 		return h("div", null,
 			h("div", { class: "card" },
-				h("h2", null, v.name, " ", h("span", { class: "muted", text: nf.format(t.rows) + " live rows · key " + t.primaryKey.join(", ") + (t.indexes.length ? " · indexes " + t.indexes.map((x) => x.name).join(", ") : "") })),
+				h("h2", null, v.name, " ", h("span", { class: "muted", id: "table-count", text: countText(v.name) }),
+					h("span", { class: "muted", text: " · key " + t.primaryKey.join(", ") + (t.indexes.length ? " · indexes " + t.indexes.map((x) => x.name).join(", ") : "") }), " ", recountButton(v.name)),
 				h("div", { class: "toolbar" }, search, h("label", { for: "prefix" }, prefix, "starts with"), h("span", { class: "seg" }, seg("Live", false), seg("Deleted (tombstones)", true))),
 				selected ? rowDetail(selected, cols) : null,
 				h("div", { class: "scroll" }, grid),
 				h("div", { class: "pager", id: "pager" }, prev, next,
 					h("span", { id: "page-summary", text: summary + " · read " + nf.format(page.scanned) + " records in " + ms.toFixed(0) + " ms" }),
 					page.rows.length ? h("span", { text: "· click a row for its cells' HLCs" }) : null)));
+	}
+
+	function recountButton(name) {
+		const b = h("button", { type: "button", class: "small", id: "recount", title: "Count this table's rows again", text: "recount" });
+		b.addEventListener("click", () => { delete state.counts[name]; $("table-count").textContent = countText(name); recount(false, name); });
+		return b;
 	}
 
 	// newestVersion is the row's newest write: its deletion for a deleted
