@@ -208,8 +208,10 @@ func TestInspector(t *testing.T) {
 }
 
 // TestInspectorWithoutInspect: a relay without Config.Inspect serves no
-// inspector page; with it, GET /inspect without ?db lists the replicas
-// of the profile, and a name it does not hold says so.
+// inspector page; with it, db.inspect.open() called from a click in the
+// app opens the inspector on the app's replica in a new window, GET
+// /inspect without ?db lists the replicas of the profile, and a name it
+// does not hold says so.
 func TestInspectorWithoutInspect(t *testing.T) {
 	r := startRelay(t)
 	d := newBrowser(t, "").newDevice("A")
@@ -223,7 +225,13 @@ func TestInspectorWithoutInspect(t *testing.T) {
 
 	r2 := startRelayConfig(t, relay.Config{Inspect: true})
 	a2 := d.open(r2.URL + "?db=list")
-	_ = a2
+	a2.eval(`const b = document.createElement("button"); b.id = "open-inspector"; b.textContent = "Inspect";
+		b.onclick = () => { window.inspectorWindow = db.inspect.open(); }; document.body.prepend(b); return null;`, nil)
+	a2.click("#open-inspector")
+	a2.waitJS("the inspector window", `window.inspectorWindow && inspectorWindow.document.body && inspectorWindow.document.body.dataset.ready === "true"`, syncTimeout)
+	if s := a2.evalString(`const w = inspectorWindow; const s = w.location.pathname + w.location.search + " " + w.document.getElementById("db-name").textContent + " " + w.document.getElementById("nav").textContent; w.close(); return s;`); !strings.HasPrefix(s, "/inspect?db=trip-planner%2Flist trip-planner/list ") || !strings.Contains(s, "trips") {
+		t.Errorf("db.inspect.open(): %q", s)
+	}
 	l := d.openPlain(r2.URL + "inspect")
 	l.waitJS("the list", `document.body.dataset.ready === "true"`, syncTimeout)
 	if s := l.evalString(`return document.getElementById("main").textContent;`); !strings.Contains(s, "trip-planner/list") {

@@ -305,12 +305,13 @@
 		return h("div", { class: "card detail", id: "detail" },
 			h("h2", null, "Row ", h("code", { text: JSON.stringify(r.key) }), " ", r.deleted ? h("span", { class: "badge del", text: "deleted" }) : null),
 			r.tombstone ? h("p", null, "Tombstone ", h("code", { text: r.tombstone.hlc }), " by ", site(r.tombstone.siteId), " at " + when(r.tombstone.at)) : null,
+			r.deleted && Object.keys(r.cells).length === 0 ? h("p", { class: "muted", text: "The deletion dropped the row's cells: the values below are the image the deleting device recorded." }) : null,
 			h("div", { class: "scroll" }, h("table", { class: "grid", id: "cells" },
 				h("thead", null, h("tr", null, ["column", "value", "written at", "by", "HLC"].map((x) => h("th", { text: x })))),
 				h("tbody", null, names.map((c) => {
 					const ver = r.cells[c];
 					return h("tr", { "data-column": c }, h("td", { text: c }), cellTD(r.values[c] === undefined ? null : r.values[c]),
-						h("td", { text: ver ? when(ver.at) : "" }), h("td", null, ver ? site(ver.siteId) : h("span", { class: "muted", text: r.deleted ? "dropped by the deletion (the value is its image)" : "not stored" })),
+						h("td", { text: ver ? when(ver.at) : "" }), h("td", null, ver ? site(ver.siteId) : h("span", { class: "muted", text: r.deleted ? "—" : "not stored" })),
 						h("td", { class: "mono hlc", text: ver ? ver.hlc : "" }));
 				})))));
 	}
