@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/replica-sync/replica/engine/internal/layout"
 	"github.com/replica-sync/replica/engine/internal/rowrec"
@@ -118,7 +119,7 @@ func (e *Engine) InspectRows(name string, o InspectOptions) (InspectPage, error)
 	if err != nil {
 		return page, err
 	}
-	m := inspectMatcher{needle: strings.ToLower(o.Search), prefix: o.Prefix}
+	m := newInspectMatcher(o.Search, o.Prefix)
 	start := t.key
 	if o.After != nil {
 		if !bytes.HasPrefix(o.After, t.key) {
@@ -143,6 +144,9 @@ func (e *Engine) InspectRows(name string, o InspectOptions) (InspectPage, error)
 				}
 				n++
 				last = k
+				if !m.mayMatch(k, v) {
+					return true
+				}
 				_, pk, err := layout.SplitRowKey(k)
 				if err == nil {
 					var rec *rowrec.Record
@@ -219,6 +223,89 @@ func (t *table) inspectRow(rec *rowrec.Record, pk []Value, deleted bool, m *insp
 type inspectMatcher struct {
 	needle string
 	prefix bool
+	// anchor: when no value but text and JSON can show needle (it holds
+	// a character that no number, boolean or timestamp writes), its
+	// longest run of ASCII characters that only ASCII characters lower-
+	// case to (anchorSafe): a row whose stored bytes lack it in any ASCII
+	// case cannot match and is not decoded (mayMatch).
+	anchor []byte
+}
+
+// nonText lists the characters of the text forms of numbers, booleans and
+// timestamps (model.Value.String: 1.5e+06, NaN, -Inf, true, false,
+// 2026-01-02T03:04:05.6Z), lower-cased.
+const nonText = "0123456789+-.:eEtTzZnNaAiIfFrRuUlLsS"
+
+// anchorSafe marks the ASCII bytes that no other rune lower-cases to
+// (not 'k', the Kelvin sign's, nor 'i', that of İ), besides 0 (which
+// keyenc escapes).
+var anchorSafe = func() (safe [128]bool) {
+	for c := 1; c < 128; c++ {
+		safe[c] = true
+	}
+	for r := rune(128); r <= unicode.MaxRune; r++ {
+		if l := unicode.ToLower(r); l < 128 {
+			safe[l] = false
+		}
+	}
+	return safe
+}()
+
+func newInspectMatcher(search string, prefix bool) inspectMatcher {
+	m := inspectMatcher{needle: strings.ToLower(search), prefix: prefix}
+	if strings.IndexFunc(m.needle, func(r rune) bool { return !strings.ContainsRune(nonText, r) }) < 0 {
+		return m // a number, boolean or timestamp may show it
+	}
+	best, start := "", -1
+	for i := 0; i <= len(m.needle); i++ {
+		if i < len(m.needle) && m.needle[i] < 128 && anchorSafe[m.needle[i]] {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 && i-start > len(best) {
+			best = m.needle[start:i]
+		}
+		start = -1
+	}
+	if best != "" {
+		m.anchor = []byte(best)
+	}
+	return m
+}
+
+// mayMatch reports whether the row stored under key k with record v may
+// match: false only when m.anchor is set and neither the key nor the
+// record holds it in any ASCII case (text is stored as its bytes in both:
+// keyenc escapes only the byte 0). A text value that matches holds, lower-
+// cased, the anchor; each of its bytes was an ASCII byte of the value,
+// lower-case or not, since no other rune lower-cases to it.
+func (m *inspectMatcher) mayMatch(k, v []byte) bool {
+	if m.anchor == nil {
+		return true
+	}
+	return containsFoldASCII(v, m.anchor) || containsFoldASCII(k, m.anchor)
+}
+
+// containsFoldASCII reports whether h holds a (lower-case ASCII) with any
+// of its letters in either case.
+func containsFoldASCII(h, a []byte) bool {
+	n := len(a)
+outer:
+	for i := 0; i+n <= len(h); i++ {
+		for j := 0; j < n; j++ {
+			c := h[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != a[j] {
+				continue outer
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func (m *inspectMatcher) row(rec *rowrec.Record, pk []Value) bool {

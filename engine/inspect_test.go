@@ -1,8 +1,10 @@
 package engine_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,5 +183,73 @@ func TestInspect(t *testing.T) {
 	st, err := b.States("sync:")
 	if err != nil || len(st) != 1 || st[0].Name != "sync:x:cursor" || string(st[0].Value) != "17" {
 		t.Fatalf("states: %+v %v", st, err)
+	}
+}
+
+// TestInspectSearchRaw: a search that only text can match skips rows
+// whose stored bytes lack it (inspectMatcher.mayMatch) and finds exactly
+// what decoding every row finds: text and JSON values, keys, any case,
+// non-ASCII letters; numbers, booleans and timestamps by their text forms.
+func TestInspectSearchRaw(t *testing.T) {
+	sch := &model.Schema{Tables: []model.TableDef{{Name: "t", Columns: []model.ColumnDef{
+		{Name: "id", Type: model.KindText}, {Name: "name", Type: model.KindText}, {Name: "n", Type: model.KindInteger},
+		{Name: "r", Type: model.KindReal}, {Name: "ok", Type: model.KindBoolean}, {Name: "at", Type: model.KindTimestamp},
+		{Name: "j", Type: model.KindJSON}}}}}
+	db, err := engine.Open(memkv.New(engine.Buckets...), engine.Options{Schema: sch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows := []map[string]any{
+		{"id": "Zürich-1", "name": "ZÜRICH Hauptbahnhof", "n": 8001, "r": 47.37, "ok": true, "at": time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC), "j": json.RawMessage(`{"city":"Bern"}`)},
+		{"id": "k2", "name": "Lisboa", "n": -12, "r": 1.5e6, "ok": false, "j": json.RawMessage(`["Quito"]`)},
+		{"id": "k3", "name": "nul\x00byte", "n": 3},
+		{"id": "Ω-key", "name": "omega"},
+		{"id": "k5", "name": "\u212Aelvin İSTANBUL"}, // the Kelvin sign and İ lower-case to k and i
+	}
+	for _, r := range rows {
+		if _, err := db.Insert("t", r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := db.InspectRows("t", engine.InspectOptions{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	brute := func(needle string, prefix bool) []string {
+		needle = strings.ToLower(needle)
+		var out []string
+		for _, r := range all.Rows {
+			for _, c := range r.Cells {
+				s := c.Value.String()
+				if c.Value.Kind() == model.KindText {
+					s = c.Value.Text()
+				}
+				if c.Value.IsNull() || c.Value.Kind() == model.KindBlob {
+					continue
+				}
+				s = strings.ToLower(s)
+				if (prefix && strings.HasPrefix(s, needle)) || (!prefix && strings.Contains(s, needle)) {
+					out = append(out, r.Key[0].Text())
+					break
+				}
+			}
+		}
+		return out
+	}
+	for _, needle := range []string{"zü", "ZÜRICH", "hauptbahnhof", "bern", "quito", "lisb", "ω", "Ω-K", "omega", "8001", "-12", "1.5e+06", "true", "fal", "2026-03-04t05", "byte", "\x00b", "city", "k", "xyz", "47.37", "kelvin", "elvin i", "istanbul", "i̇stanbul", "vin İs"} {
+		for _, prefix := range []bool{false, true} {
+			got, err := db.InspectRows("t", engine.InspectOptions{Search: needle, Prefix: prefix, Limit: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var keys []string
+			for _, r := range got.Rows {
+				keys = append(keys, r.Key[0].Text())
+			}
+			if want := brute(needle, prefix); fmt.Sprint(keys) != fmt.Sprint(want) {
+				t.Errorf("search %q (prefix %v): %q, want %q", needle, prefix, keys, want)
+			}
+		}
 	}
 }
