@@ -5,12 +5,14 @@ package jsbridge
 import (
 	"encoding/base64"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/internal/jsontext"
 	"github.com/replica-sync/replica/model"
 )
 
@@ -279,6 +281,11 @@ func inspectRowsOp(d *db, c *call) (result, error) {
 				values[pkCols[j]] = v
 			}
 		}
+		for _, c := range cols {
+			if _, ok := values[c]; !ok {
+				values[c] = model.Null // as db.query: every column
+			}
+		}
 		e.row(i, values, cols)
 		meta = append(meta, `,{"key":`...)
 		meta = appendKeyJSON(meta, r.Key)
@@ -317,8 +324,9 @@ func pkColumns(d *db, table string) []string {
 	return nil
 }
 
-// appendKeyJSON writes a key's values for display: text as is, others in
-// model.Value.String's form (a key has no blobs or timestamps to revive).
+// appendKeyJSON writes a key's values for display: text as is, integers
+// (within ±(2^53−1)) and reals as numbers, others in model.Value.String's
+// form.
 func appendKeyJSON(b []byte, key []model.Value) []byte {
 	b = append(b, '[')
 	for i, v := range key {
@@ -331,6 +339,12 @@ func appendKeyJSON(b []byte, key []model.Value) []byte {
 		case model.KindInteger:
 			if i := v.Int(); i >= -maxSafe && i <= maxSafe {
 				b = strconv.AppendInt(b, i, 10)
+				continue
+			}
+			b = appendString(b, v.String())
+		case model.KindReal:
+			if f := v.Real(); !math.IsNaN(f) && !math.IsInf(f, 0) {
+				b = jsontext.AppendFloat(b, f, 64)
 				continue
 			}
 			b = appendString(b, v.String())

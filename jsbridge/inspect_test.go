@@ -57,6 +57,8 @@ func TestInspectCells(t *testing.T) {
 		check("at is the hlc's wall", String(x.cells.title.at), x.cells.title.hlc.split(".")[0]);
 		check("title", x.values.title, "from b");
 		check("bigint", typeof x.values.n === "bigint" && x.values.n === 9007199254740993n, true);
+		const p = await a.insert("pair", {a: "k", b: 7});
+		check("a two-column key: text and number", (await a.inspect.rows("pair")).rows.map((r) => [r.key, r.values]), [[["k", 7], {a: "k", b: 7, v: null}]]);
 		check("date", x.values.at instanceof Date && x.values.at.getTime() === 86400000, true);
 		check("columns in schema order", Object.keys(x.values), ["id", "title", "n", "r", "ok", "at", "data", "meta"]);
 		check("not deleted", [x.deleted, x.tombstone], [false, undefined]);

@@ -865,7 +865,7 @@ declare namespace Replica {
 
 	/** One row as `db.inspect.rows` returns it. */
 	interface InspectRow {
-		/** The primary key's values, in key order (text as is, other values as text when beyond a number). */
+		/** The primary key's values, in key order: text as is, integers and reals as numbers (integers beyond ±(2^53−1), timestamps, booleans and others as text). */
 		key: (string | number)[];
 		/**
 		 * Its values as `db.query` returns them (every column, schema
