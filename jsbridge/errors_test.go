@@ -107,8 +107,10 @@ func TestErrors(t *testing.T) {
 			"VALIDATION", "items", "title", []string{"prefix"}},
 		{"transaction without fn", func() js.Value { return db.Call("transaction", 5) },
 			"INVALID_ARGUMENT", "", "", []string{"db.transaction"}},
-		{"open without schema", func() js.Value { return js.Global().Get("Replica").Call("open", jsv(`{name: "x"}`)) },
-			"INVALID_ARGUMENT", "", "", []string{"schema"}},
+		{"open without schema a name never opened", func() js.Value { return js.Global().Get("Replica").Call("open", jsv(`{name: "x"}`)) },
+			"NOT_FOUND", "", "", []string{"Replica.open", "options.schema"}},
+		{"open with schema null", func() js.Value { return js.Global().Get("Replica").Call("open", jsv(`{name: "x", schema: null}`)) },
+			"INVALID_ARGUMENT", "", "", []string{"options.schema"}},
 		{"open without name", func() js.Value { return js.Global().Get("Replica").Call("open", jsv(`{schema: {tables: {}}}`)) },
 			"INVALID_ARGUMENT", "", "", []string{"name"}},
 		{"open unknown option", func() js.Value {

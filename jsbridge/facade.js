@@ -1114,7 +1114,15 @@ const api = {
 			let text;
 			try { text = JSON.stringify(options); } catch (e) { throw argErr("Replica.open: options: " + e.message); }
 			const name = options.name;
-			return call(OPS.open, 0, 0, text, fn).then(([h, siteId]) => makeDb(h, name, siteId));
+			const go = () => call(OPS.open, 0, 0, text, fn).then(([h, siteId]) => makeDb(h, name, siteId));
+			// Without a schema, a name the profile does not hold is refused
+			// before anything creates its database (Go checks for tables).
+			const idb = typeof indexedDB === "object" && indexedDB;
+			if (options.schema !== undefined || !idb || typeof idb.databases !== "function") return go();
+			return idb.databases().then((list) => {
+				if (!list.some((d) => d.name === "replica:" + name)) throw new ReplicaError("NOT_FOUND", "Replica.open: no replica named " + JSON.stringify(name) + " is stored in this browser profile: give options.schema to create one");
+				return go();
+			});
 		});
 	},
 };

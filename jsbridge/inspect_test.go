@@ -201,7 +201,7 @@ func TestOpenStoredSchema(t *testing.T) {
 	a := openT(t)
 	name := a.Get("name").String()
 	missing := dbName(t)
-	t.Cleanup(func() { deleteIDB(missing) })
+	t.Cleanup(func() { deleteIDB(missing); deleteIDB(missing + "-empty") })
 	inspectJS(t, `
 		await a.insert("pair", {a: "p", b: 1, v: "kept"});
 		const c = await Replica.open({name: a.name});
@@ -212,6 +212,10 @@ func TestOpenStoredSchema(t *testing.T) {
 		} finally { await c.close(); }
 		try { await Replica.open({name: b}); throw new Error("opened a replica never created"); }
 		catch (e) { check("missing", [e.code, e.message.includes("give options.schema")], ["NOT_FOUND", true]); }
+		check("nothing created", (await indexedDB.databases()).some((d) => d.name === "replica:" + b), false);
+		await new Promise((resolve) => { const q = indexedDB.open("replica:" + b + "-empty"); q.onsuccess = () => { q.result.close(); resolve(); }; });
+		try { await Replica.open({name: b + "-empty"}); throw new Error("opened a replica without tables"); }
+		catch (e) { check("no tables", [e.code, e.message.includes("with tables")], ["NOT_FOUND", true]); }
 		try { await Replica.open({name: a.name, schema: null}); throw new Error("opened with schema null"); }
 		catch (e) { check("null schema", e.code, "INVALID_ARGUMENT"); }
 	`, a, missing)

@@ -345,7 +345,9 @@ declare namespace Replica {
 		 * declared by the app, or synced from other devices): how a tool
 		 * such as the inspector opens an app's replica by name. Rejects
 		 * with NOT_FOUND when the profile holds no replica of that name
-		 * with tables. `null` is INVALID_ARGUMENT.
+		 * with tables (checked with `indexedDB.databases()` first where the
+		 * browser has it, so nothing is created). `null` is
+		 * INVALID_ARGUMENT.
 		 */
 		schema?: Schema;
 		/**
