@@ -350,6 +350,11 @@ type bidiReply struct {
 	Params  json.RawMessage `json:"params"`
 }
 
+// firefoxNetworkLog matches what Firefox reports as a script error but is
+// the browser's log of a refused or cut WebSocket (Chromium logs these as
+// browser log entries, which the harness does not count as errors).
+var firefoxNetworkLog = regexp.MustCompile(`^Firefox can.t establish a connection to the server at |^The connection to \S+ was interrupted while the page was loading`)
+
 var bidiListening = regexp.MustCompile(`WebDriver BiDi listening on (ws://\S+)`)
 
 func startFirefox() (engineDriver, error) {
@@ -475,7 +480,7 @@ func (f *firefox) onEvent(method string, params json.RawMessage) {
 			Context string `json:"context"`
 		} `json:"source"`
 	}
-	if json.Unmarshal(params, &e) != nil || e.Level != "error" {
+	if json.Unmarshal(params, &e) != nil || e.Level != "error" || firefoxNetworkLog.MatchString(e.Text) {
 		return
 	}
 	what := "console.error: "
