@@ -371,6 +371,7 @@ func startFirefox() (engineDriver, error) {
 	}
 	cmd := exec.Command(bin, "--headless", "--no-remote", "--remote-debugging-port=0", "--profile", profile, "about:blank")
 	cmd.Env = append(os.Environ(), "MOZ_CRASHREPORTER_DISABLE=1")
+	dieWithTest(cmd)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
@@ -655,6 +656,7 @@ func startWebKit() (engineDriver, error) {
 	}
 	w.xvfb = exec.Command("/usr/bin/Xvfb", "-displayfd", "3", "-screen", "0", "1280x900x24", "-nolisten", "tcp")
 	w.xvfb.ExtraFiles = []*os.File{pw}
+	dieWithTest(w.xvfb)
 	if err := w.xvfb.Start(); err != nil {
 		return nil, fmt.Errorf("starting Xvfb: %w", err)
 	}
@@ -683,6 +685,7 @@ func startWebKit() (engineDriver, error) {
 	ln.Close()
 	w.driver = exec.Command(drvBin, fmt.Sprintf("--port=%d", port))
 	w.driver.Env = append(os.Environ(), "DISPLAY=:"+display)
+	dieWithTest(w.driver)
 	if err := w.driver.Start(); err != nil {
 		w.stop()
 		return nil, fmt.Errorf("starting %s: %w", drvBin, err)
