@@ -131,7 +131,7 @@ func engineTwoTabs(t *testing.T, e *engine) {
 		return seen - t0
 	}
 	var toBg, toShown []float64
-	for i := range 3 {
+	for i := range 5 {
 		toBg = append(toBg, delay(shown, bg, fmt.Sprintf("Shown to background %d", i)))
 		toShown = append(toShown, delay(bg, shown, fmt.Sprintf("Background to shown %d", i)))
 	}
@@ -143,18 +143,19 @@ func engineTwoTabs(t *testing.T, e *engine) {
 	bg.eval(timer, &pollBg)
 	t.Logf("%s: a write in the tab shown reached the background tab's subscription after %v ms; the background tab's write reached the tab shown after %v ms (a 20 ms setTimeout took %v ms in the tab shown, %v ms in the background tab)",
 		e.title, toBg, toShown, pollShown, pollBg)
-	// Another tab's write is in a user's view at once: the medians (one
-	// slow sample on a loaded machine is no failure) are within 500 ms
-	// both ways. A delivery that waited on a background tab's clamped
-	// timer would take a second every time.
-	if m := median(toBg); m > 500 {
-		t.Errorf("%s: the background tab saw the writes after %v ms (median %v), want within 500 ms", e.title, toBg, m)
+	// Another tab's write is in a user's view at once: the medians (a
+	// few slow samples on a loaded machine are no failure) are within
+	// 800 ms both ways; tens of ms is usual. A delivery that waited on
+	// a timer in Firefox's background tab would take about a second
+	// every time (a setTimeout(0) on the way made it 959-1023 ms).
+	if m := median(toBg); m > 800 {
+		t.Errorf("%s: the background tab saw the writes after %v ms (median %v), want within 800 ms", e.title, toBg, m)
 	}
-	if m := median(toShown); m > 500 {
-		t.Errorf("%s: the tab shown saw the background tab's writes after %v ms (median %v), want within 500 ms", e.title, toShown, m)
+	if m := median(toShown); m > 800 {
+		t.Errorf("%s: the tab shown saw the background tab's writes after %v ms (median %v), want within 800 ms", e.title, toShown, m)
 	}
-	bg.waitJS("the trips in the background tab's list", `titles().length === 6`, syncTimeout)
-	shown.waitJS("the trips in the shown tab's list", `titles().length === 6`, syncTimeout)
+	bg.waitJS("the trips in the background tab's list", `titles().length === 10`, syncTimeout)
+	shown.waitJS("the trips in the shown tab's list", `titles().length === 10`, syncTimeout)
 	if n := r.metric(t, "replica_relay_changesets_stored_total"); n != stored {
 		t.Errorf("the relay stored %v ChangeSets while offline, want %v", n, stored)
 	}
@@ -166,7 +167,7 @@ func engineTwoTabs(t *testing.T, e *engine) {
 	bg.waitStatus("synced", syncTimeout)
 	r.waitMetric(t, "replica_relay_connections", "one connection", func(v float64) bool { return v == 1 }, syncTimeout)
 	c := newBrowser(t, "").newDevice("chromium").open(url)
-	c.waitJS("the tabs' trips on Chromium", `titles().length === 6`, syncTimeout)
+	c.waitJS("the tabs' trips on Chromium", `titles().length === 10`, syncTimeout)
 	waitSameX(t, "the same trips in both tabs and on Chromium", []string{"trips"}, shown, bg, c)
 }
 
