@@ -50,7 +50,7 @@ const insertCostJS = `
 
 // TestEngineInsertCost (REPLICA_FIGURES=1, make bench-e2e) logs what a
 // single awaited insert costs in Replica beside raw IndexedDB (make
-// bench's W1, smaller: 1,000 rows, 3 alternating repetitions, medians) in
+// bench's W1, smaller: 1,000 rows, 5 alternating repetitions, medians) in
 // Chromium, Firefox ESR and WebKitGTK. Logged, never asserted.
 func TestEngineInsertCost(t *testing.T) {
 	if os.Getenv("REPLICA_FIGURES") == "" {
@@ -61,7 +61,7 @@ func TestEngineInsertCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := r.URL + "insert-cost.html"
-	const n, reps = 1000, 3
+	const n, reps = 1000, 5
 	measure := func(name string, p jsPage) {
 		var raw, rep []float64
 		for i := range reps {
