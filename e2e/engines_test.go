@@ -126,7 +126,7 @@ type xpage struct {
 	t    *testing.T
 	name string
 	tab  tabDriver
-	// errs: console errors seen (Firefox), reported at close.
+
 	closed bool
 }
 
@@ -230,9 +230,11 @@ func (p *xpage) rows(table string) string {
 }
 
 // reload reloads the tab (location.reload, as a user pressing F5) and
-// waits until the new document is ready.
+// waits until the new document is ready. The old document's errors are
+// checked first (errorHook's record goes with it).
 func (p *xpage) reload() {
 	p.t.Helper()
+	p.checkErrors()
 	p.eval(`window.beforeReload = true; setTimeout(() => location.reload(), 0); return null;`, nil)
 	end := time.Now().Add(syncTimeout)
 	for {
