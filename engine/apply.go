@@ -302,6 +302,15 @@ func grownTables(before map[string]map[string]*ColumnDef, s *schemaState) []stri
 			out = append(out, n)
 		}
 	}
+	// Changes held under another name of a table's class (a name a
+	// rename_table joined to it: changes travel under the name their
+	// writer knew) may fit now too; replaying a name holding none
+	// costs one empty read.
+	for n, r := range s.alias {
+		if n != r && s.tables[r] != nil {
+			out = append(out, n)
+		}
+	}
 	sort.Strings(out)
 	return out
 }

@@ -218,7 +218,10 @@ func (e *Engine) Delete(table string, pk Key) (deleted bool, err error) {
 // tables returns the storage table (effective schema) and the validation
 // table (the local declaration when there is one) for a local write.
 func (w *writeTx) tables(name string) (store, valid *table, err error) {
-	store = w.schema.table(name)
+	store, err = w.schema.named(name)
+	if err != nil {
+		return nil, nil, err
+	}
 	if store == nil {
 		if h, gone := w.schema.droppedTable(name); gone {
 			return nil, nil, fmt.Errorf("%w: %q was dropped (drop_table at %s); a dropped table is not created again", ErrUnknownTable, name, h)
