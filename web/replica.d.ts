@@ -1110,7 +1110,7 @@ declare namespace Replica {
 		 * Afterwards writes naming a dropped column are refused with
 		 * VALIDATION, and a dropped table is unknown (VALIDATION). A drop
 		 * rewrites every row of the table in one IndexedDB transaction.
-		 * Peers must speak protocol version 12. Rejects: VALIDATION
+		 * Peers must speak protocol version 13. Rejects: VALIDATION
 		 * (unknown table), SCHEMA (no such column or index, or a primary
 		 * key column), INVALID_ARGUMENT, QUOTA_EXCEEDED, CLOSED.
 		 */
@@ -1127,7 +1127,7 @@ declare namespace Replica {
 		 * it (an insert without a value or default, an update to null:
 		 * VALIDATION); a new default applies to later inserts that omit the
 		 * column. The altered attributes hold on every device whatever
-		 * schema it opened with. Peers must speak protocol version 12.
+		 * schema it opened with. Peers must speak protocol version 13.
 		 * Rejects: VALIDATION (unknown table, or a default that is not a
 		 * value), SCHEMA (no such column, a primary key column, a change of
 		 * nothing, a null default on a `notNull` column, a default of the
