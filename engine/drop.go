@@ -342,5 +342,7 @@ func (e *Engine) mayHaveDropped(name string) bool {
 		return true
 	}
 	t, _ := cur.named(name)
-	return t == nil || len(t.dropped) > 0
+	// A renamed table too: its declaration's key (under the name
+	// declared) is not where its rows are stored.
+	return t == nil || len(t.dropped) > 0 || t.name != t.def.Name
 }
