@@ -233,7 +233,7 @@ func (e *Engine) DropTable(name string) error {
 	})
 }
 
-// DropColumn retires column of table for good (a drop_column migration):
+// DropColumn retires column of table tbl for good (a drop_column migration):
 // its cells are removed from every row on every replica, indexes over it
 // go with it, held and later changes for it are discarded, and no
 // definition of the name (add_column, a create_table, a declaration at
@@ -261,7 +261,7 @@ func (e *Engine) DropColumn(tbl, column string) error {
 	})
 }
 
-// DropIndex retires index of table for good (a drop_index migration): its
+// DropIndex retires index of table tbl for good (a drop_index migration): its
 // entries are deleted on every replica and no definition of the name
 // brings it back (a changed index needs a new name, as before).
 //
