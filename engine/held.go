@@ -308,7 +308,9 @@ func (e *Engine) HeldCounts() ([]HeldCount, error) {
 				return false
 			}
 			reason := HeldUnknownTable
+			name := h.change.Table
 			if t := s.table(h.change.Table); t != nil {
+				name = t.name // a renamed table's current name
 				reason = HeldUnknownColumn
 				c := h.change
 				c.PK = slices.Clone(c.PK)
@@ -317,7 +319,7 @@ func (e *Engine) HeldCounts() ([]HeldCount, error) {
 					reason = he.reason
 				}
 			}
-			k := HeldCount{Table: h.change.Table, Reason: reason}
+			k := HeldCount{Table: name, Reason: reason}
 			i, ok := idx[k]
 			if !ok {
 				i = len(out)
