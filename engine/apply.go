@@ -936,7 +936,11 @@ func (r *txRow) mergeCell(c *Change, resolver ConflictResolver) {
 	}
 	takeRemote := x.HLC.Less(c.HLC)
 	if resolver != nil {
-		takeRemote = resolver(ConflictContext{Table: r.table, PK: r.pk, Column: c.Column,
+		name := r.table
+		if r.tbl != nil && r.tbl.name != "" {
+			name = r.tbl.name // a renamed table's current name, as the app knows it
+		}
+		takeRemote = resolver(ConflictContext{Table: name, PK: r.pk, Column: c.Column,
 			LocalValue: x.Val, LocalHLC: x.HLC, RemoteValue: c.Value, RemoteHLC: c.HLC,
 			HasRemotePrior: c.HasPrior, RemotePriorValue: c.PriorValue, RemotePriorHLC: c.PriorHLC})
 	}

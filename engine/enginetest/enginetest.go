@@ -68,6 +68,7 @@ func Run(t *testing.T, open Opener, o Options) {
 	t.Run("RenameKinds", s.testRenameKinds)
 	t.Run("RenameJoin", s.testRenameJoin)
 	t.Run("Renames", s.testRenames)
+	t.Run("RenameResolver", s.testRenameResolver)
 	t.Run("DeadCells", s.testDeadCells)
 	t.Run("ChangeLogInvariants", s.testChangeLogInvariants)
 	t.Run("QueryStrict", s.testQueryStrict)

@@ -474,3 +474,37 @@ func tableNamed(t testing.TB, r *replica, col string) string {
 	}
 	return out[0]
 }
+
+// testRenameResolver: a resolver and a conflict event see a renamed
+// table by its current name, also for a change from a device that wrote
+// under the old name.
+func (s *suite) testRenameResolver(t *testing.T) {
+	var seen []string
+	r := s.newReplica(t, "r", TripsSchema(), func(o *engine.Options) {
+		o.Resolver = func(c engine.ConflictContext) bool { seen = append(seen, c.Table); return engine.LWW(c) }
+	})
+	p := s.newReplica(t, "p", TripsSchema(), nil)
+	must(r.Insert("trips", map[string]any{"id": "t1", "title": "One"}))(t)
+	pull(t, p, r)
+	r.clock.Advance(5)
+	if err := r.RenameTable("trips", "journeys"); err != nil {
+		t.Fatal(err)
+	}
+	must(r.Update("journeys", engine.Key{"t1"}, map[string]any{"title": "R"}))(t)
+	p.clock.Advance(10)
+	must(p.Update("trips", engine.Key{"t1"}, map[string]any{"title": "P"}))(t)
+	var conflicts []string
+	unsub := r.Subscribe(func(ev engine.Event) {
+		if ev.Conflict != nil {
+			conflicts = append(conflicts, ev.Conflict.Table)
+		}
+	})
+	defer unsub()
+	pull(t, r, p)
+	if !slices.Equal(seen, []string{"journeys"}) || !slices.Equal(conflicts, []string{"journeys"}) {
+		t.Fatalf("the resolver saw %v, the conflict events %v; want journeys once each", seen, conflicts)
+	}
+	if row := must(r.Get("journeys", engine.Key{"t1"}))(t); row["title"].Text() != "P" {
+		t.Fatalf("t1 %v, want p's later title", fmtRow(row))
+	}
+}
