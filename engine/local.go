@@ -464,10 +464,10 @@ func (w *writeTx) insertCells(st, vt *table, row Row, pk []Value) (*txRow, []Val
 	}
 	allow := st.resurrect
 	if r.cur.Visible(allow) {
-		return nil, nil, fmt.Errorf("%w: %s %s already exists (use upsert or update)", ErrConflict, st.def.Name, fmtKey(pk))
+		return nil, nil, fmt.Errorf("%w: %s %s already exists (use upsert or update)", ErrConflict, st.name, fmtKey(pk))
 	}
 	if r.cur != nil && r.cur.HasTomb && !allow {
-		return nil, nil, fmt.Errorf("%w: %s %s was deleted and deleted rows stay deleted (the table's resurrection policy is delete-wins); use a new key", ErrConflict, st.def.Name, fmtKey(pk))
+		return nil, nil, fmt.Errorf("%w: %s %s was deleted and deleted rows stay deleted (the table's resurrection policy is delete-wins); use a new key", ErrConflict, st.name, fmtKey(pk))
 	}
 	if err := st.checkIndexKeys(row, pk); err != nil {
 		return nil, nil, err
@@ -577,7 +577,7 @@ func (w *writeTx) patchRow(st, vt *table, r *txRow, p Row) (Row, error) {
 			return nil, fmt.Errorf("%w: cannot move %s %s to %s: a row with that key exists", ErrConflict, st.def.Name, fmtKey(r.pk), fmtKey(newPK))
 		}
 		if nr.cur != nil && nr.cur.HasTomb && !st.resurrect {
-			return nil, fmt.Errorf("%w: cannot move %s %s to %s: that key was deleted and deleted rows stay deleted", ErrConflict, st.def.Name, fmtKey(r.pk), fmtKey(newPK))
+			return nil, fmt.Errorf("%w: cannot move %s %s to %s: that key was deleted and deleted rows stay deleted", ErrConflict, st.name, fmtKey(r.pk), fmtKey(newPK))
 		}
 		w.tombstone(r)
 		return w.insertRow(st, vt, next)

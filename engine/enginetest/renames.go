@@ -37,6 +37,9 @@ func (s *suite) testRenameKinds(t *testing.T) {
 		t.Fatalf("query of the old name: %v", err)
 	}
 	must(a.Insert("journeys", map[string]any{"id": "t2", "title": "Porto"}))(t)
+	if _, err := a.Insert("journeys", map[string]any{"id": "t2", "title": "again"}); !errors.Is(err, engine.ErrConflict) || !strings.Contains(err.Error(), "journeys") {
+		t.Fatalf("insert of an existing key: %v, want ErrConflict naming journeys", err)
+	}
 	rows := must(a.Query("journeys", engine.Query{Where: []engine.Filter{{Column: "title", Op: "prefix", Value: "Po"}}}))(t)
 	if len(rows) != 1 || rows[0]["id"].Text() != "t2" {
 		t.Fatalf("journeys by title prefix Po: %v", rows)
