@@ -69,6 +69,7 @@ func Run(t *testing.T, open Opener, o Options) {
 	t.Run("RenameJoin", s.testRenameJoin)
 	t.Run("Renames", s.testRenames)
 	t.Run("RenameResolver", s.testRenameResolver)
+	t.Run("RenameMalformed", s.testRenameMalformed)
 	t.Run("DeadCells", s.testDeadCells)
 	t.Run("ChangeLogInvariants", s.testChangeLogInvariants)
 	t.Run("QueryStrict", s.testQueryStrict)

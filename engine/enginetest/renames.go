@@ -511,3 +511,28 @@ func (s *suite) testRenameResolver(t *testing.T) {
 		t.Fatalf("t1 %v, want p's later title", fmtRow(row))
 	}
 }
+
+// testRenameMalformed: a peer's rename_table of the wrong shape (no new
+// name, an invalid one, a definition with it) is refused (ErrMalformed)
+// and writes nothing.
+func (s *suite) testRenameMalformed(t *testing.T) {
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	site := engine.SiteID{7, 7}
+	h := engine.HLC{Wall: T0 - 10, Site: site}
+	for _, m := range []engine.SchemaMigration{
+		{Type: engine.RenameTable, TableName: "trips"},
+		{Type: engine.RenameTable, TableName: "trips", Name: "bad name!"},
+		{Type: engine.RenameTable, TableName: "", Name: "journeys"},
+		{Type: engine.RenameTable, TableName: "trips", Name: "journeys", Index: &engine.IndexDef{Name: "i", Columns: []string{"title"}}},
+	} {
+		m.HLC = h
+		cs := engine.ChangeSet{SiteID: site, TransactionID: h.TransactionID(), HLC: h, Migrations: []engine.SchemaMigration{m}}
+		before := DumpStore(t, a.store)
+		if _, err := a.ApplyChanges([]engine.ChangeSet{cs}); !errors.Is(err, engine.ErrMalformed) {
+			t.Errorf("%+v: %v, want ErrMalformed", m, err)
+		}
+		if d := diffStore(before, DumpStore(t, a.store)); d != "" {
+			t.Errorf("%+v wrote: %s", m, d)
+		}
+	}
+}
