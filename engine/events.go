@@ -294,7 +294,9 @@ func (e *Engine) emit(ev Event) {
 // (rename_table): changes travel, and ChangeSet keeps them, under the
 // table's identity, while an app knows the table by its current name. A
 // RemoteChange or LocalChange event then carries Rows (RowsOf its
-// ChangeSet, renamed). ev itself when no table was ever renamed.
+// ChangeSet, renamed), and one carrying a rename_table lists in Tables
+// every name of the renamed table (reads of a former name re-run and
+// learn it is gone). ev itself when no table was ever renamed.
 func (e *Engine) currentNames(ev Event) Event {
 	e.mu.Lock()
 	s := e.schema
@@ -313,6 +315,21 @@ func (e *Engine) currentNames(ev Event) Event {
 		for _, n := range ev.Tables {
 			if n = name(n); !slices.Contains(tables, n) {
 				tables = append(tables, n)
+			}
+		}
+		if ev.ChangeSet != nil {
+			// A rename: what read the table under another of its names
+			// (the one it had) reads it no more, and must know.
+			for _, m := range ev.ChangeSet.Migrations {
+				if m.Type != RenameTable {
+					continue
+				}
+				r := s.resolve(m.TableName)
+				for n, nr := range s.alias {
+					if nr == r && !slices.Contains(tables, n) {
+						tables = append(tables, n)
+					}
+				}
 			}
 		}
 		sort.Strings(tables)

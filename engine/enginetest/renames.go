@@ -57,7 +57,13 @@ func (s *suite) testRenameKinds(t *testing.T) {
 	must(b.Insert("trips", map[string]any{"id": "t3", "title": "Faro"}))(t)
 	must(b.Update("trips", engine.Key{"t1"}, map[string]any{"days": 4}))(t)
 	pull(t, a, b)
+	var bTables []string
+	unsubB := b.Subscribe(func(ev engine.Event) { bTables = append(bTables, ev.Tables...) })
 	pull(t, b, a)
+	unsubB()
+	if !slices.Contains(bTables, "trips") || !slices.Contains(bTables, "journeys") {
+		t.Fatalf("b's events on learning the rename name %v, want trips (what read the old name must re-run) and journeys", bTables)
+	}
 	for _, r := range []*replica{a, b} {
 		got := must(r.Query("journeys", engine.Query{OrderBy: []engine.Order{{Column: "id"}}}))(t)
 		var ids []string
