@@ -91,6 +91,9 @@ func (s *suite) testRenameKinds(t *testing.T) {
 	if hc := must(a.HeldCounts())(t); len(hc) != 1 || hc[0].Table != "journeys" || hc[0].Reason != engine.HeldUnknownColumn {
 		t.Fatalf("held counts after the rename: %+v, want one unknown column of journeys", hc)
 	}
+	if hs := must(a.HeldChanges("journeys"))(t); len(hs) != 1 || hs[0].Change.Table != "trips" {
+		t.Fatalf("held changes of journeys: %+v, want the one held under trips", hs)
+	}
 	// Refusals write nothing.
 	before := DumpStore(t, a.store)
 	for _, c := range []struct {
