@@ -308,9 +308,12 @@
 //     of their cells, as for a peer's changes; their index entries are
 //     rebuilt). Nothing else stored changes when a rename is folded in.
 //   - The local API (writes, Get, Query, Count, the schema migrations'
-//     methods, Schema) and events (Event.Tables, Rows, Conflict, Held,
-//     Replayed) name a table by its current name; ChangeSets (Event.ChangeSet,
-//     ChangesSince) keep naming it by identity. Another name of a renamed
+//     methods, Schema, HeldCounts, HeldChanges), a resolver's
+//     ConflictContext and events (Event.Tables, Rows, Conflict, Held,
+//     Replayed) name a table by its current name (an event carrying a
+//     rename lists every name of the table in Tables, so reads of the old
+//     name re-run); ChangeSets (Event.ChangeSet, ChangesSince) and held
+//     changes keep the name their writer used. Another name of a renamed
 //     table is ErrUnknownTable, whose message gives the current name.
 //     Open with a declaration of the current name opens onto the table;
 //     with a former name (an old app version), it records nothing for it
