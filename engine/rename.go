@@ -319,8 +319,7 @@ func (w *writeTx) mergeFacts(t *table, facts []Change, out *applyOutcome) error 
 	var pending []pendingFact
 	var pk []Value
 	for i := range facts {
-		c := &facts[i]
-		c.Table = t.def.Name
+		c := &facts[i] // under the name they were stored under: held, they keep it, as from a peer
 		if err := normalizeChange(t, c); err != nil {
 			if errors.Is(err, errRetired) {
 				continue

@@ -70,6 +70,7 @@ func Run(t *testing.T, open Opener, o Options) {
 	t.Run("Renames", s.testRenames)
 	t.Run("RenameResolver", s.testRenameResolver)
 	t.Run("RenameMalformed", s.testRenameMalformed)
+	t.Run("RenameJoinKeys", s.testRenameJoinKeys)
 	t.Run("DeadCells", s.testDeadCells)
 	t.Run("ChangeLogInvariants", s.testChangeLogInvariants)
 	t.Run("QueryStrict", s.testQueryStrict)

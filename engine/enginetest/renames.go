@@ -545,3 +545,54 @@ func (s *suite) testRenameMalformed(t *testing.T) {
 		}
 	}
 }
+
+// testRenameJoinKeys: concurrent renames of two tables with different
+// keys to one name join them (a name names one table): the table keyed
+// first (lowest create_table HLC) keeps its key and rows, the other's
+// rows are held as key mismatches (HeldChanges lists them, as for two
+// devices declaring one table with two keys), and both replicas, whatever
+// the order, end the same.
+func (s *suite) testRenameJoinKeys(t *testing.T) {
+	a := s.newReplica(t, "a", TripsSchema(), nil)
+	b := s.newReplica(t, "b", TripsSchema(), nil)
+	pull(t, b, a)
+	must(a.Insert("trips", map[string]any{"id": "t1", "title": "T"}))(t)
+	must(b.Insert("stops", map[string]any{"trip": "t1", "pos": 1, "name": "S"}))(t)
+	a.clock.Advance(5)
+	b.clock.Advance(7)
+	if err := a.RenameTable("trips", "halts"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.RenameTable("stops", "halts"); err != nil {
+		t.Fatal(err)
+	}
+	pull(t, a, b)
+	pull(t, b, a)
+	// The held changes carry when each replica held them: compared by
+	// what they hold.
+	if d := diffData(DumpStore(t, a.store), DumpStore(t, b.store)); d != "" {
+		t.Fatalf("a and b differ: %s", d)
+	}
+	ha, hb := must(a.HeldChanges(""))(t), must(b.HeldChanges(""))(t)
+	if len(ha) == 0 || len(ha) != len(hb) {
+		t.Fatalf("held: a %d changes, b %d", len(ha), len(hb))
+	}
+	for i := range ha {
+		if x, y := fmt.Sprintf("%+v", ha[i].Change), fmt.Sprintf("%+v", hb[i].Change); x != y || ha[i].NeverReplayed != hb[i].NeverReplayed {
+			t.Fatalf("held change %d: a %s, b %s", i, x, y)
+		}
+	}
+	for _, r := range []*replica{a, b} {
+		tb := must(r.Schema())(t).Tables
+		if len(tb) != 1 || tb[0].Name != "halts" || !slices.Equal(tb[0].PrimaryKey, []string{"id"}) {
+			t.Fatalf("%s: tables %+v, want halts keyed by id", r.name, tb)
+		}
+		if _, err := r.Get("halts", engine.Key{"t1"}); err != nil {
+			t.Fatalf("%s: trips' row: %v", r.name, err)
+		}
+		held := must(r.HeldCounts())(t)
+		if len(held) != 1 || held[0].Reason != engine.HeldKeyMismatch {
+			t.Fatalf("%s: held %+v, want stops' row held as a key mismatch", r.name, held)
+		}
+	}
+}
