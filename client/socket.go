@@ -123,3 +123,25 @@ func closeSocket(c socket, graceful bool) {
 	}
 	_ = c.CloseNow()
 }
+
+// Compression is a permessage-deflate mode of the native WebSocket
+// (Options.Compression).
+type Compression int
+
+const (
+	// CompressionOff offers no permessage-deflate: frames travel as
+	// written.
+	CompressionOff Compression = iota
+	// CompressionNoContextTakeover offers permessage-deflate with
+	// client_no_context_takeover and server_no_context_takeover: each
+	// frame of 512 bytes or more is compressed on its own (a pooled
+	// compressor, no memory kept per connection between frames).
+	CompressionNoContextTakeover
+	// CompressionContextTakeover offers permessage-deflate with context
+	// takeover: each frame of 128 bytes or more is compressed against the
+	// previous 32 KiB the connection sent, which keeps a compressor
+	// (about 1.2 MB in coder/websocket) and a 32 KiB window per
+	// connection. A relay that accepts only no context takeover gets
+	// that.
+	CompressionContextTakeover
+)

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/wire"
@@ -85,6 +87,17 @@ type Config struct {
 	// from a browser; the relay's own origin and non-browser clients (no
 	// Origin header) are always allowed. "*" allows every origin.
 	OriginPatterns []string
+	// Compression is the permessage-deflate mode (RFC 7692) the relay
+	// accepts when a client offers it (browsers always offer it; the
+	// native client when its Options.Compression says so):
+	// websocket.CompressionDisabled (the zero value) declines, so frames
+	// travel uncompressed; websocket.CompressionNoContextTakeover
+	// compresses each frame of 512 bytes or more on its own;
+	// websocket.CompressionContextTakeover compresses each frame of 128
+	// bytes or more against the previous 32 KiB of the connection's
+	// frames. See "Compression" in the package documentation for what
+	// each saves and costs.
+	Compression websocket.CompressionMode
 
 	// MaxMessageSize is the largest frame, in bytes, the relay reads and
 	// the largest it writes when paging changes. A larger frame is
