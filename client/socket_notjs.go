@@ -15,12 +15,12 @@ type wsSocket struct{ c *websocket.Conn }
 var _ socket = wsSocket{}
 
 func dialSocket(ctx context.Context, url string, subprotocols []string, readLimit int64) (socket, error) {
-	return dialCompressed(ctx, url, subprotocols, readLimit, CompressionOff)
+	return dialCompressed(ctx, url, subprotocols, readLimit, CompressionDefault)
 }
 
 // dialer returns the native DialFunc offering compression mode m.
 func dialer(m Compression) DialFunc {
-	if m == CompressionOff {
+	if m == CompressionDefault {
 		return dialSocket
 	}
 	return func(ctx context.Context, url string, subprotocols []string, readLimit int64) (socket, error) {
@@ -31,12 +31,12 @@ func dialer(m Compression) DialFunc {
 // wsCompression maps m to coder/websocket's mode.
 func wsCompression(m Compression) websocket.CompressionMode {
 	switch m {
-	case CompressionNoContextTakeover:
-		return websocket.CompressionNoContextTakeover
+	case CompressionOff:
+		return websocket.CompressionDisabled
 	case CompressionContextTakeover:
 		return websocket.CompressionContextTakeover
 	}
-	return websocket.CompressionDisabled
+	return websocket.CompressionNoContextTakeover
 }
 
 func dialCompressed(ctx context.Context, url string, subprotocols []string, readLimit int64, m Compression) (socket, error) {

@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/wire"
@@ -88,16 +86,10 @@ type Config struct {
 	// Origin header) are always allowed. "*" allows every origin.
 	OriginPatterns []string
 	// Compression is the permessage-deflate mode (RFC 7692) the relay
-	// accepts when a client offers it (browsers always offer it; the
-	// native client when its Options.Compression says so):
-	// websocket.CompressionDisabled (the zero value) declines, so frames
-	// travel uncompressed; websocket.CompressionNoContextTakeover
-	// compresses each frame of 512 bytes or more on its own;
-	// websocket.CompressionContextTakeover compresses each frame of 128
-	// bytes or more against the previous 32 KiB of the connection's
-	// frames. See "Compression" in the package documentation for what
-	// each saves and costs.
-	Compression websocket.CompressionMode
+	// accepts when a client offers it (browsers always do). Default
+	// CompressionNoContextTakeover; CompressionOff declines. See
+	// "Compression" in the package documentation.
+	Compression Compression
 
 	// MaxMessageSize is the largest frame, in bytes, the relay reads and
 	// the largest it writes when paging changes. A larger frame is
@@ -252,6 +244,9 @@ func (c Config) withDefaults() (Config, error) {
 // defaultCounts fills the zero durations and counts of c with their
 // defaults; a negative one is an error naming the field.
 func (c *Config) defaultCounts() error {
+	if c.Compression < CompressionDefault || c.Compression > CompressionContextTakeover {
+		return fmt.Errorf("relay: Config.Compression %d is not a mode", int(c.Compression))
+	}
 	if c.MaxCheckpointBytes < 0 {
 		return fmt.Errorf("relay: Config.MaxCheckpointBytes is negative (%d)", c.MaxCheckpointBytes)
 	}

@@ -4,10 +4,12 @@ package relay
 
 import (
 	"context"
+	crand "crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/internal/cities"
 	"github.com/replica-sync/replica/kv/memkv"
+	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -81,6 +84,37 @@ func (c *countingConn) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
 	c.written.Add(int64(n))
 	return n, err
+}
+
+// startCountingRelay serves a relay with cfg (zero fields as
+// startRelay's, but the discarding logger) on a loopback port through a
+// countingListener, until the test ends, and returns its /sync URL and
+// the listener.
+func startCountingRelay(tb testing.TB, cfg Config) (string, *countingListener) {
+	tb.Helper()
+	if cfg.DataDir == "" {
+		cfg.DataDir = tb.TempDir()
+	}
+	cfg.Auth, cfg.NoSync, cfg.Logger = AllowAll, true, discardLogger
+	srv, err := New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ln := &countingListener{Listener: inner}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			tb.Errorf("Serve: %v", err)
+		}
+	})
+	return "ws://" + inner.Addr().String() + "/sync", ln
 }
 
 // wireRow is one city as inserted: its columns but the id.
@@ -200,32 +234,14 @@ func (d *wireDevice) connect(tb testing.TB, ln *countingListener, url string, ro
 // (push_changes), C synced the empty database, went offline and
 // reconnects afterwards (get_changes), D is new (get_snapshot). The
 // schema's migrations travel before the measurement.
-func measureWire(tb testing.TB, rows []cities.City, txRows int, comp websocket.CompressionMode) wireBytes {
+func measureWire(tb testing.TB, rows []cities.City, txRows int, comp Compression) wireBytes {
 	tb.Helper()
-	cc := map[websocket.CompressionMode]syncclient.Compression{
-		websocket.CompressionDisabled:          syncclient.CompressionOff,
-		websocket.CompressionNoContextTakeover: syncclient.CompressionNoContextTakeover,
-		websocket.CompressionContextTakeover:   syncclient.CompressionContextTakeover,
+	cc := map[Compression]syncclient.Compression{
+		CompressionOff:               syncclient.CompressionOff,
+		CompressionNoContextTakeover: syncclient.CompressionNoContextTakeover,
+		CompressionContextTakeover:   syncclient.CompressionContextTakeover,
 	}[comp]
-	srv, err := New(Config{DataDir: tb.TempDir(), Auth: AllowAll, NoSync: true, Logger: discardLogger, Compression: comp})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ln := &countingListener{Listener: inner}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			tb.Errorf("Serve: %v", err)
-		}
-	}()
-	url := "ws://" + inner.Addr().String() + "/sync"
+	url, ln := startCountingRelay(tb, Config{Compression: comp})
 
 	a, b, c, d := newWireDevice(tb, cc), newWireDevice(tb, cc), newWireDevice(tb, cc), newWireDevice(tb, cc)
 	for _, x := range []*wireDevice{a, b, c, d} {
@@ -294,11 +310,11 @@ func measureWire(tb testing.TB, rows []cities.City, txRows int, comp websocket.C
 // wireModes are the permessage-deflate modes measured, by name.
 var wireModes = []struct {
 	name string
-	mode websocket.CompressionMode
+	mode Compression
 }{
-	{"off", websocket.CompressionDisabled},
-	{"nocontext", websocket.CompressionNoContextTakeover},
-	{"context", websocket.CompressionContextTakeover},
+	{"off", CompressionOff},
+	{"nocontext", CompressionNoContextTakeover},
+	{"context", CompressionContextTakeover},
 }
 
 // BenchmarkWireBytes measures the bytes a GeoNames cities row costs on
@@ -335,5 +351,72 @@ func BenchmarkWireBytes(b *testing.B) {
 				b.ReportMetric(w.Snapshot, "snapshot-B/row")
 			})
 		}
+	}
+}
+
+// BenchmarkConnectionMemoryDeflate measures what permessage-deflate costs
+// the relay in memory per connection: a relay in a child process (as
+// BenchmarkIdleConnections), 200 connections over 10 databases, each
+// offering deflate=MODE (the relay accepting the same), each sent one
+// push_changes of a 1-row cities ChangeSet (1.4 KB: compressed in both
+// modes) after its handshake. Metrics as BenchmarkIdleConnections' (per
+// connection, from the relay's own /metrics: resident memory, Go heap in
+// use, before the connections and after). With context takeover
+// coder/websocket keeps the connection's compressor (flate at
+// BestSpeed) from its first compressed frame until its close.
+func BenchmarkConnectionMemoryDeflate(b *testing.B) {
+	const conns, dbs = 200, 10
+	f := newWireFixture(b)
+	for _, m := range wireModes {
+		b.Run("deflate="+m.name, func(b *testing.B) {
+			for b.Loop() {
+				cfg, err := json.Marshal(Config{Compression: m.mode})
+				if err != nil {
+					b.Fatal(err)
+				}
+				r := startChildRelay(b, true, childConfigEnv+"="+string(cfg))
+				dialc := func(db string, site model.SiteID) *client {
+					ctx, cancel := context.WithTimeout(context.Background(), recvTimeout)
+					defer cancel()
+					ws, _, err := websocket.Dial(ctx, "ws://"+r.addr+"/sync", &websocket.DialOptions{CompressionMode: m.mode.mode()})
+					if err != nil {
+						b.Fatal(err)
+					}
+					ws.SetReadLimit(-1)
+					c := &client{t: b, ws: ws, site: site}
+					if site.IsZero() {
+						_, _ = crand.Read(c.site[:])
+					}
+					c.handshake(db, "")
+					return c
+				}
+				// Every database open, and a writer in each, first: the
+				// figures are the readers'.
+				var writers, clients []*client
+				for d := range dbs {
+					writers = append(writers, dialc(fmt.Sprintf("mem-%d", d), f.single[d].SiteID))
+				}
+				runtime.GC()
+				time.Sleep(200 * time.Millisecond)
+				before := r.metrics(b)
+				for c := range conns {
+					clients = append(clients, dialc(fmt.Sprintf("mem-%d", c%dbs), model.SiteID{}))
+				}
+				for d, w := range writers {
+					w.apply("mem", []model.ChangeSet{f.single[d]})
+				}
+				for _, c := range clients {
+					recvType[*wire.PushChanges](c)
+				}
+				time.Sleep(500 * time.Millisecond)
+				after := r.metrics(b)
+				n := float64(conns)
+				b.ReportMetric((after["process_resident_memory_bytes"]-before["process_resident_memory_bytes"])/n/1024, "rss-KiB/conn")
+				b.ReportMetric((after["go_memstats_heap_inuse_bytes"]-before["go_memstats_heap_inuse_bytes"])/n/1024, "heap-KiB/conn")
+				for _, c := range append(clients, writers...) {
+					_ = c.ws.CloseNow()
+				}
+			}
+		})
 	}
 }
