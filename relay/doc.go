@@ -41,6 +41,7 @@
 //	-auth                  REPLICA_RELAY_AUTH                  none            none or tokens (Auth)
 //	-token-file            REPLICA_RELAY_TOKEN_FILE                            token file for -auth tokens
 //	-allow-origin          REPLICA_RELAY_ALLOW_ORIGIN                          other origins allowed to connect from a browser (OriginPatterns)
+//	-compression           REPLICA_RELAY_COMPRESSION           nocontext       permessage-deflate: nocontext, context or off ("Compression")
 //	-max-frame             REPLICA_RELAY_MAX_FRAME             16MiB           largest frame in bytes (MaxMessageSize)
 //	-max-checkpoint        REPLICA_RELAY_MAX_CHECKPOINT        1GiB            sealed checkpoint bytes (MaxCheckpointBytes)
 //	-max-apply-changes     REPLICA_RELAY_MAX_APPLY_CHANGES     100000          changes per apply_changes (MaxChangesPerApply)

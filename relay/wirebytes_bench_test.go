@@ -321,7 +321,7 @@ var wireModes = []struct {
 // the wire (see measureWire), per row, for each permessage-deflate mode
 // (deflate=off, nocontext: no context takeover, context: context
 // takeover) and transaction size (tx=1: 300 rows, each its own
-// transaction pushed on its own; tx=1000: 3,000 rows in 3 transactions).
+// transaction pushed on its own; tx=1000: 2,000 rows in 2 transactions).
 // Metrics, bytes per row: json-B/row (the rows' compact JSON, the
 // baseline), push-B/row (device → relay), ack-B/row (relay → the pushing
 // device), live-B/row (push_changes to an online device), pull-B/row
@@ -329,7 +329,7 @@ var wireModes = []struct {
 // bootstrap). ns/op is one whole measurement. bench/report.go puts them in
 // bench/out/bench.md as W11.
 func BenchmarkWireBytes(b *testing.B) {
-	all, err := cities.Load(3000)
+	all, err := cities.Load(2000)
 	if errors.Is(err, cities.ErrAbsent) {
 		b.Skip(err)
 	}
@@ -337,7 +337,7 @@ func BenchmarkWireBytes(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, m := range wireModes {
-		for _, sc := range []struct{ txRows, rows int }{{1, 300}, {1000, 3000}} {
+		for _, sc := range []struct{ txRows, rows int }{{1, 300}, {1000, 2000}} {
 			b.Run(fmt.Sprintf("deflate=%s/tx=%d", m.name, sc.txRows), func(b *testing.B) {
 				var w wireBytes
 				for b.Loop() {
