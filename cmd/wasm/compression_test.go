@@ -7,7 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -83,7 +85,17 @@ func TestSyncCompression(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			hs := httptest.NewUnstartedServer(rs.Handler())
+			var offersMu sync.Mutex
+			var offers []string // each upgrade's Sec-WebSocket-Extensions, as the client sent it
+			h := rs.Handler()
+			hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/sync" {
+					offersMu.Lock()
+					offers = append(offers, r.Header.Get("Sec-WebSocket-Extensions"))
+					offersMu.Unlock()
+				}
+				h.ServeHTTP(w, r)
+			}))
 			ln := &countedListener{Listener: hs.Listener}
 			hs.Listener = ln
 			hs.Start()
@@ -112,6 +124,15 @@ func TestSyncCompression(t *testing.T) {
 			if ext != mode.extensions {
 				t.Errorf("the page's WebSocket.extensions: %q, want %q", ext, mode.extensions)
 			}
+			offersMu.Lock()
+			pageOffers := slices.Clone(offers[1:]) // the native device's first
+			offersMu.Unlock()
+			for _, o := range pageOffers {
+				if !strings.HasPrefix(o, "permessage-deflate") {
+					t.Errorf("Chromium offered %q, want permessage-deflate", o)
+				}
+			}
+			t.Logf("Chromium offered %q", pageOffers)
 			ln.mu.Lock()
 			page := ln.conns[len(ln.conns)-1] // the page's sync connection, opened last
 			ln.mu.Unlock()
