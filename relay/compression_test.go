@@ -3,6 +3,7 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -133,5 +134,42 @@ func TestCompressionNegotiation(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMessageTooLargeCompressed is TestMessageTooLarge through
+// permessage-deflate: the relay judges a frame by the size it inflates
+// to, not by the bytes that carried it, so a frame of 3× the limit that
+// deflates to a few hundred bytes (a small "deflate bomb") is answered
+// with MESSAGE_TOO_LARGE and closes the connection with 1009 as
+// uncompressed, and one just over the limit is refused without ending
+// the session.
+func TestMessageTooLargeCompressed(t *testing.T) {
+	const limit = 64 << 10
+	url, ln := startCountingRelay(t, Config{MaxMessageSize: limit})
+	ctx, cancel := context.WithTimeout(context.Background(), recvTimeout)
+	defer cancel()
+	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{CompressionMode: websocket.CompressionNoContextTakeover})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ext := resp.Header.Get("Sec-WebSocket-Extensions"); !strings.HasPrefix(ext, "permessage-deflate") {
+		t.Fatalf("extensions %q: deflate not agreed", ext)
+	}
+	ws.SetReadLimit(-1)
+	t.Cleanup(func() { _ = ws.CloseNow() })
+	c := &client{t: t, ws: ws}
+	_, _ = rand.Read(c.site[:])
+	c.handshake("acme", "")
+	conn := ln.conn(ln.count() - 1)
+	c.sendRaw(bytes.Repeat([]byte("y"), limit+1))
+	c.expectError(wire.CodeMessageTooLarge)
+	c.ping()
+	before := conn.read.Load()
+	c.sendRaw(bytes.Repeat([]byte("z"), 3*limit))
+	c.expectError(wire.CodeMessageTooLarge)
+	c.expectClose(websocket.StatusMessageTooBig)
+	if n := conn.read.Load() - before; n > 4<<10 {
+		t.Errorf("the %d-byte frame took %d TCP bytes: not compressed?", 3*limit, n)
 	}
 }
