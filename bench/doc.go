@@ -101,7 +101,10 @@
 // same run, in raw IndexedDB's column. Native clients rather than the
 // pages: the bytes are the protocol's and the WebSocket's, the same from a
 // browser (cmd/wasm TestSyncCompression checks what Chromium negotiates),
-// and the Go half measures them without a browser in a minute. Target
+// and the Go half measures them without a browser (BenchmarkWireBytes,
+// BenchmarkDeflate and BenchmarkConnectionMemoryDeflate add 65–80 s to
+// `make bench-go` on 2 cores at load average 13 to 20, 14–20 s of it
+// CPU). Target
 // (issue 17): within 2× of compact JSON with the default. The figures,
 // the breakdown of a ChangeSet's bytes and the prototypes of a denser
 // form: relay/doc.go, "Compression" and "Bytes on the wire". Alone:
