@@ -946,6 +946,15 @@
 // deflate's context takeover: 156 bytes, below the 512-byte threshold
 // where deflate starts. Snapshots already use the rows chunk form.
 //
+// Sealed databases gain little from deflate: their ChangeSets carry
+// AES-GCM envelopes in base64, which deflate only brings back towards
+// the ciphertext's size. Measured once (2026-12-07, BenchmarkWireBytes'
+// measureWire with the devices given a Sealer; not part of make bench):
+// off, 1-row transactions push 2,035 B a row (14.6×), 1,000-row 1,557 B
+// (11.2×); deflate without context takeover 1,581 B (11.3×) and 1,171 B
+// (8.4×). A denser sealed form has to shrink the plaintext before it is
+// sealed.
+//
 // # Performance
 //
 // BenchmarkLoad (relay/load_bench_test.go) is the load issue 14 sets:
