@@ -173,3 +173,23 @@ func TestMessageTooLargeCompressed(t *testing.T) {
 		t.Errorf("the %d-byte frame took %d TCP bytes: not compressed?", 3*limit, n)
 	}
 }
+
+// TestCompressionConfig: the modes' names, as -compression reads them,
+// and a Config.Compression that names no mode refused by New.
+func TestCompressionConfig(t *testing.T) {
+	for s, want := range map[string]Compression{"off": CompressionOff, "nocontext": CompressionNoContextTakeover, "context": CompressionContextTakeover} {
+		c, err := ParseCompression(s)
+		if err != nil || c != want || c.String() != s {
+			t.Errorf("ParseCompression(%q) = %v, %v", s, c, err)
+		}
+	}
+	if CompressionDefault.String() != "nocontext" || CompressionDefault.mode() != websocket.CompressionNoContextTakeover {
+		t.Errorf("the default is %s", CompressionDefault)
+	}
+	if _, err := ParseCompression("gzip"); err == nil {
+		t.Error("ParseCompression(gzip) accepted")
+	}
+	if _, err := New(Config{DataDir: t.TempDir(), Auth: AllowAll, Compression: CompressionContextTakeover + 1}); err == nil || !strings.Contains(err.Error(), "Compression") {
+		t.Errorf("New with compression mode 4: %v, want an error naming Compression", err)
+	}
+}
