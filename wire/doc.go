@@ -16,6 +16,9 @@
 // (RFC 8259, UTF-8) with a string member "type" naming the message. The
 // encoder writes "type" first and no insignificant whitespace; a decoder
 // accepts members in any order and whitespace wherever JSON allows it.
+// The WebSocket may compress frames (permessage-deflate, RFC 7692, which
+// the relay accepts without context takeover unless configured otherwise:
+// relay "Compression"); what it carries is the same JSON.
 //
 // Decoding is strict. These are all errors (ErrMalformed, answered with
 // MESSAGE_ERROR), never silently zero values:

@@ -98,6 +98,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.BoolVar(&o.cfg.Inspect, "inspect", false, "serve GET /inspect/{database}: the newest entries of a sealed database's log as stored (ciphertext and metadata), to whoever -auth grants the database (Authorization: Bearer TOKEN; anyone under -auth none); for the demo, not for production")
 	fs.StringVar(&o.auth, "auth", "none", "authentication `mode`: none (anyone may use any database: local development only) or tokens (a token per database, from -token-file)")
 	fs.StringVar(&o.tokenFile, "token-file", "", "`file` of tokens for -auth tokens: a JSON object {\"<databaseId>\": \"<token>\", …}")
+	fs.Var(&o.cfg.Compression, "compression", "permessage-deflate `mode` accepted when a client offers it (browsers always do): nocontext (each frame of 512 bytes or more compressed on its own), context (against the connection's previous frames: denser, about 1.2 MB of memory per connection) or off")
 	fs.StringVar(&o.origins, "allow-origin", "", "comma-separated host `patterns` of other origins whose pages may connect from a browser (\"*\": any)")
 	fs.Var(byteSize{&o.cfg.MaxMessageSize, wire.DefaultMaxMessageSize}, "max-frame", "largest frame in `bytes` (suffixes KiB, MiB, GiB allowed); larger frames get MESSAGE_TOO_LARGE")
 	fs.Var(byteSize{&o.cfg.MaxCheckpointBytes, relay.DefaultMaxCheckpointBytes}, "max-checkpoint", "largest sealed checkpoint a device may upload, in envelope `bytes` (suffixes KiB, MiB, GiB allowed); larger uploads get CHECKPOINT_REFUSED")
