@@ -1,9 +1,10 @@
 # Replica — build, test, run. `make help` lists the targets.
 #
 # `make test` needs only Go: the first run installs what the browser tests use
-# (Debian's chromium with apt-get, wasmbrowsertest into .bin/) and the
-# PostgreSQL the native tests start private clusters of (Debian's postgresql),
-# and later runs reuse them.
+# (Debian's chromium with apt-get, wasmbrowsertest into .bin/; for the
+# end-to-end cases in the other engines Debian's firefox-esr,
+# webkit2gtk-driver and xvfb) and the PostgreSQL the native tests start
+# private clusters of (Debian's postgresql), and later runs reuse them.
 GO ?= go
 export GOFLAGS ?=
 
@@ -28,7 +29,7 @@ test_dirs = $(strip $(foreach d,$(1),$(if $(wildcard $(d)/*_test.go),./$(d))))
 BROWSER_ENV = PATH="$(BIN):$$PATH" REPLICA_CHROMIUM="$(CHROMIUM)" GOOS=js GOARCH=wasm
 
 .PHONY: help sim test test-native test-browser test-e2e vet vet-native vet-wasm typecheck \
-	browser-deps pg-deps bench-browser bench-e2e bench bench-go bench-page bench-profile wasm package run clean-tools
+	browser-deps engine-deps pg-deps bench-browser bench-e2e bench bench-go bench-page bench-profile wasm package run clean-tools
 
 help:
 	@echo "make run           - build replica.wasm, serve the demo and the relay at http://$(RUN_ADDR)/"
@@ -36,8 +37,9 @@ help:
 	@echo "make test-native   - go test ./... except ./e2e (the simulator's budgeted run included: TestSimBudget)"
 	@echo "make sim           - the deterministic simulator for SIM_OPS operations (default 1000000), SIM_PARALLEL seeds at once"
 	@echo "make test-browser  - js/wasm tests in headless Chromium: $(BROWSER_TEST_DIRS)"
-	@echo "make test-e2e      - the demo in headless Chromium against in-process relays (./e2e)"
-	@echo "make bench-e2e     - the end-to-end figures (bootstrap, sync latency, first render), logged"
+	@echo "make test-e2e      - the demo in headless Chromium against in-process relays (./e2e), and its core cases in Firefox ESR and WebKitGTK"
+	@echo "                     (REPLICA_BROWSERS=chromium,firefox,webkit names the engines; Firefox or WebKit left out is neither installed nor tested)"
+	@echo "make bench-e2e     - the end-to-end figures (bootstrap, sync latency, first render; an awaited insert beside raw IndexedDB in each engine), logged"
 	@echo "make vet           - go vet ./... natively and for js/wasm"
 	@echo "make typecheck     - tsc --strict (typescript from npm) on typecheck/usage.ts against web/replica.d.ts, and on typecheck/module/usage.ts against the npm package's index.d.ts"
 	@echo "make bench         - Go benchmarks (benchstat) and Replica beside raw IndexedDB, Dexie and TinyBase in Chromium: bench/out/bench.md"
@@ -47,6 +49,7 @@ help:
 	@echo "make wasm          - build web/replica.wasm and copy wasm_exec.js"
 	@echo "make package       - the npm package @replica-sync/replica in dist/package and its tarball (npm pack; nothing is published)"
 	@echo "make browser-deps  - install Chromium and wasmbrowsertest if missing"
+	@echo "make engine-deps   - install Firefox ESR, WebKitWebDriver and Xvfb (Debian's firefox-esr webkit2gtk-driver xvfb) if missing"
 	@echo "make pg-deps       - install PostgreSQL (Debian's postgresql) if missing, for the tests of kv/pgkv, relay/pgstore and the relay on PostgreSQL"
 	@echo "make clean-tools   - remove .bin/"
 
@@ -164,12 +167,15 @@ $(BIN)/benchstat-$(BENCHSTAT_VERSION): | $(BIN)
 # End to end: each test starts its own relay in-process and drives the demo
 # (web/) in headless Chromium; TestMain builds replica.wasm once, into a
 # copy of web/. Screenshots go to $$REPLICA_SCREENSHOTS (default: a temp
-# directory, printed).
-test-e2e: browser-deps pg-deps
-	REPLICA_CHROMIUM="$(CHROMIUM)" $(GO) test -count=1 -timeout 30m ./e2e
+# directory, printed). TestEngines runs the core cases in Firefox ESR and
+# WebKitGTK too (e2e/engines_test.go), each beside a Chromium device.
+test-e2e: browser-deps engine-deps pg-deps
+	REPLICA_CHROMIUM="$(CHROMIUM)" REPLICA_FIREFOX="$(FIREFOX)" REPLICA_WEBKIT_DRIVER="$(WEBKIT_DRIVER)" \
+		$(GO) test -count=1 -timeout 30m ./e2e
 
-bench-e2e: browser-deps
-	REPLICA_CHROMIUM="$(CHROMIUM)" REPLICA_FIGURES=1 $(GO) test -count=1 -timeout 30m -run 'TestBootstrapCities|TestSyncLatency|TestPhoneWidth' -v ./e2e
+bench-e2e: browser-deps engine-deps
+	REPLICA_CHROMIUM="$(CHROMIUM)" REPLICA_FIREFOX="$(FIREFOX)" REPLICA_WEBKIT_DRIVER="$(WEBKIT_DRIVER)" REPLICA_FIGURES=1 \
+		$(GO) test -count=1 -timeout 30m -run 'TestBootstrapCities|TestSyncLatency|TestPhoneWidth|TestEngineInsertCost' -v ./e2e
 
 # The demo: build replica.wasm, then run the relay on RUN_ADDR with its
 # databases under ./data, serving web/ at / and sync at /sync. Ctrl-C stops it.
@@ -269,6 +275,33 @@ $(BIN)/go_js_wasm_exec: $(BIN)/wasmbrowsertest-$(WASMBROWSERTEST_VERSION)
 # headless_shell is installed elsewhere on PATH.
 $(BIN)/chromium $(BIN)/headless_shell: scripts/chromium | $(BIN)
 	ln -sf ../scripts/chromium $@
+
+# --- Firefox ESR and WebKitGTK for ./e2e's TestEngines -----------------------
+
+# REPLICA_BROWSERS (comma-separated chromium, firefox, webkit; unset: all)
+# names the engines ./e2e tests; engine-deps installs the ones named.
+# Firefox ESR is driven over WebDriver BiDi, which it speaks itself (Debian
+# has no geckodriver); WebKitGTK through WebKitWebDriver (webkit2gtk-driver,
+# whose libwebkit2gtk-4.1-0 brings MiniBrowser), on an Xvfb display:
+# MiniBrowser has no headless mode. Installed with apt-get only when
+# missing; where that cannot work, make stops with one line saying what to
+# install (or how to leave the engine out).
+FIREFOX ?= /usr/bin/firefox-esr
+WEBKIT_DRIVER ?= /usr/bin/WebKitWebDriver
+XVFB := /usr/bin/Xvfb
+comma := ,
+ENGINES_WANTED := $(if $(strip $(REPLICA_BROWSERS)),$(filter firefox webkit,$(subst $(comma), ,$(REPLICA_BROWSERS))),firefox webkit)
+ENGINE_FILES := $(if $(filter firefox,$(ENGINES_WANTED)),$(FIREFOX)) $(if $(filter webkit,$(ENGINES_WANTED)),$(WEBKIT_DRIVER) $(XVFB))
+ENGINE_MISSING = $(strip $(foreach f,$(ENGINE_FILES),$(if $(wildcard $(f)),,$(f))))
+ENGINE_PACKAGES := $(if $(filter firefox,$(ENGINES_WANTED)),firefox-esr) $(if $(filter webkit,$(ENGINES_WANTED)),webkit2gtk-driver xvfb)
+define install_engines
+$(info installing Debian's $(strip $(ENGINE_PACKAGES)) for the end-to-end tests in Firefox and WebKit (apt-get; log: .bin/apt-get-engines.log) ...)
+$(shell mkdir -p $(BIN) && { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $(ENGINE_PACKAGES); } >$(BIN)/apt-get-engines.log 2>&1 && echo ok)
+endef
+NEED_ENGINES = the end-to-end tests need $(ENGINE_MISSING): run 'apt-get install $(strip $(ENGINE_PACKAGES))' as root on Debian, or leave engines out with REPLICA_BROWSERS=chromium
+
+engine-deps:
+	@$(if $(ENGINE_MISSING),$(if $(and $(can_apt),$(strip $(install_engines)),$(if $(ENGINE_MISSING),,ok)),echo "installed $(strip $(ENGINE_PACKAGES))",$(error $(NEED_ENGINES))),true)
 
 clean-tools:
 	rm -rf $(BIN)

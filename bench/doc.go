@@ -88,6 +88,29 @@
 // W9 compresses the files a page loads: gzip -9 (compress/gzip) and brotli
 // -q 11 (the brotli command, else node's zlib).
 //
+// W11 is bytes on the wire, measured in the Go half (relay's
+// BenchmarkWireBytes in `make bench-go`, read from its go test output,
+// -gotest): the TCP bytes a GeoNames cities row costs between an
+// in-process relay and native clients (package client) on loopback, per
+// row, for a push (device → relay), a live push_changes to a device online
+// meanwhile, a pull (get_changes) of a device catching up and a new
+// device's snapshot, in transactions of 1 row (each pushed alone) and of
+// 1,000, with permessage-deflate off, without context takeover (the
+// relay's default, and what Chromium negotiates with it) and with it;
+// beside the rows' compact JSON (json.Marshal of each row's map) of the
+// same run, in raw IndexedDB's column. Native clients rather than the
+// pages: the bytes are the protocol's and the WebSocket's, the same from a
+// browser (cmd/wasm TestSyncCompression checks what Chromium negotiates),
+// and the Go half measures them without a browser (BenchmarkWireBytes,
+// BenchmarkDeflate and BenchmarkConnectionMemoryDeflate add 65–80 s to
+// `make bench-go` on 2 cores at load average 13 to 20, 14–20 s of it
+// CPU). Target
+// (issue 17): within 2× of compact JSON with the default. The figures,
+// the breakdown of a ChangeSet's bytes and the prototypes of a denser
+// form: relay/doc.go, "Compression" and "Bytes on the wire". Alone:
+//
+//	go test -run '^$' -bench 'WireBytes' -count 1 ./relay
+//
 // With -profile, a further pass runs Replica and raw IndexedDB with
 // counters: IndexedDB requests and transactions per row (patched
 // prototypes) and Go<->JS boundary crossings per row (a wrapped Go class):

@@ -114,6 +114,7 @@ func run() error {
 	sealKey = seal.GenerateKey()
 	res := newResults(o)
 	noteGoTestFailures(o, res)
+	res.loadWire(o)
 
 	// W9 needs no browser.
 	gr, err := buildInputs(o)

@@ -22,6 +22,9 @@ type results struct {
 	Sizes    sizes                                    `json:"sizes"`
 	Notes    []string                                 `json:"notes"`
 	Failures []string                                 `json:"failures"`
+	Wire     map[string][]float64                     `json:"wire"` // W11: "mode/tx=N/metric" -> bytes per row
+
+	wire map[wireKey][]float64
 
 	systems  []*system
 	sizes    sizes
@@ -312,6 +315,11 @@ func (r *results) table() string {
 	}
 	if len(r.sizes) > 0 {
 		t.row("W9 download size: raw / gzip -9 / brotli -q 11", r.sizeCell, r.sizeVersus, "")
+	}
+	if len(r.wire) > 0 {
+		for _, w := range wireRows {
+			t.row(w.title, r.wireCell(w.what), func(*system) string { return "—" }, r.wireTarget(w.what))
+		}
 	}
 	return t.b.String()
 }

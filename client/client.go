@@ -28,6 +28,13 @@ type Options struct {
 	// WebSocket (github.com/coder/websocket natively, the browser's
 	// WebSocket in js/wasm). Connect's URL check applies either way.
 	Dial DialFunc
+	// Compression is the permessage-deflate mode (RFC 7692) the native
+	// WebSocket offers the relay when Dial is nil: the zero value,
+	// CompressionDefault, offers no context takeover; CompressionOff
+	// offers none. The relay decides (relay.Config.Compression). A
+	// browser's WebSocket always offers permessage-deflate on its own, so
+	// in js/wasm it has no effect.
+	Compression Compression
 	// Rand returns the jitter factor of a reconnect delay, in [0, 1); nil
 	// means math/rand/v2's Float64. It is called from the client's
 	// goroutine only.
@@ -86,7 +93,7 @@ func (o *Options) fill() {
 		o.Clock = SystemClock{}
 	}
 	if o.Dial == nil {
-		o.Dial = dialSocket
+		o.Dial = dialer(o.Compression)
 	}
 	if o.Rand == nil {
 		o.Rand = rand.Float64

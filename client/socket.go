@@ -123,3 +123,29 @@ func closeSocket(c socket, graceful bool) {
 	}
 	_ = c.CloseNow()
 }
+
+// Compression is a permessage-deflate mode (RFC 7692) the native
+// WebSocket offers the relay (Options.Compression); the relay decides
+// whether to accept it (relay.Config.Compression). A browser's WebSocket
+// offers permessage-deflate on its own, whatever the mode.
+type Compression int
+
+const (
+	// CompressionDefault is CompressionNoContextTakeover, what a relay
+	// accepts by default.
+	CompressionDefault Compression = iota
+	// CompressionOff offers no permessage-deflate: frames travel as
+	// written.
+	CompressionOff
+	// CompressionNoContextTakeover offers permessage-deflate with
+	// client_no_context_takeover and server_no_context_takeover: each
+	// frame of 512 bytes or more is compressed on its own, with a
+	// compressor taken from a pool for the frame.
+	CompressionNoContextTakeover
+	// CompressionContextTakeover offers permessage-deflate with context
+	// takeover: each frame of 128 bytes or more is compressed against the
+	// previous 32 KiB the connection sent, which keeps a compressor
+	// (about 1.2 MB in coder/websocket) per connection. A relay accepting
+	// no context takeover only makes it CompressionNoContextTakeover.
+	CompressionContextTakeover
+)

@@ -106,6 +106,10 @@ func relayURL(url string) (string, error) {
 	return u.Get("href").String(), nil
 }
 
+// dialer returns dialSocket: the browser's WebSocket negotiates
+// permessage-deflate on its own, whatever m says.
+func dialer(Compression) DialFunc { return dialSocket }
+
 func dialSocket(ctx context.Context, url string, subprotocols []string, readLimit int64) (socket, error) {
 	url, err := relayURL(url)
 	if err != nil {

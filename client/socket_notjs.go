@@ -15,8 +15,33 @@ type wsSocket struct{ c *websocket.Conn }
 var _ socket = wsSocket{}
 
 func dialSocket(ctx context.Context, url string, subprotocols []string, readLimit int64) (socket, error) {
-	// Natively the defaults otherwise: http.DefaultClient, no compression.
-	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: subprotocols})
+	return dialCompressed(ctx, url, subprotocols, readLimit, CompressionDefault)
+}
+
+// dialer returns the native DialFunc offering compression mode m.
+func dialer(m Compression) DialFunc {
+	if m == CompressionDefault {
+		return dialSocket
+	}
+	return func(ctx context.Context, url string, subprotocols []string, readLimit int64) (socket, error) {
+		return dialCompressed(ctx, url, subprotocols, readLimit, m)
+	}
+}
+
+// wsCompression maps m to coder/websocket's mode.
+func wsCompression(m Compression) websocket.CompressionMode {
+	switch m {
+	case CompressionOff:
+		return websocket.CompressionDisabled
+	case CompressionContextTakeover:
+		return websocket.CompressionContextTakeover
+	}
+	return websocket.CompressionNoContextTakeover
+}
+
+func dialCompressed(ctx context.Context, url string, subprotocols []string, readLimit int64, m Compression) (socket, error) {
+	// Natively the defaults otherwise: http.DefaultClient.
+	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: subprotocols, CompressionMode: wsCompression(m)})
 	if err != nil {
 		return nil, err
 	}

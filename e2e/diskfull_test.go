@@ -306,7 +306,7 @@ func diskFree(dir string) int64 {
 	if syscall.Statfs(dir, &st) != nil {
 		return -1
 	}
-	return int64(st.Bavail) * st.Bsize
+	return int64(st.Bavail) * int64(st.Bsize) // Bsize is int64 on Linux, uint32 on darwin
 }
 
 // dirSize returns the bytes of the files under dir.

@@ -2,16 +2,31 @@
 
 // Package e2e holds Replica's end-to-end tests: the demo app of web/ in
 // headless Chromium, driven through github.com/chromedp/chromedp, syncing
-// through a real relay. The package has no code besides its tests.
+// through a real relay; and TestEngines, the core cases in Firefox ESR and
+// WebKitGTK, each beside a Chromium device (engines_test.go). The package
+// has no code besides its tests.
 //
 // # Running
 //
-//	make test-e2e        # part of make test; installs Chromium first if missing
+//	make test-e2e        # part of make test; installs Chromium, Firefox ESR, WebKitGTK and Xvfb first if missing
 //	REPLICA_CHROMIUM=/usr/bin/chromium go test -count=1 ./e2e
 //
 // The browser is $REPLICA_CHROMIUM, else /usr/bin/chromium (Debian's
 // `chromium` package, installed by make browser-deps); without one the
-// tests skip. TestMain builds replica.wasm once (GOOS=js GOARCH=wasm,
+// tests skip.
+//
+// TestEngines drives Firefox ESR ($REPLICA_FIREFOX, default
+// /usr/bin/firefox-esr: Debian's firefox-esr) over WebDriver BiDi, which
+// Firefox speaks itself (Debian has no geckodriver), and WebKitGTK through
+// WebKitWebDriver ($REPLICA_WEBKIT_DRIVER, default /usr/bin/WebKitWebDriver:
+// Debian's webkit2gtk-driver), which starts MiniBrowser on an Xvfb display
+// (Debian's xvfb; MiniBrowser has no headless mode). make test-e2e installs
+// the three packages. REPLICA_BROWSERS, a comma-separated list of
+// chromium, firefox and webkit (unset: all), leaves engines out: those
+// cases skip, saying so. An engine not left out that is missing fails.
+// Chromium is always needed.
+//
+// TestMain builds replica.wasm once (GOOS=js GOARCH=wasm,
 // -trimpath -ldflags="-s -w", as make wasm does) into a temporary copy of
 // web/ with the toolchain's wasm_exec.js, so the working tree is never
 // touched. The real-data test reads ../shared/data/cities.json.gz (or

@@ -59,6 +59,7 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	defer stopEngines()
 	webDir = filepath.Join(tmp, "web")
 	start := time.Now()
 	if err := buildWeb(webDir); err != nil {

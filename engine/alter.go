@@ -68,7 +68,8 @@ func (e *Engine) AlterColumn(table, column string, change Alteration) error {
 		if err != nil {
 			return err
 		}
-		return w.recordMigration(&SchemaMigration{Type: AlterColumn, TableName: table, Name: column, Alter: a})
+		// Named by the table's identity (a renamed table's too).
+		return w.recordMigration(&SchemaMigration{Type: AlterColumn, TableName: w.schema.table(table).def.Name, Name: column, Alter: a})
 	})
 	if err != nil {
 		return err
@@ -80,7 +81,10 @@ func (e *Engine) AlterColumn(table, column string, change Alteration) error {
 // checkAlter checks change against the effective schema s and returns the
 // alteration it records.
 func checkAlter(s *schemaState, table, column string, change Alteration) (*ColumnAlter, error) {
-	t := s.table(table)
+	t, err := s.named(table)
+	if err != nil {
+		return nil, err
+	}
 	if t == nil {
 		if h, gone := s.droppedTable(table); gone {
 			return nil, fmt.Errorf("%w: %q was dropped (drop_table at %s)", ErrUnknownTable, table, h)

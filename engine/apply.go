@@ -302,6 +302,15 @@ func grownTables(before map[string]map[string]*ColumnDef, s *schemaState) []stri
 			out = append(out, n)
 		}
 	}
+	// Changes held under another name of a table's class (a name a
+	// rename_table joined to it: changes travel under the name their
+	// writer knew) may fit now too; replaying a name holding none
+	// costs one empty read.
+	for n, r := range s.alias {
+		if n != r && s.tables[r] != nil {
+			out = append(out, n)
+		}
+	}
 	sort.Strings(out)
 	return out
 }
@@ -927,7 +936,11 @@ func (r *txRow) mergeCell(c *Change, resolver ConflictResolver) {
 	}
 	takeRemote := x.HLC.Less(c.HLC)
 	if resolver != nil {
-		takeRemote = resolver(ConflictContext{Table: r.table, PK: r.pk, Column: c.Column,
+		name := r.table
+		if r.tbl != nil && r.tbl.name != "" {
+			name = r.tbl.name // a renamed table's current name, as the app knows it
+		}
+		takeRemote = resolver(ConflictContext{Table: name, PK: r.pk, Column: c.Column,
 			LocalValue: x.Val, LocalHLC: x.HLC, RemoteValue: c.Value, RemoteHLC: c.HLC,
 			HasRemotePrior: c.HasPrior, RemotePriorValue: c.PriorValue, RemotePriorHLC: c.PriorHLC})
 	}

@@ -268,7 +268,65 @@
 //   - The schema-less replica (the relay) folds alters alike, and
 //     snapshots carry them with the other migrations, before the data.
 //
-// rename_table is not built, nor a type change (above).
+// A type change is not built (above).
+//
+// # Renaming tables
+//
+// RenameTable records a rename_table migration (docs/design.md § Schema
+// migrations, "Renaming tables"). A table has a stable identity, the name
+// it was created with: its rows are stored, and its changes and other
+// migrations travel, under it whatever the table is called now; its name
+// is an attribute of it. Rules:
+//
+//   - Latest rename wins: a table is called by the rename_table with the
+//     highest HLC among its renames, whatever the arrival order (its
+//     identity when none). Renaming back to a former name is a rename like
+//     any other.
+//   - Most destructive wins: a drop_table of any of a table's names drops
+//     it, whatever its renames, before or after the drop.
+//   - A name, once a table's, is that table's for good. A rename joins the
+//     table's names (identity, former names) and its new name into one
+//     class, and every name of a class names one table: a create_table of
+//     any of them is a definition of that table (as two devices'
+//     create_tables of one name always were: first definition wins,
+//     columns and indexes unioned), and changes naming any of them land
+//     in it. So a device that has not learned the rename and writes to
+//     the old name, an old app version that still declares the old name
+//     on a fresh device, and a new app version that creates the table
+//     under its new name before its first sync all write into the renamed
+//     table, on every replica. A concurrent rename of another table to a
+//     name the class holds joins the two tables into one (its rows merge
+//     with this table's, a column-level join; rows whose key does not fit
+//     the joined table's key are held as HeldKeyMismatch); RenameTable
+//     refuses such a name locally.
+//   - A class's root, whose identity its rows are stored under, is the
+//     name created first (lowest create_table HLC; on the schema-less
+//     relay, the smallest name when none was created). When a fold makes
+//     a name part of another root's class (the join above, or an earlier
+//     create_table arriving), the rows stored under it move into the
+//     root's rows in the transaction that folds the migration in (a join
+//     of their cells, as for a peer's changes; their index entries are
+//     rebuilt). Nothing else stored changes when a rename is folded in.
+//   - The local API (writes, Get, Query, Count, the schema migrations'
+//     methods, Schema, HeldCounts, HeldChanges), a resolver's
+//     ConflictContext and events (Event.Tables, Rows, Conflict, Held,
+//     Replayed) name a table by its current name (an event carrying a
+//     rename lists every name of the table in Tables, so reads of the old
+//     name re-run); ChangeSets (Event.ChangeSet, ChangesSince) and held
+//     changes keep the name their writer used. Another name of a renamed
+//     table is ErrUnknownTable, whose message gives the current name.
+//     Open with a declaration of the current name opens onto the table;
+//     with a former name (an old app version), it records nothing for it
+//     and is not an error, and writes to that name are refused as above
+//     (a mapping would show the app rows under a name whose events and
+//     subscriptions say another).
+//   - RenameTable refuses (*SchemaError) a new name that is not valid,
+//     equals the current one, or is (or was) another table's, a dropped
+//     table's included; ErrUnknownTable for a table no table is called
+//     now. It commits on its own (not inside Transact or a Staged).
+//   - The schema-less replica (the relay) folds renames alike: its
+//     snapshots carry them with the other migrations, before the data,
+//     and rows under the tables' identities.
 //
 // # Where this differs from its origins
 //
@@ -305,7 +363,10 @@
 //     dropped name is retired for good (the seeds' "most destructive wins"
 //     without reuse: migrations carry no causal order, so an HLC rule
 //     would let a concurrent definition bring the dropped thing back).
-//     rename_table is not built. alter_column is built for notNull and
+//     rename_table is built with a stable table identity (the seeds'
+//     fromTable/table pair carries names only, so a device that had not
+//     learned a rename could not tell where its writes belong): see
+//     "Renaming tables". alter_column is built for notNull and
 //     the default (AlterColumn, latest alter wins per attribute), not
 //     for the type: a type change does not converge while misfitting
 //     values are held (LWW has discarded the superseded ones by then),
@@ -329,7 +390,8 @@
 //
 // The effective schema is the fold of every device's migrations in HLC
 // order, so the first definition of a table, column or index wins
-// everywhere (unless a drop retired the name: see above). A device whose declaration contradicts it (a column declared
+// everywhere (unless a drop retired the name, or a rename joined it to
+// another table's: see above). A device whose declaration contradicts it (a column declared
 // with another type) gets ErrSchema from Open, naming the column: rename the
 // column or the table in the new app version. A declaration whose notNull
 // or default differs is not an error and records nothing: a column's
@@ -358,8 +420,8 @@
 // migrations are in a legacy form, by rewriting them and restamping the
 // format in the transaction that opens the store, and refuses any other
 // format with ErrStorageFormat. The drop migrations did not change the
-// format: they are stored in the same JSON form, as new types, and so is
-// alter_column. An engine that predates them fails with ErrMalformed (unknown migration type)
+// format: they are stored in the same JSON form, as new types, and so are
+// alter_column and rename_table. An engine that predates them fails with ErrMalformed (unknown migration type)
 // when it loads the schema of a store holding one — at Open when it
 // declares a schema — rather than misreading it. From wire version 12 on,
 // an engine that meets a stored migration of a type it does not know (a

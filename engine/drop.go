@@ -50,13 +50,22 @@ func (w *writeTx) retiredTable(name string) bool {
 // flush keeps the change log, the prune index and the indexes in step.
 // It loads every row of an affected table (schema changes are rare).
 func (w *writeTx) retireDropped() error {
-	for _, name := range sortedKeys(w.schema.dropped) {
-		if _, was := w.schema0.droppedTable(name); was {
+	for _, name := range w.schema.droppedNames() {
+		if _, was := w.schema0.droppedTable(name); was || w.schema0.resolve(name) != name {
+			// Dropped already, or its rows were stored under another
+			// name (its class's root then), which this loop meets too.
+			if was {
+				continue
+			}
+			tk := layout.TableKey(name)
+			if err := w.kv.DeleteRange(layout.BucketHeld, tk, kv.PrefixEnd(tk)); err != nil {
+				return err
+			}
 			continue
 		}
 		t := w.schema0.table(name)
 		if t == nil {
-			t = &table{def: TableDef{Name: name}, key: layout.TableKey(name), asReceived: true}
+			t = &table{def: TableDef{Name: name}, key: layout.TableKey(name), name: name, asReceived: true}
 		}
 		err := w.eachRow(t, func(r *txRow) {
 			if r.cur != nil {
@@ -215,15 +224,16 @@ func (w *writeTx) dropHeldColumns(tk []byte, gone map[string]HLC) error {
 // Errors: ErrUnknownTable (the replica holds no such table), ErrClosed,
 // and the store's.
 func (e *Engine) DropTable(name string) error {
-	return e.drop(SchemaMigration{Type: DropTable, TableName: name}, func(s *schemaState) error {
-		if s.table(name) == nil {
-			return fmt.Errorf("%w: %q", ErrUnknownTable, name)
+	return e.drop(SchemaMigration{Type: DropTable, TableName: name}, func(s *schemaState) (*table, error) {
+		t, err := s.named(name)
+		if err == nil && t == nil {
+			err = fmt.Errorf("%w: %q", ErrUnknownTable, name)
 		}
-		return nil
+		return t, err
 	})
 }
 
-// DropColumn retires column of table for good (a drop_column migration):
+// DropColumn retires column of table tbl for good (a drop_column migration):
 // its cells are removed from every row on every replica, indexes over it
 // go with it, held and later changes for it are discarded, and no
 // definition of the name (add_column, a create_table, a declaration at
@@ -234,52 +244,60 @@ func (e *Engine) DropTable(name string) error {
 // Errors: ErrUnknownTable; *SchemaError (matching ErrSchema) when the
 // table has no such column or the column is part of the primary key;
 // ErrClosed, and the store's.
-func (e *Engine) DropColumn(table, column string) error {
-	return e.drop(SchemaMigration{Type: DropColumn, TableName: table, Name: column}, func(s *schemaState) error {
-		t := s.table(table)
+func (e *Engine) DropColumn(tbl, column string) error {
+	return e.drop(SchemaMigration{Type: DropColumn, TableName: tbl, Name: column}, func(s *schemaState) (*table, error) {
+		t, err := s.named(tbl)
 		switch {
+		case err != nil:
+			return nil, err
 		case t == nil:
-			return fmt.Errorf("%w: %q", ErrUnknownTable, table)
+			return nil, fmt.Errorf("%w: %q", ErrUnknownTable, tbl)
 		case t.cols[column] == nil:
-			return &SchemaError{Table: table, Column: column, Reason: "no such column to drop"}
+			return nil, &SchemaError{Table: tbl, Column: column, Reason: "no such column to drop"}
 		case t.isKey(column):
-			return &SchemaError{Table: table, Column: column, Reason: "a primary key column cannot be dropped"}
+			return nil, &SchemaError{Table: tbl, Column: column, Reason: "a primary key column cannot be dropped"}
 		}
-		return nil
+		return t, nil
 	})
 }
 
-// DropIndex retires index of table for good (a drop_index migration): its
+// DropIndex retires index of table tbl for good (a drop_index migration): its
 // entries are deleted on every replica and no definition of the name
 // brings it back (a changed index needs a new name, as before).
 //
 // Errors: ErrUnknownTable; *SchemaError (matching ErrSchema) when the
 // table has no such index; ErrClosed, and the store's.
-func (e *Engine) DropIndex(table, index string) error {
-	return e.drop(SchemaMigration{Type: DropIndex, TableName: table, Name: index}, func(s *schemaState) error {
-		t := s.table(table)
+func (e *Engine) DropIndex(tbl, index string) error {
+	return e.drop(SchemaMigration{Type: DropIndex, TableName: tbl, Name: index}, func(s *schemaState) (*table, error) {
+		t, err := s.named(tbl)
+		if err != nil {
+			return nil, err
+		}
 		if t == nil {
-			return fmt.Errorf("%w: %q", ErrUnknownTable, table)
+			return nil, fmt.Errorf("%w: %q", ErrUnknownTable, tbl)
 		}
 		for _, ix := range t.def.Indexes {
 			if ix.Name == index {
-				return nil
+				return t, nil
 			}
 		}
-		return &SchemaError{Table: table, Index: index, Reason: "no such index to drop"}
+		return nil, &SchemaError{Table: tbl, Index: index, Reason: "no such index to drop"}
 	})
 }
 
 // drop records m as a local transaction of its own once check accepts the
-// effective schema.
-func (e *Engine) drop(m SchemaMigration, check func(*schemaState) error) error {
+// effective schema, naming the table check returns by its identity (a
+// renamed table's differs from the name the caller gave).
+func (e *Engine) drop(m SchemaMigration, check func(*schemaState) (*table, error)) error {
 	if err := e.checkOpen(); err != nil {
 		return err
 	}
 	lc, err := e.write(func(w *writeTx) error {
-		if err := check(w.schema); err != nil {
+		t, err := check(w.schema)
+		if err != nil {
 			return err
 		}
+		m.TableName = t.def.Name
 		return w.recordMigration(&m)
 	})
 	if err != nil {
@@ -306,7 +324,7 @@ func (e *Engine) cachedAltered(name string, vt *table) *table {
 	e.mu.Lock()
 	cur := e.schema
 	e.mu.Unlock()
-	if t := cur.table(name); t != nil {
+	if t, _ := cur.named(name); t != nil {
 		return withAltered(vt, t)
 	}
 	return vt
@@ -323,6 +341,8 @@ func (e *Engine) mayHaveDropped(name string) bool {
 	if cur == nil {
 		return true
 	}
-	t := cur.table(name)
-	return t == nil || len(t.dropped) > 0
+	t, _ := cur.named(name)
+	// A renamed table too: its declaration's key (under the name
+	// declared) is not where its rows are stored.
+	return t == nil || len(t.dropped) > 0 || t.name != t.def.Name
 }

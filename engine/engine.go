@@ -435,11 +435,14 @@ func (e *Engine) Schema() (Schema, error) {
 		}
 		seen := map[string]bool{}
 		for _, m := range s.migrations {
-			if m.Type == CreateTable && !seen[m.TableName] {
-				// Several devices may have created the table.
-				seen[m.TableName] = true
-				if t := s.tables[m.TableName]; t != nil && t.def.Name == m.TableName {
-					out.Tables = append(out.Tables, cloneTableDef(t.def))
+			if r := s.resolve(m.TableName); m.Type == CreateTable && !seen[r] {
+				// Several devices may have created the table (under
+				// names a rename_table joined, too).
+				seen[r] = true
+				if t := s.tables[r]; t != nil {
+					def := cloneTableDef(t.def)
+					def.Name = t.name // a renamed table's current name
+					out.Tables = append(out.Tables, def)
 				}
 			}
 		}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"slices"
 	"sort"
 
 	"github.com/replica-sync/replica/engine/internal/layout"
@@ -272,6 +273,7 @@ func (e *Engine) Subscribe(fn func(Event)) (unsubscribe func()) {
 }
 
 func (e *Engine) emit(ev Event) {
+	ev = e.currentNames(ev)
 	e.subMu.Lock()
 	fns := make([]func(Event), 0, len(e.subs))
 	ids := make([]int, 0, len(e.subs))
@@ -286,6 +288,82 @@ func (e *Engine) emit(ev Event) {
 	for _, fn := range fns {
 		fn(ev)
 	}
+}
+
+// currentNames returns ev with the tables it names by their current name
+// (rename_table): changes travel, and ChangeSet keeps them, under the
+// table's identity, while an app knows the table by its current name. A
+// RemoteChange or LocalChange event then carries Rows (RowsOf its
+// ChangeSet, renamed), and one carrying a rename_table lists in Tables
+// every name of the renamed table (reads of a former name re-run and
+// learn it is gone). ev itself when no table was ever renamed.
+func (e *Engine) currentNames(ev Event) Event {
+	e.mu.Lock()
+	s := e.schema
+	e.mu.Unlock()
+	if s == nil || s.alias == nil {
+		return ev
+	}
+	name := func(n string) string {
+		if t := s.table(n); t != nil {
+			return t.name
+		}
+		return n
+	}
+	if ev.Tables != nil {
+		tables := make([]string, 0, len(ev.Tables))
+		for _, n := range ev.Tables {
+			if n = name(n); !slices.Contains(tables, n) {
+				tables = append(tables, n)
+			}
+		}
+		if ev.ChangeSet != nil {
+			// A rename: what read the table under another of its names
+			// (the one it had) reads it no more, and must know.
+			for _, m := range ev.ChangeSet.Migrations {
+				if m.Type != RenameTable {
+					continue
+				}
+				r := s.resolve(m.TableName)
+				for n, nr := range s.alias {
+					if nr == r && !slices.Contains(tables, n) {
+						tables = append(tables, n)
+					}
+				}
+			}
+		}
+		sort.Strings(tables)
+		ev.Tables = tables
+	}
+	rows := ev.Rows
+	if rows == nil && ev.ChangeSet != nil {
+		rows = RowsOf(ev.ChangeSet)
+	} else {
+		rows = slices.Clone(rows)
+	}
+	for i := range rows {
+		rows[i].Table = name(rows[i].Table)
+	}
+	if len(rows) > 0 {
+		sortRowChanges(rows)
+		ev.Rows = rows
+	}
+	if ev.Conflict != nil {
+		c := *ev.Conflict
+		c.Table = name(c.Table)
+		ev.Conflict = &c
+	}
+	if ev.Held != nil {
+		h := *ev.Held
+		h.Table = name(h.Table)
+		ev.Held = &h
+	}
+	if ev.Replayed != nil {
+		r := *ev.Replayed
+		r.Table = name(r.Table)
+		ev.Replayed = &r
+	}
+	return ev
 }
 
 func (e *Engine) emitLocal(lc *localCommit) {

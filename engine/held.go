@@ -184,31 +184,55 @@ type HeldChange struct {
 }
 
 // HeldChanges lists the changes held for table (all tables when table is
-// empty), in table then HLC order.
+// empty), in table then HLC order. A renamed table's held changes are
+// listed under its current name and any other (changes keep the name
+// their writer knew: Change.Table).
 func (e *Engine) HeldChanges(table string) ([]HeldChange, error) {
 	if err := e.checkOpen(); err != nil {
 		return nil, err
 	}
 	var out []HeldChange
-	r := kv.Range{}
-	if table != "" {
-		r = kv.Prefix(layout.TableKey(table))
-	}
 	err := e.store.View(func(tx kv.Tx) error {
-		var derr error
-		err := tx.Scan(layout.BucketHeld, r, func(k, v []byte) bool {
-			h, err := decodeHeld(v)
+		out = nil
+		ranges := []kv.Range{{}}
+		if table != "" {
+			s, err := e.currentSchema(tx)
 			if err != nil {
-				derr = err
-				return false
+				return err
 			}
-			out = append(out, HeldChange{Change: h.change, Forward: h.forward, NeverReplayed: h.noReplay, ReceivedAt: h.receivedAt})
-			return true
-		})
-		if err != nil {
-			return err
+			names := []string{table}
+			if t, _ := s.named(table); t != nil {
+				for n, r := range s.alias {
+					if r == t.def.Name && n != table {
+						names = append(names, n)
+					}
+				}
+			}
+			sort.Strings(names)
+			ranges = ranges[:0]
+			for _, n := range names {
+				ranges = append(ranges, kv.Prefix(layout.TableKey(n)))
+			}
 		}
-		return derr
+		var derr error
+		for _, r := range ranges {
+			err := tx.Scan(layout.BucketHeld, r, func(k, v []byte) bool {
+				h, err := decodeHeld(v)
+				if err != nil {
+					derr = err
+					return false
+				}
+				out = append(out, HeldChange{Change: h.change, Forward: h.forward, NeverReplayed: h.noReplay, ReceivedAt: h.receivedAt})
+				return true
+			})
+			if err == nil {
+				err = derr
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return out, err
 }
@@ -307,7 +331,8 @@ func (e *Engine) HeldCounts() ([]HeldCount, error) {
 				derr = err
 				return false
 			}
-			k := HeldCount{Table: h.change.Table, Reason: heldReasonNow(s, &h)}
+			name, reason := heldReasonNow(s, &h)
+			k := HeldCount{Table: name, Reason: reason}
 			i, ok := idx[k]
 			if !ok {
 				i = len(out)
@@ -331,11 +356,13 @@ func (e *Engine) HeldCounts() ([]HeldCount, error) {
 	return out, err
 }
 
-// heldReasonNow is the reason h is held for as schema s stands (see
-// HeldCounts).
-func heldReasonNow(s *schemaState, h *heldChange) HeldReason {
+// heldReasonNow is the reason h is held for as schema s stands, and the
+// table's current name (a renamed table's; see HeldCounts).
+func heldReasonNow(s *schemaState, h *heldChange) (string, HeldReason) {
 	reason := HeldUnknownTable
+	name := h.change.Table
 	if t := s.table(h.change.Table); t != nil {
+		name = t.name // a renamed table's current name
 		reason = HeldUnknownColumn
 		c := h.change
 		c.PK = slices.Clone(c.PK)
@@ -344,7 +371,7 @@ func heldReasonNow(s *schemaState, h *heldChange) HeldReason {
 			reason = he.reason
 		}
 	}
-	return reason
+	return name, reason
 }
 
 func (e *Engine) heldTables() ([]string, error) {

@@ -567,7 +567,8 @@ func (e *Engine) InspectHeld(table string, after []byte, limit int) ([]Inspected
 				return false
 			}
 			last = k
-			out = append(out, InspectedHeld{HeldChange: HeldChange{Change: h.change, Forward: h.forward, NeverReplayed: h.noReplay, ReceivedAt: h.receivedAt}, Reason: heldReasonNow(s, &h)})
+			_, reason := heldReasonNow(s, &h)
+			out = append(out, InspectedHeld{HeldChange: HeldChange{Change: h.change, Forward: h.forward, NeverReplayed: h.noReplay, ReceivedAt: h.receivedAt}, Reason: reason})
 			return true
 		})
 		if err == nil {

@@ -218,7 +218,10 @@ func (e *Engine) Delete(table string, pk Key) (deleted bool, err error) {
 // tables returns the storage table (effective schema) and the validation
 // table (the local declaration when there is one) for a local write.
 func (w *writeTx) tables(name string) (store, valid *table, err error) {
-	store = w.schema.table(name)
+	store, err = w.schema.named(name)
+	if err != nil {
+		return nil, nil, err
+	}
 	if store == nil {
 		if h, gone := w.schema.droppedTable(name); gone {
 			return nil, nil, fmt.Errorf("%w: %q was dropped (drop_table at %s); a dropped table is not created again", ErrUnknownTable, name, h)
@@ -461,10 +464,10 @@ func (w *writeTx) insertCells(st, vt *table, row Row, pk []Value) (*txRow, []Val
 	}
 	allow := st.resurrect
 	if r.cur.Visible(allow) {
-		return nil, nil, fmt.Errorf("%w: %s %s already exists (use upsert or update)", ErrConflict, st.def.Name, fmtKey(pk))
+		return nil, nil, fmt.Errorf("%w: %s %s already exists (use upsert or update)", ErrConflict, st.name, fmtKey(pk))
 	}
 	if r.cur != nil && r.cur.HasTomb && !allow {
-		return nil, nil, fmt.Errorf("%w: %s %s was deleted and deleted rows stay deleted (the table's resurrection policy is delete-wins); use a new key", ErrConflict, st.def.Name, fmtKey(pk))
+		return nil, nil, fmt.Errorf("%w: %s %s was deleted and deleted rows stay deleted (the table's resurrection policy is delete-wins); use a new key", ErrConflict, st.name, fmtKey(pk))
 	}
 	if err := st.checkIndexKeys(row, pk); err != nil {
 		return nil, nil, err
@@ -574,7 +577,7 @@ func (w *writeTx) patchRow(st, vt *table, r *txRow, p Row) (Row, error) {
 			return nil, fmt.Errorf("%w: cannot move %s %s to %s: a row with that key exists", ErrConflict, st.def.Name, fmtKey(r.pk), fmtKey(newPK))
 		}
 		if nr.cur != nil && nr.cur.HasTomb && !st.resurrect {
-			return nil, fmt.Errorf("%w: cannot move %s %s to %s: that key was deleted and deleted rows stay deleted", ErrConflict, st.def.Name, fmtKey(r.pk), fmtKey(newPK))
+			return nil, fmt.Errorf("%w: cannot move %s %s to %s: that key was deleted and deleted rows stay deleted", ErrConflict, st.name, fmtKey(r.pk), fmtKey(newPK))
 		}
 		w.tombstone(r)
 		return w.insertRow(st, vt, next)

@@ -19,8 +19,14 @@ import (
 
 // table is the compiled form of one table of the effective schema.
 type table struct {
-	def   TableDef
-	key   []byte // layout.TableKey(def.Name)
+	// def.Name is the table's identity: the name it was created with
+	// (of its class's root, see schemaState.alias), under which its rows
+	// are stored and its changes and migrations travel.
+	def TableDef
+	key []byte // layout.TableKey(def.Name)
+	// name is its current name (rename_table), def.Name when never
+	// renamed: the name of the local API, queries and events.
+	name  string
 	cols  map[string]*ColumnDef
 	names []string // the column names, sorted
 	// byName lists the indexes of def.Columns in name order; nil if two
@@ -66,7 +72,7 @@ type compiledIndex struct {
 }
 
 func compileTable(def TableDef) *table {
-	t := &table{def: def, key: layout.TableKey(def.Name), cols: make(map[string]*ColumnDef, len(def.Columns))}
+	t := &table{def: def, key: layout.TableKey(def.Name), name: def.Name, cols: make(map[string]*ColumnDef, len(def.Columns))}
 	for i := range t.def.Columns {
 		t.cols[t.def.Columns[i].Name] = &t.def.Columns[i]
 		t.names = append(t.names, t.def.Columns[i].Name)
@@ -106,27 +112,51 @@ type schemaState struct {
 	tables     map[string]*table
 	// dropped are the retired tables (drop_table), each with the lowest
 	// HLC that dropped it: no longer in tables, whatever defined them.
+	// Keyed by root (alias).
 	dropped map[string]HLC
+	// alias maps every name of a class of names a rename_table joined
+	// (the renamed table's identity, every name it was renamed to, and
+	// the tables created under one of those names) to the class's root,
+	// the identity its rows are stored under (rename.go); nil when no
+	// table was ever renamed. A name not in it is its own root.
+	alias map[string]string
+	// byName maps a renamed table's current name to it (nil when none
+	// was renamed): tables is keyed by root.
+	byName map[string]*table
 }
 
-// droppedTable returns the HLC of the drop_table that retired name, and
-// whether one did.
+// resolve returns the root of name's class (itself when no rename joined
+// it to another name).
+func (s *schemaState) resolve(name string) string {
+	if s != nil {
+		if r, ok := s.alias[name]; ok {
+			return r
+		}
+	}
+	return name
+}
+
+// droppedTable returns the HLC of the drop_table that retired name (or
+// any name of its class), and whether one did.
 func (s *schemaState) droppedTable(name string) (HLC, bool) {
 	if s == nil {
 		return HLC{}, false
 	}
-	h, ok := s.dropped[name]
+	h, ok := s.dropped[s.resolve(name)]
 	return h, ok
 }
 
+// table returns the table name identifies as the sync protocol does: by
+// any name of its class (its identity, a former name, its current name).
+// The local API looks tables up by their current name only (named).
 func (s *schemaState) table(name string) *table {
 	if s == nil {
 		return nil
 	}
-	return s.tables[name]
+	return s.tables[s.resolve(name)]
 }
 
-// names returns the table names, sorted.
+// names returns the table identities (the keys of tables), sorted.
 func (s *schemaState) names() []string {
 	out := make([]string, 0, len(s.tables))
 	for n := range s.tables {
@@ -147,6 +177,31 @@ func (s *schemaState) names() []string {
 // index over a dropped column is gone with it.
 func foldSchema(version uint64, migs []SchemaMigration, asReceived bool) *schemaState {
 	sort.Slice(migs, func(i, j int) bool { return migs[i].HLC.Less(migs[j].HLC) })
+	orig := migs // kept as they are: a later fold starts from them
+	alias := foldAliases(migs)
+	resolve := func(n string) string {
+		if r, ok := alias[n]; ok {
+			return r
+		}
+		return n
+	}
+	if alias != nil {
+		// Every migration applies to its table's class, named by its
+		// root; the caller's migrations are left as they are.
+		rs := make([]SchemaMigration, len(migs))
+		for i, m := range migs {
+			if r := resolve(m.TableName); r != m.TableName {
+				if m.Type == CreateTable && m.Table != nil {
+					d := cloneTableDef(*m.Table)
+					d.Name = r
+					m.Table = &d
+				}
+				m.TableName = r
+			}
+			rs[i] = m
+		}
+		migs = rs
+	}
 	droppedTables := map[string]HLC{}
 	droppedCols := map[string]map[string]HLC{}
 	droppedIdx := map[string]map[string]HLC{}
@@ -221,7 +276,7 @@ func foldSchema(version uint64, migs []SchemaMigration, asReceived bool) *schema
 			policyHLC[m.TableName] = m.HLC
 		}
 	}
-	st := &schemaState{version: version, migrations: migs, tables: make(map[string]*table, len(defs))}
+	st := &schemaState{version: version, migrations: orig, tables: make(map[string]*table, len(defs)), alias: alias}
 	if len(droppedTables) > 0 {
 		st.dropped = droppedTables
 	}
@@ -242,6 +297,9 @@ func foldSchema(version uint64, migs []SchemaMigration, asReceived bool) *schema
 				st.tables[n].altered[c] = attrs
 			}
 		}
+	}
+	if alias != nil {
+		nameTables(st, migs)
 	}
 	return st
 }
@@ -391,7 +449,13 @@ func diffSchema(cur *schemaState, declared Schema) ([]SchemaMigration, error) {
 			// again creates nothing; writes to it are refused.
 			continue
 		}
-		t := cur.table(d.Name)
+		t, err := cur.named(d.Name)
+		if err != nil {
+			// A former name of a renamed table (rename_table): declaring
+			// it creates nothing; writes to it are refused, saying the
+			// table's current name.
+			continue
+		}
 		if t == nil {
 			def := cloneTableDef(d)
 			def.Resurrection = ResurrectionUndeclared // it travels in its own migration
@@ -404,7 +468,7 @@ func diffSchema(cur *schemaState, declared Schema) ([]SchemaMigration, error) {
 		switch have := t.def.Resurrection; {
 		case d.Resurrection == ResurrectionUndeclared || d.Resurrection == have:
 		case have == ResurrectionUndeclared:
-			out = append(out, SchemaMigration{Type: SetResurrectionPolicy, TableName: d.Name, Resurrection: d.Resurrection})
+			out = append(out, SchemaMigration{Type: SetResurrectionPolicy, TableName: t.def.Name, Resurrection: d.Resurrection})
 		default:
 			return nil, &SchemaError{Table: d.Name, Reason: fmt.Sprintf(
 				"resurrection policy is declared %s but the database's policy for this table is %s (declared at %s); a table's resurrection policy cannot change once declared — open with the database's policy, or use a new table",
@@ -423,7 +487,7 @@ func diffSchema(cur *schemaState, declared Schema) ([]SchemaMigration, error) {
 			}
 			if have == nil {
 				col := c
-				out = append(out, SchemaMigration{Type: AddColumn, TableName: d.Name, Column: &col})
+				out = append(out, SchemaMigration{Type: AddColumn, TableName: t.def.Name, Column: &col})
 				continue
 			}
 			if have.Type != c.Type {
@@ -448,7 +512,7 @@ func diffSchema(cur *schemaState, declared Schema) ([]SchemaMigration, error) {
 			}
 			if !found {
 				x := IndexDef{Name: ix.Name, Columns: slices.Clone(ix.Columns)}
-				out = append(out, SchemaMigration{Type: AddIndex, TableName: d.Name, Index: &x})
+				out = append(out, SchemaMigration{Type: AddIndex, TableName: t.def.Name, Index: &x})
 			}
 		}
 	}
@@ -463,7 +527,7 @@ func validateMigration(m *SchemaMigration) error {
 	if m.Type != SetResurrectionPolicy && m.Resurrection != ResurrectionUndeclared {
 		return malformed("%s migration for %q carries a resurrection policy", m.Type, m.TableName)
 	}
-	if m.Name != "" && m.Type != DropColumn && m.Type != DropIndex && m.Type != AlterColumn {
+	if m.Name != "" && m.Type != DropColumn && m.Type != DropIndex && m.Type != AlterColumn && m.Type != RenameTable {
 		return malformed("%s migration for %q carries a dropped name", m.Type, m.TableName)
 	}
 	if m.Alter != nil && m.Type != AlterColumn {
@@ -480,9 +544,14 @@ func validateMigration(m *SchemaMigration) error {
 		if a := m.Alter; a == nil || (!a.SetNotNull && !a.SetDefault) || (!a.HasDefault && !a.Default.IsNull()) || (a.HasDefault && !a.SetDefault) {
 			return malformed("alter_column migration for %s.%s changes nothing or carries an inconsistent default", m.TableName, m.Name)
 		}
-	case DropTable, DropColumn, DropIndex:
+	case DropTable, DropColumn, DropIndex, RenameTable:
 		if m.Table != nil || m.Column != nil || m.Index != nil {
 			return malformed("%s migration for %q carries a table, column or index definition", m.Type, m.TableName)
+		}
+		if m.Type == RenameTable && m.Name == m.TableName {
+			// Harmless (it names the table by its identity) but never
+			// recorded: RenameTable refuses it.
+			return nil
 		}
 		if m.Type != DropTable && !ValidName(m.Name) {
 			return malformed("%s migration for %q: invalid name %q", m.Type, m.TableName, m.Name)

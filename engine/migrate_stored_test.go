@@ -341,7 +341,7 @@ func TestStoredUnknownMigrationType(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := HLC{Wall: uint64(time.Now().UnixMilli()), Site: SiteID{9, 9}}
-	stored := `{"type":"rename_table","table":"t","ddl":{"name":"u"},"hlc":"` + h.String() + `"}`
+	stored := `{"type":"retype_table","table":"t","ddl":{"name":"u"},"hlc":"` + h.String() + `"}`
 	if err := store.Update(func(tx kv.Tx) error {
 		return tx.Put(layout.BucketMigrations, layout.MigrationKey(layout.ClassRemote, h), []byte(stored))
 	}); err != nil {
@@ -350,9 +350,9 @@ func TestStoredUnknownMigrationType(t *testing.T) {
 	before := countMigrations(t, store)
 	_, err = Open(store, Options{Schema: schema})
 	if !errors.Is(err, ErrStorageFormat) || errors.Is(err, ErrMalformed) {
-		t.Fatalf("Open over a store holding a rename_table migration: %v, want ErrStorageFormat (not ErrMalformed)", err)
+		t.Fatalf("Open over a store holding a retype_table migration: %v, want ErrStorageFormat (not ErrMalformed)", err)
 	}
-	if !strings.Contains(err.Error(), "newer version") || !strings.Contains(err.Error(), `unknown migration type "rename_table"`) {
+	if !strings.Contains(err.Error(), "newer version") || !strings.Contains(err.Error(), `unknown migration type "retype_table"`) {
 		t.Errorf("the error does not say what happened: %v", err)
 	}
 	if n := countMigrations(t, store); n != before {

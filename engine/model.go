@@ -124,6 +124,7 @@ const (
 	DropColumn            = model.DropColumn
 	DropIndex             = model.DropIndex
 	AlterColumn           = model.AlterColumn
+	RenameTable           = model.RenameTable
 
 	ChunkHeader     = model.ChunkHeader
 	ChunkSchema     = model.ChunkSchema

@@ -234,7 +234,10 @@ func (e *Engine) readTable(tx kv.Tx, name string) (*schemaState, *table, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	t := s.table(name)
+	t, err := s.named(name)
+	if err != nil {
+		return nil, nil, err
+	}
 	if t == nil {
 		if e.declared != nil {
 			return nil, nil, fmt.Errorf("%w: %q", ErrUnknownTable, name)
@@ -583,7 +586,10 @@ func (e *Engine) count(tx kv.Tx, s *schemaState, name string, where []Filter) (i
 // scanRows runs q. With counted set, it only counts the matching rows into
 // *counted and returns none (q must then have no order, limit or offset).
 func (e *Engine) scanRows(tx kv.Tx, s *schemaState, name string, q Query, counted *int) ([]Row, error) {
-	t := s.table(name)
+	t, err := s.named(name)
+	if err != nil {
+		return nil, err
+	}
 	if t == nil {
 		if e.declared != nil {
 			return nil, fmt.Errorf("%w: %q", ErrUnknownTable, name)

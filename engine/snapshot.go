@@ -326,9 +326,10 @@ func rowTables(tx kv.Tx, s *schemaState) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	for _, m := range s.migrations {
-		if m.Type == CreateTable && !seen[m.TableName] {
-			seen[m.TableName] = true
-			out = append(out, m.TableName)
+		// By identity: rows are stored under their class's root (rename.go).
+		if r := s.resolve(m.TableName); m.Type == CreateTable && !seen[r] {
+			seen[r] = true
+			out = append(out, r)
 		}
 	}
 	var extra []string

@@ -134,8 +134,8 @@ func (e *Engine) beginHinted(tx kv.Tx, hint []hintRow) (*writeTx, error) {
 	w := &writeTx{e: e, kv: tx, meta: m, schema: s, schema0: s, rows: map[string]*txRow{}, clock: m.clock}
 	for i, h := range read {
 		t := w.effTable(h.t.def.Name)
-		if t == nil || vals == nil {
-			continue // read by the statement itself
+		if t == nil || vals == nil || !bytes.Equal(t.key, h.t.key) {
+			continue // read by the statement itself (a renamed table: under its identity)
 		}
 		if _, ok := w.rows[string(keys[i])]; ok {
 			continue
@@ -146,7 +146,7 @@ func (e *Engine) beginHinted(tx kv.Tx, hint []hintRow) (*writeTx, error) {
 	}
 	for _, h := range hint {
 		if h.fresh {
-			if t := w.effTable(h.t.def.Name); t != nil {
+			if t := w.effTable(h.t.def.Name); t != nil && t.name == h.t.def.Name {
 				w.freshRow(t, h.pk)
 			}
 		}
@@ -287,6 +287,9 @@ func (w *writeTx) commit() error {
 		if err := w.retireDropped(); err != nil {
 			return err
 		}
+		if err := w.mergeRenamed(); err != nil {
+			return err
+		}
 	}
 	if err := w.flushRows(true); err != nil {
 		return err
@@ -320,7 +323,8 @@ func (w *writeTx) effTable(name string) *table {
 		return t
 	}
 	if w.e.declared == nil {
-		return &table{def: TableDef{Name: name}, key: layout.TableKey(name), asReceived: true}
+		name = w.schema.resolve(name)
+		return &table{def: TableDef{Name: name}, key: layout.TableKey(name), name: name, asReceived: true}
 	}
 	return nil
 }

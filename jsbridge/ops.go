@@ -119,6 +119,9 @@ var operations = [...]operation{
 	{name: "dropTable", method: "db.dropTable", queue: worker, table: true, work: dropOp},
 	{name: "dropColumn", method: "db.dropColumn", queue: worker, table: true, work: dropOp},
 	{name: "dropIndex", method: "db.dropIndex", queue: worker, table: true, work: dropOp},
+	// db.renameTable: a = the table's current name, b = its new name: a
+	// rename_table migration
+	{name: "renameTable", method: "db.renameTable", queue: worker, table: true, work: renameOp},
 	// db.alterColumn: a = table, b = column, c = the change as a row
 	// object {notNull?, default?, dropDefault?, type?} (decodeRow), d = its
 	// blobs: an alter_column migration
@@ -564,6 +567,24 @@ func dropOp(d *db, c *call) (result, error) {
 		return result{}, err
 	}
 	d.columns("", true)
+	return result{kind: kindUndefined}, nil
+}
+
+// renameOp answers db.renameTable: a rename_table migration
+// (engine.RenameTable; docs/design.md § Schema migrations, "Renaming
+// tables"), committed and synced like any, after which the column order
+// cached for results is read again and every subscription re-runs (one on
+// the old name now fails with VALIDATION, saying the new one).
+func renameOp(d *db, c *call) (result, error) {
+	from, to := c.str(0), c.str(1)
+	if to == "" {
+		return result{}, argError("to must be a non-empty string")
+	}
+	if err := d.eng.RenameTable(from, to); err != nil {
+		return result{}, err
+	}
+	d.columns("", true)
+	d.subs.markAll()
 	return result{kind: kindUndefined}, nil
 }
 

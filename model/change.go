@@ -80,8 +80,8 @@ func (cs *ChangeSet) Sealed() bool { return cs.Envelope != nil }
 // MigrationType names a schema migration.
 type MigrationType string
 
-// The migrations Replica records and replicates. Renaming tables is not
-// supported, nor altering a column's type.
+// The migrations Replica records and replicates. Altering a column's type
+// is not supported.
 const (
 	CreateTable MigrationType = "create_table"
 	AddColumn   MigrationType = "add_column"
@@ -101,6 +101,14 @@ const (
 	// attribute, the alter_column with the highest HLC wins. A column's
 	// type is never altered, nor a key column.
 	AlterColumn MigrationType = "alter_column"
+	// RenameTable gives a table a new name (SchemaMigration.Name), the
+	// table named in TableName by its identity: the name it was created
+	// with, which rows, changes and migrations keep naming (docs/design.md
+	// § Schema migrations, "Renaming tables"). Per table, the rename with
+	// the highest HLC names it; a drop wins over every rename; a name,
+	// once a table's, stays that table's (a create_table or a rename of
+	// another table that takes it joins the two tables).
+	RenameTable MigrationType = "rename_table"
 	// SetResurrectionPolicy declares a table's resurrection policy
 	// (TableDef.Resurrection). The first declaration of a table (lowest
 	// HLC) is its policy for good; a later, contradicting one is kept but
@@ -114,7 +122,8 @@ const (
 // Column (AddColumn), Index (AddIndex), Resurrection
 // (SetResurrectionPolicy) and Name (DropColumn, DropIndex) is set, and
 // none for DropTable; an AlterColumn sets Name and Alter. TableName names
-// the table in every case. A
+// the table in every case (a RenameTable's: by its identity, the name it
+// was created with; Name is its new name). A
 // CreateTable's Table carries no Resurrection: the policy travels in its
 // own migration.
 type SchemaMigration struct {
@@ -124,7 +133,7 @@ type SchemaMigration struct {
 	Column       *ColumnDef         // AddColumn
 	Index        *IndexDef          // AddIndex
 	Resurrection ResurrectionPolicy // SetResurrectionPolicy: DeleteWins or ResurrectionAllowed
-	Name         string             // DropColumn, DropIndex: the column or index dropped; AlterColumn: the column altered
+	Name         string             // DropColumn, DropIndex: the column or index dropped; AlterColumn: the column altered; RenameTable: the new name
 	Alter        *ColumnAlter       // AlterColumn: what changes
 	HLC          HLC
 }

@@ -38,7 +38,7 @@ var (
 	ErrUnencodable = errors.New("message cannot be encoded")
 	// ErrUnknownMigrationType is matched by the error of reading a
 	// migration whose type this version does not know: one a newer
-	// version of Replica wrote (rename_table, say, before it is built).
+	// version of Replica wrote (rename_table, say, read by version 12).
 	// The error is the reader's as well (its message and JSON path).
 	ErrUnknownMigrationType = errors.New("unknown migration type")
 )

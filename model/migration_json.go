@@ -18,6 +18,7 @@ import "github.com/replica-sync/replica/internal/jsontext"
 //	{"type":"drop_index","table":"trips","ddl":{"name":"by_day"},"hlc":…}
 //	{"type":"alter_column","table":"trips","ddl":{"name":"budget","notNull":true,"default":0},"hlc":…}
 //	{"type":"alter_column","table":"trips","ddl":{"name":"budget","notNull":false,"dropDefault":true},"hlc":…}
+//	{"type":"rename_table","table":"trips","ddl":{"name":"journeys"},"hlc":…}
 //
 // (an alter_column's ddl names the column and holds at least one of
 // notNull, default and dropDefault, the attributes it changes; default and
@@ -32,7 +33,8 @@ import "github.com/replica-sync/replica/internal/jsontext"
 // AppendMigrationJSON appends the JSON form of m. It checks that m has
 // exactly one definition, matching its type (a create_table's table
 // definition named as the migration's table and without a resurrection
-// policy; a drop_column's or drop_index's name; none for drop_table);
+// policy; a drop_column's or drop_index's name, a rename_table's new
+// name; none for drop_table);
 // errors match ErrUnencodable and name the offending member.
 func AppendMigrationJSON(b []byte, m *SchemaMigration) ([]byte, error) {
 	var err error
@@ -62,7 +64,7 @@ func AppendMigrationJSON(b []byte, m *SchemaMigration) ([]byte, error) {
 	case m.Type == AddIndex && m.Index != nil:
 	case m.Type == SetResurrectionPolicy && (m.Resurrection == DeleteWins || m.Resurrection == ResurrectionAllowed):
 	case m.Type == DropTable:
-	case (m.Type == DropColumn || m.Type == DropIndex) && m.Name != "":
+	case (m.Type == DropColumn || m.Type == DropIndex || m.Type == RenameTable) && m.Name != "":
 	case m.Type == AlterColumn:
 	default:
 		return b, jsontext.At(unencodable("migration type %q does not match its definition", m.Type), "type")
@@ -342,10 +344,10 @@ func readMigrationType(r *jsontext.Reader) (MigrationType, error) {
 		return "", err
 	}
 	switch m := MigrationType(t); m {
-	case CreateTable, AddColumn, AddIndex, SetResurrectionPolicy, DropTable, DropColumn, DropIndex, AlterColumn:
+	case CreateTable, AddColumn, AddIndex, SetResurrectionPolicy, DropTable, DropColumn, DropIndex, AlterColumn, RenameTable:
 		return m, nil
 	default:
-		return m, unknownTypeError{r.FailAt(start, "unknown migration type %q (want create_table, add_column, add_index, set_resurrection_policy, drop_table, drop_column, drop_index or alter_column)", t)}
+		return m, unknownTypeError{r.FailAt(start, "unknown migration type %q (want create_table, add_column, add_index, set_resurrection_policy, drop_table, drop_column, drop_index, alter_column or rename_table)", t)}
 	}
 }
 
@@ -373,7 +375,7 @@ func readMigrationDDL(r *jsontext.Reader, m *SchemaMigration) error {
 		m.Resurrection, err = readPolicyDef(r)
 	case DropTable:
 		err = r.Members(func(key []byte) error { return r.UnknownKey(key) })
-	case DropColumn, DropIndex:
+	case DropColumn, DropIndex, RenameTable:
 		m.Name, err = readDropName(r)
 	case AlterColumn:
 		var a ColumnAlter
@@ -444,7 +446,8 @@ func readColumnAlter(r *jsontext.Reader) (string, ColumnAlter, error) {
 	return name, a, nil
 }
 
-// readDropName reads the ddl of a drop_column or drop_index migration:
+// readDropName reads the ddl of a drop_column, drop_index or rename_table
+// migration:
 // {"name": non-empty string}, nothing else.
 func readDropName(r *jsontext.Reader) (string, error) {
 	var name string

@@ -58,6 +58,8 @@ func TestMigrationJSONRoundTrip(t *testing.T) {
 			`{"type":"alter_column","table":"t","ddl":{"name":"c","dropDefault":true},"hlc":"AAABjzQGnnsAAwECAAAAAAAAAAAAAAAAAAAAAAAE"}`},
 		{SchemaMigration{Type: AlterColumn, TableName: "t", HLC: h, Name: "c", Alter: &ColumnAlter{SetDefault: true, HasDefault: true}},
 			`{"type":"alter_column","table":"t","ddl":{"name":"c","default":null},"hlc":"AAABjzQGnnsAAwECAAAAAAAAAAAAAAAAAAAAAAAE"}`},
+		{SchemaMigration{Type: RenameTable, TableName: "t", HLC: h, Name: "u"},
+			`{"type":"rename_table","table":"t","ddl":{"name":"u"},"hlc":"AAABjzQGnnsAAwECAAAAAAAAAAAAAAAAAAAAAAAE"}`},
 	} {
 		b, err := AppendMigrationJSON(nil, &c.m)
 		if err != nil || string(b) != c.want {
@@ -88,6 +90,8 @@ func TestMigrationJSONErrors(t *testing.T) {
 		{SchemaMigration{Type: CreateTable, TableName: "t", Table: &TableDef{Name: "t", Columns: []ColumnDef{{Name: "c", Type: KindText, HasDefault: true, Default: Text("\xff")}}}}, "ddl.columns[0].default: text is not valid UTF-8"},
 		{SchemaMigration{Type: DropTable, TableName: "t", Name: "c"}, "ddl: a drop_table carries no definition or name"},
 		{SchemaMigration{Type: DropColumn, TableName: "t"}, "want exactly one"},
+		{SchemaMigration{Type: RenameTable, TableName: "t"}, "want exactly one"},
+		{SchemaMigration{Type: RenameTable, TableName: "t", Index: &IndexDef{Name: "i", Columns: []string{"a"}}}, `type: migration type "rename_table" does not match`},
 		{SchemaMigration{Type: DropIndex, TableName: "t", Index: &IndexDef{Name: "i", Columns: []string{"a"}}}, `type: migration type "drop_index" does not match`},
 		{SchemaMigration{Type: AddColumn, TableName: "t", Column: &ColumnDef{Name: "c", Type: KindText}, Name: "c"}, "want exactly one"},
 		{SchemaMigration{Type: AlterColumn, TableName: "t", Name: "c"}, "ddl: an alter_column carries a column name and an alteration only"},
@@ -108,7 +112,7 @@ func TestMigrationJSONErrors(t *testing.T) {
 		{`{"type":"create_table","table":"t","ddl":{"name":"u","columns":[],"primaryKey":[]},` + h + `}`, `ddl: table definition "u" differs from table "t"`},
 		{`{"type":"add_column","table":"t","ddl":{"name":"c","type":"text","default":{"__bin":"!"}},` + h + `}`, `ddl.default.__bin: not padded standard base64`},
 		{`{"type":"add_column","table":"t","ddl":{"name":"c","type":"text"},"hlc":"AAAA"}`, `hlc: HLC: want 40 base64 characters, got 4`},
-		{`{"type":"rename_table","table":"t","ddl":{},` + h + `}`, `type: unknown migration type "rename_table"`},
+		{`{"type":"retype_table","table":"t","ddl":{},` + h + `}`, `type: unknown migration type "retype_table"`},
 		{`{"type":"alter_column","table":"t","ddl":{"name":"c"},` + h + `}`, `ddl: an alter_column changes notNull, default or dropDefault; this one changes nothing`},
 		{`{"type":"alter_column","table":"t","ddl":{"notNull":true},` + h + `}`, `ddl: missing`},
 		{`{"type":"alter_column","table":"t","ddl":{"name":"c","default":1,"dropDefault":true},` + h + `}`, `ddl: an alter_column sets default or dropDefault, not both`},

@@ -93,6 +93,11 @@ type Config struct {
 	// from a browser; the relay's own origin and non-browser clients (no
 	// Origin header) are always allowed. "*" allows every origin.
 	OriginPatterns []string
+	// Compression is the permessage-deflate mode (RFC 7692) the relay
+	// accepts when a client offers it (browsers always do). Default
+	// CompressionNoContextTakeover; CompressionOff declines. See
+	// "Compression" in the package documentation.
+	Compression Compression
 
 	// MaxMessageSize is the largest frame, in bytes, the relay reads and
 	// the largest it writes when paging changes. A larger frame is
@@ -247,6 +252,9 @@ func (c Config) withDefaults() (Config, error) {
 // defaultCounts fills the zero durations and counts of c with their
 // defaults; a negative one is an error naming the field.
 func (c *Config) defaultCounts() error {
+	if c.Compression < CompressionDefault || c.Compression > CompressionContextTakeover {
+		return fmt.Errorf("relay: Config.Compression %d is not a mode", int(c.Compression))
+	}
 	if c.MaxCheckpointBytes < 0 {
 		return fmt.Errorf("relay: Config.MaxCheckpointBytes is negative (%d)", c.MaxCheckpointBytes)
 	}

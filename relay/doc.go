@@ -41,6 +41,7 @@
 //	-auth                  REPLICA_RELAY_AUTH                  none            none or tokens (Auth)
 //	-token-file            REPLICA_RELAY_TOKEN_FILE                            token file for -auth tokens
 //	-allow-origin          REPLICA_RELAY_ALLOW_ORIGIN                          other origins allowed to connect from a browser (OriginPatterns)
+//	-compression           REPLICA_RELAY_COMPRESSION           nocontext       permessage-deflate: nocontext, context or off ("Compression")
 //	-max-frame             REPLICA_RELAY_MAX_FRAME             16MiB           largest frame in bytes (MaxMessageSize)
 //	-max-checkpoint        REPLICA_RELAY_MAX_CHECKPOINT        1GiB            sealed checkpoint bytes (MaxCheckpointBytes)
 //	-max-apply-changes     REPLICA_RELAY_MAX_APPLY_CHANGES     100000          changes per apply_changes (MaxChangesPerApply)
@@ -841,6 +842,152 @@
 //     "wall.counter@site/opSeq", transactionIds and database ids as
 //     sent (model.SiteID and model.HLC implement encoding.TextMarshaler).
 //
+// # Compression
+//
+// The relay accepts the WebSocket permessage-deflate extension (RFC 7692)
+// when a client offers it, without context takeover by default
+// (Config.Compression, -compression): every frame of 512 bytes or more is
+// deflated on its own, both ways, with a compressor taken from a pool for
+// the frame (coder/websocket's CompressionNoContextTakeover); smaller
+// frames travel as written. Chromium offers the extension on every
+// WebSocket ("permessage-deflate; client_max_window_bits") and the relay
+// answers "permessage-deflate; client_no_context_takeover;
+// server_no_context_takeover" (cmd/wasm TestSyncCompression reads the
+// page's WebSocket.extensions); the native client offers the same unless
+// client.Options.Compression says otherwise. A client that offers
+// nothing, or a relay with -compression off, sends frames as written. The
+// protocol does not change: package wire's frames are the same JSON, the
+// WebSocket compresses them. replica_relay_received_bytes_total and
+// replica_relay_sent_bytes_total count frame payloads before compression.
+//
+// -compression context (CompressionContextTakeover) deflates every frame
+// of 128 bytes or more against the previous 32 KiB of the connection's
+// frames, which makes small frames smaller (a 1-row ChangeSet: 208
+// against 347 bytes), but coder/websocket then keeps a compressor per
+// connection from its first compressed frame until it closes: 1.2 MB of
+// heap each (10,000 connections, the default limit, would be 12 GB), which
+// is why it is not the default. A client asking for no context takeover
+// gets none either way.
+//
+// What it saves: BenchmarkWireBytes (relay/wirebytes_bench_test.go, part
+// of `make bench-go`; bench.md's W11 rows) counts the TCP bytes, WebSocket
+// framing and HTTP upgrade included, that GeoNames cities rows (7
+// columns, a UUIDv7 key; their compact JSON, json.Marshal of the row's
+// map, 139.4 bytes a row in the same run) cost between a relay (bbolt) and
+// native clients over loopback: device A pushes them (push), device B is
+// online meanwhile (live: push_changes), device C reconnects afterwards
+// (pull: get_changes), device D is new (snapshot: get_snapshot). In
+// transactions of 1 row, each pushed alone (300 rows), and of 1,000 rows
+// (2,000 rows). Bytes per row and the ratio to compact JSON, 2026-12-07,
+// three runs (identical but for a few bytes):
+//
+//	                             deflate off        nocontext (default)   context takeover
+//	1-row transactions
+//	  push (A → relay)           1,389   9.96×      347   2.49×           208   1.49×
+//	  live (relay → B)           1,409  10.11×      371   2.66×           238   1.71×
+//	  pull (relay → C)           1,326   9.51×      123   0.88×           121   0.87×
+//	  snapshot (relay → D)         200   1.43×       67   0.48×            65   0.47×
+//	  apply_result (relay → A)     162   1.16×      162   1.16×            66   0.47×
+//	1,000-row transactions
+//	  push, live, pull           1,168   8.38×       96   0.69×            95   0.68×
+//	  snapshot                     159   1.14×       58   0.42×            58   0.41×
+//
+// Issue 17's target for W11 is within 2× of compact JSON: with the default
+// it is met everywhere but where a frame carries one small ChangeSet (a
+// 1-row push and its live push_changes, 2.5–2.7×: deflate alone cannot
+// squeeze a 1.4 KB frame that repeats 40-character HLCs and a 36-character
+// key seven times below 350 bytes); context takeover meets it there too,
+// at 1.2 MB a connection. The next step is the ChangeSet's form ("Bytes on
+// the wire").
+//
+// What it costs the relay: BenchmarkDeflate (relay/wirebytes_profile_test.go)
+// times deflate as coder/websocket runs it (flate at BestSpeed, a flush per
+// message) on the relay's frames, beside wire.Encode of the same frame,
+// which the relay does once per frame whereas it compresses once per
+// receiving connection. Process CPU per frame, median of three runs on 2
+// cores shared with other work (load average 13 to 20):
+//
+//	frame                                       encode     deflate, no context   deflate, context   inflate
+//	push_changes of a 1-row ChangeSet (1.4 KB)  5.3 µs     24.9 µs → 346 B       15.5 µs → 181 B    8.0 µs
+//	push_changes of 1,000 rows (1.17 MB)        6.5 ms     3.2 ms → 94 KB        3.3 ms → 94 KB     1.7 ms
+//	snapshot rows chunk of 1,000 rows (160 KB)  1.2 ms     1.8 ms → 57 KB        1.9 ms → 57 KB     1.1 ms
+//
+// So a 1-row ChangeSet (of 512 bytes or more: BenchmarkLoad's one-change
+// transactions, about 400 bytes a frame, stay below the threshold and cost
+// nothing more) costs about 25 µs of relay CPU per receiving connection
+// and 8 µs to read, against the 0.34–0.75 ms of relay CPU a transaction
+// takes under BenchmarkLoad ("Performance"); bulk frames and snapshots
+// cost 0.5–1.5× their encoding and travel 3 to 12× smaller.
+//
+// What it costs in memory: BenchmarkConnectionMemoryDeflate (200
+// connections to a relay in a child process, each sent one 1.4 KB
+// push_changes) reads the relay's Go heap in use per connection: 18.9 KiB
+// off, 33.9 KiB without context takeover (the pooled compressors and
+// decompressors, shared), 1,207 KiB with context takeover; resident
+// memory 45.5, 45.7 and 211 KiB (the compressor's tables are mostly
+// untouched pages, but the Go heap counts them, and so does GOGC's
+// goal). Without context takeover a compressor (about 1.2 MB) is held only
+// while a frame is compressed and written: a frame written slowly to a
+// distant client holds one for as long, as it holds the frame itself.
+//
+//	go test -run '^$' -bench 'WireBytes|Deflate|ConnectionMemoryDeflate' -count 3 ./relay   # about a minute
+//
+// # Bytes on the wire
+//
+// What fills a ChangeSet: TestWireBreakdown (go test -v -run
+// TestWireBreakdown ./relay; it needs the cities data set) attributes
+// every byte of a real apply_changes frame of cities rows (the engine's
+// ChangeSets, 7 column facts a row) to its part:
+//
+//	part                                      1-row ChangeSet   1,000-row ChangeSet, per row
+//	values (the row's data, quotes excluded)     59                71.5
+//	pk, repeated in each of the 7 facts          252               252
+//	fact HLCs (40 characters each)               280               280
+//	member names ("type":, "table":, …)          371               301
+//	quotes of string values                      90                80
+//	punctuation                                  82                70
+//	table names                                  42                42
+//	fact types ("column")                        42                42
+//	column names                                 31                31
+//	ChangeSet header (siteId, transactionId, hlc)  100             0.1
+//	frame header (type, requestId)               21                0
+//	total                                        1,370             1,170
+//
+// The row's data is 4–6% of the frame; the key and the HLCs, written once
+// per fact, 39–45%; the JSON's names, quotes and punctuation about 40%. The
+// same test sizes two prototypes of a denser ChangeSet form (test code,
+// not the protocol; column changes only, as cities inserts are):
+// protoJSON, each ChangeSet as its siteId, transactionId and hlc and its
+// facts as a snapshot rows chunk (column names and HLC bases once per
+// ChangeSet, a cell [column, value] whose HLC is the previous cell's plus
+// one opSeq); protoBinary, each ChangeSet as its 30-byte hlc (siteId,
+// transactionId and every fact's base follow from it), a table of the
+// names it uses, and per fact a flags byte (same table, same pk, next
+// opSeq), a name index and a tagged value (a UUID as 16 bytes, a key
+// column's own fact as a tag; its decoder gives back the ChangeSets).
+// Bytes per row, and the ratio to the rows' compact JSON (139.4):
+//
+//	form              1-row ChangeSet, a frame each:                      1,000-row ChangeSet:
+//	                  plain / deflated alone / context takeover           plain / deflated
+//	JSON today        1,381 (9.91×) / 345 (2.47×) / 190 (1.36×)           1,170 (8.39×) / 94 (0.67×)
+//	protoJSON         501 (3.59×) / 336 (2.41×) / 138 (0.99×)             126 (0.90×) / 39 (0.28×)
+//	protoBinary       156 (1.12×) / 162 (1.16×) / 95 (0.68×)              79 (0.57×) / 38 (0.27×)
+//	rows chunk        —                                                   160 (1.15×) / 57 (0.41×)
+//
+// So the JSON rows form is enough for bulk frames (and deflate already
+// is), but only a binary form brings a 1-row ChangeSet within 2× without
+// deflate's context takeover: 156 bytes, below the 512-byte threshold
+// where deflate starts. Snapshots already use the rows chunk form.
+//
+// Sealed databases gain little from deflate: their ChangeSets carry
+// AES-GCM envelopes in base64, which deflate only brings back towards
+// the ciphertext's size. Measured once (2026-12-07, BenchmarkWireBytes'
+// measureWire with the devices given a Sealer; not part of make bench):
+// off, 1-row transactions push 2,035 B a row (14.6×), 1,000-row 1,557 B
+// (11.2×); deflate without context takeover 1,581 B (11.3×) and 1,171 B
+// (8.4×). A denser sealed form has to shrink the plaintext before it is
+// sealed.
+//
 // # Performance
 //
 // BenchmarkLoad (relay/load_bench_test.go) is the load issue 14 sets:
@@ -901,6 +1048,16 @@
 // reached 153 and 380 ms). replica_relay_apply_commits_total over
 // replica_relay_apply_duration_seconds_count is a running relay's commits
 // per apply (the inverse of its mean group size).
+//
+// On a quiet machine (load average 2 to 3.6 from the runs themselves,
+// 2026-12-07, on 78df9d6, three runs each, 10 s windows, every transaction
+// served and delivered): at 200 clients, bbolt p50 1.5 ms (1.45–1.67), p99
+// 9.6 ms (9.4–11.5), 0.75 ms of relay CPU per transaction, the relay at
+// 70–74% of a core; PostgreSQL p50 2.8 ms (2.5–3.1), p99 13.2 ms
+// (13.2–14.2), 0.56 ms/tx, 53–55% of a core, commits/apply 0.55–0.62. At
+// 50 clients, p50 1.3 ms (bbolt) and 1.5–1.7 ms (PostgreSQL). The target
+// (p99 ≤ 250 ms at 200 clients) holds on both stores with a margin of
+// about 20x; the misses above were the machine's other work.
 //
 // Merged with the round-trip work (four per apply on PostgreSQL, a group
 // too: "Several relays on PostgreSQL"), at 200 clients, against be96782,

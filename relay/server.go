@@ -312,6 +312,7 @@ func (s *Server) serveSync(w http.ResponseWriter, r *http.Request) {
 			opts = &websocket.AcceptOptions{InsecureSkipVerify: true}
 		}
 	}
+	opts.CompressionMode = s.cfg.Compression.mode()
 	c := newConn(s, r.RemoteAddr, r.Header)
 	opts.OnPingReceived = func(_ context.Context, payload []byte) bool {
 		// WebSocket pings count against the frame rate like any frame.

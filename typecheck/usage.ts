@@ -69,6 +69,9 @@ async function app(): Promise<void> {
 	await db.dropTable("old_notes");
 	await db.alterColumn("notes", "n", { notNull: true, default: 0 });
 	await db.alterColumn("notes", "title", { dropDefault: true });
+	await db.renameTable("notes", "memos");
+	// @ts-expect-error the new name is a string
+	await db.renameTable("memos", 7);
 	// @ts-expect-error a column's type cannot change
 	await db.alterColumn("notes", "n", { type: "text" });
 	const stats: Replica.HeldStats = await db.heldChanges();

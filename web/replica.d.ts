@@ -311,9 +311,12 @@ declare namespace Replica {
 	 * differs from the stored column's opens without error and changes
 	 * nothing: change them with `db.alterColumn`. To remove a table,
 	 * column or index, use `db.dropTable`, `db.dropColumn` or
-	 * `db.dropIndex`; renaming tables and retyping columns are not
-	 * migrations Replica has (retype: add a new column, copy, drop the old
-	 * one).
+	 * `db.dropIndex`; to rename a table, `db.renameTable` (a schema that
+	 * declares a table's new name opens onto it; one that still declares
+	 * its old name opens, records nothing for it, and calls naming the old
+	 * name are refused with VALIDATION saying the new one). Retyping
+	 * columns is not a migration Replica has (add a new column, copy, drop
+	 * the old one).
 	 */
 	interface Schema {
 		tables: { [table: string]: TableDef } | Array<TableDef & { name: string }>;
@@ -1357,7 +1360,7 @@ declare namespace Replica {
 		 * Afterwards writes naming a dropped column are refused with
 		 * VALIDATION, and a dropped table is unknown (VALIDATION). A drop
 		 * rewrites every row of the table in one IndexedDB transaction.
-		 * Peers must speak protocol version 12. Rejects: VALIDATION
+		 * Peers must speak protocol version 13. Rejects: VALIDATION
 		 * (unknown table), SCHEMA (no such column or index, or a primary
 		 * key column), INVALID_ARGUMENT, QUOTA_EXCEEDED, CLOSED.
 		 */
@@ -1374,7 +1377,7 @@ declare namespace Replica {
 		 * it (an insert without a value or default, an update to null:
 		 * VALIDATION); a new default applies to later inserts that omit the
 		 * column. The altered attributes hold on every device whatever
-		 * schema it opened with. Peers must speak protocol version 12.
+		 * schema it opened with. Peers must speak protocol version 13.
 		 * Rejects: VALIDATION (unknown table, or a default that is not a
 		 * value), SCHEMA (no such column, a primary key column, a change of
 		 * nothing, a null default on a `notNull` column, a default of the
@@ -1384,6 +1387,29 @@ declare namespace Replica {
 		 * INVALID_ARGUMENT, QUOTA_EXCEEDED, CLOSED.
 		 */
 		alterColumn(table: string, column: string, change: ColumnChange): Promise<void>;
+		/**
+		 * Rename a table (a rename_table migration, docs/design.md § Schema
+		 * migrations, "Renaming tables"), on this replica and, through sync,
+		 * on every replica. The table keeps its rows, indexes and policy;
+		 * afterwards queries, subscriptions, events and writes use `to`,
+		 * and calls naming `from` are refused with VALIDATION saying the
+		 * new name (a subscription on `from` is re-run and gets that
+		 * error). Writes a device made under the old name before it
+		 * learned the rename land in the renamed table on every replica.
+		 * Of concurrent renames of one table the latest wins everywhere; a
+		 * drop wins over renames. A name, once a table's, is that table's
+		 * for good: renaming to another table's current or former name (or
+		 * a dropped table's) is refused, and a table another device creates
+		 * under this table's new or old name before it learns the rename is
+		 * this table (their rows merge, column by column, latest write
+		 * wins). It commits on its own: not available inside
+		 * `db.transaction`. Peers must speak protocol version 13. Rejects:
+		 * VALIDATION (no table is called `from`, it was renamed or
+		 * dropped), SCHEMA (`to` is not a valid name, is `from`, or is or
+		 * was another table's), INVALID_ARGUMENT (`to` not a non-empty
+		 * string), QUOTA_EXCEEDED, CLOSED.
+		 */
+		renameTable(from: string, to: string): Promise<void>;
 		/**
 		 * The transport-agnostic API, for syncing over a channel of your own
 		 * (WebRTC, postMessage, a file) instead of, or beside, a relay: the

@@ -915,6 +915,8 @@ class Database {
 	dropTable(table) { return attempt(() => { live(this.#s, "db.dropTable"); needTable(table, "db.dropTable"); return call(OPS.dropTable, this.#s.h, 0, table); }); }
 	dropColumn(table, column) { return attempt(() => { live(this.#s, "db.dropColumn"); needTable(table, "db.dropColumn"); needName(column, "db.dropColumn", "column"); return call(OPS.dropColumn, this.#s.h, 0, table, column); }); }
 	dropIndex(table, index) { return attempt(() => { live(this.#s, "db.dropIndex"); needTable(table, "db.dropIndex"); needName(index, "db.dropIndex", "index"); return call(OPS.dropIndex, this.#s.h, 0, table, index); }); }
+	// rename_table (jsbridge/ops.go renameOp).
+	renameTable(from, to) { return attempt(() => { const m = "db.renameTable"; live(this.#s, m); needTable(from, m); needName(to, m, "to"); return call(OPS.renameTable, this.#s.h, 0, from, to); }); }
 	// alter_column (jsbridge/ops.go alterOp): notNull and the default.
 	alterColumn(table, column, change) {
 		return attempt(() => {

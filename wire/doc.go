@@ -16,6 +16,9 @@
 // (RFC 8259, UTF-8) with a string member "type" naming the message. The
 // encoder writes "type" first and no insignificant whitespace; a decoder
 // accepts members in any order and whitespace wherever JSON allows it.
+// The WebSocket may compress frames (permessage-deflate, RFC 7692, which
+// the relay accepts without context takeover unless configured otherwise:
+// relay "Compression"); what it carries is the same JSON.
 //
 // Decoding is strict. These are all errors (ErrMalformed, answered with
 // MESSAGE_ERROR), never silently zero values:
@@ -700,7 +703,26 @@
 // column's type (on the default only). Nothing stored changes when an
 // alter is folded in. Snapshots carry alter_column migrations in their
 // schema chunk with the others. It is new in protocol version 12 (see
-// "Protocol version"). rename_table is not part of the protocol yet.
+// "Protocol version").
+//
+// rename_table gives a table a new name: its "table" names the table by
+// its identity, the name it was created with (which its rows, changes and
+// other migrations keep carrying, whatever it is called now), and its ddl
+// is {"name": the new name}, nothing else. Per table, the rename_table
+// with the highest HLC names it on every replica, whatever the arrival
+// order. Names are claimed for good: a rename joins the table's names and
+// its new one into one table, so a create_table of any of them (a device
+// that had not learned the rename), and the changes naming it, are the
+// renamed table's; a rename of another table to a name the table holds
+// (only concurrent ones: a device refuses it locally) joins the two
+// tables. A drop_table of any of a table's names drops it, whatever its
+// renames (most destructive wins). Nothing stored changes when a rename
+// is folded in, except that rows stored under a name that joined another
+// table's move into that table (a join of their cells). Snapshots carry
+// rename_table migrations in their schema chunk with the others, and
+// rows under the table's identity (docs/design.md § Schema migrations,
+// "Renaming tables"). It is new in protocol version 13 (see "Protocol
+// version").
 //
 // ParseSchema reads these and the friendlier form a web page passes to
 // Replica.open.
@@ -848,9 +870,9 @@
 // # Protocol version
 //
 // ProtocolVersion is an integer, compared for equality at the handshake;
-// its changelog sits above the constant. This package speaks version 12
-// (2026-12-06: the alter_column migration, see "Schema migrations";
-// version 11, 2026-12-06, the drop migrations; version 10,
+// its changelog sits above the constant. This package speaks version 13
+// (2026-12-07: the rename_table migration, see "Schema migrations";
+// version 12, 2026-12-06, the alter_column migration; version 11, 2026-12-06, the drop migrations; version 10,
 // 2026-12-06, handshake_ack's history "unverified", see "Verifying the
 // relay's log"; version 9, 2026-12-03, apply_result's position, see
 // "Acknowledged position";

@@ -183,7 +183,7 @@ func TestDecodeStrict(t *testing.T) {
 		{"change unknown field", col(`,"schema":"main"`), []string{`unknown field "schema"`}},
 		{"duplicate value", col(`,"value":2`), []string{`duplicate key "value"`}},
 		// Migrations.
-		{"migration unknown type", mig("rename_table", `{}`), []string{`unknown migration type "rename_table"`}},
+		{"migration unknown type", mig("retype_table", `{}`), []string{`unknown migration type "retype_table"`}},
 		{"migration ddl string", mig("create_table", `"CREATE TABLE t (a)"`), []string{"ddl: want an object, got a string"}},
 		{"create_table name differs", mig("create_table", `{"name":"u","columns":[],"primaryKey":[]}`), []string{`table definition "u" differs from table "t"`}},
 		{"create_table missing primaryKey", mig("create_table", `{"name":"t","columns":[]}`), []string{`ddl: missing required field "primaryKey"`}},

@@ -95,6 +95,17 @@ func sampleAlters() model.ChangeSet {
 	}}
 }
 
+// sampleRenames is a ChangeSet of rename_table migrations (protocol
+// version 13).
+func sampleRenames() model.ChangeSet {
+	h := model.HLC{Wall: 1764374409000, Site: siteB}
+	at := func(op uint32) model.HLC { x := h; x.OpSeq = op; return x }
+	return model.ChangeSet{SiteID: siteB, TransactionID: h.TransactionID(), HLC: at(1), Migrations: []model.SchemaMigration{
+		{Type: model.RenameTable, TableName: "trips", Name: "journeys", HLC: at(0)},
+		{Type: model.RenameTable, TableName: "stops", Name: "halts", HLC: at(1)},
+	}}
+}
+
 func sampleRows(t testing.TB) []model.SnapshotRow {
 	pk1 := model.Text("0193a1b2-7c3d-7e4f-8a5b-6c7d8e9f0a1b")
 	return []model.SnapshotRow{
@@ -162,6 +173,7 @@ func sampleMessages(t testing.TB) []namedMessage {
 		{"apply_changes_no_id", &ApplyChanges{ChangeSets: css[:1]}},
 		{"apply_changes_drops", &ApplyChanges{RequestID: "apply-6", ChangeSets: []model.ChangeSet{sampleDrops()}}},
 		{"apply_changes_alters", &ApplyChanges{RequestID: "apply-7", ChangeSets: []model.ChangeSet{sampleAlters()}}},
+		{"apply_changes_renames", &ApplyChanges{RequestID: "apply-8", ChangeSets: []model.ChangeSet{sampleRenames()}}},
 		{"apply_changes_repair", &ApplyChanges{RequestID: "apply-4", Repair: true, ChangeSets: css[2:]}},
 		{"apply_result", &ApplyResult{RequestID: "apply-3", ApplyResult: model.ApplyResult{Applied: 2, Skipped: 1, Conflicts: 1, Transactions: 1}}},
 		{"apply_result_unknown_table", &ApplyResult{ApplyResult: model.ApplyResult{Applied: 0, Transactions: 2, Held: 7}}},

@@ -293,3 +293,29 @@ func TestAlterMigrationsWire(t *testing.T) {
 		}
 	}
 }
+
+// TestRenameMigrationsWire: rename_table travels in a ChangeSet in its one
+// form ({"name": the new name}, the table by its identity) and decodes as
+// itself; a ddl of another shape is refused (wire/doc.go § Schema
+// migrations).
+func TestRenameMigrationsWire(t *testing.T) {
+	cs := sampleRenames()
+	enc, err := MarshalChangeSet(&cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"type":"rename_table","table":"trips","ddl":{"name":"journeys"},"hlc":`
+	if !strings.Contains(string(enc), want) {
+		t.Errorf("encoded as %s, want %s", enc, want)
+	}
+	dec, err := UnmarshalChangeSet(enc)
+	if err != nil || !reflect.DeepEqual(dec.Migrations, cs.Migrations) {
+		t.Fatalf("decoded %s as %+v, %v", enc, dec.Migrations, err)
+	}
+	for _, to := range []string{`{}`, `{"name":""}`, `{"name":"journeys","from":"trips"}`, `{"name":7}`} {
+		frame := strings.Replace(string(enc), `{"name":"journeys"}`, to, 1)
+		if _, err := UnmarshalChangeSet([]byte(frame)); err == nil {
+			t.Errorf("ddl %s decoded", to)
+		}
+	}
+}

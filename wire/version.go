@@ -212,7 +212,13 @@ import (
 //     type), with the same consequences as for 11, so peers of version
 //     11 and 12 do not talk (PROTOCOL_VERSION_MISMATCH, fatal); upgrade
 //     the relay and the app together.
-const ProtocolVersion = 12
+//   - 13: 2026-12-07: the rename_table migration ("Schema migrations" in
+//     the package documentation). A peer of version 12 refuses a
+//     ChangeSet carrying one (unknown migration type), with the same
+//     consequences as for 11, so peers of version 12 and 13 do not talk
+//     (PROTOCOL_VERSION_MISMATCH, fatal); upgrade the relay and the app
+//     together.
+const ProtocolVersion = 13
 
 // DefaultMaxMessageSize is the largest frame, in bytes, a relay or client
 // accepts unless configured otherwise: 16 MiB. A sender splits its work to

@@ -45,6 +45,7 @@ func TestFlagsAndEnvironment(t *testing.T) {
 			"REPLICA_RELAY_AUTH":              "tokens",
 			"REPLICA_RELAY_LOG_LEVEL":         "debug",
 			"REPLICA_RELAY_MAX_APPLY_CHANGES": "10",
+			"REPLICA_RELAY_COMPRESSION":       "context",
 		}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -52,13 +53,17 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	switch {
 	case o.addr != ":9000", o.cfg.DataDir != "/var/lib/replica", o.cfg.IdleTimeout != 2*time.Minute,
 		o.cfg.PageChanges != 500, o.tokenFile != "t.json", o.auth != "tokens", o.cfg.MaxMessageSize != 1<<20,
-		o.cfg.Retention != 7*24*time.Hour, o.cfg.MaxChangesPerApply != 10, o.logLevel.String() != "DEBUG":
+		o.cfg.Retention != 7*24*time.Hour, o.cfg.MaxChangesPerApply != 10, o.logLevel.String() != "DEBUG",
+		o.cfg.Compression != relay.CompressionContextTakeover:
 		t.Fatalf("parsed %+v", *o)
 	}
 	if _, err := parseFlags(nil, env(map[string]string{"REPLICA_RELAY_IDLE_TIMEOUT": "soon"}), io.Discard); err == nil || !strings.Contains(err.Error(), "REPLICA_RELAY_IDLE_TIMEOUT") {
 		t.Fatalf("bad environment value: %v, want an error naming the variable", err)
 	}
-	for _, args := range [][]string{{"-max-frame", "-3"}, {"-retention", "forever"}, {"stray"}, {"-log-format", "xml"}} {
+	if o, err := parseFlags([]string{"-compression", "off"}, env(nil), io.Discard); err != nil || o.cfg.Compression != relay.CompressionOff {
+		t.Fatalf("-compression off: %v, %v", err, o.cfg.Compression)
+	}
+	for _, args := range [][]string{{"-max-frame", "-3"}, {"-retention", "forever"}, {"stray"}, {"-log-format", "xml"}, {"-compression", "gzip"}} {
 		if _, err := parseFlags(args, env(nil), io.Discard); err == nil {
 			t.Errorf("flags %q accepted", args)
 		}
@@ -265,6 +270,7 @@ func TestHelpDefaults(t *testing.T) {
 		"addr":           `(default "127.0.0.1:8080")`,
 		"send-queue":     "(default 64)",
 		"max-checkpoint": "(default 1GiB)",
+		"compression":    "(default nocontext)",
 	} {
 		if !strings.Contains(usage[f], want) {
 			t.Errorf("-%s: %q lacks %s", f, usage[f], want)

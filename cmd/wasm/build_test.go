@@ -287,7 +287,7 @@ func TestParseDTS(t *testing.T) {
 		names = append(names, m.name)
 	}
 	sort.Strings(names)
-	want := "alterColumn applyChanges changesSince close count delete dropColumn dropIndex dropTable get heldChanges insert inspect isLeader name on persisted query siteId subscribe sync transaction update upsert"
+	want := "alterColumn applyChanges changesSince close count delete dropColumn dropIndex dropTable get heldChanges insert inspect isLeader name on persisted query renameTable siteId subscribe sync transaction update upsert"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("Database members: %s\nwant %s", got, want)
 	}

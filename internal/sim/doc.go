@@ -35,8 +35,11 @@
 // joining by snapshot, a schema migration — the device restarts with the
 // next schema version: add_column, add_index, create_table, and on odd
 // seeds a set_resurrection_policy making the pairs table
-// resurrection-allowed, so that a budget runs both policies —,
-// RequestSnapshot) and faults: frames dropped,
+// resurrection-allowed, so that a budget runs both policies, then the
+// drops of versions 4–6; an alter of items.a or items.b; a rename of
+// items or pairs to one of a few names, after which devices write by the
+// name they know, and now and then by the old one —, RequestSnapshot) and
+// faults: frames dropped,
 // duplicated (never a handshake: a second one is fatal by the protocol),
 // delayed or reordered; connections cut; a device crashing (its store
 // refuses every write from the crash on, then it restarts from what was

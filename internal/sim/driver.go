@@ -94,6 +94,9 @@ func (s *Sim) device() string {
 		}
 		return fmt.Sprintf("%s migrates to schema %d", r.name, r.schema)
 	case k == 7 && r.eng != nil && s.rng.IntN(2) == 0:
+		if s.rng.IntN(3) == 0 {
+			return s.rename(r)
+		}
 		return s.alter(r)
 	case k < 8 && r.cl != nil:
 		r.cl.RequestSnapshot()
@@ -132,10 +135,40 @@ func (s *Sim) alter(r *replica) string {
 		ch.DropDefault, what = true, "drop default"
 	}
 	desc := fmt.Sprintf("%s alter_column items.%s %s", r.name, col, what)
-	if err := r.eng.AlterColumn("items", col, ch); err != nil {
+	if err := r.eng.AlterColumn(r.itemsName(), col, ch); err != nil {
 		return desc + " refused: " + err.Error()
 	}
 	s.migr["alter_column"]++
+	s.must(r.migrationsToOracle())
+	return desc
+}
+
+// renameNames are the names devices rename items and pairs to: few, so
+// concurrent renames collide (the two tables' renames to one name join
+// them: pairs' rows, keyed otherwise, are then held), the tables' own
+// among them (a rename back to the name it was created with).
+var renameNames = [][]string{{"things", "entries", "items"}, {"couples", "duos", "pairs"}}
+
+// rename makes r rename its items or pairs table (a rename_table
+// migration): concurrent renames converge on the latest, a drop wins over
+// them, and devices that have not learned a rename write to the old name,
+// which must land in the renamed table everywhere. One the engine refuses
+// (the table's own name, say) is part of the workload too.
+func (s *Sim) rename(r *replica) string {
+	which := s.rng.IntN(2)
+	from := r.itemsName()
+	if which == 1 {
+		from = r.pairsName()
+	}
+	if from == "" {
+		return r.name + " rename_table: no pairs table"
+	}
+	to := renameNames[which][s.rng.IntN(len(renameNames[which]))]
+	desc := fmt.Sprintf("%s rename_table %s to %s", r.name, from, to)
+	if err := r.eng.RenameTable(from, to); err != nil {
+		return desc + " refused: " + err.Error()
+	}
+	s.migr["rename_table"]++
 	s.must(r.migrationsToOracle())
 	return desc
 }
@@ -361,12 +394,21 @@ func (s *Sim) write(r *replica) string {
 func (s *Sim) op(tx *engine.Tx, r *replica, big *bool) string {
 	if r.schema >= 3 && r.schema < 6 && s.rng.IntN(4) == 0 {
 		x, y := s.rng.IntN(3), itemIDs[s.rng.IntN(3)]
-		if s.rng.IntN(3) == 0 {
-			tx.Delete("pairs", engine.Key{x, y})
-			return fmt.Sprintf("del pairs(%d,%s)", x, y)
+		name := "pairs"
+		if s.rng.IntN(4) > 0 {
+			// Mostly by the name r knows now; sometimes by the old
+			// name, as an app not updated yet would (refused once r
+			// knows of a rename).
+			if n := r.pairsName(); n != "" {
+				name = n
+			}
 		}
-		tx.Upsert("pairs", map[string]any{"x": x, "y": y, "v": itemIDs[s.rng.IntN(8)]})
-		return fmt.Sprintf("upsert pairs(%d,%s)", x, y)
+		if s.rng.IntN(3) == 0 {
+			tx.Delete(name, engine.Key{x, y})
+			return fmt.Sprintf("del %s(%d,%s)", name, x, y)
+		}
+		tx.Upsert(name, map[string]any{"x": x, "y": y, "v": itemIDs[s.rng.IntN(8)]})
+		return fmt.Sprintf("upsert %s(%d,%s)", name, x, y)
 	}
 	id := itemIDs[s.rng.IntN(len(itemIDs))]
 	m := map[string]any{}
@@ -383,20 +425,24 @@ func (s *Sim) op(tx *engine.Tx, r *replica, big *bool) string {
 	if r.schema >= 1 && r.schema < 5 && s.rng.IntN(3) == 0 {
 		m["c"] = float64(s.rng.IntN(4)) / 2
 	}
+	items := "items"
+	if s.rng.IntN(4) > 0 {
+		items = r.itemsName() // mostly the name r knows now; else the old one
+	}
 	switch k := s.rng.IntN(10); {
 	case k < 3:
 		m["id"] = id
-		tx.Insert("items", m)
+		tx.Insert(items, m)
 		return "ins " + id
 	case k < 6:
-		tx.Update("items", engine.Key{id}, m)
+		tx.Update(items, engine.Key{id}, m)
 		return "upd " + id
 	case k < 8:
 		m["id"] = id
-		tx.Upsert("items", m)
+		tx.Upsert(items, m)
 		return "ups " + id
 	default:
-		tx.Delete("items", engine.Key{id})
+		tx.Delete(items, engine.Key{id})
 		return "del " + id
 	}
 }

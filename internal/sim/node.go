@@ -25,7 +25,11 @@ const (
 )
 
 // Besides the versions, any device may alter the notNull or the default
-// of items.a or items.b at any time (Sim.alter).
+// of items.a or items.b at any time (Sim.alter), and rename items, or
+// pairs when it declares it (Sim.rename): its writes, drops and alters,
+// and the other devices', then name the table by the current name they
+// know (itemsName, pairsName), and now and then by its old name, as an app
+// not updated yet would.
 //
 // schemaAt returns the declared schema of version v: versions 1–3 each add
 // one migration kind (add_column, add_index, create_table, with a
@@ -76,11 +80,15 @@ func (r *replica) dropAt(v int) (string, error) {
 	var what string
 	switch v {
 	case 4:
-		what, err = "drop_index items.by_a", r.eng.DropIndex("items", "by_a")
+		what, err = "drop_index items.by_a", r.eng.DropIndex(r.itemsName(), "by_a")
 	case 5:
-		what, err = "drop_column items.c", r.eng.DropColumn("items", "c")
+		what, err = "drop_column items.c", r.eng.DropColumn(r.itemsName(), "c")
 	case 6:
-		what, err = "drop_table pairs", r.eng.DropTable("pairs")
+		name := r.pairsName()
+		if name == "" {
+			return "drop_table pairs (dropped already: no such table)", nil
+		}
+		what, err = "drop_table "+name, r.eng.DropTable(name)
 	default:
 		return "", nil
 	}
@@ -91,6 +99,38 @@ func (r *replica) dropAt(v int) (string, error) {
 		return "", fmt.Errorf("%s: %s: %w", r.name, what, err)
 	}
 	return what, r.migrationsToOracle()
+}
+
+// pairsName returns the current name of r's pairs table (the table keyed
+// by x and y: rename_table may have renamed it), "" when r has none.
+func (r *replica) pairsName() string {
+	return r.tableName(func(t *model.TableDef) bool { return len(t.PrimaryKey) == 2 })
+}
+
+// itemsName returns the current name of r's items table (keyed by id),
+// "items" when r cannot tell (its engine is stopped).
+func (r *replica) itemsName() string {
+	if n := r.tableName(func(t *model.TableDef) bool { return len(t.PrimaryKey) == 1 }); n != "" {
+		return n
+	}
+	return "items"
+}
+
+// tableName returns the name of the first table of r that is matches, "" if none.
+func (r *replica) tableName(is func(*model.TableDef) bool) string {
+	if r.eng == nil {
+		return ""
+	}
+	sch, err := r.eng.Schema()
+	if err != nil {
+		return ""
+	}
+	for i := range sch.Tables {
+		if is(&sch.Tables[i]) {
+			return sch.Tables[i].Name
+		}
+	}
+	return ""
 }
 
 // migrationsToOracle gives the oracle r's local transactions holding

@@ -129,7 +129,8 @@ type Result struct {
 	// device reaching version N, and each drop a device made
 	// ("drop_index", "drop_column", "drop_table"; one it found dropped
 	// already is not counted), and "alter_column" each alter a device
-	// made (notNull or the default of items.a or items.b).
+	// made (notNull or the default of items.a or items.b), "rename_table"
+	// each rename of pairs a device made.
 	Migrations map[string]int
 	Err        error         // the first broken invariant, nil if none
 	Hash       [32]byte      // of the full trace: deliveries, timers, steps

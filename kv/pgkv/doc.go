@@ -23,9 +23,13 @@
 // and namespaces are values, so opening a new relay database is an INSERT
 // into replica_namespaces, not DDL, and a Store's bucket set may change
 // between opens without migrations. The primary key's B-tree is the only
-// index: point reads, GetMany's = ANY and Scan's ranges all are index scans
-// on (ns, bucket, k), and bytea compares as bytes.Compare does, so SQL order
-// is kv order. Text ns and bucket cost their length in every index entry; a
+// index: point reads, GetMany's join with the unnest'ed keys and Scan's
+// ranges all are index scans on (ns, bucket, k), and bytea compares as
+// bytes.Compare does, so SQL order is kv order. The joins (a read or a
+// delete of several keys) run with plan_cache_mode = force_custom_plan for
+// the rest of their transaction: a prepared statement's generic plan, made
+// while the table was small, scanned the whole namespace once the table
+// had grown, until the next ANALYZE (TestPlansFollowGrowth). Text ns and bucket cost their length in every index entry; a
 // relay's namespace ids and bucket names are short, and a numeric
 // indirection would cost a join or a cache to save a few bytes a row.
 // replica_schema_version holds the version of this layout ("kv" = 1) so a

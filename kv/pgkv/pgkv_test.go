@@ -800,3 +800,90 @@ func TestPrefetchRoundTrips(t *testing.T) {
 		t.Errorf("Scan carrying a prefetch: %d round trips, want 2", n)
 	}
 }
+
+// TestPlansFollowGrowth checks that a multi-key read and a multi-key delete
+// stay index lookups after the table grows under a connection that ran
+// them while it was small. A prepared statement's generic plan, chosen by
+// PostgreSQL after five runs and kept until the table's statistics change,
+// was a scan of the whole namespace: 84 ms instead of 0.1 ms for 2 keys of
+// 300,000 rows, until autovacuum's ANALYZE. The test counts the tuples
+// PostgreSQL fetched from replica_kv (pg_stat_user_tables, flushed with
+// pg_stat_force_next_flush on the one connection the pool has).
+func TestPlansFollowGrowth(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s := open(t, pool, "grow", "rows")
+	key := func(i int) []byte { return []byte(fmt.Sprintf("k%07d", i)) }
+	if err := s.Update(func(tx kv.Tx) error {
+		for i := range 20 {
+			if err := tx.Put("rows", key(i), []byte("v")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	read := func() {
+		t.Helper()
+		if err := s.View(func(tx kv.Tx) error {
+			vals, err := tx.GetMany("rows", [][]byte{key(1), key(2), key(999_999)})
+			if err == nil && (string(vals[0]) != "v" || string(vals[1]) != "v" || vals[2] != nil) {
+				t.Errorf("GetMany = %q", vals)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	del := func() {
+		t.Helper()
+		if err := s.Update(func(tx kv.Tx) error {
+			for _, k := range [][]byte{key(999_998), key(999_999)} {
+				if err := tx.Delete("rows", k); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 8 { // past the five custom plans after which a generic one may be kept
+		read()
+		del()
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO replica_kv (ns, bucket, k, v)
+SELECT 'grow', 'rows', convert_to('k' || lpad(g::text, 7, '0'), 'UTF8'), '\x76'::bytea
+FROM generate_series(20, 299999) g`); err != nil {
+		t.Fatal(err)
+	}
+	fetched := func() int64 {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		if err := pool.QueryRow(ctx, `SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0)
+FROM pg_stat_user_tables WHERE relname = 'replica_kv'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for name, op := range map[string]func(){"GetMany": read, "Delete": del} {
+		before := fetched()
+		op()
+		if n := fetched() - before; n > 1000 {
+			t.Errorf("%s of 2-3 keys after growth to 300,000 rows fetched %d tuples: the statement ran under a plan made for the small table", name, n)
+		}
+	}
+}
