@@ -18,7 +18,10 @@ const EVENTS = ["change", "remoteChange", "conflict", "held", "heldReplayed", "u
 const LISTEN = OPS.listenBits; // bits of the listen mask: event names, and "peers"
 const hasOwn = Object.prototype.hasOwnProperty;
 
-class ReplicaError extends Error {
+// ReplicaError is the loader's class when it gives one (OPS.ReplicaError:
+// web/replica.js gives both its page and its Worker facades the same), so
+// that errors of either mode are instances of Replica.ReplicaError.
+const ReplicaError = typeof OPS.ReplicaError === "function" ? OPS.ReplicaError : class ReplicaError extends Error {
 	constructor(code, message, table, column) {
 		super(message);
 		this.name = "ReplicaError";
@@ -26,7 +29,7 @@ class ReplicaError extends Error {
 		if (table) this.table = table;
 		if (column) this.column = column;
 	}
-}
+};
 
 function argErr(msg) { return new ReplicaError("INVALID_ARGUMENT", msg); }
 function closedErr(what) { return new ReplicaError("CLOSED", what + ": the replica is closed"); }
