@@ -344,7 +344,7 @@ func checkTarball(t *testing.T, tgz, version string) {
 	}
 	slices.Sort(names)
 	want := []string{"package/README.md", "package/index.d.ts", "package/index.js", "package/package.json",
-		"package/replica.d.ts", "package/replica.js", "package/replica-worker.js", "package/replica.wasm", "package/wasm_exec.js"}
+		"package/replica-worker.js", "package/replica.d.ts", "package/replica.js", "package/replica.wasm", "package/wasm_exec.js"}
 	if !slices.Equal(names, want) {
 		t.Errorf("%s holds %v, want %v", tgz, names, want)
 	}
