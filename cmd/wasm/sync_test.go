@@ -36,7 +36,9 @@ func TestSyncTwoTabs(t *testing.T) {
 		{"page and worker", "/two.html", "/worker.html"},
 		{"worker and page", "/worker.html", "/two.html"},
 	} {
-		t.Run(c.name, func(t *testing.T) { syncTwoTabs(t, ctx, srv.URL, c.page1, c.page2, strings.ReplaceAll(c.name, " ", "-")) })
+		t.Run(c.name, func(t *testing.T) {
+			syncTwoTabs(t, ctx, srv.URL, c.page1, c.page2, strings.ReplaceAll(c.name, " ", "-"))
+		})
 	}
 }
 
