@@ -62,6 +62,9 @@ func serve(t *testing.T, wasmType string) *httptest.Server {
 		// origin (replica.wasm's fetch) and the relay.
 		"/strict.html": `<!doctype html><meta http-equiv="Content-Security-Policy" content="` + strictCSP + `">` +
 			`<script src="lib/replica.js"></script><script src="spy.js"></script>`,
+		// The same policy in worker mode (worker_test.go).
+		"/strict-worker.html": `<!doctype html><meta http-equiv="Content-Security-Policy" content="` + strictCSP + `">` +
+			`<script src="lib/replica.js" data-worker></script><script src="spy.js"></script>`,
 	}
 	files := http.StripPrefix("/lib/", http.FileServer(http.Dir(dir)))
 	mux := http.NewServeMux()

@@ -27,9 +27,13 @@ func withPage(h http.Handler, path, html string) http.Handler {
 	})
 }
 
-// TestWorkerSmoke: a replica opened in worker mode writes, reads,
-// transacts, subscribes and fails with the codes of page mode.
-func TestWorkerSmoke(t *testing.T) {
+// TestWorkerAPI: a replica opened in worker mode (the page never loads
+// Go's runtime) writes, reads, transacts, subscribes, carries blobs, big
+// integers and dates both ways, and fails with the codes and the class of
+// page mode; a function resolver is refused with INVALID_ARGUMENT; a call
+// made before close settles, calls after it reject with CLOSED; the last
+// close ends the Worker and a later open starts another.
+func TestWorkerAPI(t *testing.T) {
 	ctx := browser(t)
 	srv := serve(t, "application/wasm")
 	var res struct {
@@ -37,26 +41,68 @@ func TestWorkerSmoke(t *testing.T) {
 	}
 	run(t, ctx, srv.URL+"/worker.html", `
 		const log = [];
-		try {
-		const db = await Replica.open({name: "w-smoke", schema: {tables: {t: {columns: {title: "text", n: "integer", b: "blob"}}}}});
-		log.push("opened " + (typeof db.siteId));
-		const r = await db.insert("t", {title: "a", n: 5n, b: new Uint8Array([1, 2, 3])});
-		log.push("insert " + r.title + " " + r.n + " " + Array.from(r.b).join(":"));
-		await db.transaction(async (tx) => { for (let i = 0; i < 10; i++) tx.insert("t", {title: "x" + i}); });
-		log.push("count " + await db.count("t"));
-		try { await db.insert("t", {n: "x"}); } catch (e) { log.push("err " + (e instanceof Replica.ReplicaError) + " " + e.code + " " + e.column); }
-		const rows = [];
-		const off = db.subscribe("t", {orderBy: "title", limit: 1}, (rs) => rows.push(rs.length));
-		await new Promise((r) => setTimeout(r, 100));
-		off();
-		log.push("sub " + rows.join(","));
+		const code = async (p) => { try { await p; return "ok"; } catch (e) { return (e instanceof Replica.ReplicaError) + " " + e.code; } };
+		const schema = {tables: {t: {columns: {title: "text", n: "integer", b: "blob", at: "timestamp"}}}};
+		const db = await Replica.open({name: "w-api", schema});
+		log.push("siteId " + (typeof db.siteId === "string" && db.siteId.length >= 16) + " name " + db.name);
+		const bytes = new Uint8Array([1, 2, 3]);
+		const r = await db.insert("t", {title: "a", n: 2n ** 60n, b: bytes, at: new Date(5)});
+		log.push("insert " + r.title + " " + r.n + " " + Array.from(r.b).join(":") + " " + r.at.getTime() + " kept " + bytes.length);
+		const got = await db.get("t", r.id);
+		log.push("get " + got.n + " " + Array.from(got.b).join(":"));
+		const ids = await db.transaction(async (tx) => {
+			const ps = [];
+			for (let i = 0; i < 100; i++) ps.push(tx.insert("t", {title: "x" + i}));
+			const rows = await Promise.all(ps);
+			await tx.update("t", rows[0].id, {n: 7});
+			return rows.map((x) => x.id);
+		});
+		log.push("tx " + ids.length + " count " + await db.count("t") + " n " + (await db.get("t", ids[0])).n);
+		log.push("validation " + await code(db.insert("t", {n: "x"})));
+		log.push("not found " + await code(db.update("t", "nope", {n: 1})));
+		log.push("argument " + await code(db.query(42)));
+		log.push("resolver " + await code(Replica.open({name: "w-res", schema, resolver: () => "local"})));
+		log.push("schema " + await code(Replica.open({name: "w-bad", schema: {tables: {}}})));
+		const seen = [];
+		const off = db.subscribe("t", {where: {title: "z"}}, (rs) => seen.push(rs.length));
+		const changes = [];
+		const offc = db.on("change", (e) => changes.push(e.tables.join()));
+		await db.insert("t", {title: "z"});
+		await new Promise((r) => setTimeout(r, 200));
+		off(); offc();
+		log.push("subscribe " + seen.join(",") + " change " + changes.join("|"));
 		log.push("pending " + db.sync.state.pending + " leader " + db.isLeader);
-		await db.close();
-		try { await db.get("t", r.id); } catch (e) { log.push("after close " + e.code); }
-		} catch (e) { log.push("FAIL " + e.code + " " + e.message + " " + e.stack); }
+		const before = db.insert("t", {title: "last"});
+		const closing = db.close();
+		log.push("before close " + await code(before));
+		await closing;
+		log.push("after close " + await code(db.get("t", r.id)) + " " + await code(db.transaction(async () => {})));
+		const again = await Replica.open({name: "w-api", schema});
+		log.push("reopened " + await again.count("t"));
+		await again.close();
+		log.push("Go in page " + (typeof Go));
 		return {log};
 	`, &res)
-	t.Log(strings.Join(res.Log, "\n"))
+	want := []string{
+		"siteId true name w-api",
+		"insert a 1152921504606846976 1:2:3 5 kept 3",
+		"get 1152921504606846976 1:2:3",
+		"tx 100 count 101 n 7",
+		"validation true VALIDATION",
+		"not found true NOT_FOUND",
+		"argument true INVALID_ARGUMENT",
+		"resolver true INVALID_ARGUMENT",
+		"schema true SCHEMA",
+		"subscribe 0,1 change t",
+		"pending 4 leader true", // transactions: the schema, two inserts, the db.transaction
+		"before close ok",
+		"after close true CLOSED true CLOSED",
+		"reopened 103",
+		"Go in page undefined",
+	}
+	if got := strings.Join(res.Log, "\n"); got != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", got, strings.Join(want, "\n"))
+	}
 }
 
 // longTaskPage installs a PerformanceObserver of long tasks (main-thread
@@ -201,5 +247,42 @@ func TestWorkerLongTasks(t *testing.T) {
 	w := res["worker"]
 	if w.Tx.Longest > 50 || w.Bootstrap.Longest > 50 {
 		t.Errorf("worker mode: longest main-thread tasks %d ms (transaction) and %d ms (bootstrap), want none over 50 ms", w.Tx.Longest, w.Bootstrap.Longest)
+	}
+}
+
+// TestWorkerStrictCSP: under the README's strictest Content-Security-Policy
+// (no worker-src: script-src 'self' covers replica-worker.js), a page in
+// worker mode opens a replica, writes and syncs with a real relay, and a
+// native device receives its rows.
+func TestWorkerStrictCSP(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	relayURL := startRelay(t)
+	const schemaJSON = `{"tables": {"notes": {"columns": {"id": "text", "title": "text"}}}}`
+	dev, _ := nativeDevice(t, relayURL, "csp-worker-db", schemaJSON)
+	var got string
+	run(t, ctx, srv.URL+"/strict-worker.html", `
+		const evalBlocked = spy.eval === "EvalError"; // spy.js ran under the policy
+		const db = await Replica.open({name: "csp-worker", schema: `+schemaJSON+`});
+		await db.sync.connect(`+strconv.Quote(relayURL)+`, {database: "csp-worker-db"});
+		await db.transaction(async (tx) => { tx.insert("notes", {id: "a", title: "strict"}); tx.insert("notes", {id: "b", title: "worker"}); });
+		await db.sync.pushed();
+		await db.close();
+		return "eval blocked " + evalBlocked + ", Go in page " + typeof Go;
+	`, &got)
+	if got != "eval blocked true, Go in page undefined" {
+		t.Fatalf("got %q", got)
+	}
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		rows, err := dev.Query("notes", engine.Query{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) == 2 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the native device holds %d rows, want the page's 2", len(rows))
+		}
 	}
 }
