@@ -249,6 +249,11 @@
 			if (s.dead) throw s.dead;
 			if (s.ended) throw new ReplicaError("CLOSED", "the replica is closed");
 			if (op === s.ops.pending) return s.pend.get(h) || 0;
+			// Go emits the sync state (its unsent count among it) only to
+			// listeners; here its every change must reach the page, which
+			// cannot ask synchronously: the message that carries the
+			// event carries the count (see receive).
+			if (op === s.ops.listen) a |= s.ops.listenBits.syncState;
 			const call = [op, h, tx, id, a, b, c, d];
 			if (!s.calls) { s.calls = []; s.transfer = []; queueMicrotask(() => send(s)); }
 			for (let i = 4; i < 8; i++) {
@@ -287,7 +292,7 @@
 		for (const e of m.r) {
 			try {
 				switch (e[0]) {
-					case 0: settled(s, e[1], e[2]); b.settle(e[1], e[2], e[3], e[4]); break;
+					case 0: settled(s, e[1], e[2], e[3]); b.settle(e[1], e[2], e[3], e[4]); break;
 					case 1: settled(s, e[1], -1); b.settleValue(e[1], e[2]); break;
 					case 2: b.emit(e[1], e[2], e[3], e[4], e[5]); break;
 					case 3: b.deliver(e[1], e[2], e[3], e[4], e[5]); break;
@@ -301,9 +306,14 @@
 		if (s.open === 0 && s.closedOne && s.waiting.size === 0 && !s.ended) end(s, "CLOSED", "the replica is closed");
 	}
 
-	function settled(s, id, kind) {
+	function settled(s, id, kind, text) {
 		s.waiting.delete(id);
-		if (s.opens.delete(id) && kind !== s.kinds.error) s.open++;
+		if (s.opens.delete(id) && kind !== s.kinds.error) {
+			s.open++;
+			// A new replica ([handle, siteId]): Go is to emit its sync
+			// state from the start (see proxy).
+			try { proxy(s)(s.ops.listen, JSON.parse(text)[0], 0, 0, 0); } catch (_) { }
+		}
 		if (s.closes.delete(id)) { s.open--; s.closedOne = true; }
 	}
 
