@@ -476,6 +476,11 @@ declare namespace Replica {
 		 * the Worker runs the rest. A SharedWorker is not used: see the
 		 * README (§ Worker mode).
 		 *
+		 * Known gap: a frozen tab's Worker is paused with it, possibly
+		 * before it has aborted its running IndexedDB transactions (page
+		 * mode aborts them synchronously on `freeze`); other tabs' writes
+		 * can then wait until the tab resumes (README § Worker mode).
+		 *
 		 * Not in worker mode: a resolver function (it is called
 		 * synchronously inside the apply's IndexedDB transaction, which a
 		 * Worker cannot do across threads): `open` rejects with
