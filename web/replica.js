@@ -182,7 +182,7 @@
 		everStarted = true;
 		const s = {
 			worker: null, built: null, api: null, ops: null, kinds: null, ready: null, dead: null, ended: false,
-			calls: null, transfer: null, pend: new Map(),
+			calls: null, transfer: null, pend: new Map(), inbox: [], at: 0, tick: null,
 			waiting: new Set(), opens: new Set(), closes: new Set(), open: 0,
 		};
 		current = s;
@@ -196,7 +196,7 @@
 			}
 			s.worker.onmessage = (ev) => {
 				const m = ev.data;
-				if (m && m.r) { receive(s, m); return; }
+				if (m && m.r) { s.inbox.push(m); if (s.inbox.length === 1) drain(s); return; }
 				if (m && m.ops) {
 					s.ops = m.ops;
 					s.kinds = m.kinds;
@@ -286,24 +286,52 @@
 		}
 	}
 
-	function receive(s, m) {
-		if (m.p) for (let i = 0; i < m.p.length; i += 2) s.pend.set(m.p[i], m.p[i + 1]);
-		const b = s.built;
-		for (const e of m.r) {
-			try {
-				switch (e[0]) {
-					case 0: settled(s, e[1], e[2], e[3]); b.settle(e[1], e[2], e[3], e[4]); break;
-					case 1: settled(s, e[1], -1); b.settleValue(e[1], e[2]); break;
-					case 2: b.emit(e[1], e[2], e[3], e[4], e[5]); break;
-					case 3: b.deliver(e[1], e[2], e[3], e[4], e[5]); break;
-				}
-			} catch (err) {
-				console.error(err);
+	// drain hands the Worker's messages (s.inbox) to the facade in order,
+	// entry by entry, and yields the page's thread (a new task) whenever it
+	// has run for SLICE_MS: a message carrying many results (10,000 rows'
+	// worth) does not become one long task.
+	const SLICE_MS = 8;
+	function drain(s) {
+		const t0 = performance.now();
+		while (s.inbox.length && !s.ended) {
+			const m = s.inbox[0];
+			if (s.at === 0 && m.p) for (let i = 0; i < m.p.length; i += 2) s.pend.set(m.p[i], m.p[i + 1]);
+			while (s.at < m.r.length) {
+				receive(s, m.r[s.at++]);
+				if (s.at < m.r.length && performance.now() - t0 > SLICE_MS) { later(s); return; }
 			}
+			s.inbox.shift();
+			s.at = 0;
+			// The last replica closed: the Worker goes (a later open
+			// starts another).
+			if (s.open === 0 && s.closedOne && s.waiting.size === 0 && !s.ended) { end(s, "CLOSED", "the replica is closed"); return; }
+			if (s.inbox.length && performance.now() - t0 > SLICE_MS) { later(s); return; }
 		}
-		// The last replica closed: the Worker goes (a later open starts
-		// another).
-		if (s.open === 0 && s.closedOne && s.waiting.size === 0 && !s.ended) end(s, "CLOSED", "the replica is closed");
+	}
+
+	// later runs drain(s) in a new task (a MessageChannel's message comes
+	// sooner than a timer's).
+	function later(s) {
+		if (!s.tick) {
+			s.tick = new MessageChannel();
+			s.tick.port1.onmessage = () => drain(s);
+		}
+		s.tick.port2.postMessage(0);
+	}
+
+	// receive hands one entry of a Worker message to the facade.
+	function receive(s, e) {
+		const b = s.built;
+		try {
+			switch (e[0]) {
+				case 0: settled(s, e[1], e[2], e[3]); b.settle(e[1], e[2], e[3], e[4]); break;
+				case 1: settled(s, e[1], -1); b.settleValue(e[1], e[2]); break;
+				case 2: b.emit(e[1], e[2], e[3], e[4], e[5]); break;
+				case 3: b.deliver(e[1], e[2], e[3], e[4], e[5]); break;
+			}
+		} catch (err) {
+			console.error(err);
+		}
 	}
 
 	function settled(s, id, kind, text) {
@@ -445,12 +473,16 @@ function call(op, h, tx, a, b, c, d) {
 
 // Staged inserts (tx.insert) are queued and sent to Go together, one call
 // per turn of the event loop (or before any other call, which keeps call
-// order): a bulk transaction pays one Go call and one result for all its
-// rows instead of one per row. Each row still succeeds or fails on its own.
+// order) and per BATCH_ROWS rows: a bulk transaction pays one Go call and
+// one result per 1,000 rows instead of one per row, and no result is so
+// big that reading it holds the page's thread long (in worker mode the
+// page reads each result in a task of its own). Each row still succeeds or
+// fails on its own.
+const BATCH_ROWS = 1000;
 let batch = null; // {h, tx, tables, rows, st, ps: [resolve, reject, ...]}
 
 function queueInsert(s, tx, table, row, method) {
-	if (batch && (batch.h !== s.h || batch.tx !== tx)) flush();
+	if (batch && (batch.h !== s.h || batch.tx !== tx || batch.rows.length >= BATCH_ROWS)) flush();
 	const b = batch || { h: s.h, tx, tables: [], rows: [], st: { parts: null, size: 0 }, ps: [] };
 	const text = encRow(row, b.st, method + ": row"); // throws before anything is queued
 	if (!batch) { batch = b; queueMicrotask(flush); }
