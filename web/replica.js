@@ -115,10 +115,10 @@
 					"(Go calls it synchronously while it applies a batch, and a Worker cannot call the page synchronously): " +
 					"open with {worker: false} to use a resolver function, or give \"lww\", \"localWins\" or \"remoteWins\""));
 			}
-			return session().then((s) => s.api.open(options));
+			return inSession((api) => api.open(options));
 		},
-		importKey(bytes) { return defaultWorker ? session().then((s) => s.api.importKey(bytes)) : begin().then(() => pageApi.importKey(bytes)); },
-		deriveKey(options) { return defaultWorker ? session().then((s) => s.api.deriveKey(options)) : begin().then(() => pageApi.deriveKey(options)); },
+		importKey(bytes) { return defaultWorker ? inSession((api) => api.importKey(bytes)) : begin().then(() => pageApi.importKey(bytes)); },
+		deriveKey(options) { return defaultWorker ? inSession((api) => api.deriveKey(options)) : begin().then(() => pageApi.deriveKey(options)); },
 		configure(options) {
 			const bad = (msg) => argError("Replica.configure: " + msg);
 			if (options === null || typeof options !== "object") throw bad("options must be an object");
@@ -216,6 +216,12 @@
 		});
 		s.ready.catch(() => { });
 		return s.ready;
+	}
+
+	// inSession calls fn with the API of a running Worker: a session that
+	// ended in the meantime (its last replica closed) is replaced.
+	function inSession(fn) {
+		return session().then((s) => s.ended ? session().then((n) => fn(n.api)) : fn(s.api));
 	}
 
 	// die ends a session whose Worker failed: calls waiting are rejected

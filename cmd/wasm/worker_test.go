@@ -79,7 +79,12 @@ func TestWorkerAPI(t *testing.T) {
 		log.push("after close " + await code(db.get("t", r.id)) + " " + await code(db.transaction(async () => {})));
 		const again = await Replica.open({name: "w-api", schema});
 		log.push("reopened " + await again.count("t"));
-		await again.close();
+		// An open made while the last replica closes keeps the Worker.
+		const closingAgain = again.close();
+		const other = await Replica.open({name: "w-api-2", schema});
+		await closingAgain;
+		log.push("open while closing " + await other.count("t"));
+		await other.close();
 		log.push("Go in page " + (typeof Go));
 		return {log};
 	`, &res)
@@ -98,6 +103,7 @@ func TestWorkerAPI(t *testing.T) {
 		"before close ok",
 		"after close true CLOSED true CLOSED",
 		"reopened 103",
+		"open while closing 0",
 		"Go in page undefined",
 	}
 	if got := strings.Join(res.Log, "\n"); got != strings.Join(want, "\n") {
