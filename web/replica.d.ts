@@ -1276,8 +1276,9 @@ declare namespace Replica {
 	}
 
 	/**
-	 * Where the loader fetches its two files from (`Static.configure`).
-	 * Relative URLs are resolved against the page's (or worker's) URL.
+	 * Where the loader fetches its files from, and where replicas run by
+	 * default (`Static.configure`). Relative URLs are resolved against the
+	 * page's (or worker's) URL.
 	 */
 	interface LoadOptions {
 		/**
