@@ -79,6 +79,14 @@
 // whose db.sync.connect does not take a key leaves the column out, with
 // a note.
 //
+// "Replica in a Worker" (-systems replica-worker, on by default) is the
+// same adapter in worker mode (its script tag has data-worker: replica.wasm
+// runs in a dedicated Worker, the page never loads it). Its cells give the
+// ratio to raw IndexedDB and to Replica in the page of the same run: W1
+// and W3 show what a Worker round trip adds to each awaited call, W10 what
+// it takes off the main thread. Its W7 counts the page's JavaScript heap
+// only (the Worker's memory, Go's included, is not the page's).
+//
 // W10 is the main thread's long tasks (PerformanceObserver "longtask",
 // installed by the page's first script, before any system's) that started
 // during W2 and during W5: the longest, and the total blocking time (the

@@ -52,7 +52,7 @@ func parseFlags() (*options, error) {
 	flag.DurationVar(&o.capped, "cap", 15*time.Second, "stop a system's W1 or W3 after this long (TinyBase: its cost per row grows with the store)")
 	flag.BoolVar(&o.profile, "profile", false, "also count IndexedDB requests and Go<->JS crossings per row (Replica and raw IndexedDB)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "SYSTEM:WORKLOAD (e.g. replica:w2): run only that workload under V8's CPU profiler and summarize it")
-	flag.StringVar(&systemsFlag, "systems", "raw,replica,replica-sealed,dexie,tinybase", "systems to run (replica-sealed: W5 and W8 of a sealed database)")
+	flag.StringVar(&systemsFlag, "systems", "raw,replica,replica-worker,replica-sealed,dexie,tinybase", "systems to run (replica-worker: Replica in worker mode; replica-sealed: W5 and W8 of a sealed database)")
 	flag.StringVar(&workloadsFlag, "workloads", "w1,w2,w3,w4,w5,w6,w7,w8,w9", "workloads to run")
 	flag.Parse()
 	if o.quick {
@@ -282,7 +282,7 @@ func startServers(o *options, goroot string, data *dataset) (string, func(), err
 func seedIfNeeded(o *options, r *runner, addr string, data *dataset) error {
 	needRelay, needSealed := false, false
 	for _, sys := range o.systems {
-		needRelay = needRelay || sys.name == "replica" && (o.workloads["w4"] || o.workloads["w5"] || o.workloads["w6"] || o.workloads["w7"] ||
+		needRelay = needRelay || (sys.name == "replica" || sys.name == "replica-worker") && (o.workloads["w4"] || o.workloads["w5"] || o.workloads["w6"] || o.workloads["w7"] ||
 			strings.HasPrefix(o.cpuprofile, "replica:w4") || strings.HasPrefix(o.cpuprofile, "replica:w5"))
 		needSealed = needSealed || sys.sealed && (o.workloads["w5"] && o.cpuprofile == "" || strings.HasPrefix(o.cpuprofile, "replica-sealed:w4") ||
 			strings.HasPrefix(o.cpuprofile, "replica-sealed:w5"))

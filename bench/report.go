@@ -222,6 +222,11 @@ func (r *results) cell(sys *system, metric string) string {
 		if base, ok := r.median("raw", metric); ok && base > 0 {
 			s += " (" + fmtRatio(v/base) + ")"
 		}
+		if sys.worker {
+			if base, ok := r.median("replica", metric); ok && base > 0 {
+				s += " (" + fmtRatio(v/base) + " Replica in the page)"
+			}
+		}
 	}
 	return s
 }

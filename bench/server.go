@@ -44,6 +44,9 @@ type system struct {
 	sealed bool
 	// adapter names the sys-*.js file when it is not name's.
 	adapter string
+	// worker: Replica in worker mode (its script tag has data-worker:
+	// the engine runs in a dedicated Worker, not on the page's thread).
+	worker bool
 }
 
 var systems = []system{
@@ -51,6 +54,9 @@ var systems = []system{
 	{name: "replica", title: "Replica", syncs: true,
 		scripts: []string{"/lib/wasm_exec.js", "GOCOUNT", "/lib/replica.js"},
 		files:   []string{"WASM", "web/replica.js", "GOROOT/lib/wasm/wasm_exec.js"}},
+	{name: "replica-worker", title: "Replica in a Worker", syncs: true, adapter: "replica", worker: true,
+		scripts: []string{"/lib/replica.js"},
+		files:   []string{"WASM", "web/replica.js", "web/replica-worker.js", "GOROOT/lib/wasm/wasm_exec.js"}},
 	{name: "replica-sealed", title: "Replica sealed", syncs: true, sealed: true, adapter: "replica",
 		scripts: []string{"/lib/wasm_exec.js", "GOCOUNT", "/lib/replica.js"},
 		files:   []string{"WASM", "web/replica.js", "GOROOT/lib/wasm/wasm_exec.js"}},
@@ -95,6 +101,10 @@ func page(sys *system, profile bool) string {
 			fmt.Fprintf(&b, "<script>globalThis.goCountOptions = {count: %v};</script>\n", profile)
 			s = "/pb/gocount.js"
 		}
+		if sys.worker && s == "/lib/replica.js" {
+			fmt.Fprintf(&b, "<script src=%q data-worker></script>\n", s)
+			continue
+		}
 		fmt.Fprintf(&b, "<script src=%q></script>\n", s)
 	}
 	b.WriteString(`<script src="/js/common.js"></script>` + "\n")
@@ -125,9 +135,10 @@ func handler(root, wasmPath, goroot string, data *dataset, sync http.Handler) ht
 		_, _ = w.Write([]byte(page(sys, r.URL.Query().Get("profile") == "1")))
 	})
 	libs := map[string]string{
-		"/lib/replica.js":   filepath.Join(root, "web", "replica.js"),
-		"/lib/wasm_exec.js": filepath.Join(goroot, "lib", "wasm", "wasm_exec.js"),
-		"/lib/replica.wasm": wasmPath,
+		"/lib/replica.js":        filepath.Join(root, "web", "replica.js"),
+		"/lib/replica-worker.js": filepath.Join(root, "web", "replica-worker.js"),
+		"/lib/wasm_exec.js":      filepath.Join(goroot, "lib", "wasm", "wasm_exec.js"),
+		"/lib/replica.wasm":      wasmPath,
 	}
 	mux.HandleFunc("/lib/", func(w http.ResponseWriter, r *http.Request) {
 		p, ok := libs[r.URL.Path]

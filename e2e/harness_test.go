@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -66,7 +67,7 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "e2e: built replica.wasm into %s in %v\n", webDir, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "e2e: built replica.wasm into %s in %v (worker mode: %v)\n", webDir, time.Since(start).Round(time.Millisecond), workerMode)
 	shotDir = os.Getenv("REPLICA_SCREENSHOTS")
 	if shotDir == "" {
 		shotDir = filepath.Join(os.TempDir(), "replica-e2e-screenshots")
@@ -101,6 +102,13 @@ func buildWeb(dir string) error {
 	if err != nil {
 		return fmt.Errorf("copying web/: %w", err)
 	}
+	if workerMode {
+		// Worker mode as the default of every page: what a data-worker
+		// attribute on each script tag does.
+		if err := setWorkerDefault(filepath.Join(dir, "replica.js")); err != nil {
+			return err
+		}
+	}
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, "replica.wasm"), "../cmd/wasm")
 	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -111,6 +119,25 @@ func buildWeb(dir string) error {
 		return fmt.Errorf("go env GOROOT: %w", err)
 	}
 	return copyFile(filepath.Join(strings.TrimSpace(string(goroot)), "lib", "wasm", "wasm_exec.js"), filepath.Join(dir, "wasm_exec.js"))
+}
+
+// workerMode (REPLICA_WORKER=1) runs the suite with every replica in worker
+// mode (Replica.open's worker option defaulting to true): the same tests,
+// the engine in a Worker.
+var workerMode = os.Getenv("REPLICA_WORKER") == "1"
+
+// setWorkerDefault rewrites the loader at path so that worker mode is its
+// default, as a data-worker attribute on its script tag would.
+func setWorkerDefault(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	const off, on = "let defaultWorker = false;", "let defaultWorker = true;"
+	if bytes.Count(b, []byte(off)) != 1 {
+		return fmt.Errorf("%s: want one %q to switch worker mode on", path, off)
+	}
+	return os.WriteFile(path, bytes.Replace(b, []byte(off), []byte(on), 1), 0o644)
 }
 
 func copyFile(from, to string) error {

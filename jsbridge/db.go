@@ -178,8 +178,13 @@ func parseOpenOptions(text string) (openOptions, error) {
 			return r.optString(&o.Durability, "options.durability")
 		case "resolver":
 			return r.optString(&o.Resolver, "options.resolver")
+		case "worker":
+			// Read by the loader (web/replica.js: where the replica
+			// runs); checked here, and otherwise ignored.
+			var w *bool
+			return r.optBool(&w, "options.worker")
 		}
-		return argError("unknown option %q (known: name, schema, allowResurrection, heldChanges, storageQuota, retentionHorizonMs, batchSize, durability, resolver)", key)
+		return argError("unknown option %q (known: name, schema, allowResurrection, heldChanges, storageQuota, retentionHorizonMs, batchSize, durability, resolver, worker)", key)
 	})
 	if err == nil {
 		err = r.End()

@@ -18,7 +18,10 @@ const EVENTS = ["change", "remoteChange", "conflict", "held", "heldReplayed", "u
 const LISTEN = OPS.listenBits; // bits of the listen mask: event names, and "peers"
 const hasOwn = Object.prototype.hasOwnProperty;
 
-class ReplicaError extends Error {
+// ReplicaError is the loader's class when it gives one (OPS.ReplicaError:
+// web/replica.js gives both its page and its Worker facades the same), so
+// that errors of either mode are instances of Replica.ReplicaError.
+const ReplicaError = typeof OPS.ReplicaError === "function" ? OPS.ReplicaError : class ReplicaError extends Error {
 	constructor(code, message, table, column) {
 		super(message);
 		this.name = "ReplicaError";
@@ -26,7 +29,7 @@ class ReplicaError extends Error {
 		if (table) this.table = table;
 		if (column) this.column = column;
 	}
-}
+};
 
 function argErr(msg) { return new ReplicaError("INVALID_ARGUMENT", msg); }
 function closedErr(what) { return new ReplicaError("CLOSED", what + ": the replica is closed"); }
@@ -56,12 +59,16 @@ function call(op, h, tx, a, b, c, d) {
 
 // Staged inserts (tx.insert) are queued and sent to Go together, one call
 // per turn of the event loop (or before any other call, which keeps call
-// order): a bulk transaction pays one Go call and one result for all its
-// rows instead of one per row. Each row still succeeds or fails on its own.
+// order) and per BATCH_ROWS rows: a bulk transaction pays one Go call and
+// one result per 1,000 rows instead of one per row, and no result is so
+// big that reading it holds the page's thread long (in worker mode the
+// page reads each result in a task of its own). Each row still succeeds or
+// fails on its own.
+const BATCH_ROWS = 1000;
 let batch = null; // {h, tx, tables, rows, st, ps: [resolve, reject, ...]}
 
 function queueInsert(s, tx, table, row, method) {
-	if (batch && (batch.h !== s.h || batch.tx !== tx)) flush();
+	if (batch && (batch.h !== s.h || batch.tx !== tx || batch.rows.length >= BATCH_ROWS)) flush();
 	const b = batch || { h: s.h, tx, tables: [], rows: [], st: { parts: null, size: 0 }, ps: [] };
 	const text = encRow(row, b.st, method + ": row"); // throws before anything is queued
 	if (!batch) { batch = b; queueMicrotask(flush); }

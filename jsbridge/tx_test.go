@@ -190,3 +190,34 @@ func TestTransactionInsertBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestTransactionInsertBatchesOf1000: 2,500 staged inserts made in one
+// turn go to Go in batches of 1,000 (facade.js BATCH_ROWS); each resolves
+// with its own row in call order across the batches, a failing row in the
+// second batch fails alone, and a read queued after them sees them all.
+func TestTransactionInsertBatchesOf1000(t *testing.T) {
+	db := openT(t)
+	run := asyncfn("db", `
+		const seen = {};
+		await db.transaction(async (tx) => {
+			const ps = [];
+			for (let i = 0; i < 2500; i++) ps.push(tx.insert("items", i === 1500 ? {id: "i0"} : {id: "i" + i, title: "t" + i, n: i}));
+			const count = tx.count("items");
+			const rs = await Promise.allSettled(ps);
+			seen.failed = rs.map((r, i) => r.status === "rejected" ? i + ":" + r.reason.code : "").filter((x) => x).join();
+			seen.order = rs.every((r, i) => i === 1500 || r.value.n === i);
+			seen.count = await count;
+		});
+		seen.after = await db.count("items");
+		return seen;
+	`)
+	seen := must(t, run.Invoke(db))
+	for _, c := range []struct{ expr, want string }{
+		{"failed", `"1500:CONFLICT"`}, {"order", "true"}, {"count", "2499"}, {"after", "2499"},
+	} {
+		v := jsfn("s", "return s."+c.expr).Invoke(seen)
+		if got := describe(v); got != c.want {
+			t.Errorf("%s = %s, want %s", c.expr, got, c.want)
+		}
+	}
+}

@@ -27,6 +27,9 @@ async function app(): Promise<void> {
 		resolver: maxWins,
 	});
 	await Replica.open({ name: "other", schema: { tables: { t: { columns: { v: "real" } } } }, resolver: "localWins" });
+	await Replica.open({ name: "other", schema: { tables: { t: { columns: { v: "real" } } } }, worker: true });
+	// @ts-expect-error worker is a boolean
+	await Replica.open({ name: "x", schema: { tables: {} }, worker: "yes" });
 	// @ts-expect-error unknown durability
 	await Replica.open({ name: "x", schema: { tables: {} }, durability: "always" });
 	// @ts-expect-error unknown option

@@ -461,6 +461,48 @@ declare namespace Replica {
 		 * the table's resurrection policy.
 		 */
 		resolver?: "lww" | "localWins" | "remoteWins" | ((conflict: ResolverContext) => "local" | "remote");
+		/**
+		 * Where the replica runs. `true`: worker mode — replica.wasm (the
+		 * engine, IndexedDB and the sync client) runs in a dedicated Worker
+		 * (replica-worker.js, beside the loader or at
+		 * `LoadOptions.workerURL`), so its work never blocks the page's
+		 * main thread. `false`: page mode — replica.wasm runs on the page's
+		 * own thread. Default: `LoadOptions.worker` (false unless
+		 * configured; the script tag with a `data-worker` attribute: true).
+		 *
+		 * The API is the same in both modes: the same methods, results,
+		 * events, subscriptions and errors (codes and the `ReplicaError`
+		 * class). Calls are proxied: the calls one event-loop turn makes go
+		 * to the Worker as one message (a `db.transaction` issuing 10,000
+		 * `tx.insert`s without awaiting each sends them together), and the
+		 * results of one turn of the Worker come back as one; byte values
+		 * are copied once and transferred. Each awaited call costs one
+		 * round trip to the Worker (see the README for figures).
+		 * Subscriptions' callbacks and event listeners run in the page.
+		 *
+		 * Tabs: every tab (page-mode or worker-mode alike, and replicas
+		 * opened inside an app's own Workers) still shares the one
+		 * IndexedDB database, one site id, one leader tab holding the
+		 * relay connection, and the sibling-tab notices: the page keeps the
+		 * BroadcastChannel, the Web Lock and the page-lifecycle handling,
+		 * the Worker runs the rest. A SharedWorker is not used: see the
+		 * README (§ Worker mode).
+		 *
+		 * Known gap: a frozen tab's Worker is paused with it, possibly
+		 * before it has aborted its running IndexedDB transactions (page
+		 * mode aborts them synchronously on `freeze`); other tabs' writes
+		 * can then wait until the tab resumes (README § Worker mode).
+		 *
+		 * Not in worker mode: a resolver function (it is called
+		 * synchronously inside the apply's IndexedDB transaction, which a
+		 * Worker cannot do across threads): `open` rejects with
+		 * INVALID_ARGUMENT saying so; use `worker: false` for it. Each page
+		 * runs one Worker for all its worker-mode replicas; it is
+		 * terminated when the last of them closes (calls still waiting
+		 * then reject with CLOSED); if it fails, waiting and later calls
+		 * reject with INTERNAL.
+		 */
+		worker?: boolean;
 	}
 
 	/** The argument of a resolver function (OpenOptions.resolver). */
@@ -1507,8 +1549,9 @@ declare namespace Replica {
 	}
 
 	/**
-	 * Where the loader fetches its two files from (`Static.configure`).
-	 * Relative URLs are resolved against the page's (or worker's) URL.
+	 * Where the loader fetches its files from, and where replicas run by
+	 * default (`Static.configure`). Relative URLs are resolved against the
+	 * page's (or worker's) URL.
 	 */
 	interface LoadOptions {
 		/**
@@ -1525,6 +1568,26 @@ declare namespace Replica {
 		 * beside the loader, as `wasmURL`.
 		 */
 		wasmExecURL?: string | URL;
+		/**
+		 * replica-worker.js, the script of worker mode (`OpenOptions.worker`),
+		 * started as a classic dedicated Worker at the first worker-mode
+		 * `open`; it loads `wasmURL` and `wasmExecURL` itself. Default:
+		 * beside the loader (the ES module: `new URL("./replica-worker.js",
+		 * import.meta.url)`, which Vite emits as a file). It must be
+		 * same-origin (a Worker's rule); a Content-Security-Policy needs
+		 * `worker-src` (or `script-src`) to allow it. Settable until the
+		 * first worker-mode `open`.
+		 */
+		workerURL?: string | URL;
+		/**
+		 * The default of `OpenOptions.worker`, and where `ready`,
+		 * `importKey` and `deriveKey` run (true: in the Worker; `ready`
+		 * then resolves once the Worker runs replica.wasm). Settable at
+		 * any time, in both builds; it applies to later calls. Default:
+		 * false (page mode), or true for a script tag with a `data-worker`
+		 * attribute (which then does not load replica.wasm into the page).
+		 */
+		worker?: boolean;
 	}
 
 	/** The global `Replica` (the script tag), or the `Replica` the ES module exports. */
@@ -1539,17 +1602,19 @@ declare namespace Replica {
 		/**
 		 * Name where replica.wasm and wasm_exec.js come from, before loading
 		 * starts: in the ES module, before the first `ready`, `open`,
-		 * `importKey` or `deriveKey`. Throws a ReplicaError (code
-		 * INVALID_ARGUMENT) for an unknown option, a value that is not a URL,
-		 * or a call after loading started (always so with the script tag,
-		 * which loads from its own directory at once). That error is thrown
-		 * before replica.wasm runs: it has `name` "ReplicaError" and `code`
-		 * but is not an instance of `ReplicaError`.
+		 * `importKey` or `deriveKey` in page mode (`workerURL`: before the
+		 * first worker-mode `open`); `worker` at any time. Throws a
+		 * ReplicaError (code INVALID_ARGUMENT) for an unknown option, a
+		 * value that is not a URL (or, for `worker`, not a boolean), or a
+		 * URL given after its loading started (always so for `wasmURL` and
+		 * `wasmExecURL` with the script tag, which loads from its own
+		 * directory at once unless it has `data-worker`).
 		 */
 		configure(options: LoadOptions): void;
 		/**
 		 * Open (creating or migrating it) the replica `options.name`. Rejects:
-		 * INVALID_ARGUMENT (missing name or schema, unknown option), SCHEMA (an
+		 * INVALID_ARGUMENT (missing name or schema, unknown option, a
+		 * resolver function in worker mode), SCHEMA (an
 		 * invalid schema, e.g. one with no tables — `{tables: {}}` — or an
 		 * unknown column type; or one that contradicts the stored schema),
 		 * STORAGE_FORMAT, QUOTA_EXCEEDED, INTERNAL (IndexedDB unavailable, e.g.

@@ -32,27 +32,43 @@
 // `go test ./cmd/wasm -run TestReplicaJSCarriesFacade -update`.
 (function (global, moduleURLs) {
 	"use strict";
-	// moduleURLs: {wasm, wasmExec} (URL objects) from the ES module; absent
-	// (undefined) for the script tag.
+	// moduleURLs: {wasm, wasmExec, worker} (URL objects) from the ES module;
+	// absent (undefined) for the script tag.
 	const esm = !!moduleURLs;
 	if (!esm && global.Replica && global.Replica.ready) return; // loaded twice
 
-	let wasmURL, wasmExecURL;
+	let wasmURL, wasmExecURL, workerURL;
+	// The default of Replica.open's worker option (and where importKey,
+	// deriveKey and ready run): configure({worker}), or the script tag's
+	// data-worker attribute.
+	let defaultWorker = false;
 	if (esm) {
 		wasmURL = String(moduleURLs.wasm);
 		wasmExecURL = String(moduleURLs.wasmExec);
+		workerURL = String(moduleURLs.worker);
 	} else {
 		const script = typeof document !== "undefined" ? document.currentScript : null;
 		const base = new URL(".", script && script.src ? script.src : global.location.href).href;
 		wasmURL = base + "replica.wasm";
 		wasmExecURL = base + "wasm_exec.js";
+		workerURL = base + "replica-worker.js";
+		if (script && script.hasAttribute && script.hasAttribute("data-worker")) defaultWorker = script.getAttribute("data-worker") !== "false";
+	}
+
+	// ReplicaError is the class of every error Replica rejects with, in
+	// both modes (the facade of each runtime is given it).
+	class ReplicaError extends Error {
+		constructor(code, message, table, column) {
+			super(message);
+			this.name = "ReplicaError";
+			this.code = code;
+			if (table) this.table = table;
+			if (column) this.column = column;
+		}
 	}
 
 	function loadError(message) {
-		const e = new Error("replica.js: " + message);
-		e.name = "ReplicaError";
-		e.code = "INTERNAL";
-		return e;
+		return new ReplicaError("INTERNAL", "replica.js: " + message);
 	}
 
 	let installed, failed;
@@ -65,8 +81,9 @@
 		failed(dead);
 	}
 
-	// started: loading has begun (the script tag: at once; the module: at
-	// first use), after which configure refuses.
+	// started: loading replica.wasm into this page has begun (the script
+	// tag: at once, unless data-worker; the module: at first use), after
+	// which configure refuses new file URLs.
 	let started = false;
 	function begin() {
 		if (started) return ready;
@@ -74,33 +91,51 @@
 		start().catch(fail);
 		return ready;
 	}
+	let pageApi = null; // the API replica.wasm installed in this page
 
 	// The options of configure (replica.d.ts LoadOptions).
-	const LOAD_OPTIONS = ["wasmURL", "wasmExecURL"];
+	const LOAD_OPTIONS = ["wasmURL", "wasmExecURL", "workerURL", "worker"];
+
+	function argError(message) { return new ReplicaError("INVALID_ARGUMENT", message); }
+
+	// inWorker: whether Replica.open(options) runs the replica in the
+	// Worker. A worker option that is not a boolean goes on to Go, which
+	// refuses it.
+	function inWorker(options) {
+		if (options === null || typeof options !== "object" || options.worker === undefined) return defaultWorker;
+		return options.worker === true;
+	}
 
 	const loader = {
-		get ready() { return begin(); },
-		open(options) { return begin().then(() => loader.open(options)); },
-		importKey(bytes) { return begin().then(() => loader.importKey(bytes)); },
-		deriveKey(options) { return begin().then(() => loader.deriveKey(options)); },
-		configure(options) {
-			const bad = (msg) => {
-				const e = new Error("Replica.configure: " + msg);
-				e.name = "ReplicaError";
-				e.code = "INVALID_ARGUMENT";
-				return e;
-			};
-			if (started) {
-				throw bad("loading has already started (" + (esm ?
-					"call configure before the first Replica.ready, open, importKey or deriveKey" :
-					"the script-tag build loads at once from its own directory; use the ES module to place the files elsewhere") + ")");
+		get ready() { return defaultWorker ? session().then(() => undefined) : begin(); },
+		open(options) {
+			if (!inWorker(options)) return begin().then(() => pageApi.open(options));
+			if (typeof options.resolver === "function") {
+				return Promise.reject(argError("Replica.open: options.resolver is a function, which cannot run in the Worker " +
+					"(Go calls it synchronously while it applies a batch, and a Worker cannot call the page synchronously): " +
+					"open with {worker: false} to use a resolver function, or give \"lww\", \"localWins\" or \"remoteWins\""));
 			}
+			return inSession((api) => api.open(options));
+		},
+		importKey(bytes) { return defaultWorker ? inSession((api) => api.importKey(bytes)) : begin().then(() => pageApi.importKey(bytes)); },
+		deriveKey(options) { return defaultWorker ? inSession((api) => api.deriveKey(options)) : begin().then(() => pageApi.deriveKey(options)); },
+		configure(options) {
+			const bad = (msg) => argError("Replica.configure: " + msg);
 			if (options === null || typeof options !== "object") throw bad("options must be an object");
 			const urls = {};
 			for (const k of Object.keys(options)) {
 				const v = options[k];
 				if (!LOAD_OPTIONS.includes(k)) throw bad("unknown option " + JSON.stringify(k) + " (" + LOAD_OPTIONS.join(", ") + ")");
 				if (v === undefined) continue;
+				if (k === "worker") {
+					if (typeof v !== "boolean") throw bad("worker must be a boolean");
+					continue;
+				}
+				if (k === "workerURL" ? current !== null || everStarted : started) {
+					throw bad("loading has already started (" + (k === "workerURL" ? "call configure({workerURL}) before the first Replica.open with {worker: true}" : esm ?
+						"call configure before the first Replica.ready, open, importKey or deriveKey" :
+						"the script-tag build loads at once from its own directory; use the ES module to place the files elsewhere") + ")");
+				}
 				if (typeof v !== "string" && !(typeof URL === "function" && v instanceof URL)) throw bad(k + " must be a string or a URL");
 				try {
 					urls[k] = new URL(String(v), global.location.href).href;
@@ -110,16 +145,15 @@
 			}
 			if (urls.wasmURL) wasmURL = urls.wasmURL;
 			if (urls.wasmExecURL) wasmExecURL = urls.wasmExecURL;
+			if (urls.workerURL) workerURL = urls.workerURL;
+			if (typeof options.worker === "boolean") defaultWorker = options.worker;
 		},
-		ReplicaError: Error,
+		ReplicaError,
 		// Used once by replica.wasm, then removed.
-		_facade: replicaFacade,
+		_facade: (go, OPS, KINDS) => replicaFacade(go, Object.assign({}, OPS, { ReplicaError }), KINDS),
 		_idbHelper: replicaIDBHelper,
 		_install(api) {
-			loader.open = api.open;
-			loader.importKey = api.importKey;
-			loader.deriveKey = api.deriveKey;
-			loader.ReplicaError = api.ReplicaError;
+			pageApi = api;
 			delete loader._facade;
 			delete loader._idbHelper;
 			delete loader._install;
@@ -128,6 +162,196 @@
 		},
 		_fail(message) { fail(loadError(message)); },
 	};
+
+	// ---- worker mode ------------------------------------------------------
+	//
+	// Replica.open({worker: true}) runs replica.wasm in a dedicated Worker
+	// (replica-worker.js, which documents the messages). This page runs a
+	// facade of its own (replicaFacade below: the whole API, sibling tabs,
+	// the leader lock, the page lifecycle) whose entry point into Go posts
+	// the call instead: the calls of one event-loop turn go as one message,
+	// their byte arguments copied once into buffers that are transferred.
+	// One Worker serves every replica this page opens in worker mode; it is
+	// terminated when the last one closes (a later open starts another).
+
+	let current = null; // the live session, or null
+	let everStarted = false;
+
+	function session() {
+		if (current) return current.ready;
+		everStarted = true;
+		const s = {
+			worker: null, built: null, api: null, ops: null, kinds: null, ready: null, dead: null, ended: false,
+			calls: null, transfer: null, pend: new Map(), inbox: [], at: 0, tick: null,
+			waiting: new Set(), opens: new Set(), closes: new Set(), open: 0,
+		};
+		current = s;
+		s.ready = new Promise((resolve, reject) => {
+			s.failStart = reject;
+			try {
+				s.worker = new Worker(workerURL);
+			} catch (e) {
+				current = null;
+				throw loadError("cannot start the Worker " + workerURL + ": " + ((e && e.message) || e));
+			}
+			s.worker.onmessage = (ev) => {
+				const m = ev.data;
+				if (m && m.r) { s.inbox.push(m); if (s.inbox.length === 1) drain(s); return; }
+				if (m && m.ops) {
+					s.ops = m.ops;
+					s.kinds = m.kinds;
+					s.built = replicaFacade(proxy(s), Object.assign({}, m.ops, { ReplicaError }), m.kinds);
+					s.api = s.built.api;
+					resolve(s);
+					return;
+				}
+				if (m && m.fail) die(s, loadError(m.fail));
+			};
+			s.worker.onerror = (ev) => {
+				if (ev && typeof ev.preventDefault === "function") ev.preventDefault();
+				die(s, loadError("the Worker " + workerURL + " failed: " + ((ev && ev.message) || "it could not be loaded")));
+			};
+			s.worker.onmessageerror = () => die(s, loadError("a message from the Worker could not be read"));
+			s.worker.postMessage({ init: { wasmURL, wasmExecURL } });
+		});
+		s.ready.catch(() => { });
+		return s.ready;
+	}
+
+	// inSession calls fn with the API of a running Worker: a session that
+	// ended in the meantime (its last replica closed) is replaced.
+	function inSession(fn) {
+		return session().then((s) => s.ended ? session().then((n) => fn(n.api)) : fn(s.api));
+	}
+
+	// die ends a session whose Worker failed: calls waiting are rejected
+	// with INTERNAL, later ones too (the facade turns what go throws into
+	// INTERNAL); the next open starts another Worker.
+	function die(s, e) {
+		if (s.dead || s.ended) return;
+		s.dead = e;
+		console.error(e);
+		s.failStart(e);
+		end(s, "INTERNAL", e.message);
+	}
+
+	// end settles every waiting call with code and terminates the Worker.
+	function end(s, code, message) {
+		if (current === s) current = null;
+		s.ended = true;
+		try { s.worker.terminate(); } catch (_) { }
+		if (!s.built) return;
+		const text = JSON.stringify({ code, message });
+		for (const id of s.waiting) s.built.settle(id, s.kinds.error, text, null);
+		s.waiting.clear();
+	}
+
+	// proxy is the facade's go(op, handle, tx, id, a, b, c, d) in worker
+	// mode: it queues the call for the Worker (one message per turn) and
+	// answers the one synchronous question (pending: the leader's unsent
+	// count) from the count the Worker sent last.
+	function proxy(s) {
+		return function (op, h, tx, id, a, b, c, d) {
+			if (s.dead) throw s.dead;
+			if (s.ended) throw new ReplicaError("CLOSED", "the replica is closed");
+			if (op === s.ops.pending) return s.pend.get(h) || 0;
+			// Go emits the sync state (its unsent count among it) only to
+			// listeners; here its every change must reach the page, which
+			// cannot ask synchronously: the message that carries the
+			// event carries the count (see receive).
+			if (op === s.ops.listen) a |= s.ops.listenBits.syncState;
+			const call = [op, h, tx, id, a, b, c, d];
+			if (!s.calls) { s.calls = []; s.transfer = []; queueMicrotask(() => send(s)); }
+			for (let i = 4; i < 8; i++) {
+				const v = call[i];
+				// Bytes: copied now (the caller may change or zero them
+				// after the call returns, as in page mode) into a buffer of
+				// their own, which is transferred.
+				if (v instanceof Uint8Array) { const u = v.slice(); s.transfer.push(u.buffer); call[i] = u; }
+				else if (typeof v === "function") throw new ReplicaError("INVALID_ARGUMENT", "a function cannot be sent to the Worker");
+			}
+			while (call.length > 4 && call[call.length - 1] === undefined) call.pop();
+			if (id) s.waiting.add(id);
+			if (op === s.ops.open) s.opens.add(id);
+			if (op === s.ops.close) s.closes.add(id);
+			s.calls.push(call);
+			return undefined;
+		};
+	}
+
+	function send(s) {
+		const calls = s.calls, transfer = s.transfer;
+		s.calls = null; s.transfer = null;
+		if (s.ended) return;
+		try {
+			s.worker.postMessage({ c: calls }, transfer);
+		} catch (e) {
+			// A value the structured clone refuses: fail this turn's calls.
+			const text = JSON.stringify({ code: "INTERNAL", message: "replica.js: posting to the Worker: " + ((e && e.message) || e) });
+			for (const c of calls) if (c[3] && s.waiting.delete(c[3])) s.built.settle(c[3], s.kinds.error, text, null);
+		}
+	}
+
+	// drain hands the Worker's messages (s.inbox) to the facade in order,
+	// entry by entry, and yields the page's thread (a new task) whenever it
+	// has run for SLICE_MS: a message carrying many results (10,000 rows'
+	// worth) does not become one long task.
+	const SLICE_MS = 8;
+	function drain(s) {
+		const t0 = performance.now();
+		while (s.inbox.length && !s.ended) {
+			const m = s.inbox[0];
+			if (s.at === 0 && m.p) for (let i = 0; i < m.p.length; i += 2) s.pend.set(m.p[i], m.p[i + 1]);
+			while (s.at < m.r.length) {
+				receive(s, m.r[s.at++]);
+				if (s.at < m.r.length && performance.now() - t0 > SLICE_MS) { later(s); return; }
+			}
+			s.inbox.shift();
+			s.at = 0;
+			// The last replica closed: the Worker goes (a later open
+			// starts another).
+			if (s.open === 0 && s.closedOne && s.waiting.size === 0 && !s.ended) { end(s, "CLOSED", "the replica is closed"); return; }
+			if (s.inbox.length && performance.now() - t0 > SLICE_MS) { later(s); return; }
+		}
+	}
+
+	// later runs drain(s) in a new task (a MessageChannel's message comes
+	// sooner than a timer's).
+	function later(s) {
+		if (!s.tick) {
+			s.tick = new MessageChannel();
+			s.tick.port1.onmessage = () => drain(s);
+		}
+		s.tick.port2.postMessage(0);
+	}
+
+	// receive hands one entry of a Worker message to the facade.
+	function receive(s, e) {
+		const b = s.built;
+		try {
+			switch (e[0]) {
+				case 0: settled(s, e[1], e[2], e[3]); b.settle(e[1], e[2], e[3], e[4]); break;
+				case 1: settled(s, e[1], -1); b.settleValue(e[1], e[2]); break;
+				case 2: b.emit(e[1], e[2], e[3], e[4], e[5]); break;
+				case 3: b.deliver(e[1], e[2], e[3], e[4], e[5]); break;
+			}
+		} catch (err) {
+			console.error(err);
+		}
+	}
+
+	function settled(s, id, kind, text) {
+		s.waiting.delete(id);
+		if (s.opens.delete(id) && kind !== s.kinds.error) {
+			s.open++;
+			// A new replica ([handle, siteId]): Go is to emit its sync
+			// state from the start (see proxy).
+			try { proxy(s)(s.ops.listen, JSON.parse(text)[0], 0, 0, 0); } catch (_) { }
+		}
+		if (s.closes.delete(id)) { s.open--; s.closedOne = true; }
+	}
+
+	// ---- page mode --------------------------------------------------------
 
 	function loadScript(src) {
 		return new Promise((resolve, reject) => {
@@ -190,7 +414,7 @@
 
 	if (esm) return loader;
 	global.Replica = loader;
-	begin();
+	if (!defaultWorker) begin();
 
 // BEGIN jsbridge/facade.js (verbatim; see above)
 function replicaFacade(go, OPS, KINDS) {
@@ -214,7 +438,10 @@ const EVENTS = ["change", "remoteChange", "conflict", "held", "heldReplayed", "u
 const LISTEN = OPS.listenBits; // bits of the listen mask: event names, and "peers"
 const hasOwn = Object.prototype.hasOwnProperty;
 
-class ReplicaError extends Error {
+// ReplicaError is the loader's class when it gives one (OPS.ReplicaError:
+// web/replica.js gives both its page and its Worker facades the same), so
+// that errors of either mode are instances of Replica.ReplicaError.
+const ReplicaError = typeof OPS.ReplicaError === "function" ? OPS.ReplicaError : class ReplicaError extends Error {
 	constructor(code, message, table, column) {
 		super(message);
 		this.name = "ReplicaError";
@@ -222,7 +449,7 @@ class ReplicaError extends Error {
 		if (table) this.table = table;
 		if (column) this.column = column;
 	}
-}
+};
 
 function argErr(msg) { return new ReplicaError("INVALID_ARGUMENT", msg); }
 function closedErr(what) { return new ReplicaError("CLOSED", what + ": the replica is closed"); }
@@ -252,12 +479,16 @@ function call(op, h, tx, a, b, c, d) {
 
 // Staged inserts (tx.insert) are queued and sent to Go together, one call
 // per turn of the event loop (or before any other call, which keeps call
-// order): a bulk transaction pays one Go call and one result for all its
-// rows instead of one per row. Each row still succeeds or fails on its own.
+// order) and per BATCH_ROWS rows: a bulk transaction pays one Go call and
+// one result per 1,000 rows instead of one per row, and no result is so
+// big that reading it holds the page's thread long (in worker mode the
+// page reads each result in a task of its own). Each row still succeeds or
+// fails on its own.
+const BATCH_ROWS = 1000;
 let batch = null; // {h, tx, tables, rows, st, ps: [resolve, reject, ...]}
 
 function queueInsert(s, tx, table, row, method) {
-	if (batch && (batch.h !== s.h || batch.tx !== tx)) flush();
+	if (batch && (batch.h !== s.h || batch.tx !== tx || batch.rows.length >= BATCH_ROWS)) flush();
 	const b = batch || { h: s.h, tx, tables: [], rows: [], st: { parts: null, size: 0 }, ps: [] };
 	const text = encRow(row, b.st, method + ": row"); // throws before anything is queued
 	if (!batch) { batch = b; queueMicrotask(flush); }

@@ -23,21 +23,24 @@ import (
 // the objects the loader installs have exactly the members the .d.ts
 // declares.
 
-var update = flag.Bool("update", false, "rewrite web/replica.js's copies of jsbridge/facade.js and idbkv/helper.js")
+var update = flag.Bool("update", false, "rewrite the copies of jsbridge/facade.js and idbkv/helper.js in web/replica.js and web/replica-worker.js")
 
 const (
 	wasmPath   = "../../web/replica.wasm"
 	replicaJS  = "../../web/replica.js"
+	workerJS   = "../../web/replica-worker.js"
 	replicaDTS = "../../web/replica.d.ts"
 	facadePath = "../../jsbridge/facade.js"
 	errorsPath = "../../jsbridge/errors.go"
 )
 
-// carried are the JavaScript files web/replica.js carries verbatim, each as
-// the body of a function between two marker lines.
-var carried = []struct{ path, begin, end string }{
-	{facadePath, "// BEGIN jsbridge/facade.js (verbatim; see above)\nfunction replicaFacade(go, OPS, KINDS) {\n", "}\n// END jsbridge/facade.js\n"},
-	{"../../idbkv/helper.js", "// BEGIN idbkv/helper.js (verbatim; see above)\nfunction replicaIDBHelper(cb, opts) {\n", "}\n// END idbkv/helper.js\n"},
+// carried are the JavaScript files web/replica.js and web/replica-worker.js
+// (in) carry verbatim, each as the body of a function between two marker
+// lines.
+var carried = []struct{ in, path, begin, end string }{
+	{replicaJS, facadePath, "// BEGIN jsbridge/facade.js (verbatim; see above)\nfunction replicaFacade(go, OPS, KINDS) {\n", "}\n// END jsbridge/facade.js\n"},
+	{replicaJS, "../../idbkv/helper.js", "// BEGIN idbkv/helper.js (verbatim; see above)\nfunction replicaIDBHelper(cb, opts) {\n", "}\n// END idbkv/helper.js\n"},
+	{workerJS, "../../idbkv/helper.js", "// BEGIN idbkv/helper.js (verbatim; see above)\nfunction replicaIDBHelper(cb, opts) {\n", "}\n// END idbkv/helper.js\n"},
 }
 
 var (
@@ -78,16 +81,20 @@ func TestBuildWasm(t *testing.T) {
 }
 
 // TestReplicaJSCarriesFacade checks that web/replica.js holds exact copies
-// of jsbridge/facade.js and idbkv/helper.js (carried); with -update it
-// rewrites the copies.
+// of jsbridge/facade.js and idbkv/helper.js, and web/replica-worker.js one
+// of idbkv/helper.js (carried); with -update it rewrites the copies.
 func TestReplicaJSCarriesFacade(t *testing.T) {
-	loader, err := os.ReadFile(replicaJS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(loader)
-	stale := false
+	files := map[string]string{}
+	stale := map[string]bool{}
 	for _, c := range carried {
+		s, ok := files[c.in]
+		if !ok {
+			b, err := os.ReadFile(c.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s = string(b)
+		}
 		src, err := os.ReadFile(c.path)
 		if err != nil {
 			t.Fatal(err)
@@ -95,24 +102,25 @@ func TestReplicaJSCarriesFacade(t *testing.T) {
 		i := strings.Index(s, c.begin)
 		j := strings.Index(s, c.end)
 		if i < 0 || j < i {
-			t.Fatalf("%s lacks the markers around the copy of %s", replicaJS, c.path)
+			t.Fatalf("%s lacks the markers around the copy of %s", c.in, c.path)
 		}
 		head, copy, tail := s[:i+len(c.begin)], s[i+len(c.begin):j], s[j:]
+		files[c.in] = s
 		if copy == string(src) {
 			continue
 		}
 		if !*update {
-			t.Errorf("web/replica.js's copy of %s is stale: run go test ./cmd/wasm -run TestReplicaJSCarriesFacade -update", c.path)
+			t.Errorf("%s's copy of %s is stale: run go test ./cmd/wasm -run TestReplicaJSCarriesFacade -update", c.in, c.path)
 			continue
 		}
-		s = head + string(src) + tail
-		stale = true
+		files[c.in] = head + string(src) + tail
+		stale[c.in] = true
 	}
-	if stale {
-		if err := os.WriteFile(replicaJS, []byte(s), 0o644); err != nil {
+	for in := range stale {
+		if err := os.WriteFile(in, []byte(files[in]), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("rewrote the copies in %s", replicaJS)
+		t.Logf("rewrote the copies in %s", in)
 	}
 }
 

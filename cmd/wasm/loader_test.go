@@ -33,9 +33,10 @@ func serve(t *testing.T, wasmType string) *httptest.Server {
 		t.Fatal(err)
 	}
 	for dst, src := range map[string]string{
-		"replica.js":   replicaJS,
-		"replica.wasm": wasmPath,
-		"wasm_exec.js": filepath.Join(strings.TrimSpace(string(goroot)), "lib", "wasm", "wasm_exec.js"),
+		"replica.js":        replicaJS,
+		"replica-worker.js": workerJS,
+		"replica.wasm":      wasmPath,
+		"wasm_exec.js":      filepath.Join(strings.TrimSpace(string(goroot)), "lib", "wasm", "wasm_exec.js"),
 	} {
 		b, err := os.ReadFile(src)
 		if err != nil {
@@ -46,8 +47,10 @@ func serve(t *testing.T, wasmType string) *httptest.Server {
 		}
 	}
 	pages := map[string]string{
-		"/two.html":     `<!doctype html><script src="lib/wasm_exec.js"></script><script src="lib/replica.js"></script>`,
-		"/one.html":     `<!doctype html><script src="lib/replica.js"></script>`,
+		"/two.html": `<!doctype html><script src="lib/wasm_exec.js"></script><script src="lib/replica.js"></script>`,
+		"/one.html": `<!doctype html><script src="lib/replica.js"></script>`,
+		// The script tag with worker mode as the default (worker_test.go).
+		"/worker.html":  `<!doctype html><script src="lib/replica.js" data-worker></script>`,
 		"/missing.html": `<!doctype html><script src="nowhere/replica.js"></script>`,
 		// No 'unsafe-eval': new Function throws. spy.js counts the uses of
 		// the loader's copy of idbkv's helper.js.
@@ -59,6 +62,9 @@ func serve(t *testing.T, wasmType string) *httptest.Server {
 		// origin (replica.wasm's fetch) and the relay.
 		"/strict.html": `<!doctype html><meta http-equiv="Content-Security-Policy" content="` + strictCSP + `">` +
 			`<script src="lib/replica.js"></script><script src="spy.js"></script>`,
+		// The same policy in worker mode (worker_test.go).
+		"/strict-worker.html": `<!doctype html><meta http-equiv="Content-Security-Policy" content="` + strictCSP + `">` +
+			`<script src="lib/replica.js" data-worker></script><script src="spy.js"></script>`,
 	}
 	files := http.StripPrefix("/lib/", http.FileServer(http.Dir(dir)))
 	mux := http.NewServeMux()

@@ -114,6 +114,21 @@ import { Replica } from "./node_modules/@replica-sync/replica/index.js";
 		postMessage("error " + e.code + ": " + e.message);
 	}
 })();`,
+		// Worker mode from a module Worker: the engine in a Worker of
+		// the Worker.
+		"/worker-nested.js": `
+import { Replica } from "./node_modules/@replica-sync/replica/index.js";
+(async () => {
+	try {
+		const db = await Replica.open({name: "pkg-worker-nested", worker: true, schema: {tables: {t: {columns: {v: "text"}}}}});
+		await db.insert("t", {v: "nested"});
+		const rows = await db.query("t");
+		await db.close();
+		postMessage(rows.map((r) => r.v).join(",") + " " + typeof Go);
+	} catch (e) {
+		postMessage("error " + e.code + ": " + e.message);
+	}
+})();`,
 		"/script.html": `<!doctype html><script src="/node_modules/@replica-sync/replica/replica.js"></script>`,
 	}
 	var mu sync.Mutex
@@ -249,6 +264,33 @@ import { Replica } from "./node_modules/@replica-sync/replica/index.js";
 		}
 	})
 
+	t.Run("worker mode", func(t *testing.T) {
+		took()
+		var got string
+		run(t, ctx, srv.URL+"/map.html", `
+			const {Replica} = window.pkg;
+			const db = await Replica.open({name: "pkg-worker-mode", worker: true, schema: {tables: {t: {columns: {v: "text", b: "blob"}}}}});
+			await db.transaction(async (tx) => { tx.insert("t", {v: "a", b: new Uint8Array([7])}); tx.insert("t", {v: "b"}); });
+			const rows = (await db.query("t", {orderBy: "v"})).map((r) => r.v + (r.b ? r.b[0] : "")).join(",");
+			await db.close();
+			const w = new Worker("/worker-nested.js", {type: "module"});
+			const nested = await new Promise((resolve) => {
+				w.onmessage = (e) => resolve(e.data);
+				w.onerror = (e) => resolve("worker error: " + e.message);
+			});
+			w.terminate();
+			return rows + " " + typeof Go + " | " + nested;
+		`, &got)
+		// typeof Go: the page (and the module Worker) never loaded
+		// wasm_exec.js; the Worker of worker mode did.
+		if got != "a7,b undefined | nested undefined" {
+			t.Errorf("got %q", got)
+		}
+		if f := took(); !slices.Contains(f, "/node_modules/@replica-sync/replica/replica-worker.js") || !slices.Contains(f, "/node_modules/@replica-sync/replica/replica.wasm") {
+			t.Errorf("fetched %v: want the package's replica-worker.js and replica.wasm", f)
+		}
+	})
+
 	t.Run("script tag", func(t *testing.T) {
 		var got string
 		run(t, ctx, srv.URL+"/script.html", `
@@ -302,7 +344,7 @@ func checkTarball(t *testing.T, tgz, version string) {
 	}
 	slices.Sort(names)
 	want := []string{"package/README.md", "package/index.d.ts", "package/index.js", "package/package.json",
-		"package/replica.d.ts", "package/replica.js", "package/replica.wasm", "package/wasm_exec.js"}
+		"package/replica-worker.js", "package/replica.d.ts", "package/replica.js", "package/replica.wasm", "package/wasm_exec.js"}
 	if !slices.Equal(names, want) {
 		t.Errorf("%s holds %v, want %v", tgz, names, want)
 	}

@@ -25,10 +25,24 @@ import (
 // profile against a real relay, with a native replica as a second device:
 // only the leader tab connects; a write in the other tab reaches the relay
 // through it; the second device's writes reach both tabs; closing the
-// leader tab hands the connection to the other, which resumes.
+// leader tab hands the connection to the other, which resumes. Both tabs
+// in page mode, both in worker mode, and one of each on the same replica.
 func TestSyncTwoTabs(t *testing.T) {
 	ctx := browser(t)
 	srv := serve(t, "application/wasm")
+	for _, c := range []struct{ name, page1, page2 string }{
+		{"page", "/two.html", "/two.html"},
+		{"worker", "/worker.html", "/worker.html"},
+		{"page and worker", "/two.html", "/worker.html"},
+		{"worker and page", "/worker.html", "/two.html"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			syncTwoTabs(t, ctx, srv.URL, c.page1, c.page2, strings.ReplaceAll(c.name, " ", "-"))
+		})
+	}
+}
+
+func syncTwoTabs(t *testing.T, ctx context.Context, base, page1, page2, name string) {
 	relayURL := startRelay(t)
 
 	const schemaJSON = `{"tables": {"notes": {"columns": {"id": "text", "title": "text", "n": "integer"}}}}`
@@ -44,7 +58,7 @@ func TestSyncTwoTabs(t *testing.T) {
 	tab2, cancel2 := chromedp.NewContext(ctx)
 	defer cancel2()
 	setup := `
-		window.db = await Replica.open({name: "e2e", schema: ` + schemaJSON + `});
+		window.db = await Replica.open({name: "e2e-` + name + `", schema: ` + schemaJSON + `});
 		window.waitFor = async (what, cond, ms = 15000) => {
 			const end = Date.now() + ms;
 			while (!(await cond())) { if (Date.now() > end) throw new Error("timed out waiting for " + what); await new Promise((r) => setTimeout(r, 20)); }
@@ -59,11 +73,13 @@ func TestSyncTwoTabs(t *testing.T) {
 		return db.isLeader;
 	`
 	var lead1, lead2 bool
-	run(t, tab1, srv.URL+"/two.html", setup, &lead1)
-	run(t, tab2, srv.URL+"/two.html", `document.title = "follower";`+setup, &lead2)
+	run(t, tab1, base+page1, setup, &lead1)
+	run(t, tab2, base+page2, `document.title = "follower";`+setup, &lead2)
 	if !lead1 || lead2 {
 		t.Fatalf("leaders: tab1 %v, tab2 %v", lead1, lead2)
 	}
+	checkMode(t, tab1, page1)
+	checkMode(t, tab2, page2)
 	eval := func(tab context.Context, js string) string {
 		t.Helper()
 		out, err := chromedp.Run(tab, chromedp.Evaluate[string]("(async () => {"+js+"})()", chromedp.EvalAwaitPromise))
@@ -168,6 +184,20 @@ func TestSyncStrictCSP(t *testing.T) {
 			t.Fatalf("the native device holds %d rows, want the page's 2 (page status %q)", len(rows), got.Status)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkMode fails t unless the tab runs replica.wasm where its page says:
+// in the page (page mode: Go's runtime is there) or in a Worker
+// (/worker.html: the page never loaded wasm_exec.js).
+func checkMode(t *testing.T, tab context.Context, page string) {
+	t.Helper()
+	inPage, err := chromedp.Run(tab, chromedp.Evaluate[bool]("typeof Go === 'function'"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := !strings.Contains(page, "worker"); inPage != want {
+		t.Fatalf("%s: Go's runtime in the page %v, want %v", page, inPage, want)
 	}
 }
 

@@ -67,6 +67,23 @@ func TestLoaderVite(t *testing.T) {
 		}
 	}
 
+	t.Run("page mode", func(t *testing.T) { openVite(t, ctx, app, "") })
+	// In worker mode (a fresh browser profile: the same replica name):
+	// the Worker script is one of the files Vite emitted.
+	t.Run("worker mode", func(t *testing.T) {
+		emitted, _ := filepath.Glob(filepath.Join(app, "dist", "assets", "replica-worker*.js"))
+		if len(emitted) != 1 {
+			t.Fatalf("vite build emitted %v, want one replica-worker*.js", emitted)
+		}
+		openVite(t, browser(t), app, "&worker")
+	})
+}
+
+// openVite serves the example's production build and opens it with
+// ?relay= a real relay and the query extra: a note added through the
+// page's form reaches a native device through the relay, and the native
+// device's note shows in the page.
+func openVite(t *testing.T, ctx context.Context, app, extra string) {
 	relayURL := startRelay(t)
 
 	files := http.FileServer(http.Dir(filepath.Join(app, "dist")))
@@ -81,7 +98,7 @@ func TestLoaderVite(t *testing.T) {
 	// The other device: a native replica with the example's schema.
 	dev, _ := nativeDevice(t, relayURL, "vite-notes", `{"tables": {"notes": {"columns": {"text": {"type": "text", "notNull": true}, "at": "timestamp"}}}}`)
 
-	page := web.URL + "/?relay=" + relayURL
+	page := web.URL + "/?relay=" + relayURL + extra
 	tctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := chromedp.Do(tctx,
@@ -125,6 +142,7 @@ func TestLoaderVite(t *testing.T) {
 	if !strings.Contains(notes, "from the Vite app") {
 		t.Errorf("the page lists %q", notes)
 	}
+	checkMode(t, tctx, map[bool]string{true: "worker", false: "page"}[strings.Contains(extra, "worker")])
 }
 
 // lastLines is the last n lines of s.

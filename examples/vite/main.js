@@ -1,12 +1,16 @@
 // The package as an app bundled by Vite uses it: import, open, write, read,
 // subscribe, and sync when a relay is named (?relay=ws://127.0.0.1:8080/sync).
+// ?worker runs the engine in a Worker (Replica.open's worker option).
 import { Replica } from "@replica-sync/replica";
+
+const params = new URLSearchParams(location.search);
 
 const status = document.getElementById("status");
 const list = document.getElementById("notes");
 
 const db = await Replica.open({
   name: "vite-notes",
+  worker: params.has("worker"),
   schema: { tables: { notes: { columns: { text: { type: "text", notNull: true }, at: "timestamp" } } } },
 });
 
@@ -25,7 +29,7 @@ document.getElementById("add").addEventListener("submit", async (e) => {
   input.value = "";
 });
 
-const relay = new URLSearchParams(location.search).get("relay");
+const relay = params.get("relay");
 if (relay) {
   db.on("syncState", (s) => { status.textContent = "Sync: " + s.status; });
   await db.sync.connect(relay, { database: "vite-notes" });

@@ -38,7 +38,7 @@ func TestBuild(t *testing.T) {
 	if !strings.Contains(idx, strings.Replace(body, loaderOpen, "const Replica = "+loaderOpen, 1)) {
 		t.Error("index.js does not carry replica.js's loader")
 	}
-	for _, want := range []string{`new URL("./replica.wasm", import.meta.url)`, `new URL("./wasm_exec.js", import.meta.url)`, "export { Replica };", "export default Replica;"} {
+	for _, want := range []string{`new URL("./replica.wasm", import.meta.url)`, `new URL("./wasm_exec.js", import.meta.url)`, `new URL("./replica-worker.js", import.meta.url)`, "export { Replica };", "export default Replica;"} {
 		if !strings.Contains(idx, want) {
 			t.Errorf("index.js lacks %s", want)
 		}

@@ -13,6 +13,9 @@ import type { Replica as R } from "@replica-sync/replica";
 export async function app(): Promise<R.Row[]> {
 	Replica.configure({ wasmURL: "/assets/replica.wasm", wasmExecURL: new URL("/assets/wasm_exec.js", location.href) });
 	Replica.configure({});
+	Replica.configure({ worker: true, workerURL: "/assets/replica-worker.js" });
+	// @ts-expect-error worker is a boolean
+	Replica.configure({ worker: 1 });
 	// @ts-expect-error unknown option
 	Replica.configure({ baseURL: "/assets/" });
 	// @ts-expect-error not a URL
