@@ -241,7 +241,8 @@ func (e *Engine) HeldChanges(table string) ([]HeldChange, error) {
 const replayBatch = 5000
 
 // ReplayHeld replays the changes held for the listed tables (every table
-// with held changes when none is listed) that now fit the schema — their
+// with held changes when none is listed; for a renamed table, those held
+// under any of its names) that now fit the schema — their
 // table exists and defines their column — exactly as fresh remote changes
 // (LWW, tombstones), and removes them from the hold whether they won or
 // not; changes for tables or columns still missing stay held, and those
@@ -258,29 +259,82 @@ func (e *Engine) ReplayHeld(tables ...string) (int, error) {
 			return 0, err
 		}
 	}
+	groups, err := e.heldGroups(tables)
+	if err != nil {
+		return 0, err
+	}
 	total := 0
-	for _, name := range tables {
+	for _, names := range groups {
 		replayed := 0
-		for {
-			n, more, err := e.replaySome(name)
-			total += n
-			replayed += n
-			if err != nil {
-				return total, err
-			}
-			if !more {
-				break
+		for _, name := range names {
+			for {
+				n, more, err := e.replaySome(name)
+				total += n
+				replayed += n
+				if err != nil {
+					return total, err
+				}
+				if !more {
+					break
+				}
 			}
 		}
 		if replayed > 0 {
-			rest, err := e.heldIn(name)
-			if err != nil {
-				return total, err
+			rest := 0
+			for _, name := range names {
+				n, err := e.heldIn(name)
+				if err != nil {
+					return total, err
+				}
+				rest += n
 			}
+			name := names[0]
 			e.emit(Event{Type: HeldReplayed, Tables: []string{name}, Replayed: &ReplayReport{Table: name, Changes: replayed, Remaining: rest}})
 		}
 	}
 	return total, nil
+}
+
+// heldGroups groups tables by table: a renamed table's changes are held
+// under each of its names (they keep the name their writer knew), which
+// replay together, with one HeldReplayed event whose Remaining counts
+// them all. Each group starts with the first of its names tables lists;
+// the groups keep the order of tables.
+func (e *Engine) heldGroups(tables []string) ([][]string, error) {
+	var s *schemaState
+	if err := e.store.View(func(tx kv.Tx) error {
+		var err error
+		s, err = e.currentSchema(tx)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	var out [][]string
+	at := map[string]int{} // a class's root: its group
+	for _, name := range tables {
+		r := s.resolve(name)
+		if i, ok := at[r]; ok {
+			if !slices.Contains(out[i], name) {
+				out[i] = append(out[i], name)
+			}
+			continue
+		}
+		at[r] = len(out)
+		names := []string{name}
+		var others []string
+		if s == nil {
+			out = append(out, names)
+			continue
+		}
+		for n, nr := range s.alias {
+			if nr == r && n != name {
+				others = append(others, n)
+			}
+		}
+		sort.Strings(others)
+		out = append(out, append(names, others...))
+	}
+	return out, nil
 }
 
 // heldIn counts the changes held for table (keys only).
