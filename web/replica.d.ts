@@ -1575,8 +1575,10 @@ declare namespace Replica {
 		 * beside the loader (the ES module: `new URL("./replica-worker.js",
 		 * import.meta.url)`, which Vite emits as a file). It must be
 		 * same-origin (a Worker's rule); a Content-Security-Policy needs
-		 * `worker-src` (or `script-src`) to allow it. Settable until the
-		 * first worker-mode `open`.
+		 * `worker-src` (or `script-src`) to allow it. Settable until a
+		 * Worker first runs: after a worker-mode `open` that rejected
+		 * because the Worker could not be loaded or started, `configure`
+		 * corrects it and the next worker-mode `open` uses it.
 		 */
 		workerURL?: string | URL;
 		/**
@@ -1602,8 +1604,8 @@ declare namespace Replica {
 		/**
 		 * Name where replica.wasm and wasm_exec.js come from, before loading
 		 * starts: in the ES module, before the first `ready`, `open`,
-		 * `importKey` or `deriveKey` in page mode (`workerURL`: before the
-		 * first worker-mode `open`); `worker` at any time. Throws a
+		 * `importKey` or `deriveKey` in page mode (`workerURL`: until a
+		 * Worker first runs); `worker` at any time. Throws a
 		 * ReplicaError (code INVALID_ARGUMENT) for an unknown option, a
 		 * value that is not a URL (or, for `worker`, not a boolean), or a
 		 * URL given after its loading started (always so for `wasmURL` and

@@ -132,7 +132,7 @@
 					continue;
 				}
 				if (k === "workerURL" ? current !== null || everStarted : started) {
-					throw bad("loading has already started (" + (k === "workerURL" ? "call configure({workerURL}) before the first Replica.open with {worker: true}" : esm ?
+					throw bad("loading has already started (" + (k === "workerURL" ? (current !== null && !everStarted ? "a Worker is starting from " + workerURL + "; call configure({workerURL}) before Replica.open with {worker: true}, or again once it failed" : "a Worker ran from " + workerURL + "; call configure({workerURL}) before the first Replica.open with {worker: true}") : esm ?
 						"call configure before the first Replica.ready, open, importKey or deriveKey" :
 						"the script-tag build loads at once from its own directory; use the ES module to place the files elsewhere") + ")");
 				}
@@ -175,11 +175,13 @@
 	// terminated when the last one closes (a later open starts another).
 
 	let current = null; // the live session, or null
+	// everStarted: a Worker once ran replica.wasm (workerURL is fixed from
+	// then on; one that failed to load or start does not count, so that
+	// configure({workerURL}) can correct a wrong URL).
 	let everStarted = false;
 
 	function session() {
 		if (current) return current.ready;
-		everStarted = true;
 		const s = {
 			worker: null, built: null, api: null, ops: null, kinds: null, ready: null, dead: null, ended: false,
 			calls: null, transfer: null, pend: new Map(), inbox: [], at: 0, tick: null,
@@ -202,6 +204,7 @@
 					s.kinds = m.kinds;
 					s.built = replicaFacade(proxy(s), Object.assign({}, m.ops, { ReplicaError }), m.kinds);
 					s.api = s.built.api;
+					everStarted = true;
 					resolve(s);
 					return;
 				}

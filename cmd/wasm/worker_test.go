@@ -304,7 +304,8 @@ func TestWorkerStrictCSP(t *testing.T) {
 
 // TestWorkerMissing: a worker script that cannot be loaded rejects
 // Replica.open (and ready) with INTERNAL naming it; configure({workerURL})
-// is refused once a Worker started.
+// then corrects the URL (no Worker ran) and a later open works; it is
+// refused once a Worker ran.
 func TestWorkerMissing(t *testing.T) {
 	ctx := browser(t)
 	srv := serve(t, "application/wasm")
@@ -314,10 +315,13 @@ func TestWorkerMissing(t *testing.T) {
 		let open = "", ready = "", late = "";
 		try { await Replica.open({name: "w-missing", schema: {tables: {t: {columns: {v: "text"}}}}}); open = "opened"; } catch (e) { open = (e instanceof Replica.ReplicaError) + " " + e.code + " " + e.message.includes("/nowhere/replica-worker.js"); }
 		try { await Replica.ready; ready = "ready"; } catch (e) { ready = e.code; }
-		try { Replica.configure({workerURL: "/lib/replica-worker.js"}); late = "accepted"; } catch (e) { late = e.code; }
-		return open + " | " + ready + " | " + late;
+		try { Replica.configure({workerURL: "/lib/replica-worker.js"}); late = "accepted"; } catch (e) { late = e.code + " " + e.message; }
+		let again = "", after = "";
+		try { const db = await Replica.open({name: "w-missing", schema: {tables: {t: {columns: {v: "text"}}}}}); await db.insert("t", {v: "x"}); again = (await db.query("t")).length + " row"; await db.close(); } catch (e) { again = e.code + " " + e.message; }
+		try { Replica.configure({workerURL: "/lib/other-worker.js"}); after = "accepted"; } catch (e) { after = e.code; }
+		return open + " | " + ready + " | " + late + " | " + again + " | " + after;
 	`, &got)
-	if got != "true INTERNAL true | INTERNAL | INVALID_ARGUMENT" {
+	if got != "true INTERNAL true | INTERNAL | accepted | 1 row | INVALID_ARGUMENT" {
 		t.Errorf("got %q", got)
 	}
 }
