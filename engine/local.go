@@ -287,7 +287,7 @@ func fmtKey(pk []Value) string {
 // coerceKey converts a caller's key into key values of the table.
 func (t *table) coerceKey(pk Key) ([]Value, error) {
 	if len(pk) != len(t.pkCols) {
-		return nil, &ValidationError{Table: t.def.Name, Reason: fmt.Sprintf("primary key has %d column(s) (%v), got %d value(s)", len(t.pkCols), t.pkCols, len(pk))}
+		return nil, &ValidationError{Table: t.name, Reason: fmt.Sprintf("primary key has %d column(s) (%v), got %d value(s)", len(t.pkCols), t.pkCols, len(pk))}
 	}
 	out := make([]Value, len(pk))
 	for i, v := range pk {
@@ -297,7 +297,7 @@ func (t *table) coerceKey(pk Key) ([]Value, error) {
 			return nil, err
 		}
 		if x.IsNull() {
-			return nil, &ValidationError{Table: t.def.Name, Column: c.Name, Reason: "primary key value is null"}
+			return nil, &ValidationError{Table: t.name, Column: c.Name, Reason: "primary key value is null"}
 		}
 		out[i] = x
 	}
@@ -313,7 +313,7 @@ func (t *table) coerceKey(pk Key) ([]Value, error) {
 // 200 MB string took 8.8 s natively to be refused by the row size check).
 func (t *table) coerceLocal(c *ColumnDef, x any) (Value, error) {
 	if n := inputBytes(c.Type, x); n > MaxLocalRowSize {
-		return Null, &ValidationError{Table: t.def.Name, Column: c.Name, Reason: fmt.Sprintf(
+		return Null, &ValidationError{Table: t.name, Column: c.Name, Reason: fmt.Sprintf(
 			"a value of %d bytes is too large for a local write (a row a local write leaves is at most %d bytes: MaxLocalRowSize)", n, MaxLocalRowSize)}
 	}
 	return coerceValue(&t.def, c, x)
@@ -390,7 +390,7 @@ func (t *table) coerceRow(values map[string]any, insert bool) (Row, error) {
 			if _, given := values[n]; !given {
 				reason = "is required (notNull) and has no default"
 			}
-			return nil, &ValidationError{Table: t.def.Name, Column: n, Reason: reason}
+			return nil, &ValidationError{Table: t.name, Column: n, Reason: reason}
 		}
 	}
 	return row, nil
@@ -403,13 +403,13 @@ func (t *table) firstValueError(values map[string]any) error {
 	for _, n := range sortedKeys(values) {
 		c := t.cols[n]
 		if c == nil {
-			return &ValidationError{Table: t.def.Name, Column: n, Reason: "unknown column"}
+			return &ValidationError{Table: t.name, Column: n, Reason: "unknown column"}
 		}
 		if _, err := t.coerceLocal(c, values[n]); err != nil {
 			return err
 		}
 	}
-	return &ValidationError{Table: t.def.Name, Reason: "invalid values"} // not reached: coerceValue is pure
+	return &ValidationError{Table: t.name, Reason: "invalid values"} // not reached: coerceValue is pure
 }
 
 func sortedKeys[V any](r map[string]V) []string {
@@ -685,7 +685,7 @@ func (t *table) checkKeySize(pk []Value) error {
 		if len(t.pkCols) > 0 {
 			col = t.pkCols[0]
 		}
-		return &ValidationError{Table: t.def.Name, Column: col, Reason: fmt.Sprintf("primary key is too long (%d bytes encoded, limit %d)", n, maxRowKey)}
+		return &ValidationError{Table: t.name, Column: col, Reason: fmt.Sprintf("primary key is too long (%d bytes encoded, limit %d)", n, maxRowKey)}
 	}
 	return nil
 }
