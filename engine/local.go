@@ -574,7 +574,7 @@ func (w *writeTx) patchRow(st, vt *table, r *txRow, p Row) (Row, error) {
 			return nil, err
 		}
 		if nr.cur.Visible(st.resurrect) {
-			return nil, fmt.Errorf("%w: cannot move %s %s to %s: a row with that key exists", ErrConflict, st.def.Name, fmtKey(r.pk), fmtKey(newPK))
+			return nil, fmt.Errorf("%w: cannot move %s %s to %s: a row with that key exists", ErrConflict, st.name, fmtKey(r.pk), fmtKey(newPK))
 		}
 		if nr.cur != nil && nr.cur.HasTomb && !st.resurrect {
 			return nil, fmt.Errorf("%w: cannot move %s %s to %s: that key was deleted and deleted rows stay deleted", ErrConflict, st.name, fmtKey(r.pk), fmtKey(newPK))

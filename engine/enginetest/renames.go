@@ -40,6 +40,9 @@ func (s *suite) testRenameKinds(t *testing.T) {
 	if _, err := a.Insert("journeys", map[string]any{"id": "t2", "title": "again"}); !errors.Is(err, engine.ErrConflict) || !strings.Contains(err.Error(), "journeys") {
 		t.Fatalf("insert of an existing key: %v, want ErrConflict naming journeys", err)
 	}
+	if _, err := a.Update("journeys", engine.Key{"t2"}, map[string]any{"id": "t1"}); !errors.Is(err, engine.ErrConflict) || !strings.Contains(err.Error(), "journeys") {
+		t.Fatalf("moving a row onto an existing key: %v, want ErrConflict naming journeys", err)
+	}
 	// Errors about the renamed table's rows and columns name it by its
 	// current name, not the one it was created with.
 	for what, err := range map[string]error{
