@@ -252,3 +252,24 @@ func TestInspectConflicts(t *testing.T) {
 		} finally { await ins.close(); }
 	`, a, b)
 }
+
+// TestInspectOpenArgs: db.inspect.open refuses options it cannot use with
+// INVALID_ARGUMENT before opening any window: a url that is not a URL (a
+// bare TypeError before), an unknown option and a target that is not a
+// string (both ignored before).
+func TestInspectOpenArgs(t *testing.T) {
+	a := openT(t)
+	inspectJS(t, `
+		const got = [];
+		for (const o of [{url: "http://[bad"}, {bogus: 1}, {target: 5}, {url: 5}, 5]) {
+			try { a.inspect.open(o); got.push("opened"); } catch (e) { got.push(e instanceof Replica.ReplicaError ? e.code + " " + e.message : "not a ReplicaError: " + e); }
+		}
+		check("refusals", got, [
+			'INVALID_ARGUMENT db.inspect.open: options.url is not a URL: "http://[bad"',
+			'INVALID_ARGUMENT db.inspect.open: unknown option "bogus" (known: url, target)',
+			"INVALID_ARGUMENT db.inspect.open: options.target must be a string, got number",
+			"INVALID_ARGUMENT db.inspect.open: options.url must be a string, got number",
+			"INVALID_ARGUMENT db.inspect.open: options must be an object {url?, target?}, got number",
+		]);
+	`, a)
+}

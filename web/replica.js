@@ -790,7 +790,7 @@ function needTable(table, method) {
 }
 
 function needName(v, method, what) {
-	if (typeof v !== "string" || v === "") throw argErr(method + ": " + what + " must be a non-empty string, got " + describe(v));
+	if (typeof v !== "string" || v === "") throw argErr(method + ": " + what + " must be a non-empty string, got " + (v === "" ? '""' : describe(v)));
 }
 
 // ---- replicas -----------------------------------------------------------------
