@@ -124,8 +124,12 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 		fmt.Fprintf(fs.Output(), "Usage: relay [flags]\n\nRuns a Replica relay. Every flag may also be set by the environment variable shown.\n\n")
 		fs.VisitAll(func(f *flag.Flag) {
 			name, usage := flag.UnquoteUsage(f)
-			fmt.Fprintf(fs.Output(), "  -%s %s\n    \t%s", f.Name, name, usage)
-			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" {
+			if name != "" {
+				name = " " + name
+			}
+			fmt.Fprintf(fs.Output(), "  -%s%s\n    \t%s", f.Name, name, usage)
+			// A boolean flag's false default goes unsaid, as package flag does.
+			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" && f.DefValue != "false" {
 				// Quoted for string flags only, as package flag does.
 				if fmt.Sprintf("%T", f.Value) == "*flag.stringValue" {
 					fmt.Fprintf(fs.Output(), " (default %q)", f.DefValue)

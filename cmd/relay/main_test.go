@@ -263,6 +263,18 @@ func TestHelpDefaults(t *testing.T) {
 			t.Errorf("-%s shows %d defaults: %s", f, n, u)
 		}
 	}
+	// Boolean flags: "-inspect" alone on its line (no trailing space), no
+	// "(default false)".
+	for _, line := range strings.Split(help.String(), "\n") {
+		if strings.HasPrefix(line, "  -") && strings.HasSuffix(line, " ") {
+			t.Errorf("flag line with a trailing space: %q", line)
+		}
+	}
+	for _, f := range []string{"inspect", "check"} {
+		if _, ok := usage[f]; !ok || strings.Contains(usage[f], "(default") {
+			t.Errorf("-%s: %q (want listed, without a default)", f, usage[f])
+		}
+	}
 	for f, want := range map[string]string{
 		"max-frame":      "(default 16MiB)",
 		"retention":      "(default 30d)",
