@@ -160,6 +160,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 		}
 		if v := getenv(envName(f.Name)); v != "" {
 			if err := fs.Set(f.Name, v); err != nil {
+				if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+					err = fmt.Errorf("not a boolean (want true, false, 1 or 0): %w", err)
+				}
 				envErr = fmt.Errorf("%s=%q: %w", envName(f.Name), v, err)
 			}
 		}

@@ -60,6 +60,9 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	if _, err := parseFlags(nil, env(map[string]string{"REPLICA_RELAY_IDLE_TIMEOUT": "soon"}), io.Discard); err == nil || !strings.Contains(err.Error(), "REPLICA_RELAY_IDLE_TIMEOUT") {
 		t.Fatalf("bad environment value: %v, want an error naming the variable", err)
 	}
+	if _, err := parseFlags(nil, env(map[string]string{"REPLICA_RELAY_INSPECT": "yes"}), io.Discard); err == nil || !strings.Contains(err.Error(), `REPLICA_RELAY_INSPECT="yes": not a boolean (want true, false, 1 or 0)`) {
+		t.Fatalf("bad boolean environment value: %v, want an error saying what a boolean is", err)
+	}
 	if o, err := parseFlags([]string{"-compression", "off"}, env(nil), io.Discard); err != nil || o.cfg.Compression != relay.CompressionOff {
 		t.Fatalf("-compression off: %v, %v", err, o.cfg.Compression)
 	}
