@@ -111,7 +111,12 @@ func (e *Engine) InspectRows(name string, o InspectOptions) (InspectPage, error)
 		if err != nil {
 			return err
 		}
-		if t = s.table(name); t == nil {
+		// By current name, as the rest of the local API: a renamed
+		// table's former name is an error saying the new one.
+		if t, err = s.named(name); err != nil {
+			return err
+		}
+		if t == nil {
 			return fmt.Errorf("%w: %q", ErrUnknownTable, name)
 		}
 		return nil
@@ -623,7 +628,12 @@ func (e *Engine) InspectCount(name string) (live, deleted int, err error) {
 		if err != nil {
 			return err
 		}
-		if t = s.table(name); t == nil {
+		// By current name, as the rest of the local API: a renamed
+		// table's former name is an error saying the new one.
+		if t, err = s.named(name); err != nil {
+			return err
+		}
+		if t == nil {
 			return fmt.Errorf("%w: %q", ErrUnknownTable, name)
 		}
 		return nil

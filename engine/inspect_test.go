@@ -253,3 +253,37 @@ func TestInspectSearchRaw(t *testing.T) {
 		}
 	}
 }
+
+// TestInspectRenamed: InspectRows and InspectCount name a renamed table by
+// its current name, as queries do: its former name is ErrUnknownTable
+// saying the new one (they read the table under its former name before).
+func TestInspectRenamed(t *testing.T) {
+	sch := &model.Schema{Tables: []model.TableDef{{Name: "items", Columns: []model.ColumnDef{
+		{Name: "id", Type: model.KindText}, {Name: "title", Type: model.KindText}}}}}
+	db, err := engine.Open(memkv.New(engine.Buckets...), engine.Options{Schema: sch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Insert("items", map[string]any{"id": "a", "title": "A"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RenameTable("items", "goods"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.InspectRows("items", engine.InspectOptions{}); !errors.Is(err, engine.ErrUnknownTable) || !strings.Contains(err.Error(), `renamed to "goods"`) {
+		t.Errorf("InspectRows of the former name: %v, want ErrUnknownTable saying goods", err)
+	}
+	if _, _, err := db.InspectCount("items"); !errors.Is(err, engine.ErrUnknownTable) || !strings.Contains(err.Error(), `renamed to "goods"`) {
+		t.Errorf("InspectCount of the former name: %v, want ErrUnknownTable saying goods", err)
+	}
+	if p, err := db.InspectRows("goods", engine.InspectOptions{}); err != nil || len(p.Rows) != 1 {
+		t.Errorf("InspectRows of the current name: %d rows, %v", len(p.Rows), err)
+	}
+	if live, _, err := db.InspectCount("goods"); err != nil || live != 1 {
+		t.Errorf("InspectCount of the current name: %d, %v", live, err)
+	}
+	if _, err := db.InspectRows("nope", engine.InspectOptions{}); !errors.Is(err, engine.ErrUnknownTable) {
+		t.Errorf("InspectRows of no table: %v", err)
+	}
+}
