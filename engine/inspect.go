@@ -360,10 +360,13 @@ type LogEntry struct {
 	// HLC is the transaction's base (OpSeq 0): its id and its place in
 	// the log.
 	HLC HLC
-	// Rows counts the rows it wrote, per table.
+	// Rows counts the rows it wrote, per table (by the table's current
+	// name).
 	Rows map[string]int
 	// Migrations lists its schema migrations as "type table" (e.g.
-	// "create_table trips"), in order.
+	// "create_table trips"), in order: the table as the migration named
+	// it (a renamed table's identity, the name it was created with), and
+	// a rename as "rename_table trips to journeys".
 	Migrations []string
 	// Superseded, for an entry LogOptions.Checked selects, reports that
 	// later writes (this replica's or synced ones) replaced every fact it
@@ -422,15 +425,25 @@ func (e *Engine) InspectLog(o LogOptions) ([]LogEntry, bool, error) {
 		if !o.Before.IsZero() {
 			mr.End = layout.OwnLogKey(o.Before.Base())
 		}
+		// Rows are counted under their table's current name (a renamed
+		// table's rows are stored under its identity).
+		cur, err := e.currentSchema(tx)
+		if err != nil {
+			return err
+		}
 		var derr error
-		err := tx.Scan(layout.BucketMigrations, mr, func(k, v []byte) bool {
+		err = tx.Scan(layout.BucketMigrations, mr, func(k, v []byte) bool {
 			m, err := decodeMigration(k, v)
 			if err != nil {
 				derr = err
 				return false
 			}
 			b := m.HLC.Base()
-			migs[b] = append(migs[b], string(m.Type)+" "+m.TableName)
+			d := string(m.Type) + " " + m.TableName
+			if m.Type == RenameTable {
+				d += " to " + m.Name // the table's identity, then its new name
+			}
+			migs[b] = append(migs[b], d)
 			return true
 		})
 		if err == nil {
@@ -458,6 +471,9 @@ func (e *Engine) InspectLog(o LogOptions) ([]LogEntry, bool, error) {
 				if err != nil {
 					derr = err
 					return false
+				}
+				if t := cur.table(table); t != nil {
+					table = t.name
 				}
 				en.Rows[table]++
 			}

@@ -286,4 +286,16 @@ func TestInspectRenamed(t *testing.T) {
 	if _, err := db.InspectRows("nope", engine.InspectOptions{}); !errors.Is(err, engine.ErrUnknownTable) {
 		t.Errorf("InspectRows of no table: %v", err)
 	}
+	// The change log counts rows under the current name, and says what a
+	// rename renamed to.
+	if _, err := db.Insert("goods", map[string]any{"id": "b", "title": "B"}); err != nil {
+		t.Fatal(err)
+	}
+	entries, _, err := db.InspectLog(engine.LogOptions{})
+	if err != nil || len(entries) != 4 {
+		t.Fatalf("InspectLog: %d entries, %v", len(entries), err)
+	}
+	if got := fmt.Sprint(entries[0].Rows, entries[1].Migrations, entries[2].Rows, entries[3].Migrations); got != "map[goods:1] [rename_table items to goods] map[goods:1] [create_table items]" {
+		t.Errorf("InspectLog after the rename: %s", got)
+	}
 }

@@ -947,9 +947,14 @@ declare namespace Replica {
 		at: number;
 		/** Rows it wrote. */
 		rows: number;
-		/** Rows it wrote per table. */
+		/** Rows it wrote per table, by the table's current name. */
 		tables: { [table: string]: number };
-		/** Its schema migrations, as "type table" ("create_table trips"). */
+		/**
+		 * Its schema migrations, as "type table" ("create_table trips"),
+		 * the table named as the migration named it (a renamed table by
+		 * the name it was created with); a rename as "rename_table trips
+		 * to journeys".
+		 */
 		migrations: string[];
 		/** Not yet acknowledged by the relay (above the sent watermark). */
 		unsent: boolean;
