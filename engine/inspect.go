@@ -548,7 +548,8 @@ type InspectedHeld struct {
 }
 
 // InspectHeld returns a page of the held changes (of table, or of every
-// table when table is ""), in table then HLC order, from after (the next
+// table when table is ""; a renamed table's by its current name, under
+// which each change names it), in table then HLC order, from after (the next
 // of the previous page; nil: the first), and the next page's after (nil:
 // none left). Errors: *ValidationError for a bad limit, ErrClosed and the
 // store's errors.
@@ -560,14 +561,6 @@ func (e *Engine) InspectHeld(table string, after []byte, limit int) ([]Inspected
 	if err != nil {
 		return nil, nil, err
 	}
-	r := kv.Range{Limit: limit + 1}
-	if table != "" {
-		r = kv.Prefix(layout.TableKey(table))
-		r.Limit = limit + 1
-	}
-	if after != nil {
-		r.Start = append(bytes.Clone(after), 0)
-	}
 	var out []InspectedHeld
 	var next []byte
 	err = e.store.View(func(tx kv.Tx) error {
@@ -575,21 +568,50 @@ func (e *Engine) InspectHeld(table string, after []byte, limit int) ([]Inspected
 		if err != nil {
 			return err
 		}
+		// Held changes are stored under the table name their change
+		// carries. A table the schema holds is asked for by its current
+		// name and may have been renamed: its changes can be under its
+		// identity or any former name, so every held change is read and
+		// those of its current name kept. Any other name (a table the
+		// schema lacks) is a prefix of the held keys.
+		r := kv.Range{Limit: limit + 1}
+		keep := ""
+		if table != "" {
+			t, err := s.named(table) // a former name: an error saying the current one
+			if err != nil {
+				return err
+			}
+			if t != nil {
+				keep = t.name
+				r.Limit = 0
+			} else {
+				r = kv.Prefix(layout.TableKey(table))
+				r.Limit = limit + 1
+			}
+		}
+		if after != nil {
+			r.Start = append(bytes.Clone(after), 0)
+		}
 		var derr error
 		var last []byte
 		err = tx.Scan(layout.BucketHeld, r, func(k, v []byte) bool {
-			if len(out) == limit {
-				next = bytes.Clone(last)
-				return false
-			}
 			h, err := decodeHeld(v)
 			if err != nil {
 				derr = err
 				return false
 			}
+			name, reason := heldReasonNow(s, &h)
+			if keep != "" && name != keep {
+				return true
+			}
+			if len(out) == limit {
+				next = bytes.Clone(last)
+				return false
+			}
 			last = k
-			_, reason := heldReasonNow(s, &h)
-			out = append(out, InspectedHeld{HeldChange: HeldChange{Change: h.change, Forward: h.forward, NeverReplayed: h.noReplay, ReceivedAt: h.receivedAt}, Reason: reason})
+			c := h.change
+			c.Table = name // a renamed table's current name
+			out = append(out, InspectedHeld{HeldChange: HeldChange{Change: c, Forward: h.forward, NeverReplayed: h.noReplay, ReceivedAt: h.receivedAt}, Reason: reason})
 			return true
 		})
 		if err == nil {

@@ -844,7 +844,11 @@ declare namespace Replica {
 		/**
 		 * The synced changes this replica holds instead of applying (see
 		 * `db.heldChanges()` for the counts), one by one in table then HLC
-		 * order, each with the reason it is held for as the schema stands.
+		 * order, each with the reason it is held for as the schema stands
+		 * and its table's current name. `table`: a table of the schema by
+		 * its current name (a renamed table's former name is VALIDATION
+		 * saying the new one), or any other name, the changes held for a
+		 * table this replica does not have (none: an empty page).
 		 */
 		heldChanges(options?: { table?: string; after?: string; limit?: number }): Promise<HeldChangesPage>;
 		/** Where sync stands: the target, the sent watermark and the sync client's persisted cursors. */
