@@ -1584,10 +1584,12 @@ declare namespace Replica {
 		 * beside the loader (the ES module: `new URL("./replica-worker.js",
 		 * import.meta.url)`, which Vite emits as a file). It must be
 		 * same-origin (a Worker's rule); a Content-Security-Policy needs
-		 * `worker-src` (or `script-src`) to allow it. Settable until a
-		 * Worker first runs: after a worker-mode `open` that rejected
-		 * because the Worker could not be loaded or started, `configure`
-		 * corrects it and the next worker-mode `open` uses it.
+		 * `worker-src` (or `script-src`) to allow it. A worker-mode `open`
+		 * rejects with INTERNAL naming it when it cannot be loaded or
+		 * started, or sends nothing within 30 s (a script that is not
+		 * replica-worker.js). Settable until a Worker first runs: after
+		 * such a rejection `configure` corrects it and the next
+		 * worker-mode `open` uses it.
 		 */
 		workerURL?: string | URL;
 		/**

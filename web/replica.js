@@ -174,6 +174,7 @@
 	// One Worker serves every replica this page opens in worker mode; it is
 	// terminated when the last one closes (a later open starts another).
 
+	const WORKER_HELLO_MS = 30000; // see session
 	let current = null; // the live session, or null
 	// everStarted: a Worker once ran replica.wasm (workerURL is fixed from
 	// then on; one that failed to load or start does not count, so that
@@ -183,7 +184,7 @@
 	function session() {
 		if (current) return current.ready;
 		const s = {
-			worker: null, built: null, api: null, ops: null, kinds: null, ready: null, dead: null, ended: false,
+			worker: null, hello: null, built: null, api: null, ops: null, kinds: null, ready: null, dead: null, ended: false,
 			calls: null, transfer: null, pend: new Map(), inbox: [], at: 0, tick: null,
 			waiting: new Set(), opens: new Set(), closes: new Set(), open: 0,
 		};
@@ -196,8 +197,14 @@
 				current = null;
 				throw loadError("cannot start the Worker " + workerURL + ": " + ((e && e.message) || e));
 			}
+			// replica-worker.js says hello as soon as it runs: a script
+			// that never does is not it, and would leave open pending.
+			s.hello = setTimeout(() => die(s, loadError("the Worker " + workerURL + " sent nothing within " + (WORKER_HELLO_MS / 1000) +
+				" s: is workerURL replica-worker.js, of the same Replica version as this loader?")), WORKER_HELLO_MS);
 			s.worker.onmessage = (ev) => {
 				const m = ev.data;
+				if (s.hello) { clearTimeout(s.hello); s.hello = null; }
+				if (m && m.hello) return;
 				if (m && m.r) { s.inbox.push(m); if (s.inbox.length === 1) drain(s); return; }
 				if (m && m.ops) {
 					s.ops = m.ops;
@@ -242,6 +249,7 @@
 	function end(s, code, message) {
 		if (current === s) current = null;
 		s.ended = true;
+		if (s.hello) { clearTimeout(s.hello); s.hello = null; }
 		try { s.worker.terminate(); } catch (_) { }
 		if (!s.built) return;
 		const text = JSON.stringify({ code, message });

@@ -325,3 +325,27 @@ func TestWorkerMissing(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// TestWorkerNotTheWorker: a workerURL naming a script that loads but is
+// not replica-worker.js (here Go's wasm_exec.js) rejects Replica.open
+// with INTERNAL once it has sent nothing for 30 s, instead of leaving it
+// pending for good; configure then corrects the URL and a later open
+// works.
+func TestWorkerNotTheWorker(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	var got string
+	run(t, ctx, srv.URL+"/worker.html", `
+		Replica.configure({workerURL: "/lib/wasm_exec.js"});
+		const schema = {tables: {t: {columns: {v: "text"}}}};
+		const t0 = performance.now();
+		let open = "", again = "";
+		try { await Replica.open({name: "w-wrong", schema}); open = "opened"; } catch (e) { open = e.code + " " + e.message.includes("/lib/wasm_exec.js sent nothing within 30 s") + " " + (performance.now() - t0 >= 29000); }
+		Replica.configure({workerURL: "/lib/replica-worker.js"});
+		try { const db = await Replica.open({name: "w-wrong", schema}); await db.insert("t", {v: "x"}); again = (await db.query("t")).length + " row"; await db.close(); } catch (e) { again = e.code + " " + e.message; }
+		return open + " | " + again;
+	`, &got)
+	if got != "INTERNAL true true | 1 row" {
+		t.Errorf("got %q", got)
+	}
+}
