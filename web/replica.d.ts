@@ -872,8 +872,10 @@ declare namespace Replica {
 		 * against the page's URL) with `?db=` the replica's name; it must be
 		 * served from the app's origin to open the same IndexedDB replica:
 		 * the relay serves it when started with `-inspect` (as `make run`
-		 * does), and a dev server can proxy `/inspect` and
-		 * `/inspect.js` to the relay. Meant for development: the page shows
+		 * does), and a dev server can proxy `/inspect`, `/inspect.js` and
+		 * `/inspect.css` to the relay (a URL on the relay's own origin
+		 * shows that origin's replicas, not the app's). Meant for
+		 * development: the page shows
 		 * every row. Throws INVALID_ARGUMENT in a Worker (no window).
 		 */
 		open(options?: { url?: string; target?: string }): Window | null;
