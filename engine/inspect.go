@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/replica-sync/replica/engine/internal/keyenc"
 	"github.com/replica-sync/replica/engine/internal/layout"
 	"github.com/replica-sync/replica/engine/internal/rowrec"
 	"github.com/replica-sync/replica/kv"
@@ -95,7 +96,8 @@ type InspectPage struct {
 // InspectRows returns a page of table's stored rows, live ones (or,
 // with o.Deleted, deleted ones) in primary key order, each cell with its
 // HLC. Errors: ErrUnknownTable for a table the replica does not hold,
-// *ValidationError for a bad limit, ErrClosed, and the store's errors.
+// *ValidationError for a bad limit, ErrBadCursor for an o.After that is
+// not one of this table's, ErrClosed, and the store's errors.
 func (e *Engine) InspectRows(name string, o InspectOptions) (InspectPage, error) {
 	var page InspectPage
 	if err := e.checkOpen(); err != nil {
@@ -128,7 +130,7 @@ func (e *Engine) InspectRows(name string, o InspectOptions) (InspectPage, error)
 	start := t.key
 	if o.After != nil {
 		if !bytes.HasPrefix(o.After, t.key) {
-			return page, &ValidationError{Table: name, Reason: "the page cursor is not one of this table's"}
+			return page, fmt.Errorf("%w: %s: the page cursor is not one of this table's", ErrBadCursor, name)
 		}
 		start = append(bytes.Clone(o.After), 0) // the first key after it
 	}
@@ -551,7 +553,9 @@ type InspectedHeld struct {
 // table when table is ""; a renamed table's by its current name, under
 // which each change names it), in table then HLC order, from after (the next
 // of the previous page; nil: the first), and the next page's after (nil:
-// none left). Errors: *ValidationError for a bad limit, ErrClosed and the
+// none left). Errors: *ValidationError for a bad limit, ErrBadCursor for
+// an after that is not a held change's key, ErrUnknownTable for a renamed
+// table's former name, ErrClosed and the
 // store's errors.
 func (e *Engine) InspectHeld(table string, after []byte, limit int) ([]InspectedHeld, []byte, error) {
 	if err := e.checkOpen(); err != nil {
@@ -590,6 +594,11 @@ func (e *Engine) InspectHeld(table string, after []byte, limit int) ([]Inspected
 			}
 		}
 		if after != nil {
+			// A held key begins with its table's name (and, asked for by
+			// name, that table's).
+			if tv, _, err := keyenc.DecodeValue(after); err != nil || tv.Kind() != KindText || (keep == "" && table != "" && !bytes.HasPrefix(after, layout.TableKey(table))) {
+				return fmt.Errorf("%w: the held-change cursor is not one", ErrBadCursor)
+			}
 			r.Start = append(bytes.Clone(after), 0)
 		}
 		var derr error

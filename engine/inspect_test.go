@@ -131,7 +131,7 @@ func TestInspect(t *testing.T) {
 	if _, err := b.InspectRows("cities", engine.InspectOptions{Limit: 1001}); !errors.As(err, &ve) {
 		t.Fatalf("limit 1001: %v", err)
 	}
-	if _, err := b.InspectRows("cities", engine.InspectOptions{After: []byte("x")}); !errors.As(err, &ve) {
+	if _, err := b.InspectRows("cities", engine.InspectOptions{After: []byte("x")}); !errors.Is(err, engine.ErrBadCursor) {
 		t.Fatalf("foreign cursor: %v", err)
 	}
 

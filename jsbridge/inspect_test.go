@@ -121,7 +121,10 @@ func TestInspectPaging(t *testing.T) {
 		await fails(a.inspect.rows("other", {limit: 0}), "INVALID_ARGUMENT", "options.limit must be an integer from 1 to 1000");
 		await fails(a.inspect.rows("other", {limit: 2.5}), "INVALID_ARGUMENT", "options.limit");
 		await fails(a.inspect.rows("other", {after: "!!"}), "INVALID_ARGUMENT", "options.after must be a page's next cursor");
-		await fails(a.inspect.rows("items", {after: exact.rows[3] && (await a.inspect.rows("other", {limit: 1})).next}), "VALIDATION", "cursor is not one of this table's");
+		await fails(a.inspect.rows("items", {after: exact.rows[3] && (await a.inspect.rows("other", {limit: 1})).next}), "INVALID_ARGUMENT", "cursor is not one of this table's");
+		await fails(a.inspect.rows("items", {after: "garbage"}), "INVALID_ARGUMENT", "cursor is not one of this table's");
+		await fails(a.inspect.heldChanges({after: "junk"}), "INVALID_ARGUMENT", "the held-change cursor is not one");
+		await fails(a.inspect.heldChanges({table: "nosuch", after: (await a.inspect.rows("other", {limit: 1})).next}), "INVALID_ARGUMENT", "the held-change cursor is not one");
 		await fails(a.inspect.rows("other", {bogus: 1}), "INVALID_ARGUMENT", "unknown option \"bogus\"");
 		await fails(a.inspect.rows("other", "x"), "INVALID_ARGUMENT", "options must be an object");
 		await fails(a.inspect.changeLog({before: "yesterday"}), "INVALID_ARGUMENT", "options.before must be an HLC");
