@@ -60,6 +60,12 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	if _, err := parseFlags(nil, env(map[string]string{"REPLICA_RELAY_IDLE_TIMEOUT": "soon"}), io.Discard); err == nil || !strings.Contains(err.Error(), "REPLICA_RELAY_IDLE_TIMEOUT") {
 		t.Fatalf("bad environment value: %v, want an error naming the variable", err)
 	}
+	// A bad flag: its error, then one line pointing at -h (not the whole
+	// list, which buried the error).
+	var out bytes.Buffer
+	if _, err := parseFlags([]string{"-compression", "bogus"}, env(nil), &out); err == nil || out.String() != "invalid value \"bogus\" for flag -compression: compression \"bogus\": want off, nocontext or context\nRun relay -h for the flags and their environment variables.\n" {
+		t.Fatalf("bad flag: %v, printed %q", err, out.String())
+	}
 	if _, err := parseFlags(nil, env(map[string]string{"REPLICA_RELAY_INSPECT": "yes"}), io.Discard); err == nil || !strings.Contains(err.Error(), `REPLICA_RELAY_INSPECT="yes": not a boolean (want true, false, 1 or 0)`) {
 		t.Fatalf("bad boolean environment value: %v, want an error saying what a boolean is", err)
 	}
