@@ -209,7 +209,7 @@ wasm:
 # assembles $(DIST)/package/ (package.json, the ES module index.js and its
 # index.d.ts, both derived from web/replica.js and web/replica.d.ts, the
 # script-tag replica.js and replica.d.ts, replica.wasm, the wasm_exec.js of
-# this Go, README.md), and npm pack writes
+# this Go, replica-worker.js (worker mode), README.md), and npm pack writes
 # $(DIST)/replica-sync-replica-$(PACKAGE_VERSION).tgz. Nothing is published.
 # The repository names no license yet: PACKAGE_LICENSE (an SPDX expression)
 # stays UNLICENSED until it does.

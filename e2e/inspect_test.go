@@ -211,7 +211,8 @@ func TestInspector(t *testing.T) {
 // inspector page; with it, db.inspect.open() called from a click in the
 // app opens the inspector on the app's replica in a new window, GET
 // /inspect without ?db lists the replicas of the profile, and a name it
-// does not hold says so.
+// does not hold says so and lists them; db.inspect.open refuses bad
+// options with INVALID_ARGUMENT.
 func TestInspectorWithoutInspect(t *testing.T) {
 	r := startRelay(t)
 	d := newBrowser(t, "").newDevice("A")
@@ -239,8 +240,16 @@ func TestInspectorWithoutInspect(t *testing.T) {
 	}
 	m := d.openPlain(r2.URL + "inspect?db=nosuch")
 	m.waitJS("the error", `document.body.dataset.ready === "error"`, syncTimeout)
-	if s := m.evalString(`return document.getElementById("main").textContent;`); !strings.Contains(s, "NOT_FOUND") {
-		t.Errorf("unknown replica: %q", s)
+	if s := m.evalString(`return document.getElementById("main").textContent;`); !strings.Contains(s, "NOT_FOUND") || !strings.Contains(s, "trip-planner/list") {
+		t.Errorf("unknown replica (want NOT_FOUND and the profile's replicas listed): %q", s)
+	}
+	// Bad arguments to db.inspect.open: INVALID_ARGUMENT, no window opened.
+	if s := a2.evalString(`const out = [];
+		for (const o of [{url: "http://[bad"}, {bogus: 1}, {target: 5}, 5]) {
+			try { db.inspect.open(o); out.push("opened"); } catch (e) { out.push(e.code + " " + e.message); }
+		}
+		return out.join("\n");`); strings.Count(s, "INVALID_ARGUMENT") != 4 || !strings.Contains(s, `options.url is not a URL: "http://[bad"`) || !strings.Contains(s, `unknown option "bogus"`) {
+		t.Errorf("db.inspect.open with bad options: %q", s)
 	}
 	m.fullShot("not-found")
 }

@@ -28,6 +28,9 @@ var (
 	// ErrUnknownTable is returned when a local read or write names a table
 	// the schema does not have.
 	ErrUnknownTable = errors.New("unknown table")
+	// ErrBadCursor is returned by the Inspect methods for an after
+	// cursor that is not a page's next (of that table, for InspectRows).
+	ErrBadCursor = errors.New("not a page cursor")
 	// ErrClockDrift is model.ErrClockDrift.
 	ErrClockDrift = model.ErrClockDrift
 	// ErrMalformed is model.ErrMalformed.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/replica-sync/replica/engine/internal/keyenc"
 	"github.com/replica-sync/replica/engine/internal/layout"
 	"github.com/replica-sync/replica/engine/internal/rowrec"
 	"github.com/replica-sync/replica/kv"
@@ -95,7 +96,8 @@ type InspectPage struct {
 // InspectRows returns a page of table's stored rows, live ones (or,
 // with o.Deleted, deleted ones) in primary key order, each cell with its
 // HLC. Errors: ErrUnknownTable for a table the replica does not hold,
-// *ValidationError for a bad limit, ErrClosed, and the store's errors.
+// *ValidationError for a bad limit, ErrBadCursor for an o.After that is
+// not one of this table's, ErrClosed, and the store's errors.
 func (e *Engine) InspectRows(name string, o InspectOptions) (InspectPage, error) {
 	var page InspectPage
 	if err := e.checkOpen(); err != nil {
@@ -111,7 +113,12 @@ func (e *Engine) InspectRows(name string, o InspectOptions) (InspectPage, error)
 		if err != nil {
 			return err
 		}
-		if t = s.table(name); t == nil {
+		// By current name, as the rest of the local API: a renamed
+		// table's former name is an error saying the new one.
+		if t, err = s.named(name); err != nil {
+			return err
+		}
+		if t == nil {
 			return fmt.Errorf("%w: %q", ErrUnknownTable, name)
 		}
 		return nil
@@ -123,7 +130,7 @@ func (e *Engine) InspectRows(name string, o InspectOptions) (InspectPage, error)
 	start := t.key
 	if o.After != nil {
 		if !bytes.HasPrefix(o.After, t.key) {
-			return page, &ValidationError{Table: name, Reason: "the page cursor is not one of this table's"}
+			return page, fmt.Errorf("%w: %s: the page cursor is not one of this table's", ErrBadCursor, name)
 		}
 		start = append(bytes.Clone(o.After), 0) // the first key after it
 	}
@@ -355,10 +362,13 @@ type LogEntry struct {
 	// HLC is the transaction's base (OpSeq 0): its id and its place in
 	// the log.
 	HLC HLC
-	// Rows counts the rows it wrote, per table.
+	// Rows counts the rows it wrote, per table (by the table's current
+	// name).
 	Rows map[string]int
 	// Migrations lists its schema migrations as "type table" (e.g.
-	// "create_table trips"), in order.
+	// "create_table trips"), in order: the table as the migration named
+	// it (a renamed table's identity, the name it was created with), and
+	// a rename as "rename_table trips to journeys".
 	Migrations []string
 	// Superseded, for an entry LogOptions.Checked selects, reports that
 	// later writes (this replica's or synced ones) replaced every fact it
@@ -417,15 +427,25 @@ func (e *Engine) InspectLog(o LogOptions) ([]LogEntry, bool, error) {
 		if !o.Before.IsZero() {
 			mr.End = layout.OwnLogKey(o.Before.Base())
 		}
+		// Rows are counted under their table's current name (a renamed
+		// table's rows are stored under its identity).
+		cur, err := e.currentSchema(tx)
+		if err != nil {
+			return err
+		}
 		var derr error
-		err := tx.Scan(layout.BucketMigrations, mr, func(k, v []byte) bool {
+		err = tx.Scan(layout.BucketMigrations, mr, func(k, v []byte) bool {
 			m, err := decodeMigration(k, v)
 			if err != nil {
 				derr = err
 				return false
 			}
 			b := m.HLC.Base()
-			migs[b] = append(migs[b], string(m.Type)+" "+m.TableName)
+			d := string(m.Type) + " " + m.TableName
+			if m.Type == RenameTable {
+				d += " to " + m.Name // the table's identity, then its new name
+			}
+			migs[b] = append(migs[b], d)
 			return true
 		})
 		if err == nil {
@@ -453,6 +473,9 @@ func (e *Engine) InspectLog(o LogOptions) ([]LogEntry, bool, error) {
 				if err != nil {
 					derr = err
 					return false
+				}
+				if t := cur.table(table); t != nil {
+					table = t.name
 				}
 				en.Rows[table]++
 			}
@@ -527,9 +550,12 @@ type InspectedHeld struct {
 }
 
 // InspectHeld returns a page of the held changes (of table, or of every
-// table when table is ""), in table then HLC order, from after (the next
+// table when table is ""; a renamed table's by its current name, under
+// which each change names it), in table then HLC order, from after (the next
 // of the previous page; nil: the first), and the next page's after (nil:
-// none left). Errors: *ValidationError for a bad limit, ErrClosed and the
+// none left). Errors: *ValidationError for a bad limit, ErrBadCursor for
+// an after that is not a held change's key, ErrUnknownTable for a renamed
+// table's former name, ErrClosed and the
 // store's errors.
 func (e *Engine) InspectHeld(table string, after []byte, limit int) ([]InspectedHeld, []byte, error) {
 	if err := e.checkOpen(); err != nil {
@@ -539,14 +565,6 @@ func (e *Engine) InspectHeld(table string, after []byte, limit int) ([]Inspected
 	if err != nil {
 		return nil, nil, err
 	}
-	r := kv.Range{Limit: limit + 1}
-	if table != "" {
-		r = kv.Prefix(layout.TableKey(table))
-		r.Limit = limit + 1
-	}
-	if after != nil {
-		r.Start = append(bytes.Clone(after), 0)
-	}
 	var out []InspectedHeld
 	var next []byte
 	err = e.store.View(func(tx kv.Tx) error {
@@ -554,21 +572,55 @@ func (e *Engine) InspectHeld(table string, after []byte, limit int) ([]Inspected
 		if err != nil {
 			return err
 		}
+		// Held changes are stored under the table name their change
+		// carries. A table the schema holds is asked for by its current
+		// name and may have been renamed: its changes can be under its
+		// identity or any former name, so every held change is read and
+		// those of its current name kept. Any other name (a table the
+		// schema lacks) is a prefix of the held keys.
+		r := kv.Range{Limit: limit + 1}
+		keep := ""
+		if table != "" {
+			t, err := s.named(table) // a former name: an error saying the current one
+			if err != nil {
+				return err
+			}
+			if t != nil {
+				keep = t.name
+				r.Limit = 0
+			} else {
+				r = kv.Prefix(layout.TableKey(table))
+				r.Limit = limit + 1
+			}
+		}
+		if after != nil {
+			// A held key begins with its table's name (and, asked for by
+			// name, that table's).
+			if tv, _, err := keyenc.DecodeValue(after); err != nil || tv.Kind() != KindText || (keep == "" && table != "" && !bytes.HasPrefix(after, layout.TableKey(table))) {
+				return fmt.Errorf("%w: the held-change cursor is not one", ErrBadCursor)
+			}
+			r.Start = append(bytes.Clone(after), 0)
+		}
 		var derr error
 		var last []byte
 		err = tx.Scan(layout.BucketHeld, r, func(k, v []byte) bool {
-			if len(out) == limit {
-				next = bytes.Clone(last)
-				return false
-			}
 			h, err := decodeHeld(v)
 			if err != nil {
 				derr = err
 				return false
 			}
+			name, reason := heldReasonNow(s, &h)
+			if keep != "" && name != keep {
+				return true
+			}
+			if len(out) == limit {
+				next = bytes.Clone(last)
+				return false
+			}
 			last = k
-			_, reason := heldReasonNow(s, &h)
-			out = append(out, InspectedHeld{HeldChange: HeldChange{Change: h.change, Forward: h.forward, NeverReplayed: h.noReplay, ReceivedAt: h.receivedAt}, Reason: reason})
+			c := h.change
+			c.Table = name // a renamed table's current name
+			out = append(out, InspectedHeld{HeldChange: HeldChange{Change: c, Forward: h.forward, NeverReplayed: h.noReplay, ReceivedAt: h.receivedAt}, Reason: reason})
 			return true
 		})
 		if err == nil {
@@ -623,7 +675,12 @@ func (e *Engine) InspectCount(name string) (live, deleted int, err error) {
 		if err != nil {
 			return err
 		}
-		if t = s.table(name); t == nil {
+		// By current name, as the rest of the local API: a renamed
+		// table's former name is an error saying the new one.
+		if t, err = s.named(name); err != nil {
+			return err
+		}
+		if t == nil {
 			return fmt.Errorf("%w: %q", ErrUnknownTable, name)
 		}
 		return nil

@@ -359,7 +359,7 @@ func compileFilters(t, decl *table, where []Filter, system func(col string) *Col
 		if system != nil && system(f.Column) != nil {
 			// a system column (Query.System): converted by conv
 		} else if len(t.cols) > 0 && t.cols[f.Column] == nil {
-			return nil, &ValidationError{Table: t.def.Name, Column: f.Column, Reason: "unknown column in filter"}
+			return nil, &ValidationError{Table: t.name, Column: f.Column, Reason: "unknown column in filter"}
 		}
 		c := cond{col: f.Column, op: f.Op}
 		switch f.Op {
@@ -385,14 +385,14 @@ func compileFilters(t, decl *table, where []Filter, system func(col string) *Col
 				}
 			}
 			if !ok {
-				return nil, &ValidationError{Table: t.def.Name, Column: f.Column, Reason: fmt.Sprintf("prefix filter needs a string, got %T", f.Value)}
+				return nil, &ValidationError{Table: t.name, Column: f.Column, Reason: fmt.Sprintf("prefix filter needs a string, got %T", f.Value)}
 			}
 			if d := t.cols[f.Column]; d != nil && d.Type != KindText {
-				return nil, &ValidationError{Table: t.def.Name, Column: f.Column, Reason: "prefix filter on a " + d.Type.String() + " column (text only)"}
+				return nil, &ValidationError{Table: t.name, Column: f.Column, Reason: "prefix filter on a " + d.Type.String() + " column (text only)"}
 			}
 			c.prefix = s
 		default:
-			return nil, &ValidationError{Table: t.def.Name, Column: f.Column, Reason: fmt.Sprintf("unknown filter operator %q", f.Op)}
+			return nil, &ValidationError{Table: t.name, Column: f.Column, Reason: fmt.Sprintf("unknown filter operator %q", f.Op)}
 		}
 		out = append(out, c)
 	}

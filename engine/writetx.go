@@ -818,7 +818,7 @@ func (t *table) checkIndexKeys(row Row, pk []Value) error {
 	var buf [256]byte
 	for _, ix := range t.indexes {
 		if k := appendIndexKey(buf[:0], ix, row, pk); len(k) > kv.MaxKeySize {
-			return &ValidationError{Table: t.def.Name, Column: ix.def.Columns[0], Reason: fmt.Sprintf(
+			return &ValidationError{Table: t.name, Column: ix.def.Columns[0], Reason: fmt.Sprintf(
 				"value too long for index %s (%d bytes encoded, limit %d)", ix.def.Name, len(k), kv.MaxKeySize)}
 		}
 	}
@@ -1238,7 +1238,7 @@ func (p *rebuildPage) add(k, v []byte) error {
 		for _, ix := range t.indexes {
 			ik := indexKey(ix, row, pk)
 			if len(ik) > kv.MaxKeySize {
-				return &ValidationError{Table: t.def.Name, Column: ix.def.Columns[0], Reason: fmt.Sprintf(
+				return &ValidationError{Table: t.name, Column: ix.def.Columns[0], Reason: fmt.Sprintf(
 					"value too long for index %s (%d bytes encoded, limit %d)", ix.def.Name, len(ik), kv.MaxKeySize)}
 			}
 			p.idx = append(p.idx, ik)

@@ -110,6 +110,8 @@ func classify(err error, method, table string) jsError {
 	case errors.As(err, &ve):
 		out.Code, out.Table, out.Column = codeValidation, ve.Table, ve.Column
 		out.Message = jsTerms(err.Error())
+	case errors.Is(err, engine.ErrBadCursor):
+		out.Code = codeInvalidArgument
 	case errors.Is(err, engine.ErrUnknownTable):
 		out.Code, out.Table = codeValidation, table
 	case errors.Is(err, kv.ErrValueTooLarge):

@@ -367,7 +367,7 @@ function needTable(table, method) {
 }
 
 function needName(v, method, what) {
-	if (typeof v !== "string" || v === "") throw argErr(method + ": " + what + " must be a non-empty string, got " + describe(v));
+	if (typeof v !== "string" || v === "") throw argErr(method + ": " + what + " must be a non-empty string, got " + (v === "" ? '""' : describe(v)));
 }
 
 // ---- replicas -----------------------------------------------------------------
@@ -695,11 +695,18 @@ class Inspector {
 		live(this.#s, m);
 		if (options !== undefined && !isRecord(options)) throw argErr(m + ": options must be an object {url?, target?}, got " + describe(options));
 		const o = options || {};
+		for (const k of Object.keys(o)) if (k !== "url" && k !== "target") throw argErr(m + ": unknown option " + JSON.stringify(k) + " (known: url, target)");
 		if (o.url !== undefined && typeof o.url !== "string") throw argErr(m + ": options.url must be a string, got " + describe(o.url));
+		if (o.target !== undefined && typeof o.target !== "string") throw argErr(m + ": options.target must be a string, got " + describe(o.target));
 		if (typeof window !== "object" || !window || typeof window.open !== "function") throw argErr(m + ": there is no window to open the inspector from (call it in a page, not a Worker)");
-		const u = new URL(o.url || "/inspect", location.href);
+		let u;
+		try {
+			u = new URL(o.url || "/inspect", location.href);
+		} catch (_) {
+			throw argErr(m + ": options.url is not a URL: " + JSON.stringify(o.url));
+		}
 		u.searchParams.set("db", this.#s.name);
-		return window.open(u.href, typeof o.target === "string" ? o.target : "replica-inspect:" + this.#s.name);
+		return window.open(u.href, o.target !== undefined ? o.target : "replica-inspect:" + this.#s.name);
 	}
 }
 

@@ -121,7 +121,10 @@ func TestInspectPaging(t *testing.T) {
 		await fails(a.inspect.rows("other", {limit: 0}), "INVALID_ARGUMENT", "options.limit must be an integer from 1 to 1000");
 		await fails(a.inspect.rows("other", {limit: 2.5}), "INVALID_ARGUMENT", "options.limit");
 		await fails(a.inspect.rows("other", {after: "!!"}), "INVALID_ARGUMENT", "options.after must be a page's next cursor");
-		await fails(a.inspect.rows("items", {after: exact.rows[3] && (await a.inspect.rows("other", {limit: 1})).next}), "VALIDATION", "cursor is not one of this table's");
+		await fails(a.inspect.rows("items", {after: exact.rows[3] && (await a.inspect.rows("other", {limit: 1})).next}), "INVALID_ARGUMENT", "cursor is not one of this table's");
+		await fails(a.inspect.rows("items", {after: "garbage"}), "INVALID_ARGUMENT", "cursor is not one of this table's");
+		await fails(a.inspect.heldChanges({after: "junk"}), "INVALID_ARGUMENT", "the held-change cursor is not one");
+		await fails(a.inspect.heldChanges({table: "nosuch", after: (await a.inspect.rows("other", {limit: 1})).next}), "INVALID_ARGUMENT", "the held-change cursor is not one");
 		await fails(a.inspect.rows("other", {bogus: 1}), "INVALID_ARGUMENT", "unknown option \"bogus\"");
 		await fails(a.inspect.rows("other", "x"), "INVALID_ARGUMENT", "options must be an object");
 		await fails(a.inspect.changeLog({before: "yesterday"}), "INVALID_ARGUMENT", "options.before must be an HLC");
@@ -251,4 +254,25 @@ func TestInspectConflicts(t *testing.T) {
 			try { ins.inspect.conflicts(42); throw new Error("took 42"); } catch (e) { check("bad listener", e.code, "INVALID_ARGUMENT"); }
 		} finally { await ins.close(); }
 	`, a, b)
+}
+
+// TestInspectOpenArgs: db.inspect.open refuses options it cannot use with
+// INVALID_ARGUMENT before opening any window: a url that is not a URL (a
+// bare TypeError before), an unknown option and a target that is not a
+// string (both ignored before).
+func TestInspectOpenArgs(t *testing.T) {
+	a := openT(t)
+	inspectJS(t, `
+		const got = [];
+		for (const o of [{url: "http://[bad"}, {bogus: 1}, {target: 5}, {url: 5}, 5]) {
+			try { a.inspect.open(o); got.push("opened"); } catch (e) { got.push(e instanceof Replica.ReplicaError ? e.code + " " + e.message : "not a ReplicaError: " + e); }
+		}
+		check("refusals", got, [
+			'INVALID_ARGUMENT db.inspect.open: options.url is not a URL: "http://[bad"',
+			'INVALID_ARGUMENT db.inspect.open: unknown option "bogus" (known: url, target)',
+			"INVALID_ARGUMENT db.inspect.open: options.target must be a string, got number",
+			"INVALID_ARGUMENT db.inspect.open: options.url must be a string, got number",
+			"INVALID_ARGUMENT db.inspect.open: options must be an object {url?, target?}, got number",
+		]);
+	`, a)
 }

@@ -108,7 +108,7 @@ func TestRenameTable(t *testing.T) {
 	mustReject(t, a.Call("renameTable", "things", "things"), "SCHEMA")
 	mustReject(t, a.Call("renameTable", "nope", "z"), "VALIDATION", "nope")
 	mustReject(t, a.Call("renameTable", "items", "z"), "VALIDATION", `renamed to "things"`)
-	mustReject(t, a.Call("renameTable", "things", ""), "INVALID_ARGUMENT", "to")
+	mustReject(t, a.Call("renameTable", "things", ""), "INVALID_ARGUMENT", `to must be a non-empty string, got ""`)
 	mustReject(t, a.Call("renameTable", "things", 5), "INVALID_ARGUMENT", "to")
 	mustReject(t, a.Call("renameTable", 5, "z"), "INVALID_ARGUMENT", "table")
 }

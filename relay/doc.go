@@ -36,7 +36,7 @@
 //
 //	-addr                  REPLICA_RELAY_ADDR                  127.0.0.1:8080  listen address (":8080": every interface)
 //	-data                  REPLICA_RELAY_DATA                  data            data directory (Config.DataDir)
-//	-store                 REPLICA_STORE                                       a directory (as -data) or a postgres:// URL (Config.Storage: "Several relays on PostgreSQL")
+//	-store                 REPLICA_RELAY_STORE, REPLICA_STORE                  a directory (as -data) or a postgres:// URL (Config.Storage: "Several relays on PostgreSQL")
 //	-web                   REPLICA_RELAY_WEB                   web             directory served at /, "" for none (WebDir)
 //	-auth                  REPLICA_RELAY_AUTH                  none            none or tokens (Auth)
 //	-token-file            REPLICA_RELAY_TOKEN_FILE                            token file for -auth tokens

@@ -9,6 +9,9 @@
 // (settle, settleValue, emit, deliver) cross the thread boundary. The
 // protocol, both ways one message per event-loop turn:
 //
+//   worker -> page  {hello: 1}                                   at once, when this script runs
+//                   (the page gives up on a Worker that sends nothing
+//                   within 30 s: a workerURL that is not this script)
 //   page -> worker  {init: {wasmURL, wasmExecURL}}               first, once
 //   worker -> page  {ops: OPS, kinds: KINDS}                     Go installed
 //                   {fail: message}                              it could not start
@@ -152,6 +155,7 @@
 				(e) => global.postMessage({ fail: String((e && e.message) || e) }));
 		}
 	};
+	global.postMessage({ hello: 1 });
 
 // BEGIN idbkv/helper.js (verbatim; see above)
 function replicaIDBHelper(cb, opts) {

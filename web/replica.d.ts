@@ -844,7 +844,11 @@ declare namespace Replica {
 		/**
 		 * The synced changes this replica holds instead of applying (see
 		 * `db.heldChanges()` for the counts), one by one in table then HLC
-		 * order, each with the reason it is held for as the schema stands.
+		 * order, each with the reason it is held for as the schema stands
+		 * and its table's current name. `table`: a table of the schema by
+		 * its current name (a renamed table's former name is VALIDATION
+		 * saying the new one), or any other name, the changes held for a
+		 * table this replica does not have (none: an empty page).
 		 */
 		heldChanges(options?: { table?: string; after?: string; limit?: number }): Promise<HeldChangesPage>;
 		/** Where sync stands: the target, the sent watermark and the sync client's persisted cursors. */
@@ -868,8 +872,10 @@ declare namespace Replica {
 		 * against the page's URL) with `?db=` the replica's name; it must be
 		 * served from the app's origin to open the same IndexedDB replica:
 		 * the relay serves it when started with `-inspect` (as `make run`
-		 * does), and a dev server can proxy `/inspect` and
-		 * `/inspect.js` to the relay. Meant for development: the page shows
+		 * does), and a dev server can proxy `/inspect`, `/inspect.js` and
+		 * `/inspect.css` to the relay (a URL on the relay's own origin
+		 * shows that origin's replicas, not the app's). Meant for
+		 * development: the page shows
 		 * every row. Throws INVALID_ARGUMENT in a Worker (no window).
 		 */
 		open(options?: { url?: string; target?: string }): Window | null;
@@ -947,9 +953,14 @@ declare namespace Replica {
 		at: number;
 		/** Rows it wrote. */
 		rows: number;
-		/** Rows it wrote per table. */
+		/** Rows it wrote per table, by the table's current name. */
 		tables: { [table: string]: number };
-		/** Its schema migrations, as "type table" ("create_table trips"). */
+		/**
+		 * Its schema migrations, as "type table" ("create_table trips"),
+		 * the table named as the migration named it (a renamed table by
+		 * the name it was created with); a rename as "rename_table trips
+		 * to journeys".
+		 */
 		migrations: string[];
 		/** Not yet acknowledged by the relay (above the sent watermark). */
 		unsent: boolean;
@@ -1575,8 +1586,12 @@ declare namespace Replica {
 		 * beside the loader (the ES module: `new URL("./replica-worker.js",
 		 * import.meta.url)`, which Vite emits as a file). It must be
 		 * same-origin (a Worker's rule); a Content-Security-Policy needs
-		 * `worker-src` (or `script-src`) to allow it. Settable until the
-		 * first worker-mode `open`.
+		 * `worker-src` (or `script-src`) to allow it. A worker-mode `open`
+		 * rejects with INTERNAL naming it when it cannot be loaded or
+		 * started, or sends nothing within 30 s (a script that is not
+		 * replica-worker.js). Settable until a Worker first runs: after
+		 * such a rejection `configure` corrects it and the next
+		 * worker-mode `open` uses it.
 		 */
 		workerURL?: string | URL;
 		/**
@@ -1602,8 +1617,8 @@ declare namespace Replica {
 		/**
 		 * Name where replica.wasm and wasm_exec.js come from, before loading
 		 * starts: in the ES module, before the first `ready`, `open`,
-		 * `importKey` or `deriveKey` in page mode (`workerURL`: before the
-		 * first worker-mode `open`); `worker` at any time. Throws a
+		 * `importKey` or `deriveKey` in page mode (`workerURL`: until a
+		 * Worker first runs); `worker` at any time. Throws a
 		 * ReplicaError (code INVALID_ARGUMENT) for an unknown option, a
 		 * value that is not a URL (or, for `worker`, not a boolean), or a
 		 * URL given after its loading started (always so for `wasmURL` and

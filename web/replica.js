@@ -132,7 +132,7 @@
 					continue;
 				}
 				if (k === "workerURL" ? current !== null || everStarted : started) {
-					throw bad("loading has already started (" + (k === "workerURL" ? "call configure({workerURL}) before the first Replica.open with {worker: true}" : esm ?
+					throw bad("loading has already started (" + (k === "workerURL" ? (current !== null && !everStarted ? "a Worker is starting from " + workerURL + "; call configure({workerURL}) before Replica.open with {worker: true}, or again once it failed" : "a Worker ran from " + workerURL + "; call configure({workerURL}) before the first Replica.open with {worker: true}") : esm ?
 						"call configure before the first Replica.ready, open, importKey or deriveKey" :
 						"the script-tag build loads at once from its own directory; use the ES module to place the files elsewhere") + ")");
 				}
@@ -174,14 +174,17 @@
 	// One Worker serves every replica this page opens in worker mode; it is
 	// terminated when the last one closes (a later open starts another).
 
+	const WORKER_HELLO_MS = 30000; // see session
 	let current = null; // the live session, or null
+	// everStarted: a Worker once ran replica.wasm (workerURL is fixed from
+	// then on; one that failed to load or start does not count, so that
+	// configure({workerURL}) can correct a wrong URL).
 	let everStarted = false;
 
 	function session() {
 		if (current) return current.ready;
-		everStarted = true;
 		const s = {
-			worker: null, built: null, api: null, ops: null, kinds: null, ready: null, dead: null, ended: false,
+			worker: null, hello: null, built: null, api: null, ops: null, kinds: null, ready: null, dead: null, ended: false,
 			calls: null, transfer: null, pend: new Map(), inbox: [], at: 0, tick: null,
 			waiting: new Set(), opens: new Set(), closes: new Set(), open: 0,
 		};
@@ -194,14 +197,21 @@
 				current = null;
 				throw loadError("cannot start the Worker " + workerURL + ": " + ((e && e.message) || e));
 			}
+			// replica-worker.js says hello as soon as it runs: a script
+			// that never does is not it, and would leave open pending.
+			s.hello = setTimeout(() => die(s, loadError("the Worker " + workerURL + " sent nothing within " + (WORKER_HELLO_MS / 1000) +
+				" s: is workerURL replica-worker.js, of the same Replica version as this loader?")), WORKER_HELLO_MS);
 			s.worker.onmessage = (ev) => {
 				const m = ev.data;
+				if (s.hello) { clearTimeout(s.hello); s.hello = null; }
+				if (m && m.hello) return;
 				if (m && m.r) { s.inbox.push(m); if (s.inbox.length === 1) drain(s); return; }
 				if (m && m.ops) {
 					s.ops = m.ops;
 					s.kinds = m.kinds;
 					s.built = replicaFacade(proxy(s), Object.assign({}, m.ops, { ReplicaError }), m.kinds);
 					s.api = s.built.api;
+					everStarted = true;
 					resolve(s);
 					return;
 				}
@@ -239,6 +249,7 @@
 	function end(s, code, message) {
 		if (current === s) current = null;
 		s.ended = true;
+		if (s.hello) { clearTimeout(s.hello); s.hello = null; }
 		try { s.worker.terminate(); } catch (_) { }
 		if (!s.built) return;
 		const text = JSON.stringify({ code, message });
@@ -787,7 +798,7 @@ function needTable(table, method) {
 }
 
 function needName(v, method, what) {
-	if (typeof v !== "string" || v === "") throw argErr(method + ": " + what + " must be a non-empty string, got " + describe(v));
+	if (typeof v !== "string" || v === "") throw argErr(method + ": " + what + " must be a non-empty string, got " + (v === "" ? '""' : describe(v)));
 }
 
 // ---- replicas -----------------------------------------------------------------
@@ -1115,11 +1126,18 @@ class Inspector {
 		live(this.#s, m);
 		if (options !== undefined && !isRecord(options)) throw argErr(m + ": options must be an object {url?, target?}, got " + describe(options));
 		const o = options || {};
+		for (const k of Object.keys(o)) if (k !== "url" && k !== "target") throw argErr(m + ": unknown option " + JSON.stringify(k) + " (known: url, target)");
 		if (o.url !== undefined && typeof o.url !== "string") throw argErr(m + ": options.url must be a string, got " + describe(o.url));
+		if (o.target !== undefined && typeof o.target !== "string") throw argErr(m + ": options.target must be a string, got " + describe(o.target));
 		if (typeof window !== "object" || !window || typeof window.open !== "function") throw argErr(m + ": there is no window to open the inspector from (call it in a page, not a Worker)");
-		const u = new URL(o.url || "/inspect", location.href);
+		let u;
+		try {
+			u = new URL(o.url || "/inspect", location.href);
+		} catch (_) {
+			throw argErr(m + ": options.url is not a URL: " + JSON.stringify(o.url));
+		}
 		u.searchParams.set("db", this.#s.name);
-		return window.open(u.href, typeof o.target === "string" ? o.target : "replica-inspect:" + this.#s.name);
+		return window.open(u.href, o.target !== undefined ? o.target : "replica-inspect:" + this.#s.name);
 	}
 }
 

@@ -120,12 +120,22 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.DurationVar(&o.cfg.ShutdownTimeout, "shutdown-timeout", relay.DefaultShutdownTimeout, "on SIGINT/SIGTERM, wait this `duration` for connections to close")
 	fs.Var(levelFlag{&o.logLevel}, "log-level", "log `level`: debug, info, warn, error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log `format`: text or json")
-	fs.Usage = func() {
+	// Package flag calls fs.Usage for -h and after printing a bad flag's
+	// error: the whole list is printed below for -h only, and after an
+	// error one line pointing at -h, so that the error is not scrolled
+	// away by the list.
+	fs.Usage = func() {}
+	short := func() { fmt.Fprintln(fs.Output(), "Run relay -h for the flags and their environment variables.") }
+	usage := func() {
 		fmt.Fprintf(fs.Output(), "Usage: relay [flags]\n\nRuns a Replica relay. Every flag may also be set by the environment variable shown.\n\n")
 		fs.VisitAll(func(f *flag.Flag) {
 			name, usage := flag.UnquoteUsage(f)
-			fmt.Fprintf(fs.Output(), "  -%s %s\n    \t%s", f.Name, name, usage)
-			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" {
+			if name != "" {
+				name = " " + name
+			}
+			fmt.Fprintf(fs.Output(), "  -%s%s\n    \t%s", f.Name, name, usage)
+			// A boolean flag's false default goes unsaid, as package flag does.
+			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" && f.DefValue != "false" {
 				// Quoted for string flags only, as package flag does.
 				if fmt.Sprintf("%T", f.Value) == "*flag.stringValue" {
 					fmt.Fprintf(fs.Output(), " (default %q)", f.DefValue)
@@ -138,13 +148,15 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			usage()
 			return nil, err
 		}
+		short()
 		return nil, errUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "relay: unexpected arguments %q\n", fs.Args())
-		fs.Usage()
+		short()
 		return nil, errUsage
 	}
 	set := map[string]bool{}
@@ -156,6 +168,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 		}
 		if v := getenv(envName(f.Name)); v != "" {
 			if err := fs.Set(f.Name, v); err != nil {
+				if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+					err = fmt.Errorf("not a boolean (want true, false, 1 or 0): %w", err)
+				}
 				envErr = fmt.Errorf("%s=%q: %w", envName(f.Name), v, err)
 			}
 		}

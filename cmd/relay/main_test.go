@@ -60,6 +60,15 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	if _, err := parseFlags(nil, env(map[string]string{"REPLICA_RELAY_IDLE_TIMEOUT": "soon"}), io.Discard); err == nil || !strings.Contains(err.Error(), "REPLICA_RELAY_IDLE_TIMEOUT") {
 		t.Fatalf("bad environment value: %v, want an error naming the variable", err)
 	}
+	// A bad flag: its error, then one line pointing at -h (not the whole
+	// list, which buried the error).
+	var out bytes.Buffer
+	if _, err := parseFlags([]string{"-compression", "bogus"}, env(nil), &out); err == nil || out.String() != "invalid value \"bogus\" for flag -compression: compression \"bogus\": want off, nocontext or context\nRun relay -h for the flags and their environment variables.\n" {
+		t.Fatalf("bad flag: %v, printed %q", err, out.String())
+	}
+	if _, err := parseFlags(nil, env(map[string]string{"REPLICA_RELAY_INSPECT": "yes"}), io.Discard); err == nil || !strings.Contains(err.Error(), `REPLICA_RELAY_INSPECT="yes": not a boolean (want true, false, 1 or 0)`) {
+		t.Fatalf("bad boolean environment value: %v, want an error saying what a boolean is", err)
+	}
 	if o, err := parseFlags([]string{"-compression", "off"}, env(nil), io.Discard); err != nil || o.cfg.Compression != relay.CompressionOff {
 		t.Fatalf("-compression off: %v, %v", err, o.cfg.Compression)
 	}
@@ -261,6 +270,18 @@ func TestHelpDefaults(t *testing.T) {
 	for f, u := range usage {
 		if n := strings.Count(u, "(default"); n > 1 {
 			t.Errorf("-%s shows %d defaults: %s", f, n, u)
+		}
+	}
+	// Boolean flags: "-inspect" alone on its line (no trailing space), no
+	// "(default false)".
+	for _, line := range strings.Split(help.String(), "\n") {
+		if strings.HasPrefix(line, "  -") && strings.HasSuffix(line, " ") {
+			t.Errorf("flag line with a trailing space: %q", line)
+		}
+	}
+	for _, f := range []string{"inspect", "check"} {
+		if _, ok := usage[f]; !ok || strings.Contains(usage[f], "(default") {
+			t.Errorf("-%s: %q (want listed, without a default)", f, usage[f])
 		}
 	}
 	for f, want := range map[string]string{

@@ -304,7 +304,8 @@ func TestWorkerStrictCSP(t *testing.T) {
 
 // TestWorkerMissing: a worker script that cannot be loaded rejects
 // Replica.open (and ready) with INTERNAL naming it; configure({workerURL})
-// is refused once a Worker started.
+// then corrects the URL (no Worker ran) and a later open works; it is
+// refused once a Worker ran.
 func TestWorkerMissing(t *testing.T) {
 	ctx := browser(t)
 	srv := serve(t, "application/wasm")
@@ -314,10 +315,37 @@ func TestWorkerMissing(t *testing.T) {
 		let open = "", ready = "", late = "";
 		try { await Replica.open({name: "w-missing", schema: {tables: {t: {columns: {v: "text"}}}}}); open = "opened"; } catch (e) { open = (e instanceof Replica.ReplicaError) + " " + e.code + " " + e.message.includes("/nowhere/replica-worker.js"); }
 		try { await Replica.ready; ready = "ready"; } catch (e) { ready = e.code; }
-		try { Replica.configure({workerURL: "/lib/replica-worker.js"}); late = "accepted"; } catch (e) { late = e.code; }
-		return open + " | " + ready + " | " + late;
+		try { Replica.configure({workerURL: "/lib/replica-worker.js"}); late = "accepted"; } catch (e) { late = e.code + " " + e.message; }
+		let again = "", after = "";
+		try { const db = await Replica.open({name: "w-missing", schema: {tables: {t: {columns: {v: "text"}}}}}); await db.insert("t", {v: "x"}); again = (await db.query("t")).length + " row"; await db.close(); } catch (e) { again = e.code + " " + e.message; }
+		try { Replica.configure({workerURL: "/lib/other-worker.js"}); after = "accepted"; } catch (e) { after = e.code; }
+		return open + " | " + ready + " | " + late + " | " + again + " | " + after;
 	`, &got)
-	if got != "true INTERNAL true | INTERNAL | INVALID_ARGUMENT" {
+	if got != "true INTERNAL true | INTERNAL | accepted | 1 row | INVALID_ARGUMENT" {
+		t.Errorf("got %q", got)
+	}
+}
+
+// TestWorkerNotTheWorker: a workerURL naming a script that loads but is
+// not replica-worker.js (here Go's wasm_exec.js) rejects Replica.open
+// with INTERNAL once it has sent nothing for 30 s, instead of leaving it
+// pending for good; configure then corrects the URL and a later open
+// works.
+func TestWorkerNotTheWorker(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	var got string
+	run(t, ctx, srv.URL+"/worker.html", `
+		Replica.configure({workerURL: "/lib/wasm_exec.js"});
+		const schema = {tables: {t: {columns: {v: "text"}}}};
+		const t0 = performance.now();
+		let open = "", again = "";
+		try { await Replica.open({name: "w-wrong", schema}); open = "opened"; } catch (e) { open = e.code + " " + e.message.includes("/lib/wasm_exec.js sent nothing within 30 s") + " " + (performance.now() - t0 >= 29000); }
+		Replica.configure({workerURL: "/lib/replica-worker.js"});
+		try { const db = await Replica.open({name: "w-wrong", schema}); await db.insert("t", {v: "x"}); again = (await db.query("t")).length + " row"; await db.close(); } catch (e) { again = e.code + " " + e.message; }
+		return open + " | " + again;
+	`, &got)
+	if got != "INTERNAL true true | 1 row" {
 		t.Errorf("got %q", got)
 	}
 }

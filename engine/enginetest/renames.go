@@ -40,6 +40,31 @@ func (s *suite) testRenameKinds(t *testing.T) {
 	if _, err := a.Insert("journeys", map[string]any{"id": "t2", "title": "again"}); !errors.Is(err, engine.ErrConflict) || !strings.Contains(err.Error(), "journeys") {
 		t.Fatalf("insert of an existing key: %v, want ErrConflict naming journeys", err)
 	}
+	if _, err := a.Update("journeys", engine.Key{"t2"}, map[string]any{"id": "t1"}); !errors.Is(err, engine.ErrConflict) || !strings.Contains(err.Error(), "journeys") {
+		t.Fatalf("moving a row onto an existing key: %v, want ErrConflict naming journeys", err)
+	}
+	// Errors about the renamed table's rows and columns name it by its
+	// current name, not the one it was created with.
+	for what, err := range map[string]error{
+		"insert without the notNull title": func() error { _, err := a.Insert("journeys", map[string]any{"id": "t9"}); return err }(),
+		"insert of an unknown column": func() error {
+			_, err := a.Insert("journeys", map[string]any{"id": "t9", "title": "T", "nope": 1})
+			return err
+		}(),
+		"update of title to null": func() error {
+			_, err := a.Update("journeys", engine.Key{"t2"}, map[string]any{"title": nil})
+			return err
+		}(),
+		"filter on an unknown column": func() error {
+			_, err := a.Query("journeys", engine.Query{Where: []engine.Filter{{Column: "nope", Op: "eq", Value: 1}}})
+			return err
+		}(),
+	} {
+		var ve *engine.ValidationError
+		if !errors.As(err, &ve) || ve.Table != "journeys" || strings.Contains(err.Error(), "trips") {
+			t.Errorf("%s: %v, want a ValidationError naming journeys, not trips", what, err)
+		}
+	}
 	rows := must(a.Query("journeys", engine.Query{Where: []engine.Filter{{Column: "title", Op: "prefix", Value: "Po"}}}))(t)
 	if len(rows) != 1 || rows[0]["id"].Text() != "t2" {
 		t.Fatalf("journeys by title prefix Po: %v", rows)

@@ -70,7 +70,16 @@
 			state.db = await Replica.open({ name: state.name });
 			state.timings.open = performance.now() - t0;
 		} catch (e) {
-			$("main").replaceChildren(h("div", { class: "card error" }, "Cannot open the replica " + JSON.stringify(state.name) + ": " + (e.code ? e.code + ": " : "") + e.message));
+			const card = h("div", { class: "card error" }, "Cannot open the replica " + JSON.stringify(state.name) + ": " + (e.code ? e.code + ": " : "") + e.message);
+			$("main").replaceChildren(card);
+			if (e.code === "NOT_FOUND") {
+				// ?db= is the name given to Replica.open (the demo's is
+				// "trip-planner/" + its ?db=), not a relay database: list
+				// the names this profile holds.
+				const list = await replicaNames();
+				card.append(h("p", null, list.length ? "?db= takes the name given to Replica.open. The replicas in this browser profile: " : "?db= takes the name given to Replica.open; this browser profile holds no replica."),
+					list.length ? h("ul", null, list.map((n) => h("li", null, h("a", { href: "?db=" + encodeURIComponent(n), text: n })))) : "");
+			}
 			document.body.dataset.ready = "error";
 			return;
 		}
@@ -95,12 +104,19 @@
 		recount(true);
 	}
 
+	// replicaNames: the replicas of this browser profile, sorted (none
+	// where indexedDB.databases is missing).
+	async function replicaNames() {
+		if (typeof indexedDB.databases !== "function") return [];
+		return (await indexedDB.databases()).map((d) => d.name).filter((n) => n && n.startsWith("replica:")).map((n) => n.slice(8)).sort();
+	}
+
 	async function listReplicas() {
 		$("db-name").textContent = "";
-		const list = typeof indexedDB.databases === "function" ? (await indexedDB.databases()).map((d) => d.name).filter((n) => n && n.startsWith("replica:")).map((n) => n.slice(8)) : [];
+		const list = await replicaNames();
 		$("main").replaceChildren(h("div", { class: "card" },
 			h("h2", { text: "Replicas in this browser profile" }),
-			list.length ? h("ul", null, list.sort().map((n) => h("li", null, h("a", { href: "?db=" + encodeURIComponent(n), text: n })))) :
+			list.length ? h("ul", null, list.map((n) => h("li", null, h("a", { href: "?db=" + encodeURIComponent(n), text: n })))) :
 				h("p", { class: "empty", text: "None found. Open an app that uses Replica first, or add ?db=NAME (the name given to Replica.open)." })));
 		document.body.dataset.ready = "true";
 	}
