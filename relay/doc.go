@@ -1057,7 +1057,11 @@
 // (13.2–14.2), 0.56 ms/tx, 53–55% of a core, commits/apply 0.55–0.62. At
 // 50 clients, p50 1.3 ms (bbolt) and 1.5–1.7 ms (PostgreSQL). The target
 // (p99 ≤ 250 ms at 200 clients) holds on both stores with a margin of
-// about 20x; the misses above were the machine's other work.
+// about 20x; the misses above were the machine's other work. Again on
+// 230b1fe, with permessage-deflate on by default (see Compression: this
+// load's one-change frames are under its 512-byte threshold), two runs
+// each at load average 5: bbolt p50 1.4–1.9 ms, p99 6.9–9.2 ms, 0.75–0.81
+// ms/tx; PostgreSQL p50 2.1–2.3 ms, p99 7.9–8.9 ms, 0.52–0.53 ms/tx.
 //
 // Merged with the round-trip work (four per apply on PostgreSQL, a group
 // too: "Several relays on PostgreSQL"), at 200 clients, against be96782,
