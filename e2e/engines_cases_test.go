@@ -186,7 +186,7 @@ func engineTwoTabs(t *testing.T, e *engine) {
 	if m := median(fromC); m > 2000 {
 		t.Errorf("%s: Chromium's writes reached the tab shown after %v ms (median %v), want within 2 s", e.title, fromC, m)
 	}
-	waitSameX(t, "the same trips in both tabs and on Chromium", []string{"trips"}, shown, bg, c)
+	waitSame(t, "the same trips in both tabs and on Chromium", syncTimeout, []string{"trips"}, shown, bg, c)
 }
 
 func median(xs []float64) float64 {
@@ -249,7 +249,7 @@ func engineSyncWithChromium(t *testing.T, e *engine) {
 	toX := syncDelays(t, c, x, "Timed from Chromium", 5)
 	t.Logf("%s: an insert reached Chromium's subscription after %v ms; Chromium's reached %s's after %v ms (through the relay)", e.title, toC, e.title, toX)
 
-	got := waitSameX(t, "the same trips on both", []string{"trips"}, x, c)
+	got := waitSame(t, "the same trips on both", syncTimeout, []string{"trips"}, x, c)
 	if !strings.Contains(got["trips"], `"budget":150`) || strings.Contains(got["trips"], "From Chromium") || strings.Count(got["trips"], `"Timed"`) != 10 {
 		t.Errorf("both hold %s", got["trips"])
 	}
@@ -303,35 +303,4 @@ func engineSealed(t *testing.T, e *engine) {
 	}
 	c.addTrip("After the reload", "Hidden", "1")
 	x.waitJS("Chromium's trip after the reload", `tripEl("After the reload")`, syncTimeout)
-}
-
-// waitSameX is waitSame for pages of any engine.
-func waitSameX(t *testing.T, what string, tables []string, pages ...jsPage) map[string]string {
-	t.Helper()
-	end := time.Now().Add(syncTimeout)
-	for {
-		got := map[string]string{}
-		same := true
-		for _, tb := range tables {
-			first := pages[0].rows(tb)
-			got[tb] = first
-			for _, p := range pages[1:] {
-				if p.rows(tb) != first {
-					same = false
-				}
-			}
-		}
-		if same {
-			return got
-		}
-		if time.Now().After(end) {
-			for _, tb := range tables {
-				for i, p := range pages {
-					t.Logf("page %d %s: %s", i, tb, p.rows(tb))
-				}
-			}
-			t.Fatalf("timed out after %v waiting for %s", syncTimeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

@@ -640,9 +640,9 @@ func (p *page) rows(table string) string {
 	return p.evalString(fmt.Sprintf(`return JSON.stringify(await db.query(%q));`, table))
 }
 
-// waitSame polls until every page holds the same rows of tables, and
-// returns them (by table).
-func waitSame(t *testing.T, what string, timeout time.Duration, tables []string, pages ...*page) map[string]string {
+// waitSame polls until every page (of any engine) holds the same rows of
+// tables, and returns them (by table).
+func waitSame(t *testing.T, what string, timeout time.Duration, tables []string, pages ...jsPage) map[string]string {
 	t.Helper()
 	end := time.Now().Add(timeout)
 	for {
@@ -662,8 +662,12 @@ func waitSame(t *testing.T, what string, timeout time.Duration, tables []string,
 		}
 		if time.Now().After(end) {
 			for _, tb := range tables {
-				for _, p := range pages {
-					t.Logf("%s %s: %s", p.name, tb, p.rows(tb))
+				for i, p := range pages {
+					name := fmt.Sprintf("page %d", i)
+					if c, ok := p.(*page); ok {
+						name = c.name
+					}
+					t.Logf("%s %s: %s", name, tb, p.rows(tb))
 				}
 			}
 			t.Fatalf("timed out after %v waiting for %s", timeout, what)

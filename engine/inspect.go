@@ -107,22 +107,7 @@ func (e *Engine) InspectRows(name string, o InspectOptions) (InspectPage, error)
 	if err != nil {
 		return page, err
 	}
-	var t *table
-	err = e.store.View(func(tx kv.Tx) error {
-		s, err := e.currentSchema(tx)
-		if err != nil {
-			return err
-		}
-		// By current name, as the rest of the local API: a renamed
-		// table's former name is an error saying the new one.
-		if t, err = s.named(name); err != nil {
-			return err
-		}
-		if t == nil {
-			return fmt.Errorf("%w: %q", ErrUnknownTable, name)
-		}
-		return nil
-	})
+	t, err := e.inspectTable(name)
 	if err != nil {
 		return page, err
 	}
@@ -660,6 +645,25 @@ func superseded(tx kv.Tx, base HLC, rks [][]byte) (bool, error) {
 	return true, nil
 }
 
+// inspectTable returns the table whose current name is name, read in a kv
+// transaction of its own. As in the rest of the local API, a renamed
+// table's former name is an error saying the new one; a name the schema
+// lacks is ErrUnknownTable.
+func (e *Engine) inspectTable(name string) (*table, error) {
+	var t *table
+	err := e.store.View(func(tx kv.Tx) error {
+		s, err := e.currentSchema(tx)
+		if err != nil {
+			return err
+		}
+		if t, err = s.named(name); err == nil && t == nil {
+			err = fmt.Errorf("%w: %q", ErrUnknownTable, name)
+		}
+		return err
+	})
+	return t, err
+}
+
 // InspectCount counts table's stored rows: live ones and deleted ones
 // (tombstones that hide their row), reading each record's head only, in
 // kv transactions of at most inspectChunk records (Count reads the whole
@@ -669,22 +673,7 @@ func (e *Engine) InspectCount(name string) (live, deleted int, err error) {
 	if err := e.checkOpen(); err != nil {
 		return 0, 0, err
 	}
-	var t *table
-	err = e.store.View(func(tx kv.Tx) error {
-		s, err := e.currentSchema(tx)
-		if err != nil {
-			return err
-		}
-		// By current name, as the rest of the local API: a renamed
-		// table's former name is an error saying the new one.
-		if t, err = s.named(name); err != nil {
-			return err
-		}
-		if t == nil {
-			return fmt.Errorf("%w: %q", ErrUnknownTable, name)
-		}
-		return nil
-	})
+	t, err := e.inspectTable(name)
 	if err != nil {
 		return 0, 0, err
 	}
