@@ -218,7 +218,7 @@ import (
 //     consequences as for 11, so peers of version 12 and 13 do not talk
 //     (PROTOCOL_VERSION_MISMATCH, fatal); upgrade the relay and the app
 //     together.
-const ProtocolVersion = 13
+const ProtocolVersion = 14
 
 // DefaultMaxMessageSize is the largest frame, in bytes, a relay or client
 // accepts unless configured otherwise: 16 MiB. A sender splits its work to
