@@ -47,13 +47,13 @@ const (
 	vNull      = 0
 	vFalse     = 1
 	vTrue      = 2
-	vInteger   = 3 // zigzag varint
-	vReal      = 4 // 8 bytes, IEEE 754 binary64, big-endian
-	vTimestamp = 5 // zigzag varint, ms since the Unix epoch
-	vText      = 6 // uvarint length, UTF-8
-	vJSON      = 7 // uvarint length, JSON text
-	vBlob      = 8 // uvarint length, bytes
-	vUUID      = 9 // 16 bytes: text that is a UUID in canonical lowercase form
+	vInteger   = 3  // zigzag varint
+	vReal      = 4  // 8 bytes, IEEE 754 binary64, big-endian
+	vTimestamp = 5  // zigzag varint, ms since the Unix epoch
+	vText      = 6  // uvarint length, UTF-8
+	vJSON      = 7  // uvarint length, JSON text
+	vBlob      = 8  // uvarint length, bytes
+	vUUID      = 9  // 16 bytes: text that is a UUID in canonical lowercase form
 	vPK0       = 10 // nothing: the fact's pk[0] (a column fact's value only)
 )
 
