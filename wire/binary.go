@@ -1040,3 +1040,17 @@ func (r *reader) binaryChangeSets() ([]model.ChangeSet, error) {
 	}
 	return out, nil
 }
+
+// FrameHead returns the JSON object of a frame: a text frame itself, the
+// head of a binary frame (nil when its head length does not parse). A
+// receiver that cannot decode a frame reads its type and requestId there.
+func FrameHead(frame []byte) []byte {
+	if !IsBinaryFrame(frame) {
+		return frame
+	}
+	head, _, _, err := splitBinaryFrame(frame)
+	if err != nil {
+		return nil
+	}
+	return head
+}
