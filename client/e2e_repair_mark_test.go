@@ -15,6 +15,7 @@ import (
 
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/wire"
 )
 
 // repairCutSocket is a WebSocket that, while cut is set, drops the
@@ -27,7 +28,7 @@ type repairCutSocket struct {
 }
 
 func (s *repairCutSocket) Write(ctx context.Context, b []byte) error {
-	if s.cut.Load() && bytes.HasPrefix(b, []byte(`{"type":"apply_changes"`)) && bytes.Contains(b, []byte(`"repair":true`)) {
+	if s.cut.Load() && bytes.HasPrefix(wire.FrameHead(b), []byte(`{"type":"apply_changes"`)) && bytes.Contains(b, []byte(`"repair":true`)) {
 		switch {
 		case s.stage == 0 && bytes.Contains(b, []byte(`"pk":[`+s.pk+`]`)):
 			s.stage = 1
@@ -40,10 +41,10 @@ func (s *repairCutSocket) Write(ctx context.Context, b []byte) error {
 
 func (s *repairCutSocket) Read(ctx context.Context) (bool, []byte, error) {
 	typ, b, err := s.c.Read(ctx)
-	if err != nil || typ != websocket.MessageText {
+	if err != nil || (typ == websocket.MessageBinary) != wire.IsBinaryFrame(b) {
 		return false, nil, err
 	}
-	if s.stage == 2 && bytes.HasPrefix(b, []byte(`{"type":"apply_result"`)) && s.cut.CompareAndSwap(true, false) {
+	if s.stage == 2 && bytes.HasPrefix(wire.FrameHead(b), []byte(`{"type":"apply_result"`)) && s.cut.CompareAndSwap(true, false) {
 		_ = s.c.CloseNow()
 		return false, nil, fmt.Errorf("test: connection cut at apply_result after the repair push of row %s", s.pk)
 	}
