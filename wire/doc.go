@@ -734,9 +734,9 @@
 // ChangeSets give equal bytes.
 //
 // Sealed ChangeSets carry their envelope as raw bytes (a third smaller
-// than its base64 in JSON); the envelope's plaintext is still the JSON
-// form (see "Envelopes"), so envelopes stored by relays and in checkpoints
-// before version 14 open as they did. Snapshot chunks stay JSON: their
+// than its base64 in JSON), and the envelope seals the binary form (see
+// "Envelopes"); envelopes sealed before version 14, whose plaintext is
+// the JSON form, still open. Snapshot chunks stay JSON: their
 // rows chunk already names columns and HLC bases once per chunk (see
 // "Snapshot chunks").
 //
@@ -1376,11 +1376,14 @@
 //
 //	envelope = version (1 byte, 1) ‖ key id (8) ‖ nonce (12) ‖ ciphertext ‖ tag (16)
 //
-// The plaintext of a ChangeSet's envelope is the ChangeSet's wire form
-// (MarshalChangeSet: siteId, transactionId, hlc, changes,
-// schemaMigrations, as in "ChangeSet"), UTF-8 JSON; a receiver opens it
-// and refuses the ChangeSet unless its siteId, transactionId and hlc equal
-// the visible ones. Blob values are sealed inside it like any other value.
+// The plaintext of a ChangeSet's envelope is the ChangeSet's binary form
+// (MarshalChangeSetBinary, see "Binary frames"; sealed since version 14)
+// or, in envelopes sealed before, its JSON wire form (MarshalChangeSet:
+// siteId, transactionId, hlc, changes, schemaMigrations, as in
+// "ChangeSet"). A receiver tells them by the first byte ('{' for JSON, a
+// flags byte below 8 for the binary form), opens either, and refuses the
+// ChangeSet unless its siteId, transactionId and hlc equal the visible
+// ones. Blob values are sealed inside it like any other value.
 //
 // The associated data (never sent; both ends build it) is
 //

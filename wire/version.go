@@ -227,6 +227,8 @@ import (
 //     row's primary key once (a 1-row cities push: 220 bytes instead of
 //     1,381). A relay keeps storing ChangeSets as JSON and transcodes them
 //     when it sends them, so its data directory needs no migration. A
+//     sealed ChangeSet's envelope seals the binary form (package seal
+//     still opens envelopes of the JSON form, sealed before). A
 //     peer of version 13 refuses binary messages (MESSAGE_ERROR), so
 //     peers of version 13 and 14 do not talk (PROTOCOL_VERSION_MISMATCH,
 //     fatal: the client stops and keeps its data until it is updated);
