@@ -704,6 +704,29 @@ func TestWireBreakdown(t *testing.T) {
 		lines = append(lines, fmt.Sprintf("| %s | %.0f / %.0f / %.0f | %.0f / %.0f |", name, x.single, x.singleDeflate, x.singleStream, x.bulk, x.bulkDeflate))
 	}
 	lines = append(lines, fmt.Sprintf("| rows chunk (snapshot) | | %.0f / %.0f |", float64(len(f.chunk))/1000, float64(deflated(f.chunk))/1000))
+	// Sealed: the envelope of the binary form (version 14) in a binary
+	// frame, against the envelope of the JSON form in a JSON frame
+	// (version 13), for the first 1-row ChangeSet and the 1,000-row one.
+	kr := testKeyring(t, 7)
+	for _, x := range []struct {
+		name string
+		cs   model.ChangeSet
+		rows float64
+	}{{"1 row", f.single[0], 1}, {"1,000 rows", f.bulk, 1000}} {
+		sealed := sealAll(t, kr, "wire", []model.ChangeSet{x.cs})
+		js, err := wire.MarshalChangeSet(&x.cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, err := kr.Seal(wire.ChangeSetAD("wire", &x.cs), js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := model.ChangeSet{SiteID: x.cs.SiteID, TransactionID: x.cs.TransactionID, HLC: x.cs.HLC, Envelope: env}
+		v14, v13 := pushFrame(t, sealed...), jsonPushFrame(t, old)
+		lines = append(lines, fmt.Sprintf("| sealed, %s: binary (version 14) / JSON (version 13), bytes per row | %.0f / %.0f | deflated %.0f / %.0f |",
+			x.name, float64(len(v14))/x.rows, float64(len(v13))/x.rows, float64(deflated(v14))/x.rows, float64(deflated(v13))/x.rows))
+	}
 	t.Logf("bytes of cities rows as apply_changes frames (compact JSON of the rows: %.1f B/row)\n%s", jsonPerRow(f), strings.Join(lines, "\n"))
 }
 
