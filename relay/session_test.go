@@ -42,7 +42,10 @@ func TestHandshake(t *testing.T) {
 func TestProtocolVersionMismatch(t *testing.T) {
 	r := startRelay(t, Config{})
 	for name, frame := range map[string]string{
-		"older":   `{"type":"handshake","protocolVersion":1,"databaseId":"acme","siteId":"AY86XH4RQpugDcRVbiGQ_g"}`,
+		"older": `{"type":"handshake","protocolVersion":1,"databaseId":"acme","siteId":"AY86XH4RQpugDcRVbiGQ_g"}`,
+		// Version 13, the last with JSON ChangeSets only (version 14 sends
+		// them in binary frames, which a version 13 peer refuses).
+		"v13":     `{"type":"handshake","protocolVersion":13,"databaseId":"acme","siteId":"AY86XH4RQpugDcRVbiGQ_g","token":"tok","serverSiteId":"-_-_ABCDEFGHIJKLMNOPQQ","cursor":41,"chain":"I-zgrM9zk1Rcq6zDbIfU6Q"}`,
 		"newer":   `{"type":"handshake","protocolVersion":1000,"databaseId":"acme","siteId":"AAAAAAAAAAAAAAAAAAAAAA","future":{"x":1}}`,
 		"missing": `{"type":"handshake","databaseId":"acme","siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
 		"zero":    `{"type":"handshake","protocolVersion":0,"databaseId":"acme","siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
