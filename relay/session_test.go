@@ -225,6 +225,17 @@ func TestMessageTooLarge(t *testing.T) {
 		t.Errorf("message %q does not name the limit", e.Message)
 	}
 	c.ping()
+	// A binary frame (version 14) one byte above the limit, sent as a
+	// binary message, is too large as well; at the limit it is read (and
+	// found malformed).
+	head := []byte(`{"type":"apply_changes","requestId":"r","changes":1}`)
+	c.sendRaw(wire.BinaryFrame(head, bytes.Repeat([]byte{0xff}, limit+1-len(head)-2)))
+	if e := c.expectError(wire.CodeMessageTooLarge); !strings.Contains(e.Message, "65536") {
+		t.Errorf("binary frame: message %q does not name the limit", e.Message)
+	}
+	c.sendRaw(wire.BinaryFrame(head, bytes.Repeat([]byte{0xff}, limit-len(head)-2)))
+	c.expectError(wire.CodeApplyChangesRefused)
+	c.ping()
 	// Far beyond the limit, the relay still answers first, then the
 	// WebSocket library closes with 1009.
 	c.sendRaw(bytes.Repeat([]byte("z"), 3*limit))
