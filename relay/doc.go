@@ -69,7 +69,7 @@
 //
 // # Endpoints
 //
-//	GET /sync      the WebSocket endpoint (JSON text frames of package wire)
+//	GET /sync      the WebSocket endpoint (package wire's frames: JSON text, binary for ChangeSets)
 //	GET /healthz   200 "ok" while serving and storage works; 503 "shutting
 //	               down" once shutting down; 503 with one line per failing
 //	               operation while storage fails (see "Storage failures")
@@ -145,8 +145,10 @@
 // when there is nothing to judge (see wire's "Verifying the relay's log").
 // Frames other than handshake before that get NOT_AUTHENTICATED; a second
 // handshake gets ALREADY_AUTHENTICATED (close 4004). A frame that is not a
-// valid message gets MESSAGE_ERROR (binary frames too), except, after the
-// handshake, valid JSON of type apply_changes: APPLY_CHANGES_REFUSED with
+// valid message gets MESSAGE_ERROR (so does a binary message that is not a
+// binary frame of wire's version 14, and a binary frame sent as text),
+// except, after the handshake, an apply_changes whose JSON (or binary
+// frame's head) is valid: APPLY_CHANGES_REFUSED with
 // the frame's requestId (when it is a string), so that the client's push
 // in flight ends. An unknown type, or one the relay sends but does not
 // take (changes, push_changes, …), gets UNKNOWN_MESSAGE. The connection
