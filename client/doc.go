@@ -99,8 +99,9 @@
 // goroutine: an apply finishes before the next frame is looked at, and the
 // relay's answers (which come in request order) meet a consistent state.
 // Frames the client does not expect (an ack for no push in flight, a changes
-// reply to no pull) are ignored; frames that do not decode, a binary frame,
-// or a snapshot stream out of order end the session (ErrProtocol) and the
+// reply to no pull) are ignored; frames that do not decode, a binary
+// message that is not a binary frame (protocol version 14 sends ChangeSets
+// in binary frames, as binary messages), or a snapshot stream out of order end the session (ErrProtocol) and the
 // client reconnects. A well-formed frame of an unknown type is reported and
 // skipped.
 //
@@ -734,11 +735,13 @@
 // mime into replica.wasm: measured with `-trimpath -ldflags="-s -w"`,
 // coder/websocket cost 1.57 MB raw, 455 KB gzip -9 and 355 KB brotli of
 // an 8.27 MB (2.23 MB gzip) build. The browser socket keeps the same
-// behaviour: text frames in and out, the frames that arrived before the
+// behaviour: text frames and binary frames (as ArrayBuffers) in and out,
+// the frames that arrived before the
 // peer's close read first, the peer's close status (4001–4004 are fatal as
 // natively), the read limit (MaxMessageSize; a longer frame ends the
-// session), context cancellation of the dial and of reads; a binary frame
-// ends the session as a protocol violation. Connect reads the relay URL
+// session), context cancellation of the dial and of reads; a binary
+// message that is not a binary frame ends the session as a protocol
+// violation. Connect reads the relay URL
 // with the browser's own URL parser (new URL), as the WebSocket
 // constructor does, instead of net/url (another 190 KB of replica.wasm);
 // it refuses the same URLs as natively where the two parsers differ on

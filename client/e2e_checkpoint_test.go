@@ -26,6 +26,7 @@ import (
 	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/relay"
 	"github.com/replica-sync/replica/seal"
+	"github.com/replica-sync/replica/wire"
 )
 
 // metric reads a counter of the relay's /metrics.
@@ -338,10 +339,10 @@ type cutSocket struct {
 
 func (s *cutSocket) Read(ctx context.Context) (bool, []byte, error) {
 	typ, b, err := s.c.Read(ctx)
-	if err != nil || typ != websocket.MessageText {
+	if err != nil || (typ == websocket.MessageBinary) != wire.IsBinaryFrame(b) {
 		return false, nil, err
 	}
-	if bytes.HasPrefix(b, []byte(`{"type":"checkpoint_part"`)) {
+	if bytes.HasPrefix(wire.FrameHead(b), []byte(`{"type":"checkpoint_part"`)) {
 		if n := s.parts.Add(1); s.cut > 0 && n > s.cut {
 			_ = s.c.CloseNow()
 			return false, nil, errors.New("test: connection cut during the checkpoint")
@@ -351,7 +352,7 @@ func (s *cutSocket) Read(ctx context.Context) (bool, []byte, error) {
 }
 
 func (s *cutSocket) Write(ctx context.Context, b []byte) error {
-	return s.c.Write(ctx, websocket.MessageText, b)
+	return s.c.Write(ctx, wsType(b), b)
 }
 func (s *cutSocket) Close(code int, reason string) error {
 	return s.c.Close(websocket.StatusCode(code), reason)

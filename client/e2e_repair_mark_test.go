@@ -15,6 +15,7 @@ import (
 
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/wire"
 )
 
 // repairCutSocket is a WebSocket that, while cut is set, drops the
@@ -27,9 +28,9 @@ type repairCutSocket struct {
 }
 
 func (s *repairCutSocket) Write(ctx context.Context, b []byte) error {
-	if s.cut.Load() && bytes.HasPrefix(b, []byte(`{"type":"apply_changes"`)) && bytes.Contains(b, []byte(`"repair":true`)) {
+	if s.cut.Load() && bytes.HasPrefix(wire.FrameHead(b), []byte(`{"type":"apply_changes"`)) && bytes.Contains(b, []byte(`"repair":true`)) {
 		switch {
-		case s.stage == 0 && bytes.Contains(b, []byte(`"pk":[`+s.pk+`]`)):
+		case s.stage == 0 && pushesPK(b, s.pk):
 			s.stage = 1
 		case s.stage == 1:
 			s.stage = 2
@@ -38,12 +39,30 @@ func (s *repairCutSocket) Write(ctx context.Context, b []byte) error {
 	return s.frameCutSocket.Write(ctx, b)
 }
 
+// pushesPK reports whether the apply_changes frame b carries a fact of the
+// row whose one-column primary key has the wire JSON pk.
+func pushesPK(b []byte, pk string) bool {
+	m, err := wire.Decode(b)
+	a, ok := m.(*wire.ApplyChanges)
+	if err != nil || !ok {
+		return false
+	}
+	for _, cs := range a.ChangeSets {
+		for _, c := range cs.Changes {
+			if v, err := wire.MarshalValue(c.PK[0]); err == nil && len(c.PK) == 1 && string(v) == pk {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (s *repairCutSocket) Read(ctx context.Context) (bool, []byte, error) {
 	typ, b, err := s.c.Read(ctx)
-	if err != nil || typ != websocket.MessageText {
+	if err != nil || (typ == websocket.MessageBinary) != wire.IsBinaryFrame(b) {
 		return false, nil, err
 	}
-	if s.stage == 2 && bytes.HasPrefix(b, []byte(`{"type":"apply_result"`)) && s.cut.CompareAndSwap(true, false) {
+	if s.stage == 2 && bytes.HasPrefix(wire.FrameHead(b), []byte(`{"type":"apply_result"`)) && s.cut.CompareAndSwap(true, false) {
 		_ = s.c.CloseNow()
 		return false, nil, fmt.Errorf("test: connection cut at apply_result after the repair push of row %s", s.pk)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/internal/testdir"
 	"github.com/replica-sync/replica/relay"
+	"github.com/replica-sync/replica/wire"
 )
 
 // fixedRelay is a real relay over bbolt files in dir, served on a fixed
@@ -236,10 +237,10 @@ type snapshotCutSocket struct {
 
 func (s *snapshotCutSocket) Read(ctx context.Context) (bool, []byte, error) {
 	typ, b, err := s.c.Read(ctx)
-	if err != nil || typ != websocket.MessageText {
+	if err != nil || (typ == websocket.MessageBinary) != wire.IsBinaryFrame(b) {
 		return false, nil, err
 	}
-	if bytes.HasPrefix(b, []byte(`{"type":"snapshot_chunk"`)) && s.cut.CompareAndSwap(true, false) {
+	if bytes.HasPrefix(wire.FrameHead(b), []byte(`{"type":"snapshot_chunk"`)) && s.cut.CompareAndSwap(true, false) {
 		_ = s.c.CloseNow()
 		return false, nil, errors.New("test: connection cut at the snapshot's first chunk")
 	}
@@ -247,7 +248,7 @@ func (s *snapshotCutSocket) Read(ctx context.Context) (bool, []byte, error) {
 }
 
 func (s *snapshotCutSocket) Write(ctx context.Context, b []byte) error {
-	return s.c.Write(ctx, websocket.MessageText, b)
+	return s.c.Write(ctx, wsType(b), b)
 }
 func (s *snapshotCutSocket) Close(code int, reason string) error {
 	return s.c.Close(websocket.StatusCode(code), reason)

@@ -56,10 +56,10 @@ func (s *forgingSocket) Read(ctx context.Context) (bool, []byte, error) {
 	s.mu.Unlock()
 	for {
 		typ, b, err := s.c.Read(ctx)
-		if err != nil || typ != websocket.MessageText {
+		if err != nil || (typ == websocket.MessageBinary) != wire.IsBinaryFrame(b) {
 			return false, nil, err
 		}
-		if !bytes.HasPrefix(b, []byte(`{"type":"snapshot_chunk"`)) {
+		if !bytes.HasPrefix(wire.FrameHead(b), []byte(`{"type":"snapshot_chunk"`)) {
 			return true, b, nil
 		}
 		if bytes.Contains(b, []byte(`"type":"header"`)) {
@@ -74,7 +74,7 @@ func (s *forgingSocket) Read(ctx context.Context) (bool, []byte, error) {
 }
 
 func (s *forgingSocket) Write(ctx context.Context, b []byte) error {
-	return s.c.Write(ctx, websocket.MessageText, b)
+	return s.c.Write(ctx, wsType(b), b)
 }
 func (s *forgingSocket) Close(code int, reason string) error {
 	return s.c.Close(websocket.StatusCode(code), reason)

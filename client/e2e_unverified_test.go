@@ -17,6 +17,7 @@ import (
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/internal/testdir"
+	"github.com/replica-sync/replica/wire"
 )
 
 // frameCutSocket is a WebSocket that, while cut is set, drops the connection
@@ -31,13 +32,13 @@ type frameCutSocket struct {
 
 func (s *frameCutSocket) Read(ctx context.Context) (bool, []byte, error) {
 	typ, b, err := s.c.Read(ctx)
-	if err != nil || typ != websocket.MessageText {
+	if err != nil || (typ == websocket.MessageBinary) != wire.IsBinaryFrame(b) {
 		return false, nil, err
 	}
-	if s.after == "" || bytes.HasPrefix(b, []byte(`{"type":"`+s.after+`"`)) {
+	if s.after == "" || bytes.HasPrefix(wire.FrameHead(b), []byte(`{"type":"`+s.after+`"`)) {
 		s.seen = true
 	}
-	if s.seen && bytes.HasPrefix(b, []byte(`{"type":"`+s.at+`"`)) && s.cut.CompareAndSwap(true, false) {
+	if s.seen && bytes.HasPrefix(wire.FrameHead(b), []byte(`{"type":"`+s.at+`"`)) && s.cut.CompareAndSwap(true, false) {
 		_ = s.c.CloseNow()
 		return false, nil, fmt.Errorf("test: connection cut at %s", s.at)
 	}
@@ -57,7 +58,7 @@ func cutDial(cut *atomic.Bool, at, after string) client.DialFunc {
 }
 
 func (s *frameCutSocket) Write(ctx context.Context, b []byte) error {
-	return s.c.Write(ctx, websocket.MessageText, b)
+	return s.c.Write(ctx, wsType(b), b)
 }
 func (s *frameCutSocket) Close(code int, reason string) error {
 	return s.c.Close(websocket.StatusCode(code), reason)

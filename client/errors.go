@@ -21,7 +21,8 @@ var (
 	ErrProtocolVersion = errors.New("client: relay speaks another protocol version")
 
 	// ErrProtocol is returned when the relay breaks the protocol: a frame
-	// that does not decode, a binary frame, a handshake_ack for another
+	// that does not decode, a binary message that is not a binary frame
+	// (wire.IsBinaryFrame), a handshake_ack for another
 	// database, a snapshot stream out of order. The session is closed
 	// and the client reconnects (a handshake_ack for another database is
 	// fatal instead). An answer that breaks the protocol without making

@@ -357,7 +357,7 @@ func (p *peer) sendRaw(t testing.TB, b []byte) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	if err := p.c.Write(ctx, websocket.MessageText, b); err != nil {
+	if err := p.c.Write(ctx, wsType(b), b); err != nil {
 		t.Fatalf("relay write: %v", err)
 	}
 }

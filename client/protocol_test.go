@@ -131,6 +131,9 @@ func TestVersionMismatch(t *testing.T) {
 	}{
 		{"other", `{"type":"handshake_ack","protocolVersion":` + strconv.Itoa(wire.ProtocolVersion+1) + `,"databaseId":"db1","serverSiteId":"AY86XH4RQpugDcRVbiGQ_g","connectionId":"c"}`},
 		{"absent", `{"type":"handshake_ack","databaseId":"db1","serverSiteId":"AY86XH4RQpugDcRVbiGQ_g","connectionId":"c"}`},
+		// A relay of version 13 (JSON ChangeSets only; version 14 sends
+		// binary frames).
+		{"v13", `{"type":"handshake_ack","protocolVersion":13,"databaseId":"db1","serverSiteId":"AY86XH4RQpugDcRVbiGQ_g","connectionId":"c","history":"new"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			relay := newScriptRelay(t)

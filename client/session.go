@@ -2028,7 +2028,7 @@ func (s *session) read() {
 		case err != nil:
 			f.err = err
 		case !text:
-			f.err, f.decodeErr = fmt.Errorf("%w: binary frame", ErrProtocol), true
+			f.err, f.decodeErr = fmt.Errorf("%w: a binary message that is not a binary frame", ErrProtocol), true
 		default:
 			f.msg, f.err = wire.DecodeServer(b)
 			f.decodeErr = f.err != nil

@@ -7,8 +7,10 @@ import (
 	"strings"
 )
 
-// Socket is one WebSocket connection as a session uses it: text frames in
-// and out, then a close. Options.Dial returns one; by default natively it
+// Socket is one WebSocket connection as a session uses it: frames in and
+// out (JSON text messages, and since protocol version 14 binary messages
+// for the binary frames of package wire: wire.IsBinaryFrame), then a
+// close. Options.Dial returns one; by default natively it
 // is github.com/coder/websocket
 // (socket_notjs.go); in the browser it is the page's own WebSocket through
 // syscall/js (socket_js.go), because coder/websocket's browser build links
@@ -35,13 +37,16 @@ import (
 // A Socket of Options.Dial reports the peer's close status by returning,
 // from Read, an error that is or wraps a *CloseError.
 type Socket interface {
-	// Read returns the next message: text reports a text frame (a binary
-	// frame has text false and b nil). It fails when ctx ends, when a
+	// Read returns the next message: ok reports a frame of the protocol
+	// in b, a text message or a binary message holding a binary frame
+	// (wire.IsBinaryFrame); any other binary message has ok false. It fails when ctx ends, when a
 	// message exceeds the read limit given to dialSocket, and when the
 	// connection closes (closeStatus reports the peer's close status);
 	// messages that arrived before the close are returned first.
-	Read(ctx context.Context) (text bool, b []byte, err error)
-	// Write sends b, UTF-8, as one text frame. It does not keep b.
+	Read(ctx context.Context) (ok bool, b []byte, err error)
+	// Write sends b as one message: a binary message when b is a binary
+	// frame (wire.IsBinaryFrame), else a text message (b is UTF-8 JSON).
+	// It does not keep b.
 	Write(ctx context.Context, b []byte) error
 	// Close performs the closing handshake with the status code and the
 	// reason (at most 123 bytes) and returns when the connection is

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sync"
 	"syscall/js"
+
+	"github.com/replica-sync/replica/wire"
 )
 
 // jsSocket is the browser's socket: the page's own WebSocket object
@@ -43,8 +45,9 @@ type listener struct {
 	fn    js.Func
 }
 
-// jsMessage is one received message: a text frame's data, or a binary
-// frame (its data left in the browser). The text stays a JavaScript string
+// jsMessage is one received message: a text message's string or a binary
+// message's ArrayBuffer (version 14's binary frames), left in the browser
+// until Read takes it. The text stays a JavaScript string
 // until Read takes it: a relay streams a snapshot much faster than the
 // replica applies it, and queued as Go strings the whole snapshot sat in
 // the Go heap, whose WebAssembly memory never shrinks.
@@ -178,7 +181,8 @@ func (s *jsSocket) onMessage(e js.Value) {
 	var m jsMessage
 	switch {
 	case data.Type() != js.TypeString:
-		m.binary = true // an ArrayBuffer, left unread
+		m.binary = true // an ArrayBuffer (binaryType "arraybuffer")
+		m.data = data
 	default:
 		m.data = data
 	}
@@ -231,7 +235,10 @@ func (s *jsSocket) Read(ctx context.Context) (bool, []byte, error) {
 			s.queue = s.queue[1:]
 			s.mu.Unlock()
 			if m.binary {
-				return false, nil, nil
+				// Version 14: a binary message holds a binary frame;
+				// anything else binary is not a frame of the protocol.
+				b, err := jsBufferBytes(m.data, s.readLimit)
+				return err == nil && wire.IsBinaryFrame(b), b, err
 			}
 			b, err := jsStringBytes(m.data, s.readLimit)
 			return err == nil, b, err
@@ -270,6 +277,24 @@ func jsStringBytes(v js.Value, limit int64) ([]byte, error) {
 	return b, nil
 }
 
+// uint8Array is the JavaScript Uint8Array constructor.
+var uint8Array = sync.OnceValue(func() js.Value { return js.Global().Get("Uint8Array") })
+
+// jsBufferBytes copies the ArrayBuffer v into Go, or returns an error if it
+// is longer than limit bytes.
+func jsBufferBytes(v js.Value, limit int64) ([]byte, error) {
+	u8 := uint8Array().New(v)
+	n := u8.Length()
+	if int64(n) > limit {
+		return nil, fmt.Errorf("client: a message of more than %d bytes, the read limit", limit)
+	}
+	b := make([]byte, n)
+	js.CopyBytesToGo(b, u8)
+	return b, nil
+}
+
+// Write sends a binary frame (wire.IsBinaryFrame) as a binary message, any
+// other frame as a text message.
 func (s *jsSocket) Write(ctx context.Context, b []byte) error {
 	select {
 	case <-s.closed:
@@ -281,6 +306,11 @@ func (s *jsSocket) Write(ctx context.Context, b []byte) error {
 	}
 	// send never blocks; on a socket already closing the browser drops
 	// the frame, and Read reports the close.
+	if wire.IsBinaryFrame(b) {
+		u8 := uint8Array().New(len(b))
+		js.CopyBytesToJS(u8, b)
+		return catch(func() { s.ws.Call("send", u8) })
+	}
 	return catch(func() { s.ws.Call("send", string(b)) })
 }
 

@@ -3,12 +3,15 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
 	"syscall/js"
 	"testing"
 	"time"
+
+	"github.com/replica-sync/replica/wire"
 )
 
 // fakeWebSocket replaces the page's WebSocket for TestJSSocket: the test
@@ -137,15 +140,28 @@ func TestJSSocket(t *testing.T) {
 		if got := ws.Get("sent").Index(0).String(); got != `{"type":"ping"}` {
 			t.Errorf("sent %s", got)
 		}
+		frame := wire.BinaryFrame([]byte(`{"type":"push_changes","cursor":1,"changeSets":1}`), []byte{1, 2, 3})
+		if err := s.Write(context.Background(), frame); err != nil {
+			t.Fatal(err)
+		}
+		if sent := ws.Get("sent").Index(1); sent.Type() == js.TypeString || sent.Length() != len(frame) || sent.Index(0).Int() != wire.BinaryFrameTag {
+			t.Errorf("binary frame sent as %v (%d)", sent.Type(), sent.Length())
+		}
+		u8 := js.Global().Get("Uint8Array").New(len(frame))
+		js.CopyBytesToJS(u8, frame)
 		ws.Call("message", "héllo")
 		ws.Call("message", js.Global().Get("ArrayBuffer").New(3))
+		ws.Call("message", u8.Get("buffer"))
 		ws.Call("message", "second")
 		ws.Call("closed", 4001, "auth failed", true)
 		if got := readText(t, s); got != "héllo" {
 			t.Errorf("first frame %q", got)
 		}
-		if text, b, err := s.Read(context.Background()); text || b != nil || err != nil {
-			t.Errorf("binary frame: %v %q %v", text, b, err)
+		if text, _, err := s.Read(context.Background()); text || err != nil {
+			t.Errorf("binary message that is no binary frame: %v %v", text, err)
+		}
+		if ok, b, err := s.Read(context.Background()); !ok || err != nil || !bytes.Equal(b, frame) {
+			t.Errorf("binary frame: %v % x %v", ok, b, err)
 		}
 		if got := readText(t, s); got != "second" {
 			t.Errorf("second frame %q", got)

@@ -7,6 +7,8 @@ import (
 	neturl "net/url"
 
 	"github.com/coder/websocket"
+
+	"github.com/replica-sync/replica/wire"
 )
 
 // wsSocket is the native socket: a coder/websocket connection.
@@ -62,14 +64,22 @@ func closeStatus(err error) int { return int(websocket.CloseStatus(err)) }
 
 func (s wsSocket) Read(ctx context.Context) (bool, []byte, error) {
 	typ, b, err := s.c.Read(ctx)
-	if err != nil || typ != websocket.MessageText {
+	// Version 14: a binary message holds a binary frame; anything else
+	// binary is not a frame of the protocol.
+	if err != nil || (typ == websocket.MessageBinary) != wire.IsBinaryFrame(b) {
 		return false, nil, err
 	}
 	return true, b, nil
 }
 
+// Write sends a binary frame (wire.IsBinaryFrame) as a binary message,
+// any other as a text message.
 func (s wsSocket) Write(ctx context.Context, b []byte) error {
-	return s.c.Write(ctx, websocket.MessageText, b)
+	typ := websocket.MessageText
+	if wire.IsBinaryFrame(b) {
+		typ = websocket.MessageBinary
+	}
+	return s.c.Write(ctx, typ, b)
 }
 
 func (s wsSocket) Close(code int, reason string) error {

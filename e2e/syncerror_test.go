@@ -66,7 +66,7 @@ func startRefusingProxy(t *testing.T, r *relayServer) *refusingProxy {
 				p.refused.Add(1)
 				e, _ := json.Marshal(map[string]any{"type": "error", "code": *code,
 					"message": "the test relay answers this push with " + *code, "requestId": m.RequestID, "fatal": false})
-				if down.Write(ctx, websocket.MessageText, e) != nil {
+				if down.Write(ctx, wsType(e), e) != nil {
 					return
 				}
 				continue

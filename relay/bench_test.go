@@ -21,8 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
@@ -383,7 +381,7 @@ func BenchmarkSteadyLoad(b *testing.B) {
 					}
 					wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 					frame, _ := wire.Encode(&wire.ApplyChanges{RequestID: "apply", ChangeSets: []model.ChangeSet{*cs}})
-					err = p.c.ws.Write(wctx, websocket.MessageText, frame)
+					err = p.c.ws.Write(wctx, wsType(frame), frame)
 					wcancel()
 					if err != nil {
 						b.Error(err)

@@ -291,9 +291,16 @@ func (c *conn) readLoop() {
 			keep = false
 		case n > limit:
 			keep = c.tooLarge(r, limit)
-		case typ != websocket.MessageText:
+		case (typ == websocket.MessageBinary) != wire.IsBinaryFrame(buf.Bytes()):
+			// Version 14: a binary message holds a binary frame (its
+			// first byte wire.BinaryFrameTag), a text message a JSON
+			// object.
 			c.s.metrics.messagesIn.WithLabelValues("invalid").Inc()
-			c.sendError(wire.CodeMessageError, "", "binary frames are not part of the protocol: send JSON text frames")
+			if typ == websocket.MessageBinary {
+				c.sendError(wire.CodeMessageError, "", "a binary message must hold a binary frame (first byte 0x%02x): send other messages as JSON text", wire.BinaryFrameTag)
+			} else {
+				c.sendError(wire.CodeMessageError, "", "a binary frame must travel as a binary WebSocket message")
+			}
 		default:
 			keep = c.handle(buf.Bytes())
 		}
@@ -433,7 +440,7 @@ func malformedApply(frame []byte) (requestID string, ok bool) {
 		Type      string          `json:"type"`
 		RequestID json.RawMessage `json:"requestId"`
 	}
-	if json.Unmarshal(frame, &probe) != nil || probe.Type != string(wire.TypeApplyChanges) {
+	if json.Unmarshal(wire.FrameHead(frame), &probe) != nil || probe.Type != string(wire.TypeApplyChanges) {
 		return "", false
 	}
 	_ = json.Unmarshal(probe.RequestID, &requestID) // not a string: no id
@@ -941,7 +948,11 @@ func (c *conn) finish() {
 // write writes one frame within WriteTimeout.
 func (c *conn) write(f outFrame) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.WriteTimeout)
-	err := c.ws.Write(ctx, websocket.MessageText, f.data)
+	typ := websocket.MessageText
+	if wire.IsBinaryFrame(f.data) {
+		typ = websocket.MessageBinary
+	}
+	err := c.ws.Write(ctx, typ, f.data)
 	cancel()
 	if f.done != nil {
 		f.done <- err

@@ -755,6 +755,28 @@ func changeSetsFrame(t wire.MessageType, cursor uint64, chain wire.Chain, more b
 		b = append(b, `,"horizons":`...)
 		b = wire.AppendHorizons(b, marks)
 	}
+	if len(sets) > 0 {
+		// Version 14: a binary frame, its ChangeSets transcoded from the
+		// stored JSON (which stays the storage form, so that data
+		// directories of earlier versions are served as they are).
+		head := append(b, `,"changeSets":`...)
+		head = strconv.AppendInt(head, int64(len(sets)), 10)
+		head = append(head, '}')
+		tail := make([]byte, 0, n/2)
+		var err error
+		for _, s := range sets {
+			if tail, err = wire.AppendTranscodedItem(tail, s); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			return wire.BinaryFrame(head, tail)
+		}
+		// Stored JSON that does not decode (it never should: the relay
+		// wrote it): send the JSON form, which a receiver of version 14
+		// reads as well, and let it refuse what it cannot read.
+		b = head[:len(b)]
+	}
 	b = append(b, `,"changeSets":[`...)
 	for i, s := range sets {
 		if i > 0 {

@@ -69,7 +69,7 @@
 //
 // # Endpoints
 //
-//	GET /sync      the WebSocket endpoint (JSON text frames of package wire)
+//	GET /sync      the WebSocket endpoint (package wire's frames: JSON text, binary for ChangeSets)
 //	GET /healthz   200 "ok" while serving and storage works; 503 "shutting
 //	               down" once shutting down; 503 with one line per failing
 //	               operation while storage fails (see "Storage failures")
@@ -145,8 +145,10 @@
 // when there is nothing to judge (see wire's "Verifying the relay's log").
 // Frames other than handshake before that get NOT_AUTHENTICATED; a second
 // handshake gets ALREADY_AUTHENTICATED (close 4004). A frame that is not a
-// valid message gets MESSAGE_ERROR (binary frames too), except, after the
-// handshake, valid JSON of type apply_changes: APPLY_CHANGES_REFUSED with
+// valid message gets MESSAGE_ERROR (so does a binary message that is not a
+// binary frame of wire's version 14, and a binary frame sent as text),
+// except, after the handshake, an apply_changes whose JSON (or binary
+// frame's head) is valid: APPLY_CHANGES_REFUSED with
 // the frame's requestId (when it is a string), so that the client's push
 // in flight ends. An unknown type, or one the relay sends but does not
 // take (changes, push_changes, …), gets UNKNOWN_MESSAGE. The connection
@@ -879,26 +881,46 @@
 // (pull: get_changes), device D is new (snapshot: get_snapshot). In
 // transactions of 1 row, each pushed alone (300 rows), and of 1,000 rows
 // (2,000 rows). Bytes per row and the ratio to compact JSON, 2026-12-07,
-// three runs (identical but for a few bytes):
+// three runs (identical but for a few bytes), protocol version 14 (binary
+// frames for ChangeSets, package wire's "Binary frames"), and in brackets
+// version 13's JSON frames (the same benchmark, same day):
 //
-//	                             deflate off        nocontext (default)   context takeover
+//	                             deflate off                 nocontext (default)        context takeover
 //	1-row transactions
-//	  push (A → relay)           1,389   9.96×      347   2.49×           208   1.49×
-//	  live (relay → B)           1,409  10.11×      371   2.66×           238   1.71×
-//	  pull (relay → C)           1,326   9.51×      123   0.88×           121   0.87×
-//	  snapshot (relay → D)         200   1.43×       67   0.48×            65   0.47×
-//	  apply_result (relay → A)     162   1.16×      162   1.16×            66   0.47×
+//	  push (A → relay)             228 1.64× (1,389 9.96×)    228 1.64× (347 2.49×)      116 0.83× (208 1.49×)
+//	  live (relay → B)             248 1.78× (1,409 10.11×)   248 1.78× (371 2.66×)      146 1.05× (238 1.71×)
+//	  pull (relay → C)             163 1.17× (1,326 9.51×)     55 0.40× (123 0.88×)       54 0.39× (121 0.87×)
+//	  snapshot (relay → D)         200 1.43× (200 1.43×)       67 0.48× (67 0.48×)        66 0.47× (65 0.47×)
+//	  apply_result (relay → A)     162 1.16× (162 1.16×)      162 1.16× (162 1.16×)       66 0.47× (66 0.47×)
 //	1,000-row transactions
-//	  push, live, pull           1,168   8.38×       96   0.69×            95   0.68×
-//	  snapshot                     159   1.14×       58   0.42×            58   0.41×
+//	  push, live, pull              77 0.55× (1,168 8.38×)     40 0.28× (96 0.69×)        39 0.28× (95 0.68×)
+//	  snapshot                     159 1.14× (159 1.14×)       58 0.42× (58 0.42×)        58 0.41× (58 0.41×)
 //
-// Issue 17's target for W11 is within 2× of compact JSON: with the default
-// it is met everywhere but where a frame carries one small ChangeSet (a
-// 1-row push and its live push_changes, 2.5–2.7×: deflate alone cannot
-// squeeze a 1.4 KB frame that repeats 40-character HLCs and a 36-character
-// key seven times below 350 bytes); context takeover meets it there too,
-// at 1.2 MB a connection. The next step is the ChangeSet's form ("Bytes on
-// the wire").
+//	go test -run '^$' -bench 'WireBytes' -count 3 ./relay
+//
+// Issue 17's target for W11 is within 2× of compact JSON: met everywhere
+// since version 14, deflate on or off. A 1-row ChangeSet's frame (about
+// 210 bytes of the 228: the rest is TCP and WebSocket framing) stays
+// below the 512-byte threshold where deflate starts, so deflate off and
+// the default give the same bytes; context takeover compresses frames of
+// 128 bytes or more against the connection's history. A live push_changes
+// costs 20 bytes more than the push: its head carries the cursor and the
+// chain value. Snapshots keep the JSON rows chunk, which already names
+// columns and HLC bases once per chunk (1.14–1.43×). Before version 14 a
+// 1-row push and its live push_changes cost 2.5–2.7× with the default:
+// deflate alone could not squeeze a 1.4 KB frame that repeated
+// 40-character HLCs and a 36-character key seven times below 350 bytes.
+//
+// Relay CPU of the binary form: the relay stores ChangeSets as JSON, as
+// before (a data directory of an earlier version is served unchanged),
+// and transcodes them into the binary form when it sends them
+// (wire.TranscodeChangeSet: decode the JSON, encode the binary form).
+// BenchmarkChangeSetCodec (relay/wirebytes_profile_test.go), one run on 2
+// shared cores: a 1-row cities ChangeSet encodes in 2.3 µs (JSON 3.8 µs),
+// decodes in 1.9 µs (JSON 7.2 µs) and transcodes in 10.3 µs; a 1,000-row
+// ChangeSet 2.5 ms, 2.9 ms (JSON 10.3 ms, 14.4 ms) and 17.3 ms. The
+// transcoding is the price of keeping the storage form: done once per
+// push_changes frame (shared by every receiver) and once per pulled page.
 //
 // What it costs the relay: BenchmarkDeflate (relay/wirebytes_profile_test.go)
 // times deflate as coder/websocket runs it (flate at BestSpeed, a flush per
@@ -969,7 +991,8 @@
 //
 //	form              1-row ChangeSet, a frame each:                      1,000-row ChangeSet:
 //	                  plain / deflated alone / context takeover           plain / deflated
-//	JSON today        1,381 (9.91×) / 345 (2.47×) / 190 (1.36×)           1,170 (8.39×) / 94 (0.67×)
+//	JSON (version 13) 1,381 (9.91×) / 345 (2.47×) / 190 (1.36×)           1,170 (8.39×) / 94 (0.67×)
+//	binary (v14)      220 (1.58×) / 226 (1.62×) / 102 (0.73×)             79 (0.57×) / 38 (0.27×)
 //	protoJSON         501 (3.59×) / 336 (2.41×) / 138 (0.99×)             126 (0.90×) / 39 (0.28×)
 //	protoBinary       156 (1.12×) / 162 (1.16×) / 95 (0.68×)              79 (0.57×) / 38 (0.27×)
 //	rows chunk        —                                                   160 (1.15×) / 57 (0.41×)
@@ -978,15 +1001,28 @@
 // is), but only a binary form brings a 1-row ChangeSet within 2× without
 // deflate's context takeover: 156 bytes, below the 512-byte threshold
 // where deflate starts. Snapshots already use the rows chunk form.
+// Protocol version 14 made protoBinary's direction the protocol (package
+// wire's "Binary frames"): "binary (v14)" above is wire's apply_changes
+// frame, which adds to protoBinary a JSON head (the message's type and
+// requestId, 61 bytes with its tag and length), the ChangeSet's length
+// and flags, and covers every fact (deletes, prior values, migrations,
+// facts of other HLCs, envelopes). The same test breaks it down: of a
+// 1-row frame's 210 bytes, 61 are the head, 33 the ChangeSet's length,
+// flags and hlc, 46 its name table (table and 7 column names), 70 its 7
+// facts (flags, indexes and the values: the key's UUID as 16 bytes once).
 //
 // Sealed databases gain little from deflate: their ChangeSets carry
-// AES-GCM envelopes in base64, which deflate only brings back towards
-// the ciphertext's size. Measured once (2026-12-07, BenchmarkWireBytes'
-// measureWire with the devices given a Sealer; not part of make bench):
-// off, 1-row transactions push 2,035 B a row (14.6×), 1,000-row 1,557 B
-// (11.2×); deflate without context takeover 1,581 B (11.3×) and 1,171 B
-// (8.4×). A denser sealed form has to shrink the plaintext before it is
-// sealed.
+// AES-GCM envelopes, which deflate cannot shrink. Before version 14 the
+// envelope sealed the JSON form and travelled in base64. Measured once
+// (2026-12-07, BenchmarkWireBytes' measureWire with the devices given a
+// Sealer; not part of make bench): off, 1-row transactions pushed 2,035 B
+// a row (14.6×), 1,000-row 1,557 B (11.2×); deflate without context
+// takeover 1,581 B (11.3×) and 1,171 B (8.4×). Since version 14 the
+// envelope seals the binary form and travels as raw bytes in a binary
+// frame: TestWireBreakdown's apply_changes frame of a sealed 1-row
+// ChangeSet is 280 bytes (2.0×; 2,011 in version 13's form), of a sealed
+// 1,000-row ChangeSet 79 bytes a row (0.57×; 1,560); deflate leaves them
+// as they are.
 //
 // # Performance
 //

@@ -183,7 +183,7 @@ func (c *client) sendRaw(frame []byte) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), recvTimeout)
 	defer cancel()
-	if err := c.ws.Write(ctx, websocket.MessageText, frame); err != nil {
+	if err := c.ws.Write(ctx, wsType(frame), frame); err != nil {
 		c.t.Fatalf("write: %v", err)
 	}
 }
@@ -203,7 +203,7 @@ func (c *client) read(timeout time.Duration) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	typ, b, err := c.ws.Read(ctx)
-	if err == nil && typ != websocket.MessageText {
+	if err == nil && (typ == websocket.MessageBinary) != wire.IsBinaryFrame(b) {
 		return nil, fmt.Errorf("got a %v frame, want text", typ)
 	}
 	return b, err

@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/internal/pgtest"
 	"github.com/replica-sync/replica/model"
@@ -179,7 +177,7 @@ func (w *loadWriter) push() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return w.c.ws.Write(ctx, websocket.MessageText, frame)
+	return w.c.ws.Write(ctx, wsType(frame), frame)
 }
 
 // acked handles the answer to the push in flight: counted as served, or

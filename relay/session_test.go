@@ -42,7 +42,10 @@ func TestHandshake(t *testing.T) {
 func TestProtocolVersionMismatch(t *testing.T) {
 	r := startRelay(t, Config{})
 	for name, frame := range map[string]string{
-		"older":   `{"type":"handshake","protocolVersion":1,"databaseId":"acme","siteId":"AY86XH4RQpugDcRVbiGQ_g"}`,
+		"older": `{"type":"handshake","protocolVersion":1,"databaseId":"acme","siteId":"AY86XH4RQpugDcRVbiGQ_g"}`,
+		// Version 13, the last with JSON ChangeSets only (version 14 sends
+		// them in binary frames, which a version 13 peer refuses).
+		"v13":     `{"type":"handshake","protocolVersion":13,"databaseId":"acme","siteId":"AY86XH4RQpugDcRVbiGQ_g","token":"tok","serverSiteId":"-_-_ABCDEFGHIJKLMNOPQQ","cursor":41,"chain":"I-zgrM9zk1Rcq6zDbIfU6Q"}`,
 		"newer":   `{"type":"handshake","protocolVersion":1000,"databaseId":"acme","siteId":"AAAAAAAAAAAAAAAAAAAAAA","future":{"x":1}}`,
 		"missing": `{"type":"handshake","databaseId":"acme","siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
 		"zero":    `{"type":"handshake","protocolVersion":0,"databaseId":"acme","siteId":"AAAAAAAAAAAAAAAAAAAAAA"}`,
@@ -221,6 +224,17 @@ func TestMessageTooLarge(t *testing.T) {
 	if !strings.Contains(e.Message, "65536") {
 		t.Errorf("message %q does not name the limit", e.Message)
 	}
+	c.ping()
+	// A binary frame (version 14) one byte above the limit, sent as a
+	// binary message, is too large as well; at the limit it is read (and
+	// found malformed).
+	head := []byte(`{"type":"apply_changes","requestId":"r","changes":1}`)
+	c.sendRaw(wire.BinaryFrame(head, bytes.Repeat([]byte{0xff}, limit+1-len(head)-2)))
+	if e := c.expectError(wire.CodeMessageTooLarge); !strings.Contains(e.Message, "65536") {
+		t.Errorf("binary frame: message %q does not name the limit", e.Message)
+	}
+	c.sendRaw(wire.BinaryFrame(head, bytes.Repeat([]byte{0xff}, limit-len(head)-2)))
+	c.expectError(wire.CodeApplyChangesRefused)
 	c.ping()
 	// Far beyond the limit, the relay still answers first, then the
 	// WebSocket library closes with 1009.

@@ -127,9 +127,54 @@ func mustEncodeFrame(tb testing.TB, m wire.Message) []byte {
 	return b
 }
 
-// pushFrame is the apply_changes frame a client sends for sets.
+// pushFrame is the apply_changes frame a client sends for sets (version
+// 14: a binary frame).
 func pushFrame(tb testing.TB, sets ...model.ChangeSet) []byte {
 	return mustEncodeFrame(tb, &wire.ApplyChanges{RequestID: "apply-12", ChangeSets: sets})
+}
+
+// jsonPushFrame is the apply_changes frame of version 13 for sets: the
+// ChangeSets as JSON (wire.MarshalChangeSet) in a text frame, which a
+// receiver of version 14 still reads. It is the baseline of the binary
+// form.
+func jsonPushFrame(tb testing.TB, sets ...model.ChangeSet) []byte {
+	tb.Helper()
+	b := []byte(`{"type":"apply_changes","requestId":"apply-12","changes":[`)
+	for i := range sets {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		js, err := wire.MarshalChangeSet(&sets[i])
+		if err != nil {
+			tb.Fatal(err)
+		}
+		b = append(b, js...)
+	}
+	return append(b, "]}"...)
+}
+
+// binaryBreakdown attributes every byte of a binary apply_changes frame of
+// one ChangeSet to the parts of the binary form ("Binary ChangeSets" in
+// the wire package documentation): the frame's head, the ChangeSet's
+// length, flags and hlc, its name table, and its facts (flags, indexes and
+// values; the form has no per-fact HLC unless one leaves the transaction).
+func binaryBreakdown(tb testing.TB, frame []byte) map[string]int {
+	tb.Helper()
+	head := wire.FrameHead(frame)
+	off := len(frame) - len(frame[bytes.Index(frame, head)+len(head):])
+	rest := frame[off:]
+	_, k := binary.Uvarint(rest) // the ChangeSet's length
+	out := map[string]int{"frame head (tag, length, JSON head)": off, "ChangeSet length, flags, hlc": k + 1 + model.HLCSize}
+	p := k + 1 + model.HLCSize
+	n, m := binary.Uvarint(rest[p:])
+	q := p + m
+	for i := uint64(0); i < n; i++ {
+		l, m := binary.Uvarint(rest[q:])
+		q += m + int(l)
+	}
+	out["name table"] = q - p
+	out["facts (flags, indexes, values)"] = len(rest) - q
+	return out
 }
 
 // The categories of frameBreakdown, in the order tables list them.
@@ -597,7 +642,7 @@ type wireSizes struct {
 // -v -run TestWireBreakdown ./relay), the table in relay/doc.go.
 func TestWireBreakdown(t *testing.T) {
 	f := newWireFixture(t)
-	one, bulk := pushFrame(t, f.single[0]), pushFrame(t, f.bulk)
+	one, bulk := jsonPushFrame(t, f.single[0]), jsonPushFrame(t, f.bulk)
 	var lines []string
 	bd := map[string]map[string]int{}
 	for _, fr := range []struct {
@@ -627,7 +672,18 @@ func TestWireBreakdown(t *testing.T) {
 	for _, k := range breakdownCategories {
 		lines = append(lines, fmt.Sprintf("| %s | %d | %.1f |", k, bd["1 row"][k], float64(bd["1,000 rows"][k])/1000))
 	}
-	lines = append(lines, fmt.Sprintf("| total (the apply_changes frame) | %d | %.1f |", len(one), float64(len(bulk))/1000))
+	lines = append(lines, fmt.Sprintf("| total (the version 13 apply_changes frame) | %d | %.1f |", len(one), float64(len(bulk))/1000))
+	bin1, binN := binaryBreakdown(t, pushFrame(t, f.single[0])), binaryBreakdown(t, pushFrame(t, f.bulk))
+	lines = append(lines, "", "| part of the binary frame (version 14) | 1-row ChangeSet, bytes | 1,000-row ChangeSet, bytes per row |", "|---|---|---|")
+	sum1, sumN := 0, 0
+	for _, k := range []string{"frame head (tag, length, JSON head)", "ChangeSet length, flags, hlc", "name table", "facts (flags, indexes, values)"} {
+		lines = append(lines, fmt.Sprintf("| %s | %d | %.1f |", k, bin1[k], float64(binN[k])/1000))
+		sum1, sumN = sum1+bin1[k], sumN+binN[k]
+	}
+	if b1 := pushFrame(t, f.single[0]); sum1 != len(b1) || sumN != len(pushFrame(t, f.bulk)) {
+		t.Fatalf("the binary breakdown accounts for %d of %d bytes", sum1, len(b1))
+	}
+	lines = append(lines, fmt.Sprintf("| total (the binary apply_changes frame) | %d | %.1f |", sum1, float64(sumN)/1000))
 	for _, sets := range [][]model.ChangeSet{f.single[:5], {f.bulk}} {
 		b, err := protoBinary(sets)
 		if err != nil {
@@ -643,11 +699,34 @@ func TestWireBreakdown(t *testing.T) {
 	}
 	s := wireSizesOf(t, f)
 	lines = append(lines, "", "| form | 1-row ChangeSets, a frame each: plain / deflated / deflated, context takeover | 1,000-row ChangeSet: plain / deflated |", "|---|---|---|")
-	for _, name := range []string{"JSON today", "protoJSON", "protoBinary"} {
+	for _, name := range []string{"JSON (version 13)", "binary (version 14)", "protoJSON", "protoBinary"} {
 		x := s[name]
 		lines = append(lines, fmt.Sprintf("| %s | %.0f / %.0f / %.0f | %.0f / %.0f |", name, x.single, x.singleDeflate, x.singleStream, x.bulk, x.bulkDeflate))
 	}
 	lines = append(lines, fmt.Sprintf("| rows chunk (snapshot) | | %.0f / %.0f |", float64(len(f.chunk))/1000, float64(deflated(f.chunk))/1000))
+	// Sealed: the envelope of the binary form (version 14) in a binary
+	// frame, against the envelope of the JSON form in a JSON frame
+	// (version 13), for the first 1-row ChangeSet and the 1,000-row one.
+	kr := testKeyring(t, 7)
+	for _, x := range []struct {
+		name string
+		cs   model.ChangeSet
+		rows float64
+	}{{"1 row", f.single[0], 1}, {"1,000 rows", f.bulk, 1000}} {
+		sealed := sealAll(t, kr, "wire", []model.ChangeSet{x.cs})
+		js, err := wire.MarshalChangeSet(&x.cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, err := kr.Seal(wire.ChangeSetAD("wire", &x.cs), js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := model.ChangeSet{SiteID: x.cs.SiteID, TransactionID: x.cs.TransactionID, HLC: x.cs.HLC, Envelope: env}
+		v14, v13 := pushFrame(t, sealed...), jsonPushFrame(t, old)
+		lines = append(lines, fmt.Sprintf("| sealed, %s: binary (version 14) / JSON (version 13), bytes per row | %.0f / %.0f | deflated %.0f / %.0f |",
+			x.name, float64(len(v14))/x.rows, float64(len(v13))/x.rows, float64(deflated(v14))/x.rows, float64(deflated(v13))/x.rows))
+	}
 	t.Logf("bytes of cities rows as apply_changes frames (compact JSON of the rows: %.1f B/row)\n%s", jsonPerRow(f), strings.Join(lines, "\n"))
 }
 
@@ -672,7 +751,8 @@ func jsonPerRow(f *wireFixture) float64 {
 }
 
 // wireSizesOf sizes the fixture's pushes per row in each form: "JSON
-// today" (wire's apply_changes), "protoJSON", "protoBinary".
+// (version 13)" (the JSON form of apply_changes), "binary (version 14)"
+// (wire's apply_changes), "protoJSON", "protoBinary".
 func wireSizesOf(tb testing.TB, f *wireFixture) map[string]wireSizes {
 	tb.Helper()
 	out := map[string]wireSizes{}
@@ -693,7 +773,8 @@ func wireSizesOf(tb testing.TB, f *wireFixture) map[string]wireSizes {
 		s.bulk, s.bulkDeflate = float64(len(fr))/1000, float64(deflated(fr))/1000
 		out[name] = s
 	}
-	form("JSON today", func(sets []model.ChangeSet) []byte { return pushFrame(tb, sets...) })
+	form("JSON (version 13)", func(sets []model.ChangeSet) []byte { return jsonPushFrame(tb, sets...) })
+	form("binary (version 14)", func(sets []model.ChangeSet) []byte { return pushFrame(tb, sets...) })
 	form("protoJSON", func(sets []model.ChangeSet) []byte { return protoJSON(tb, sets) })
 	form("protoBinary", func(sets []model.ChangeSet) []byte {
 		b, err := protoBinary(sets)
@@ -798,5 +879,53 @@ func BenchmarkDeflate(b *testing.B) {
 			}
 			return 0
 		})
+	}
+}
+
+// BenchmarkChangeSetCodec compares the CPU of the binary ChangeSet form
+// (version 14) with the JSON form (version 13) on cities ChangeSets:
+// 1row (the 300 1-row ChangeSets in turn) and 1000rows (one ChangeSet of
+// 1,000 rows). encode and decode are wire's MarshalChangeSet(Binary) and
+// UnmarshalChangeSet(Binary); transcode is the relay's serving path
+// (stored JSON to binary: wire.TranscodeChangeSet). ns/op is per
+// ChangeSet; compare the forms within one run.
+func BenchmarkChangeSetCodec(b *testing.B) {
+	f := newWireFixture(b)
+	for _, sc := range []struct {
+		name string
+		sets []model.ChangeSet
+	}{{"1row", f.single}, {"1000rows", []model.ChangeSet{f.bulk}}} {
+		var js, bin [][]byte
+		for i := range sc.sets {
+			j, err := wire.MarshalChangeSet(&sc.sets[i])
+			if err != nil {
+				b.Fatal(err)
+			}
+			x, err := wire.MarshalChangeSetBinary(&sc.sets[i])
+			if err != nil {
+				b.Fatal(err)
+			}
+			js, bin = append(js, j), append(bin, x)
+		}
+		run := func(name string, bytes [][]byte, op func(i int) error) {
+			b.Run(sc.name+"/"+name, func(b *testing.B) {
+				n := 0
+				for _, x := range bytes {
+					n += len(x)
+				}
+				b.SetBytes(int64(n / len(bytes)))
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					if err := op(i % len(sc.sets)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+		run("json/encode", js, func(i int) error { _, err := wire.MarshalChangeSet(&sc.sets[i]); return err })
+		run("binary/encode", bin, func(i int) error { _, err := wire.MarshalChangeSetBinary(&sc.sets[i]); return err })
+		run("json/decode", js, func(i int) error { _, err := wire.UnmarshalChangeSet(js[i]); return err })
+		run("binary/decode", bin, func(i int) error { _, err := wire.UnmarshalChangeSetBinary(bin[i]); return err })
+		run("transcode", bin, func(i int) error { _, err := wire.TranscodeChangeSet(nil, js[i]); return err })
 	}
 }

@@ -214,17 +214,70 @@ func TestOpenChangeSetIdentity(t *testing.T) {
 	}
 	otherSite := testChangeSet(model.SiteID{7}, cs.HLC.Wall)
 	otherSiteJS, _ := wire.MarshalChangeSet(&otherSite)
+	bin := func(cs *model.ChangeSet) []byte {
+		b, err := wire.MarshalChangeSetBinary(cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
 	for name, pt := range map[string][]byte{
-		"another transaction": js,
-		"another site":        otherSiteJS,
-		"a nested envelope":   nested,
-		"no ChangeSet":        []byte(`{"type":"ping"}`),
-		"empty":               nil,
+		"another transaction":          js,
+		"another site":                 otherSiteJS,
+		"a nested envelope":            nested,
+		"no ChangeSet":                 []byte(`{"type":"ping"}`),
+		"empty":                        nil,
+		"another transaction (binary)": bin(&inner),
+		"another site (binary)":        bin(&otherSite),
+		"a nested envelope (binary)":   bin(&sealed),
+		"a cut binary ChangeSet":       bin(&cs)[:40],
+		"bytes":                        {0x07, 1, 2, 3},
 	} {
 		bad := sealAs(&cs, pt)
 		if got, err := OpenChangeSet(r, "vault", &bad); !errors.Is(err, ErrEnvelopeInvalid) {
 			t.Errorf("inside %s: %+v, %v; want ErrEnvelopeInvalid", name, got, err)
 		}
+	}
+}
+
+// TestOpenChangeSetForms: SealChangeSet seals the binary form (protocol
+// version 14), and an envelope of the JSON form, as sealed before and
+// stored by relays and in checkpoints, opens to the same ChangeSet.
+func TestOpenChangeSetForms(t *testing.T) {
+	r := testRing(t, 9)
+	cs := testChangeSet(model.SiteID{9}, 1764374400000)
+	sealed, err := SealChangeSet(r, "vault", &cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt, err := r.Open(wire.ChangeSetAD("vault", &sealed), sealed.Envelope)
+	if err != nil || len(pt) == 0 || pt[0] == '{' {
+		t.Fatalf("the sealed plaintext is not the binary form: %q %v", pt, err)
+	}
+	fromBinary, err := OpenChangeSet(r, "vault", &sealed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := wire.MarshalChangeSet(&cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := r.Seal(wire.ChangeSetAD("vault", &cs), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := model.ChangeSet{SiteID: cs.SiteID, TransactionID: cs.TransactionID, HLC: cs.HLC, Envelope: env}
+	fromJSON, err := OpenChangeSet(r, "vault", &old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := wire.MarshalChangeSet(&fromBinary)
+	b, _ := wire.MarshalChangeSet(&fromJSON)
+	if string(a) != string(js) || string(b) != string(js) {
+		t.Fatalf("opened forms differ:\n%s\n%s\n%s", a, b, js)
+	}
+	if len(sealed.Envelope) >= len(env) {
+		t.Errorf("binary envelope %d bytes, JSON envelope %d", len(sealed.Envelope), len(env))
 	}
 }
 

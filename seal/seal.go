@@ -127,12 +127,13 @@ type Sealer interface {
 
 // SealChangeSet returns cs (plain) as a sealed ChangeSet of database
 // databaseID: its site id, transactionId and HLC, and the envelope of its
-// wire form (wire.MarshalChangeSet) bound to them.
+// binary wire form (wire.MarshalChangeSetBinary, protocol version 14;
+// before, its JSON form) bound to them.
 func SealChangeSet(s Sealer, databaseID string, cs *model.ChangeSet) (model.ChangeSet, error) {
 	if cs.Sealed() {
 		return model.ChangeSet{}, fmt.Errorf("seal: ChangeSet %s is sealed already", cs.TransactionID)
 	}
-	js, err := wire.MarshalChangeSet(cs)
+	js, err := wire.MarshalChangeSetBinary(cs)
 	if err != nil {
 		return model.ChangeSet{}, fmt.Errorf("seal: ChangeSet %s: %w", cs.TransactionID, err)
 	}
@@ -144,7 +145,10 @@ func SealChangeSet(s Sealer, databaseID string, cs *model.ChangeSet) (model.Chan
 }
 
 // OpenChangeSet returns the plain ChangeSet a sealed ChangeSet of database
-// databaseID stands for. The opened ChangeSet must carry the sealed one's
+// databaseID stands for. The plaintext is the ChangeSet's binary wire form
+// (sealed since protocol version 14) or its JSON form (sealed before, kept
+// by relays and in checkpoints): JSON starts with '{', the binary form
+// with a flags byte below 8. The opened ChangeSet must carry the sealed one's
 // site id, transactionId and HLC. Errors wrap ErrDecryptFailed or
 // ErrEnvelopeInvalid, and name the transaction.
 func OpenChangeSet(s Sealer, databaseID string, cs *model.ChangeSet) (model.ChangeSet, error) {
@@ -155,7 +159,12 @@ func OpenChangeSet(s Sealer, databaseID string, cs *model.ChangeSet) (model.Chan
 	if err != nil {
 		return model.ChangeSet{}, fmt.Errorf("seal: ChangeSet %s of site %s: %w", cs.TransactionID, cs.SiteID, err)
 	}
-	in, err := wire.UnmarshalChangeSet(js)
+	var in model.ChangeSet
+	if len(js) > 0 && js[0] == '{' {
+		in, err = wire.UnmarshalChangeSet(js)
+	} else {
+		in, err = wire.UnmarshalChangeSetBinary(js)
+	}
 	if err != nil {
 		return model.ChangeSet{}, fmt.Errorf("seal: ChangeSet %s of site %s opens to no ChangeSet (%v): %w", cs.TransactionID, cs.SiteID, err, ErrEnvelopeInvalid)
 	}

@@ -226,6 +226,9 @@ func appendTableDef(b []byte, t *model.TableDef) ([]byte, error) {
 // ---- decoding ----
 
 func (r *reader) changeSets() ([]model.ChangeSet, error) {
+	if r.bin != nil {
+		return r.binaryChangeSets()
+	}
 	var out []model.ChangeSet
 	err := r.elements(func(int) error {
 		cs, err := r.changeSet()

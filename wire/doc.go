@@ -13,12 +13,18 @@
 // # Frames
 //
 // Every WebSocket message is a text frame holding exactly one JSON object
-// (RFC 8259, UTF-8) with a string member "type" naming the message. The
-// encoder writes "type" first and no insignificant whitespace; a decoder
-// accepts members in any order and whitespace wherever JSON allows it.
-// The WebSocket may compress frames (permessage-deflate, RFC 7692, which
-// the relay accepts without context takeover unless configured otherwise:
-// relay "Compression"); what it carries is the same JSON.
+// (RFC 8259, UTF-8) with a string member "type" naming the message, or
+// (version 14) a binary frame: a changes, apply_changes or push_changes
+// message carrying at least one ChangeSet, its ChangeSets in their binary
+// form (see "Binary frames"). The encoder writes "type" first and no
+// insignificant whitespace; a decoder accepts members in any order and
+// whitespace wherever JSON allows it. A text frame travels as a text
+// WebSocket message, a binary frame as a binary message; a receiver
+// refuses a binary message that is not a binary frame, and a text message
+// that is one (MESSAGE_ERROR). The WebSocket may compress frames
+// (permessage-deflate, RFC 7692, which the relay accepts without context
+// takeover unless configured otherwise: relay "Compression"); what it
+// carries is the same frame.
 //
 // Decoding is strict. These are all errors (ErrMalformed, answered with
 // MESSAGE_ERROR), never silently zero values:
@@ -635,6 +641,110 @@
 //   - priorRow (object of column → value): optional, "delete" only: the
 //     row's last image; encoders write its keys in byte order.
 //
+// # Binary frames
+//
+// Version 14 sends the ChangeSets of changes, apply_changes and
+// push_changes in a binary form: a ChangeSet of one row costs about a
+// sixth of its JSON form (cities rows: 220 bytes for the apply_changes
+// frame, 1,381 in JSON; 1.6 times the row's own compact JSON), because it
+// names each table and column once per ChangeSet, gives each fact's HLC as
+// the ChangeSet's with the next opSeq, and writes its primary key once per
+// row. A message with no ChangeSet (a caught-up changes page, a
+// push_changes of marks only) stays a text frame with "changeSets":[].
+//
+//	binary frame = 0xB1 (BinaryFrameTag) ‖ uvarint len(head) ‖ head ‖ item{N}
+//	head         = the message's JSON object, as its text frame would be,
+//	               but the ChangeSets member ("changeSets"; "changes" for
+//	               apply_changes) holds N, the count of items (an integer
+//	               literal, 1 ≤ N)
+//	item         = uvarint len(changeSet) ‖ changeSet
+//
+// uvarint is the unsigned LEB128 varint of encoding/binary (7 bits a byte,
+// low first, high bit set on all but the last byte; at most 10 bytes);
+// varint is its zigzag form for signed integers (binary.AppendVarint). The
+// head must be valid UTF-8 and is decoded strictly like a text frame; the
+// items must fill the rest of the frame exactly. A binary frame of another
+// type, or whose head holds the ChangeSets as an array, is malformed.
+// Receivers of version 14 also read the JSON form of ChangeSets in a text
+// frame (version 13's frames; tools and tests write them); senders of
+// version 14 send binary frames.
+//
+// One ChangeSet (MarshalChangeSetBinary, UnmarshalChangeSetBinary):
+//
+//	changeSet  = flags (1 byte) ‖ hlc (30 bytes: model.HLC.Bytes)
+//	             ‖ [siteId (16 bytes), when flags & 2]
+//	             ‖ [uvarint len ‖ transactionId (UTF-8, non-empty), when flags & 4]
+//	             ‖ sealed:   uvarint len ‖ envelope (at least 37 bytes; see "Envelopes")
+//	             ‖ otherwise: names ‖ migrations ‖ facts
+//	flags      = 1: sealed; 2: siteId differs from hlc's site (else it is hlc's
+//	             site); 4: transactionId differs from hlc's "wall:counter:site"
+//	             (model.HLC.TransactionID; else it is that). Other bits: malformed.
+//	names      = uvarint n ‖ (uvarint len ‖ name (UTF-8, non-empty)){n}: every
+//	             table, column and priorRow column the facts name, in order of
+//	             first use; facts refer to them by index
+//	migrations = uvarint n ‖ (uvarint len ‖ SchemaMigration's JSON (see
+//	             "Schema migrations")){n}, applied before the facts
+//	facts      = uvarint n ‖ fact{n}
+//	fact       = fflags (1 byte)
+//	             ‖ [uvarint table name index, unless fflags & 4]
+//	             ‖ [uvarint k ‖ value{k} (the pk, k ≥ 1), unless fflags & 8]
+//	             ‖ [HLC as fflags bits 4–5 say]
+//	             ‖ column: uvarint column name index ‖ value
+//	                       ‖ [value (priorValue) ‖ 30 bytes (priorHlc), when fflags & 64]
+//	             ‖ delete: [uvarint m ‖ (uvarint column name index ‖ value){m}
+//	                       (priorRow, columns ascending by byte order, no repeats),
+//	                       when fflags & 64]
+//	fflags     = bits 0–1: 1 column change, 2 delete (0 and 3: malformed);
+//	             4: the previous fact's table; 8: the previous fact's pk (not on
+//	             the first fact); bits 4–5, the fact's HLC: 0, the ChangeSet
+//	             hlc's base (wall, counter, site) with opSeq one above the
+//	             previous fact's (0 for the first fact); 1, that base with a
+//	             uvarint opSeq (< 2^32); 2, 30 bytes of its own; 3 malformed;
+//	             64: column, priorValue and priorHlc follow; delete, priorRow
+//	             follows. Bit 7: malformed.
+//	value      = tag (1 byte) ‖ payload:
+//	             0 null; 1 false; 2 true;
+//	             3 integer: varint; 5 timestamp: varint ms since the Unix epoch;
+//	             4 real: 8 bytes, IEEE 754 binary64 big-endian (NaN and ±Inf are
+//	               malformed; -0 is kept);
+//	             6 text: uvarint len ‖ UTF-8;
+//	             9 text that is a UUID in canonical lowercase form
+//	               (8-4-4-4-12 hex digits): its 16 bytes;
+//	             7 json: uvarint len ‖ JSON text (valid, nested at most
+//	               MaxJSONDepth; stored compacted);
+//	             8 blob: uvarint len ‖ bytes;
+//	             10 (a column change's value only): the fact's pk[0], nothing
+//	               follows (a key column's own fact).
+//	             Other tags: malformed.
+//
+// The binary form carries exactly what the JSON form carries, and more
+// precisely: kinds are kept (a timestamp stays a timestamp, an integer
+// beyond 2^53 needs no tag, a real 1.0 stays a real), so a ChangeSet
+// decodes to the ChangeSet that was encoded, and MarshalChangeSet of it
+// gives the JSON form of the original. The encoder refuses what the JSON
+// encoder refuses (ErrInvalidMessage: NaN, text that is not UTF-8, empty
+// names or pk, a delete with a column...). The decoder checks structure as
+// UnmarshalChangeSet does (the engine checks meaning) and refuses, with
+// ErrMalformed naming the field and byte offset, truncated input, a length
+// or count beyond the bytes left, an unknown flag or tag, a name index
+// out of range, bytes after the ChangeSet; counts are checked against the
+// input before anything is allocated, and a frame may carry at most
+// MaxBinaryChanges changes and migrations (a one-byte fact decodes to a
+// model.Change of about 200 bytes). The encoding is deterministic: equal
+// ChangeSets give equal bytes.
+//
+// Sealed ChangeSets carry their envelope as raw bytes (a third smaller
+// than its base64 in JSON), and the envelope seals the binary form (see
+// "Envelopes"); envelopes sealed before version 14, whose plaintext is
+// the JSON form, still open. Snapshot chunks stay JSON: their
+// rows chunk already names columns and HLC bases once per chunk (see
+// "Snapshot chunks").
+//
+// A relay may keep ChangeSets in their JSON form (package relay does, so
+// that data directories of earlier versions are served unchanged) and
+// write the binary form when it sends them (TranscodeChangeSet,
+// AppendTranscodedItem, BinaryFrame).
+//
 // # Schema migrations
 //
 // A SchemaMigration (model.SchemaMigration) carries its DDL as JSON, not
@@ -870,8 +980,9 @@
 // # Protocol version
 //
 // ProtocolVersion is an integer, compared for equality at the handshake;
-// its changelog sits above the constant. This package speaks version 13
-// (2026-12-07: the rename_table migration, see "Schema migrations";
+// its changelog sits above the constant. This package speaks version 14
+// (2026-12-07: binary frames, see "Binary frames"; version 13,
+// 2026-12-07, the rename_table migration, see "Schema migrations";
 // version 12, 2026-12-06, the alter_column migration; version 11, 2026-12-06, the drop migrations; version 10,
 // 2026-12-06, handshake_ack's history "unverified", see "Verifying the
 // relay's log"; version 9, 2026-12-03, apply_result's position, see
@@ -1265,11 +1376,14 @@
 //
 //	envelope = version (1 byte, 1) ‖ key id (8) ‖ nonce (12) ‖ ciphertext ‖ tag (16)
 //
-// The plaintext of a ChangeSet's envelope is the ChangeSet's wire form
-// (MarshalChangeSet: siteId, transactionId, hlc, changes,
-// schemaMigrations, as in "ChangeSet"), UTF-8 JSON; a receiver opens it
-// and refuses the ChangeSet unless its siteId, transactionId and hlc equal
-// the visible ones. Blob values are sealed inside it like any other value.
+// The plaintext of a ChangeSet's envelope is the ChangeSet's binary form
+// (MarshalChangeSetBinary, see "Binary frames"; sealed since version 14)
+// or, in envelopes sealed before, its JSON wire form (MarshalChangeSet:
+// siteId, transactionId, hlc, changes, schemaMigrations, as in
+// "ChangeSet"). A receiver tells them by the first byte ('{' for JSON, a
+// flags byte below 8 for the binary form), opens either, and refuses the
+// ChangeSet unless its siteId, transactionId and hlc equal the visible
+// ones. Blob values are sealed inside it like any other value.
 //
 // The associated data (never sent; both ends build it) is
 //
@@ -1319,7 +1433,12 @@
 //   - Frame size: DefaultMaxMessageSize (16 MiB) unless configured. Senders
 //     page to stay under it; a single ChangeSet larger than the receiver's
 //     limit cannot travel (MESSAGE_TOO_LARGE). Until it has accepted the
-//     handshake, the relay reads frames of 64 KiB at most.
+//     handshake, the relay reads frames of 64 KiB at most. The limit
+//     counts a binary frame's bytes as they travel (before
+//     permessage-deflate's inflation, like a text frame's).
+//   - Changes per binary frame: MaxBinaryChanges (2^20 changes and
+//     migrations); a relay's own MaxChangesPerApply (100,000 by default)
+//     is lower for apply_changes.
 //   - Handshake deadline: the relay closes a connection that sent no valid
 //     handshake within its handshake timeout (10 s unless configured),
 //     pings or not: NOT_AUTHENTICATED, then close status 1008.

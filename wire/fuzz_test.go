@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bufio"
+	"encoding/base64"
 	"errors"
 	"os"
 	"path/filepath"
@@ -14,7 +15,7 @@ import (
 
 // addGoldenSeeds adds every golden frame and every transcript frame.
 func addGoldenSeeds(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "golden", "*.json"))
+	files, _ := filepath.Glob(filepath.Join("testdata", "golden", "*")) // .json and, version 14, .bin
 	for _, name := range files {
 		data, err := os.ReadFile(name)
 		if err != nil {
@@ -32,6 +33,13 @@ func addGoldenSeeds(f *testing.F) {
 		sc.Buffer(nil, DefaultMaxMessageSize)
 		for sc.Scan() {
 			if _, frame, ok := strings.Cut(sc.Text(), " "); ok && !strings.HasPrefix(sc.Text(), "#") {
+				if b64, ok := strings.CutPrefix(frame, "b64:"); ok {
+					raw, err := base64.StdEncoding.DecodeString(b64)
+					if err != nil {
+						f.Fatal(err)
+					}
+					frame = string(raw)
+				}
 				f.Add([]byte(frame))
 			}
 		}

@@ -3,6 +3,7 @@ package wire
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"os"
@@ -26,19 +27,24 @@ func TestGolden(t *testing.T) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
+		old, _ := filepath.Glob(filepath.Join(dir, "*"))
+		for _, f := range old {
+			os.Remove(f)
+		}
 		for _, s := range samples {
-			if err := os.WriteFile(filepath.Join(dir, s.name+".json"), append(mustEncode(t, s.m), '\n'), 0o644); err != nil {
+			enc := mustEncode(t, s.m)
+			if err := os.WriteFile(filepath.Join(dir, s.name+goldenExt(enc)), append(enc, '\n'), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
 	if len(files) != len(samples) {
 		t.Errorf("%d golden files for %d samples (run go test -update)", len(files), len(samples))
 	}
 	for _, s := range samples {
 		t.Run(s.name, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join(dir, s.name+".json"))
+			data, err := os.ReadFile(filepath.Join(dir, s.name+goldenExt(mustEncode(t, s.m))))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,6 +66,24 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// goldenExt is the extension of a golden file holding frame: .bin for a
+// binary frame (version 14), .json for a text frame.
+func goldenExt(frame []byte) string {
+	if IsBinaryFrame(frame) {
+		return ".bin"
+	}
+	return ".json"
+}
+
+// transcriptLine is how a transcript writes a frame: a text frame as it
+// is, a binary frame as "b64:" and its standard base64.
+func transcriptLine(frame []byte) string {
+	if IsBinaryFrame(frame) {
+		return "b64:" + base64.StdEncoding.EncodeToString(frame)
+	}
+	return string(frame)
+}
+
 // A transcript is a session as its frames, one per line: "> " for client →
 // relay, "< " for relay → client; "#" lines are comments.
 type transcript struct {
@@ -72,7 +96,7 @@ func (tr *transcript) note(format string, args ...any) {
 }
 
 func (tr *transcript) frame(t testing.TB, dir string, m Message) {
-	tr.lines = append(tr.lines, dir+" "+string(mustEncode(t, m)))
+	tr.lines = append(tr.lines, dir+" "+transcriptLine(mustEncode(t, m)))
 }
 
 func sampleTranscripts(t testing.TB) []transcript {
@@ -203,14 +227,20 @@ func TestTranscripts(t *testing.T) {
 				if !ok || (dirn != ">" && dirn != "<") {
 					t.Fatalf("line %d: want '> frame' or '< frame'", line)
 				}
-				m, err := Decode([]byte(frame))
+				raw := []byte(frame)
+				if b64, ok := strings.CutPrefix(frame, "b64:"); ok {
+					if raw, err = base64.StdEncoding.DecodeString(b64); err != nil {
+						t.Fatalf("line %d: %v", line, err)
+					}
+				}
+				m, err := Decode(raw)
 				if err != nil {
 					t.Fatalf("line %d: %v", line, err)
 				}
 				if allowed := map[string]map[MessageType]bool{">": clientToRelay, "<": relayToClient}[dirn]; !allowed[m.Type()] {
 					t.Errorf("line %d: %s sent in direction %s", line, m.Type(), dirn)
 				}
-				if enc := mustEncode(t, m); string(enc) != frame {
+				if enc := transcriptLine(mustEncode(t, m)); enc != frame {
 					t.Errorf("line %d: re-encoded frame differs:\n%s\n%s", line, enc, frame)
 				}
 				n++

@@ -432,7 +432,16 @@ func DecodeServer(frame []byte) (Message, error) {
 // client's (a function value, not a flag, so that a program calling only
 // DecodeServer does not link the client messages' decoders).
 func decode(frame []byte, clientMessage func(*reader, MessageType) (Message, bool, error)) (Message, error) {
+	var bin *binDecoder
+	if IsBinaryFrame(frame) {
+		head, tail, off, err := splitBinaryFrame(frame)
+		if err != nil {
+			return nil, err
+		}
+		frame, bin = head, &binDecoder{data: tail, base: off}
+	}
 	r := newReader(frame)
+	r.bin = bin
 	if err := checkUTF8(r); err != nil {
 		return nil, err
 	}
@@ -460,6 +469,9 @@ func decode(frame []byte, clientMessage func(*reader, MessageType) (Message, boo
 	}
 	if err == nil {
 		err = r.End()
+	}
+	if err == nil && bin != nil && !r.binUsed {
+		err = &pathError{sentinel: ErrMalformed, msg: "a binary frame carries ChangeSets: changes, apply_changes or push_changes with at least one", offset: 0}
 	}
 	if err != nil {
 		return nil, err
@@ -713,11 +725,7 @@ func (m *Changes) appendTo(b []byte) ([]byte, error) {
 	if b, err = appendHorizons(b, m.Horizons, 0, m.Cursor); err != nil {
 		return b, err
 	}
-	b = append(b, `,"changeSets":`...)
-	if b, err = appendChangeSets(b, m.ChangeSets); err != nil {
-		return b, at(err, "changeSets")
-	}
-	return append(b, '}'), nil
+	return finishChangeSets(b, "changeSets", m.ChangeSets)
 }
 
 func (m *ApplyChanges) appendTo(b []byte) ([]byte, error) {
@@ -732,11 +740,7 @@ func (m *ApplyChanges) appendTo(b []byte) ([]byte, error) {
 	if m.Repair {
 		b = append(b, `,"repair":true`...)
 	}
-	b = append(b, `,"changes":`...)
-	if b, err = appendChangeSets(b, m.ChangeSets); err != nil {
-		return b, at(err, "changes")
-	}
-	return append(b, '}'), nil
+	return finishChangeSets(b, "changes", m.ChangeSets)
 }
 
 func (m *ApplyResult) appendTo(b []byte) ([]byte, error) {
@@ -802,11 +806,7 @@ func (m *PushChanges) appendTo(b []byte) ([]byte, error) {
 	if b, err = appendHorizons(b, m.Horizons, pushFirst(m.Cursor, len(m.ChangeSets)), m.Cursor); err != nil {
 		return b, err
 	}
-	b = append(b, `,"changeSets":`...)
-	if b, err = appendChangeSets(b, m.ChangeSets); err != nil {
-		return b, at(err, "changeSets")
-	}
-	return append(b, '}'), nil
+	return finishChangeSets(b, "changeSets", m.ChangeSets)
 }
 
 func (m *ResumeSnapshot) appendTo(b []byte) ([]byte, error) {

@@ -17,6 +17,13 @@ func TestRoundTripEveryMessage(t *testing.T) {
 	for _, s := range sampleMessages(t) {
 		t.Run(s.name, func(t *testing.T) {
 			frame := roundTrip(t, s.m)
+			if IsBinaryFrame(frame) {
+				head, _, _, err := splitBinaryFrame(frame)
+				if err != nil {
+					t.Fatal(err)
+				}
+				frame = head
+			}
 			if !strings.HasPrefix(string(frame), `{"type":"`+string(s.m.Type())+`"`) {
 				t.Fatalf("frame does not start with its type: %s", frame)
 			}

@@ -18,6 +18,11 @@ type reader struct {
 	// arena, when not nil, holds the bytes of the text values read
 	// (model.ArenaText): set while reading the rows of a snapshot chunk.
 	arena []byte
+	// bin, when not nil, is the binary tail of a binary frame (version
+	// 14), from which the frame's ChangeSets are read; binUsed records
+	// that they were.
+	bin     *binDecoder
+	binUsed bool
 }
 
 // arenaBlock is the size of a text arena block (model.ArenaText).

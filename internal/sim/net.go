@@ -16,6 +16,7 @@ import (
 
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/relay"
+	"github.com/replica-sync/replica/wire"
 )
 
 // netFaults are the per-frame fault rates of the network, per mille; zero
@@ -257,12 +258,21 @@ var _ relay.Conn = relayConn{}
 func (c relayConn) Reader(ctx context.Context) (websocket.MessageType, io.Reader, error) {
 	b, err := c.e.next(ctx)
 	if errors.Is(err, websocket.ErrMessageTooBig) {
-		return websocket.MessageText, io.MultiReader(bytes.NewReader(b[:c.e.limit]), errReader{err}), nil
+		return messageType(b), io.MultiReader(bytes.NewReader(b[:c.e.limit]), errReader{err}), nil
 	}
 	if err != nil {
 		return 0, nil, err
 	}
-	return websocket.MessageText, bytes.NewReader(b), nil
+	return messageType(b), bytes.NewReader(b), nil
+}
+
+// messageType is the WebSocket message type frame travels as (protocol
+// version 14): binary for a binary frame, text for a JSON frame.
+func messageType(frame []byte) websocket.MessageType {
+	if wire.IsBinaryFrame(frame) {
+		return websocket.MessageBinary
+	}
+	return websocket.MessageText
 }
 
 type errReader struct{ err error }

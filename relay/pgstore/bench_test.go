@@ -253,7 +253,7 @@ func (c *benchConn) send(m wire.Message) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.ws.Write(ctx, websocket.MessageText, buf); err != nil {
+	if err := c.ws.Write(ctx, wsType(buf), buf); err != nil {
 		c.b.Fatal(err)
 	}
 }
