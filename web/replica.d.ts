@@ -1413,7 +1413,7 @@ declare namespace Replica {
 		 * Afterwards writes naming a dropped column are refused with
 		 * VALIDATION, and a dropped table is unknown (VALIDATION). A drop
 		 * rewrites every row of the table in one IndexedDB transaction.
-		 * Peers must speak protocol version 13. Rejects: VALIDATION
+		 * Peers must speak protocol version 13 or later. Rejects: VALIDATION
 		 * (unknown table), SCHEMA (no such column or index, or a primary
 		 * key column), INVALID_ARGUMENT, QUOTA_EXCEEDED, CLOSED.
 		 */
@@ -1430,7 +1430,7 @@ declare namespace Replica {
 		 * it (an insert without a value or default, an update to null:
 		 * VALIDATION); a new default applies to later inserts that omit the
 		 * column. The altered attributes hold on every device whatever
-		 * schema it opened with. Peers must speak protocol version 13.
+		 * schema it opened with. Peers must speak protocol version 13 or later.
 		 * Rejects: VALIDATION (unknown table, or a default that is not a
 		 * value), SCHEMA (no such column, a primary key column, a change of
 		 * nothing, a null default on a `notNull` column, a default of the
@@ -1456,7 +1456,7 @@ declare namespace Replica {
 		 * under this table's new or old name before it learns the rename is
 		 * this table (their rows merge, column by column, latest write
 		 * wins). It commits on its own: not available inside
-		 * `db.transaction`. Peers must speak protocol version 13. Rejects:
+		 * `db.transaction`. Peers must speak protocol version 13 or later. Rejects:
 		 * VALIDATION (no table is called `from`, it was renamed or
 		 * dropped), SCHEMA (`to` is not a valid name, is `from`, or is or
 		 * was another table's), INVALID_ARGUMENT (`to` not a non-empty
