@@ -44,9 +44,13 @@ type timing struct {
 	BlockingMs    float64 `json:"blockingMs"`
 }
 
+// memory is W7, in bytes: the used JS heap after gc() (the page's, plus
+// the Worker's when replica.wasm runs in one: WorkerJSHeap) and the
+// WebAssembly memory of replica.wasm, wherever it runs.
 type memory struct {
-	JSHeap float64 `json:"jsHeap"`
-	Wasm   float64 `json:"wasm"`
+	JSHeap       float64 `json:"jsHeap"`
+	Wasm         float64 `json:"wasm"`
+	WorkerJSHeap float64 `json:"workerJSHeap"`
 }
 
 // session is what one repetition measured for one system.

@@ -84,8 +84,10 @@
 // runs in a dedicated Worker, the page never loads it). Its cells give the
 // ratio to raw IndexedDB and to Replica in the page of the same run: W1
 // and W3 show what a Worker round trip adds to each awaited call, W10 what
-// it takes off the main thread. Its W7 counts the page's JavaScript heap
-// only (the Worker's memory, Go's included, is not the page's).
+// it takes off the main thread. Its W7 adds the Worker's used JS heap
+// (after gc() there) and replica.wasm's memory in it to the page's heap:
+// bench/js/workermem.js, loaded before replica.js, wraps the Worker
+// constructor so that each Worker answers the bench's memory question.
 //
 // W10 is the main thread's long tasks (PerformanceObserver "longtask",
 // installed by the page's first script, before any system's) that started

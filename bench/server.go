@@ -101,6 +101,10 @@ func page(sys *system, profile bool) string {
 			fmt.Fprintf(&b, "<script>globalThis.goCountOptions = {count: %v};</script>\n", profile)
 			s = "/pb/gocount.js"
 		}
+		if s == "/lib/replica.js" {
+			// W7 counts a Worker's memory too (bench/js/workermem.js).
+			b.WriteString(`<script src="/js/workermem.js"></script>` + "\n")
+		}
 		if sys.worker && s == "/lib/replica.js" {
 			fmt.Fprintf(&b, "<script src=%q data-worker></script>\n", s)
 			continue

@@ -232,8 +232,9 @@ func New(db *engine.Engine, opts Options) *Client {
 // anew). Follow the progress with State and Subscribe.
 //
 // Errors: ErrClosed after Close; an error when url is not an absolute
-// ws, wss, http or https URL, or databaseID fails wire.ValidDatabaseID. Connection failures are not
-// returned here: they show in the state.
+// ws, wss, http or https URL, databaseID fails wire.ValidDatabaseID, or
+// Options.Compression is none of the Compression constants. Connection
+// failures are not returned here: they show in the state.
 func (c *Client) Connect(url, databaseID, token string) error {
 	return c.ConnectAny([]string{url}, databaseID, token)
 }
@@ -261,6 +262,9 @@ func (c *Client) ConnectAny(urls []string, databaseID, token string) error {
 		}
 	}
 	url := urls[0]
+	if m := c.opts.Compression; m < CompressionDefault || m > CompressionContextTakeover {
+		return fmt.Errorf("client: invalid Options.Compression %d (want CompressionDefault, CompressionOff, CompressionNoContextTakeover or CompressionContextTakeover)", int(m))
+	}
 	if !wire.ValidDatabaseID(databaseID) {
 		return fmt.Errorf("client: invalid database id %q (want 1 to %d of [A-Za-z0-9_.:-])", databaseID, wire.MaxDatabaseIDLength)
 	}

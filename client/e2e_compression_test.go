@@ -95,3 +95,23 @@ func TestCompressionModes(t *testing.T) {
 		hs.Close()
 	}
 }
+
+// TestCompressionInvalid: an Options.Compression that is none of the
+// constants is refused by Connect, naming the field, rather than falling
+// back to the default without a word.
+func TestCompressionInvalid(t *testing.T) {
+	for _, m := range []client.Compression{-1, client.CompressionContextTakeover + 1, 99} {
+		r := newReplica(t, "bad", notesSchema(), engine.Options{}, client.Options{Compression: m})
+		err := r.c.Connect("ws://127.0.0.1:1/sync", "notes", "")
+		if err == nil || !strings.Contains(err.Error(), "Options.Compression") {
+			t.Errorf("Compression %d: Connect = %v, want an error naming Options.Compression", int(m), err)
+		}
+		if st := r.c.State(); st.State != client.Disconnected {
+			t.Errorf("Compression %d: state %v after the refused Connect, want Disconnected", int(m), st.State)
+		}
+	}
+	r := newReplica(t, "good", notesSchema(), engine.Options{}, client.Options{Compression: client.CompressionContextTakeover})
+	if err := r.c.Connect("ws://127.0.0.1:1/sync", "notes", ""); err != nil {
+		t.Errorf("CompressionContextTakeover: Connect = %v", err)
+	}
+}

@@ -447,7 +447,7 @@ function listen(s) {
 	let mask = s.peers.size ? LISTEN.peers : 0;
 	for (const [name, ls] of s.listeners) if (ls.size && LISTEN[name]) mask |= LISTEN[name];
 	if (s.pushWaiters.length) mask |= LISTEN.syncState; // db.sync.pushed checks at each change
-	if ((s.inspected && s.peers.size) || s.inspectFns.size) mask |= LISTEN.conflict; // for an inspector (Inspector.conflicts), here or in another tab
+	if (s.inspectingTabs.size || s.inspectFns.size) mask |= LISTEN.conflict; // for an inspector (Inspector.conflicts), here or in another tab
 	if (mask === s.mask || s.closed) return;
 	s.mask = mask;
 	try { go(OPS.listen, s.h, 0, 0, mask); } catch (_) { }
@@ -685,10 +685,15 @@ class Inspector {
 		if (typeof fn !== "function") throw argErr("db.inspect.conflicts: the listener must be a function, got " + describe(fn));
 		const entry = (p) => fn(p);
 		s.inspectFns.add(entry);
-		s.inspected = true;
 		listen(s);
-		post(s, { inspecting: true });
-		return () => { s.inspectFns.delete(entry); };
+		if (s.inspectFns.size === 1) post(s, { inspecting: true });
+		// Unsubscribing the last listener of this tab tells the other
+		// tabs, which stop forwarding conflicts unless another inspects.
+		return () => {
+			if (!s.inspectFns.delete(entry) || s.inspectFns.size || s.closed) return;
+			listen(s);
+			post(s, { inspecting: false });
+		};
 	}
 	open(options) {
 		const m = "db.inspect.open";
@@ -934,7 +939,7 @@ function resume(s) {
 	try { go(OPS.resume, s.h, 0, 0); } catch (_) { }
 	s.syncState = waitingState(s, false);
 	fire(s, "syncState", s.syncState);
-	post(s, { hello: true });
+	post(s, s.inspectFns.size ? { hello: true, inspecting: true } : { hello: true });
 	elect(s);
 }
 
@@ -957,6 +962,7 @@ function resume(s) {
 function onTabMessage(s, m) {
 	if (s.closed || s.suspended || !m || typeof m !== "object") return;
 	if (m.bye) {
+		s.inspectingTabs.delete(m.from);
 		if (s.peers.delete(m.from)) listen(s);
 		if (m.resign && !s.isLeader) {
 			s.syncState = waitingState(s, false);
@@ -996,7 +1002,12 @@ function onTabMessage(s, m) {
 		s.syncKeys = m.sync && Array.isArray(m.keys) ? m.keys : undefined;
 		try { go(OPS.syncTarget, s.h, 0, 0, JSON.stringify(m.sync), s.syncKeys); } catch (_) { }
 	}
-	if (m.inspecting && !s.inspected) { s.inspected = true; listen(s); }
+	// {inspecting: true|false}: whether the sending tab has an inspector's
+	// conflicts listener (it forwards its own then, and this tab its).
+	if (m.from && hasOwn.call(m, "inspecting")) {
+		if (m.inspecting) s.inspectingTabs.add(m.from); else s.inspectingTabs.delete(m.from);
+		listen(s);
+	}
 	if (m.conflict && s.inspectFns.size) for (const fn of s.inspectFns) queueMicrotask(() => guarded(fn, Object.assign({}, m.conflict, { fromOtherTab: true })));
 	if (m.requestSnapshot && s.isLeader) { try { go(OPS.syncSnapshot, s.h, 0, 0); } catch (_) { } }
 	if (m.syncState && !s.isLeader) {
@@ -1031,7 +1042,7 @@ function makeDb(h, name, siteId) {
 		syncState: { status: "disconnected", pending: 0, leader: false }, syncTarget: null, syncKeys: undefined, syncQueue: Promise.resolve(), sync: null,
 		tabId: tabBase + "." + (++tabSeq), peers: new Set(), mask: 0, persisted: null,
 		pushWaiters: [], pushCheck: null, pushAgain: false, pushTimer: 0,
-		inspector: null, inspectFns: new Set(), inspected: false,
+		inspector: null, inspectFns: new Set(), inspectingTabs: new Set(),
 	};
 	askPersist(s);
 	for (const e of EVENTS) s.listeners.set(e, new Set());
@@ -1061,7 +1072,7 @@ function emit(h, name, kind, text, blobs) {
 	}
 	if (name === "conflict") {
 		const [ev, pk] = p; ev.pk = pk; p = ev;
-		if (s.inspected) postPeers(s, { conflict: p });
+		if (s.inspectingTabs.size) postPeers(s, { conflict: p });
 		for (const fn of s.inspectFns) queueMicrotask(() => guarded(fn, p));
 	}
 	if (name === "syncState") {

@@ -245,12 +245,19 @@ func TestInspectConflicts(t *testing.T) {
 			for (let i = 0; i < 100 && got.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
 			check("forwarded", got.map((c) => [c.table, c.pk, c.column, c.localValue, c.remoteValue, c.fromOtherTab, c.remoteSiteId === b.siteId]),
 				[["items", ["x"], "title", "A", "B", true, true]]);
+			// After the last listener goes, the other tab stops forwarding
+			// its conflicts over the channel.
+			const sniff = new BroadcastChannel("replica:" + a.name), sent = [];
+			sniff.onmessage = (e) => { if (e.data && e.data.conflict) sent.push(e.data.conflict.column); };
 			off();
+			await new Promise((r) => setTimeout(r, 50)); // the other tab learns no inspector listens
 			await a.update("items", "x", {title: "A2"});
 			await b.update("items", "x", {title: "B2"});
 			await a.applyChanges((await b.changesSince(null)).changeSets);
 			await new Promise((r) => setTimeout(r, 200));
+			sniff.close();
 			check("after off", got.length, 1);
+			check("forwarded after off", sent, []);
 			try { ins.inspect.conflicts(42); throw new Error("took 42"); } catch (e) { check("bad listener", e.code, "INVALID_ARGUMENT"); }
 		} finally { await ins.close(); }
 	`, a, b)

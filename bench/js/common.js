@@ -54,9 +54,18 @@ const B = (() => {
 				await new Promise((r) => setTimeout(r, 20));
 			}
 		},
-		memory() {
+		// memory: the page's used JS heap and replica.wasm's memory, plus
+		// those of a Worker running it (workermem.js), in bytes.
+		async memory() {
 			const m = performance.memory || {};
-			return {jsHeap: m.usedJSHeapSize || 0, wasm: globalThis.goCount ? goCount.wasmBytes() : 0};
+			const out = {jsHeap: m.usedJSHeapSize || 0, wasm: globalThis.goCount ? goCount.wasmBytes() : 0};
+			if (globalThis.benchWorkerMemory) {
+				const w = await benchWorkerMemory();
+				out.jsHeap += w.jsHeap;
+				out.wasm += w.wasm;
+				out.workerJSHeap = w.jsHeap;
+			}
+			return out;
 		},
 		snap() {
 			const o = {};
@@ -119,7 +128,7 @@ const B = (() => {
 			res.w5 = await B.timed(() => S.w5(B.db, rows, o), n);
 			rows = null;
 			await B.gc();
-			res.w7 = B.memory();
+			res.w7 = await B.memory();
 			if (!(o.skip || []).includes("w4")) {
 				const prefixes = await B.prefixes();
 				res.w4 = await B.timed(() => S.w4(B.db, prefixes), prefixes.length);
