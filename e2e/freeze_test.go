@@ -5,7 +5,6 @@ package e2e
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -175,11 +174,6 @@ func TestFrozenLeaderTab(t *testing.T) {
 	t.Logf("tab 1: %d burst inserts settled, %d stored", burstN.OK, burstN.Stored)
 	if burstN.Stored != burstN.Distinct || burstN.Stored != burstN.OK {
 		t.Errorf("tab 1: %d burst inserts settled, %d rows stored, %d distinct: want each settled insert stored once", burstN.OK, burstN.Stored, burstN.Distinct)
-	}
-	for _, l := range tabs[0].console {
-		if strings.Contains(l, "replica: restored") {
-			t.Log(l)
-		}
 	}
 	tabs[0].waitJS("tab 1 to show the new leader's state", `!db.isLeader && db.sync.state.status === "synced"`, syncTimeout)
 	tabs[0].waitJS("the other device's write in tab 1", `tripEl("From the other device")`, syncTimeout)

@@ -627,7 +627,6 @@
 			}
 			again.push(r.c); // sent again (a staging transaction's calls are refused by translate)
 		}
-		console.info("replica: restored", lost.length, "lost", again.length, "again", answers.size, "recalled");
 		s.state = "ready";
 		const held = s.held;
 		s.held = [];
