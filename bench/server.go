@@ -44,8 +44,10 @@ type system struct {
 	sealed bool
 	// adapter names the sys-*.js file when it is not name's.
 	adapter string
-	// worker: Replica in worker mode (its script tag has data-worker:
-	// the engine runs in a dedicated Worker, not on the page's thread).
+	// worker: Replica in worker mode, the loader's default (its script
+	// tag has data-worker="true": the engine runs in a dedicated Worker,
+	// not on the page's thread); the other Replica systems run in page
+	// mode (data-worker="false").
 	worker bool
 }
 
@@ -101,8 +103,14 @@ func page(sys *system, profile bool) string {
 			fmt.Fprintf(&b, "<script>globalThis.goCountOptions = {count: %v};</script>\n", profile)
 			s = "/pb/gocount.js"
 		}
-		if sys.worker && s == "/lib/replica.js" {
-			fmt.Fprintf(&b, "<script src=%q data-worker></script>\n", s)
+		if s == "/lib/replica.js" {
+			// Each system names its mode (worker mode is the loader's
+			// default).
+			mode := "false"
+			if sys.worker {
+				mode = "true"
+			}
+			fmt.Fprintf(&b, "<script src=%q data-worker=%q></script>\n", s, mode)
 			continue
 		}
 		fmt.Fprintf(&b, "<script src=%q></script>\n", s)

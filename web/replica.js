@@ -1,16 +1,22 @@
 // replica.js: loads Replica, a local-first database for web apps, into a page.
 //
-//     <script src="/replica/wasm_exec.js"></script>   <!-- optional: loaded from this directory if Go is undefined -->
 //     <script src="/replica/replica.js"></script>
 //     <script> const db = await Replica.open({name, schema}); </script>
 //
 // It installs the global Replica at once (Replica.ready, Replica.open, which
-// waits for ready), then loads wasm_exec.js if `Go` is not defined and
-// replica.wasm, both from the directory this script was loaded from, with
-// WebAssembly.instantiateStreaming (falling back to instantiate when the
-// server sends replica.wasm with another MIME type than application/wasm),
-// and runs it. No build step. The API is documented in
-// replica.d.ts beside this file.
+// waits for ready). By default (worker mode) the first Replica.open (or
+// ready, importKey, deriveKey) starts a dedicated Worker,
+// replica-worker.js, which loads wasm_exec.js and replica.wasm and runs the
+// engine; replica.wasm is never loaded into the page. In page mode
+// (data-worker="false" on the script tag, configure({worker: false}), or
+// Replica.open's {worker: false}; also a replica opened with a resolver
+// function while worker mode is only the default) it loads wasm_exec.js if
+// `Go` is not defined and replica.wasm into the page (the script tag with
+// data-worker="false": at once), both from the directory this script was
+// loaded from, with WebAssembly.instantiateStreaming (falling back to
+// instantiate when the server sends replica.wasm with another MIME type
+// than application/wasm), and runs it. No build step. The API is
+// documented in replica.d.ts beside this file.
 //
 // The same source is the ES module of the npm package: `make package`
 // (internal/npmpkg) turns the function below into index.js, which calls it
@@ -39,9 +45,14 @@
 
 	let wasmURL, wasmExecURL, workerURL;
 	// The default of Replica.open's worker option (and where importKey,
-	// deriveKey and ready run): configure({worker}), or the script tag's
-	// data-worker attribute.
-	let defaultWorker = false;
+	// deriveKey and ready run): worker mode in a window, page mode (the
+	// engine on this thread) where this loader itself runs in a Worker,
+	// off the main thread already; configure({worker}) or the script tag's
+	// data-worker attribute set it. workerAsked: the app asked for worker
+	// mode itself (configure or data-worker), as against the default (see
+	// inWorker: resolver functions).
+	const inWindow = typeof document !== "undefined" && typeof Worker === "function";
+	let defaultWorker = inWindow, workerAsked = false;
 	if (esm) {
 		wasmURL = String(moduleURLs.wasm);
 		wasmExecURL = String(moduleURLs.wasmExec);
@@ -52,7 +63,7 @@
 		wasmURL = base + "replica.wasm";
 		wasmExecURL = base + "wasm_exec.js";
 		workerURL = base + "replica-worker.js";
-		if (script && script.hasAttribute && script.hasAttribute("data-worker")) defaultWorker = script.getAttribute("data-worker") !== "false";
+		if (script && script.hasAttribute && script.hasAttribute("data-worker")) workerAsked = defaultWorker = script.getAttribute("data-worker") !== "false";
 	}
 
 	// ReplicaError is the class of every error Replica rejects with, in
@@ -82,8 +93,8 @@
 	}
 
 	// started: loading replica.wasm into this page has begun (the script
-	// tag: at once, unless data-worker; the module: at first use), after
-	// which configure refuses new file URLs.
+	// tag with data-worker="false": at once; otherwise at the first use in
+	// page mode), after which configure refuses new file URLs.
 	let started = false;
 	function begin() {
 		if (started) return ready;
@@ -99,11 +110,16 @@
 	function argError(message) { return new ReplicaError("INVALID_ARGUMENT", message); }
 
 	// inWorker: whether Replica.open(options) runs the replica in the
-	// Worker. A worker option that is not a boolean goes on to Go, which
+	// Worker: options.worker, else the default; a resolver function (which
+	// cannot run in the Worker) opens in page mode unless the app asked for
+	// worker mode (options.worker, configure, data-worker), which open then
+	// refuses. A worker option that is not a boolean goes on to Go, which
 	// refuses it.
 	function inWorker(options) {
-		if (options === null || typeof options !== "object" || options.worker === undefined) return defaultWorker;
-		return options.worker === true;
+		if (options === null || typeof options !== "object") return defaultWorker;
+		if (options.worker !== undefined) return options.worker === true;
+		if (typeof options.resolver === "function" && !workerAsked) return false;
+		return defaultWorker;
 	}
 
 	const loader = {
@@ -146,7 +162,7 @@
 			if (urls.wasmURL) wasmURL = urls.wasmURL;
 			if (urls.wasmExecURL) wasmExecURL = urls.wasmExecURL;
 			if (urls.workerURL) workerURL = urls.workerURL;
-			if (typeof options.worker === "boolean") defaultWorker = options.worker;
+			if (typeof options.worker === "boolean") workerAsked = defaultWorker = options.worker;
 		},
 		ReplicaError,
 		// Used once by replica.wasm, then removed.

@@ -141,7 +141,7 @@ window.during = async (fn) => {
 </script>`
 
 var longTaskTags = map[string]string{
-	"page":   `<script src="lib/wasm_exec.js"></script><script src="lib/replica.js"></script>`,
+	"page":   `<script src="lib/wasm_exec.js"></script><script src="lib/replica.js" data-worker="false"></script>`,
 	"worker": `<script src="lib/replica.js" data-worker></script>`,
 }
 
@@ -447,5 +447,41 @@ func TestWorkerFreeze(t *testing.T) {
 	}
 	if res.GoInPage != "undefined" {
 		t.Errorf("Go in the page: %s", res.GoInPage)
+	}
+}
+
+// TestWorkerDefault: a plain script tag runs replicas in a Worker: the page
+// loads neither wasm_exec.js nor replica.wasm. A resolver function (which
+// cannot run in a Worker) opens its replica in page mode then, unless the
+// app asked for worker mode ({worker: true}, configure({worker: true})):
+// INVALID_ARGUMENT.
+func TestWorkerDefault(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	var res struct{ Log []string }
+	run(t, ctx, srv.URL+"/default.html", `
+		const log = [];
+		const loaded = () => performance.getEntriesByType("resource").filter((e) => /\.(wasm|js)$/.test(e.name)).map((e) => e.name.split("/").pop()).join(",");
+		const code = async (p) => { try { await p; return "ok"; } catch (e) { return e.code; } };
+		const schema = {tables: {t: {columns: {v: "text"}}}};
+		const db = await Replica.open({name: "w-default", schema});
+		await db.insert("t", {v: "a"});
+		log.push("worker: Go " + typeof Go + ", loaded " + loaded() + ", rows " + await db.count("t"));
+		log.push("explicit worker, resolver function: " + await code(Replica.open({name: "w-default-r", schema, worker: true, resolver: () => "local"})));
+		const r = await Replica.open({name: "w-default-r", schema, resolver: () => "local"});
+		await r.insert("t", {v: "b"});
+		log.push("default, resolver function: Go " + typeof Go + ", rows " + await r.count("t"));
+		Replica.configure({worker: true});
+		log.push("configured worker, resolver function: " + await code(Replica.open({name: "w-default-r2", schema, resolver: () => "local"})));
+		return {Log: log};
+	`, &res)
+	want := []string{
+		"worker: Go undefined, loaded replica.js,replica-worker.js, rows 1",
+		"explicit worker, resolver function: INVALID_ARGUMENT",
+		"default, resolver function: Go function, rows 1",
+		"configured worker, resolver function: INVALID_ARGUMENT",
+	}
+	if got := strings.Join(res.Log, "\n"); got != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", got, strings.Join(want, "\n"))
 	}
 }
