@@ -457,6 +457,10 @@ func guard(method, table string, op func() (result, error)) (r result) {
 // handle runs one call of this replica (queue worker or inDispatch),
 // unless the replica is closing; the result is dispatch's.
 func (d *db) handle(c *call) any {
+	var j *journalTok // the token op's, for this call only (journal.go)
+	if c.op.queue == worker {
+		j, d.tok = d.tok, nil
+	}
 	d.qmu.Lock()
 	closing := d.closing
 	if c.op.closes {
@@ -470,8 +474,6 @@ func (d *db) handle(c *call) any {
 	if c.op.queue != worker {
 		return c.op.now(d, c)
 	}
-	j := d.tok
-	d.tok = nil
 	if j == nil && c.op.inline != nil && c.op.inline(d, c) {
 		return nil
 	}

@@ -5,6 +5,7 @@ package jsbridge
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/model"
@@ -66,7 +67,8 @@ func (d *db) journaled(c *call, j *journalTok, work func() (result, error)) func
 				stored = true
 				r := result{kind: kindUndefined}
 				if row != nil {
-					r = d.rowsResult(kindRow, c.str(0), []model.Row{row})
+					text, blobs := encodeRows([]model.Row{row}, noteColumns(d, c.str(0), row))
+					r = result{kind: kindRow, text: text, blobs: blobs}
 				}
 				return encodeAnswer(r)
 			},
@@ -74,6 +76,7 @@ func (d *db) journaled(c *call, j *journalTok, work func() (result, error)) func
 		if j.ack > 0 && j.ack < j.token {
 			n.DropFrom, n.DropTo = journalName(j.journal, 0), journalName(j.journal, j.ack)
 		}
+		d.columns(c.str(0), false) // cached before the transaction (noteColumns reads no store)
 		d.eng.SetWriteNote(n)
 		r, err := work()
 		d.eng.SetWriteNote(nil)
@@ -90,6 +93,30 @@ func (d *db) journaled(c *call, j *journalTok, work func() (result, error)) func
 		}
 		return r, err
 	}
+}
+
+// noteColumns is the column order of a write's recorded row (as
+// rowsResult's, but from the cache only: it runs inside the write's
+// transaction, where reading the schema from the store would wait on that
+// transaction): the cached columns, and any column of row they lack (a
+// migration added it) after them.
+func noteColumns(d *db, table string, row model.Row) []string {
+	cols, _ := d.cachedColumns(table)
+	if len(row) <= len(cols) || !newColumn(row, cols) {
+		return cols
+	}
+	known := make(map[string]bool, len(cols))
+	for _, c := range cols {
+		known[c] = true
+	}
+	var extra []string
+	for k := range row {
+		if !known[k] && (len(k) == 0 || k[0] != '$') {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(extra)
+	return append(slices.Clip(cols), extra...)
 }
 
 // encodeAnswer encodes r as [u8 kind][u32 text length][text][blobs].
