@@ -76,7 +76,9 @@ func (d *db) journaled(c *call, j *journalTok, work func() (result, error)) func
 		if j.ack > 0 && j.ack < j.token {
 			n.DropFrom, n.DropTo = journalName(j.journal, 0), journalName(j.journal, j.ack)
 		}
-		d.columns(c.str(0), false) // cached before the transaction (noteColumns reads no store)
+		if c.op.table {
+			d.columns(c.str(0), false) // cached before the transaction (noteColumns reads no store)
+		}
 		d.eng.SetWriteNote(n)
 		r, err := work()
 		d.eng.SetWriteNote(nil)
