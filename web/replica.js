@@ -147,10 +147,10 @@
 					if (typeof v !== "boolean") throw bad("worker must be a boolean");
 					continue;
 				}
-				if (k === "workerURL" ? current !== null || everStarted : started) {
-					throw bad("loading has already started (" + (k === "workerURL" ? (current !== null && !everStarted ? "a Worker is starting from " + workerURL + "; call configure({workerURL}) before Replica.open with {worker: true}, or again once it failed" : "a Worker ran from " + workerURL + "; call configure({workerURL}) before the first Replica.open with {worker: true}") : esm ?
-						"call configure before the first Replica.ready, open, importKey or deriveKey" :
-						"the script-tag build loads at once from its own directory; use the ES module to place the files elsewhere") + ")");
+				if (k === "workerURL" ? current !== null || everStarted : started || current !== null || everStarted) {
+					throw bad("loading has already started (" + (k === "workerURL" ? (current !== null && !everStarted ? "a Worker is starting from " + workerURL + "; call configure({workerURL}) before the first worker-mode Replica.open, or again once it failed" : "a Worker ran from " + workerURL + "; call configure({workerURL}) before the first worker-mode Replica.open") : started && !esm ?
+						"the script tag with data-worker=\"false\" loads replica.wasm at once from its own directory; use worker mode or the ES module to place the files elsewhere" :
+						"call configure before the first Replica.ready, open, importKey or deriveKey") + ")");
 				}
 				if (typeof v !== "string" && !(typeof URL === "function" && v instanceof URL)) throw bad(k + " must be a string or a URL");
 				try {
@@ -165,7 +165,11 @@
 			if (typeof options.worker === "boolean") workerAsked = defaultWorker = options.worker;
 		},
 		ReplicaError,
-		// Used once by replica.wasm, then removed.
+	};
+	// hooks are the loader's members replica.wasm uses once, when it
+	// starts in this page (jsbridge.Install): present only from then until
+	// it installed its API.
+	const hooks = {
 		_facade: (go, OPS, KINDS) => replicaFacade(go, Object.assign({}, OPS, { ReplicaError }), KINDS),
 		_idbHelper: replicaIDBHelper,
 		_install(api) {
@@ -695,6 +699,7 @@
 		const had = esm && Object.prototype.hasOwnProperty.call(global, "Replica");
 		const previous = esm ? global.Replica : undefined;
 		if (esm) global.Replica = loader;
+		Object.assign(loader, hooks);
 		let running;
 		try {
 			running = go.run(instance);
