@@ -80,8 +80,9 @@
 // a note.
 //
 // "Replica in a Worker" (-systems replica-worker, on by default) is the
-// same adapter in worker mode (its script tag has data-worker: replica.wasm
-// runs in a dedicated Worker, the page never loads it). Its cells give the
+// same adapter in worker mode, the loader's default (its script tag has
+// data-worker="true": replica.wasm runs in a dedicated Worker, the page
+// never loads it); "Replica" is page mode (data-worker="false"). Its cells give the
 // ratio to raw IndexedDB and to Replica in the page of the same run: W1
 // and W3 show what a Worker round trip adds to each awaited call, W10 what
 // it takes off the main thread. Its W7 counts the page's JavaScript heap
