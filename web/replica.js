@@ -99,6 +99,7 @@
 	function begin() {
 		if (started) return ready;
 		started = true;
+		Object.assign(loader, hooks);
 		start().catch(fail);
 		return ready;
 	}
@@ -167,8 +168,8 @@
 		ReplicaError,
 	};
 	// hooks are the loader's members replica.wasm uses once, when it
-	// starts in this page (jsbridge.Install): present only from then until
-	// it installed its API.
+	// starts in this page (jsbridge.Install): present from the start of
+	// page-mode loading (begin) until it installed its API.
 	const hooks = {
 		_facade: (go, OPS, KINDS) => replicaFacade(go, Object.assign({}, OPS, { ReplicaError }), KINDS),
 		_idbHelper: replicaIDBHelper,
@@ -699,7 +700,6 @@
 		const had = esm && Object.prototype.hasOwnProperty.call(global, "Replica");
 		const previous = esm ? global.Replica : undefined;
 		if (esm) global.Replica = loader;
-		Object.assign(loader, hooks);
 		let running;
 		try {
 			running = go.run(instance);
