@@ -50,9 +50,9 @@ func serve(t *testing.T, wasmType string) *httptest.Server {
 	// the default (/default.html).
 	pages := map[string]string{
 		"/default.html": `<!doctype html><script src="lib/replica.js"></script>`,
-		"/two.html": `<!doctype html><script src="lib/wasm_exec.js"></script><script src="lib/replica.js" data-worker="false"></script>`,
-		"/one.html": `<!doctype html><script src="lib/replica.js" data-worker="false"></script>`,
-		// The script tag with worker mode as the default (worker_test.go).
+		"/two.html":     `<!doctype html><script src="lib/wasm_exec.js"></script><script src="lib/replica.js" data-worker="false"></script>`,
+		"/one.html":     `<!doctype html><script src="lib/replica.js" data-worker="false"></script>`,
+		// The script tag asking for worker mode (worker_test.go).
 		"/worker.html":  `<!doctype html><script src="lib/replica.js" data-worker></script>`,
 		"/missing.html": `<!doctype html><script src="nowhere/replica.js" data-worker="false"></script>`,
 		// No 'unsafe-eval': new Function throws. spy.js counts the uses of
