@@ -89,8 +89,10 @@ func (d *db) journaled(c *call, j *journalTok, work func() (result, error)) func
 			// and the page runs the call again).
 			_ = d.eng.SetState(name, encodeAnswer(fail(err, c.methodName(), c.tableName())))
 		case !stored:
-			// A write that took no engine transaction (a commit of
-			// a transaction that staged nothing).
+			// A write that took no local engine transaction (a
+			// commit of a transaction that staged nothing, or
+			// db.applyChanges, whose merge the engine writes in a
+			// transaction of its own): recorded just after it.
 			_ = d.eng.SetState(name, encodeAnswer(r))
 		}
 		return r, err

@@ -213,9 +213,11 @@
 	//     db.transaction's commit, the migrations) recorded its answer in
 	//     its own IndexedDB transaction (jsbridge/journal.go): the recorded
 	//     answer settles it, and a write without a record never ran (or
-	//     failed unrecorded) and is sent again; every other call reads, or
-	//     is idempotent (db.applyChanges merges by HLC, the sync calls set
-	//     a target), and is sent again;
+	//     failed unrecorded) and is sent again; db.applyChanges records its
+	//     answer just after its transaction (a merge by HLC: sent again
+	//     when that record is missing, it changes nothing, and its result
+	//     counts the changes as skipped); every other call reads, or is
+	//     idempotent (the sync calls set a target), and is sent again;
 	//   - a db.transaction that was staging (begun, not committed) lost its
 	//     staged statements with the Worker: its unanswered statements and
 	//     its commit are rejected with CLOSED (nothing of it was written;
@@ -383,7 +385,7 @@
 	// (jsbridge/journal.go).
 	function journaled(O, c) {
 		const op = c[0];
-		return op === O.commit || op === O.dropTable || op === O.dropColumn || op === O.dropIndex || op === O.renameTable || op === O.alterColumn ||
+		return op === O.commit || op === O.dropTable || op === O.dropColumn || op === O.dropIndex || op === O.renameTable || op === O.alterColumn || op === O.applyChanges ||
 			(!c[2] && (op === O.insert || op === O.upsert || op === O.update || op === O.delete));
 	}
 
