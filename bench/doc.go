@@ -80,8 +80,13 @@
 // a note.
 //
 // "Replica in a Worker" (-systems replica-worker, on by default) is the
-// same adapter in worker mode (its script tag has data-worker: replica.wasm
-// runs in a dedicated Worker, the page never loads it). Its cells give the
+// same adapter in worker mode, the loader's default (its script tag has
+// data-worker="true": replica.wasm runs in a dedicated Worker, the page
+// never loads it); "Replica, page mode" (-systems replica) runs it on the
+// page's thread (data-worker="false"), as do the -profile counters and
+// -cpuprofile (they see Go only there) and "Replica sealed". The peer
+// columns (Replica ÷ Dexie, ÷ TinyBase) and the target column judge the
+// default mode when it ran, else page mode. Its cells give the
 // ratio to raw IndexedDB and to Replica in the page of the same run: W1
 // and W3 show what a Worker round trip adds to each awaited call, W10 what
 // it takes off the main thread. Its W7 adds the Worker's used JS heap

@@ -190,8 +190,9 @@ func fmtRatio(x float64) string {
 type workload struct {
 	key, title string
 	target     string // Replica's target (issue 17), "" for none
-	// check says whether Replica (the "replica" system: the default
-	// mode) met target, and known whether the run measured what it needs.
+	// check says whether Replica (results.judged: the default mode, when
+	// it ran) met target, and known whether the run measured what it
+	// needs.
 	check func(r *results) (met, known bool)
 }
 
@@ -199,7 +200,7 @@ type workload struct {
 // IndexedDB's of the same run.
 func againstRaw(key string, bound float64) func(*results) (bool, bool) {
 	return func(r *results) (bool, bool) {
-		rv, ok1 := r.median("replica", key)
+		rv, ok1 := r.median(r.judged(), key)
 		bv, ok2 := r.median("raw", key)
 		if !ok1 || !ok2 || bv == 0 {
 			return false, false
@@ -211,7 +212,7 @@ func againstRaw(key string, bound float64) func(*results) (bool, bool) {
 // belowDexie checks that Replica's median of key is at most Dexie's.
 func belowDexie(key string) func(*results) (bool, bool) {
 	return func(r *results) (bool, bool) {
-		rv, ok1 := r.median("replica", key)
+		rv, ok1 := r.median(r.judged(), key)
 		dv, ok2 := r.median("dexie", key)
 		if !ok1 || !ok2 {
 			return false, false
@@ -233,7 +234,7 @@ func both(a, b func(*results) (bool, bool)) func(*results) (bool, bool) {
 // metric's own unit: ms, or bytes).
 func atMost(key string, bound float64) func(*results) (bool, bool) {
 	return func(r *results) (bool, bool) {
-		v, ok := r.median("replica", key)
+		v, ok := r.median(r.judged(), key)
 		if !ok {
 			return false, false
 		}
@@ -302,9 +303,19 @@ func (r *results) missing(sys *system, metric string) string {
 	return "—"
 }
 
+// judged is the Replica system the peer columns and the targets judge:
+// worker mode ("replica-worker"), the loader's default, when it ran, else
+// page mode ("replica").
+func (r *results) judged() string {
+	if systemIn(r.systems, "replica-worker") != nil {
+		return "replica-worker"
+	}
+	return "replica"
+}
+
 // versus is Replica's median over peer's: below 1, Replica is faster.
 func (r *results) versus(peer *system, metric string) string {
-	rv, ok1 := r.median("replica", metric)
+	rv, ok1 := r.median(r.judged(), metric)
 	pv, ok2 := r.median(peer.name, metric)
 	if !ok1 || !ok2 || pv == 0 {
 		return "—"
@@ -341,7 +352,7 @@ func verdictCell(target string, check func(*results) (bool, bool), r *results) s
 // timed workload measured, then W7's memory, W8's sync latency and W9's
 // download size where measured.
 func (r *results) table() string {
-	t := &table{r: r, replica: systemIn(r.systems, "replica") != nil}
+	t := &table{r: r, replica: systemIn(r.systems, r.judged()) != nil}
 	for _, s := range r.systems {
 		if s.name == "dexie" || s.name == "tinybase" {
 			t.peers = append(t.peers, s)
@@ -366,8 +377,8 @@ func (r *results) table() string {
 	if r.any("W7js") {
 		t.row("W7 memory after W5 (used JS heap after gc() + WebAssembly memory; a Worker's included)", r.memoryCell, r.memoryVersus,
 			verdictCell("≤ 32 MiB", func(r *results) (bool, bool) {
-				js, ok := r.median("replica", "W7js")
-				wasm, _ := r.median("replica", "W7wasm")
+				js, ok := r.median(r.judged(), "W7js")
+				wasm, _ := r.median(r.judged(), "W7wasm")
 				return js+wasm <= 32<<20, ok
 			}, r))
 	}
@@ -411,7 +422,7 @@ func (t *table) header() {
 	cols := len(t.r.systems)
 	if t.replica {
 		for _, p := range t.peers {
-			t.b.WriteString(" Replica ÷ " + p.title + " |")
+			t.b.WriteString(" " + systemIn(t.r.systems, t.r.judged()).title + " ÷ " + p.title + " |")
 		}
 		t.b.WriteString(" Replica's target |")
 		cols += len(t.peers) + 1
@@ -479,8 +490,8 @@ func (r *results) memoryCell(s *system) string {
 // memoryVersus is Replica's W7 memory (heap and WebAssembly) over peer's
 // heap.
 func (r *results) memoryVersus(peer *system) string {
-	rj, _ := r.median("replica", "W7js")
-	rw, _ := r.median("replica", "W7wasm")
+	rj, _ := r.median(r.judged(), "W7js")
+	rw, _ := r.median(r.judged(), "W7wasm")
 	pj, ok := r.median(peer.name, "W7js")
 	if !ok || pj == 0 {
 		return "—"

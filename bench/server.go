@@ -44,17 +44,19 @@ type system struct {
 	sealed bool
 	// adapter names the sys-*.js file when it is not name's.
 	adapter string
-	// worker: Replica in worker mode (its script tag has data-worker:
-	// the engine runs in a dedicated Worker, not on the page's thread).
+	// worker: Replica in worker mode, the loader's default (its script
+	// tag has data-worker="true": the engine runs in a dedicated Worker,
+	// not on the page's thread); the other Replica systems run in page
+	// mode (data-worker="false").
 	worker bool
 }
 
 var systems = []system{
 	{name: "raw", title: "raw IndexedDB"},
-	{name: "replica", title: "Replica", syncs: true,
+	{name: "replica", title: "Replica, page mode", syncs: true,
 		scripts: []string{"/lib/wasm_exec.js", "GOCOUNT", "/lib/replica.js"},
 		files:   []string{"WASM", "web/replica.js", "GOROOT/lib/wasm/wasm_exec.js"}},
-	{name: "replica-worker", title: "Replica in a Worker", syncs: true, adapter: "replica", worker: true,
+	{name: "replica-worker", title: "Replica in a Worker (default)", syncs: true, adapter: "replica", worker: true,
 		scripts: []string{"/lib/replica.js"},
 		files:   []string{"WASM", "web/replica.js", "web/replica-worker.js", "GOROOT/lib/wasm/wasm_exec.js"}},
 	{name: "replica-sealed", title: "Replica sealed", syncs: true, sealed: true, adapter: "replica",
@@ -104,9 +106,13 @@ func page(sys *system, profile bool) string {
 		if s == "/lib/replica.js" {
 			// W7 counts a Worker's memory too (bench/js/workermem.js).
 			b.WriteString(`<script src="/js/workermem.js"></script>` + "\n")
-		}
-		if sys.worker && s == "/lib/replica.js" {
-			fmt.Fprintf(&b, "<script src=%q data-worker></script>\n", s)
+			// Each system names its mode (worker mode is the loader's
+			// default).
+			mode := "false"
+			if sys.worker {
+				mode = "true"
+			}
+			fmt.Fprintf(&b, "<script src=%q data-worker=%q></script>\n", s, mode)
 			continue
 		}
 		fmt.Fprintf(&b, "<script src=%q></script>\n", s)

@@ -10,6 +10,11 @@
 //
 //	make test-e2e        # part of make test; installs Chromium, Firefox ESR, WebKitGTK and Xvfb first if missing
 //	REPLICA_CHROMIUM=/usr/bin/chromium go test -count=1 ./e2e
+//	REPLICA_WORKER=0 REPLICA_CHROMIUM=/usr/bin/chromium go test -count=1 ./e2e   # the same in page mode
+//
+// The pages run Replica as the loader does by default, in worker mode (the
+// engine in a dedicated Worker); REPLICA_WORKER=0 makes page mode the
+// loader's default for the whole run (harness_test.go, setPageDefault).
 //
 // The browser is $REPLICA_CHROMIUM, else /usr/bin/chromium (Debian's
 // `chromium` package, installed by make browser-deps); without one the

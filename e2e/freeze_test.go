@@ -80,11 +80,19 @@ func TestFrozenLeaderTab(t *testing.T) {
 	}
 	// The leader writes too: its own calls in flight at the freeze must
 	// settle after it resumes, as if nothing happened.
-	const burst = `window.burstErrors = []; window.burstPending = 0;
+	// Each burst insert has a title of its own: none may be written twice
+	// (in worker mode the Worker is replaced at the freeze, and the
+	// inserts it never answered are settled from its write journal or
+	// sent again), and each that settled must be there once.
+	const burst = `window.burstErrors = []; window.burstPending = 0; window.burstOK = [];
+		window.burstTag = "Burst " + Math.random().toString(36).slice(2) + " ";
+		let n = 0;
 		window.burst = setInterval(() => {
 			burstPending++;
-			db.insert("trips", {title: "Burst " + Math.random(), budget: 2}).then(
-				() => burstPending--, (e) => { burstPending--; burstErrors.push(e.code + ": " + e.message); });
+			const title = burstTag + (++n);
+			db.insert("trips", {title, budget: 2}).then(
+				(row) => { burstPending--; if (row.title === title) burstOK.push(title); else burstErrors.push("the insert of " + title + " settled with " + JSON.stringify(row)); },
+				(e) => { burstPending--; burstErrors.push(e.code + ": " + e.message); });
 		}, 10); return null;`
 	for _, p := range []*page{tabs[0], tabs[2], other} {
 		p.eval(burst, nil)
@@ -159,6 +167,13 @@ func TestFrozenLeaderTab(t *testing.T) {
 	tabs[0].eval(`return burstErrors;`, &errs)
 	if len(errs) > 0 {
 		t.Errorf("tab 1: %d writes in flight at the freeze failed, the first: %s", len(errs), errs[0])
+	}
+	var burstN struct{ OK, Stored, Distinct int }
+	tabs[0].eval(`const rows = (await db.query("trips")).filter((r) => r.title.startsWith(burstTag));
+		return {OK: burstOK.length, Stored: rows.length, Distinct: new Set(rows.map((r) => r.title)).size};`, &burstN)
+	t.Logf("tab 1: %d burst inserts settled, %d stored", burstN.OK, burstN.Stored)
+	if burstN.Stored != burstN.Distinct || burstN.Stored != burstN.OK {
+		t.Errorf("tab 1: %d burst inserts settled, %d rows stored, %d distinct: want each settled insert stored once", burstN.OK, burstN.Stored, burstN.Distinct)
 	}
 	tabs[0].waitJS("tab 1 to show the new leader's state", `!db.isLeader && db.sync.state.status === "synced"`, syncTimeout)
 	tabs[0].waitJS("the other device's write in tab 1", `tripEl("From the other device")`, syncTimeout)

@@ -102,10 +102,10 @@ func buildWeb(dir string) error {
 	if err != nil {
 		return fmt.Errorf("copying web/: %w", err)
 	}
-	if workerMode {
-		// Worker mode as the default of every page: what a data-worker
-		// attribute on each script tag does.
-		if err := setWorkerDefault(filepath.Join(dir, "replica.js")); err != nil {
+	if !workerMode {
+		// Page mode as the default of every page: what a
+		// data-worker="false" attribute on each script tag does.
+		if err := setPageDefault(filepath.Join(dir, "replica.js")); err != nil {
 			return err
 		}
 	}
@@ -121,23 +121,24 @@ func buildWeb(dir string) error {
 	return copyFile(filepath.Join(strings.TrimSpace(string(goroot)), "lib", "wasm", "wasm_exec.js"), filepath.Join(dir, "wasm_exec.js"))
 }
 
-// workerMode (REPLICA_WORKER=1) runs the suite with every replica in worker
-// mode (Replica.open's worker option defaulting to true): the same tests,
-// the engine in a Worker.
-var workerMode = os.Getenv("REPLICA_WORKER") == "1"
+// workerMode runs the suite with every replica in worker mode, the
+// loader's default; REPLICA_WORKER=0 runs it in page mode (Replica.open's
+// worker option defaulting to false): the same tests, the engine in the
+// page.
+var workerMode = os.Getenv("REPLICA_WORKER") != "0"
 
-// setWorkerDefault rewrites the loader at path so that worker mode is its
-// default, as a data-worker attribute on its script tag would.
-func setWorkerDefault(path string) error {
+// setPageDefault rewrites the loader at path so that page mode is its
+// default, as a data-worker="false" attribute on its script tag would.
+func setPageDefault(path string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	const off, on = "let defaultWorker = false;", "let defaultWorker = true;"
-	if bytes.Count(b, []byte(off)) != 1 {
-		return fmt.Errorf("%s: want one %q to switch worker mode on", path, off)
+	const on, off = "let defaultWorker = inWindow,", "let defaultWorker = false,"
+	if bytes.Count(b, []byte(on)) != 1 {
+		return fmt.Errorf("%s: want one %q to switch worker mode off", path, on)
 	}
-	return os.WriteFile(path, bytes.Replace(b, []byte(off), []byte(on), 1), 0o644)
+	return os.WriteFile(path, bytes.Replace(b, []byte(on), []byte(off), 1), 0o644)
 }
 
 func copyFile(from, to string) error {

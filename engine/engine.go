@@ -167,6 +167,8 @@ type Engine struct {
 	snapCreated []string   // tables its schema chunk created
 
 	closed atomic.Bool
+
+	note atomic.Pointer[WriteNote] // see SetWriteNote
 }
 
 // Open opens the replica stored in store (creating it when empty: a new
@@ -477,6 +479,43 @@ func (e *Engine) SetState(name string, value []byte) error {
 	}
 	return e.store.Update(func(tx kv.Tx) error { return putState(tx, name, value) })
 }
+
+// WriteNote is a state record (as SetState stores one) that each local
+// write stores in its own kv transaction while it is set (SetWriteNote):
+// so the record exists if and only if the write committed. jsbridge's
+// worker mode records each write call's answer this way, to learn after
+// its Worker was terminated which calls committed.
+type WriteNote struct {
+	// Name is the state's name (State reads it).
+	Name string
+	// Value returns the value to store, given the row the write's last
+	// Insert, Update or Upsert returned (nil for other writes). It runs
+	// inside the kv transaction (possibly more than once, if the store
+	// retries it): it must not wait on anything.
+	Value func(row Row) []byte
+	// States named from DropFrom (inclusive) to DropTo (exclusive) are
+	// deleted in the same transaction; none when DropTo is "".
+	DropFrom, DropTo string
+}
+
+func (n *WriteNote) put(tx kv.Tx, row Row) error {
+	if n.DropTo != "" {
+		lo := append(append([]byte(nil), layout.MetaStatePrefix...), n.DropFrom...)
+		hi := append(append([]byte(nil), layout.MetaStatePrefix...), n.DropTo...)
+		if err := tx.DeleteRange(layout.BucketMeta, lo, hi); err != nil {
+			return err
+		}
+	}
+	return putState(tx, n.Name, n.Value(row))
+}
+
+// SetWriteNote makes every local write (Insert, Update, Upsert, Delete,
+// Transact, Staged.Commit, the migrations), until the next call, store n in
+// its kv transaction, whether or not it changed anything (a write that
+// fails stores nothing); nil stops it. Writes applied from peers
+// (ApplyChangeSet and the sync client's) never store it. The caller makes
+// sure that no other local write runs while n is set.
+func (e *Engine) SetWriteNote(n *WriteNote) { e.note.Store(n) }
 
 func putState(tx kv.Tx, name string, value []byte) error {
 	k := append(append([]byte(nil), layout.MetaStatePrefix...), name...)

@@ -53,7 +53,9 @@ func (e *Engine) Transact(fn func(tx *Tx) error) (*ChangeSet, error) {
 // does not fit, a missing NOT NULL value); ErrConflict if the key exists, or
 // was deleted and resurrection is not allowed.
 func (tx *Tx) Insert(table string, values map[string]any) (Row, error) {
-	return tx.w.insert(table, values)
+	row, err := tx.w.insert(table, values)
+	tx.w.out = row
+	return row, err
 }
 
 // Update sets the columns in patch on the row with key pk and returns the
@@ -64,13 +66,17 @@ func (tx *Tx) Insert(table string, values map[string]any) (Row, error) {
 // Errors: ErrUnknownTable, *ValidationError, ErrNotFound (no live row with
 // that key), ErrConflict (the new key of a moved row exists).
 func (tx *Tx) Update(table string, pk Key, patch map[string]any) (Row, error) {
-	return tx.w.update(table, pk, patch)
+	row, err := tx.w.update(table, pk, patch)
+	tx.w.out = row
+	return row, err
 }
 
 // Upsert inserts the row, or, if a live row with its key exists, updates the
 // columns given in values. Errors as for Insert and Update.
 func (tx *Tx) Upsert(table string, values map[string]any) (Row, error) {
-	return tx.w.upsert(table, values)
+	row, err := tx.w.upsert(table, values)
+	tx.w.out = row
+	return row, err
 }
 
 // Delete deletes the row with key pk, leaving a tombstone that carries the
@@ -145,6 +151,7 @@ func (e *Engine) Insert(table string, values map[string]any) (row Row, err error
 			}
 		}
 		row, err = w.insertRow(st, vt2, prepared)
+		w.out = row
 		return err
 	})
 	if err != nil {
@@ -171,7 +178,7 @@ func (e *Engine) keyHint(table string, pk Key) []hintRow {
 // Update runs Tx.Update in its own transaction, its reads in one round
 // trip.
 func (e *Engine) Update(table string, pk Key, patch map[string]any) (row Row, err error) {
-	lc, err := e.writeHinted(e.keyHint(table, pk), func(w *writeTx) error { row, err = w.update(table, pk, patch); return err })
+	lc, err := e.writeHinted(e.keyHint(table, pk), func(w *writeTx) error { row, err = w.update(table, pk, patch); w.out = row; return err })
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +203,7 @@ func (e *Engine) Upsert(table string, values map[string]any) (row Row, err error
 			hint = e.keyHint(table, key)
 		}
 	}
-	lc, err := e.writeHinted(hint, func(w *writeTx) error { row, err = w.upsert(table, values); return err })
+	lc, err := e.writeHinted(hint, func(w *writeTx) error { row, err = w.upsert(table, values); w.out = row; return err })
 	if err != nil {
 		return nil, err
 	}

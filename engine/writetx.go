@@ -78,6 +78,9 @@ type writeTx struct {
 	clock         clockState // clock state to persist, if clockDirty
 	clockDirty    bool
 	migs          []SchemaMigration // migrations recorded by this transaction
+	// out is the row the transaction's last Insert, Update or Upsert
+	// returned (a WriteNote's Value is given it).
+	out Row
 }
 
 // begin starts a write transaction without hints (out of line: see checkOpen).
@@ -216,6 +219,13 @@ func (e *Engine) writeHinted(hint []hintRow, fn func(*writeTx) error) (*localCom
 		w.base = HLC{Wall: next.Wall, Counter: next.Counter, Site: e.site}
 		if err := fn(w); err != nil {
 			return err
+		}
+		if n := e.note.Load(); n != nil {
+			// The caller's record of this write, in its transaction
+			// (written even when the write changed nothing).
+			if err := n.put(tx, w.out); err != nil {
+				return err
+			}
 		}
 		if w.opSeq == 0 {
 			return nil

@@ -46,6 +46,10 @@ type db struct {
 	idle    chan struct{} // capacity 1: the worker drained its queue
 	closing bool          // close was called: later calls fail with CLOSED
 
+	// tok is the journal token for the next call queued on the worker
+	// (journal.go); touched only inside dispatch.
+	tok *journalTok
+
 	// Touched only by the worker.
 	txs    map[int]*engine.Staged
 	nextTx atomic.Int64
@@ -453,6 +457,10 @@ func guard(method, table string, op func() (result, error)) (r result) {
 // handle runs one call of this replica (queue worker or inDispatch),
 // unless the replica is closing; the result is dispatch's.
 func (d *db) handle(c *call) any {
+	var j *journalTok // the token op's, for this call only (journal.go)
+	if c.op.queue == worker {
+		j, d.tok = d.tok, nil
+	}
 	d.qmu.Lock()
 	closing := d.closing
 	if c.op.closes {
@@ -466,10 +474,14 @@ func (d *db) handle(c *call) any {
 	if c.op.queue != worker {
 		return c.op.now(d, c)
 	}
-	if c.op.inline != nil && c.op.inline(d, c) {
+	if j == nil && c.op.inline != nil && c.op.inline(d, c) {
 		return nil
 	}
-	d.run(c, c.methodName(), c.tableName(), func() (result, error) { return c.op.work(d, c) })
+	work := func() (result, error) { return c.op.work(d, c) }
+	if j != nil {
+		work = d.journaled(c, j, work)
+	}
+	d.run(c, c.methodName(), c.tableName(), work)
 	return nil
 }
 

@@ -1,9 +1,10 @@
 // app.js — the Replica demo: a shared trip planner and a cities browser.
 //
-// Plain JavaScript with no build step, loaded after wasm_exec.js and
-// replica.js as a user's app would load it. Everything reads and writes the
-// local replica (IndexedDB) through the global Replica; syncing with the
-// relay runs in the background. The API is documented in replica.d.ts.
+// Plain JavaScript with no build step, loaded after replica.js as a user's
+// app would load it. Everything reads and writes the local replica
+// (IndexedDB) through the global Replica, whose engine runs in a Worker
+// (the loader's default); syncing with the relay runs there too, in the
+// background. The API is documented in replica.d.ts.
 //
 // Page parameters:
 //   ?db=NAME     the relay database to share (default "demo"); the local

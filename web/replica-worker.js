@@ -1,6 +1,7 @@
 // replica-worker.js: the dedicated Worker that runs Replica's engine and
 // sync client (replica.wasm) for a page that opened a replica with
-// {worker: true} (web/replica.js starts it; replica.d.ts OpenOptions.worker).
+// worker mode, the default (web/replica.js starts it; replica.d.ts
+// OpenOptions.worker).
 //
 // The page keeps the whole JavaScript API (jsbridge/facade.js: argument
 // checks, Promises, listeners, sibling tabs over BroadcastChannel, the
@@ -25,11 +26,18 @@
 //                   read after the turn (the facade's synchronous
 //                   go(OPS.pending) answers it from there)
 //
-// Byte arguments and results (Uint8Array) travel as transferred buffers:
-// the page copies the bytes of a call once into a buffer of its own and
-// transfers it; Go's result buffers are transferred back. Nothing here runs
-// an app's code: a resolver function cannot run in a Worker (Go calls it
-// synchronously inside an IndexedDB transaction), and the page refuses it.
+// Byte arguments (Uint8Array) are cloned: the page keeps its copy until
+// the call's answer, since after a freeze it may send the call again to
+// another Worker; Go's result buffers are transferred back. Nothing here
+// runs an app's code: a resolver function cannot run in a Worker (Go calls
+// it synchronously inside an IndexedDB transaction), and the page opens
+// such a replica in page mode, or refuses it.
+//
+// The page terminates this Worker when it freezes (the browser aborts its
+// IndexedDB transactions) and starts another on resume, which restores
+// the session (web/replica.js, worker mode): the write journal
+// (jsbridge/journal.go: the token and recall calls) tells it which writes
+// in flight committed.
 //
 // A classic worker script with no imports, so that bundlers can emit it as
 // it is (new URL("./replica-worker.js", import.meta.url)). It carries a

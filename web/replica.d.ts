@@ -467,8 +467,12 @@ declare namespace Replica {
 		 * (replica-worker.js, beside the loader or at
 		 * `LoadOptions.workerURL`), so its work never blocks the page's
 		 * main thread. `false`: page mode — replica.wasm runs on the page's
-		 * own thread. Default: `LoadOptions.worker` (false unless
-		 * configured; the script tag with a `data-worker` attribute: true).
+		 * own thread. Default: `LoadOptions.worker` (worker mode in a
+		 * window unless configured otherwise; page mode where the loader
+		 * itself runs in a Worker). A resolver function cannot run in the
+		 * Worker: with worker mode only the default (not asked for with
+		 * `worker: true`, `configure({worker: true})` or a `data-worker`
+		 * attribute), a replica opened with one runs in page mode.
 		 *
 		 * The API is the same in both modes: the same methods, results,
 		 * events, subscriptions and errors (codes and the `ReplicaError`
@@ -476,7 +480,8 @@ declare namespace Replica {
 		 * to the Worker as one message (a `db.transaction` issuing 10,000
 		 * `tx.insert`s without awaiting each sends them together), and the
 		 * results of one turn of the Worker come back as one; byte values
-		 * are copied once and transferred. Each awaited call costs one
+		 * are copied (the page keeps its copy until the answer, for a
+		 * restore) and results' bytes transferred. Each awaited call costs one
 		 * round trip to the Worker (see the README for figures).
 		 * Subscriptions' callbacks and event listeners run in the page.
 		 *
@@ -488,15 +493,27 @@ declare namespace Replica {
 		 * the Worker runs the rest. A SharedWorker is not used: see the
 		 * README (§ Worker mode).
 		 *
-		 * Known gap: a frozen tab's Worker is paused with it, possibly
-		 * before it has aborted its running IndexedDB transactions (page
-		 * mode aborts them synchronously on `freeze`); other tabs' writes
-		 * can then wait until the tab resumes (README § Worker mode).
+		 * Frozen tabs: on `freeze` (and a `pagehide` into the
+		 * back/forward cache) the page terminates its Worker, which aborts
+		 * the Worker's IndexedDB transactions at once (a frozen tab holds
+		 * no lock another tab waits for), and on resume starts another and
+		 * restores the session: the replicas, listeners, subscriptions
+		 * (which deliver their current result again) and sync targets.
+		 * Calls in flight at the freeze settle as if nothing happened:
+		 * each write records its answer in its own IndexedDB transaction,
+		 * so one that committed is answered from that record and one that
+		 * did not runs then (none runs twice); reads run again. Calls made
+		 * meanwhile wait for the new Worker. One exception: a
+		 * `db.transaction` whose callback was still staging at the freeze
+		 * lost its staged statements; its pending statements and its
+		 * commit reject with CLOSED, and nothing of it is written (run it
+		 * again).
 		 *
 		 * Not in worker mode: a resolver function (it is called
 		 * synchronously inside the apply's IndexedDB transaction, which a
-		 * Worker cannot do across threads): `open` rejects with
-		 * INVALID_ARGUMENT saying so; use `worker: false` for it. Each page
+		 * Worker cannot do across threads): `open` with `worker: true`
+		 * (or with worker mode configured) rejects with INVALID_ARGUMENT
+		 * saying so; use `worker: false` for it. Each page
 		 * runs one Worker for all its worker-mode replicas; it is
 		 * terminated when the last of them closes (calls still waiting
 		 * then reject with CLOSED); if it fails, waiting and later calls
@@ -1599,8 +1616,11 @@ declare namespace Replica {
 		 * `importKey` and `deriveKey` run (true: in the Worker; `ready`
 		 * then resolves once the Worker runs replica.wasm). Settable at
 		 * any time, in both builds; it applies to later calls. Default:
-		 * false (page mode), or true for a script tag with a `data-worker`
-		 * attribute (which then does not load replica.wasm into the page).
+		 * true (worker mode: the page never loads replica.wasm) in a
+		 * window; false (page mode) where the loader runs in a Worker. The
+		 * script tag's `data-worker` attribute sets it: `data-worker` or
+		 * `data-worker="true"` true, `data-worker="false"` false (page
+		 * mode: the tag then loads replica.wasm into the page at once).
 		 */
 		worker?: boolean;
 	}
@@ -1608,10 +1628,11 @@ declare namespace Replica {
 	/** The global `Replica` (the script tag), or the `Replica` the ES module exports. */
 	interface Static {
 		/**
-		 * Resolves when replica.wasm is loaded and running; rejects (code
-		 * INTERNAL) when it cannot be fetched or started. `open` waits for it.
-		 * The script tag starts loading at once; the ES module at the first
-		 * use of `ready`, `open`, `importKey` or `deriveKey`.
+		 * Resolves when replica.wasm is loaded and running (in worker mode,
+		 * the default: in the Worker); rejects (code INTERNAL) when it
+		 * cannot be fetched or started. `open` waits for it. Loading starts
+		 * at the first use of `ready`, `open`, `importKey` or `deriveKey`,
+		 * or, for the script tag with `data-worker="false"`, at once.
 		 */
 		readonly ready: Promise<void>;
 		/**
@@ -1622,14 +1643,14 @@ declare namespace Replica {
 		 * ReplicaError (code INVALID_ARGUMENT) for an unknown option, a
 		 * value that is not a URL (or, for `worker`, not a boolean), or a
 		 * URL given after its loading started (always so for `wasmURL` and
-		 * `wasmExecURL` with the script tag, which loads from its own
-		 * directory at once unless it has `data-worker`).
+		 * `wasmExecURL` with a script tag that has `data-worker="false"`,
+		 * which loads from its own directory at once).
 		 */
 		configure(options: LoadOptions): void;
 		/**
 		 * Open (creating or migrating it) the replica `options.name`. Rejects:
 		 * INVALID_ARGUMENT (missing name or schema, unknown option, a
-		 * resolver function in worker mode), SCHEMA (an
+		 * resolver function with worker mode asked for), SCHEMA (an
 		 * invalid schema, e.g. one with no tables — `{tables: {}}` — or an
 		 * unknown column type; or one that contradicts the stored schema),
 		 * STORAGE_FORMAT, QUOTA_EXCEEDED, INTERNAL (IndexedDB unavailable, e.g.

@@ -1,16 +1,22 @@
 // replica.js: loads Replica, a local-first database for web apps, into a page.
 //
-//     <script src="/replica/wasm_exec.js"></script>   <!-- optional: loaded from this directory if Go is undefined -->
 //     <script src="/replica/replica.js"></script>
 //     <script> const db = await Replica.open({name, schema}); </script>
 //
 // It installs the global Replica at once (Replica.ready, Replica.open, which
-// waits for ready), then loads wasm_exec.js if `Go` is not defined and
-// replica.wasm, both from the directory this script was loaded from, with
-// WebAssembly.instantiateStreaming (falling back to instantiate when the
-// server sends replica.wasm with another MIME type than application/wasm),
-// and runs it. No build step. The API is documented in
-// replica.d.ts beside this file.
+// waits for ready). By default (worker mode) the first Replica.open (or
+// ready, importKey, deriveKey) starts a dedicated Worker,
+// replica-worker.js, which loads wasm_exec.js and replica.wasm and runs the
+// engine; replica.wasm is never loaded into the page. In page mode
+// (data-worker="false" on the script tag, configure({worker: false}), or
+// Replica.open's {worker: false}; also a replica opened with a resolver
+// function while worker mode is only the default) it loads wasm_exec.js if
+// `Go` is not defined and replica.wasm into the page (the script tag with
+// data-worker="false": at once), both from the directory this script was
+// loaded from, with WebAssembly.instantiateStreaming (falling back to
+// instantiate when the server sends replica.wasm with another MIME type
+// than application/wasm), and runs it. No build step. The API is
+// documented in replica.d.ts beside this file.
 //
 // The same source is the ES module of the npm package: `make package`
 // (internal/npmpkg) turns the function below into index.js, which calls it
@@ -39,9 +45,14 @@
 
 	let wasmURL, wasmExecURL, workerURL;
 	// The default of Replica.open's worker option (and where importKey,
-	// deriveKey and ready run): configure({worker}), or the script tag's
-	// data-worker attribute.
-	let defaultWorker = false;
+	// deriveKey and ready run): worker mode in a window, page mode (the
+	// engine on this thread) where this loader itself runs in a Worker,
+	// off the main thread already; configure({worker}) or the script tag's
+	// data-worker attribute set it. workerAsked: the app asked for worker
+	// mode itself (configure or data-worker), as against the default (see
+	// inWorker: resolver functions).
+	const inWindow = typeof document !== "undefined" && typeof Worker === "function";
+	let defaultWorker = inWindow, workerAsked = false;
 	if (esm) {
 		wasmURL = String(moduleURLs.wasm);
 		wasmExecURL = String(moduleURLs.wasmExec);
@@ -52,7 +63,7 @@
 		wasmURL = base + "replica.wasm";
 		wasmExecURL = base + "wasm_exec.js";
 		workerURL = base + "replica-worker.js";
-		if (script && script.hasAttribute && script.hasAttribute("data-worker")) defaultWorker = script.getAttribute("data-worker") !== "false";
+		if (script && script.hasAttribute && script.hasAttribute("data-worker")) workerAsked = defaultWorker = script.getAttribute("data-worker") !== "false";
 	}
 
 	// ReplicaError is the class of every error Replica rejects with, in
@@ -82,12 +93,13 @@
 	}
 
 	// started: loading replica.wasm into this page has begun (the script
-	// tag: at once, unless data-worker; the module: at first use), after
-	// which configure refuses new file URLs.
+	// tag with data-worker="false": at once; otherwise at the first use in
+	// page mode), after which configure refuses new file URLs.
 	let started = false;
 	function begin() {
 		if (started) return ready;
 		started = true;
+		Object.assign(loader, hooks);
 		start().catch(fail);
 		return ready;
 	}
@@ -99,11 +111,16 @@
 	function argError(message) { return new ReplicaError("INVALID_ARGUMENT", message); }
 
 	// inWorker: whether Replica.open(options) runs the replica in the
-	// Worker. A worker option that is not a boolean goes on to Go, which
+	// Worker: options.worker, else the default; a resolver function (which
+	// cannot run in the Worker) opens in page mode unless the app asked for
+	// worker mode (options.worker, configure, data-worker), which open then
+	// refuses. A worker option that is not a boolean goes on to Go, which
 	// refuses it.
 	function inWorker(options) {
-		if (options === null || typeof options !== "object" || options.worker === undefined) return defaultWorker;
-		return options.worker === true;
+		if (options === null || typeof options !== "object") return defaultWorker;
+		if (options.worker !== undefined) return options.worker === true;
+		if (typeof options.resolver === "function" && !workerAsked) return false;
+		return defaultWorker;
 	}
 
 	const loader = {
@@ -131,10 +148,10 @@
 					if (typeof v !== "boolean") throw bad("worker must be a boolean");
 					continue;
 				}
-				if (k === "workerURL" ? current !== null || everStarted : started) {
-					throw bad("loading has already started (" + (k === "workerURL" ? (current !== null && !everStarted ? "a Worker is starting from " + workerURL + "; call configure({workerURL}) before Replica.open with {worker: true}, or again once it failed" : "a Worker ran from " + workerURL + "; call configure({workerURL}) before the first Replica.open with {worker: true}") : esm ?
-						"call configure before the first Replica.ready, open, importKey or deriveKey" :
-						"the script-tag build loads at once from its own directory; use the ES module to place the files elsewhere") + ")");
+				if (k === "workerURL" ? current !== null || everStarted : started || current !== null || everStarted) {
+					throw bad("loading has already started (" + (k === "workerURL" ? (current !== null && !everStarted ? "a Worker is starting from " + workerURL + "; call configure({workerURL}) before the first worker-mode Replica.open, or again once it failed" : "a Worker ran from " + workerURL + "; call configure({workerURL}) before the first worker-mode Replica.open") : started && !esm ?
+						"the script tag with data-worker=\"false\" loads replica.wasm at once from its own directory; use worker mode or the ES module to place the files elsewhere" :
+						"call configure before the first Replica.ready, open, importKey or deriveKey") + ")");
 				}
 				if (typeof v !== "string" && !(typeof URL === "function" && v instanceof URL)) throw bad(k + " must be a string or a URL");
 				try {
@@ -146,10 +163,14 @@
 			if (urls.wasmURL) wasmURL = urls.wasmURL;
 			if (urls.wasmExecURL) wasmExecURL = urls.wasmExecURL;
 			if (urls.workerURL) workerURL = urls.workerURL;
-			if (typeof options.worker === "boolean") defaultWorker = options.worker;
+			if (typeof options.worker === "boolean") workerAsked = defaultWorker = options.worker;
 		},
 		ReplicaError,
-		// Used once by replica.wasm, then removed.
+	};
+	// hooks are the loader's members replica.wasm uses once, when it
+	// starts in this page (jsbridge.Install): present from the start of
+	// page-mode loading (begin) until it installed its API.
+	const hooks = {
 		_facade: (go, OPS, KINDS) => replicaFacade(go, Object.assign({}, OPS, { ReplicaError }), KINDS),
 		_idbHelper: replicaIDBHelper,
 		_install(api) {
@@ -165,67 +186,113 @@
 
 	// ---- worker mode ------------------------------------------------------
 	//
-	// Replica.open({worker: true}) runs replica.wasm in a dedicated Worker
-	// (replica-worker.js, which documents the messages). This page runs a
-	// facade of its own (replicaFacade below: the whole API, sibling tabs,
-	// the leader lock, the page lifecycle) whose entry point into Go posts
-	// the call instead: the calls of one event-loop turn go as one message,
-	// their byte arguments copied once into buffers that are transferred.
-	// One Worker serves every replica this page opens in worker mode; it is
-	// terminated when the last one closes (a later open starts another).
+	// Replica.open runs replica.wasm in a dedicated Worker unless the page
+	// mode is asked for (replica-worker.js documents the messages). This
+	// page runs a facade of its own (replicaFacade below: the whole API,
+	// sibling tabs, the leader lock, the page lifecycle) whose entry point
+	// into Go posts the call instead: the calls of one event-loop turn go
+	// as one message. One Worker serves every replica this page opens in
+	// worker mode; it is terminated when the last one closes (a later open
+	// starts another).
+	//
+	// The page lifecycle. Chromium pauses a frozen page's dedicated Worker
+	// too, often before the Worker could read a message, so the Worker's
+	// IndexedDB transactions would stay open for the whole freeze and
+	// every other tab's writes would wait. So on freeze (and on a pagehide
+	// into the back/forward cache) this loader terminates the Worker at
+	// once, which makes the browser abort its transactions, and on resume
+	// (or pageshow) it starts another and restores the session before
+	// any call goes on:
+	//   - the replicas are opened again (the page's handles are its own,
+	//     mapped to each Worker's), with their listen masks, sync targets
+	//     (and SealKeys) and subscriptions (which deliver their current
+	//     result again); the facade resigned leadership at the freeze and
+	//     elects again on resume;
+	//   - a call whose answer never came is settled or sent again, in call
+	//     order: a write (db.insert, upsert, update, delete, a
+	//     db.transaction's commit, the migrations) recorded its answer in
+	//     its own IndexedDB transaction (jsbridge/journal.go): the recorded
+	//     answer settles it, and a write without a record never ran (or
+	//     failed unrecorded) and is sent again; db.applyChanges records its
+	//     answer just after its transaction (a merge by HLC: sent again
+	//     when that record is missing, it changes nothing, and its result
+	//     counts the changes as skipped); every other call reads, or is
+	//     idempotent (the sync calls set a target), and is sent again;
+	//   - a db.transaction that was staging (begun, not committed) lost its
+	//     staged statements with the Worker: its unanswered statements and
+	//     its commit are rejected with CLOSED (nothing of it was written;
+	//     run it again);
+	//   - calls made meanwhile wait, and go once the new Worker is ready.
 
-	const WORKER_HELLO_MS = 30000; // see session
+	const WORKER_HELLO_MS = 30000; // see spawn
 	let current = null; // the live session, or null
 	// everStarted: a Worker once ran replica.wasm (workerURL is fixed from
 	// then on; one that failed to load or start does not count, so that
 	// configure({workerURL}) can correct a wrong URL).
 	let everStarted = false;
+	let nextHandle = 0, nextTx = 0; // the page's replica handles and transaction ids
+	// This page load's write journal (jsbridge/journal.go).
+	const journal = Math.random().toString(36).slice(2) + Date.now().toString(36);
+	const FROZEN_TX = "db.transaction: the page was frozen while the transaction was staging, which discarded it: nothing of it was written (run it again)";
 
 	function session() {
 		if (current) return current.ready;
 		const s = {
 			worker: null, hello: null, built: null, api: null, ops: null, kinds: null, ready: null, dead: null, ended: false,
-			calls: null, transfer: null, pend: new Map(), inbox: [], at: 0, tick: null,
-			waiting: new Set(), opens: new Set(), closes: new Set(), open: 0,
+			state: "starting", // then "ready"; "frozen" (no Worker), "restoring"
+			gen: 0, // the Worker's generation: a terminated one's messages are dropped
+			calls: null, held: [], pend: new Map(), inbox: [], at: 0, tick: null,
+			inflight: new Map(), // call id -> {c: the call, as the facade made it; sent: generation it went to, or 0}
+			asks: new Map(), nextAsk: 0, // this loader's own calls (negative ids) -> resolve
+			dbs: new Map(), // page handle -> {wh: the Worker's handle, text: open options, mask, subs: sid -> call, target}
+			rev: new Map(), // the Worker's handle -> page handle
+			txs: new Map(), // page transaction id -> the Worker's
+			closedOne: false, unwatch: null, drained: null,
 		};
 		current = s;
 		s.ready = new Promise((resolve, reject) => {
 			s.failStart = reject;
-			try {
-				s.worker = new Worker(workerURL);
-			} catch (e) {
-				current = null;
-				throw loadError("cannot start the Worker " + workerURL + ": " + ((e && e.message) || e));
-			}
-			// replica-worker.js says hello as soon as it runs: a script
-			// that never does is not it, and would leave open pending.
-			s.hello = setTimeout(() => die(s, loadError("the Worker " + workerURL + " sent nothing within " + (WORKER_HELLO_MS / 1000) +
-				" s: is workerURL replica-worker.js, of the same Replica version as this loader?")), WORKER_HELLO_MS);
-			s.worker.onmessage = (ev) => {
-				const m = ev.data;
-				if (s.hello) { clearTimeout(s.hello); s.hello = null; }
-				if (m && m.hello) return;
-				if (m && m.r) { s.inbox.push(m); if (s.inbox.length === 1) drain(s); return; }
-				if (m && m.ops) {
-					s.ops = m.ops;
-					s.kinds = m.kinds;
-					s.built = replicaFacade(proxy(s), Object.assign({}, m.ops, { ReplicaError }), m.kinds);
-					s.api = s.built.api;
-					everStarted = true;
-					resolve(s);
-					return;
-				}
-				if (m && m.fail) die(s, loadError(m.fail));
-			};
-			s.worker.onerror = (ev) => {
-				if (ev && typeof ev.preventDefault === "function") ev.preventDefault();
-				die(s, loadError("the Worker " + workerURL + " failed: " + ((ev && ev.message) || "it could not be loaded")));
-			};
-			s.worker.onmessageerror = () => die(s, loadError("a message from the Worker could not be read"));
-			s.worker.postMessage({ init: { wasmURL, wasmExecURL } });
+			spawn(s, () => {
+				s.built = replicaFacade(proxy(s), Object.assign({}, s.ops, { ReplicaError }), s.kinds);
+				s.api = s.built.api;
+				everStarted = true;
+				s.state = "ready";
+				watch(s);
+				resolve(s);
+			});
 		});
 		s.ready.catch(() => { });
 		return s.ready;
+	}
+
+	// spawn starts a Worker for s and calls ready once Go runs in it.
+	function spawn(s, ready) {
+		const gen = ++s.gen;
+		try {
+			s.worker = new Worker(workerURL);
+		} catch (e) {
+			if (s.state === "starting") current = null;
+			throw loadError("cannot start the Worker " + workerURL + ": " + ((e && e.message) || e));
+		}
+		// replica-worker.js says hello as soon as it runs: a script that
+		// never does is not it, and would leave open pending.
+		s.hello = setTimeout(() => die(s, loadError("the Worker " + workerURL + " sent nothing within " + (WORKER_HELLO_MS / 1000) +
+			" s: is workerURL replica-worker.js, of the same Replica version as this loader?")), WORKER_HELLO_MS);
+		s.worker.onmessage = (ev) => {
+			if (s.gen !== gen) return;
+			const m = ev.data;
+			if (s.hello) { clearTimeout(s.hello); s.hello = null; }
+			if (m && m.hello) return;
+			if (m && m.r) { s.inbox.push(m); if (s.inbox.length === 1) drain(s); return; }
+			if (m && m.ops) { s.ops = m.ops; s.kinds = m.kinds; ready(); return; }
+			if (m && m.fail) die(s, loadError(m.fail));
+		};
+		s.worker.onerror = (ev) => {
+			if (ev && typeof ev.preventDefault === "function") ev.preventDefault();
+			if (s.gen === gen) die(s, loadError("the Worker " + workerURL + " failed: " + ((ev && ev.message) || "it could not be loaded")));
+		};
+		s.worker.onmessageerror = () => { if (s.gen === gen) die(s, loadError("a message from the Worker could not be read")); };
+		s.worker.postMessage({ init: { wasmURL, wasmExecURL } });
 	}
 
 	// inSession calls fn with the API of a running Worker: a session that
@@ -249,58 +316,136 @@
 	function end(s, code, message) {
 		if (current === s) current = null;
 		s.ended = true;
+		s.gen++;
 		if (s.hello) { clearTimeout(s.hello); s.hello = null; }
+		if (s.unwatch) { s.unwatch(); s.unwatch = null; }
 		try { s.worker.terminate(); } catch (_) { }
+		for (const r of s.asks.values()) r(null);
+		s.asks.clear();
 		if (!s.built) return;
 		const text = JSON.stringify({ code, message });
-		for (const id of s.waiting) s.built.settle(id, s.kinds.error, text, null);
-		s.waiting.clear();
+		for (const id of s.inflight.keys()) s.built.settle(id, s.kinds.error, text, null);
+		s.inflight.clear();
+		s.held = [];
 	}
 
 	// proxy is the facade's go(op, handle, tx, id, a, b, c, d) in worker
 	// mode: it queues the call for the Worker (one message per turn) and
 	// answers the one synchronous question (pending: the leader's unsent
-	// count) from the count the Worker sent last.
+	// count) from the count the Worker sent last. Handles and transaction
+	// ids are the page's (see translate).
 	function proxy(s) {
+		const O = s.ops;
 		return function (op, h, tx, id, a, b, c, d) {
 			if (s.dead) throw s.dead;
 			if (s.ended) throw new ReplicaError("CLOSED", "the replica is closed");
-			if (op === s.ops.pending) return s.pend.get(h) || 0;
+			if (op === O.pending) return s.pend.get(h) || 0;
+			// The lifecycle is this loader's: it terminates the Worker
+			// on freeze (see above).
+			if (op === O.freeze || op === O.resume) return undefined;
 			// Go emits the sync state (its unsent count among it) only to
 			// listeners; here its every change must reach the page, which
 			// cannot ask synchronously: the message that carries the
-			// event carries the count (see receive).
-			if (op === s.ops.listen) a |= s.ops.listenBits.syncState;
+			// event carries the count (see drain).
+			if (op === O.listen) a |= O.listenBits.syncState;
 			const call = [op, h, tx, id, a, b, c, d];
-			if (!s.calls) { s.calls = []; s.transfer = []; queueMicrotask(() => send(s)); }
 			for (let i = 4; i < 8; i++) {
 				const v = call[i];
 				// Bytes: copied now (the caller may change or zero them
-				// after the call returns, as in page mode) into a buffer of
-				// their own, which is transferred.
-				if (v instanceof Uint8Array) { const u = v.slice(); s.transfer.push(u.buffer); call[i] = u; }
+				// after the call returns, as in page mode), and kept until
+				// the answer (a restore may send the call again).
+				if (v instanceof Uint8Array) call[i] = v.slice();
 				else if (typeof v === "function") throw new ReplicaError("INVALID_ARGUMENT", "a function cannot be sent to the Worker");
 			}
 			while (call.length > 4 && call[call.length - 1] === undefined) call.pop();
-			if (id) s.waiting.add(id);
-			if (op === s.ops.open) s.opens.add(id);
-			if (op === s.ops.close) s.closes.add(id);
+			const db = h ? s.dbs.get(h) : null;
+			if (db) {
+				if (op === O.listen) db.mask = a;
+				else if (op === O.subscribe) db.subs.set(a, call);
+				else if (op === O.unsubscribe) db.subs.delete(a);
+				else if (op === O.syncTarget) db.target = [a, b];
+			}
+			if (id) s.inflight.set(id, { c: call, sent: 0 });
+			if (s.state !== "ready") { s.held.push(call); return undefined; }
+			if (!s.calls) { s.calls = []; queueMicrotask(() => send(s)); }
 			s.calls.push(call);
 			return undefined;
 		};
 	}
 
 	function send(s) {
-		const calls = s.calls, transfer = s.transfer;
-		s.calls = null; s.transfer = null;
-		if (s.ended) return;
-		try {
-			s.worker.postMessage({ c: calls }, transfer);
-		} catch (e) {
-			// A value the structured clone refuses: fail this turn's calls.
-			const text = JSON.stringify({ code: "INTERNAL", message: "replica.js: posting to the Worker: " + ((e && e.message) || e) });
-			for (const c of calls) if (c[3] && s.waiting.delete(c[3])) s.built.settle(c[3], s.kinds.error, text, null);
+		const calls = s.calls;
+		s.calls = null;
+		if (!calls || s.ended) return;
+		if (s.state !== "ready") { s.held.push(...calls); return; }
+		post(s, calls);
+	}
+
+	// journaled reports whether call c is a write whose answer Go records
+	// (jsbridge/journal.go).
+	function journaled(O, c) {
+		const op = c[0];
+		return op === O.commit || op === O.dropTable || op === O.dropColumn || op === O.dropIndex || op === O.renameTable || op === O.alterColumn || op === O.applyChanges ||
+			(!c[2] && (op === O.insert || op === O.upsert || op === O.update || op === O.delete));
+	}
+
+	// post sends the facade's calls to the running Worker, translated
+	// (see translate); a write goes with its journal token: its id, and
+	// the lowest id still waiting (every answer below it arrived).
+	function post(s, calls) {
+		const O = s.ops, out = [];
+		for (const c of calls) {
+			const t = translate(s, c);
+			if (!t) continue;
+			c.out = true; // sent to a Worker (a subscription is made again on restore)
+			const r = c[3] && s.inflight.get(c[3]);
+			if (r) r.sent = s.gen;
+			if (t[1] > 0 && journaled(O, c)) out.push([O.token, t[1], 0, 0, c[3], s.inflight.keys().next().value || c[3], journal]);
+			out.push(t);
 		}
+		if (out.length) direct(s, out, calls);
+	}
+
+	// direct posts calls (in the Worker's terms); what the structured
+	// clone refuses fails the facade's calls of the turn.
+	function direct(s, out, calls) {
+		try {
+			s.worker.postMessage({ c: out });
+		} catch (e) {
+			const text = JSON.stringify({ code: "INTERNAL", message: "replica.js: posting to the Worker: " + ((e && e.message) || e) });
+			for (const c of calls || []) if (c[3] && s.inflight.has(c[3])) receive(s, [0, c[3], s.kinds.error, text, null]);
+		}
+	}
+
+	// translate returns the facade's call c in the running Worker's terms
+	// (its handle and transaction id), or settles it and returns null: a
+	// call of a transaction the Worker does not know (one that was
+	// staging when the page froze) is rejected (db.transaction's
+	// discard succeeds).
+	function translate(s, c) {
+		const t = c.slice();
+		if (c[1]) { const db = s.dbs.get(c[1]); t[1] = db && db.wh !== undefined ? db.wh : -1; }
+		if (c[2]) {
+			const wt = s.txs.get(c[2]);
+			if (wt === undefined) {
+				if (c[3]) {
+					const undef = c[0] === s.ops.discard;
+					queueMicrotask(() => receive(s, [0, c[3], undef ? s.kinds.undefined : s.kinds.error, undef ? "" : JSON.stringify({ code: "CLOSED", message: FROZEN_TX }), null]));
+				}
+				return null;
+			}
+			t[2] = wt;
+		}
+		return t;
+	}
+
+	// ask sends this loader's own call (in the Worker's terms) and
+	// resolves with its answer entry (null if the session ended).
+	function ask(s, call, out) {
+		const id = --s.nextAsk;
+		call[3] = id;
+		out.push(call);
+		return new Promise((resolve) => s.asks.set(id, resolve));
 	}
 
 	// drain hands the Worker's messages (s.inbox) to the facade in order,
@@ -312,7 +457,7 @@
 		const t0 = performance.now();
 		while (s.inbox.length && !s.ended) {
 			const m = s.inbox[0];
-			if (s.at === 0 && m.p) for (let i = 0; i < m.p.length; i += 2) s.pend.set(m.p[i], m.p[i + 1]);
+			if (s.at === 0 && m.p) for (let i = 0; i < m.p.length; i += 2) { const h = s.rev.get(m.p[i]); if (h) s.pend.set(h, m.p[i + 1]); }
 			while (s.at < m.r.length) {
 				receive(s, m.r[s.at++]);
 				if (s.at < m.r.length && performance.now() - t0 > SLICE_MS) { later(s); return; }
@@ -321,9 +466,10 @@
 			s.at = 0;
 			// The last replica closed: the Worker goes (a later open
 			// starts another).
-			if (s.open === 0 && s.closedOne && s.waiting.size === 0 && !s.ended) { end(s, "CLOSED", "the replica is closed"); return; }
+			if (s.dbs.size === 0 && s.closedOne && s.inflight.size === 0 && s.state === "ready" && !s.ended) { end(s, "CLOSED", "the replica is closed"); return; }
 			if (s.inbox.length && performance.now() - t0 > SLICE_MS) { later(s); return; }
 		}
+		if (!s.inbox.length && s.drained) { const f = s.drained; s.drained = null; f(); }
 	}
 
 	// later runs drain(s) in a new task (a MessageChannel's message comes
@@ -336,30 +482,178 @@
 		s.tick.port2.postMessage(0);
 	}
 
-	// receive hands one entry of a Worker message to the facade.
+	// receive hands one entry of a Worker message to the facade, in the
+	// page's terms.
 	function receive(s, e) {
 		const b = s.built;
 		try {
 			switch (e[0]) {
-				case 0: settled(s, e[1], e[2], e[3]); b.settle(e[1], e[2], e[3], e[4]); break;
-				case 1: settled(s, e[1], -1); b.settleValue(e[1], e[2]); break;
-				case 2: b.emit(e[1], e[2], e[3], e[4], e[5]); break;
-				case 3: b.deliver(e[1], e[2], e[3], e[4], e[5]); break;
+				case 0:
+				case 1: {
+					const id = e[1];
+					if (id < 0) { const r = s.asks.get(id); if (r) { s.asks.delete(id); r(e); } break; }
+					const r = s.inflight.get(id);
+					if (r) { s.inflight.delete(id); answered(s, r.c, e); }
+					if (e[0] === 0) b.settle(id, e[2], e[3], e[4]); else b.settleValue(id, e[2]);
+					if (r && r.c[0] === s.ops.open && e[2] !== s.kinds.error) {
+						// A new replica: Go is to emit its sync state from
+						// the start (see proxy).
+						try { proxy(s)(s.ops.listen, JSON.parse(e[3])[0], 0, 0, 0); } catch (_) { }
+					}
+					break;
+				}
+				case 2:
+				case 3: {
+					const h = s.rev.get(e[1]);
+					if (h === undefined) break;
+					if (e[0] === 2) b.emit(h, e[2], e[3], e[4], e[5]); else b.deliver(h, e[2], e[3], e[4], e[5]);
+					break;
+				}
 			}
 		} catch (err) {
 			console.error(err);
 		}
 	}
 
-	function settled(s, id, kind, text) {
-		s.waiting.delete(id);
-		if (s.opens.delete(id) && kind !== s.kinds.error) {
-			s.open++;
-			// A new replica ([handle, siteId]): Go is to emit its sync
-			// state from the start (see proxy).
-			try { proxy(s)(s.ops.listen, JSON.parse(text)[0], 0, 0, 0); } catch (_) { }
+	// answered keeps the session's records of call c, answered with entry
+	// e (which it puts in the page's terms).
+	function answered(s, c, e) {
+		const O = s.ops, ok = e[0] === 1 || e[2] !== s.kinds.error;
+		for (let i = 4; i < c.length; i++) if (c[0] === O.sealKey && c[i] instanceof Uint8Array) c[i].fill(0);
+		if (!ok) return;
+		const db = c[1] ? s.dbs.get(c[1]) : null;
+		switch (c[0]) {
+			case O.open: {
+				const [wh, site] = JSON.parse(e[3]);
+				const h = ++nextHandle;
+				s.dbs.set(h, { wh, text: c[4], mask: 0, subs: new Map(), target: null });
+				s.rev.set(wh, h);
+				e[3] = JSON.stringify([h, site]);
+				break;
+			}
+			case O.close:
+				if (db) { s.rev.delete(db.wh); s.dbs.delete(c[1]); }
+				s.closedOne = true;
+				break;
+			case O.begin: {
+				const t = ++nextTx;
+				s.txs.set(t, JSON.parse(e[3]));
+				e[3] = String(t);
+				break;
+			}
+			case O.commit:
+			case O.discard:
+				s.txs.delete(c[2]);
+				break;
+			case O.syncConnect: if (db) db.target = [e[3], c[6]]; break;
+			case O.syncDisconnect: if (db) db.target = null; break;
 		}
-		if (s.closes.delete(id)) { s.open--; s.closedOne = true; }
+	}
+
+	// watch terminates the Worker when the page freezes and restores the
+	// session when it resumes (see above). Registered before any replica
+	// opens, these run before the facade's own handlers (which resign
+	// leadership: their calls wait for the new Worker).
+	function watch(s) {
+		if (typeof addEventListener !== "function" || typeof removeEventListener !== "function") return;
+		const doc = typeof document === "object" && document && typeof document.addEventListener === "function" ? document : null;
+		const off = () => freeze(s);
+		const hide = (e) => { if (e && e.persisted) freeze(s); };
+		const on = () => restore(s);
+		const show = (e) => { if (e && e.persisted) restore(s); };
+		if (doc) { doc.addEventListener("freeze", off); doc.addEventListener("resume", on); }
+		addEventListener("pagehide", hide);
+		addEventListener("pageshow", show);
+		s.unwatch = () => {
+			if (doc) { doc.removeEventListener("freeze", off); doc.removeEventListener("resume", on); }
+			removeEventListener("pagehide", hide);
+			removeEventListener("pageshow", show);
+		};
+	}
+
+	// freeze terminates the Worker: the browser aborts its IndexedDB
+	// transactions (nothing of them is written) and drops its messages not
+	// yet read here.
+	function freeze(s) {
+		if ((s.state !== "ready" && s.state !== "restoring") || s.ended) return;
+		s.state = "frozen";
+		s.gen++; // a restore under way stops (see reopen)
+		s.drained = null;
+		if (s.hello) { clearTimeout(s.hello); s.hello = null; }
+		try { if (s.worker) s.worker.terminate(); } catch (_) { }
+		s.worker = null;
+		for (const r of s.asks.values()) r(null);
+		s.asks.clear();
+		if (s.calls) { s.held.push(...s.calls); s.calls = null; }
+	}
+
+	// restore starts a new Worker once the messages read before the
+	// freeze are handed over, and restores the session in it.
+	function restore(s) {
+		if (s.state !== "frozen" || s.ended) return;
+		s.state = "restoring";
+		const go = () => {
+			try {
+				spawn(s, () => reopen(s).catch((e) => die(s, e && e.code ? e : loadError("restoring after a freeze: " + ((e && e.message) || e)))));
+			} catch (e) {
+				die(s, e);
+			}
+		};
+		if (s.inbox.length) s.drained = go; else go();
+	}
+
+	async function reopen(s) {
+		const O = s.ops, K = s.kinds;
+		const gen = s.gen;
+		// The calls the terminated Worker never answered, in call order.
+		const lost = [];
+		for (const [id, r] of s.inflight) if (r.sent) lost.push([id, r]);
+		s.rev = new Map();
+		s.txs = new Map(); // every transaction staging at the freeze is lost
+		s.pend = new Map();
+		let out = [];
+		const opens = [];
+		for (const [h, db] of s.dbs) {
+			db.wh = undefined;
+			opens.push(ask(s, [O.open, 0, 0, 0, db.text], out).then((e) => {
+				if (!e) return;
+				if (e[2] === K.error) { const x = JSON.parse(e[3]); throw new ReplicaError(x.code, "reopening " + JSON.stringify(JSON.parse(db.text).name) + " after a freeze: " + x.message); }
+				db.wh = JSON.parse(e[3])[0];
+				s.rev.set(db.wh, h);
+			}));
+		}
+		direct(s, out);
+		await Promise.all(opens);
+		if (s.ended || s.gen !== gen) return;
+		out = [];
+		for (const db of s.dbs.values()) {
+			out.push([O.listen, db.wh, 0, 0, db.mask]);
+			if (db.target) out.push([O.syncTarget, db.wh, 0, 0, db.target[0], db.target[1]]);
+			for (const c of db.subs.values()) if (c.out) { const t = c.slice(); t[1] = db.wh; out.push(t); }
+		}
+		const recalls = new Map();
+		for (const [id, r] of lost) {
+			const db = journaled(O, r.c) && s.dbs.get(r.c[1]);
+			if (db) recalls.set(id, ask(s, [O.recall, db.wh, 0, 0, journal, id], out));
+		}
+		direct(s, out);
+		const answers = new Map();
+		for (const [id, p] of recalls) answers.set(id, await p);
+		if (s.ended || s.gen !== gen) return;
+		const again = [];
+		for (const [id, r] of lost) {
+			r.sent = 0;
+			const e = answers.get(id);
+			if (e && !(e[2] === K.error && JSON.parse(e[3]).code === "NOT_RUN")) {
+				receive(s, [0, id, e[2], e[3], e[4]]); // it committed: its recorded answer
+				continue;
+			}
+			again.push(r.c); // sent again (a staging transaction's calls are refused by translate)
+		}
+		s.state = "ready";
+		const held = s.held;
+		s.held = [];
+		post(s, again.concat(held));
 	}
 
 	// ---- page mode --------------------------------------------------------

@@ -46,22 +46,25 @@ func serve(t *testing.T, wasmType string) *httptest.Server {
 			t.Fatal(err)
 		}
 	}
+	// The pages of page mode say so (data-worker="false"): worker mode is
+	// the default (/default.html).
 	pages := map[string]string{
-		"/two.html": `<!doctype html><script src="lib/wasm_exec.js"></script><script src="lib/replica.js"></script>`,
-		"/one.html": `<!doctype html><script src="lib/replica.js"></script>`,
-		// The script tag with worker mode as the default (worker_test.go).
+		"/default.html": `<!doctype html><script src="lib/replica.js"></script>`,
+		"/two.html":     `<!doctype html><script src="lib/wasm_exec.js"></script><script src="lib/replica.js" data-worker="false"></script>`,
+		"/one.html":     `<!doctype html><script src="lib/replica.js" data-worker="false"></script>`,
+		// The script tag asking for worker mode (worker_test.go).
 		"/worker.html":  `<!doctype html><script src="lib/replica.js" data-worker></script>`,
-		"/missing.html": `<!doctype html><script src="nowhere/replica.js"></script>`,
+		"/missing.html": `<!doctype html><script src="nowhere/replica.js" data-worker="false"></script>`,
 		// No 'unsafe-eval': new Function throws. spy.js counts the uses of
 		// the loader's copy of idbkv's helper.js.
 		"/csp.html": `<!doctype html><meta http-equiv="Content-Security-Policy" content="script-src 'self' 'wasm-unsafe-eval'">` +
-			`<script src="lib/replica.js"></script><script src="spy.js"></script>`,
+			`<script src="lib/replica.js" data-worker="false"></script><script src="spy.js"></script>`,
 		"/spy.js": cspSpy,
 		// The strictest policy the README gives: nothing but the page's
 		// own scripts, WebAssembly compilation, and connections to its own
 		// origin (replica.wasm's fetch) and the relay.
 		"/strict.html": `<!doctype html><meta http-equiv="Content-Security-Policy" content="` + strictCSP + `">` +
-			`<script src="lib/replica.js"></script><script src="spy.js"></script>`,
+			`<script src="lib/replica.js" data-worker="false"></script><script src="spy.js"></script>`,
 		// The same policy in worker mode (worker_test.go).
 		"/strict-worker.html": `<!doctype html><meta http-equiv="Content-Security-Policy" content="` + strictCSP + `">` +
 			`<script src="lib/replica.js" data-worker></script><script src="spy.js"></script>`,

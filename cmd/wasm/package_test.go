@@ -129,7 +129,8 @@ import { Replica } from "./node_modules/@replica-sync/replica/index.js";
 		postMessage("error " + e.code + ": " + e.message);
 	}
 })();`,
-		"/script.html": `<!doctype html><script src="/node_modules/@replica-sync/replica/replica.js"></script>`,
+		// Page mode: the tag loads replica.wasm at once (configure refuses).
+		"/script.html": `<!doctype html><script src="/node_modules/@replica-sync/replica/replica.js" data-worker="false"></script>`,
 	}
 	var mu sync.Mutex
 	var fetched []string
@@ -227,7 +228,8 @@ import { Replica } from "./node_modules/@replica-sync/replica/index.js";
 			t.Errorf("fetched %v: want /assets/r.wasm and /assets/go.js", f)
 		}
 		for _, p := range f {
-			if strings.HasPrefix(p, "/node_modules/") && !strings.HasSuffix(p, "/index.js") {
+			// replica-worker.js: worker mode's (the default), not configured.
+			if strings.HasPrefix(p, "/node_modules/") && !strings.HasSuffix(p, "/index.js") && !strings.HasSuffix(p, "/replica-worker.js") {
 				t.Errorf("fetched %s besides the configured files", p)
 			}
 		}

@@ -67,7 +67,7 @@ func TestLoaderVite(t *testing.T) {
 		}
 	}
 
-	t.Run("page mode", func(t *testing.T) { openVite(t, ctx, app, "") })
+	t.Run("page mode", func(t *testing.T) { openVite(t, ctx, app, "&page") })
 	// In worker mode (a fresh browser profile: the same replica name):
 	// the Worker script is one of the files Vite emitted.
 	t.Run("worker mode", func(t *testing.T) {
@@ -75,7 +75,7 @@ func TestLoaderVite(t *testing.T) {
 		if len(emitted) != 1 {
 			t.Fatalf("vite build emitted %v, want one replica-worker*.js", emitted)
 		}
-		openVite(t, browser(t), app, "&worker")
+		openVite(t, browser(t), app, "")
 	})
 }
 
@@ -142,7 +142,7 @@ func openVite(t *testing.T, ctx context.Context, app, extra string) {
 	if !strings.Contains(notes, "from the Vite app") {
 		t.Errorf("the page lists %q", notes)
 	}
-	checkMode(t, tctx, map[bool]string{true: "worker", false: "page"}[strings.Contains(extra, "worker")])
+	checkMode(t, tctx, map[bool]string{true: "page", false: "worker"}[strings.Contains(extra, "page")])
 }
 
 // lastLines is the last n lines of s.

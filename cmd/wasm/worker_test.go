@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/replica-sync/replica/engine"
@@ -139,7 +141,7 @@ window.during = async (fn) => {
 </script>`
 
 var longTaskTags = map[string]string{
-	"page":   `<script src="lib/wasm_exec.js"></script><script src="lib/replica.js"></script>`,
+	"page":   `<script src="lib/wasm_exec.js"></script><script src="lib/replica.js" data-worker="false"></script>`,
 	"worker": `<script src="lib/replica.js" data-worker></script>`,
 }
 
@@ -347,5 +349,139 @@ func TestWorkerNotTheWorker(t *testing.T) {
 	`, &got)
 	if got != "INTERNAL true true | 1 row" {
 		t.Errorf("got %q", got)
+	}
+}
+
+// TestWorkerFreeze: a page in worker mode frozen (as Chromium freezes
+// background tabs) while it writes: its Worker is terminated at the
+// freeze and replaced on resume. Every insert in flight then settles as
+// if nothing happened, each stored once (answered from the write journal
+// or sent again); a transaction staging at the freeze is refused with
+// CLOSED and wrote nothing; the subscription goes on (re-made in the new
+// Worker); calls made after the resume, a new transaction among them, work.
+func TestWorkerFreeze(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	var ok bool
+	run(t, ctx, srv.URL+"/worker.html", `
+		const schema = {tables: {t: {columns: {title: "text", n: "integer"}}}};
+		const db = window.db = await Replica.open({name: "w-freeze", schema});
+		window.seen = [];
+		db.subscribe("t", (rows) => seen.push(rows.length));
+		await db.insert("t", {title: "before", n: 0});
+		let open;
+		const gate = new Promise((r) => { open = r; });
+		window.openGate = open;
+		window.txResult = db.transaction(async (tx) => {
+			await tx.insert("t", {title: "staged", n: 1});
+			await gate;
+			await tx.insert("t", {title: "staged 2", n: 2});
+		}).then(() => "committed", (e) => e.code + ": " + e.message);
+		window.calls = [];
+		let n = 0;
+		window.burst = setInterval(() => {
+			const title = "burst " + (++n);
+			calls.push(db.insert("t", {title, n}).then((r) => r.title === title ? "ok" : "wrong row " + JSON.stringify(r), (e) => e.code + ": " + e.message));
+			calls.push(db.count("t").then(() => "ok", (e) => e.code + ": " + e.message));
+		}, 5);
+		await new Promise((r) => setTimeout(r, 150));
+		return true;
+	`, &ok)
+	for _, state := range []cdppage.SetWebLifecycleStateState{cdppage.SetWebLifecycleStateStateFrozen, cdppage.SetWebLifecycleStateStateActive} {
+		if _, err := chromedp.Call(ctx, cdppage.SetWebLifecycleState, cdppage.SetWebLifecycleStateParams{State: state}); err != nil {
+			t.Fatalf("Page.setWebLifecycleState %s: %v", state, err)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	var res struct {
+		Calls, Inserts, Stored, Distinct int
+		Failed                           []string
+		Tx, After                        string
+		Staged, Seen                     int
+		Last                             int
+		GoInPage                         string
+	}
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](`(async () => {
+		clearInterval(burst);
+		const results = await Promise.all(calls);
+		openGate();
+		const tx = await txResult;
+		const rows = await db.query("t");
+		const bursts = rows.filter((r) => r.title.startsWith("burst "));
+		const after = await db.transaction(async (tx) => { await tx.insert("t", {title: "after", n: 3}); return "committed"; });
+		await db.insert("t", {title: "after 2", n: 4});
+		await new Promise((r) => setTimeout(r, 200));
+		return {Calls: results.length, Inserts: results.length / 2, Stored: bursts.length, Distinct: new Set(bursts.map((r) => r.title)).size,
+			Failed: results.filter((r) => r !== "ok"), Tx: tx, After: after, Staged: rows.filter((r) => r.title.startsWith("staged")).length,
+			Seen: seen.length, Last: seen[seen.length - 1], Rows: 0, GoInPage: typeof Go};
+	})()`, chromedp.EvalAwaitPromise))
+	if err == nil {
+		err = json.Unmarshal(raw, &res)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err = chromedp.Run(ctx, chromedp.Evaluate[[]byte](`db.count("t")`, chromedp.EvalAwaitPromise))
+	var count int
+	if err == nil {
+		err = json.Unmarshal(raw, &count)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d calls (%d inserts) around the freeze; %d subscription deliveries", res.Calls, res.Inserts, res.Seen)
+	if len(res.Failed) > 0 {
+		t.Errorf("%d calls around the freeze failed, the first: %s", len(res.Failed), res.Failed[0])
+	}
+	if res.Inserts == 0 || res.Stored != res.Inserts || res.Distinct != res.Inserts {
+		t.Errorf("%d inserts settled, %d rows stored, %d distinct: want each stored once", res.Inserts, res.Stored, res.Distinct)
+	}
+	if !strings.HasPrefix(res.Tx, "CLOSED: db.transaction: the page was frozen") || res.Staged != 0 {
+		t.Errorf("the transaction staging at the freeze: %q, %d of its rows stored; want CLOSED and none", res.Tx, res.Staged)
+	}
+	if res.After != "committed" {
+		t.Errorf("a transaction after the resume: %q", res.After)
+	}
+	if res.Last != count {
+		t.Errorf("the subscription last delivered %d rows, the table has %d", res.Last, count)
+	}
+	if res.GoInPage != "undefined" {
+		t.Errorf("Go in the page: %s", res.GoInPage)
+	}
+}
+
+// TestWorkerDefault: a plain script tag runs replicas in a Worker: the page
+// loads neither wasm_exec.js nor replica.wasm. A resolver function (which
+// cannot run in a Worker) opens its replica in page mode then, unless the
+// app asked for worker mode ({worker: true}, configure({worker: true})):
+// INVALID_ARGUMENT.
+func TestWorkerDefault(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	var res struct{ Log []string }
+	run(t, ctx, srv.URL+"/default.html", `
+		const log = [];
+		const loaded = () => performance.getEntriesByType("resource").filter((e) => /\.(wasm|js)$/.test(e.name)).map((e) => e.name.split("/").pop()).join(",");
+		const code = async (p) => { try { await p; return "ok"; } catch (e) { return e.code; } };
+		const schema = {tables: {t: {columns: {v: "text"}}}};
+		const db = await Replica.open({name: "w-default", schema});
+		await db.insert("t", {v: "a"});
+		log.push("worker: Go " + typeof Go + ", loaded " + loaded() + ", rows " + await db.count("t"));
+		log.push("explicit worker, resolver function: " + await code(Replica.open({name: "w-default-r", schema, worker: true, resolver: () => "local"})));
+		const r = await Replica.open({name: "w-default-r", schema, resolver: () => "local"});
+		await r.insert("t", {v: "b"});
+		log.push("default, resolver function: Go " + typeof Go + ", rows " + await r.count("t"));
+		Replica.configure({worker: true});
+		log.push("configured worker, resolver function: " + await code(Replica.open({name: "w-default-r2", schema, resolver: () => "local"})));
+		return {Log: log};
+	`, &res)
+	want := []string{
+		"worker: Go undefined, loaded replica.js,replica-worker.js, rows 1",
+		"explicit worker, resolver function: INVALID_ARGUMENT",
+		"default, resolver function: Go function, rows 1",
+		"configured worker, resolver function: INVALID_ARGUMENT",
+	}
+	if got := strings.Join(res.Log, "\n"); got != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", got, strings.Join(want, "\n"))
 	}
 }

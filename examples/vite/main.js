@@ -10,7 +10,7 @@ const list = document.getElementById("notes");
 
 const db = await Replica.open({
   name: "vite-notes",
-  worker: params.has("worker"),
+  worker: !params.has("page"), // the engine in a Worker (the default); ?page: on the page's thread
   schema: { tables: { notes: { columns: { text: { type: "text", notNull: true }, at: "timestamp" } } } },
 });
 

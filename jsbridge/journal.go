@@ -1,0 +1,159 @@
+//go:build js && wasm
+
+package jsbridge
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/model"
+)
+
+// The write journal of worker mode (web/replica.js). A page running the
+// engine in a Worker terminates that Worker when the page freezes (a
+// frozen page's Worker is paused too, and would hold its IndexedDB
+// transactions open for the whole freeze) and starts another on resume.
+// The answers of calls in flight at that moment are lost; for a write the
+// page must then learn whether it committed, without running it twice.
+//
+// So the page sends, before each write call (db.insert, upsert, update,
+// delete, a db.transaction's commit, the migrations), a token op: the
+// call's id (the token), the lowest token of the page still waiting for
+// an answer (ack), and the page's journal name (one per page load). The
+// write then stores its answer as the engine state "wcall/JOURNAL/TOKEN"
+// in its own IndexedDB transaction (engine.SetWriteNote), so the record
+// exists if and only if the write committed (a write that changed nothing
+// stores it too, alone); a write that fails stores its error in a
+// transaction of its own before its answer is sent. Each record deletes
+// the journal's records below ack (their answers reached the page). On
+// restore the page asks recall for each write whose answer it lacks:
+// the stored answer, or NOT_RUN (then the call never ran, or ran and
+// failed without its record: the page sends it again; calls run one at a
+// time in call order, so no later call of the page has run either).
+
+// journalTok is the token op's request for the next write call.
+type journalTok struct {
+	journal    string
+	token, ack int
+}
+
+// journalName is the engine state name of token's record.
+func journalName(journal string, token int) string {
+	return fmt.Sprintf("wcall/%s/%016x", journal, token)
+}
+
+// tokenOp (inDispatch) handles the token op: a = the token, b = ack,
+// c = the journal; the next call of the replica queued on the worker
+// records its answer under it.
+func tokenOp(d *db, c *call) any {
+	if c.str(2) == "" || c.int(0) <= 0 {
+		return nil
+	}
+	d.tok = &journalTok{journal: c.str(2), token: c.int(0), ack: c.int(1)}
+	return nil
+}
+
+// journaled wraps work, the write call c, so that its answer is recorded
+// under j (see above).
+func (d *db) journaled(c *call, j *journalTok, work func() (result, error)) func() (result, error) {
+	name := journalName(j.journal, j.token)
+	return func() (result, error) {
+		stored := false
+		n := &engine.WriteNote{
+			Name: name,
+			Value: func(row model.Row) []byte {
+				stored = true
+				r := result{kind: kindUndefined}
+				if row != nil {
+					text, blobs := encodeRows([]model.Row{row}, noteColumns(d, c.str(0), row))
+					r = result{kind: kindRow, text: text, blobs: blobs}
+				}
+				return encodeAnswer(r)
+			},
+		}
+		if j.ack > 0 && j.ack < j.token {
+			n.DropFrom, n.DropTo = journalName(j.journal, 0), journalName(j.journal, j.ack)
+		}
+		if c.op.table {
+			d.columns(c.str(0), false) // cached before the transaction (noteColumns reads no store)
+		}
+		d.eng.SetWriteNote(n)
+		r, err := work()
+		d.eng.SetWriteNote(nil)
+		switch {
+		case err != nil:
+			// Nothing was written: the error, recorded before the
+			// answer goes (a failure to record it leaves NOT_RUN,
+			// and the page runs the call again).
+			_ = d.eng.SetState(name, encodeAnswer(fail(err, c.methodName(), c.tableName())))
+		case !stored:
+			// A write that took no local engine transaction (a
+			// commit of a transaction that staged nothing, or
+			// db.applyChanges, whose merge the engine writes in a
+			// transaction of its own): recorded just after it.
+			_ = d.eng.SetState(name, encodeAnswer(r))
+		}
+		return r, err
+	}
+}
+
+// noteColumns is the column order of a write's recorded row (as
+// rowsResult's, but from the cache only: it runs inside the write's
+// transaction, where reading the schema from the store would wait on that
+// transaction): the cached columns, and any column of row they lack (a
+// migration added it) after them.
+func noteColumns(d *db, table string, row model.Row) []string {
+	cols, _ := d.cachedColumns(table)
+	if len(row) <= len(cols) || !newColumn(row, cols) {
+		return cols
+	}
+	known := make(map[string]bool, len(cols))
+	for _, c := range cols {
+		known[c] = true
+	}
+	var extra []string
+	for k := range row {
+		if !known[k] && (len(k) == 0 || k[0] != '$') {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(extra)
+	return append(slices.Clip(cols), extra...)
+}
+
+// encodeAnswer encodes r as [u8 kind][u32 text length][text][blobs].
+func encodeAnswer(r result) []byte {
+	b := make([]byte, 0, 5+len(r.text)+len(r.blobs))
+	b = append(b, byte(r.kind))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(r.text)))
+	b = append(b, r.text...)
+	return append(b, r.blobs...)
+}
+
+func decodeAnswer(b []byte) (result, error) {
+	if len(b) < 5 || uint64(len(b)) < 5+uint64(binary.LittleEndian.Uint32(b[1:])) {
+		return result{}, fmt.Errorf("jsbridge: a malformed write journal record (%d bytes)", len(b))
+	}
+	n := 5 + int(binary.LittleEndian.Uint32(b[1:]))
+	r := result{kind: int(b[0]), text: string(b[5:n])}
+	if n < len(b) {
+		r.blobs = b[n:]
+	}
+	return r, nil
+}
+
+// recallOp answers the page's question after a restore: a = the journal,
+// b = a token. The answer is the recorded answer of that write call, or
+// an error with code NOT_RUN (only web/replica.js sees it).
+func recallOp(d *db, c *call) (result, error) {
+	v, err := d.eng.State(journalName(c.str(0), c.int(1)))
+	if err != nil {
+		return result{}, err
+	}
+	if v == nil {
+		return result{kind: kindError, text: `{"code":"NOT_RUN","message":"the call did not run"}`}, nil
+	}
+	return decodeAnswer(v)
+}
