@@ -97,9 +97,7 @@
 // lacks read as absent) and the function goes on computing its writes. At
 // commit the helper re-reads every assumed value inside the same IndexedDB
 // transaction, before its writes, in the same batch; the last read's success
-// handler compares them and commits only if all are unchanged (a key assumed
-// absent that the Update puts is not read back: its put is issued as an add,
-// which fails if the key exists, with the same outcome). If one
+// handler compares them and commits only if all are unchanged. If one
 // changed (another tab or Store wrote it), it aborts the transaction, so
 // nothing is written, and Update runs the function again without
 // speculation in a new transaction. If the function returns an error after

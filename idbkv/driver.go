@@ -211,20 +211,9 @@ func (d *helperDriver) scan(t *Tx, si int, q pageQuery) ([]entry, error) {
 // commit issues every buffered write of t at once and returns when the
 // transaction completed or failed. If the first request throws (the
 // transaction has finished), nothing was written.
-//
-// A key a speculative read assumed absent and the transaction puts is not
-// read back: its put is issued as an add, which fails with ConstraintError
-// if the key exists, and the helper then aborts the transaction as stale
-// (status 2), exactly as a get finding a value would have. That saves one
-// request, and when every assumption is of that kind, the wait for the
-// reads before the commit.
 func (d *helperDriver) commit(t *Tx) error {
-	adds := t.addable()
 	size := 0
-	for i, e := range t.expects {
-		if adds != nil && adds[i] {
-			continue
-		}
+	for _, e := range t.expects {
 		size += 13 + len(e.key) + len(e.val)
 	}
 	t.eachWrite(func(w write) {
@@ -238,15 +227,7 @@ func (d *helperDriver) commit(t *Tx) error {
 		}
 	})
 	req := make([]byte, 0, size)
-	var added map[string]bool // cacheKey of the puts issued as adds
-	for i, e := range t.expects { // first: the helper checks them before writing
-		if adds != nil && adds[i] {
-			if added == nil {
-				added = map[string]bool{}
-			}
-			added[cacheKey(e.si, e.key)] = true
-			continue
-		}
+	for _, e := range t.expects { // first: the helper checks them before writing
 		req = append(req, opExpect)
 		req = binary.LittleEndian.AppendUint32(req, uint32(e.si))
 		req = binary.LittleEndian.AppendUint32(req, uint32(len(e.key)))
@@ -258,15 +239,8 @@ func (d *helperDriver) commit(t *Tx) error {
 			req = append(req, e.val...)
 		}
 	}
-	var kb []byte
 	t.eachWrite(func(w write) {
-		op := w.op
-		if op == opPut && added != nil {
-			if kb = append(append(kb[:0], byte(w.si)), w.key...); added[string(kb)] {
-				op = opAdd
-			}
-		}
-		req = append(req, op)
+		req = append(req, w.op)
 		req = binary.LittleEndian.AppendUint32(req, uint32(w.si))
 		switch w.op {
 		case opPut:

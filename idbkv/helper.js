@@ -202,18 +202,13 @@ return {
 	// commit issues every request encoded in b[0:n] —
 	//   4 expect:      [u8 4][u32 si][u32 klen][key][u32 vlen|NONE][value]
 	//   1 put:         [u8 1][u32 si][u32 klen][key][u32 vlen][value]
-	//   5 add:         as put; a key a speculative read assumed absent
 	//   2 delete:      [u8 2][u32 si][u32 klen][key]
 	//   3 deleteRange: [u8 3][u32 si][range as in scan, lower bound closed]
 	// — in order, then commits; cb reports the transaction's completion.
 	// The expects (values speculative reads assumed) come first: each is a
 	// get, and the last one's success handler compares them all with what
 	// they assumed, aborting the transaction (status 2: nothing written) on
-	// any difference and committing otherwise. An add failing with
-	// ConstraintError (the key exists after all) aborts the transaction as
-	// stale in the same way; the browser does not commit a transaction
-	// while a request's error event is pending, even after commit().
-	// With no requests it issues
+	// any difference and committing otherwise. With no requests it issues
 	// one get to learn whether the transaction is still active. The first
 	// request throws TransactionInactiveError if the transaction has
 	// finished, and then nothing was issued. A throw after some requests
@@ -240,13 +235,6 @@ return {
 					// slice, not subarray: the structured clone of a view
 					// stores its whole underlying buffer.
 					s.put(b.slice(o, o + vl), key); o += vl;
-				} else if (op === 5) {
-					const kl = u32(b, o); o += 4;
-					const key = b.subarray(o, o + kl); o += kl;
-					const vl = u32(b, o); o += 4;
-					const req = s.add(b.slice(o, o + vl), key); o += vl;
-					// Not prevented: the error aborts the transaction.
-					req.onerror = () => { if (req.error && req.error.name === "ConstraintError") t.stale = true; };
 				} else if (op === 2) {
 					const kl = u32(b, o); o += 4;
 					s.delete(b.subarray(o, o + kl)); o += kl;

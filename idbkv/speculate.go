@@ -185,33 +185,6 @@ func (c *readCache) committed(t *Tx) {
 	}
 }
 
-// addable reports, for each of t's expects, whether it is checked by
-// issuing the transaction's put of the same key as an add instead of
-// reading the key back: the read assumed the key absent, and the
-// transaction's last write to it is a put not preceded by a DeleteRange
-// over it (a DeleteRange, issued before the points, would remove a value
-// another tab wrote, and the add would succeed over it). nil when none is.
-func (t *Tx) addable() []bool {
-	var out []bool
-	for i, e := range t.expects {
-		if e.val != nil {
-			continue
-		}
-		o := t.ov[e.si]
-		if o == nil || o.inSpan(e.key) {
-			continue
-		}
-		if p, ok := o.points.Get(point{key: e.key}); !ok || p.del {
-			continue
-		}
-		if out == nil {
-			out = make([]bool, len(t.expects))
-		}
-		out[i] = true
-	}
-	return out
-}
-
 // reset forgets everything fn did in t, so that fn can run again in the same
 // IndexedDB transaction, without speculation.
 func (t *Tx) reset() {

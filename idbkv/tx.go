@@ -507,7 +507,6 @@ const (
 	opDelete      = 2
 	opDeleteRange = 3
 	opExpect      = 4 // helper only: a value a speculative read assumed
-	opAdd         = 5 // helper only: a put of a key assumed absent (speculate.go, addable)
 )
 
 // eachWrite calls fn for every buffered write in commit order: per bucket,
