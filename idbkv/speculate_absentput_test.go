@@ -55,8 +55,8 @@ func TestSpeculateAbsentPut(t *testing.T) {
 		keys     []string // read by the GetBatch; the last one is bumped
 		from, to string   // DeleteRange before the put, if from is set
 	}{
-		{"add only", []string{"n"}, "", ""},
-		{"add and a read-back", []string{"clock", "m"}, "", ""},
+		{"the key alone", []string{"n"}, "", ""},
+		{"with another assumed value", []string{"clock", "m"}, "", ""},
 		{"DeleteRange over the key", []string{"clock", "d1"}, "d", "e"},
 	}
 	put(t, s, "clock", []byte("0"))
