@@ -5,6 +5,9 @@ package jsbridge
 import (
 	"encoding/binary"
 	"fmt"
+	"strconv"
+	"strings"
+	"time"
 	"slices"
 
 	"github.com/replica-sync/replica/engine"
@@ -156,4 +159,50 @@ func recallOp(d *db, c *call) (result, error) {
 		return result{kind: kindError, text: `{"code":"NOT_RUN","message":"the call did not run"}`}, nil
 	}
 	return decodeAnswer(v)
+}
+
+// journalHorizon is how long a journal's records are kept: a page that
+// resumes later than this after its freeze finds its in-flight writes'
+// records gone and sends them again. It is the engine's retention horizon
+// (engine.DefaultRetention, 30 days), beyond which a replica's held
+// changes are dropped too.
+var journalHorizon = engine.DefaultRetention
+
+// journalTime reads the time a journal was made from its name: the page
+// names it by Date.now() in base 36, 9 digits, then random letters
+// (web/replica.js). A name of another form has no time (ok false).
+func journalTime(journal string) (t time.Time, ok bool) {
+	if len(journal) < 9 {
+		return time.Time{}, false
+	}
+	ms, err := strconv.ParseInt(journal[:9], 36, 64)
+	if err != nil || ms <= 0 {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms), true
+}
+
+// pruneJournals deletes the write-journal records (wcall/JOURNAL/TOKEN)
+// of journals made before now-journalHorizon, and those whose name has no
+// time. A page keeps only its last few records (each record drops those
+// whose answers the page has), but every page load leaves those few
+// behind; the retention loop (pruneOnce) calls this. It returns how many
+// records it deleted.
+func (d *db) pruneJournals(now time.Time) (int, error) {
+	states, err := d.eng.States("wcall/")
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, s := range states {
+		journal, _, _ := strings.Cut(strings.TrimPrefix(s.Name, "wcall/"), "/")
+		if t, ok := journalTime(journal); ok && now.Sub(t) < journalHorizon {
+			continue
+		}
+		if err := d.eng.SetState(s.Name, nil); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }

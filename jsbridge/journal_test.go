@@ -3,8 +3,11 @@
 package jsbridge
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // opCall builds the call of operation name on d with id and string or
@@ -96,4 +99,38 @@ func atoiT(t *testing.T, s string) int {
 		n = n*10 + int(c-'0')
 	}
 	return n
+}
+
+// TestPruneJournals: the retention loop's pruneJournals drops the records
+// of journals made before the horizon (and of names without a time), and
+// keeps a journal within it, whose page may still resume and recall them.
+func TestPruneJournals(t *testing.T) {
+	d := dbOf(t, openT(t))
+	now := time.Now()
+	name := func(at time.Time) string {
+		s := strconv.FormatInt(at.UnixMilli(), 36)
+		for len(s) < 9 {
+			s = "0" + s
+		}
+		return s + "abcdef"
+	}
+	old, recent := name(now.Add(-journalHorizon-time.Hour)), name(now.Add(-journalHorizon+time.Hour))
+	for i, j := range []string{old, recent, "notatime"} {
+		c := opCall(t, d, "insert", 0, 0, "items", fmt.Sprintf(`{"id":"p%d","title":"t"}`, i))
+		c.id = 3
+		_, _ = d.journaled(c, &journalTok{journal: j, token: 3, ack: 3}, func() (result, error) { return c.op.work(d, c) })()
+	}
+	n, err := d.pruneJournals(now)
+	if err != nil || n != 2 {
+		t.Fatalf("pruneJournals = %d, %v; want the old journal's and the timeless one's records (2)", n, err)
+	}
+	for j, want := range map[string]string{old: "NOT_RUN", "notatime": "NOT_RUN", recent: `"p1"`} {
+		r, err := recallOp(d, opCall(t, d, "recall", 0, 0, j, 3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(r.text, want) {
+			t.Errorf("journal %s after pruning: %s, want %s", j, r.text, want)
+		}
+	}
 }

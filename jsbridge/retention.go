@@ -100,6 +100,9 @@ func (d *db) pruneOnce() {
 		}
 	}()
 	res, err = d.eng.Prune()
+	if err == nil {
+		_, err = d.pruneJournals(time.Now())
+	}
 }
 
 // logWarn logs a warning as the engine's and the client's default loggers

@@ -232,7 +232,9 @@
 	let everStarted = false;
 	let nextHandle = 0, nextTx = 0; // the page's replica handles and transaction ids
 	// This page load's write journal (jsbridge/journal.go).
-	const journal = Math.random().toString(36).slice(2) + Date.now().toString(36);
+	// Named by its time (Date.now() in base 36, 9 digits: the retention
+	// loop drops journals past the retention horizon) and random letters.
+	const journal = Date.now().toString(36).padStart(9, "0") + Math.random().toString(36).slice(2, 12);
 	const FROZEN_TX = "db.transaction: the page was frozen while the transaction was staging, which discarded it: nothing of it was written (run it again)";
 
 	function session() {
