@@ -685,7 +685,29 @@
 		});
 	}
 
+	// compile fetches and compiles replica.wasm: WebAssembly.compileStreaming
+	// compiles while it downloads (and lets Chromium keep the compiled code
+	// in its code cache for later visits); when the server sends another
+	// MIME type than application/wasm (a TypeError), it fetches again and
+	// compiles the bytes, which reports HTTP errors clearly.
+	async function compile(url) {
+		if (typeof WebAssembly.compileStreaming === "function") {
+			try {
+				return await WebAssembly.compileStreaming(fetch(url));
+			} catch (e) {
+				if (!(e instanceof TypeError)) throw e;
+			}
+		}
+		const r = await fetch(url);
+		if (!r.ok) throw loadError("fetching " + url + ": HTTP " + r.status);
+		return WebAssembly.compile(await r.arrayBuffer());
+	}
+
 	async function start() {
+		// replica.wasm downloads and compiles while wasm_exec.js loads
+		// (the module needs no imports until it is instantiated).
+		const compiling = compile(wasmURL);
+		compiling.catch(() => { }); // awaited below; not unhandled if wasm_exec.js fails first
 		if (typeof global.Go !== "function") {
 			const src = wasmExecURL;
 			if (typeof document !== "undefined") await loadScript(src);
@@ -697,22 +719,7 @@
 			if (typeof global.Go !== "function") throw loadError(src + " did not define Go");
 		}
 		const go = new global.Go();
-		const url = wasmURL;
-		let instance = null;
-		if (typeof WebAssembly.instantiateStreaming === "function") {
-			try {
-				instance = (await WebAssembly.instantiateStreaming(fetch(url), go.importObject)).instance;
-			} catch (e) {
-				// A TypeError: not served as application/wasm (or not fetched):
-				// try again the slow way, which reports HTTP errors clearly.
-				if (!(e instanceof TypeError)) throw e;
-			}
-		}
-		if (!instance) {
-			const r = await fetch(url);
-			if (!r.ok) throw loadError("fetching " + url + ": HTTP " + r.status);
-			instance = (await WebAssembly.instantiate(await r.arrayBuffer(), go.importObject)).instance;
-		}
+		const instance = await WebAssembly.instantiate(await compiling, go.importObject);
 		// jsbridge.Install looks for the loader at globalThis.Replica, in the
 		// synchronous part of go.run (Go's main up to its first wait). The
 		// module's loader is put there for that moment only.
