@@ -214,7 +214,7 @@ func TestLoaderTwoScriptTags(t *testing.T) {
 }
 
 // TestLoaderOneTagWrongMIME: replica.js alone loads wasm_exec.js from its
-// own directory, and falls back from compileStreaming when the server
+// own directory, and falls back from instantiateStreaming when the server
 // sends replica.wasm as application/octet-stream.
 func TestLoaderOneTagWrongMIME(t *testing.T) {
 	ctx := browser(t)
