@@ -204,18 +204,22 @@ func Open(store kv.Store, opts Options) (*Engine, error) {
 	if _, err := io.ReadFull(e.opts.Rand, newSite[:]); err != nil {
 		return nil, fmt.Errorf("generate site id: %w", err)
 	}
-	err := store.Update(func(tx kv.Tx) error {
+	readSite := func(tx kv.Tx) error {
 		var err error
 		e.site, err = openSite(tx, newSite)
 		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open replica: %w", err)
 	}
 	if opts.Schema != nil {
-		if err := e.declareSchema(declared); err != nil {
+		// One store transaction reads the site id and records the
+		// declared schema's migrations (IndexedDB: one transaction fewer
+		// on every Replica.open).
+		if err := e.declareSchema(declared, readSite); err != nil {
 			return nil, err
 		}
+		return e, nil
+	}
+	if err := store.Update(readSite); err != nil {
+		return nil, fmt.Errorf("open replica: %w", err)
 	}
 	return e, nil
 }
@@ -280,10 +284,11 @@ func openSite(tx kv.Tx, newSite SiteID) (SiteID, error) {
 
 // declareSchema records, as one local transaction, the migrations that
 // bring the effective schema up to the declared one, then replays held
-// changes for tables that just appeared.
-func (e *Engine) declareSchema(declared Schema) error {
+// changes for tables that just appeared. pre runs first in that
+// transaction (Open's openSite).
+func (e *Engine) declareSchema(declared Schema, pre func(kv.Tx) error) error {
 	var created []string
-	lc, err := e.write(func(w *writeTx) error {
+	lc, err := e.writeAfter(pre, nil, func(w *writeTx) error {
 		migs, err := diffSchema(w.schema, declared)
 		if err != nil {
 			return err

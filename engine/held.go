@@ -259,6 +259,9 @@ func (e *Engine) ReplayHeld(tables ...string) (int, error) {
 			return 0, err
 		}
 	}
+	if len(tables) == 0 {
+		return 0, nil // nothing held: no transaction to read the schema in (every Replica.open asks)
+	}
 	groups, err := e.heldGroups(tables)
 	if err != nil {
 		return 0, err

@@ -204,6 +204,13 @@ type hintRow struct {
 
 // writeHinted is write with the rows fn will read named up front.
 func (e *Engine) writeHinted(hint []hintRow, fn func(*writeTx) error) (*localCommit, error) {
+	return e.writeAfter(nil, hint, fn)
+}
+
+// writeAfter is writeHinted with pre, when not nil, run first in the same
+// store transaction, before anything else is read: Open reads the site id
+// there (openSite), which the transaction's clock stamps carry.
+func (e *Engine) writeAfter(pre func(kv.Tx) error, hint []hintRow, fn func(*writeTx) error) (*localCommit, error) {
 	if err := e.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -211,6 +218,11 @@ func (e *Engine) writeHinted(hint []hintRow, fn func(*writeTx) error) (*localCom
 	var folded *schemaState
 	err := e.store.Update(func(tx kv.Tx) error {
 		lc, folded = nil, nil
+		if pre != nil {
+			if err := pre(tx); err != nil {
+				return err
+			}
+		}
 		w, err := e.beginHinted(tx, hint)
 		if err != nil {
 			return err
