@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/replica-sync/replica/wire"
 )
 
 // refusingProxy serves the demo and forwards its /sync WebSocket to a real
@@ -62,7 +64,7 @@ func startRefusingProxy(t *testing.T, r *relayServer) *refusingProxy {
 				return
 			}
 			var m struct{ Type, RequestID string }
-			if code := p.refuse.Load(); code != nil && json.Unmarshal(msg, &m) == nil && m.Type == "apply_changes" {
+			if code := p.refuse.Load(); code != nil && json.Unmarshal(wire.FrameHead(msg), &m) == nil && m.Type == "apply_changes" {
 				p.refused.Add(1)
 				e, _ := json.Marshal(map[string]any{"type": "error", "code": *code,
 					"message": "the test relay answers this push with " + *code, "requestId": m.RequestID, "fatal": false})
