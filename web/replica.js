@@ -268,6 +268,7 @@
 			closedOne: false, unwatch: null, drained: null,
 		};
 		current = s;
+		warmIndexedDB(); // while the Worker loads replica.wasm
 		s.ready = new Promise((resolve, reject) => {
 			s.failStart = reject;
 			spawn(s, () => {
