@@ -231,10 +231,24 @@
 	// configure({workerURL}) can correct a wrong URL).
 	let everStarted = false;
 	let nextHandle = 0, nextTx = 0; // the page's replica handles and transaction ids
-	// This page load's write journal (jsbridge/journal.go).
-	// Named by its time (Date.now() in base 36, 9 digits: the retention
-	// loop drops journals past the retention horizon) and random letters.
-	const journal = Date.now().toString(36).padStart(9, "0") + Math.random().toString(36).slice(2, 12);
+	// This page's write journal (jsbridge/journal.go). Named by its time
+	// (Date.now() in base 36, 9 digits: the retention loop drops the
+	// records of journals named more than 30 days ago) and random
+	// letters; a new one is made when it is a day old (journalNow), so
+	// that a page open for months does not write records the retention
+	// loop drops at once. Each write remembers the journal its token named
+	// (inflight's j), which its recall asks.
+	const JOURNAL_RENEW_MS = 864e5;
+	let journal = "", journalBorn = 0;
+	function journalNow() {
+		const now = Date.now();
+		if (!journal || !(Math.abs(now - journalBorn) < JOURNAL_RENEW_MS)) {
+			journal = now.toString(36).padStart(9, "0") + Math.random().toString(36).slice(2, 12);
+			journalBorn = now;
+		}
+		return journal;
+	}
+	journalNow();
 	const FROZEN_TX = "db.transaction: the page was frozen while the transaction was staging, which discarded it: nothing of it was written (run it again)";
 
 	function session() {
@@ -402,7 +416,11 @@
 			c.out = true; // sent to a Worker (a subscription is made again on restore)
 			const r = c[3] && s.inflight.get(c[3]);
 			if (r) r.sent = s.gen;
-			if (t[1] > 0 && journaled(O, c)) out.push([O.token, t[1], 0, 0, c[3], s.inflight.keys().next().value || c[3], journal]);
+			if (t[1] > 0 && journaled(O, c)) {
+				const j = journalNow();
+				if (r) r.j = j;
+				out.push([O.token, t[1], 0, 0, c[3], s.inflight.keys().next().value || c[3], j]);
+			}
 			out.push(t);
 		}
 		if (out.length) direct(s, out, calls);
@@ -636,7 +654,7 @@
 		const recalls = new Map();
 		for (const [id, r] of lost) {
 			const db = journaled(O, r.c) && s.dbs.get(r.c[1]);
-			if (db) recalls.set(id, ask(s, [O.recall, db.wh, 0, 0, journal, id], out));
+			if (db && r.j) recalls.set(id, ask(s, [O.recall, db.wh, 0, 0, r.j, id], out));
 		}
 		direct(s, out);
 		const answers = new Map();

@@ -53,7 +53,19 @@ func serve(t *testing.T, wasmType string) *httptest.Server {
 		"/two.html":     `<!doctype html><script src="lib/wasm_exec.js"></script><script src="lib/replica.js" data-worker="false"></script>`,
 		"/one.html":     `<!doctype html><script src="lib/replica.js" data-worker="false"></script>`,
 		// The script tag asking for worker mode (worker_test.go).
-		"/worker.html":  `<!doctype html><script src="lib/replica.js" data-worker></script>`,
+		"/worker.html": `<!doctype html><script src="lib/replica.js" data-worker></script>`,
+		// A page loaded 31 days ago (Date.now set back while the loader
+		// loads), whose write tokens' journal names are recorded
+		// (worker_test.go TestWorkerJournalAge).
+		"/old-worker.html": `<!doctype html><script>
+			const realNow = Date.now; Date.now = () => realNow.call(Date) - 31 * 864e5;
+			window.journals = [];
+			const post = Worker.prototype.postMessage;
+			Worker.prototype.postMessage = function (m, ...rest) {
+				if (m && Array.isArray(m.c)) for (const c of m.c) if (c.length === 7 && typeof c[6] === "string") journals.push(c[6]);
+				return post.call(this, m, ...rest);
+			};
+			</script><script src="lib/replica.js" data-worker></script><script>Date.now = realNow;</script>`,
 		"/missing.html": `<!doctype html><script src="nowhere/replica.js" data-worker="false"></script>`,
 		// No 'unsafe-eval': new Function throws. spy.js counts the uses of
 		// the loader's copy of idbkv's helper.js.

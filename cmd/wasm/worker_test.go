@@ -485,3 +485,38 @@ func TestWorkerDefault(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, strings.Join(want, "\n"))
 	}
 }
+
+// TestWorkerJournalAge: the retention loop drops the write-journal
+// records of journals named more than 30 days ago (jsbridge
+// pruneJournals), so a page open longer than that must not write its
+// records under the journal name of its load: a freeze then would find
+// the record of a committed write gone and run the write again. The page
+// here was loaded 31 days ago (as far as its clock said); its writes'
+// tokens must name a journal made within the last day.
+func TestWorkerJournalAge(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	var res struct {
+		Journals []string
+		Now      float64
+	}
+	run(t, ctx, srv.URL+"/old-worker.html", `
+		const schema = {tables: {t: {columns: {v: "text"}}}};
+		const db = await Replica.open({name: "w-journal-age", schema});
+		await db.insert("t", {v: "a"});
+		await db.upsert("t", {id: "x", v: "b"});
+		return {Journals: journals, Now: Date.now()};
+	`, &res)
+	if len(res.Journals) != 2 {
+		t.Fatalf("write tokens' journals: %q, want 2", res.Journals)
+	}
+	for _, j := range res.Journals {
+		ms, err := strconv.ParseInt(j[:9], 36, 64)
+		if err != nil {
+			t.Fatalf("journal %q: %v", j, err)
+		}
+		if age := time.Duration(int64(res.Now)-ms) * time.Millisecond; age > 24*time.Hour || age < 0 {
+			t.Errorf("a write of a page loaded 31 days ago went with journal %q, named %v ago: the retention loop prunes its records", j, age)
+		}
+	}
+}
