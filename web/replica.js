@@ -249,6 +249,7 @@
 		return journal;
 	}
 	journalNow();
+	const FROZEN_ANSWER = "db.transaction: the page was frozen before this statement's answer arrived; its transaction committed, this statement with it, but the answer was lost with the Worker (read the rows back; do not run the transaction again)";
 	const FROZEN_TX = "db.transaction: the page was frozen while the transaction was staging, which discarded it: nothing of it was written (run it again)";
 
 	function session() {
@@ -660,9 +661,21 @@
 		const answers = new Map();
 		for (const [id, p] of recalls) answers.set(id, await p);
 		if (s.ended || s.gen !== gen) return;
+		// The transactions whose commit the journal shows committed: their
+		// statements still unanswered (sent with the commit, not awaited)
+		// were written with it, but their answers went with the Worker.
+		const committed = new Set();
+		for (const [id, r] of lost) {
+			const e = answers.get(id);
+			if (r.c[0] === O.commit && e && e[2] !== K.error) committed.add(r.c[2]);
+		}
 		const again = [];
 		for (const [id, r] of lost) {
 			r.sent = 0;
+			if (r.c[2] && r.c[0] !== O.commit && committed.has(r.c[2])) {
+				receive(s, [0, id, K.error, JSON.stringify({ code: "CLOSED", message: FROZEN_ANSWER }), null]);
+				continue;
+			}
 			const e = answers.get(id);
 			if (e && !(e[2] === K.error && JSON.parse(e[3]).code === "NOT_RUN")) {
 				receive(s, [0, id, e[2], e[3], e[4]]); // it committed: its recorded answer

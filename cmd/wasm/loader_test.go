@@ -66,6 +66,15 @@ func serve(t *testing.T, wasmType string) *httptest.Server {
 				return post.call(this, m, ...rest);
 			};
 			</script><script src="lib/replica.js" data-worker></script><script>Date.now = realNow;</script>`,
+		// Worker mode whose Worker's messages the test can hold back
+		// (window.holdAnswers): as if the Worker answered but the page
+		// had not read its messages when it froze (worker_test.go).
+		"/hold-worker.html": `<!doctype html><script>
+			window.holdAnswers = false;
+			Object.defineProperty(Worker.prototype, "onmessage", {configurable: true, set(fn) {
+				this.addEventListener("message", (ev) => { if (!window.holdAnswers) fn.call(this, ev); });
+			}});
+			</script><script src="lib/replica.js"></script>`,
 		"/missing.html": `<!doctype html><script src="nowhere/replica.js" data-worker="false"></script>`,
 		// No 'unsafe-eval': new Function throws. spy.js counts the uses of
 		// the loader's copy of idbkv's helper.js.

@@ -520,3 +520,50 @@ func TestWorkerJournalAge(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerFreezeCommitted: a db.transaction whose statements were not
+// awaited (the facade sends them with the commit) committed in a Worker
+// whose answers the page had not read when it froze. After the resume the
+// commit is answered from the write journal (the transaction resolves,
+// its rows are stored once); its statements' answers are lost with the
+// Worker, and they must not say that nothing was written (an app told so
+// runs the transaction again and stores its rows twice).
+func TestWorkerFreezeCommitted(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	var res struct {
+		Tx       string
+		Rows     int
+		Answers  map[string]int
+		Messages []string
+	}
+	run(t, ctx, srv.URL+"/hold-worker.html", `
+		const schema = {tables: {t: {columns: {v: "text"}}}};
+		const db = await Replica.open({name: "w-freeze-committed", schema});
+		const ps = [];
+		const tx = db.transaction(async (tx) => {
+			holdAnswers = true; // from here on the page reads nothing from this Worker
+			for (let i = 0; i < 50; i++) ps.push(tx.insert("t", {v: "r" + i}).then(() => "ok", (e) => e.code + ": " + e.message));
+		}).then(() => "committed", (e) => e.code + ": " + e.message);
+		await new Promise((r) => setTimeout(r, 1500)); // the Worker commits meanwhile
+		document.dispatchEvent(new Event("freeze"));
+		holdAnswers = false;
+		document.dispatchEvent(new Event("resume"));
+		const answers = {}, messages = [];
+		for (const a of await Promise.all(ps)) {
+			const code = a.split(":")[0];
+			answers[code] = (answers[code] || 0) + 1;
+			if (a !== "ok" && !messages.includes(a)) messages.push(a);
+		}
+		return {Tx: await tx, Rows: await db.count("t"), Answers: answers, Messages: messages};
+	`, &res)
+	t.Logf("transaction %s, %d rows; its statements: %v %q", res.Tx, res.Rows, res.Answers, res.Messages)
+	if res.Tx != "committed" || res.Rows != 50 {
+		t.Fatalf("transaction %q with %d rows stored: want committed with 50 (the Worker committed before the freeze)", res.Tx, res.Rows)
+	}
+	for _, m := range res.Messages {
+		if strings.Contains(m, "nothing of it was written") {
+			t.Errorf("a statement of the committed transaction settled with %q", m)
+		}
+	}
+}
