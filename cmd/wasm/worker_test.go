@@ -567,3 +567,68 @@ func TestWorkerFreezeCommitted(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerFreezeRecall: writes that committed in a Worker whose answers
+// the page had not read when it froze are answered from the write journal
+// with exactly their answers (a row with bytes, an updated row, an upsert,
+// a delete, a failed insert's CONFLICT, a migration), also when the page
+// freezes again while it restores (the second Worker's answers unread
+// too); a read runs again; nothing runs twice; the subscription goes on.
+func TestWorkerFreezeRecall(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	var res struct {
+		Answers      []string
+		Rows         string
+		Seen, SeenAt int
+	}
+	run(t, ctx, srv.URL+"/hold-worker.html", `
+		const freeze = () => document.dispatchEvent(new Event("freeze"));
+		const resume = () => document.dispatchEvent(new Event("resume"));
+		const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+		const show = (v) => JSON.stringify(v, (k, x) => x instanceof Uint8Array ? "bytes " + Array.from(x).join(",") : x);
+		const res = (p) => p.then((v) => "ok " + show(v), (e) => e.code);
+		const schema = {tables: {t: {columns: {v: "text", b: "blob", n: "integer"}}, u: {columns: {w: "text"}}}};
+		const db = await Replica.open({name: "w-freeze-recall", schema});
+		await db.insert("t", {id: "k", v: "a", b: new Uint8Array([1, 2, 3]), n: 1});
+		const seen = [];
+		db.subscribe("t", (rows) => seen.push(rows.length));
+		holdAnswers = true;
+		const ps = [
+			res(db.insert("t", {id: "k2", v: "x", b: new Uint8Array([9, 8]), n: 5})),
+			res(db.update("t", "k", {b: new Uint8Array([4, 5])})),
+			res(db.upsert("t", {id: "k3", v: "y"})),
+			res(db.delete("t", "k3")),
+			res(db.insert("t", {id: "k", v: "dup"})),
+			res(db.renameTable("u", "u2")),
+			res(db.count("t")),
+		];
+		await sleep(1000); // the Worker runs them; the page reads none of its answers
+		freeze(); resume();
+		await sleep(1000); // the second Worker's answers (the recalls) unread too
+		freeze(); holdAnswers = false; resume();
+		const answers = await Promise.all(ps);
+		const rows = show(await db.query("t"));
+		const after = await db.insert("t", {id: "k4", v: "z"});
+		await sleep(300);
+		return {Answers: answers, Rows: rows, Seen: seen[seen.length - 1], SeenAt: await db.count("t")};
+	`, &res)
+	want := []string{
+		`ok {"id":"k2","v":"x","b":"bytes 9,8","n":5}`,
+		`ok {"id":"k","v":"a","b":"bytes 4,5","n":1}`,
+		`ok {"id":"k3","v":"y","b":null,"n":null}`,
+		`ok undefined`,
+		`CONFLICT`,
+		`ok undefined`,
+		`ok 2`,
+	}
+	if got := strings.Join(res.Answers, "\n"); got != strings.Join(want, "\n") {
+		t.Errorf("answers after two freezes:\n%s\nwant\n%s", got, strings.Join(want, "\n"))
+	}
+	if want := `[{"id":"k","v":"a","b":"bytes 4,5","n":1},{"id":"k2","v":"x","b":"bytes 9,8","n":5}]`; res.Rows != want {
+		t.Errorf("rows %s, want %s", res.Rows, want)
+	}
+	if res.Seen != res.SeenAt || res.SeenAt != 3 {
+		t.Errorf("the subscription last delivered %d rows, the table has %d (want 3)", res.Seen, res.SeenAt)
+	}
+}
