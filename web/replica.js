@@ -614,6 +614,10 @@
 		if (s.state !== "frozen" || s.ended) return;
 		s.state = "restoring";
 		const go = () => {
+			// The last replica's close was answered (its answer read after
+			// the freeze): nothing to restore, and the session ends as
+			// drain would have ended it (a later open starts another).
+			if (s.dbs.size === 0 && s.closedOne && s.inflight.size === 0) { end(s, "CLOSED", "the replica is closed"); return; }
 			try {
 				spawn(s, () => reopen(s).catch((e) => die(s, e && e.code ? e : loadError("restoring after a freeze: " + ((e && e.message) || e)))));
 			} catch (e) {

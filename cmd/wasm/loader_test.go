@@ -71,8 +71,20 @@ func serve(t *testing.T, wasmType string) *httptest.Server {
 		// had not read its messages when it froze (worker_test.go).
 		"/hold-worker.html": `<!doctype html><script>
 			window.holdAnswers = false;
+			// bufferAnswers: kept in buffered, for deliver(data) to hand
+			// to the loader's handler of the last Worker later. live: the
+			// Workers started and not terminated.
+			window.bufferAnswers = false; window.buffered = []; window.live = 0;
+			let last = null;
+			window.deliver = (data) => last(data);
+			const W = Worker;
+			window.Worker = class extends W { constructor(...a) { super(...a); live++; } terminate() { live--; return super.terminate(); } };
 			Object.defineProperty(Worker.prototype, "onmessage", {configurable: true, set(fn) {
-				this.addEventListener("message", (ev) => { if (!window.holdAnswers) fn.call(this, ev); });
+				last = (data) => fn.call(this, {data});
+				this.addEventListener("message", (ev) => {
+					if (window.bufferAnswers) buffered.push(ev.data);
+					else if (!window.holdAnswers) fn.call(this, ev);
+				});
 			}});
 			</script><script src="lib/replica.js"></script>`,
 		"/missing.html": `<!doctype html><script src="nowhere/replica.js" data-worker="false"></script>`,

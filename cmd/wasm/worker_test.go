@@ -632,3 +632,56 @@ func TestWorkerFreezeRecall(t *testing.T) {
 		t.Errorf("the subscription last delivered %d rows, the table has %d (want 3)", res.Seen, res.SeenAt)
 	}
 }
+
+// TestWorkerFreezeClosedLast: the answer to the close of the page's last
+// replica had reached the page but was still waiting in its inbox (the
+// page hands a long message over in slices) when the page froze. The
+// session has nothing left to restore: on resume no Worker may be left
+// running (a Worker holds a whole replica.wasm), and a later open starts
+// one again.
+func TestWorkerFreezeClosedLast(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	var res struct {
+		Closed              string
+		LiveOpen, LiveAfter int
+		Reopened            int
+	}
+	run(t, ctx, srv.URL+"/hold-worker.html", `
+		const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+		const schema = {tables: {t: {columns: {v: "text"}}}};
+		const db = await Replica.open({name: "w-freeze-closed", schema});
+		await db.insert("t", {v: "a"});
+		const liveOpen = live;
+		bufferAnswers = true;
+		const closed = db.close().then(() => "closed", (e) => e.code);
+		await sleep(1000); // the Worker answers; the page has not read it
+		bufferAnswers = false;
+		// A message of two entries (events of no replica) handed over in
+		// slices of one entry each (the clock jumps), then the close's
+		// answer behind it in the inbox: the page freezes between.
+		const now = performance.now;
+		let t = now.call(performance);
+		performance.now = () => (t += 100);
+		deliver({r: [[2, -1, "change", 0, "", null], [2, -1, "change", 0, "", null]]});
+		for (const m of buffered.splice(0)) deliver(m);
+		document.dispatchEvent(new Event("freeze"));
+		performance.now = now;
+		document.dispatchEvent(new Event("resume"));
+		const c = await closed;
+		await sleep(1500);
+		const liveAfter = live;
+		const again = await Replica.open({name: "w-freeze-closed", schema});
+		const n = await again.count("t");
+		return {Closed: c, LiveOpen: liveOpen, LiveAfter: liveAfter, Reopened: n};
+	`, &res)
+	if res.Closed != "closed" || res.LiveOpen != 1 {
+		t.Fatalf("close: %q with %d Workers running while open", res.Closed, res.LiveOpen)
+	}
+	if res.LiveAfter != 0 {
+		t.Errorf("%d Workers running after the resume with every replica closed, want 0", res.LiveAfter)
+	}
+	if res.Reopened != 1 {
+		t.Errorf("opened again: %d rows, want 1", res.Reopened)
+	}
+}
