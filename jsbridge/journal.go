@@ -25,7 +25,8 @@ import (
 // delete, a db.transaction's commit, the migrations), a token op: the
 // call's id (the token), the lowest token of the page still waiting for
 // an answer (ack), and the page's journal name (named by the time it was
-// made; the page makes a new one each day, see pruneJournals). The
+// made; the page makes a new one each day, see pruneJournals, and for
+// each session of Workers, whose call ids start from 1 again). The
 // write then stores its answer as the engine state "wcall/JOURNAL/TOKEN"
 // in its own IndexedDB transaction (engine.SetWriteNote), so the record
 // exists if and only if the write committed (a write that changed nothing

@@ -234,9 +234,9 @@
 	// This page's write journal (jsbridge/journal.go). Named by its time
 	// (Date.now() in base 36, 9 digits: the retention loop drops the
 	// records of journals named more than 30 days ago) and random
-	// letters; a new one is made when it is a day old (journalNow), so
-	// that a page open for months does not write records the retention
-	// loop drops at once. Each write remembers the journal its token named
+	// letters; a new one is made for each session (its call ids start
+	// from 1) and when it is a day old (journalNow), so that a page open
+	// for months does not write records the retention loop drops at once. Each write remembers the journal its token named
 	// (inflight's j), which its recall asks.
 	const JOURNAL_RENEW_MS = 864e5;
 	let journal = "", journalBorn = 0;
@@ -267,6 +267,10 @@
 			closedOne: false, unwatch: null, drained: null,
 		};
 		current = s;
+		// A new session's facade numbers its calls from 1 again: a new
+		// journal, so that none of its writes finds the record a write
+		// of an earlier session left under the same id.
+		journal = "";
 		s.ready = new Promise((resolve, reject) => {
 			s.failStart = reject;
 			spawn(s, () => {

@@ -685,3 +685,42 @@ func TestWorkerFreezeClosedLast(t *testing.T) {
 		t.Errorf("opened again: %d rows, want 1", res.Reopened)
 	}
 }
+
+// TestWorkerFreezeSecondSession: a page whose last replica closed (its
+// Worker ended) opens one again: a new Worker and a new session, whose
+// call ids start again from 1. Its write in flight at a freeze, which
+// the Worker never ran, must be sent again, not answered from a record
+// the first session's write of the same call id left in the replica's
+// write journal (it would be settled with the other write's row and lost).
+func TestWorkerFreezeSecondSession(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	var res struct {
+		Second string
+		Rows   []string
+	}
+	run(t, ctx, srv.URL+"/hold-worker.html", `
+		const schema = {tables: {t: {columns: {v: "text"}}}};
+		// The same calls in both sessions, so that their ids match.
+		const session = async (last) => {
+			const db = await Replica.open({name: "w-freeze-second", schema});
+			await db.insert("t", {v: "first " + last});
+			const p = db.insert("t", {v: last});
+			return {db, p};
+		};
+		const one = await session("one");
+		await one.p;
+		await one.db.close();
+		const two = await session("two");
+		const answer = two.p.then((r) => "ok " + r.v, (e) => e.code + ": " + e.message);
+		await Promise.resolve(); await Promise.resolve(); // posted
+		document.dispatchEvent(new Event("freeze")); // before the Worker could run it
+		document.dispatchEvent(new Event("resume"));
+		const second = await answer;
+		const rows = (await two.db.query("t")).map((r) => r.v).sort();
+		return {Second: second, Rows: rows};
+	`, &res)
+	if res.Second != "ok two" || strings.Join(res.Rows, ",") != "first one,first two,one,two" {
+		t.Errorf("the second session's write in flight at the freeze settled with %q; rows %q: want ok two, and rows first one, first two, one, two", res.Second, res.Rows)
+	}
+}
