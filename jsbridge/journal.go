@@ -5,10 +5,10 @@ package jsbridge
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"slices"
 
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/model"
