@@ -5,10 +5,10 @@ package jsbridge
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"slices"
 
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/model"
@@ -24,7 +24,9 @@ import (
 // So the page sends, before each write call (db.insert, upsert, update,
 // delete, a db.transaction's commit, the migrations), a token op: the
 // call's id (the token), the lowest token of the page still waiting for
-// an answer (ack), and the page's journal name (one per page load). The
+// an answer (ack), and the page's journal name (named by the time it was
+// made; the page makes a new one each day, see pruneJournals, and for
+// each session of Workers, whose call ids start from 1 again). The
 // write then stores its answer as the engine state "wcall/JOURNAL/TOKEN"
 // in its own IndexedDB transaction (engine.SetWriteNote), so the record
 // exists if and only if the write committed (a write that changed nothing
@@ -185,8 +187,10 @@ func journalTime(journal string) (t time.Time, ok bool) {
 // pruneJournals deletes the write-journal records (wcall/JOURNAL/TOKEN)
 // of journals made before now-journalHorizon, and those whose name has no
 // time. A page keeps only its last few records (each record drops those
-// whose answers the page has), but every page load leaves those few
-// behind; the retention loop (pruneOnce) calls this. It returns how many
+// whose answers the page has), but every journal leaves those few behind
+// (a page makes a new journal each day, so that a page open for months
+// never writes under a name this deletes); the retention loop (pruneOnce)
+// calls this. It returns how many
 // records it deleted.
 func (d *db) pruneJournals(now time.Time) (int, error) {
 	states, err := d.eng.States("wcall/")

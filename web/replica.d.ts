@@ -502,12 +502,18 @@ declare namespace Replica {
 		 * Calls in flight at the freeze settle as if nothing happened:
 		 * each write records its answer in its own IndexedDB transaction,
 		 * so one that committed is answered from that record and one that
-		 * did not runs then (none runs twice); reads run again. Calls made
+		 * did not runs then (none runs twice; `db.applyChanges` records
+		 * its answer just after its transaction and may run again, which
+		 * changes nothing but counts its changes as skipped); reads run
+		 * again. Calls made
 		 * meanwhile wait for the new Worker. One exception: a
 		 * `db.transaction` whose callback was still staging at the freeze
 		 * lost its staged statements; its pending statements and its
 		 * commit reject with CLOSED, and nothing of it is written (run it
-		 * again).
+		 * again). A transaction committed with statements not awaited,
+		 * whose answers the freeze lost, resolves; those statements
+		 * reject with CLOSED saying the transaction committed (read the
+		 * rows back; do not run it again).
 		 *
 		 * Not in worker mode: a resolver function (it is called
 		 * synchronously inside the apply's IndexedDB transaction, which a

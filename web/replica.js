@@ -247,10 +247,25 @@
 	// configure({workerURL}) can correct a wrong URL).
 	let everStarted = false;
 	let nextHandle = 0, nextTx = 0; // the page's replica handles and transaction ids
-	// This page load's write journal (jsbridge/journal.go).
-	// Named by its time (Date.now() in base 36, 9 digits: the retention
-	// loop drops journals past the retention horizon) and random letters.
-	const journal = Date.now().toString(36).padStart(9, "0") + Math.random().toString(36).slice(2, 12);
+	// This page's write journal (jsbridge/journal.go). Named by its time
+	// (Date.now() in base 36, 9 digits: the retention loop drops the
+	// records of journals named more than 30 days ago) and random
+	// letters; a new one is made for each session (its call ids start
+	// from 1) and when it is a day old (journalNow), so that a page open
+	// for months does not write records the retention loop drops at once. Each write remembers the journal its token named
+	// (inflight's j), which its recall asks.
+	const JOURNAL_RENEW_MS = 864e5;
+	let journal = "", journalBorn = 0;
+	function journalNow() {
+		const now = Date.now();
+		if (!journal || !(Math.abs(now - journalBorn) < JOURNAL_RENEW_MS)) {
+			journal = now.toString(36).padStart(9, "0") + Math.random().toString(36).slice(2, 12);
+			journalBorn = now;
+		}
+		return journal;
+	}
+	journalNow();
+	const FROZEN_ANSWER = "db.transaction: the page was frozen before this statement's answer arrived; its transaction committed, this statement with it, but the answer was lost with the Worker (read the rows back; do not run the transaction again)";
 	const FROZEN_TX = "db.transaction: the page was frozen while the transaction was staging, which discarded it: nothing of it was written (run it again)";
 
 	function session() {
@@ -269,6 +284,10 @@
 		};
 		current = s;
 		warmIndexedDB(); // while the Worker loads replica.wasm
+		// A new session's facade numbers its calls from 1 again: a new
+		// journal, so that none of its writes finds the record a write
+		// of an earlier session left under the same id.
+		journal = "";
 		s.ready = new Promise((resolve, reject) => {
 			s.failStart = reject;
 			spawn(s, () => {
@@ -419,7 +438,11 @@
 			c.out = true; // sent to a Worker (a subscription is made again on restore)
 			const r = c[3] && s.inflight.get(c[3]);
 			if (r) r.sent = s.gen;
-			if (t[1] > 0 && journaled(O, c)) out.push([O.token, t[1], 0, 0, c[3], s.inflight.keys().next().value || c[3], journal]);
+			if (t[1] > 0 && journaled(O, c)) {
+				const j = journalNow();
+				if (r) r.j = j;
+				out.push([O.token, t[1], 0, 0, c[3], s.inflight.keys().next().value || c[3], j]);
+			}
 			out.push(t);
 		}
 		if (out.length) direct(s, out, calls);
@@ -612,6 +635,10 @@
 		if (s.state !== "frozen" || s.ended) return;
 		s.state = "restoring";
 		const go = () => {
+			// The last replica's close was answered (its answer read after
+			// the freeze): nothing to restore, and the session ends as
+			// drain would have ended it (a later open starts another).
+			if (s.dbs.size === 0 && s.closedOne && s.inflight.size === 0) { end(s, "CLOSED", "the replica is closed"); return; }
 			try {
 				spawn(s, () => reopen(s).catch((e) => die(s, e && e.code ? e : loadError("restoring after a freeze: " + ((e && e.message) || e)))));
 			} catch (e) {
@@ -653,15 +680,27 @@
 		const recalls = new Map();
 		for (const [id, r] of lost) {
 			const db = journaled(O, r.c) && s.dbs.get(r.c[1]);
-			if (db) recalls.set(id, ask(s, [O.recall, db.wh, 0, 0, journal, id], out));
+			if (db && r.j) recalls.set(id, ask(s, [O.recall, db.wh, 0, 0, r.j, id], out));
 		}
 		direct(s, out);
 		const answers = new Map();
 		for (const [id, p] of recalls) answers.set(id, await p);
 		if (s.ended || s.gen !== gen) return;
+		// The transactions whose commit the journal shows committed: their
+		// statements still unanswered (sent with the commit, not awaited)
+		// were written with it, but their answers went with the Worker.
+		const committed = new Set();
+		for (const [id, r] of lost) {
+			const e = answers.get(id);
+			if (r.c[0] === O.commit && e && e[2] !== K.error) committed.add(r.c[2]);
+		}
 		const again = [];
 		for (const [id, r] of lost) {
 			r.sent = 0;
+			if (r.c[2] && r.c[0] !== O.commit && committed.has(r.c[2])) {
+				receive(s, [0, id, K.error, JSON.stringify({ code: "CLOSED", message: FROZEN_ANSWER }), null]);
+				continue;
+			}
 			const e = answers.get(id);
 			if (e && !(e[2] === K.error && JSON.parse(e[3]).code === "NOT_RUN")) {
 				receive(s, [0, id, e[2], e[3], e[4]]); // it committed: its recorded answer

@@ -53,7 +53,40 @@ func serve(t *testing.T, wasmType string) *httptest.Server {
 		"/two.html":     `<!doctype html><script src="lib/wasm_exec.js"></script><script src="lib/replica.js" data-worker="false"></script>`,
 		"/one.html":     `<!doctype html><script src="lib/replica.js" data-worker="false"></script>`,
 		// The script tag asking for worker mode (worker_test.go).
-		"/worker.html":  `<!doctype html><script src="lib/replica.js" data-worker></script>`,
+		"/worker.html": `<!doctype html><script src="lib/replica.js" data-worker></script>`,
+		// A page loaded 31 days ago (Date.now set back while the loader
+		// loads), whose write tokens' journal names are recorded
+		// (worker_test.go TestWorkerJournalAge).
+		"/old-worker.html": `<!doctype html><script>
+			const realNow = Date.now; Date.now = () => realNow.call(Date) - 31 * 864e5;
+			window.journals = [];
+			const post = Worker.prototype.postMessage;
+			Worker.prototype.postMessage = function (m, ...rest) {
+				if (m && Array.isArray(m.c)) for (const c of m.c) if (c.length === 7 && typeof c[6] === "string") journals.push(c[6]);
+				return post.call(this, m, ...rest);
+			};
+			</script><script src="lib/replica.js" data-worker></script><script>Date.now = realNow;</script>`,
+		// Worker mode whose Worker's messages the test can hold back
+		// (window.holdAnswers): as if the Worker answered but the page
+		// had not read its messages when it froze (worker_test.go).
+		"/hold-worker.html": `<!doctype html><script>
+			window.holdAnswers = false;
+			// bufferAnswers: kept in buffered, for deliver(data) to hand
+			// to the loader's handler of the last Worker later. live: the
+			// Workers started and not terminated.
+			window.bufferAnswers = false; window.buffered = []; window.live = 0;
+			let last = null;
+			window.deliver = (data) => last(data);
+			const W = Worker;
+			window.Worker = class extends W { constructor(...a) { super(...a); live++; } terminate() { live--; return super.terminate(); } };
+			Object.defineProperty(Worker.prototype, "onmessage", {configurable: true, set(fn) {
+				last = (data) => fn.call(this, {data});
+				this.addEventListener("message", (ev) => {
+					if (window.bufferAnswers) buffered.push(ev.data);
+					else if (!window.holdAnswers) fn.call(this, ev);
+				});
+			}});
+			</script><script src="lib/replica.js"></script>`,
 		"/missing.html": `<!doctype html><script src="nowhere/replica.js" data-worker="false"></script>`,
 		// No 'unsafe-eval': new Function throws. spy.js counts the uses of
 		// the loader's copy of idbkv's helper.js.

@@ -485,3 +485,242 @@ func TestWorkerDefault(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, strings.Join(want, "\n"))
 	}
 }
+
+// TestWorkerJournalAge: the retention loop drops the write-journal
+// records of journals named more than 30 days ago (jsbridge
+// pruneJournals), so a page open longer than that must not write its
+// records under the journal name of its load: a freeze then would find
+// the record of a committed write gone and run the write again. The page
+// here was loaded 31 days ago (as far as its clock said); its writes'
+// tokens must name a journal made within the last day.
+func TestWorkerJournalAge(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	var res struct {
+		Journals []string
+		Now      float64
+	}
+	run(t, ctx, srv.URL+"/old-worker.html", `
+		const schema = {tables: {t: {columns: {v: "text"}}}};
+		const db = await Replica.open({name: "w-journal-age", schema});
+		await db.insert("t", {v: "a"});
+		await db.upsert("t", {id: "x", v: "b"});
+		return {Journals: journals, Now: Date.now()};
+	`, &res)
+	if len(res.Journals) != 2 {
+		t.Fatalf("write tokens' journals: %q, want 2", res.Journals)
+	}
+	for _, j := range res.Journals {
+		ms, err := strconv.ParseInt(j[:9], 36, 64)
+		if err != nil {
+			t.Fatalf("journal %q: %v", j, err)
+		}
+		if age := time.Duration(int64(res.Now)-ms) * time.Millisecond; age > 24*time.Hour || age < 0 {
+			t.Errorf("a write of a page loaded 31 days ago went with journal %q, named %v ago: the retention loop prunes its records", j, age)
+		}
+	}
+}
+
+// TestWorkerFreezeCommitted: a db.transaction whose statements were not
+// awaited (the facade sends them with the commit) committed in a Worker
+// whose answers the page had not read when it froze. After the resume the
+// commit is answered from the write journal (the transaction resolves,
+// its rows are stored once); its statements' answers are lost with the
+// Worker, and they must not say that nothing was written (an app told so
+// runs the transaction again and stores its rows twice).
+func TestWorkerFreezeCommitted(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	var res struct {
+		Tx       string
+		Rows     int
+		Answers  map[string]int
+		Messages []string
+	}
+	run(t, ctx, srv.URL+"/hold-worker.html", `
+		const schema = {tables: {t: {columns: {v: "text"}}}};
+		const db = await Replica.open({name: "w-freeze-committed", schema});
+		const ps = [];
+		const tx = db.transaction(async (tx) => {
+			holdAnswers = true; // from here on the page reads nothing from this Worker
+			for (let i = 0; i < 50; i++) ps.push(tx.insert("t", {v: "r" + i}).then(() => "ok", (e) => e.code + ": " + e.message));
+		}).then(() => "committed", (e) => e.code + ": " + e.message);
+		await new Promise((r) => setTimeout(r, 1500)); // the Worker commits meanwhile
+		document.dispatchEvent(new Event("freeze"));
+		holdAnswers = false;
+		document.dispatchEvent(new Event("resume"));
+		const answers = {}, messages = [];
+		for (const a of await Promise.all(ps)) {
+			const code = a.split(":")[0];
+			answers[code] = (answers[code] || 0) + 1;
+			if (a !== "ok" && !messages.includes(a)) messages.push(a);
+		}
+		return {Tx: await tx, Rows: await db.count("t"), Answers: answers, Messages: messages};
+	`, &res)
+	t.Logf("transaction %s, %d rows; its statements: %v %q", res.Tx, res.Rows, res.Answers, res.Messages)
+	if res.Tx != "committed" || res.Rows != 50 {
+		t.Fatalf("transaction %q with %d rows stored: want committed with 50 (the Worker committed before the freeze)", res.Tx, res.Rows)
+	}
+	for _, m := range res.Messages {
+		if strings.Contains(m, "nothing of it was written") {
+			t.Errorf("a statement of the committed transaction settled with %q", m)
+		}
+	}
+}
+
+// TestWorkerFreezeRecall: writes that committed in a Worker whose answers
+// the page had not read when it froze are answered from the write journal
+// with exactly their answers (a row with bytes, an updated row, an upsert,
+// a delete, a failed insert's CONFLICT, a migration), also when the page
+// freezes again while it restores (the second Worker's answers unread
+// too); a read runs again; nothing runs twice; the subscription goes on.
+func TestWorkerFreezeRecall(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	var res struct {
+		Answers      []string
+		Rows         string
+		Seen, SeenAt int
+	}
+	run(t, ctx, srv.URL+"/hold-worker.html", `
+		const freeze = () => document.dispatchEvent(new Event("freeze"));
+		const resume = () => document.dispatchEvent(new Event("resume"));
+		const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+		const show = (v) => JSON.stringify(v, (k, x) => x instanceof Uint8Array ? "bytes " + Array.from(x).join(",") : x);
+		const res = (p) => p.then((v) => "ok " + show(v), (e) => e.code);
+		const schema = {tables: {t: {columns: {v: "text", b: "blob", n: "integer"}}, u: {columns: {w: "text"}}}};
+		const db = await Replica.open({name: "w-freeze-recall", schema});
+		await db.insert("t", {id: "k", v: "a", b: new Uint8Array([1, 2, 3]), n: 1});
+		const seen = [];
+		db.subscribe("t", (rows) => seen.push(rows.length));
+		holdAnswers = true;
+		const ps = [
+			res(db.insert("t", {id: "k2", v: "x", b: new Uint8Array([9, 8]), n: 5})),
+			res(db.update("t", "k", {b: new Uint8Array([4, 5])})),
+			res(db.upsert("t", {id: "k3", v: "y"})),
+			res(db.delete("t", "k3")),
+			res(db.insert("t", {id: "k", v: "dup"})),
+			res(db.renameTable("u", "u2")),
+			res(db.count("t")),
+		];
+		await sleep(1000); // the Worker runs them; the page reads none of its answers
+		freeze(); resume();
+		await sleep(1000); // the second Worker's answers (the recalls) unread too
+		freeze(); holdAnswers = false; resume();
+		const answers = await Promise.all(ps);
+		const rows = show(await db.query("t"));
+		const after = await db.insert("t", {id: "k4", v: "z"});
+		await sleep(300);
+		return {Answers: answers, Rows: rows, Seen: seen[seen.length - 1], SeenAt: await db.count("t")};
+	`, &res)
+	want := []string{
+		`ok {"id":"k2","v":"x","b":"bytes 9,8","n":5}`,
+		`ok {"id":"k","v":"a","b":"bytes 4,5","n":1}`,
+		`ok {"id":"k3","v":"y","b":null,"n":null}`,
+		`ok undefined`,
+		`CONFLICT`,
+		`ok undefined`,
+		`ok 2`,
+	}
+	if got := strings.Join(res.Answers, "\n"); got != strings.Join(want, "\n") {
+		t.Errorf("answers after two freezes:\n%s\nwant\n%s", got, strings.Join(want, "\n"))
+	}
+	if want := `[{"id":"k","v":"a","b":"bytes 4,5","n":1},{"id":"k2","v":"x","b":"bytes 9,8","n":5}]`; res.Rows != want {
+		t.Errorf("rows %s, want %s", res.Rows, want)
+	}
+	if res.Seen != res.SeenAt || res.SeenAt != 3 {
+		t.Errorf("the subscription last delivered %d rows, the table has %d (want 3)", res.Seen, res.SeenAt)
+	}
+}
+
+// TestWorkerFreezeClosedLast: the answer to the close of the page's last
+// replica had reached the page but was still waiting in its inbox (the
+// page hands a long message over in slices) when the page froze. The
+// session has nothing left to restore: on resume no Worker may be left
+// running (a Worker holds a whole replica.wasm), and a later open starts
+// one again.
+func TestWorkerFreezeClosedLast(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	var res struct {
+		Closed              string
+		LiveOpen, LiveAfter int
+		Reopened            int
+	}
+	run(t, ctx, srv.URL+"/hold-worker.html", `
+		const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+		const schema = {tables: {t: {columns: {v: "text"}}}};
+		const db = await Replica.open({name: "w-freeze-closed", schema});
+		await db.insert("t", {v: "a"});
+		const liveOpen = live;
+		bufferAnswers = true;
+		const closed = db.close().then(() => "closed", (e) => e.code);
+		await sleep(1000); // the Worker answers; the page has not read it
+		bufferAnswers = false;
+		// A message of two entries (events of no replica) handed over in
+		// slices of one entry each (the clock jumps), then the close's
+		// answer behind it in the inbox: the page freezes between.
+		const now = performance.now;
+		let t = now.call(performance);
+		performance.now = () => (t += 100);
+		deliver({r: [[2, -1, "change", 0, "", null], [2, -1, "change", 0, "", null]]});
+		for (const m of buffered.splice(0)) deliver(m);
+		document.dispatchEvent(new Event("freeze"));
+		performance.now = now;
+		document.dispatchEvent(new Event("resume"));
+		const c = await closed;
+		await sleep(1500);
+		const liveAfter = live;
+		const again = await Replica.open({name: "w-freeze-closed", schema});
+		const n = await again.count("t");
+		return {Closed: c, LiveOpen: liveOpen, LiveAfter: liveAfter, Reopened: n};
+	`, &res)
+	if res.Closed != "closed" || res.LiveOpen != 1 {
+		t.Fatalf("close: %q with %d Workers running while open", res.Closed, res.LiveOpen)
+	}
+	if res.LiveAfter != 0 {
+		t.Errorf("%d Workers running after the resume with every replica closed, want 0", res.LiveAfter)
+	}
+	if res.Reopened != 1 {
+		t.Errorf("opened again: %d rows, want 1", res.Reopened)
+	}
+}
+
+// TestWorkerFreezeSecondSession: a page whose last replica closed (its
+// Worker ended) opens one again: a new Worker and a new session, whose
+// call ids start again from 1. Its write in flight at a freeze, which
+// the Worker never ran, must be sent again, not answered from a record
+// the first session's write of the same call id left in the replica's
+// write journal (it would be settled with the other write's row and lost).
+func TestWorkerFreezeSecondSession(t *testing.T) {
+	ctx := browser(t)
+	srv := serve(t, "application/wasm")
+	var res struct {
+		Second string
+		Rows   []string
+	}
+	run(t, ctx, srv.URL+"/hold-worker.html", `
+		const schema = {tables: {t: {columns: {v: "text"}}}};
+		// The same calls in both sessions, so that their ids match.
+		const session = async (last) => {
+			const db = await Replica.open({name: "w-freeze-second", schema});
+			await db.insert("t", {v: "first " + last});
+			const p = db.insert("t", {v: last});
+			return {db, p};
+		};
+		const one = await session("one");
+		await one.p;
+		await one.db.close();
+		const two = await session("two");
+		const answer = two.p.then((r) => "ok " + r.v, (e) => e.code + ": " + e.message);
+		await Promise.resolve(); await Promise.resolve(); // posted
+		document.dispatchEvent(new Event("freeze")); // before the Worker could run it
+		document.dispatchEvent(new Event("resume"));
+		const second = await answer;
+		const rows = (await two.db.query("t")).map((r) => r.v).sort();
+		return {Second: second, Rows: rows};
+	`, &res)
+	if res.Second != "ok two" || strings.Join(res.Rows, ",") != "first one,first two,one,two" {
+		t.Errorf("the second session's write in flight at the freeze settled with %q; rows %q: want ok two, and rows first one, first two, one, two", res.Second, res.Rows)
+	}
+}
