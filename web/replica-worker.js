@@ -107,7 +107,8 @@
 		}
 	}
 
-	async function start(init) {
+	// loadGo loads wasm_exec.js (which defines Go) unless it is loaded.
+	async function loadGo(init) {
 		if (typeof global.Go !== "function") {
 			if (typeof global.importScripts === "function") {
 				try { global.importScripts(init.wasmExecURL); } catch (e) {
@@ -119,9 +120,32 @@
 			if (typeof global.Go !== "function") await import(/* @vite-ignore */ /* webpackIgnore: true */ init.wasmExecURL);
 			if (typeof global.Go !== "function") throw new Error(init.wasmExecURL + " did not define Go");
 		}
+	}
+
+	// compile fetches and compiles replica.wasm.
+	async function compile(init) {
+		if (typeof WebAssembly.compileStreaming === "function") {
+			try {
+				return await WebAssembly.compileStreaming(fetch(init.wasmURL));
+			} catch (e) {
+				if (!(e instanceof TypeError)) throw e;
+			}
+		}
+		const r = await fetch(init.wasmURL);
+		if (!r.ok) throw new Error("fetching " + init.wasmURL + ": HTTP " + r.status);
+		return WebAssembly.compile(await r.arrayBuffer());
+	}
+
+	// prepared: the module a {prepare} message compiled (the spare Worker
+	// of replica.js): {init} then starts from it, without the network.
+	let prepared = null;
+
+	async function start(init) {
+		await loadGo(init);
 		const rt = new global.Go();
 		let instance = null;
-		if (typeof WebAssembly.instantiateStreaming === "function") {
+		if (prepared) instance = await WebAssembly.instantiate(await prepared, rt.importObject);
+		else if (typeof WebAssembly.instantiateStreaming === "function") {
 			try {
 				instance = (await WebAssembly.instantiateStreaming(fetch(init.wasmURL), rt.importObject)).instance;
 			} catch (e) {
@@ -157,6 +181,15 @@
 	global.onmessage = (ev) => {
 		const m = ev.data;
 		if (m && m.c) { run(m.c); return; }
+		if (m && m.prepare) {
+			// The spare Worker: load and compile now, start at {init}.
+			prepared = loadGo(m.prepare).then(() => compile(m.prepare));
+			prepared.then(() => global.postMessage({ prepared: 1 }), (e) => {
+				prepared = null;
+				global.postMessage({ fail: String((e && e.message) || e) });
+			});
+			return;
+		}
 		if (m && m.init) {
 			start(m.init).then(
 				() => global.postMessage({ ops: OPS, kinds: KINDS }),

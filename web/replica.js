@@ -306,7 +306,14 @@
 	// spawn starts a Worker for s and calls ready once Go runs in it.
 	function spawn(s, ready) {
 		const gen = ++s.gen;
-		try {
+		const spare = s.spare && s.spare.prepared ? s.spare.worker : null;
+		if (spare) {
+			// The spare has loaded its scripts and compiled replica.wasm:
+			// it starts without the network (see prepareSpare).
+			s.spare.drop();
+			s.spare = null;
+			s.worker = spare;
+		} else try {
 			s.worker = new Worker(workerURL);
 		} catch (e) {
 			if (s.state === "starting") current = null;
@@ -322,7 +329,7 @@
 			if (s.hello) { clearTimeout(s.hello); s.hello = null; }
 			if (m && m.hello) return;
 			if (m && m.r) { s.inbox.push(m); if (s.inbox.length === 1) drain(s); return; }
-			if (m && m.ops) { s.ops = m.ops; s.kinds = m.kinds; ready(); return; }
+			if (m && m.ops) { s.ops = m.ops; s.kinds = m.kinds; ready(); laterSpare(s); return; }
 			if (m && m.fail) die(s, loadError(m.fail));
 		};
 		s.worker.onerror = (ev) => {
@@ -331,6 +338,55 @@
 		};
 		s.worker.onmessageerror = () => { if (s.gen === gen) die(s, loadError("a message from the Worker could not be read")); };
 		s.worker.postMessage({ init: { wasmURL, wasmExecURL } });
+	}
+
+	// The spare Worker. A restore after a freeze needs a new Worker, and a
+	// tab often resumes offline (a phone back from the subway): loading
+	// replica-worker.js, wasm_exec.js and replica.wasm again would fail,
+	// and with it every replica of the page. So SPARE_AFTER_MS after a
+	// Worker starts, the page starts a spare one that loads those files and
+	// compiles replica.wasm (V8 shares the compiled code of identical
+	// modules within the process), then waits: it runs no Go and opens no
+	// IndexedDB database until a restore hands it the session (spawn).
+	// A spare that fails to load is dropped and tried again after the next
+	// start; without one, a restore loads the files as the first start did.
+	const SPARE_AFTER_MS = 2000;
+	function laterSpare(s) {
+		if (s.spareTimer || s.spare || s.ended) return;
+		s.spareTimer = setTimeout(() => { s.spareTimer = null; prepareSpare(s); }, SPARE_AFTER_MS);
+	}
+
+	function prepareSpare(s) {
+		if (s.spare || s.ended || s.state !== "ready") return;
+		let w;
+		try { w = new Worker(workerURL); } catch (_) { return; }
+		const sp = { worker: w, prepared: false };
+		const on = (ev) => {
+			const m = ev.data;
+			if (m && m.prepared) { sp.prepared = true; return; }
+			if (m && m.fail) fail();
+		};
+		const fail = () => {
+			if (s.spare !== sp) return;
+			sp.drop();
+			s.spare = null;
+			try { w.terminate(); } catch (_) { }
+		};
+		const onerror = (ev) => { if (ev && typeof ev.preventDefault === "function") ev.preventDefault(); fail(); };
+		sp.drop = () => { w.removeEventListener("message", on); w.removeEventListener("error", onerror); };
+		w.addEventListener("message", on);
+		w.addEventListener("error", onerror);
+		s.spare = sp;
+		w.postMessage({ prepare: { wasmURL, wasmExecURL } });
+	}
+
+	// dropSpare terminates the spare Worker, if any.
+	function dropSpare(s) {
+		if (s.spareTimer) { clearTimeout(s.spareTimer); s.spareTimer = null; }
+		if (!s.spare) return;
+		s.spare.drop();
+		try { s.spare.worker.terminate(); } catch (_) { }
+		s.spare = null;
 	}
 
 	// inSession calls fn with the API of a running Worker: a session that
@@ -358,6 +414,7 @@
 		if (s.hello) { clearTimeout(s.hello); s.hello = null; }
 		if (s.unwatch) { s.unwatch(); s.unwatch = null; }
 		try { s.worker.terminate(); } catch (_) { }
+		dropSpare(s);
 		for (const r of s.asks.values()) r(null);
 		s.asks.clear();
 		if (!s.built) return;

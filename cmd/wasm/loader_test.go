@@ -5,12 +5,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,7 +106,20 @@ func serve(t *testing.T, wasmType string) *httptest.Server {
 	}
 	files := http.StripPrefix("/lib/", http.FileServer(http.Dir(dir)))
 	mux := http.NewServeMux()
+	// /offline makes /lib/ answer 503 from then on, as a network that
+	// went away would fail; /wasm-fetches counts replica.wasm's fetches.
+	var offline atomic.Bool
+	var wasmFetches atomic.Int64
+	mux.HandleFunc("/offline", func(w http.ResponseWriter, r *http.Request) { offline.Store(true) })
+	mux.HandleFunc("/wasm-fetches", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, wasmFetches.Load()) })
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if offline.Load() && strings.HasPrefix(r.URL.Path, "/lib/") {
+			http.Error(w, "offline", http.StatusServiceUnavailable)
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/replica.wasm") {
+			wasmFetches.Add(1)
+		}
 		if p, ok := pages[r.URL.Path]; ok {
 			w.Header().Set("Content-Type", "text/html")
 			if strings.HasSuffix(r.URL.Path, ".js") {
