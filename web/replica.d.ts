@@ -496,8 +496,10 @@ declare namespace Replica {
 		 * Frozen tabs: on `freeze` (and a `pagehide` into the
 		 * back/forward cache) the page terminates its Worker, which aborts
 		 * the Worker's IndexedDB transactions at once (a frozen tab holds
-		 * no lock another tab waits for), and on resume starts another and
-		 * restores the session: the replicas, listeners, subscriptions
+		 * no lock another tab waits for), and on resume starts another (a
+		 * spare started 2 s after each Worker, which loaded its files and
+		 * compiled replica.wasm already, so a tab resumed offline restores
+		 * without the network) and restores the session: the replicas, listeners, subscriptions
 		 * (which deliver their current result again) and sync targets.
 		 * Calls in flight at the freeze settle as if nothing happened:
 		 * each write records its answer in its own IndexedDB transaction,
