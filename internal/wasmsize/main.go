@@ -40,7 +40,7 @@ import (
 
 func main() {
 	n := flag.Int("n", 40, "packages to list")
-	fn := flag.String("fn", "", "list the largest functions whose names start with this prefix (mangled: '_' for '/')")
+	fn := flag.String("fn", "", "list the largest functions whose names start with this prefix (mangled: '_' for '/'; * for all)")
 	pack := flag.String("pack", "", "write a copy with merged data segments to this file")
 	maxGap := flag.Int("maxgap", 64, "with -pack, merge segments across zero runs of up to this many bytes")
 	gz := flag.Bool("gzip", false, "with -pack, also write the packed module gzipped to out.wasm.gz")
@@ -107,6 +107,7 @@ func report(w io.Writer, b []byte, n int, prefix string) error {
 	if len(m.segments) > 0 {
 		fmt.Fprintf(w, "  %d data segments\n", len(m.segments))
 	}
+	reportData(w, m)
 	if len(m.names) == 0 {
 		fmt.Fprintln(w, "no name section (built with -ldflags=-s): no per-package sizes")
 		return nil
@@ -122,7 +123,7 @@ func report(w io.Writer, b []byte, n int, prefix string) error {
 		name := m.names[m.imports+i]
 		byPkg[packageOf(name)] += size
 		total += size
-		if prefix != "" && strings.HasPrefix(name, prefix) {
+		if prefix == "*" || prefix != "" && strings.HasPrefix(name, prefix) {
 			fns = append(fns, entry{name, size})
 		}
 	}
