@@ -7,12 +7,17 @@
 //
 // The report gives the raw and gzipped size (compress/gzip at its best
 // compression, which comes within 1 % of gzip -9), the size of each
-// section, and,
+// section, the initial memory split at the addresses the runtime's
+// moduledata names (read-only data, the pclntab's parts, funcdata,
+// findfunctab, data; each with its size gzipped alone), and,
 // when the module has a name section (a build without -ldflags=-s), the
 // code bytes per Go package (-n of them) or, with -fn, the largest
-// functions whose names start with prefix. `go tool nm` cannot read wasm,
-// and the name section spells package paths with '_' for '/' and '.'
-// ("github.com_replica_sync_replica_engine.__Engine_.query").
+// functions whose names start with prefix (-fn '*': all). `go tool nm`
+// cannot read wasm, and the name section spells package paths with '_'
+// for '/' and '.' ("github.com_replica_sync_replica_engine.__Engine_.query").
+// Why a package or function is in the build at all: link with
+// -ldflags=-dumpdep, which prints each reachable symbol after the first
+// symbol that reached it.
 //
 // -pack writes a copy whose data segments are merged across runs of zero
 // bytes of up to -maxgap bytes. Go's linker starts a new data segment at
