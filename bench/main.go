@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/replica-sync/replica/internal/cities"
+	"github.com/replica-sync/replica/internal/wasmbuild"
 	"github.com/replica-sync/replica/seal"
 )
 
@@ -188,7 +189,7 @@ func buildInputs(o *options) (string, error) {
 		return "", fmt.Errorf("go env GOROOT: %w", err)
 	}
 	if _, err := os.Stat(o.wasm); err != nil {
-		return "", fmt.Errorf("%s: %w (make bench builds it; or: GOOS=js GOARCH=wasm go build -trimpath -ldflags='-s -w' -o %s ./cmd/wasm)", o.wasm, err, o.wasm)
+		return "", fmt.Errorf("%s: %w (make bench builds it; or: GOOS=js GOARCH=wasm go build -trimpath -ldflags='-s -w' %s -o %s ./cmd/wasm)", o.wasm, err, strings.Join(wasmbuild.GCFlags, " "), o.wasm)
 	}
 	return strings.TrimSpace(string(goroot)), nil
 }

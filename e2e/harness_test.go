@@ -26,6 +26,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/replica-sync/replica/internal/wasmbuild"
 	"github.com/replica-sync/replica/relay"
 )
 
@@ -109,8 +110,7 @@ func buildWeb(dir string) error {
 			return err
 		}
 	}
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, "replica.wasm"), "../cmd/wasm")
-	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
+	cmd := wasmbuild.Command(filepath.Join(dir, "replica.wasm"), "../cmd/wasm")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("GOOS=js GOARCH=wasm go build ./cmd/wasm: %v\n%s", err, out)
 	}

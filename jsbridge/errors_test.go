@@ -212,3 +212,28 @@ func TestErrorsInAPITerms(t *testing.T) {
 	e = mustReject(t, db.Call("insert", "items", jsv(`{title: "after"}`)), "CLOSED", "db.insert: the replica is closed (another tab or window is deleting")
 	lacks(e, "idbkv", "kv:")
 }
+
+// TestJSTerms checks jsTerms against a strings.Replacer of the same pairs
+// (what it replaced): the same output for every message.
+func TestJSTerms(t *testing.T) {
+	var pairs []string
+	for _, p := range jsValueTerms {
+		pairs = append(pairs, p[0], p[1])
+	}
+	r := strings.NewReplacer(pairs...)
+	for _, msg := range []string{
+		"",
+		"column price: want integer, got real 4.5",
+		"column a: want text, got integer 7, got blob 3 bytes",
+		", got real , got text , got boolean true",
+		", got realistic values",
+		", got , got number 1",
+		"x, got timestamp 2026-01-01T00:00:00Z; y, got unknown z, got blob ",
+		", got ", ", got", "got real 1",
+		", got , got real 2",
+	} {
+		if got, want := jsTerms(msg), r.Replace(msg); got != want {
+			t.Errorf("jsTerms(%q) = %q, want %q", msg, got, want)
+		}
+	}
+}

@@ -7,13 +7,14 @@ import (
 	"compress/gzip"
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/replica-sync/replica/internal/wasmbuild"
 )
 
 // These tests run natively (go test ./cmd/wasm). They build the browser
@@ -50,13 +51,13 @@ var (
 )
 
 // buildWasm runs `GOOS=js GOARCH=wasm go build -trimpath -ldflags="-s -w"
-// -o web/replica.wasm ./cmd/wasm`, as `make wasm` does, once per test run.
+// $(WASM_GCFLAGS) -o web/replica.wasm ./cmd/wasm`, as `make wasm` does
+// (internal/wasmbuild), once per test run.
 func buildWasm(t testing.TB) {
 	t.Helper()
 	buildOnce.Do(func() {
 		_ = os.Remove(wasmPath)
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", wasmPath, ".")
-		cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
+		cmd := wasmbuild.Command(wasmPath, ".")
 		buildOut, buildErr = cmd.CombinedOutput()
 	})
 	if buildErr != nil {

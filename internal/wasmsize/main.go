@@ -7,12 +7,17 @@
 //
 // The report gives the raw and gzipped size (compress/gzip at its best
 // compression, which comes within 1 % of gzip -9), the size of each
-// section, and,
+// section, the initial memory split at the addresses the runtime's
+// moduledata names (read-only data, the pclntab's parts, funcdata,
+// findfunctab, data; each with its size gzipped alone), and,
 // when the module has a name section (a build without -ldflags=-s), the
 // code bytes per Go package (-n of them) or, with -fn, the largest
-// functions whose names start with prefix. `go tool nm` cannot read wasm,
-// and the name section spells package paths with '_' for '/' and '.'
-// ("github.com_replica_sync_replica_engine.__Engine_.query").
+// functions whose names start with prefix (-fn '*': all). `go tool nm`
+// cannot read wasm, and the name section spells package paths with '_'
+// for '/' and '.' ("github.com_replica_sync_replica_engine.__Engine_.query").
+// Why a package or function is in the build at all: link with
+// -ldflags=-dumpdep, which prints each reachable symbol after the first
+// symbol that reached it.
 //
 // -pack writes a copy whose data segments are merged across runs of zero
 // bytes of up to -maxgap bytes. Go's linker starts a new data segment at
@@ -40,7 +45,7 @@ import (
 
 func main() {
 	n := flag.Int("n", 40, "packages to list")
-	fn := flag.String("fn", "", "list the largest functions whose names start with this prefix (mangled: '_' for '/')")
+	fn := flag.String("fn", "", "list the largest functions whose names start with this prefix (mangled: '_' for '/'; * for all)")
 	pack := flag.String("pack", "", "write a copy with merged data segments to this file")
 	maxGap := flag.Int("maxgap", 64, "with -pack, merge segments across zero runs of up to this many bytes")
 	gz := flag.Bool("gzip", false, "with -pack, also write the packed module gzipped to out.wasm.gz")
@@ -107,6 +112,7 @@ func report(w io.Writer, b []byte, n int, prefix string) error {
 	if len(m.segments) > 0 {
 		fmt.Fprintf(w, "  %d data segments\n", len(m.segments))
 	}
+	reportData(w, m)
 	if len(m.names) == 0 {
 		fmt.Fprintln(w, "no name section (built with -ldflags=-s): no per-package sizes")
 		return nil
@@ -122,7 +128,7 @@ func report(w io.Writer, b []byte, n int, prefix string) error {
 		name := m.names[m.imports+i]
 		byPkg[packageOf(name)] += size
 		total += size
-		if prefix != "" && strings.HasPrefix(name, prefix) {
+		if prefix == "*" || prefix != "" && strings.HasPrefix(name, prefix) {
 			fns = append(fns, entry{name, size})
 		}
 	}

@@ -160,6 +160,7 @@ func TestPackGoModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, _ := parse(orig)
+	checkDataLayout(t, a)
 	checkPacked(t, orig, packed, len(a.segments)/4)
 	if gzipSize(packed) >= gzipSize(orig) {
 		t.Errorf("gzipped: %d bytes packed, %d not", gzipSize(packed), gzipSize(orig))
@@ -176,5 +177,30 @@ func TestPackGoModule(t *testing.T) {
 	out, err := run.CombinedOutput()
 	if err != nil || string(out) != "packed 2 2\n" {
 		t.Fatalf("running the packed module: %v\n%s", err, out)
+	}
+}
+
+// checkDataLayout checks the split of a real Go module's initial memory:
+// found, in address order, the parts within the data segments' span, the
+// function names holding main.main's name.
+func checkDataLayout(t *testing.T, m *module) {
+	t.Helper()
+	rs := dataLayout(m.segments)
+	if len(rs) < 8 {
+		t.Fatalf("dataLayout found %d parts; want the moduledata's", len(rs))
+	}
+	base, img := memoryImage(m.segments)
+	for i, r := range rs {
+		if r.end < r.start || i > 0 && r.start != rs[i-1].end {
+			t.Errorf("part %q spans %#x-%#x after %#x", r.name, r.start, r.end, rs[i-1].end)
+		}
+		if r.name == "pclntab: function names" {
+			if !bytes.Contains(img[r.start-base:r.end-base], []byte("main.main\x00")) {
+				t.Errorf("the function names lack main.main")
+			}
+		}
+	}
+	if last := rs[len(rs)-1]; last.end > base+int64(len(img))+4096 || rs[0].start+4096 < base {
+		t.Errorf("parts span %#x-%#x, the segments %#x-%#x", rs[0].start, last.end, base, base+int64(len(img)))
 	}
 }
