@@ -109,14 +109,17 @@ sim:
 
 # cmd/wasm's TestLoader* tests load replica.js, and the npm package (its
 # TestLoaderPackage runs `make package` into a temporary directory and npm
-# installs the tarball offline), in Chromium.
+# installs the tarball offline), in Chromium; its TestWorker* tests the
+# engine in a Worker (the default), frozen and resumed. TestWorkerLongTasks
+# asserts main-thread task lengths, a timing: it runs in make bench-browser.
 test-browser: browser-deps
 	$(BROWSER_ENV) $(GO) test -count=1 $(call test_dirs,$(BROWSER_TEST_DIRS))
 	$(BROWSER_ENV) $(GO) test -count=1 -run 'TestWebCrypto|TestWebKey' ./wire ./seal
-	REPLICA_CHROMIUM="$(CHROMIUM)" $(GO) test -count=1 -run 'TestLoader|TestSync' ./cmd/wasm
+	REPLICA_CHROMIUM="$(CHROMIUM)" $(GO) test -count=1 -run 'TestLoader|TestSync|TestWorker' -skip 'TestWorkerLongTasks' ./cmd/wasm
 
 bench-browser: browser-deps
 	$(BROWSER_ENV) $(GO) test -count=1 -run XXX -bench . $(call test_dirs,$(BROWSER_TEST_DIRS))
+	REPLICA_CHROMIUM="$(CHROMIUM)" $(GO) test -count=1 -run 'TestWorkerLongTasks' -v ./cmd/wasm
 	REPLICA_CHROMIUM="$(CHROMIUM)" REPLICA_MEASURE=1 $(GO) test -count=1 -run 'TestMeasure' -v ./cmd/wasm
 
 # make bench: the Go benchmarks, summarized by benchstat, then the browser
