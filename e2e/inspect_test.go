@@ -47,7 +47,11 @@ func (p *page) inspectorGo(click, cond string) {
 	p.t.Helper()
 	if click != "" {
 		p.waitJS(click+" to exist", "document.querySelector("+jsString(click)+") !== null", syncTimeout)
-		p.click(click)
+		// Clicked from the page in one step: the inspector re-renders its
+		// navigation as counts change, and a node the driver found a
+		// moment before may be gone when it clicks ("Could not find node
+		// with given id").
+		p.eval(`document.querySelector(`+jsString(click)+`).click(); return null;`, nil)
 	}
 	p.waitJS(click+" to render", `document.getElementById("main").dataset.loading === "false" && (`+cond+`)`, syncTimeout)
 }
