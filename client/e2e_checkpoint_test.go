@@ -21,6 +21,7 @@ import (
 
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/internal/wsframe"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/boltkv"
 	"github.com/replica-sync/replica/model"
@@ -339,7 +340,7 @@ type cutSocket struct {
 
 func (s *cutSocket) Read(ctx context.Context) (bool, []byte, error) {
 	typ, b, err := s.c.Read(ctx)
-	if err != nil || (typ == websocket.MessageBinary) != wire.IsBinaryFrame(b) {
+	if err != nil || !wsframe.Fits(typ, b) {
 		return false, nil, err
 	}
 	if bytes.HasPrefix(wire.FrameHead(b), []byte(`{"type":"checkpoint_part"`)) {
@@ -352,7 +353,7 @@ func (s *cutSocket) Read(ctx context.Context) (bool, []byte, error) {
 }
 
 func (s *cutSocket) Write(ctx context.Context, b []byte) error {
-	return s.c.Write(ctx, wsType(b), b)
+	return s.c.Write(ctx, wsframe.Type(b), b)
 }
 func (s *cutSocket) Close(code int, reason string) error {
 	return s.c.Close(websocket.StatusCode(code), reason)

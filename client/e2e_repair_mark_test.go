@@ -15,6 +15,7 @@ import (
 
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/internal/wsframe"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -59,7 +60,7 @@ func pushesPK(b []byte, pk string) bool {
 
 func (s *repairCutSocket) Read(ctx context.Context) (bool, []byte, error) {
 	typ, b, err := s.c.Read(ctx)
-	if err != nil || (typ == websocket.MessageBinary) != wire.IsBinaryFrame(b) {
+	if err != nil || !wsframe.Fits(typ, b) {
 		return false, nil, err
 	}
 	if s.stage == 2 && bytes.HasPrefix(wire.FrameHead(b), []byte(`{"type":"apply_result"`)) && s.cut.CompareAndSwap(true, false) {

@@ -21,6 +21,7 @@ import (
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/internal/testdir"
+	"github.com/replica-sync/replica/internal/wsframe"
 	"github.com/replica-sync/replica/relay"
 	"github.com/replica-sync/replica/wire"
 )
@@ -237,7 +238,7 @@ type snapshotCutSocket struct {
 
 func (s *snapshotCutSocket) Read(ctx context.Context) (bool, []byte, error) {
 	typ, b, err := s.c.Read(ctx)
-	if err != nil || (typ == websocket.MessageBinary) != wire.IsBinaryFrame(b) {
+	if err != nil || !wsframe.Fits(typ, b) {
 		return false, nil, err
 	}
 	if bytes.HasPrefix(wire.FrameHead(b), []byte(`{"type":"snapshot_chunk"`)) && s.cut.CompareAndSwap(true, false) {
@@ -248,7 +249,7 @@ func (s *snapshotCutSocket) Read(ctx context.Context) (bool, []byte, error) {
 }
 
 func (s *snapshotCutSocket) Write(ctx context.Context, b []byte) error {
-	return s.c.Write(ctx, wsType(b), b)
+	return s.c.Write(ctx, wsframe.Type(b), b)
 }
 func (s *snapshotCutSocket) Close(code int, reason string) error {
 	return s.c.Close(websocket.StatusCode(code), reason)

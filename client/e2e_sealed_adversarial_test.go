@@ -22,6 +22,7 @@ import (
 
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/internal/wsframe"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/boltkv"
 	"github.com/replica-sync/replica/relay"
@@ -56,7 +57,7 @@ func (s *forgingSocket) Read(ctx context.Context) (bool, []byte, error) {
 	s.mu.Unlock()
 	for {
 		typ, b, err := s.c.Read(ctx)
-		if err != nil || (typ == websocket.MessageBinary) != wire.IsBinaryFrame(b) {
+		if err != nil || !wsframe.Fits(typ, b) {
 			return false, nil, err
 		}
 		if !bytes.HasPrefix(wire.FrameHead(b), []byte(`{"type":"snapshot_chunk"`)) {
@@ -74,7 +75,7 @@ func (s *forgingSocket) Read(ctx context.Context) (bool, []byte, error) {
 }
 
 func (s *forgingSocket) Write(ctx context.Context, b []byte) error {
-	return s.c.Write(ctx, wsType(b), b)
+	return s.c.Write(ctx, wsframe.Type(b), b)
 }
 func (s *forgingSocket) Close(code int, reason string) error {
 	return s.c.Close(websocket.StatusCode(code), reason)

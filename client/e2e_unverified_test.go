@@ -17,6 +17,7 @@ import (
 	"github.com/replica-sync/replica/client"
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/internal/testdir"
+	"github.com/replica-sync/replica/internal/wsframe"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -32,7 +33,7 @@ type frameCutSocket struct {
 
 func (s *frameCutSocket) Read(ctx context.Context) (bool, []byte, error) {
 	typ, b, err := s.c.Read(ctx)
-	if err != nil || (typ == websocket.MessageBinary) != wire.IsBinaryFrame(b) {
+	if err != nil || !wsframe.Fits(typ, b) {
 		return false, nil, err
 	}
 	if s.after == "" || bytes.HasPrefix(wire.FrameHead(b), []byte(`{"type":"`+s.after+`"`)) {
@@ -58,7 +59,7 @@ func cutDial(cut *atomic.Bool, at, after string) client.DialFunc {
 }
 
 func (s *frameCutSocket) Write(ctx context.Context, b []byte) error {
-	return s.c.Write(ctx, wsType(b), b)
+	return s.c.Write(ctx, wsframe.Type(b), b)
 }
 func (s *frameCutSocket) Close(code int, reason string) error {
 	return s.c.Close(websocket.StatusCode(code), reason)

@@ -21,6 +21,7 @@ import (
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/engine/enginetest"
 	"github.com/replica-sync/replica/internal/leaktest"
+	"github.com/replica-sync/replica/internal/wsframe"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/kv/memkv"
 	"github.com/replica-sync/replica/model"
@@ -357,7 +358,7 @@ func (p *peer) sendRaw(t testing.TB, b []byte) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	if err := p.c.Write(ctx, wsType(b), b); err != nil {
+	if err := p.c.Write(ctx, wsframe.Type(b), b); err != nil {
 		t.Fatalf("relay write: %v", err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/replica-sync/replica/wire"
+	"github.com/replica-sync/replica/internal/wsframe"
 )
 
 // wsSocket is the native socket: a coder/websocket connection.
@@ -66,7 +66,7 @@ func (s wsSocket) Read(ctx context.Context) (bool, []byte, error) {
 	typ, b, err := s.c.Read(ctx)
 	// Version 14: a binary message holds a binary frame; anything else
 	// binary is not a frame of the protocol.
-	if err != nil || (typ == websocket.MessageBinary) != wire.IsBinaryFrame(b) {
+	if err != nil || !wsframe.Fits(typ, b) {
 		return false, nil, err
 	}
 	return true, b, nil
@@ -75,11 +75,7 @@ func (s wsSocket) Read(ctx context.Context) (bool, []byte, error) {
 // Write sends a binary frame (wire.IsBinaryFrame) as a binary message,
 // any other as a text message.
 func (s wsSocket) Write(ctx context.Context, b []byte) error {
-	typ := websocket.MessageText
-	if wire.IsBinaryFrame(b) {
-		typ = websocket.MessageBinary
-	}
-	return s.c.Write(ctx, typ, b)
+	return s.c.Write(ctx, wsframe.Type(b), b)
 }
 
 func (s wsSocket) Close(code int, reason string) error {

@@ -226,7 +226,7 @@ func (f *firefox) send(ctx context.Context, method string, params any, out any) 
 	if err != nil {
 		return err
 	}
-	if err := f.conn.Write(ctx, wsType(b), b); err != nil {
+	if err := f.conn.Write(ctx, websocket.MessageText, b); err != nil {
 		return fmt.Errorf("%s: %w", method, err)
 	}
 	select {

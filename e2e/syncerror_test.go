@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/replica-sync/replica/internal/wsframe"
 	"github.com/replica-sync/replica/wire"
 )
 
@@ -68,7 +69,7 @@ func startRefusingProxy(t *testing.T, r *relayServer) *refusingProxy {
 				p.refused.Add(1)
 				e, _ := json.Marshal(map[string]any{"type": "error", "code": *code,
 					"message": "the test relay answers this push with " + *code, "requestId": m.RequestID, "fatal": false})
-				if down.Write(ctx, wsType(e), e) != nil {
+				if down.Write(ctx, wsframe.Type(e), e) != nil {
 					return
 				}
 				continue

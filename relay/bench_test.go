@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/internal/wsframe"
 	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
@@ -381,7 +382,7 @@ func BenchmarkSteadyLoad(b *testing.B) {
 					}
 					wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 					frame, _ := wire.Encode(&wire.ApplyChanges{RequestID: "apply", ChangeSets: []model.ChangeSet{*cs}})
-					err = p.c.ws.Write(wctx, wsType(frame), frame)
+					err = p.c.ws.Write(wctx, wsframe.Type(frame), frame)
 					wcancel()
 					if err != nil {
 						b.Error(err)

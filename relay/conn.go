@@ -19,6 +19,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/internal/wsframe"
 	"github.com/replica-sync/replica/kv"
 	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
@@ -291,7 +292,7 @@ func (c *conn) readLoop() {
 			keep = false
 		case n > limit:
 			keep = c.tooLarge(r, limit)
-		case (typ == websocket.MessageBinary) != wire.IsBinaryFrame(buf.Bytes()):
+		case !wsframe.Fits(typ, buf.Bytes()):
 			// Version 14: a binary message holds a binary frame (its
 			// first byte wire.BinaryFrameTag), a text message a JSON
 			// object.
@@ -948,11 +949,7 @@ func (c *conn) finish() {
 // write writes one frame within WriteTimeout.
 func (c *conn) write(f outFrame) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.WriteTimeout)
-	typ := websocket.MessageText
-	if wire.IsBinaryFrame(f.data) {
-		typ = websocket.MessageBinary
-	}
-	err := c.ws.Write(ctx, typ, f.data)
+	err := c.ws.Write(ctx, wsframe.Type(f.data), f.data)
 	cancel()
 	if f.done != nil {
 		f.done <- err

@@ -22,6 +22,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/replica-sync/replica/engine"
+	"github.com/replica-sync/replica/internal/wsframe"
 	"github.com/replica-sync/replica/kv/memkv"
 	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
@@ -183,7 +184,7 @@ func (c *client) sendRaw(frame []byte) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), recvTimeout)
 	defer cancel()
-	if err := c.ws.Write(ctx, wsType(frame), frame); err != nil {
+	if err := c.ws.Write(ctx, wsframe.Type(frame), frame); err != nil {
 		c.t.Fatalf("write: %v", err)
 	}
 }
@@ -203,7 +204,7 @@ func (c *client) read(timeout time.Duration) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	typ, b, err := c.ws.Read(ctx)
-	if err == nil && (typ == websocket.MessageBinary) != wire.IsBinaryFrame(b) {
+	if err == nil && !wsframe.Fits(typ, b) {
 		return nil, fmt.Errorf("got a %v frame, want text", typ)
 	}
 	return b, err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/internal/pgtest"
+	"github.com/replica-sync/replica/internal/wsframe"
 	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/wire"
 )
@@ -177,7 +178,7 @@ func (w *loadWriter) push() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return w.c.ws.Write(ctx, wsType(frame), frame)
+	return w.c.ws.Write(ctx, wsframe.Type(frame), frame)
 }
 
 // acked handles the answer to the push in flight: counted as served, or

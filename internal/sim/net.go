@@ -15,8 +15,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/replica-sync/replica/client"
+	"github.com/replica-sync/replica/internal/wsframe"
 	"github.com/replica-sync/replica/relay"
-	"github.com/replica-sync/replica/wire"
 )
 
 // netFaults are the per-frame fault rates of the network, per mille; zero
@@ -258,21 +258,12 @@ var _ relay.Conn = relayConn{}
 func (c relayConn) Reader(ctx context.Context) (websocket.MessageType, io.Reader, error) {
 	b, err := c.e.next(ctx)
 	if errors.Is(err, websocket.ErrMessageTooBig) {
-		return messageType(b), io.MultiReader(bytes.NewReader(b[:c.e.limit]), errReader{err}), nil
+		return wsframe.Type(b), io.MultiReader(bytes.NewReader(b[:c.e.limit]), errReader{err}), nil
 	}
 	if err != nil {
 		return 0, nil, err
 	}
-	return messageType(b), bytes.NewReader(b), nil
-}
-
-// messageType is the WebSocket message type frame travels as (protocol
-// version 14): binary for a binary frame, text for a JSON frame.
-func messageType(frame []byte) websocket.MessageType {
-	if wire.IsBinaryFrame(frame) {
-		return websocket.MessageBinary
-	}
-	return websocket.MessageText
+	return wsframe.Type(b), bytes.NewReader(b), nil
 }
 
 type errReader struct{ err error }

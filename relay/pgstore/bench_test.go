@@ -23,6 +23,7 @@ import (
 
 	"github.com/replica-sync/replica/engine"
 	"github.com/replica-sync/replica/internal/pgtest"
+	"github.com/replica-sync/replica/internal/wsframe"
 	"github.com/replica-sync/replica/kv/memkv"
 	"github.com/replica-sync/replica/model"
 	"github.com/replica-sync/replica/relay"
@@ -253,7 +254,7 @@ func (c *benchConn) send(m wire.Message) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.ws.Write(ctx, wsType(buf), buf); err != nil {
+	if err := c.ws.Write(ctx, wsframe.Type(buf), buf); err != nil {
 		c.b.Fatal(err)
 	}
 }
