@@ -267,14 +267,7 @@ var textEncoder = sync.OnceValue(func() js.Value { return js.Global().Get("TextE
 // allocation (js.Value.String and a conversion to []byte made two more
 // copies of every frame), or an error if it is longer than limit bytes.
 func jsStringBytes(v js.Value, limit int64) ([]byte, error) {
-	u8 := textEncoder().Call("encode", v)
-	n := u8.Length()
-	if int64(n) > limit {
-		return nil, fmt.Errorf("client: a message of more than %d bytes, the read limit", limit)
-	}
-	b := make([]byte, n)
-	js.CopyBytesToGo(b, u8)
-	return b, nil
+	return u8Bytes(textEncoder().Call("encode", v), limit)
 }
 
 // uint8Array is the JavaScript Uint8Array constructor.
@@ -283,7 +276,12 @@ var uint8Array = sync.OnceValue(func() js.Value { return js.Global().Get("Uint8A
 // jsBufferBytes copies the ArrayBuffer v into Go, or returns an error if it
 // is longer than limit bytes.
 func jsBufferBytes(v js.Value, limit int64) ([]byte, error) {
-	u8 := uint8Array().New(v)
+	return u8Bytes(uint8Array().New(v), limit)
+}
+
+// u8Bytes copies the Uint8Array u8 into Go, or returns an error if it is
+// longer than limit bytes.
+func u8Bytes(u8 js.Value, limit int64) ([]byte, error) {
 	n := u8.Length()
 	if int64(n) > limit {
 		return nil, fmt.Errorf("client: a message of more than %d bytes, the read limit", limit)
