@@ -1002,7 +1002,8 @@
 // deflate's context takeover: 156 bytes, below the 512-byte threshold
 // where deflate starts. Snapshots already use the rows chunk form.
 // Protocol version 14 made protoBinary's direction the protocol (package
-// wire's "Binary frames"): "binary (v14)" above is wire's apply_changes
+// wire's "Binary frames"; the prototype's code went with it, and its row
+// above is kept for the record): "binary (v14)" above is wire's apply_changes
 // frame, which adds to protoBinary a JSON head (the message's type and
 // requestId, 61 bytes with its tag and length), the ChangeSet's length
 // and flags, and covers every fact (deletes, prior values, migrations,

@@ -6,13 +6,10 @@ import (
 	"bytes"
 	"compress/flate"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -26,9 +23,9 @@ import (
 )
 
 // This file profiles what fills the bytes of a ChangeSet on the wire
-// (frameBreakdown), sizes two prototypes of a denser ChangeSet form for
-// the next wire format (protoJSON, protoBinary: test code only, not the
-// protocol), and measures permessage-deflate's CPU on the relay
+// (frameBreakdown) in the JSON form of version 13 and the binary form of
+// version 14 (binaryBreakdown), sizes protoJSON (a denser JSON form, test
+// code only, not the protocol) beside them, and measures permessage-deflate's CPU on the relay
 // (BenchmarkDeflate). The rows are GeoNames cities inserted through the
 // engine as an app inserts them (UUIDv7 ids).
 
@@ -316,296 +313,6 @@ func protoJSON(tb testing.TB, sets []model.ChangeSet) []byte {
 	return append(b, "]}"...)
 }
 
-// The value tags of protoBinary.
-const (
-	tagNull byte = iota
-	tagFalse
-	tagTrue
-	tagInt       // zigzag varint
-	tagReal      // 8 bytes, IEEE 754 big-endian
-	tagTimestamp // zigzag varint, ms
-	tagText      // uvarint length, UTF-8
-	tagJSON      // uvarint length, JSON text
-	tagBlob      // uvarint length, bytes
-	tagUUID      // 16 bytes: text that is a UUID in canonical lowercase form
-	tagPK0       // nothing: the value of the fact's pk[0] (a key column's own fact)
-)
-
-// protoBinary encodes sets in a binary prototype of a ChangeSet form
-// (test code only; it sizes the binary direction of issue 17's W11):
-//
-//	frame     = uvarint count, changeSet*
-//	changeSet = hlc (30 bytes: wall, counter, site, opSeq of the highest
-//	            fact; siteId and transactionId follow from it), uvarint
-//	            names, (uvarint length, UTF-8)* (table and column names,
-//	            first use first), uvarint facts, fact*
-//	fact      = flags (1: same table as the previous fact, 2: same pk, 4:
-//	            opSeq is the previous fact's + 1), [uvarint table name],
-//	            [uvarint pk values, value*], uvarint column name, value,
-//	            [uvarint opSeq]
-//	value     = tag byte, then as the tag says (tagNull …): text that is
-//	            a UUID in canonical lowercase form as its 16 bytes, a
-//	            fact's value equal to its pk's first value as tagPK0 alone
-//
-// Every fact's HLC is the ChangeSet's base with its opSeq. Column changes
-// only, like protoJSON.
-func protoBinary(sets []model.ChangeSet) ([]byte, error) {
-	b := binary.AppendUvarint(nil, uint64(len(sets)))
-	for _, cs := range sets {
-		if len(cs.Migrations) > 0 || cs.Envelope != nil {
-			return nil, errors.New("protoBinary: migrations and envelopes are not covered")
-		}
-		b = append(b, cs.HLC.Bytes()...)
-		var names []string
-		index := map[string]int{}
-		name := func(s string) int {
-			i, ok := index[s]
-			if !ok {
-				i = len(names)
-				index[s] = i
-				names = append(names, s)
-			}
-			return i
-		}
-		var facts []byte
-		var prev *model.Change
-		for i := range cs.Changes {
-			c := &cs.Changes[i]
-			if c.Type != model.ColumnChange || c.HasPrior || !c.HLC.SameTransaction(cs.HLC) {
-				return nil, fmt.Errorf("protoBinary: fact %d is not covered", i)
-			}
-			var flags byte
-			if prev != nil && prev.Table == c.Table {
-				flags |= 1
-			}
-			if prev != nil && slices.EqualFunc(prev.PK, c.PK, model.Value.Equal) {
-				flags |= 2
-			}
-			if prev != nil && c.HLC.OpSeq == prev.HLC.OpSeq+1 || prev == nil && c.HLC.OpSeq == 0 {
-				flags |= 4
-			}
-			facts = append(facts, flags)
-			if flags&1 == 0 {
-				facts = binary.AppendUvarint(facts, uint64(name(c.Table)))
-			}
-			if flags&2 == 0 {
-				facts = binary.AppendUvarint(facts, uint64(len(c.PK)))
-				for _, v := range c.PK {
-					facts = appendProtoValue(facts, v)
-				}
-			}
-			facts = binary.AppendUvarint(facts, uint64(name(c.Column)))
-			if c.Value.Kind() == c.PK[0].Kind() && c.Value.Equal(c.PK[0]) {
-				facts = append(facts, tagPK0)
-			} else {
-				facts = appendProtoValue(facts, c.Value)
-			}
-			if flags&4 == 0 {
-				facts = binary.AppendUvarint(facts, uint64(c.HLC.OpSeq))
-			}
-			prev = c
-		}
-		b = binary.AppendUvarint(b, uint64(len(names)))
-		for _, s := range names {
-			b = binary.AppendUvarint(b, uint64(len(s)))
-			b = append(b, s...)
-		}
-		b = binary.AppendUvarint(b, uint64(len(cs.Changes)))
-		b = append(b, facts...)
-	}
-	return b, nil
-}
-
-func appendProtoValue(b []byte, v model.Value) []byte {
-	switch v.Kind() {
-	case model.KindNull:
-		return append(b, tagNull)
-	case model.KindBoolean:
-		if v.Bool() {
-			return append(b, tagTrue)
-		}
-		return append(b, tagFalse)
-	case model.KindInteger:
-		return binary.AppendVarint(append(b, tagInt), v.Int())
-	case model.KindTimestamp:
-		return binary.AppendVarint(append(b, tagTimestamp), v.Int())
-	case model.KindReal:
-		return binary.BigEndian.AppendUint64(append(b, tagReal), math.Float64bits(v.Real()))
-	case model.KindText:
-		if u, ok := uuidBytes(v.Text()); ok {
-			return append(append(b, tagUUID), u[:]...)
-		}
-		return appendProtoBytes(append(b, tagText), v.Text())
-	case model.KindJSON:
-		return appendProtoBytes(append(b, tagJSON), string(v.JSON()))
-	default: // blob
-		return appendProtoBytes(append(b, tagBlob), string(v.Blob()))
-	}
-}
-
-// uuidBytes returns the 16 bytes of s when s is a UUID in canonical
-// lowercase form (8-4-4-4-12 hex digits), the form hex.EncodeToString
-// gives back.
-func uuidBytes(s string) (u [16]byte, ok bool) {
-	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
-		return u, false
-	}
-	h := s[0:8] + s[9:13] + s[14:18] + s[19:23] + s[24:36]
-	if _, err := hex.Decode(u[:], []byte(h)); err != nil || hex.EncodeToString(u[:]) != h {
-		return u, false
-	}
-	return u, true
-}
-
-func appendProtoBytes(b []byte, s string) []byte {
-	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
-}
-
-// protoReader reads protoBinary's form.
-type protoReader struct {
-	b   []byte
-	err error
-}
-
-func (r *protoReader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *protoReader) take(n uint64) []byte {
-	if uint64(len(r.b)) < n {
-		r.fail()
-		return nil
-	}
-	s := r.b[:n]
-	r.b = r.b[n:]
-	return s
-}
-
-func (r *protoReader) fail() {
-	if r.err == nil {
-		r.err = io.ErrUnexpectedEOF
-	}
-	r.b = nil
-}
-
-func (r *protoReader) value() model.Value {
-	tag := r.take(1)
-	if tag == nil {
-		return model.Null
-	}
-	switch tag[0] {
-	case tagNull:
-		return model.Null
-	case tagFalse, tagTrue:
-		return model.Bool(tag[0] == tagTrue)
-	case tagInt, tagTimestamp:
-		v, n := binary.Varint(r.b)
-		if n <= 0 {
-			r.fail()
-			return model.Null
-		}
-		r.b = r.b[n:]
-		if tag[0] == tagInt {
-			return model.Int(v)
-		}
-		return model.TimestampMillis(v)
-	case tagReal:
-		return model.Real(math.Float64frombits(binary.BigEndian.Uint64(r.take(8))))
-	case tagText:
-		return model.Text(string(r.take(r.uvarint())))
-	case tagJSON:
-		v, err := model.JSONValue(r.take(r.uvarint()))
-		if err != nil && r.err == nil {
-			r.err = err
-		}
-		return v
-	case tagBlob:
-		return model.Blob(r.take(r.uvarint()))
-	case tagUUID:
-		h := hex.EncodeToString(r.take(16))
-		if len(h) != 32 {
-			return model.Null
-		}
-		return model.Text(h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32])
-	}
-	r.err = fmt.Errorf("unknown tag %d", tag[0])
-	return model.Null
-}
-
-// protoBinaryDecode reads what protoBinary wrote (its round trip shows
-// the form loses nothing of what it covers).
-func protoBinaryDecode(b []byte) ([]model.ChangeSet, error) {
-	r := &protoReader{b: b}
-	sets := make([]model.ChangeSet, r.uvarint())
-	for i := range sets {
-		h, err := model.HLCFromBytes(r.take(model.HLCSize))
-		if err != nil {
-			return nil, err
-		}
-		cs := model.ChangeSet{SiteID: h.Site, TransactionID: h.TransactionID(), HLC: h}
-		names := make([]string, r.uvarint())
-		for j := range names {
-			names[j] = string(r.take(r.uvarint()))
-		}
-		nm := func() string {
-			j := r.uvarint()
-			if j >= uint64(len(names)) {
-				r.fail()
-				return ""
-			}
-			return names[j]
-		}
-		cs.Changes = make([]model.Change, r.uvarint())
-		for j := range cs.Changes {
-			flags := r.take(1)
-			if flags == nil {
-				return nil, r.err
-			}
-			c := model.Change{Type: model.ColumnChange, HLC: h.Base()}
-			if flags[0]&1 != 0 && j > 0 {
-				c.Table = cs.Changes[j-1].Table
-			} else {
-				c.Table = nm()
-			}
-			if flags[0]&2 != 0 && j > 0 {
-				c.PK = cs.Changes[j-1].PK
-			} else {
-				c.PK = make([]model.Value, r.uvarint())
-				for k := range c.PK {
-					c.PK[k] = r.value()
-				}
-			}
-			c.Column = nm()
-			if len(r.b) > 0 && r.b[0] == tagPK0 && len(c.PK) > 0 {
-				r.b = r.b[1:]
-				c.Value = c.PK[0]
-			} else {
-				c.Value = r.value()
-			}
-			switch {
-			case flags[0]&4 != 0 && j > 0:
-				c.HLC.OpSeq = cs.Changes[j-1].HLC.OpSeq + 1
-			case flags[0]&4 != 0:
-				c.HLC.OpSeq = 0
-			default:
-				c.HLC.OpSeq = uint32(r.uvarint())
-			}
-			cs.Changes[j] = c
-		}
-		sets[i] = cs
-	}
-	if r.err == nil && len(r.b) > 0 {
-		r.err = errors.New("trailing bytes")
-	}
-	return sets, r.err
-}
-
 // deflated is the size of b compressed as a permessage-deflate message
 // without context takeover: flate at BestSpeed (coder/websocket's level),
 // flushed, less the 4-byte tail the extension strips.
@@ -637,8 +344,8 @@ type wireSizes struct {
 
 // TestWireBreakdown checks the profile's instruments on real cities
 // frames: frameBreakdown accounts for every byte of a 1-row and a
-// 1,000-row apply_changes, and protoBinary's form decodes to the same
-// ChangeSets. It logs the breakdown and the prototypes' sizes (go test
+// 1,000-row apply_changes of version 13, binaryBreakdown of version 14's.
+// It logs the breakdowns and the forms' sizes (go test
 // -v -run TestWireBreakdown ./relay), the table in relay/doc.go.
 func TestWireBreakdown(t *testing.T) {
 	f := newWireFixture(t)
@@ -684,22 +391,9 @@ func TestWireBreakdown(t *testing.T) {
 		t.Fatalf("the binary breakdown accounts for %d of %d bytes", sum1, len(b1))
 	}
 	lines = append(lines, fmt.Sprintf("| total (the binary apply_changes frame) | %d | %.1f |", sum1, float64(sumN)/1000))
-	for _, sets := range [][]model.ChangeSet{f.single[:5], {f.bulk}} {
-		b, err := protoBinary(sets)
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := protoBinaryDecode(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(back, sets) {
-			t.Fatalf("protoBinary's round trip of %d ChangeSets changed them", len(sets))
-		}
-	}
 	s := wireSizesOf(t, f)
 	lines = append(lines, "", "| form | 1-row ChangeSets, a frame each: plain / deflated / deflated, context takeover | 1,000-row ChangeSet: plain / deflated |", "|---|---|---|")
-	for _, name := range []string{"JSON (version 13)", "binary (version 14)", "protoJSON", "protoBinary"} {
+	for _, name := range []string{"JSON (version 13)", "binary (version 14)", "protoJSON"} {
 		x := s[name]
 		lines = append(lines, fmt.Sprintf("| %s | %.0f / %.0f / %.0f | %.0f / %.0f |", name, x.single, x.singleDeflate, x.singleStream, x.bulk, x.bulkDeflate))
 	}
@@ -752,7 +446,7 @@ func jsonPerRow(f *wireFixture) float64 {
 
 // wireSizesOf sizes the fixture's pushes per row in each form: "JSON
 // (version 13)" (the JSON form of apply_changes), "binary (version 14)"
-// (wire's apply_changes), "protoJSON", "protoBinary".
+// (wire's apply_changes), "protoJSON".
 func wireSizesOf(tb testing.TB, f *wireFixture) map[string]wireSizes {
 	tb.Helper()
 	out := map[string]wireSizes{}
@@ -776,13 +470,6 @@ func wireSizesOf(tb testing.TB, f *wireFixture) map[string]wireSizes {
 	form("JSON (version 13)", func(sets []model.ChangeSet) []byte { return jsonPushFrame(tb, sets...) })
 	form("binary (version 14)", func(sets []model.ChangeSet) []byte { return pushFrame(tb, sets...) })
 	form("protoJSON", func(sets []model.ChangeSet) []byte { return protoJSON(tb, sets) })
-	form("protoBinary", func(sets []model.ChangeSet) []byte {
-		b, err := protoBinary(sets)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return b
-	})
 	return out
 }
 
