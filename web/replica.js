@@ -345,8 +345,7 @@
 	// replica-worker.js, wasm_exec.js and replica.wasm again would fail,
 	// and with it every replica of the page. So SPARE_AFTER_MS after a
 	// Worker starts, the page starts a spare one that loads those files and
-	// compiles replica.wasm (V8 shares the compiled code of identical
-	// modules within the process), then waits: it runs no Go and opens no
+	// compiles replica.wasm, then waits: it runs no Go and opens no
 	// IndexedDB database until a restore hands it the session (spawn).
 	// A spare that fails to load is dropped and tried again after the next
 	// start; without one, a restore loads the files as the first start did.
