@@ -35,6 +35,11 @@
 // "cities" through package client, so a browser replica bootstraps from a
 // snapshot of rows already merged there.
 //
+// make bench runs one repetition (-reps 1; -reps N reports medians): a
+// repetition of the six systems takes about 7 minutes on 2 cores, so two
+// would not fit make bench's 15 minutes beside W8 and the Go half. Within
+// one repetition W1–W3 are already totals over 10,000 transactions.
+//
 // Every repetition starts a fresh Chromium (fresh profile: empty HTTP cache,
 // no IndexedDB) per system, and runs, one at a time:
 //
@@ -47,7 +52,7 @@
 //
 // W8 runs once per system that syncs, in two browser contexts (two
 // devices: separate IndexedDB, no BroadcastChannel between them) of one
-// Chromium: device A commits a row, device B's subscription sees it; 500
+// Chromium: device A commits a row, device B's subscription sees it; 300
 // writes, each after B saw the previous one and 60 ms of quiet (so each
 // write starts a push of its own rather than joining a debounced burst).
 // Where a system reports them (Replica), the cell also gives two points
