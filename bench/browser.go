@@ -45,8 +45,9 @@ type timing struct {
 }
 
 // memory is W7, in bytes: the used JS heap after gc() (the page's, plus
-// the Worker's when replica.wasm runs in one: WorkerJSHeap) and the
-// WebAssembly memory of replica.wasm, wherever it runs.
+// every Worker's: WorkerJSHeap, read through CDP after the page's flow,
+// since Workers have no performance.memory) and the WebAssembly memory of
+// replica.wasm, wherever it runs.
 type memory struct {
 	JSHeap       float64 `json:"jsHeap"`
 	Wasm         float64 `json:"wasm"`
@@ -149,6 +150,20 @@ func (r *runner) session(sys *system, tag string, which map[string]bool, skip []
 	if which["w4"] || which["w5"] || which["w6"] || which["w7"] {
 		if err := step("W5, W7, W4", tag+"-big", "B.flowBig("+string(o)+")", &s.Big); err != nil {
 			return nil, err
+		}
+		// A Worker has no performance.memory: its JS heap comes from V8
+		// through CDP, once the page's flow ended (after W4's queries).
+		heaps, err := pagebench.WorkerHeaps(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s W7: %w", sys.name, err)
+		}
+		for _, h := range heaps {
+			s.Big.W7.WorkerJSHeap += float64(h)
+			s.Big.W7.JSHeap += float64(h)
+		}
+		var closed int
+		if err := eval(ctx, "B.closeBig()", &closed); err != nil {
+			return nil, fmt.Errorf("%s closing W5's database: %w", sys.name, err)
 		}
 		if sys.sealed {
 			return &s, nil

@@ -94,10 +94,16 @@
 // default mode when it ran, else page mode. Its cells give the
 // ratio to raw IndexedDB and to Replica in the page of the same run: W1
 // and W3 show what a Worker round trip adds to each awaited call, W10 what
-// it takes off the main thread. Its W7 adds the Worker's used JS heap
-// (after gc() there) and replica.wasm's memory in it to the page's heap:
-// bench/js/workermem.js, loaded before replica.js, wraps the Worker
-// constructor so that each Worker answers the bench's memory question.
+// it takes off the main thread. Its W7 adds every Worker's used JS heap
+// and replica.wasm's memory in it to the page's heap. The heap comes from
+// V8 through CDP after a full GC (internal/pagebench.WorkerHeaps; a Worker
+// has no performance.memory), read when the page's flow ended, after W4;
+// the wasm memory from bench/js/workermem.js, loaded before replica.js,
+// which wraps the Worker constructor so that each Worker answers the
+// bench's question. The spare Worker (web/replica.js) counts too: its JS
+// heap. Neither a Worker's compiled code nor Chromium's process memory is
+// in W7; cmd/wasm TestMeasureSpare measures what the spare costs in the
+// processes' PSS.
 //
 // W10 is the main thread's long tasks (PerformanceObserver "longtask",
 // installed by the page's first script, before any system's) that started

@@ -55,15 +55,15 @@ const B = (() => {
 			}
 		},
 		// memory: the page's used JS heap and replica.wasm's memory, plus
-		// those of a Worker running it (workermem.js), in bytes.
+		// the memory of replica.wasm in a Worker running it (workermem.js),
+		// in bytes. The Workers' JS heaps are added by the Go side
+		// (pagebench.WorkerHeaps: a Worker has no performance.memory).
 		async memory() {
 			const m = performance.memory || {};
 			const out = {jsHeap: m.usedJSHeapSize || 0, wasm: globalThis.goCount ? goCount.wasmBytes() : 0};
 			if (globalThis.benchWorkerMemory) {
 				const w = await benchWorkerMemory();
-				out.jsHeap += w.jsHeap;
 				out.wasm += w.wasm;
-				out.workerJSHeap = w.jsHeap;
 			}
 			return out;
 		},
@@ -118,7 +118,7 @@ const B = (() => {
 			return res;
 		},
 		// flowBig: W5 into this page's (empty) database, W7 after it, W4
-		// (unless o.skip lists "w4").
+		// (unless o.skip lists "w4"); the database stays open (closeBig).
 		async flowBig(o) {
 			await ready;
 			const S = B.sys;
@@ -134,8 +134,14 @@ const B = (() => {
 				res.w4 = await B.timed(() => S.w4(B.db, prefixes), prefixes.length);
 				if (S.w4getAll) res.w4getAll = await B.timed(() => S.w4getAll(B.db, prefixes), prefixes.length);
 			}
-			await S.close(B.db);
 			return res;
+		},
+		// closeBig closes flowBig's database: the driver calls it once it
+		// has read the Workers' JS heaps for W7 (a closed replica's Worker
+		// ends).
+		async closeBig() {
+			await B.sys.close(B.db);
+			return 0;
 		},
 		// prepareOne and runOne run one workload alone (the driver's
 		// -cpuprofile profiles runOne): prepareOne loads the rows and what

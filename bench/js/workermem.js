@@ -3,10 +3,11 @@
 // classic Worker starts from a small script (a blob) that wraps
 // WebAssembly.instantiate/instantiateStreaming to keep the module's memory,
 // answers {benchMemory} messages itself (before the Worker's own handler,
-// which never sees them) with its used JS heap after gc() and the size of
-// its WebAssembly memory, and then loads the Worker's script. The page's
-// benchWorkerMemory() asks every Worker still running and sums them:
-// {jsHeap, wasm} in bytes (zeros when none runs, as in page mode).
+// which never sees them) with the size of its WebAssembly memory, and then
+// loads the Worker's script. The page's benchWorkerMemory() asks every
+// Worker still running and sums them: {wasm} in bytes (zero when none
+// runs, as in page mode). A Worker has no performance.memory: the bench
+// reads the Workers' JS heaps through CDP (internal/pagebench.WorkerHeaps).
 (function (g) {
 	"use strict";
 	if (typeof g.Worker !== "function" || g.benchWorkerMemory) return;
@@ -16,12 +17,10 @@
 		const wrap = (f) => function () { return f.apply(this, arguments).then(keep); };
 		WebAssembly.instantiate = wrap(WebAssembly.instantiate);
 		if (typeof WebAssembly.instantiateStreaming === "function") WebAssembly.instantiateStreaming = wrap(WebAssembly.instantiateStreaming);
-		self.addEventListener("message", async (e) => {
+		self.addEventListener("message", (e) => {
 			if (!e.data || !e.data.benchMemory) return;
 			e.stopImmediatePropagation();
-			if (typeof gc === "function") for (let i = 0; i < 3; i++) { gc(); await new Promise((r) => setTimeout(r, 20)); }
-			const m = self.performance && performance.memory || {};
-			self.postMessage({ benchMemory: e.data.benchMemory, jsHeap: m.usedJSHeapSize || 0, wasm: mem ? mem.buffer.byteLength : 0 });
+			self.postMessage({ benchMemory: e.data.benchMemory, wasm: mem ? mem.buffer.byteLength : 0 });
 		});
 	}
 	const Real = g.Worker;
@@ -42,15 +41,15 @@
 	g.benchWorkerMemory = function () {
 		return Promise.all([...live].map((w) => new Promise((resolve) => {
 			const id = ++seq;
-			const t = setTimeout(() => { w.removeEventListener("message", on); resolve({ jsHeap: 0, wasm: 0 }); }, 5000);
+			const t = setTimeout(() => { w.removeEventListener("message", on); resolve({ wasm: 0 }); }, 5000);
 			function on(e) {
 				if (!e.data || e.data.benchMemory !== id) return;
 				clearTimeout(t);
 				w.removeEventListener("message", on);
-				resolve({ jsHeap: e.data.jsHeap, wasm: e.data.wasm });
+				resolve({ wasm: e.data.wasm });
 			}
 			w.addEventListener("message", on);
 			w.postMessage({ benchMemory: id });
-		}))).then((all) => all.reduce((a, b) => ({ jsHeap: a.jsHeap + b.jsHeap, wasm: a.wasm + b.wasm }), { jsHeap: 0, wasm: 0 }));
+		}))).then((all) => all.reduce((a, b) => ({ wasm: a.wasm + b.wasm }), { wasm: 0 }));
 	};
 })(globalThis);

@@ -5,8 +5,12 @@ package pagebench
 import (
 	"context"
 	_ "embed"
+	"fmt"
 	"os"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/heapprofiler"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -71,4 +75,39 @@ func Start(parent context.Context, extra ...chromedp.ExecAllocatorOption) (ctx c
 		return nil, nil, err
 	}
 	return ctx, cancel, nil
+}
+
+// WorkerHeaps returns the used JS heap, in bytes, of every dedicated Worker
+// running in the browser of ctx (a context from Start or
+// chromedp.NewContext), after a full garbage collection in each: V8's own
+// figure (CDP HeapProfiler.collectGarbage, then Runtime.getHeapUsage),
+// since a Worker has no performance.memory. It attaches to each Worker's
+// target and detaches again, leaving the Worker running.
+func WorkerHeaps(ctx context.Context) ([]int64, error) {
+	infos, err := chromedp.Targets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []int64
+	for _, ti := range infos {
+		if ti.Type != "worker" {
+			continue
+		}
+		wctx, cancel := chromedp.NewContext(ctx, chromedp.WithTargetID(ti.TargetID), chromedp.WithDetachOnCancel())
+		var used float64
+		err := chromedp.Do(wctx, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			if _, err := chromedp.Call(ctx, heapprofiler.CollectGarbage, cdp.Empty{}); err != nil {
+				return err
+			}
+			r, err := chromedp.Call(ctx, runtime.GetHeapUsage, cdp.Empty{})
+			used = r.UsedSize
+			return err
+		}))
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("the heap of Worker %s: %w", ti.URL, err)
+		}
+		out = append(out, int64(used))
+	}
+	return out, nil
 }
