@@ -27,8 +27,12 @@ import (
 // reported itself prepared, and 3 s after the page terminated it. The
 // first point is the noisy one (the Worker is still settling); the drop at
 // termination is the spare's cost. Measured 2026-12-07, 3 runs: PSS fell
-// by 33, 43 and 66 MiB when the spare ended; its JS heap was 0.3 MiB (the
-// rest is its isolate and the compiled module's code).
+// by 33, 43 and 66 MiB when the spare ended, and by 30 and 31 MiB in two
+// more runs alternated with a spare that only fetched replica.wasm's bytes
+// without compiling them (24 and 24 MiB): so most of the cost is the
+// Worker itself (its thread and V8 isolate) and the 7 MB of bytes, not
+// compiled code (V8 compiles a function lazily, at its first call, and the
+// spare calls none). Its JS heap was 0.3 MiB.
 // It also logs the used JS heap of each Worker (internal/pagebench's
 // WorkerHeaps: V8's figure after a full GC). It asserts nothing;
 // run it alone:
