@@ -133,4 +133,71 @@
 //
 // Results: bench/out/browser.json (every sample), bench/out/bench.md (the
 // table, notes, and the benchstat summary), the table on stdout.
+//
+// # How the files are served
+//
+// The pages load /lib/replica.js, replica-worker.js, wasm_exec.js and
+// replica.wasm through the in-process relay's own static handler (its
+// Config.WebDir: a directory of links to the files), so they get the
+// headers users get from cmd/relay and `make run`: application/wasm,
+// Cache-Control: no-cache with Last-Modified, 304 on revalidation
+// (relay/static.go). Until issue 17's W6 work the bench served them with
+// http.ServeFile and no Cache-Control (Last-Modified only: heuristic
+// freshness, so a second page might skip the revalidation production
+// makes). No replica.wasm.gz is made for the bench: replica.wasm travels
+// uncompressed over loopback, where production's relay sends the gzip
+// sibling `make wasm` writes.
+//
+// # The wasm code cache
+//
+// Issue 17's W6 target counts compiling replica.wasm and asks to cache the
+// compiled module where the platform allows. In Chromium that is V8's
+// wasm code cache: for a module compiled by compileStreaming /
+// instantiateStreaming from a same-origin application/wasm Response of
+// the HTTP cache (the loader's path, in the page and in the Worker), V8
+// may serialize its optimized code into the profile's "Code Cache/wasm",
+// keyed by URL and the response's time, and the next load deserializes it
+// instead of compiling. internal/wasmcacheprobe measures when it does
+// (fresh profile, visits of a page opening a replica, the profile's
+// Code Cache/wasm listed after each, Chromium's trace for V8's caching
+// events). Headless Chromium 156.0.8078.129, 2 shared cores:
+//
+//   - With default V8 flags no entry is ever written. Not in worker mode
+//     after an open and 2,000 or 10,000 inserts and 3–4 s idle, not in
+//     page mode after 2,000 inserts and 15 s idle. The trace shows why:
+//     66 TurboFan compilations, the last 1.7 s into the page, the page
+//     alive until 8 s, and no wasm.CompilationChunkFinished (V8's caching
+//     event). V8 caches when 1 MB of TurboFan code has been made since the
+//     last entry (--wasm-caching-hard-threshold) or when 2 s pass without
+//     new TurboFan code after 1 KB was made (--wasm-caching-timeout-ms,
+//     --wasm-caching-threshold); the timeout never fired, with 500 ms
+//     either (--js-flags=--wasm-caching-timeout-ms=500: no entry), while
+//     --wasm-caching-hard-threshold=200000 wrote entries at once (3, 856
+//     KiB). Replica's sessions measured make less than 1 MB of TurboFan
+//     code, so they never reach the trigger that works.
+//   - Made to cache early (--wasm-caching-timeout-ms=0), the path works:
+//     the Worker writes an entry (493–688 KB), the spare Worker's compile
+//     2 s later and the next visit's load hit it (v8.wasm.moduleCacheHit),
+//     and the open of that visit took 221–271 ms against 596–838 ms for
+//     the first (noisy machine; the Worker's compile, request to module,
+//     about 70 ms on a hit against 140–160 ms compiling).
+//   - Revalidation: with the relay's no-cache, a load revalidates
+//     (304) and still hits an entry made during the session that
+//     downloaded the file (Blink compares the entry's time with the
+//     response's original_response_time), but an entry V8 writes during
+//     a revalidated session is stored with the 304's time and the next
+//     load misses it and clears it (visit 1 writes, visit 2 hits and
+//     writes, visit 3 compiles from scratch). Served with Cache-Control:
+//     max-age=31536000, immutable (no revalidation) every load hit and the
+//     entry grew with each session (493, 619, 688 KB).
+//
+// So nothing the loader or the relay can do makes the cache engage for
+// Replica's sessions in this Chromium: the loader already streams from
+// the fetch's Response in both modes (an ArrayBuffer would get no cache at
+// all), and headers cannot lower V8's 1 MB trigger. Content-hashed names
+// served immutable would keep entries valid once V8 writes them (README,
+// "Serving replica.wasm"); a fixed name must be revalidated.
+//
+//	go run ./internal/wasmcacheprobe -serve relay -mode worker -work 2000 -linger 4s
+//	go run ./internal/wasmcacheprobe -serve immutable -every -work 500 -linger 2s -js-flags=--wasm-caching-timeout-ms=0 -trace /tmp/trace.json
 package main
