@@ -57,6 +57,7 @@ var (
 	every     = flag.Bool("every", false, "every visit works and lingers, not only the first")
 	traceFile = flag.String("trace", "", "write Chromium's JSON trace of the run to this file, and summarize its wasm caching events")
 	jsFlags   = flag.String("js-flags", "", "extra V8 flags")
+	traceSecs = flag.Int("trace-seconds", 25, "how long -trace records from Chromium's start (the run should end within it; Chromium wrote no file for 40 s or more)")
 )
 
 func main() {
@@ -145,11 +146,10 @@ func main() {
 	must(err)
 	defer os.RemoveAll(prof)
 	extra := []chromedp.ExecAllocatorOption{chromedp.UserDataDir(prof), chromedp.Flag("js-flags", strings.TrimSpace("--expose-gc "+*jsFlags))}
-	const traceSeconds = 60
 	if *traceFile != "" {
 		extra = append(extra, chromedp.Flag("trace-startup", "v8.wasm,disabled-by-default-devtools.timeline"),
 			chromedp.Flag("trace-startup-file", *traceFile), chromedp.Flag("trace-startup-format", "json"),
-			chromedp.Flag("trace-startup-duration", fmt.Sprint(traceSeconds)))
+			chromedp.Flag("trace-startup-duration", fmt.Sprint(*traceSecs)))
 	}
 	started := time.Now()
 	ctx, cancel, err := pagebench.Start(context.Background(), extra...)
@@ -183,7 +183,7 @@ func main() {
 	}
 	if *traceFile != "" {
 		// Chromium writes the trace when its duration is over.
-		time.Sleep(time.Until(started.Add((traceSeconds + 3) * time.Second)))
+		time.Sleep(time.Until(started.Add(time.Duration(*traceSecs+10) * time.Second)))
 		summarize(*traceFile)
 	}
 }
