@@ -144,4 +144,100 @@
 //
 // Results: bench/out/browser.json (every sample), bench/out/bench.md (the
 // table, notes, and the benchstat summary), the table on stdout.
+//
+// # How the files are served
+//
+// The pages load /lib/replica.js, replica-worker.js, wasm_exec.js and
+// replica.wasm through the in-process relay's own static handler (its
+// Config.WebDir: a directory of links to the files), so they get the
+// headers users get from cmd/relay and `make run`: application/wasm,
+// Cache-Control: no-cache with Last-Modified, 304 on revalidation
+// (relay/static.go). Until issue 17's W6 work the bench served them with
+// http.ServeFile and no Cache-Control (Last-Modified only: heuristic
+// freshness, so a second page might skip the revalidation production
+// makes). No replica.wasm.gz is made for the bench: replica.wasm travels
+// uncompressed over loopback, where production's relay sends the gzip
+// sibling `make wasm` writes.
+//
+// # The wasm code cache
+//
+// Issue 17's W6 target counts compiling replica.wasm and asks to cache the
+// compiled module where the platform allows. In Chromium that is V8's
+// wasm code cache: for a module compiled by compileStreaming /
+// instantiateStreaming from a same-origin application/wasm Response of
+// the HTTP cache (the loader's path, in the page and in the Worker), V8
+// may serialize its optimized code into the profile's "Code Cache/wasm",
+// keyed by URL and the response's time, and the next load deserializes it
+// instead of compiling. internal/wasmcacheprobe measures when it does
+// (fresh profile, visits of a page opening a replica, the profile's
+// Code Cache/wasm listed after each, Chromium's trace for V8's caching
+// events). Headless Chromium 156.0.8078.129, 2 shared cores:
+//
+//   - With default V8 flags no entry is ever written. Not in worker mode
+//     after an open and 2,000 or 10,000 inserts and 3–4 s idle, not in
+//     page mode after 2,000 inserts and 15 s idle. The trace shows why:
+//     66 TurboFan compilations, the last 1.7 s into the page, the page
+//     alive until 8 s, and no wasm.CompilationChunkFinished (V8's caching
+//     event). V8 caches when 1 MB of TurboFan code has been made since the
+//     last entry (--wasm-caching-hard-threshold) or when 2 s pass without
+//     new TurboFan code after 1 KB was made (--wasm-caching-timeout-ms,
+//     --wasm-caching-threshold); the timeout never fired, with 500 ms
+//     either (--js-flags=--wasm-caching-timeout-ms=500: no entry), while
+//     --wasm-caching-hard-threshold=200000 wrote entries at once (3, 856
+//     KiB). Opens and thousands of inserts make less than 1 MB of
+//     TurboFan code, so they never reach the trigger that works; the
+//     bench's page 2 does (W5's bootstrap of 171,075 rows and W4: 2.6 MB
+//     in Code Cache/wasm after it, in worker mode).
+//   - Made to cache early (--wasm-caching-timeout-ms=0), the path works:
+//     the Worker writes an entry (489–696 KB serialized), the spare
+//     Worker's compile 2 s later and the next visit's load hit it
+//     (v8.wasm.moduleCacheHit); in the trace the Worker's module was ready
+//     about 70 ms after its response on a hit against 140–160 ms
+//     compiling. The opens themselves (T0 to the first read) are too noisy
+//     on this shared machine to quote a gain: 221–440 ms on hits against
+//     587–1,920 ms for first visits that also downloaded the file.
+//   - Revalidation: with the relay's no-cache, a load revalidates
+//     (304) and still hits an entry made during the session that
+//     downloaded the file (Blink compares the entry's time with the
+//     response's original_response_time), but an entry V8 writes during
+//     a revalidated session is stored with the 304's time and the next
+//     load misses it and clears it: visit 1 writes, the spare and visit 2
+//     hit (and write), visit 3 and the compile-only pages compile from
+//     scratch. Served with Cache-Control: max-age=31536000, immutable (no
+//     revalidation) every later load hit and the entry grew with each
+//     session (490, 619, 696 KB). Both runs, twice, gave the same events.
+//
+// So the bench's W6 warm cannot use the entries page 2 writes: page 2's
+// replica.wasm was a 304, as production's would be. With the bench's
+// former serving (no Cache-Control: heuristic freshness, 10% of the
+// file's age) page 2 could take replica.wasm from the HTTP cache without
+// revalidating and write valid entries, which W6 warm then used: a figure
+// production's no-cache does not give. That is one reason the bench now
+// serves as the relay does.
+//
+// Nothing the loader or the relay can do makes the cache engage for
+// ordinary sessions in this Chromium: the loader already streams from the
+// fetch's Response in both modes (an ArrayBuffer would get no cache at
+// all; cmd/wasm TestWorkerWasmCodeCache), and headers cannot lower V8's
+// 1 MB trigger. Content-hashed names served immutable keep entries valid
+// once V8 writes them (README, "Serving replica.wasm"); a fixed name must
+// be revalidated, and then only an entry written in the session that
+// downloaded it survives.
+//
+//	go run ./internal/wasmcacheprobe -serve relay -mode worker -work 2000 -linger 4s
+//	go run ./internal/wasmcacheprobe -serve relay -every -work 500 -linger 1s -js-flags=--wasm-caching-timeout-ms=0 -trace /tmp/trace.json
+//	go run ./internal/wasmcacheprobe -serve immutable -every -work 500 -linger 1s -js-flags=--wasm-caching-timeout-ms=0 -trace /tmp/trace.json
+//
+// The W5 figure comes from a bench run with a fixed profile directory
+// (a local change to session(), not kept) listing Code Cache/wasm after
+// each page: nothing after page 1, 2 files (2.6 MB) after page 2.
+//
+// W6 before and after the bench served as the relay does (3 repetitions
+// each, medians, raw IndexedDB of the same run; load average 10 from
+// other work on the 2 cores, so single samples range 2–4×): cold, worker
+// 666 ms (3.0× raw's 219 ms) before, 1,645 ms (8.0× raw's 205 ms) after;
+// warm, worker 260 ms (5.4× raw's 48 ms) before, 441 ms (5.6× raw's 78
+// ms) after; page mode warm 319 ms (6.6×) before, 171 ms (2.2×) after.
+// Noise, not the headers, separates them; the change is that the bench
+// now revalidates replica.wasm as production does.
 package main

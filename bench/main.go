@@ -256,7 +256,12 @@ func startServers(o *options, goroot string, data *dataset) (string, func(), err
 	if err != nil {
 		return "", nil, err
 	}
-	rs, err := newRelay(relayDir)
+	web := filepath.Join(relayDir, "web")
+	if err := linkLibs(web, libFiles(o.root, o.wasm, goroot)); err != nil {
+		_ = os.RemoveAll(relayDir)
+		return "", nil, err
+	}
+	rs, err := newRelay(filepath.Join(relayDir, "data"), web)
 	if err != nil {
 		_ = os.RemoveAll(relayDir)
 		return "", nil, err
@@ -267,7 +272,7 @@ func startServers(o *options, goroot string, data *dataset) (string, func(), err
 		_ = os.RemoveAll(relayDir)
 		return "", nil, err
 	}
-	hs := &http.Server{Handler: handler(o.root, o.wasm, goroot, data, rs.Handler())}
+	hs := &http.Server{Handler: handler(o.root, data, rs.Handler())}
 	go func() { _ = hs.Serve(ln) }()
 	stop := func() {
 		_ = hs.Shutdown(context.Background())

@@ -20,9 +20,10 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // newRelay makes the in-process relay the pages sync with: bbolt files
 // under dir, with fsync (as in production), every database open to every
-// client.
-func newRelay(dir string) (*relay.Server, error) {
-	return relay.New(relay.Config{DataDir: dir, Auth: relay.AllowAll, Logger: quiet})
+// client, and web (the library files: libFiles) served at / by the relay's
+// own static handler, as `make run` and cmd/relay serve web/.
+func newRelay(dir, web string) (*relay.Server, error) {
+	return relay.New(relay.Config{DataDir: dir, WebDir: web, Auth: relay.AllowAll, Logger: quiet})
 }
 
 // seedRelay pushes rows into database db of the relay at url from a native

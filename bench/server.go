@@ -130,8 +130,42 @@ func page(sys *system, profile bool) string {
 	return b.String()
 }
 
-// handler serves the pages, scripts, libraries, data and the relay.
-func handler(root, wasmPath, goroot string, data *dataset, sync http.Handler) http.Handler {
+// libFiles maps the library files the pages load (/lib/NAME) to the files
+// served: web/'s loader and Worker, GOROOT's wasm_exec.js and the release
+// build of replica.wasm.
+func libFiles(root, wasmPath, goroot string) map[string]string {
+	return map[string]string{
+		"replica.js":        filepath.Join(root, "web", "replica.js"),
+		"replica-worker.js": filepath.Join(root, "web", "replica-worker.js"),
+		"wasm_exec.js":      filepath.Join(goroot, "lib", "wasm", "wasm_exec.js"),
+		"replica.wasm":      wasmPath,
+	}
+}
+
+// linkLibs makes dir hold a symbolic link to each of libs (name -> file),
+// for the relay's static handler to serve.
+func linkLibs(dir string, libs map[string]string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, file := range libs {
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			return err
+		}
+		if err := os.Symlink(abs, filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// handler serves the pages, scripts, data and the relay (rs: /sync, and
+// /lib/'s library files through the relay's static handler, with the
+// headers production gets from the relay: Content-Type application/wasm,
+// Cache-Control no-cache, Last-Modified, 304 on revalidation; see
+// relay/static.go).
+func handler(root string, data *dataset, rs http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/p/", func(w http.ResponseWriter, r *http.Request) {
 		name := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/p/"), ".html")
@@ -144,23 +178,7 @@ func handler(root, wasmPath, goroot string, data *dataset, sync http.Handler) ht
 		w.Header().Set("Cache-Control", "no-store")
 		_, _ = w.Write([]byte(page(sys, r.URL.Query().Get("profile") == "1")))
 	})
-	libs := map[string]string{
-		"/lib/replica.js":        filepath.Join(root, "web", "replica.js"),
-		"/lib/replica-worker.js": filepath.Join(root, "web", "replica-worker.js"),
-		"/lib/wasm_exec.js":      filepath.Join(goroot, "lib", "wasm", "wasm_exec.js"),
-		"/lib/replica.wasm":      wasmPath,
-	}
-	mux.HandleFunc("/lib/", func(w http.ResponseWriter, r *http.Request) {
-		p, ok := libs[r.URL.Path]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		if strings.HasSuffix(p, ".wasm") {
-			w.Header().Set("Content-Type", "application/wasm")
-		}
-		http.ServeFile(w, r, p)
-	})
+	mux.Handle("/lib/", http.StripPrefix("/lib", rs))
 	pb := map[string]string{"/pb/idbcount.js": pagebench.IDBCountJS, "/pb/gocount.js": pagebench.GoCountJS, "/pb/rawidb.js": pagebench.RawIDBJS}
 	mux.HandleFunc("/pb/", func(w http.ResponseWriter, r *http.Request) {
 		s, ok := pb[r.URL.Path]
@@ -181,7 +199,7 @@ func handler(root, wasmPath, goroot string, data *dataset, sync http.Handler) ht
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(data.prefixesJSON)
 	})
-	mux.Handle("/sync", sync)
+	mux.Handle("/sync", rs)
 	return mux
 }
 

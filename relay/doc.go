@@ -77,7 +77,9 @@
 //	GET /          the files of the web directory; .wasm as application/wasm,
 //	               a precompressed sibling (replica.wasm.gz, not older than
 //	               the file) served with Content-Encoding: gzip to clients
-//	               that accept it; Cache-Control: no-cache
+//	               that accept it; Cache-Control: no-cache and
+//	               Last-Modified (304 when unchanged; the wasm code cache
+//	               and these headers: README, "Serving replica.wasm")
 //	GET /inspect   with -inspect only: the replica inspector (below)
 //	GET /inspect/{database}
 //	               with -inspect only: a sealed database's newest log

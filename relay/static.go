@@ -13,10 +13,21 @@ import (
 
 // staticHandler serves the files of dir (the demo app). It sets
 // application/wasm for .wasm files (WebAssembly.instantiateStreaming requires
-// it), asks browsers to revalidate (Cache-Control: no-cache) so a rebuilt
+// it), asks browsers to revalidate (Cache-Control: no-cache, with
+// Last-Modified; an unchanged file is answered 304) so a rebuilt
 // replica.wasm is picked up, and serves a precompressed sibling
 // ("replica.wasm.gz", not older than the file) with Content-Encoding: gzip
 // to clients that accept it.
+//
+// V8's wasm code cache and these headers (measured in headless Chromium
+// 156, README "Serving replica.wasm"): Chromium keeps the code cache entry
+// of a revalidated replica.wasm only if it was made during the session
+// that downloaded the file (a 200); an entry made after a 304 carries the
+// revalidation's time and the next load discards it. The names here are
+// fixed (replica.wasm, not replica-HASH.wasm), so the relay cannot say
+// "immutable" without serving a stale module after a rebuild: no-cache
+// stays. Apps that serve content-hashed file names (a bundler's output)
+// should serve them with Cache-Control: max-age=31536000, immutable.
 func staticHandler(dir string) http.Handler {
 	files := http.FileServer(http.Dir(dir))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -122,7 +122,9 @@
 		}
 	}
 
-	// compile fetches and compiles replica.wasm.
+	// compile fetches and compiles replica.wasm, streaming from the fetch's
+	// Response as start does: the form for which Chromium consults V8's
+	// wasm code cache (README, "Serving replica.wasm").
 	async function compile(init) {
 		if (typeof WebAssembly.compileStreaming === "function") {
 			try {

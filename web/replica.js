@@ -347,6 +347,10 @@
 	// Worker starts, the page starts a spare one that loads those files and
 	// compiles replica.wasm, then waits: it runs no Go and opens no
 	// IndexedDB database until a restore hands it the session (spawn).
+	// Its fetch revalidates replica.wasm (a 304 from the HTTP cache); its
+	// compileStreaming finds the wasm code cache entry the first Worker's
+	// session wrote, if any (measured with V8 made to cache early), and,
+	// running no code, writes none.
 	// A spare that fails to load is dropped and tried again after the next
 	// start; without one, a restore loads the files as the first start did.
 	const SPARE_AFTER_MS = 2000;
@@ -786,7 +790,11 @@
 		// replica.wasm downloads while wasm_exec.js loads; instantiateStreaming
 		// compiles it as it arrives (measured: compileStreaming, then
 		// instantiate, took twice as long as instantiateStreaming when
-		// replica.wasm came from the HTTP cache).
+		// replica.wasm came from the HTTP cache). Streaming from the fetch's
+		// own Response is also what lets Chromium use V8's wasm code cache
+		// (an ArrayBuffer has no URL to key it on); whether an entry is ever
+		// made depends on V8 and on how replica.wasm is served: README,
+		// "Serving replica.wasm".
 		const url = wasmURL;
 		const response = fetch(url);
 		response.catch(() => { }); // awaited below; not unhandled if wasm_exec.js fails first
