@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/replica-sync/replica/engine/internal/layout"
 )
@@ -124,6 +125,44 @@ func sortRowChanges(rows []RowChange) {
 		}
 		return bytes.Compare(layout.RowKey(nil, rows[i].PK), layout.RowKey(nil, rows[j].PK)) < 0
 	})
+}
+
+// sortRowChangesKeyed is sortRowChanges for rows whose primary keys'
+// encodings (layout.RowKey(nil, pk)) are given: keys[i] is rows[i]'s. It
+// encodes no key, and rows already in order (a transaction's rows, added
+// in key order) are only checked.
+func sortRowChangesKeyed(rows []RowChange, keys []string) {
+	for i := range rows {
+		if c := rows[i].Columns; !slices.IsSorted(c) {
+			sort.Strings(c)
+		}
+	}
+	cmp := func(i, j int) int {
+		if c := strings.Compare(rows[i].Table, rows[j].Table); c != 0 {
+			return c
+		}
+		return strings.Compare(keys[i], keys[j])
+	}
+	sorted := true
+	for i := 1; i < len(rows); i++ {
+		if cmp(i-1, i) > 0 {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return
+	}
+	perm := make([]int, len(rows))
+	for i := range perm {
+		perm[i] = i
+	}
+	slices.SortStableFunc(perm, cmp)
+	out := make([]RowChange, len(rows))
+	for i, p := range perm {
+		out[i] = rows[p]
+	}
+	copy(rows, out)
 }
 
 // ReplayReport describes one replay of a table's held changes
