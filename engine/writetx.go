@@ -502,6 +502,7 @@ func (w *writeTx) flushRows(final bool) error {
 	local := !w.base.IsZero() // a local transaction, not an apply
 	var buf []byte
 	var ob, nb []HLC // scratch: the bases of each row's states
+	var ixw []indexWrite
 	for _, r := range w.dirtyRows() {
 		rk := []byte(r.key)
 		if !r.dirty {
@@ -523,7 +524,7 @@ func (w *writeTx) flushRows(final bool) error {
 			return err
 		}
 		if r.tbl != nil && len(r.tbl.indexes) > 0 {
-			if err := w.diffIndexes(r, r.tbl.resurrect); err != nil {
+			if ixw, err = w.diffIndexes(ixw, r, r.tbl.resurrect); err != nil {
 				return err
 			}
 		}
@@ -533,6 +534,9 @@ func (w *writeTx) flushRows(final bool) error {
 			r.orig = r.cur.Clone()
 		}
 		r.dirty = false
+	}
+	if err := w.writeIndexes(ixw); err != nil {
+		return err
 	}
 	return w.flushOwnLog()
 }
@@ -814,7 +818,15 @@ func containsBase(list []HLC, b HLC) bool {
 	return false
 }
 
-func (w *writeTx) diffIndexes(r *txRow, allow bool) error {
+// indexWrite is an index entry to put (del false) or delete.
+type indexWrite struct {
+	key []byte
+	del bool
+}
+
+// diffIndexes appends to out the index entries row r's change removes
+// and adds; flushRows writes them.
+func (w *writeTx) diffIndexes(out []indexWrite, r *txRow, allow bool) ([]indexWrite, error) {
 	ov, nv := r.orig.Visible(allow), r.cur.Visible(allow)
 	for _, ix := range r.tbl.indexes {
 		var ok, nk []byte
@@ -824,7 +836,7 @@ func (w *writeTx) diffIndexes(r *txRow, allow bool) error {
 		if nv {
 			nk = r.tbl.recIndexKey(ix, r.cur, r.pk)
 			if len(nk) > kv.MaxKeySize {
-				return &ValidationError{Table: r.table, Column: ix.def.Columns[0], Reason: fmt.Sprintf(
+				return out, &ValidationError{Table: r.table, Column: ix.def.Columns[0], Reason: fmt.Sprintf(
 					"value too long for index %s (%d bytes encoded, limit %d)", ix.def.Name, len(nk), kv.MaxKeySize)}
 			}
 		}
@@ -832,18 +844,37 @@ func (w *writeTx) diffIndexes(r *txRow, allow bool) error {
 			continue
 		}
 		if ok != nil {
-			if err := w.kv.Delete(layout.BucketIndex, ok); err != nil {
-				return err
-			}
+			out = append(out, indexWrite{key: ok, del: true})
 		}
 		if nk != nil {
-			if err := w.kv.Put(layout.BucketIndex, nk, nil); err != nil {
-				return err
-			}
+			out = append(out, indexWrite{key: nk})
+		}
+	}
+	return out, nil
+}
+
+// writeIndexes writes the index entries of a flush in key order (each
+// key is one row's: the order changes nothing stored, and a store keeps
+// keys written in order cheaply, see idbkv's overlay).
+func (w *writeTx) writeIndexes(ws []indexWrite) error {
+	if !slices.IsSortedFunc(ws, compareIndexWrites) {
+		slices.SortFunc(ws, compareIndexWrites)
+	}
+	for _, x := range ws {
+		var err error
+		if x.del {
+			err = w.kv.Delete(layout.BucketIndex, x.key)
+		} else {
+			err = w.kv.Put(layout.BucketIndex, x.key, nil)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil
 }
+
+func compareIndexWrites(a, b indexWrite) int { return bytes.Compare(a.key, b.key) }
 
 // checkIndexKeys rejects a row whose entry in one of t's indexes would not
 // fit the kv key limit. Local writes call it before changing anything, so
