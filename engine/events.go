@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/replica-sync/replica/engine/internal/layout"
 )
@@ -133,19 +132,19 @@ func sortRowChanges(rows []RowChange) {
 // in key order) are only checked.
 func sortRowChangesKeyed(rows []RowChange, keys []string) {
 	for i := range rows {
-		if c := rows[i].Columns; !slices.IsSorted(c) {
+		if c := rows[i].Columns; !sort.StringsAreSorted(c) {
 			sort.Strings(c)
 		}
 	}
-	cmp := func(i, j int) int {
-		if c := strings.Compare(rows[i].Table, rows[j].Table); c != 0 {
-			return c
+	less := func(i, j int) bool {
+		if rows[i].Table != rows[j].Table {
+			return rows[i].Table < rows[j].Table
 		}
-		return strings.Compare(keys[i], keys[j])
+		return keys[i] < keys[j]
 	}
 	sorted := true
 	for i := 1; i < len(rows); i++ {
-		if cmp(i-1, i) > 0 {
+		if less(i, i-1) {
 			sorted = false
 			break
 		}
@@ -153,11 +152,13 @@ func sortRowChangesKeyed(rows []RowChange, keys []string) {
 	if sorted {
 		return
 	}
+	// A permutation sorted with sort.SliceStable, not a slices sort: no
+	// sort code of its own in replica.wasm (issue 17, W9).
 	perm := make([]int, len(rows))
 	for i := range perm {
 		perm[i] = i
 	}
-	slices.SortStableFunc(perm, cmp)
+	sort.SliceStable(perm, func(a, b int) bool { return less(perm[a], perm[b]) })
 	out := make([]RowChange, len(rows))
 	for i, p := range perm {
 		out[i] = rows[p]

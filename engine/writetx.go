@@ -857,8 +857,13 @@ func (w *writeTx) diffIndexes(out []indexWrite, r *txRow, allow bool) ([]indexWr
 // key is one row's: the order changes nothing stored, and a store keeps
 // keys written in order cheaply, see idbkv's overlay).
 func (w *writeTx) writeIndexes(ws []indexWrite) error {
-	if !slices.IsSortedFunc(ws, compareIndexWrites) {
-		slices.SortFunc(ws, compareIndexWrites)
+	for i := 1; i < len(ws); i++ {
+		if bytes.Compare(ws[i-1].key, ws[i].key) > 0 {
+			// sort.Slice, not slices.SortFunc: no sort code of its own
+			// in replica.wasm (issue 17, W9).
+			sort.Slice(ws, func(i, j int) bool { return bytes.Compare(ws[i].key, ws[j].key) < 0 })
+			break
+		}
 	}
 	for _, x := range ws {
 		var err error
@@ -873,8 +878,6 @@ func (w *writeTx) writeIndexes(ws []indexWrite) error {
 	}
 	return nil
 }
-
-func compareIndexWrites(a, b indexWrite) int { return bytes.Compare(a.key, b.key) }
 
 // checkIndexKeys rejects a row whose entry in one of t's indexes would not
 // fit the kv key limit. Local writes call it before changing anything, so
