@@ -503,7 +503,8 @@ func (w *writeTx) flushRows(final bool) error {
 	var buf []byte
 	var ob, nb []HLC // scratch: the bases of each row's states
 	var ixw []indexWrite
-	for _, r := range w.dirtyRows() {
+	dirty := w.dirtyRows()
+	for _, r := range dirty {
 		rk := []byte(r.key)
 		if !r.dirty {
 			// A row that only gained a shadow tombstone.
@@ -524,6 +525,9 @@ func (w *writeTx) flushRows(final bool) error {
 			return err
 		}
 		if r.tbl != nil && len(r.tbl.indexes) > 0 {
+			if ixw == nil {
+				ixw = make([]indexWrite, 0, len(dirty)*len(r.tbl.indexes))
+			}
 			if ixw, err = w.diffIndexes(ixw, r, r.tbl.resurrect); err != nil {
 				return err
 			}
