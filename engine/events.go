@@ -126,6 +126,46 @@ func sortRowChanges(rows []RowChange) {
 	})
 }
 
+// sortRowChangesKeyed is sortRowChanges for rows whose primary keys'
+// encodings (layout.RowKey(nil, pk)) are given: keys[i] is rows[i]'s. It
+// encodes no key, and rows already in order (a transaction's rows, added
+// in key order) are only checked.
+func sortRowChangesKeyed(rows []RowChange, keys []string) {
+	for i := range rows {
+		if c := rows[i].Columns; !sort.StringsAreSorted(c) {
+			sort.Strings(c)
+		}
+	}
+	less := func(i, j int) bool {
+		if rows[i].Table != rows[j].Table {
+			return rows[i].Table < rows[j].Table
+		}
+		return keys[i] < keys[j]
+	}
+	sorted := true
+	for i := 1; i < len(rows); i++ {
+		if less(i, i-1) {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return
+	}
+	// A permutation sorted with sort.SliceStable, not a slices sort: no
+	// sort code of its own in replica.wasm (issue 17, W9).
+	perm := make([]int, len(rows))
+	for i := range perm {
+		perm[i] = i
+	}
+	sort.SliceStable(perm, func(a, b int) bool { return less(perm[a], perm[b]) })
+	out := make([]RowChange, len(rows))
+	for i, p := range perm {
+		out[i] = rows[p]
+	}
+	copy(rows, out)
+}
+
 // ReplayReport describes one replay of a table's held changes
 // (HeldReplayed).
 type ReplayReport struct {

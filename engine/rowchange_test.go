@@ -17,6 +17,7 @@ func TestEventRows(t *testing.T) {
 	sch := &model.Schema{Tables: []model.TableDef{
 		{Name: "items", Columns: []model.ColumnDef{{Name: "id", Type: model.KindText}, {Name: "n", Type: model.KindInteger}, {Name: "s", Type: model.KindText}}},
 		{Name: "other", Columns: []model.ColumnDef{{Name: "id", Type: model.KindText}, {Name: "v", Type: model.KindInteger}}},
+		{Name: "nums", Columns: []model.ColumnDef{{Name: "id", Type: model.KindInteger}, {Name: "v", Type: model.KindInteger}}},
 	}}
 	run := func(lean bool) [][]engine.RowChange {
 		db, err := engine.Open(memkv.New(engine.Buckets...), engine.Options{Schema: sch, OmitLocalChanges: lean})
@@ -55,11 +56,29 @@ func TestEventRows(t *testing.T) {
 			_, err := tx.Delete("items", engine.Key{"a"})
 			return err
 		}))
+		// Rows written out of table and key order (integer keys, whose
+		// order is not their text's): the event lists them in order.
+		must(db.Transact(func(tx *engine.Tx) error {
+			for _, w := range []struct {
+				table string
+				row   map[string]any
+			}{
+				{"nums", map[string]any{"id": 10, "v": 1}}, {"other", map[string]any{"id": "z", "v": 1}},
+				{"nums", map[string]any{"id": 9, "v": 1}}, {"items", map[string]any{"id": "c", "n": 1}},
+				{"nums", map[string]any{"id": -1, "v": 1}}, {"other", map[string]any{"id": "p", "v": 1}},
+				{"nums", map[string]any{"id": 100}},
+			} {
+				if _, err := tx.Insert(w.table, w.row); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
 		return out
 	}
 	lean, full := run(true), run(false)
-	if len(lean) != 3 {
-		t.Fatalf("%d LocalChange events, want 3", len(lean))
+	if len(lean) != 4 {
+		t.Fatalf("%d LocalChange events, want 4", len(lean))
 	}
 	if got, want := fmt.Sprint(lean), fmt.Sprint(full); got != want {
 		t.Fatalf("Event.Rows %s\nRowsOf     %s", got, want)
@@ -70,6 +89,13 @@ func TestEventRows(t *testing.T) {
 	}
 	if p := tx[0].Prior; p == nil || !p["n"].Equal(model.Int(2)) || !p["s"].Equal(model.Text("x")) || !p["id"].Equal(model.Text("a")) {
 		t.Fatalf("the deleted row's prior image: %v, want id a, n 2, s x", p)
+	}
+	var order []string
+	for _, r := range lean[3] {
+		order = append(order, r.Table+fmt.Sprint(r.PK))
+	}
+	if got, want := fmt.Sprint(order), `[items["c"] nums[-1] nums[9] nums[10] nums[100] other["p"] other["z"]]`; got != want {
+		t.Fatalf("the rows of a transaction written out of order: %s, want %s", got, want)
 	}
 	if c := fmt.Sprint(lean[1][0].Columns); c != "[n]" {
 		t.Fatalf("the update's columns: %s, want [n]", c)

@@ -123,8 +123,14 @@ func (s *Staged) Insert(table string, values map[string]any) (Row, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A new row's record holds exactly row's columns (coerceRow gives
+	// every column of vt and no other): its row is a copy of row.
+	fresh := len(r.cur.Cells) == 0 && vt.byName != nil
 	s.setInsertCells(r, vt, row)
 	s.stmts = append(s.stmts, s.insertStmt(table, vt, values, row, pk))
+	if fresh {
+		return maps.Clone(row), nil
+	}
 	return vt.rowOf(r.cur, pk), nil
 }
 

@@ -54,6 +54,7 @@ func TestRandomAgainstModel(t *testing.T) {
 				m.data = maps.Clone(committed)
 				rollback := rng.IntN(4) == 0
 				err := s.Update(func(tx kv.Tx) error {
+					m.top = ""
 					for range 30 {
 						if err := m.step(tx); err != nil {
 							return err
@@ -99,6 +100,7 @@ type model struct {
 	t    *testing.T
 	rng  *rand.Rand
 	data map[string]string
+	top  string // the greatest key the running Update wrote
 }
 
 // alphabet makes keys that are prefixes of each other and straddle 0x7f/0x80.
@@ -110,6 +112,35 @@ func (m *model) key() string {
 		b[i] = alphabet[m.rng.IntN(len(alphabet))]
 	}
 	return string(b)
+}
+
+// writeKey returns a key to put or delete: half of the time one above
+// every key the Update wrote (runs of ascending writes, which the overlay
+// keeps apart from its tree until something needs it), else m.key().
+func (m *model) writeKey() string {
+	k := m.key()
+	if m.rng.IntN(2) == 0 && len(m.top) < 12 {
+		k = m.top + string(alphabet[m.rng.IntN(len(alphabet))])
+	}
+	if k > m.top {
+		m.top = k
+	}
+	return k
+}
+
+// readKey returns a key to read: often the last of the Update's ascending
+// writes (or an extension of it, absent), else m.key().
+func (m *model) readKey() string {
+	if m.top == "" {
+		return m.key()
+	}
+	switch m.rng.IntN(4) {
+	case 0:
+		return m.top
+	case 1:
+		return m.top + string(alphabet[m.rng.IntN(len(alphabet))])
+	}
+	return m.key()
 }
 
 func (m *model) value() string {
@@ -128,11 +159,11 @@ func (m *model) bound() []byte {
 func (m *model) step(tx kv.Tx) error {
 	switch n := m.rng.IntN(12); {
 	case n < 4:
-		k, v := m.key(), m.value()
+		k, v := m.writeKey(), m.value()
 		m.data[k] = v
 		return tx.Put("x", []byte(k), []byte(v))
 	case n < 6:
-		k := m.key()
+		k := m.writeKey()
 		delete(m.data, k)
 		return tx.Delete("x", []byte(k))
 	case n < 7:
@@ -152,7 +183,7 @@ func (m *model) step(tx kv.Tx) error {
 func (m *model) read(tx kv.Tx) error {
 	switch m.rng.IntN(3) {
 	case 0:
-		k := m.key()
+		k := m.readKey()
 		v, err := tx.Get("x", []byte(k))
 		want, ok := m.data[k]
 		switch {
@@ -164,7 +195,7 @@ func (m *model) read(tx kv.Tx) error {
 	case 1:
 		keys := make([][]byte, 1+m.rng.IntN(6))
 		for i := range keys {
-			keys[i] = []byte(m.key())
+			keys[i] = []byte(m.readKey())
 		}
 		vals, err := tx.GetMany("x", keys)
 		if err != nil {

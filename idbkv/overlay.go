@@ -4,6 +4,7 @@ package idbkv
 
 import (
 	"bytes"
+	"sort"
 
 	"github.com/google/btree"
 )
@@ -22,9 +23,20 @@ import (
 // A key not in points and not in a span reads through to IndexedDB. At commit
 // the spans are deleted first, then the points are put or deleted, which
 // leaves IndexedDB exactly as the overlay describes it.
+//
+// Keys written in ascending order (a bulk insert's rows, a snapshot's)
+// skip the tree: a point whose key sorts after every key written so far
+// joins tail, a sorted list, and the tree takes the tail's points only
+// when a write lands below its end or an operation needs the tree
+// (settle). Every key in tail sorts after every key in points.
 type overlay struct {
 	points *btree.BTreeG[point]
-	spans  []span
+	tail   []point
+	// top is the greatest key ever written (nil: none): an upper bound of
+	// the keys in points and tail, so that a key above it can be
+	// appended to tail.
+	top   []byte
+	spans []span
 }
 
 // point is one written key: its value (owned by the overlay) or, if del is
@@ -46,12 +58,48 @@ func newOverlay() *overlay {
 
 // put records key=val; key and val are copied.
 func (o *overlay) put(key, val []byte) {
-	o.points.ReplaceOrInsert(point{key: clone(key), val: clone(val)})
+	o.write(point{key: clone(key), val: clone(val)})
 }
 
 // del records a tombstone for key; key is copied.
 func (o *overlay) del(key []byte) {
-	o.points.ReplaceOrInsert(point{key: clone(key), del: true})
+	o.write(point{key: clone(key), del: true})
+}
+
+// write records p (its key and value owned by the overlay): appended to
+// tail when its key sorts after every key written, else into the tree.
+func (o *overlay) write(p point) {
+	if o.top == nil || bytes.Compare(p.key, o.top) > 0 {
+		o.tail = append(o.tail, p)
+		o.top = p.key
+		return
+	}
+	o.settle()
+	o.points.ReplaceOrInsert(p)
+}
+
+// settle moves the tail's points into the tree.
+func (o *overlay) settle() {
+	if o == nil || len(o.tail) == 0 {
+		return
+	}
+	for _, p := range o.tail {
+		o.points.ReplaceOrInsert(p)
+	}
+	clear(o.tail)
+	o.tail = o.tail[:0]
+}
+
+// ascend calls fn for every point in key order until fn returns false.
+func (o *overlay) ascend(fn func(p point) bool) {
+	more := true
+	o.points.Ascend(func(p point) bool {
+		more = fn(p)
+		return more
+	})
+	for i := 0; more && i < len(o.tail); i++ {
+		more = fn(o.tail[i])
+	}
 }
 
 // deleteRange records the deletion of lo <= key < hi (nil bounds unbounded)
@@ -60,6 +108,7 @@ func (o *overlay) deleteRange(lo, hi []byte) {
 	if !nonEmpty(lo, hi) {
 		return
 	}
+	o.settle()
 	var covered []point
 	visit := func(p point) bool {
 		if hi != nil && bytes.Compare(p.key, hi) >= 0 {
@@ -83,7 +132,14 @@ func (o *overlay) deleteRange(lo, hi []byte) {
 // must go to IndexedDB; otherwise deleted tells whether the key is absent and
 // val is its value.
 func (o *overlay) lookup(key []byte) (val []byte, deleted, found bool) {
-	if p, ok := o.points.Get(point{key: key}); ok {
+	if n := len(o.tail); n > 0 && bytes.Compare(key, o.tail[0].key) >= 0 {
+		// Only the tail can hold it: the tree's keys sort before it.
+		i := sort.Search(n, func(i int) bool { return bytes.Compare(o.tail[i].key, key) >= 0 })
+		if i < n && bytes.Equal(o.tail[i].key, key) {
+			p := o.tail[i]
+			return p.val, p.del, true
+		}
+	} else if p, ok := o.points.Get(point{key: key}); ok {
 		return p.val, p.del, true
 	}
 	if o.inSpan(key) {
@@ -180,6 +236,7 @@ func (o *overlay) after(k []byte, inclusive bool, hi []byte) (p point, ok bool) 
 	if o == nil {
 		return point{}, false
 	}
+	o.settle()
 	visit := func(x point) bool {
 		if !inclusive && k != nil && bytes.Equal(x.key, k) {
 			return true
@@ -203,6 +260,7 @@ func (o *overlay) before(k, lo []byte) (p point, ok bool) {
 	if o == nil {
 		return point{}, false
 	}
+	o.settle()
 	visit := func(x point) bool {
 		if k != nil && bytes.Equal(x.key, k) {
 			return true

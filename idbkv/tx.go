@@ -520,7 +520,7 @@ func (t *Tx) eachWrite(fn func(w write)) {
 		for _, s := range o.spans {
 			fn(write{op: opDeleteRange, si: si, lo: s.lo, hi: s.hi})
 		}
-		o.points.Ascend(func(p point) bool {
+		o.ascend(func(p point) bool {
 			switch {
 			case !p.del:
 				fn(write{op: opPut, si: si, key: p.key, val: p.val})

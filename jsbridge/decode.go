@@ -340,15 +340,19 @@ func decodeRow(table, text string, blobs []byte) (map[string]any, error) {
 
 // row reads one row object (see decodeRow). After a VALIDATION error the
 // reader has still passed over the whole object.
-func (r *reader) row(table string) (map[string]any, error) {
-	row := make(map[string]any, 8)
+func (r *reader) row(table string) (map[string]any, error) { return r.rowNamed(table, nil) }
+
+// rowNamed is row with the table's column names, if known: a key equal to
+// one of them is that string rather than a new one.
+func (r *reader) rowNamed(table string, names []string) (map[string]any, error) {
+	row := make(map[string]any, max(8, len(names)))
 	var bad error
 	err := r.Members(func(key []byte) error {
 		v, err := r.value()
 		if err != nil {
 			return err
 		}
-		col := string(key)
+		col := internName(key, names)
 		if u, isBad := v.(unsupported); isBad {
 			if bad == nil {
 				bad = unsupportedError(table, col, u)
@@ -365,6 +369,43 @@ func (r *reader) row(table string) (map[string]any, error) {
 		return nil, bad
 	}
 	return row, nil
+}
+
+// internName returns key as a string: the element of names equal to it,
+// if any, else a new string.
+func internName(key []byte, names []string) string {
+	for _, n := range names {
+		if n == string(key) {
+			return n
+		}
+	}
+	return string(key)
+}
+
+// decodeTables parses insertMany's JSON array of table names (strings); a
+// name equal to the one before it shares its string.
+func decodeTables(text string) ([]string, error) {
+	r := newReader([]byte(text), nil)
+	var out []string
+	err := r.Elements(func(int) error {
+		if r.Peek() != '"' {
+			return r.Want("a table name")
+		}
+		b, err := r.StringBytes()
+		if err != nil {
+			return err
+		}
+		if n := len(out); n > 0 && out[n-1] == string(b) {
+			out = append(out, out[n-1])
+		} else {
+			out = append(out, string(b))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, r.End()
 }
 
 // decodeList parses an array of tagged values (a primary key).

@@ -437,7 +437,7 @@ func insertManyOp(d *db, c *call) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	tables, err := decodeList("", "tables", tablesText, nil)
+	tables, err := decodeTables(tablesText)
 	if err != nil {
 		return result{}, err
 	}
@@ -447,12 +447,15 @@ func insertManyOp(d *db, c *call) (result, error) {
 	}
 	e := newEncoder()
 	var errs []byte
-	for i, t := range tables {
-		table, _ := t.(string)
+	var names []string // the columns of tables[i-1], whose names the rows' share
+	for i, table := range tables {
 		if ok, err := r.ArrayNext(i); err != nil || !ok {
 			return result{}, fmt.Errorf("%w: %d rows for %d tables", errSyntax, i, len(tables))
 		}
-		vals, rerr := r.row(table)
+		if i == 0 || table != tables[i-1] {
+			names, _ = d.cachedColumns(table)
+		}
+		vals, rerr := r.rowNamed(table, names)
 		if errors.Is(rerr, errSyntax) {
 			return result{}, rerr
 		}
@@ -503,13 +506,15 @@ func insertManyNow(d *db, c *call) bool {
 // columns (engine.StagedInsertReads): then the inserts read no store and
 // may run inside the dispatch callback (see runNow).
 func (d *db) allDeclared(tablesText string) bool {
-	tables, err := decodeList("", "tables", tablesText, nil)
+	tables, err := decodeTables(tablesText)
 	if err != nil {
 		return false
 	}
-	for _, t := range tables {
-		name, ok := t.(string)
-		if !ok || !d.declared[name] || d.eng.StagedInsertReads(name) {
+	for i, name := range tables {
+		if i > 0 && name == tables[i-1] {
+			continue
+		}
+		if !d.declared[name] || d.eng.StagedInsertReads(name) {
 			return false
 		}
 		if _, ok := d.cachedColumns(name); !ok {

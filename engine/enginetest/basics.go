@@ -391,6 +391,16 @@ func (s *suite) testStaged(t *testing.T) {
 	if _, err := st.Insert("trips", map[string]any{"title": "x"}); !errors.Is(err, engine.ErrClosed) {
 		t.Fatalf("staged after commit: %v", err)
 	}
+	// A staged insert's preview is the row as committed (defaults filled),
+	// and the caller's own: changing it changes nothing written.
+	stp := a.Stage()
+	pre := must(stp.Insert("trips", map[string]any{"title": "Lisbon"}))(t)
+	want := fmtRow(pre)
+	pre["title"] = engine.Text("changed")
+	must(stp.Commit())(t)
+	if got := fmtRow(must(a.Get("trips", engine.Key{pre["id"].Text()}))(t)); got != want {
+		t.Fatalf("staged insert previewed %s, committed %s", want, got)
+	}
 	// A statement that previewed fine fails at commit when another writer
 	// got there first; nothing of the staged transaction is written.
 	st2 := a.Stage()
