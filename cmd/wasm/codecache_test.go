@@ -3,9 +3,7 @@
 package main
 
 import (
-	"context"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -24,27 +22,9 @@ import (
 // short (bench/doc.go, "The wasm code cache"), which is why the test
 // cannot wait for one without the flag.
 func TestWorkerWasmCodeCache(t *testing.T) {
-	path := os.Getenv("REPLICA_CHROMIUM")
-	if path == "" {
-		t.Skip("REPLICA_CHROMIUM is not set (make test-browser sets it)")
-	}
-	srv := serve(t, "application/wasm")
 	profile := t.TempDir()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.UserDataDir(profile),
-		chromedp.Flag("js-flags", "--wasm-caching-timeout-ms=0"),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"),
-	)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel2 := chromedp.NewContext(actx)
-	defer cancel2()
-	ctx, cancel3 := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel3()
+	ctx := browser(t, chromedp.UserDataDir(profile), chromedp.Flag("js-flags", "--wasm-caching-timeout-ms=0"))
+	srv := serve(t, "application/wasm")
 
 	// Enough work for V8 to optimize some of Go's functions.
 	var res struct {
