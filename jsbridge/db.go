@@ -47,11 +47,11 @@ type db struct {
 	closing bool          // close was called: later calls fail with CLOSED
 
 	// Touched only by the worker.
-	txs    map[int]*engine.Staged
+	txs map[int]*engine.Staged
 	// dropped is the journal and ack of this replica's last drop of
 	// acknowledged journal records (journal.go).
 	dropped journalTok
-	nextTx atomic.Int64
+	nextTx  atomic.Int64
 
 	colMu sync.Mutex
 	cols  map[string][]string // table -> column order, from the effective schema
