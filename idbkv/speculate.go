@@ -3,7 +3,6 @@
 package idbkv
 
 import (
-	"bytes"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -162,12 +161,15 @@ func (c *readCache) committed(t *Tx) {
 		case opDelete:
 			c.setLocked(string(buf), cval{absent: true})
 		case opDeleteRange:
+			// Compared as strings: no copy of each cached key (the
+			// cache holds thousands).
+			lo, hi := string(w.lo), string(w.hi)
 			for k, v := range c.m {
 				if int(k[0]) != w.si {
 					continue
 				}
-				key := []byte(k[1:])
-				if (w.lo == nil || bytes.Compare(key, w.lo) >= 0) && (w.hi == nil || bytes.Compare(key, w.hi) < 0) {
+				key := k[1:]
+				if (w.lo == nil || key >= lo) && (w.hi == nil || key < hi) {
 					delete(c.m, k)
 					c.bytes -= len(k) + len(v.val)
 				}

@@ -168,6 +168,9 @@ type call struct {
 	op             *operation
 	handle, tx, id int
 	args           [4]arg // a, b, c, d
+	// tok is a write call's journal token (worker mode, journal.go),
+	// nil for other calls.
+	tok *journalTok
 }
 
 // arg is one argument: a string, a number or a Uint8Array (bytes), or
@@ -214,7 +217,8 @@ func (c *call) bytes(i int) []byte { return c.args[i].bytes }
 func (c *call) value(i int) js.Value { return c.args[i].v }
 
 // dispatch is the single JS->Go entry point: go(op, handle, tx, id, a, b,
-// c, d). It never blocks: it copies the arguments into Go and either
+// c, d), and for a write call in worker mode its journal token after them
+// (token, ack, journal: journal.go). It never blocks: it copies the arguments into Go and either
 // answers at once or queues the work on the replica's worker goroutine; the
 // answer comes back through settle(id, ...). A panic rejects the call with
 // INTERNAL.
@@ -231,6 +235,7 @@ func (b *bridge) dispatch(_ js.Value, args []js.Value) (ret any) {
 	n := args[0].Int()
 	c.handle, c.tx, c.id = args[1].Int(), args[2].Int(), args[3].Int()
 	c.setArgs(args[4:])
+	c.tok = journalArgs(args)
 	if n < 1 || n > len(operations) {
 		b.reply(c.id, fail(fmt.Errorf("unknown operation %d", n), "", ""))
 		return nil

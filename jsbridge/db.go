@@ -46,13 +46,12 @@ type db struct {
 	idle    chan struct{} // capacity 1: the worker drained its queue
 	closing bool          // close was called: later calls fail with CLOSED
 
-	// tok is the journal token for the next call queued on the worker
-	// (journal.go); touched only inside dispatch.
-	tok *journalTok
-
 	// Touched only by the worker.
-	txs    map[int]*engine.Staged
-	nextTx atomic.Int64
+	txs map[int]*engine.Staged
+	// dropped is the journal and ack of this replica's last drop of
+	// acknowledged journal records (journal.go).
+	dropped journalTok
+	nextTx  atomic.Int64
 
 	colMu sync.Mutex
 	cols  map[string][]string // table -> column order, from the effective schema
@@ -457,10 +456,6 @@ func guard(method, table string, op func() (result, error)) (r result) {
 // handle runs one call of this replica (queue worker or inDispatch),
 // unless the replica is closing; the result is dispatch's.
 func (d *db) handle(c *call) any {
-	var j *journalTok // the token op's, for this call only (journal.go)
-	if c.op.queue == worker {
-		j, d.tok = d.tok, nil
-	}
 	d.qmu.Lock()
 	closing := d.closing
 	if c.op.closes {
@@ -474,12 +469,12 @@ func (d *db) handle(c *call) any {
 	if c.op.queue != worker {
 		return c.op.now(d, c)
 	}
-	if j == nil && c.op.inline != nil && c.op.inline(d, c) {
+	if c.tok == nil && c.op.inline != nil && c.op.inline(d, c) {
 		return nil
 	}
 	work := func() (result, error) { return c.op.work(d, c) }
-	if j != nil {
-		work = d.journaled(c, j, work)
+	if c.tok != nil {
+		work = d.journaled(c, c.tok, work)
 	}
 	d.run(c, c.methodName(), c.tableName(), work)
 	return nil

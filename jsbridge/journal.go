@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall/js"
 	"time"
 
 	"github.com/replica-sync/replica/engine"
@@ -21,24 +22,29 @@ import (
 // The answers of calls in flight at that moment are lost; for a write the
 // page must then learn whether it committed, without running it twice.
 //
-// So the page sends, before each write call (db.insert, upsert, update,
-// delete, a db.transaction's commit, the migrations), a token op: the
-// call's id (the token), the lowest token of the page still waiting for
-// an answer (ack), and the page's journal name (named by the time it was
-// made; the page makes a new one each day, see pruneJournals, and for
-// each session of Workers, whose call ids start from 1 again). The
-// write then stores its answer as the engine state "wcall/JOURNAL/TOKEN"
-// in its own IndexedDB transaction (engine.SetWriteNote), so the record
-// exists if and only if the write committed (a write that changed nothing
-// stores it too, alone); a write that fails stores its error in a
-// transaction of its own before its answer is sent. Each record deletes
-// the journal's records below ack (their answers reached the page). On
-// restore the page asks recall for each write whose answer it lacks:
-// the stored answer, or NOT_RUN (then the call never ran, or ran and
-// failed without its record: the page sends it again; calls run one at a
-// time in call order, so no later call of the page has run either).
+// So each write call (db.insert, upsert, update, delete, a
+// db.transaction's commit, the migrations) carries a journal token, three
+// more arguments of its go() call (journalArgs): the call's id (the
+// token), the lowest token of the page still waiting for an answer (ack),
+// and the page's journal name (named by the time it was made; the page
+// makes a new one each day, see pruneJournals, and for each session of
+// Workers, whose call ids start from 1 again). The write then stores its
+// answer as the engine state "wcall/JOURNAL/TOKEN" in its own IndexedDB
+// transaction (engine.SetWriteNote), so the record exists if and only if
+// the write committed (a write that changed nothing stores it too,
+// alone); a write that fails stores its error in a transaction of its own
+// before its answer is sent. Records below ack are dropped (their
+// answers reached the page), not by every record but in one range delete
+// of the record's transaction once ack has moved journalDropEvery past the
+// last drop (see journaled): one IndexedDB request less per write. On
+// restore the page asks recall for each write whose answer it lacks: the
+// stored answer, or NOT_RUN (then the call never ran, or ran and failed
+// without its record: the page sends it again; calls run one at a time in
+// call order, so no later call of the page has run either). Recall only
+// asks for tokens the page still waits on, at or above its ack, whose
+// records no drop touches; tokens are never reused within a journal.
 
-// journalTok is the token op's request for the next write call.
+// journalTok is a write call's journal token.
 type journalTok struct {
 	journal    string
 	token, ack int
@@ -49,16 +55,27 @@ func journalName(journal string, token int) string {
 	return fmt.Sprintf("wcall/%s/%016x", journal, token)
 }
 
-// tokenOp (inDispatch) handles the token op: a = the token, b = ack,
-// c = the journal; the next call of the replica queued on the worker
-// records its answer under it.
-func tokenOp(d *db, c *call) any {
-	if c.str(2) == "" || c.int(0) <= 0 {
+// journalArgs reads the journal token that follows a call's own
+// arguments: go(op, handle, tx, id, a, b, c, d, token, ack, journal); nil
+// for a call without one.
+func journalArgs(args []js.Value) *journalTok {
+	if len(args) < 11 || args[8].Type() != js.TypeNumber || args[10].Type() != js.TypeString {
 		return nil
 	}
-	d.tok = &journalTok{journal: c.str(2), token: c.int(0), ack: c.int(1)}
-	return nil
+	j := &journalTok{token: args[8].Int(), ack: args[9].Int(), journal: args[10].String()}
+	if j.token <= 0 || j.journal == "" {
+		return nil
+	}
+	return j
 }
+
+// journalDropEvery is how far ack moves between two drops of a journal's
+// acknowledged records (a variable for tests): a page awaiting each write
+// keeps at most this many records of its journal besides those it waits
+// on, some tens of kilobytes. A drop every 32 writes measured slower on
+// W3 (its range delete, and idbkv's speculation cache checking each of
+// its keys against the range).
+var journalDropEvery = 256
 
 // journaled wraps work, the write call c, so that its answer is recorded
 // under j (see above).
@@ -78,7 +95,13 @@ func (d *db) journaled(c *call, j *journalTok, work func() (result, error)) func
 				return encodeAnswer(r)
 			},
 		}
-		if j.ack > 0 && j.ack < j.token {
+		// The drop: when ack moved journalDropEvery past this replica's
+		// last one (or it has made none in this journal).
+		// (ack is at most the token: the page counts the call itself
+		// among those waiting, so a page awaiting each write sends
+		// ack = token, and every record below it is acknowledged.)
+		drop := j.ack > 0 && j.ack <= j.token && (j.journal != d.dropped.journal || j.ack-d.dropped.ack >= journalDropEvery)
+		if drop {
 			n.DropFrom, n.DropTo = journalName(j.journal, 0), journalName(j.journal, j.ack)
 		}
 		if c.op.table {
@@ -87,6 +110,9 @@ func (d *db) journaled(c *call, j *journalTok, work func() (result, error)) func
 		d.eng.SetWriteNote(n)
 		r, err := work()
 		d.eng.SetWriteNote(nil)
+		if drop && stored && err == nil {
+			d.dropped = journalTok{journal: j.journal, ack: j.ack}
+		}
 		switch {
 		case err != nil:
 			// Nothing was written: the error, recorded before the

@@ -40,6 +40,8 @@ func opCall(t *testing.T, d *db, name string, tx, id int, args ...any) *call {
 // and recall returns it; recall of a token that never ran is NOT_RUN; a
 // record's ack drops the journal's records below it.
 func TestWriteJournal(t *testing.T) {
+	defer func(n int) { journalDropEvery = n }(journalDropEvery)
+	journalDropEvery = 1 // every record drops those below its ack
 	d := dbOf(t, openT(t))
 	write := func(token, ack int, c *call) {
 		t.Helper()
@@ -86,6 +88,64 @@ func TestWriteJournal(t *testing.T) {
 	}
 	if n, err := d.eng.Get("items", []any{"y"}); err != nil || n == nil {
 		t.Errorf("the committed row: %v, %v", n, err)
+	}
+}
+
+// TestWriteJournalAwaited: a page that awaits each write sends each with
+// ack = its own token (it waits on that call alone); the records below
+// are dropped once ack has moved journalDropEvery past the last drop, so
+// the journal keeps a bounded number of records however many writes run
+// (it grew by one per write while a record dropped only below an ack
+// smaller than its token). A record the page still waits on (token at or
+// above every later ack) is never dropped.
+func TestWriteJournalAwaited(t *testing.T) {
+	d := dbOf(t, openT(t))
+	records := func() int {
+		t.Helper()
+		states, err := d.eng.States("wcall/ja/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(states)
+	}
+	write := func(token, ack int) {
+		t.Helper()
+		c := opCall(t, d, "insert", 0, token, "items", fmt.Sprintf(`{"id":"r%d","title":"t"}`, token))
+		if _, err := d.journaled(c, &journalTok{journal: "ja", token: token, ack: ack}, func() (result, error) { return c.op.work(d, c) })(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recall := func(token int) string {
+		t.Helper()
+		r, err := recallOp(d, opCall(t, d, "recall", 0, 0, "ja", token))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.text
+	}
+	n := 3*journalDropEvery + 5
+	most := 0
+	for token := 1; token <= n; token++ {
+		write(token, token)
+		most = max(most, records())
+		if got := recall(token); !strings.Contains(got, fmt.Sprintf(`"r%d"`, token)) {
+			t.Fatalf("recall of write %d just after it: %s", token, got)
+		}
+	}
+	if most > journalDropEvery+1 {
+		t.Errorf("after %d awaited writes the journal held up to %d records, want at most %d", n, most, journalDropEvery+1)
+	}
+	// Write n+1 stays unanswered: later writes ack it at most.
+	waiting := n + 1
+	write(waiting, waiting)
+	for token := waiting + 1; token <= waiting+3*journalDropEvery; token++ {
+		write(token, waiting)
+	}
+	if got := recall(waiting); !strings.Contains(got, fmt.Sprintf(`"r%d"`, waiting)) {
+		t.Errorf("recall of the write still waited on, after %d later writes: %s", 3*journalDropEvery, got)
+	}
+	if got := recall(1); !strings.Contains(got, "NOT_RUN") {
+		t.Errorf("recall of the first write, acknowledged long ago: %s, want it dropped", got)
 	}
 }
 

@@ -144,10 +144,8 @@ var operations = [...]operation{
 	{name: "inspectHeld", method: "db.inspect.heldChanges", queue: worker, work: inspectHeldOp},
 	{name: "inspectSync", method: "db.inspect.sync", queue: worker, work: inspectSyncOp},
 	{name: "inspectCount", method: "db.inspect.count", queue: worker, table: true, work: inspectCountOp},
-	// worker mode's write journal (journal.go): token (a = token, b =
-	// ack, c = journal) for the next write call, and recall (a =
-	// journal, b = token) of a call's recorded answer
-	{name: "token", queue: inDispatch, now: tokenOp},
+	// worker mode's write journal (journal.go): recall (a = journal,
+	// b = token) of a call's recorded answer
 	{name: "recall", method: "db", queue: worker, work: recallOp},
 }
 

@@ -16,7 +16,9 @@
 //   page -> worker  {init: {wasmURL, wasmExecURL}}               first, once
 //   worker -> page  {ops: OPS, kinds: KINDS}                     Go installed
 //                   {fail: message}                              it could not start
-//   page -> worker  {c: [[op, handle, tx, id, a, b, c, d], ...]} the go() calls of a turn, in order
+//   page -> worker  {c: [[op, handle, tx, id, a, b, c, d], ...]} the go() calls of a turn, in order;
+//                   a write's array goes on with its journal token
+//                   (token, ack, journal: jsbridge/journal.go)
 //   worker -> page  {r: [entry, ...], p: [handle, pending, ...]} Go's calls of a turn, in order:
 //                     [0, id, kind, text, blobs]        settle
 //                     [1, id, value]                    settleValue (a SealKey: structured clone)
@@ -36,7 +38,7 @@
 // The page terminates this Worker when it freezes (the browser aborts its
 // IndexedDB transactions) and starts another on resume, which restores
 // the session (web/replica.js, worker mode): the write journal
-// (jsbridge/journal.go: the token and recall calls) tells it which writes
+// (jsbridge/journal.go: the writes' tokens and the recall calls) tells it which writes
 // in flight committed.
 //
 // A classic worker script with no imports, so that bundlers can emit it as
@@ -97,7 +99,8 @@
 			const op = c[0], h = c[1], id = c[3];
 			if (op === OPS.leader) { if (c[4]) leading.add(h); else leading.delete(h); }
 			try {
-				go(op, h, c[2], id, c[4], c[5], c[6], c[7]);
+				if (c.length > 8) go(op, h, c[2], id, c[4], c[5], c[6], c[7], c[8], c[9], c[10]);
+				else go(op, h, c[2], id, c[4], c[5], c[6], c[7]);
 			} catch (e) {
 				if (id) push([0, id, KINDS.error, JSON.stringify({ code: "INTERNAL", message: "Replica's WebAssembly module failed: " + ((e && e.message) || e) }), null]);
 			}

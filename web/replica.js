@@ -488,8 +488,9 @@
 	}
 
 	// post sends the facade's calls to the running Worker, translated
-	// (see translate); a write goes with its journal token: its id, and
-	// the lowest id still waiting (every answer below it arrived).
+	// (see translate); a write goes with its journal token after its
+	// arguments: its id, the lowest id still waiting (every answer below
+	// it arrived) and the journal.
 	function post(s, calls) {
 		const O = s.ops, out = [];
 		for (const c of calls) {
@@ -501,7 +502,8 @@
 			if (t[1] > 0 && journaled(O, c)) {
 				const j = journalNow();
 				if (r) r.j = j;
-				out.push([O.token, t[1], 0, 0, c[3], s.inflight.keys().next().value || c[3], j]);
+				while (t.length < 8) t.push(undefined);
+				t.push(c[3], s.inflight.keys().next().value || c[3], j);
 			}
 			out.push(t);
 		}

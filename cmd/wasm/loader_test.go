@@ -64,7 +64,7 @@ func serve(t *testing.T, wasmType string) *httptest.Server {
 			window.journals = [];
 			const post = Worker.prototype.postMessage;
 			Worker.prototype.postMessage = function (m, ...rest) {
-				if (m && Array.isArray(m.c)) for (const c of m.c) if (c.length === 7 && typeof c[6] === "string") journals.push(c[6]);
+				if (m && Array.isArray(m.c)) for (const c of m.c) if (c.length === 11 && typeof c[10] === "string") journals.push(c[10]);
 				return post.call(this, m, ...rest);
 			};
 			</script><script src="lib/replica.js" data-worker></script><script>Date.now = realNow;</script>`,
