@@ -52,7 +52,7 @@
 //
 // W8 runs once per system that syncs, in two browser contexts (two
 // devices: separate IndexedDB, no BroadcastChannel between them) of one
-// Chromium: device A commits a row, device B's subscription sees it; 300
+// Chromium: device A commits a row, device B's subscription sees it; 200
 // writes, each after B saw the previous one and 60 ms of quiet (so each
 // write starts a push of its own rather than joining a debounced burst).
 // Where a system reports them (Replica), the cell also gives two points

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/heapprofiler"
 	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 )
 
@@ -82,7 +83,9 @@ func Start(parent context.Context, extra ...chromedp.ExecAllocatorOption) (ctx c
 // chromedp.NewContext), after a full garbage collection in each: V8's own
 // figure (CDP HeapProfiler.collectGarbage, then Runtime.getHeapUsage),
 // since a Worker has no performance.memory. It attaches to each Worker's
-// target and detaches again, leaving the Worker running.
+// target and detaches again, leaving the Worker running. A Worker that
+// ends meanwhile (one of a page navigated away from, still listed) is
+// left out.
 func WorkerHeaps(ctx context.Context) ([]int64, error) {
 	infos, err := chromedp.Targets(ctx)
 	if err != nil {
@@ -105,9 +108,28 @@ func WorkerHeaps(ctx context.Context) ([]int64, error) {
 		}))
 		cancel()
 		if err != nil {
+			// A Worker of the page before the last navigation can still
+			// be listed while it ends: one no longer listed is skipped.
+			if gone, lerr := targetGone(ctx, ti.TargetID); lerr == nil && gone {
+				continue
+			}
 			return nil, fmt.Errorf("the heap of Worker %s: %w", ti.URL, err)
 		}
 		out = append(out, int64(used))
 	}
 	return out, nil
+}
+
+// targetGone reports whether id is no longer among the browser's targets.
+func targetGone(ctx context.Context, id target.ID) (bool, error) {
+	infos, err := chromedp.Targets(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, ti := range infos {
+		if ti.TargetID == id {
+			return false, nil
+		}
+	}
+	return true, nil
 }
