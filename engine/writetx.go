@@ -500,37 +500,54 @@ func (w *writeTx) flush() error { return w.flushRows(false) }
 // changes the rows afterwards.
 func (w *writeTx) flushRows(final bool) error {
 	local := !w.base.IsZero() // a local transaction, not an apply
+	// The index entries of the rows written are written even when a later
+	// row fails: those rows are clean now, and a transaction may go on
+	// after a failed statement (Engine.Transact) and commit them.
+	ixw, err := w.flushEach(w.dirtyRows(), final, local)
+	if werr := w.writeIndexes(ixw); err == nil {
+		err = werr
+	}
+	if err != nil {
+		return err
+	}
+	return w.flushOwnLog()
+}
+
+// flushEach writes the rows of dirty with their change-log entries and
+// returns their index entries, to write in key order. On failure it
+// returns those of the rows written in full before the failing one, which
+// stays dirty (its entries are diffed again from its committed state).
+func (w *writeTx) flushEach(dirty []*txRow, final, local bool) (ixw []indexWrite, err error) {
 	var buf []byte
 	var ob, nb []HLC // scratch: the bases of each row's states
-	var ixw []indexWrite
-	dirty := w.dirtyRows()
 	for _, r := range dirty {
 		rk := []byte(r.key)
 		if !r.dirty {
 			// A row that only gained a shadow tombstone.
 			if err := w.diffTomb(r, rk); err != nil {
-				return err
+				return ixw, err
 			}
 			continue
 		}
 		ob, nb = r.orig.AppendBases(ob), r.cur.AppendBases(nb)
-		var err error
 		if buf, err = w.writeRecord(r, rk, buf, ob, nb, local); err != nil {
-			return err
+			return ixw, err
 		}
 		if err := w.diffLog(r, rk, ob, nb); err != nil {
-			return err
+			return ixw, err
 		}
 		if err := w.diffTomb(r, rk); err != nil {
-			return err
+			return ixw, err
 		}
 		if r.tbl != nil && len(r.tbl.indexes) > 0 {
 			if ixw == nil {
 				ixw = make([]indexWrite, 0, len(dirty)*len(r.tbl.indexes))
 			}
-			if ixw, err = w.diffIndexes(ixw, r, r.tbl.resurrect); err != nil {
-				return err
+			out, err := w.diffIndexes(ixw, r, r.tbl.resurrect)
+			if err != nil {
+				return ixw, err
 			}
+			ixw = out
 		}
 		if final {
 			r.orig = r.cur
@@ -539,10 +556,7 @@ func (w *writeTx) flushRows(final bool) error {
 		}
 		r.dirty = false
 	}
-	if err := w.writeIndexes(ixw); err != nil {
-		return err
-	}
-	return w.flushOwnLog()
+	return ixw, nil
 }
 
 // dirtyRows returns the dirty rows, and those with only a shadow
