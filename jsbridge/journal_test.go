@@ -48,14 +48,7 @@ func TestWriteJournal(t *testing.T) {
 		c.id = token
 		_, _ = d.journaled(c, &journalTok{journal: "jt", token: token, ack: ack}, func() (result, error) { return c.op.work(d, c) })()
 	}
-	recall := func(token int) string {
-		t.Helper()
-		r, err := recallOp(d, opCall(t, d, "recall", 0, 0, "jt", token))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.text
-	}
+	recall := func(token int) string { t.Helper(); return recallT(t, d, "jt", token) }
 	write(5, 5, opCall(t, d, "insert", 0, 0, "items", `{"id":"x","title":"first"}`))
 	write(6, 5, opCall(t, d, "insert", 0, 0, "items", `{"id":"x","title":"again"}`))
 	if got := recall(5); !strings.Contains(got, `"first"`) {
@@ -115,14 +108,7 @@ func TestWriteJournalAwaited(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	recall := func(token int) string {
-		t.Helper()
-		r, err := recallOp(d, opCall(t, d, "recall", 0, 0, "ja", token))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r.text
-	}
+	recall := func(token int) string { t.Helper(); return recallT(t, d, "ja", token) }
 	n := 3*journalDropEvery + 5
 	most := 0
 	for token := 1; token <= n; token++ {
@@ -147,6 +133,16 @@ func TestWriteJournalAwaited(t *testing.T) {
 	if got := recall(1); !strings.Contains(got, "NOT_RUN") {
 		t.Errorf("recall of the first write, acknowledged long ago: %s, want it dropped", got)
 	}
+}
+
+// recallT returns the answer recall gives for token of journal.
+func recallT(t *testing.T, d *db, journal string, token int) string {
+	t.Helper()
+	r, err := recallOp(d, opCall(t, d, "recall", 0, 0, journal, token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.text
 }
 
 func atoiT(t *testing.T, s string) int {
