@@ -52,6 +52,9 @@ type memory struct {
 	JSHeap       float64 `json:"jsHeap"`
 	Wasm         float64 `json:"wasm"`
 	WorkerJSHeap float64 `json:"workerJSHeap"`
+	// WorkerURLs are the script URLs of the page's Workers
+	// (workermem.js), to pick them out of the browser's Worker targets.
+	WorkerURLs []string `json:"workerURLs"`
 }
 
 // session is what one repetition measured for one system.
@@ -158,8 +161,11 @@ func (r *runner) session(sys *system, tag string, which map[string]bool, skip []
 			return nil, fmt.Errorf("%s W7: %w", sys.name, err)
 		}
 		for _, h := range heaps {
-			s.Big.W7.WorkerJSHeap += float64(h)
-			s.Big.W7.JSHeap += float64(h)
+			if !slices.Contains(s.Big.W7.WorkerURLs, h.URL) {
+				continue // not this page's (a Worker of the page before, ending)
+			}
+			s.Big.W7.WorkerJSHeap += float64(h.Used)
+			s.Big.W7.JSHeap += float64(h.Used)
 		}
 		var closed int
 		if err := eval(ctx, "B.closeBig()", &closed); err != nil {

@@ -64,6 +64,7 @@ const B = (() => {
 			if (globalThis.benchWorkerMemory) {
 				const w = await benchWorkerMemory();
 				out.wasm += w.wasm;
+				out.workerURLs = w.urls;
 			}
 			return out;
 		},

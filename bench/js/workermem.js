@@ -6,8 +6,10 @@
 // which never sees them) with the size of its WebAssembly memory, and then
 // loads the Worker's script. The page's benchWorkerMemory() asks every
 // Worker still running and sums them: {wasm} in bytes (zero when none
-// runs, as in page mode). A Worker has no performance.memory: the bench
-// reads the Workers' JS heaps through CDP (internal/pagebench.WorkerHeaps).
+// runs, as in page mode), with urls, the blob: URLs of those Workers,
+// which the bench uses to pick this page's Workers out of the browser's.
+// A Worker has no performance.memory: the bench reads the Workers' JS
+// heaps through CDP (internal/pagebench.WorkerHeaps).
 (function (g) {
 	"use strict";
 	if (typeof g.Worker !== "function" || g.benchWorkerMemory) return;
@@ -30,7 +32,9 @@
 		if (options && options.type === "module") return new Real(url, options);
 		const abs = new URL(String(url), g.location.href).href;
 		const src = "(" + inWorker.toString() + ")();\nimportScripts(" + JSON.stringify(abs) + ");\n";
-		const w = new Real(URL.createObjectURL(new Blob([src], { type: "text/javascript" })), options);
+		const blobURL = URL.createObjectURL(new Blob([src], { type: "text/javascript" }));
+		const w = new Real(blobURL, options);
+		w.benchURL = blobURL;
 		live.add(w);
 		const terminate = w.terminate;
 		w.terminate = function () { live.delete(w); return terminate.call(this); };
@@ -50,6 +54,6 @@
 			}
 			w.addEventListener("message", on);
 			w.postMessage({ benchMemory: id });
-		}))).then((all) => all.reduce((a, b) => ({ wasm: a.wasm + b.wasm }), { wasm: 0 }));
+		}))).then((all) => ({ wasm: all.reduce((a, b) => a + b.wasm, 0), urls: [...live].map((w) => w.benchURL) }));
 	};
 })(globalThis);

@@ -84,7 +84,7 @@ func TestMeasureSpare(t *testing.T) {
 	t.Logf("Chromium's PSS, all processes: before the spare %s, with it prepared %s (+%s), after terminating it %s (%s)",
 		mib(before), mib(with), mib(with-before), mib(after), mib(after-with))
 	for _, h := range heaps {
-		t.Logf("a Worker's used JS heap after a full GC: %s", mib(h))
+		t.Logf("a Worker's used JS heap after a full GC: %s", mib(h.Used))
 	}
 }
 

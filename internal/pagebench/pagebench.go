@@ -78,20 +78,27 @@ func Start(parent context.Context, extra ...chromedp.ExecAllocatorOption) (ctx c
 	return ctx, cancel, nil
 }
 
-// WorkerHeaps returns the used JS heap, in bytes, of every dedicated Worker
-// running in the browser of ctx (a context from Start or
-// chromedp.NewContext), after a full garbage collection in each: V8's own
-// figure (CDP HeapProfiler.collectGarbage, then Runtime.getHeapUsage),
-// since a Worker has no performance.memory. It attaches to each Worker's
-// target and detaches again, leaving the Worker running. A Worker that
-// ends meanwhile (one of a page navigated away from, still listed) is
-// left out.
-func WorkerHeaps(ctx context.Context) ([]int64, error) {
+// WorkerHeap is one dedicated Worker's used JS heap, in bytes, with the
+// URL of its script (a Worker started from a blob: URL reports that URL).
+type WorkerHeap struct {
+	URL  string
+	Used int64
+}
+
+// WorkerHeaps returns the used JS heap of every dedicated Worker running
+// in the browser of ctx (a context from Start or chromedp.NewContext),
+// after a full garbage collection in each: V8's own figure (CDP
+// HeapProfiler.collectGarbage, then Runtime.getHeapUsage), since a Worker
+// has no performance.memory. It attaches to each Worker's target and
+// detaches again, leaving the Worker running. A Worker that ends meanwhile
+// (one of a page navigated away from, still listed) is left out; callers
+// that measure one page keep the Workers whose URLs that page made.
+func WorkerHeaps(ctx context.Context) ([]WorkerHeap, error) {
 	infos, err := chromedp.Targets(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []int64
+	var out []WorkerHeap
 	for _, ti := range infos {
 		if ti.Type != "worker" {
 			continue
@@ -108,14 +115,12 @@ func WorkerHeaps(ctx context.Context) ([]int64, error) {
 		}))
 		cancel()
 		if err != nil {
-			// A Worker of the page before the last navigation can still
-			// be listed while it ends: one no longer listed is skipped.
 			if gone, lerr := targetGone(ctx, ti.TargetID); lerr == nil && gone {
 				continue
 			}
 			return nil, fmt.Errorf("the heap of Worker %s: %w", ti.URL, err)
 		}
-		out = append(out, int64(used))
+		out = append(out, WorkerHeap{URL: ti.URL, Used: int64(used)})
 	}
 	return out, nil
 }
